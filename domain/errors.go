@@ -1,0 +1,49 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrTooLarge marks input beyond a configured size limit (HTTP 413).
+var ErrTooLarge = errors.New("too large")
+
+// FieldError names one field at fault and what is wrong with it.
+type FieldError struct {
+	Field   string // path such as "response.status_code" or "[3].method"
+	Message string
+}
+
+// ValidationError is bad input: a summary for a person plus the fields at fault.
+// Nothing is stored when a submission yields one.
+type ValidationError struct {
+	Message string
+	Fields  []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Fields) == 0 {
+		return e.Message
+	}
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return e.Message + ": " + strings.Join(parts, "; ")
+}
+
+// invalid returns a ValidationError without field details.
+func invalid(format string, args ...any) *ValidationError {
+	return &ValidationError{Message: fmt.Sprintf(format, args...)}
+}
+
+// fieldErrors collects the problems of one submission or query.
+type fieldErrors struct {
+	prefix string
+	list   []FieldError
+}
+
+func (fe *fieldErrors) add(field, format string, args ...any) {
+	fe.list = append(fe.list, FieldError{Field: fe.prefix + field, Message: fmt.Sprintf(format, args...)})
+}

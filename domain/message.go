@@ -1,0 +1,93 @@
+package domain
+
+import (
+	"time"
+)
+
+// Environments a key, and so every message it submits, belongs to.
+const (
+	DomainLive = "live"
+	DomainTest = "test"
+)
+
+// ValidDomain reports whether d is one of the environments of the contract.
+func ValidDomain(d string) bool { return d == DomainLive || d == DomainTest }
+
+// Scope is the tenant boundary: one account in one domain. A key reads and writes
+// only inside its scope.
+type Scope struct {
+	Account string
+	Domain  string
+}
+
+// Principal is who a request acts as.
+type Principal struct {
+	Scope
+	// Name, when set, restricts reads to one application (portal sessions).
+	Name string
+	// ReadOnly principals may not submit.
+	ReadOnly bool
+}
+
+// Header maps canonical header names to their values, in submission order.
+type Header map[string][]string
+
+// Clone returns a deep copy, so stores never share slices with callers.
+func (h Header) Clone() Header {
+	out := make(Header, len(h))
+	for k, v := range h {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// Content is one side of an exchange: the captured request or response.
+type Content struct {
+	Header      Header
+	Body        string
+	ContentType string
+}
+
+// Message is one stored HTTP exchange.
+type Message struct {
+	ID         string // UUID, lower-case canonical form
+	Reference  string // "msg_" + 12 alphanumerics
+	Account    string
+	Domain     string
+	Name       string // the application the exchange belongs to
+	IPAddress  string // canonical form, or ""
+	Method     string // upper-case
+	Path       string
+	StatusCode int
+	Request    Content
+	Response   Content
+	CreatedAt  time.Time // the submission's time (UTC, microseconds)
+	UpdatedAt  time.Time // when the service stored it
+	VisibleAt  time.Time // UpdatedAt + visibility delay
+	ExpiresAt  time.Time // CreatedAt + retention
+}
+
+// Scope returns the tenant the message belongs to.
+func (m Message) Scope() Scope { return Scope{Account: m.Account, Domain: m.Domain} }
+
+// Readable reports whether m may be returned to a reader at now:
+// visible from VisibleAt (inclusive) until ExpiresAt (exclusive).
+func (m Message) Readable(now time.Time) bool {
+	return !now.Before(m.VisibleAt) && now.Before(m.ExpiresAt)
+}
+
+// Clone returns a deep copy of m.
+func (m Message) Clone() Message {
+	m.Request.Header = m.Request.Header.Clone()
+	m.Response.Header = m.Response.Header.Clone()
+	return m
+}
+
+// Identity is what a submitter gets back for each stored message.
+type Identity struct {
+	ID        string
+	Reference string
+}
+
+// Identity returns the message's id and reference.
+func (m Message) Identity() Identity { return Identity{ID: m.ID, Reference: m.Reference} }

@@ -1,0 +1,99 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of the contract; every one is configurable.
+const (
+	DefaultVisibilityDelay = 5 * time.Second
+	DefaultRetention       = 30 * 24 * time.Hour
+	DefaultMaxBatch        = 1000
+	// MaxFutureSkew is how far ahead of the service's clock created_at may be.
+	MaxFutureSkew = 24 * time.Hour
+)
+
+// DefaultMaskedHeaders are the headers whose values are never stored.
+var DefaultMaskedHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
+
+// Mask replaces every value of a masked header.
+const Mask = "***************"
+
+// Policy holds the ingest rules that deployments may tune.
+type Policy struct {
+	VisibilityDelay time.Duration
+	Retention       time.Duration
+	MaxBatch        int
+	MaskedHeaders   []string
+	// Sniff guesses the media type of bodies without a Content-Type header that are
+	// not JSON; nil means "text/plain" for UTF-8 text, else application/octet-stream.
+	Sniff Sniffer
+}
+
+// DefaultPolicy returns the contract's defaults.
+func DefaultPolicy() Policy {
+	return Policy{
+		VisibilityDelay: DefaultVisibilityDelay,
+		Retention:       DefaultRetention,
+		MaxBatch:        DefaultMaxBatch,
+		MaskedHeaders:   append([]string(nil), DefaultMaskedHeaders...),
+	}
+}
+
+// Validate reports a policy that cannot work.
+func (p Policy) Validate() error {
+	switch {
+	case p.VisibilityDelay < 0:
+		return fmt.Errorf("visibility delay must not be negative, got %s", p.VisibilityDelay)
+	case p.Retention <= 0:
+		return fmt.Errorf("retention must be positive, got %s", p.Retention)
+	case p.VisibilityDelay >= p.Retention:
+		return fmt.Errorf("visibility delay (%s) must be shorter than retention (%s)", p.VisibilityDelay, p.Retention)
+	case p.MaxBatch < 1:
+		return fmt.Errorf("batch limit must be at least 1, got %d", p.MaxBatch)
+	}
+	for _, name := range p.MaskedHeaders {
+		if !isToken(name) {
+			return fmt.Errorf("masked header %q is not a valid header name", name)
+		}
+	}
+	return nil
+}
+
+// maskSet returns the canonical names to mask.
+func (p Policy) maskSet() map[string]bool {
+	set := make(map[string]bool, len(p.MaskedHeaders))
+	for _, name := range p.MaskedHeaders {
+		set[CanonicalHeaderName(name)] = true
+	}
+	return set
+}
+
+// NewMessage turns a validated submission into the message to store at now.
+func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time) Message {
+	stored := Micro(now)
+	return Message{
+		ID:         id.ID,
+		Reference:  id.Reference,
+		Account:    scope.Account,
+		Domain:     scope.Domain,
+		Name:       s.Name,
+		IPAddress:  s.IPAddress,
+		Method:     s.Method,
+		Path:       s.Path,
+		StatusCode: s.StatusCode,
+		Request:    s.Request,
+		Response:   s.Response,
+		CreatedAt:  s.CreatedAt,
+		UpdatedAt:  stored,
+		VisibleAt:  stored.Add(p.VisibilityDelay),
+		ExpiresAt:  s.CreatedAt.Add(p.Retention),
+	}
+}
+
+// OldestReadable is the earliest created_at that has not expired at now under
+// the current retention, so a shortened retention applies to stored messages too.
+func (p Policy) OldestReadable(now time.Time) time.Time {
+	return Micro(now).Add(-p.Retention + time.Microsecond)
+}

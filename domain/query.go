@@ -1,0 +1,219 @@
+package domain
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Page size bounds of the fetch operation.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Filter selects messages; zero fields match everything. It is the single
+// definition of what each filter means: the memory store and the conformance
+// suite both use Matches.
+type Filter struct {
+	Name       string
+	Method     string
+	IPAddress  string
+	Path       string
+	PathPrefix string
+	// StatusMin and StatusMax bound status_code inclusively (0: unbounded).
+	StatusMin, StatusMax int
+	// From and To bound created_at as [From, To) (zero: unbounded).
+	From, To time.Time
+}
+
+// Matches reports whether m passes every filter.
+func (f Filter) Matches(m Message) bool {
+	return (f.Name == "" || m.Name == f.Name) &&
+		(f.Method == "" || m.Method == f.Method) &&
+		(f.IPAddress == "" || m.IPAddress == f.IPAddress) &&
+		(f.Path == "" || m.Path == f.Path) &&
+		(f.PathPrefix == "" || strings.HasPrefix(m.Path, f.PathPrefix)) &&
+		(f.StatusMin == 0 || m.StatusCode >= f.StatusMin) &&
+		(f.StatusMax == 0 || m.StatusCode <= f.StatusMax) &&
+		(f.From.IsZero() || !m.CreatedAt.Before(f.From)) &&
+		(f.To.IsZero() || m.CreatedAt.Before(f.To))
+}
+
+// Query asks a store for one page of a scope's messages, newest first.
+type Query struct {
+	Scope  Scope
+	Filter Filter
+	Limit  int
+	// After, when set, starts the page after this position (keyset pagination).
+	After *Cursor
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Messages []Message
+	// HasMore reports that at least one more message follows the last one.
+	HasMore bool
+}
+
+// Next is the cursor for the following page, or nil on the last page.
+func (p Page) Next() *Cursor {
+	if !p.HasMore || len(p.Messages) == 0 {
+		return nil
+	}
+	last := p.Messages[len(p.Messages)-1]
+	return &Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+}
+
+// Cursor is a position in the newest-first order: (created_at, id) of the last
+// message of a page.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Precedes reports whether a sorts before b in the newest-first order: later
+// created_at first, ties broken by id descending.
+func Precedes(a, b Message) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ID > b.ID
+}
+
+// Admits reports whether m lies strictly after the cursor position.
+func (c Cursor) Admits(m Message) bool {
+	if !m.CreatedAt.Equal(c.CreatedAt) {
+		return m.CreatedAt.Before(c.CreatedAt)
+	}
+	return m.ID < c.ID
+}
+
+const cursorVersion = "1"
+
+// Encode renders the cursor opaquely for clients.
+func (c Cursor) Encode() string {
+	raw := cursorVersion + ":" + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + ":" + c.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// DecodeCursor parses a cursor made by Encode.
+func DecodeCursor(s string) (Cursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("is not a cursor returned by this service")
+	}
+	parts := strings.Split(string(raw), ":")
+	if len(parts) != 3 || parts[0] != cursorVersion {
+		return Cursor{}, fmt.Errorf("is not a cursor returned by this service")
+	}
+	micros, err := strconv.ParseInt(parts[1], 10, 64)
+	id, ok := CanonicalID(parts[2])
+	if err != nil || !ok || micros <= 0 {
+		return Cursor{}, fmt.Errorf("is not a cursor returned by this service")
+	}
+	return Cursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// ParseQuery reads the fetch operation's query parameters (a url.Values). Every invalid value is
+// reported by parameter name; unknown parameters are ignored.
+func ParseQuery(values map[string][]string) (Query, error) {
+	q := Query{Limit: DefaultLimit}
+	fe := &fieldErrors{}
+	get := func(name string) (string, bool) {
+		vs, ok := values[name]
+		switch {
+		case !ok:
+			return "", false
+		case len(vs) > 1:
+			fe.add(name, "must be given at most once")
+			return "", false
+		case strings.TrimSpace(vs[0]) == "":
+			fe.add(name, "must not be empty")
+			return "", false
+		}
+		return vs[0], true
+	}
+	if v, ok := get("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			fe.add("limit", "must be an integer from 1 to %d", MaxLimit)
+		} else {
+			q.Limit = n
+		}
+	}
+	if v, ok := get("cursor"); ok {
+		c, err := DecodeCursor(v)
+		if err != nil {
+			fe.add("cursor", "%s", err.Error())
+		} else {
+			q.After = &c
+		}
+	}
+	if v, ok := get("name"); ok {
+		q.Filter.Name = strings.TrimSpace(v)
+	}
+	if v, ok := get("method"); ok {
+		if !isToken(v) {
+			fe.add("method", "must be an HTTP method token such as GET")
+		}
+		q.Filter.Method = strings.ToUpper(v)
+	}
+	if v, ok := get("ip_address"); ok {
+		if addr, err := netip.ParseAddr(v); err != nil {
+			fe.add("ip_address", "must be a valid IPv4 or IPv6 address")
+		} else {
+			q.Filter.IPAddress = addr.String()
+		}
+	}
+	if v, ok := get("status_code"); ok {
+		q.Filter.StatusMin, q.Filter.StatusMax, ok = parseStatusFilter(v)
+		if !ok {
+			fe.add("status_code", "must be a status code from 100 to 599 (404) or a class (4xx)")
+		}
+	}
+	for _, name := range []string{"path", "path_prefix"} {
+		if v, ok := get(name); ok {
+			if !strings.HasPrefix(v, "/") {
+				fe.add(name, "must start with /")
+			} else if name == "path" {
+				q.Filter.Path = v
+			} else {
+				q.Filter.PathPrefix = v
+			}
+		}
+	}
+	if v, ok := get("from"); ok {
+		if q.Filter.From, ok = ParseUnixOrRFC3339(v); !ok {
+			fe.add("from", "must be an RFC 3339 time or Unix seconds")
+		}
+	}
+	if v, ok := get("to"); ok {
+		if q.Filter.To, ok = ParseUnixOrRFC3339(v); !ok {
+			fe.add("to", "must be an RFC 3339 time or Unix seconds")
+		}
+	}
+	if !q.Filter.From.IsZero() && !q.Filter.To.IsZero() && !q.Filter.From.Before(q.Filter.To) {
+		fe.add("to", "must be after from")
+	}
+	if len(fe.list) > 0 {
+		return Query{}, &ValidationError{Message: "the query parameters are invalid", Fields: fe.list}
+	}
+	return q, nil
+}
+
+// parseStatusFilter reads "404" or a class such as "4xx" as an inclusive range.
+func parseStatusFilter(v string) (lo, hi int, ok bool) {
+	if len(v) == 3 && (v[1] == 'x' || v[1] == 'X') && (v[2] == 'x' || v[2] == 'X') && v[0] >= '1' && v[0] <= '5' {
+		class := int(v[0]-'0') * 100
+		return class, class + 99, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 100 || n > 599 || len(v) != 3 {
+		return 0, 0, false
+	}
+	return n, n, true
+}

@@ -1,0 +1,304 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of single fields, from the contract.
+const (
+	maxNameLen   = 200
+	maxMethodLen = 32
+	maxPathLen   = 4096
+)
+
+// Submission is one validated, normalised exchange, before it gets an identity.
+type Submission struct {
+	Name       string
+	IPAddress  string
+	Method     string
+	Path       string
+	StatusCode int
+	CreatedAt  time.Time
+	Request    Content
+	Response   Content
+}
+
+// Batch is a decoded POST body.
+type Batch struct {
+	Submissions []Submission
+	// Multiple is true for the array and envelope shapes: the reply then lists
+	// identities, and field errors are prefixed with the item index.
+	Multiple bool
+}
+
+// ParseSubmissions decodes and validates a POST body in any of the contract's three
+// shapes (one submission, an array of them, or {"messages": [...]}) at time now.
+// Either every item is valid or a *ValidationError lists each bad field; a batch over
+// MaxBatch items fails with an error wrapping ErrTooLarge.
+func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
+	items, multiple, envelope, err := splitBody(body)
+	if err != nil {
+		return Batch{}, err
+	}
+	if multiple && len(items) == 0 {
+		return Batch{}, invalid("the batch is empty: send at least one message")
+	}
+	if len(items) > p.MaxBatch {
+		return Batch{}, fmt.Errorf("batch of %d messages is over the limit of %d: %w", len(items), p.MaxBatch, ErrTooLarge)
+	}
+	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), sniff: p.Sniff}
+	if v.sniff == nil {
+		v.sniff = plainSniff
+	}
+	batch := Batch{Submissions: make([]Submission, len(items)), Multiple: multiple}
+	var all []FieldError
+	for i, raw := range items {
+		fe := fieldErrors{}
+		if multiple {
+			fe.prefix = fmt.Sprintf("[%d].", i)
+		}
+		batch.Submissions[i] = v.submission(raw, envelope, &fe)
+		all = append(all, fe.list...)
+	}
+	if len(all) > 0 {
+		msg := "the submission is invalid"
+		if multiple {
+			msg = "the batch is invalid: nothing was stored"
+		}
+		return Batch{}, &ValidationError{Message: msg, Fields: all}
+	}
+	return batch, nil
+}
+
+// splitBody finds the shape of body and returns its items undecoded.
+func splitBody(body []byte) (items []json.RawMessage, multiple, envelope bool, err error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, false, false, invalid("the request body is empty: send a JSON object or array")
+	}
+	if !json.Valid(trimmed) {
+		return nil, false, false, invalid("the request body is not valid JSON")
+	}
+	switch trimmed[0] {
+	case '[':
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			return nil, false, false, invalid("the request body is not valid JSON")
+		}
+		return items, true, false, nil
+	case '{':
+		var probe struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(trimmed, &probe); err != nil {
+			return nil, false, false, invalid("the request body is not valid JSON")
+		}
+		if probe.Messages == nil {
+			return []json.RawMessage{trimmed}, false, false, nil
+		}
+		if kindOf(probe.Messages) != kindArray {
+			return nil, false, false, &ValidationError{Message: "the submission is invalid",
+				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
+		}
+		if err := json.Unmarshal(probe.Messages, &items); err != nil {
+			return nil, false, false, invalid("the request body is not valid JSON")
+		}
+		return items, true, true, nil
+	default:
+		return nil, false, false, invalid("the request body must be a JSON object or array")
+	}
+}
+
+type validator struct {
+	now    time.Time
+	policy Policy
+	masked map[string]bool
+	sniff  Sniffer
+}
+
+// submission validates one item. envelope items may use "app" for "name" and a
+// top-level "status_code" for "response.status_code".
+func (v validator) submission(raw json.RawMessage, envelope bool, fe *fieldErrors) Submission {
+	var obj map[string]json.RawMessage
+	if kindOf(raw) != kindObject || json.Unmarshal(raw, &obj) != nil {
+		// Only batch items can be anything but an object: name the item itself.
+		fe.list = append(fe.list, FieldError{Field: strings.TrimSuffix(fe.prefix, "."), Message: "must be a JSON object"})
+		return Submission{}
+	}
+	var s Submission
+	nameField := "name"
+	if envelope && isAbsent(obj["name"]) && !isAbsent(obj["app"]) {
+		nameField = "app"
+	}
+	if name, ok := stringField(obj, nameField, nameField, true, fe); ok {
+		s.Name = strings.TrimSpace(name)
+		if n := utf8.RuneCountInString(s.Name); n < 1 || n > maxNameLen {
+			fe.add(nameField, "must be 1 to %d characters after trimming spaces", maxNameLen)
+		}
+	}
+	s.CreatedAt = v.createdAt(obj["created_at"], fe)
+	if method, ok := stringField(obj, "method", "method", true, fe); ok {
+		switch {
+		case !isToken(method):
+			fe.add("method", "must be an HTTP method token such as GET or POST")
+		case len(method) > maxMethodLen:
+			fe.add("method", "must be at most %d characters", maxMethodLen)
+		default:
+			s.Method = strings.ToUpper(method)
+		}
+	}
+	if path, ok := stringField(obj, "path", "path", true, fe); ok {
+		switch {
+		case !strings.HasPrefix(path, "/"):
+			fe.add("path", "must start with /")
+		case utf8.RuneCountInString(path) > maxPathLen:
+			fe.add("path", "must be at most %d characters", maxPathLen)
+		default:
+			s.Path = path
+		}
+	}
+	if ip, ok := stringField(obj, "ip_address", "ip_address", false, fe); ok && ip != "" {
+		addr, err := netip.ParseAddr(ip)
+		if err != nil {
+			fe.add("ip_address", "must be a valid IPv4 or IPv6 address")
+		} else {
+			s.IPAddress = addr.String()
+		}
+	}
+	var topStatus json.RawMessage
+	if envelope {
+		topStatus = obj["status_code"]
+	}
+	s.Request, _ = v.content(obj, "request", false, nil, fe)
+	s.Response, s.StatusCode = v.content(obj, "response", true, topStatus, fe)
+	return s
+}
+
+// content validates the request or response object. For the response it also
+// returns status_code, which an envelope item may carry at its top level instead.
+func (v validator) content(obj map[string]json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
+	raw := obj[field]
+	var inner map[string]json.RawMessage
+	switch {
+	case isAbsent(raw) && isResponse && !isAbsent(topStatus):
+		inner = map[string]json.RawMessage{}
+	case isAbsent(raw):
+		fe.add(field, "is required")
+		return Content{}, 0
+	case kindOf(raw) != kindObject || json.Unmarshal(raw, &inner) != nil:
+		fe.add(field, "must be an object")
+		return Content{}, 0
+	}
+	var c Content
+	c.Body, _ = stringField(inner, "body", field+".body", false, fe)
+	c.Header = v.header(inner["header"], field+".header", fe)
+	c.ContentType = contentType(c.Header, c.Body, v.sniff)
+	maskHeader(c.Header, v.masked)
+
+	status := 0
+	if isResponse {
+		statusRaw, statusField := inner["status_code"], field+".status_code"
+		if isAbsent(statusRaw) && !isAbsent(topStatus) {
+			statusRaw, statusField = topStatus, "status_code"
+		}
+		status = statusCode(statusRaw, statusField, fe)
+	}
+	return c, status
+}
+
+func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {
+	if isAbsent(raw) {
+		fe.add(field, "is required")
+		return 0
+	}
+	code, ok := jsonInteger(raw)
+	if !ok {
+		fe.add(field, "must be an integer")
+		return 0
+	}
+	if code < 100 || code > 599 {
+		fe.add(field, "must be between 100 and 599")
+		return 0
+	}
+	return int(code)
+}
+
+// stringField reads obj[key], reporting problems under path. An absent or null
+// optional field is "".
+func stringField(obj map[string]json.RawMessage, key, path string, required bool, fe *fieldErrors) (string, bool) {
+	raw := obj[key]
+	if isAbsent(raw) {
+		if required {
+			fe.add(path, "is required")
+		}
+		return "", !required
+	}
+	var s string
+	if kindOf(raw) != kindString || json.Unmarshal(raw, &s) != nil {
+		fe.add(path, "must be a string")
+		return "", false
+	}
+	return s, true
+}
+
+func (v validator) createdAt(raw json.RawMessage, fe *fieldErrors) time.Time {
+	if isAbsent(raw) {
+		fe.add("created_at", "is required")
+		return time.Time{}
+	}
+	t, err := parseTimestamp(raw)
+	if err != nil {
+		fe.add("created_at", "%s", err.Error())
+		return time.Time{}
+	}
+	if t.After(v.now.Add(MaxFutureSkew)) {
+		fe.add("created_at", "is more than %s in the future", formatDuration(MaxFutureSkew))
+		return time.Time{}
+	}
+	// A message that expires before it becomes visible would never be seen.
+	if !v.now.Add(v.policy.VisibilityDelay).Before(t.Add(v.policy.Retention)) {
+		fe.add("created_at", "is older than the retention period of %s", formatDuration(v.policy.Retention))
+		return time.Time{}
+	}
+	return t
+}
+
+// formatDuration prints whole hours as such ("24h", "720h") and others as Go does.
+func formatDuration(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token (method or header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenChar[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var tokenChar = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()

@@ -1,0 +1,98 @@
+// Package ports declares what reqlog's use cases need from the outside world: a
+// place to write messages, a place to read them, API-key lookup and a clock. Each
+// interface documents its rules with MUST / MUST NOT; the conformance package checks
+// them against every store adapter. Ports import only the domain and the standard
+// library.
+package ports
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Sentinel errors. Adapters wrap backend errors into these (fmt.Errorf("...: %w"));
+// callers test them with errors.Is, never by message text.
+var (
+	// ErrNotFound: no such message in the caller's scope, or not readable yet.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable: the store cannot be reached or refused the operation for now;
+	// the same call may succeed later (HTTP 503 with Retry-After).
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrUnauthenticated: the presented credential is missing or unknown.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrOverloaded: the service is shedding load (HTTP 429 with Retry-After).
+	ErrOverloaded = errors.New("overloaded")
+)
+
+// MessageWriter stores messages.
+type MessageWriter interface {
+	// Append stores msgs, which the domain has already validated and normalised.
+	//
+	// Append MUST be durable when it returns nil: every message is then readable
+	// (from its VisibleAt, until ExpiresAt) even if the process or the store restarts.
+	// Append MUST be idempotent per message id: appending an id that is already
+	// stored succeeds and leaves the stored message unchanged, so a retry after a
+	// partial failure converges. On error, any subset of msgs may have been stored.
+	// Append MUST NOT keep references to msgs or their headers after it returns.
+	// Backend outages MUST be reported as errors wrapping ErrUnavailable.
+	Append(ctx context.Context, msgs []domain.Message) error
+}
+
+// MessageReader reads messages, always inside one scope and at a given time.
+type MessageReader interface {
+	// List returns one page of q.Scope's messages that are readable at now
+	// (VisibleAt <= now < ExpiresAt) and pass q.Filter, newest first by CreatedAt,
+	// ties broken by ID descending, starting strictly after q.After when set.
+	//
+	// List MUST NOT return a message before its VisibleAt nor at or after its
+	// ExpiresAt, nor one from another scope. It MUST return at most q.Limit messages
+	// and set HasMore exactly when at least one more message follows. An empty page
+	// is not an error. Returned messages belong to the caller.
+	List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error)
+
+	// Get returns the message of scope whose ID or Reference is idOrReference and
+	// that is readable at now; otherwise an error wrapping ErrNotFound.
+	Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error)
+}
+
+// ExpiredPurger deletes what retention has expired.
+type ExpiredPurger interface {
+	// PurgeExpired deletes messages whose ExpiresAt is at or before now and returns
+	// how many it deleted (-1 when the backend cannot tell). A store that deletes in
+	// coarser units (Elasticsearch: whole daily indices) MUST NOT delete anything
+	// not yet expired and MAY keep expired messages until their whole unit expires;
+	// List and Get never return them either way.
+	PurgeExpired(ctx context.Context, now time.Time) (int64, error)
+}
+
+// MessageStore is what a storage adapter provides.
+type MessageStore interface {
+	MessageWriter
+	MessageReader
+	ExpiredPurger
+	// ReadLag is how long after a successful Append reads may still miss the
+	// message (Elasticsearch: its refresh interval). The service refuses to start
+	// with a visibility delay shorter than this.
+	ReadLag() time.Duration
+}
+
+// HealthChecker is an optional capability: stores that can tell whether their
+// backend answers implement it, and /readyz reports it.
+type HealthChecker interface {
+	Ping(ctx context.Context) error
+}
+
+// KeyStore resolves API keys.
+type KeyStore interface {
+	// Authenticate returns the principal owning key, or an error wrapping
+	// ErrUnauthenticated. It MUST compare keys in constant time and MUST NOT log them.
+	Authenticate(ctx context.Context, key string) (domain.Principal, error)
+}
+
+// Clock tells the time; tests substitute a fake one.
+type Clock interface {
+	Now() time.Time
+}
