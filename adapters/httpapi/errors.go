@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// How long clients are told to wait before retrying a 503 or a 429.
+const (
+	retryUnavailable = 5 * time.Second
+	retryOverloaded  = 1 * time.Second
+)
+
+// apiError is an error reply: the status, the text for a person and, for bad
+// input, the fields at fault.
+type apiError struct {
+	status     int
+	message    string
+	fields     []domain.FieldError
+	retryAfter time.Duration
+	header     http.Header // extra response headers, e.g. Allow
+}
+
+// errorFor maps a use-case error to its reply. Anything unexpected is a 500; the
+// caller logs it.
+func errorFor(err error) apiError {
+	var invalid *domain.ValidationError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &invalid):
+		return apiError{status: http.StatusBadRequest, message: invalid.Message, fields: invalid.Fields}
+	case errors.As(err, &tooBig):
+		return apiError{status: http.StatusRequestEntityTooLarge,
+			message: fmt.Sprintf("the request body is larger than the limit of %d bytes", tooBig.Limit)}
+	case errors.Is(err, domain.ErrTooLarge):
+		return apiError{status: http.StatusRequestEntityTooLarge, message: err.Error()}
+	case errors.Is(err, ports.ErrUnauthenticated):
+		return apiError{status: http.StatusUnauthorized, message: "the API key is not valid",
+			header: http.Header{"Www-Authenticate": {authChallenge}}}
+	case errors.Is(err, app.ErrForbidden):
+		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
+	case errors.Is(err, ports.ErrNotFound):
+		return apiError{status: http.StatusNotFound, message: "message not found"}
+	case errors.Is(err, ports.ErrOverloaded):
+		return apiError{status: http.StatusTooManyRequests, message: "too many requests; retry later",
+			retryAfter: retryOverloaded}
+	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return apiError{status: http.StatusServiceUnavailable, message: "the store is unavailable; retry later",
+			retryAfter: retryUnavailable}
+	default:
+		return apiError{status: http.StatusInternalServerError, message: "internal error"}
+	}
+}
+
+// fail writes err's reply; 5xx errors are logged with the request id.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := errorFor(err)
+	if e.status >= http.StatusInternalServerError {
+		level := zap.WarnLevel
+		if e.status == http.StatusInternalServerError {
+			level = zap.ErrorLevel
+		}
+		a.log.Log(level, "request failed", zap.Error(err), zap.String("request_id", requestID(r.Context())))
+	}
+	writeError(w, e)
+}
+
+func writeError(w http.ResponseWriter, e apiError) {
+	for name, values := range e.header {
+		w.Header()[name] = values
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.retryAfter/time.Second)))
+	}
+	body := errorReply{Status: false, Message: e.message}
+	for _, f := range e.fields {
+		body.Errors = append(body.Errors, fieldErrorJSON{Field: f.Field, Message: f.Message})
+	}
+	writeJSON(w, e.status, body)
+}

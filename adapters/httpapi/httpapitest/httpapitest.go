@@ -1,0 +1,70 @@
+// Package httpapitest wires the whole service for the HTTP conformance suite:
+//
+//	conformance.RunAPITests(t, newStore, httpapitest.Serve)
+//
+// It builds the same fx graph as cmd/reqlogd (app, keyring and the API handler) on
+// the given store, so the suite tests the real wiring.
+package httpapitest
+
+import (
+	"net/http"
+	"testing"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/ports"
+)
+
+var _ conformance.ServeFunc = Serve
+
+// Serve returns the API handler of a service with cfg's keys, policy, clock and
+// body limit on store. The service stops when the test ends, before the store's own
+// cleanup runs (the store maker registered that earlier).
+func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
+	t.Helper()
+	conf := app.DefaultConfig()
+	conf.APIKeys = make([]app.APIKey, len(cfg.Keys))
+	for i, k := range cfg.Keys {
+		key, err := app.NewAPIKey(k.Account, k.Domain, k.Key)
+		if err != nil {
+			t.Fatalf("httpapitest: key %d: %v", i, err)
+		}
+		conf.APIKeys[i] = key
+	}
+	if cfg.MaxBodyBytes > 0 {
+		conf.MaxBodyBytes = cfg.MaxBodyBytes
+	}
+	policy := cfg.Policy
+	if policy.Sniff == nil {
+		policy.Sniff = http.DetectContentType
+	}
+	if err := policy.Validate(); err != nil {
+		t.Fatalf("httpapitest: policy: %v", err)
+	}
+
+	var handler http.Handler
+	opts := []fx.Option{
+		fx.NopLogger,
+		app.Module,
+		keyring.Module,
+		httpapi.HandlerModule,
+		fx.Supply(conf, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
+		fx.Provide(func() ports.MessageStore { return store }),
+		fx.Replace(policy),
+		fx.Populate(&handler),
+	}
+	if cfg.Clock != nil {
+		opts = append(opts, fx.Replace(fx.Annotate(cfg.Clock, fx.As(new(ports.Clock)))))
+	}
+	svc := fxtest.New(t, opts...)
+	svc.RequireStart()
+	t.Cleanup(svc.RequireStop)
+	return handler
+}

@@ -1,0 +1,42 @@
+package memory
+
+import (
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Purging the last message of a scope or application drops its index, so a
+// long-running development store does not accumulate empty trees.
+func TestPurgeDropsEmptyIndexes(t *testing.T) {
+	s := New()
+	now := time.Now()
+	var msgs []domain.Message
+	for i, name := range []string{"a", "b", "b"} {
+		id, err := domain.NewIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := domain.Micro(now.Add(-time.Duration(i) * time.Second))
+		msgs = append(msgs, domain.Message{ID: id.ID, Reference: id.Reference, Account: "acme", Domain: domain.DomainLive,
+			Name: name, CreatedAt: created, VisibleAt: created, ExpiresAt: created.Add(time.Hour)})
+	}
+	if err := s.Append(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PurgeExpired(t.Context(), msgs[1].ExpiresAt); err != nil || n != 2 {
+		t.Fatalf("first purge = %d, %v; want 2, nil", n, err)
+	}
+	idx := s.scopes[msgs[0].Scope()]
+	if idx == nil || len(idx.byName) != 1 || idx.byName["a"] == nil {
+		t.Fatalf("after purging application b: scope index %+v, want only application a", idx)
+	}
+	if n, err := s.PurgeExpired(t.Context(), msgs[0].ExpiresAt); err != nil || n != 1 {
+		t.Fatalf("second purge = %d, %v; want 1, nil", n, err)
+	}
+	if len(s.scopes) != 0 || len(s.byID) != 0 || len(s.byRef) != 0 || s.expires.Len() != 0 {
+		t.Errorf("after purging everything: %d scopes, %d ids, %d references, %d expiries; want none",
+			len(s.scopes), len(s.byID), len(s.byRef), s.expires.Len())
+	}
+}

@@ -1,0 +1,5 @@
+// Package app holds reqlog's use cases (Ingester, Reader), its configuration, the
+// retention purge job and the fx module that wires them. It imports the domain, the
+// ports and the frameworks (fx, zap), never an adapter: adapters depend on app, and
+// cmd/reqlogd chooses them.
+package app

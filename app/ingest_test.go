@@ -1,0 +1,148 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+func newIngester(store *recordingStore) *app.Ingester {
+	return app.NewIngester(store, app.DefaultConfig().Policy(), fixedClock{testNow})
+}
+
+func TestSubmitSingleStoresNormalisedMessage(t *testing.T) {
+	store := &recordingStore{}
+	res, err := newIngester(store).Submit(context.Background(), acmeLive, []byte(submitted), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Multiple || len(res.Identities) != 1 || len(store.appended) != 1 {
+		t.Fatalf("result %+v with %d stored, want one identity of a single submission", res, len(store.appended))
+	}
+	m := store.appended[0]
+	if m.Identity() != res.Identities[0] {
+		t.Errorf("stored identity %+v, returned %+v", m.Identity(), res.Identities[0])
+	}
+	if m.Scope() != acmeLive.Scope || m.Method != "GET" || !m.UpdatedAt.Equal(testNow) {
+		t.Errorf("stored %+v: want scope of the principal, method GET, updated_at %s", m, testNow)
+	}
+	if got := m.Request.Header["Authorization"]; len(got) != 1 || got[0] != domain.Mask {
+		t.Errorf("Authorization stored as %q, want it masked", got)
+	}
+	if m.Response.ContentType != "application/json" || !m.VisibleAt.Equal(testNow.Add(domain.DefaultVisibilityDelay)) {
+		t.Errorf("content type %q, visible at %s", m.Response.ContentType, m.VisibleAt)
+	}
+}
+
+func TestSubmitBatchKeepsInputOrder(t *testing.T) {
+	store := &recordingStore{}
+	body := "[" + strings.Repeat(submitted+",", 2) + strings.Replace(submitted, "/orders", "/third", 1) + "]"
+	res, err := newIngester(store).Submit(context.Background(), acmeLive, []byte(body), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Multiple || len(res.Identities) != 3 || len(store.appended) != 3 {
+		t.Fatalf("result %+v, %d stored; want 3 identities of a batch", res, len(store.appended))
+	}
+	for i, m := range store.appended {
+		if m.Identity() != res.Identities[i] {
+			t.Errorf("item %d: stored %+v, returned %+v", i, m.Identity(), res.Identities[i])
+		}
+	}
+	if store.appended[2].Path != "/third" || res.Identities[0] == res.Identities[1] {
+		t.Errorf("identities %+v, last path %q", res.Identities, store.appended[2].Path)
+	}
+}
+
+func TestSubmitWithIdempotencyKeyDerivesIdentities(t *testing.T) {
+	store := &recordingStore{}
+	in := newIngester(store)
+	body := []byte("[" + submitted + "," + submitted + "]")
+	first, err := in.Submit(context.Background(), acmeLive, body, "retry-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := in.Submit(context.Background(), acmeLive, body, "retry-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range first.Identities {
+		if want := domain.DerivedIdentity(acmeLive.Scope, "retry-1", i); first.Identities[i] != want || again.Identities[i] != want {
+			t.Errorf("item %d: got %+v then %+v, want %+v", i, first.Identities[i], again.Identities[i], want)
+		}
+	}
+	other := domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainTest}}
+	res, err := in.Submit(context.Background(), other, body, "retry-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Identities[0] == first.Identities[0] {
+		t.Error("the same Idempotency-Key in another scope gave the same id")
+	}
+}
+
+func TestSubmitRefusals(t *testing.T) {
+	tooMany := "[" + strings.TrimSuffix(strings.Repeat(submitted+",", domain.DefaultMaxBatch+1), ",") + "]"
+	for _, tc := range []struct {
+		name      string
+		principal domain.Principal
+		body      string
+		key       string
+		storeErr  error
+		check     func(error) bool
+	}{
+		{"read-only", domain.Principal{Scope: acmeLive.Scope, ReadOnly: true}, submitted, "", nil,
+			func(err error) bool { return errors.Is(err, app.ErrForbidden) }},
+		{"invalid body", acmeLive, `{"name":"x"}`, "", nil, isValidation("created_at")},
+		{"invalid item of a batch", acmeLive, "[" + submitted + `,{"name":1}]`, "", nil, isValidation("[1].name")},
+		{"batch too large", acmeLive, tooMany, "", nil,
+			func(err error) bool { return errors.Is(err, domain.ErrTooLarge) }},
+		{"idempotency key with a space", acmeLive, submitted, "a b", nil, isValidation("Idempotency-Key")},
+		{"idempotency key too long", acmeLive, submitted, strings.Repeat("k", 256), nil, isValidation("Idempotency-Key")},
+		{"store unavailable", acmeLive, submitted, "", fmt.Errorf("dial: %w", ports.ErrUnavailable),
+			func(err error) bool { return errors.Is(err, ports.ErrUnavailable) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &recordingStore{err: tc.storeErr}
+			res, err := newIngester(store).Submit(context.Background(), tc.principal, []byte(tc.body), tc.key)
+			if !tc.check(err) {
+				t.Fatalf("Submit = %+v, %v: not the expected error", res, err)
+			}
+			if len(store.appended) != 0 || len(res.Identities) != 0 {
+				t.Errorf("%d messages stored, %d identities returned on error", len(store.appended), len(res.Identities))
+			}
+		})
+	}
+}
+
+func isValidation(field string) func(error) bool {
+	return func(err error) bool {
+		var v *domain.ValidationError
+		if !errors.As(err, &v) {
+			return false
+		}
+		for _, f := range v.Fields {
+			if f.Field == field {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func TestValidateIdempotencyKey(t *testing.T) {
+	for key, ok := range map[string]bool{
+		"k": true, strings.Repeat("x", 255): true, "a-b_c.d~!": true,
+		"": false, strings.Repeat("x", 256): false, "a b": false, "tab\t": false, "é": false,
+	} {
+		if err := app.ValidateIdempotencyKey(key); (err == nil) != ok {
+			t.Errorf("ValidateIdempotencyKey(%q) = %v, want ok=%v", key, err, ok)
+		}
+	}
+}

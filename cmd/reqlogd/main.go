@@ -1,0 +1,183 @@
+// Command reqlogd is the reqlog service: it reads its configuration (flags,
+// REQLOG_* environment, YAML file), wires the store chosen by REQLOG_STORE with the
+// use cases and the HTTP API, and serves until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitConfig  = 2
+)
+
+// startTimeout bounds start-up, store connections included.
+const startTimeout = 30 * time.Second
+
+// stores maps REQLOG_STORE to the module that provides ports.MessageStore.
+var stores = map[string]fx.Option{
+	app.StoreMemory: memory.Module,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	cfg, err := app.LoadConfig(args, lookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, app.ConfigUsage())
+		return exitOK
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	var devKey string
+	if len(cfg.APIKeys) == 0 {
+		if devKey, err = addDevKey(&cfg); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	logger := app.NewLogger(cfg)
+	defer func() { _ = logger.Sync() }()
+
+	graph, err := options(cfg, logger)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	var server *httpapi.Server
+	svc := fx.New(graph, fx.Populate(&server))
+	if err := svc.Err(); err != nil {
+		return fail(stderr, err)
+	}
+	startCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := svc.Start(startCtx); err != nil {
+		return fail(stderr, err)
+	}
+	shutdown := svc.Wait() // handles SIGINT and SIGTERM from here on
+	if devKey != "" {
+		logger.Warn("REQLOG_API_KEYS is not set: generated a development key, printed on standard output",
+			zap.String("account", devAccount), zap.String("domain", devDomain))
+		printDevKey(stdout, devKey, server.Addr(), cfg.VisibilityDelay)
+	}
+	signal := <-shutdown
+	logger.Info("shutting down", zap.String("signal", signal.Signal.String()))
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancelStop()
+	if err := svc.Stop(stopCtx); err != nil {
+		return fail(stderr, err)
+	}
+	return signal.ExitCode
+}
+
+// fail reports err on stderr: exit code 2 for configuration errors, 1 otherwise.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, "reqlogd:", err)
+	if cfgErr := (*app.ConfigError)(nil); errors.As(err, &cfgErr) {
+		return exitConfig
+	}
+	return exitFailure
+}
+
+// options is the whole service graph for cfg.
+func options(cfg app.Config, logger *zap.Logger) (fx.Option, error) {
+	store, err := storeModule(cfg.Store, stores)
+	if err != nil {
+		return nil, err
+	}
+	return fx.Options(
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.ZapLogger{Logger: logger.Named("fx")}
+			l.UseLogLevel(zapcore.DebugLevel) // wiring details only when debugging
+			return l
+		}),
+		fx.Supply(cfg, logger),
+		store,
+		app.Module,
+		keyring.Module,
+		httpapi.Module,
+	), nil
+}
+
+func storeModule(name string, registry map[string]fx.Option) (fx.Option, error) {
+	if m, ok := registry[name]; ok {
+		return m, nil
+	}
+	return nil, &app.ConfigError{Setting: "REQLOG_STORE", Value: name,
+		Reason: fmt.Sprintf("store %s is not available in this build", name)}
+}
+
+// The generated development key's scope.
+const (
+	devAccount = "dev"
+	devDomain  = "test"
+)
+
+// addDevKey makes a random test-domain key when none is configured.
+func addDevKey(cfg *app.Config) (string, error) {
+	key := "rk_dev_" + rand.Text()
+	entry, err := app.NewAPIKey(devAccount, devDomain, key)
+	if err != nil {
+		return "", err
+	}
+	cfg.APIKeys = append(cfg.APIKeys, entry)
+	return key, nil
+}
+
+// printDevKey shows the generated key once, on stdout rather than in the log.
+func printDevKey(w io.Writer, key string, addr net.Addr, delay time.Duration) {
+	base := "http://" + reachable(addr)
+	fmt.Fprintf(w, `
+================================================================================
+reqlogd: REQLOG_API_KEYS is not set, so this key was generated for
+DEVELOPMENT ONLY (account %q, domain %q); set REQLOG_API_KEYS in production.
+
+    %s
+
+Submit a message:
+
+    curl -sS -X POST %s/v1/messages \
+      -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+      -d '{"name":"demo","created_at":'$(date +%%s)',"method":"GET","path":"/hello","request":{"header":{"Accept":"*/*"}},"response":{"status_code":200,"body":"hi"}}'
+
+List messages (visible %s after submission):
+
+    curl -sS -H 'Authorization: Bearer %s' %s/v1/messages
+================================================================================
+`, devAccount, devDomain, key, base, key, delay, key, base)
+}
+
+// reachable turns a listening address into one a local client can dial.
+func reachable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/app"
+)
+
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// roundTrip submits one message with key and returns it as listed.
+func roundTrip(t *testing.T, base, key string) map[string]any {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"GET","path":"/orders","request":{},"response":{"status_code":200}}`,
+		time.Now().Unix())
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	var submitted struct {
+		Data struct{ ID string }
+	}
+	if status := call(t, req, &submitted); status != http.StatusOK || submitted.Data.ID == "" {
+		t.Fatalf("POST: status %d, id %q", status, submitted.Data.ID)
+	}
+	req, _ = http.NewRequest(http.MethodGet, base+"/v1/messages/"+submitted.Data.ID, nil)
+	req.Header.Set("Authorization", key)
+	var fetched struct {
+		Data map[string]any
+	}
+	if status := call(t, req, &fetched); status != http.StatusOK || fetched.Data["id"] != submitted.Data.ID {
+		t.Fatalf("GET: status %d, %v", status, fetched.Data)
+	}
+	return fetched.Data
+}
+
+func call(t *testing.T, req *http.Request, into any) int {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	return resp.StatusCode
+}
+
+func TestGraphServesOverHTTP(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.VisibilityDelay = 0
+	key, err := app.NewAPIKey("acme", "live", "rk_graph_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.APIKeys = []app.APIKey{key}
+	graph, err := options(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var server *httpapi.Server
+	svc := fxtest.New(t, graph, fx.Populate(&server))
+	svc.RequireStart()
+	msg := roundTrip(t, "http://"+server.Addr().String(), "rk_graph_test")
+	if msg["domain"] != "live" || msg["name"] != "shop" {
+		t.Errorf("fetched %v", msg)
+	}
+	svc.RequireStop()
+}
+
+func TestStoreRegistry(t *testing.T) {
+	if _, err := storeModule(app.StoreMemory, stores); err != nil {
+		t.Fatalf("memory store: %v", err)
+	}
+	_, err := storeModule(app.StoreMongoDB, map[string]fx.Option{})
+	var cfgErr *app.ConfigError
+	if !errors.As(err, &cfgErr) || cfgErr.Setting != "REQLOG_STORE" || !strings.Contains(err.Error(), "not available in this build") {
+		t.Fatalf("missing store: %v", err)
+	}
+}
+
+func TestInvalidConfigurationExitsWith2(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		setting string
+	}{
+		{[]string{"-retention", "soon"}, nil, "REQLOG_RETENTION"},
+		{nil, map[string]string{"REQLOG_API_KEYS": "acme:prod:rk_hidden"}, "REQLOG_API_KEYS"},
+		{nil, map[string]string{"REQLOG_STORE": "cassandra"}, "REQLOG_STORE"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, envOf(tc.env), &stdout, &stderr); code != exitConfig {
+			t.Errorf("%v %v: exit code %d, want %d", tc.args, tc.env, code, exitConfig)
+		}
+		if !strings.Contains(stderr.String(), tc.setting) || strings.Contains(stderr.String(), "rk_hidden") {
+			t.Errorf("stderr %q should name %s and no key", stderr.String(), tc.setting)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("stdout %q", stdout.String())
+		}
+	}
+	var stdout bytes.Buffer
+	if code := run([]string{"-h"}, envOf(nil), &stdout, io.Discard); code != exitOK || !strings.Contains(stdout.String(), "REQLOG_ADDR") {
+		t.Errorf("-h: exit %d, usage %q", code, stdout.String())
+	}
+}
+
+// The whole command: a development key printed once, a real round trip, and a
+// clean exit on SIGTERM.
+func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
+	out, stdout := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		defer stdout.Close()
+		done <- run([]string{"-addr", "127.0.0.1:0", "-visibility-delay", "0", "-log-level", "error"}, envOf(nil), stdout, io.Discard)
+	}()
+	var printed strings.Builder
+	lines := bufio.NewScanner(out)
+	for lines.Scan() { // up to the last curl example
+		printed.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(strings.TrimSpace(lines.Text()), "curl -sS -H") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	text := printed.String()
+	key := regexp.MustCompile(`rk_dev_[A-Z2-7]+`).FindString(text)
+	base := regexp.MustCompile(`http://[^ ]+:\d+`).FindString(text)
+	if key == "" || base == "" || !strings.Contains(text, "set REQLOG_API_KEYS in production") {
+		t.Fatalf("development key banner:\n%s", text)
+	}
+	if n := strings.Count(text, key); n != 3 {
+		t.Errorf("the key appears %d times, want once plus in the two curl examples", n)
+	}
+	if msg := roundTrip(t, base, key); msg["domain"] != "test" {
+		t.Errorf("the development key is not a test key: %v", msg)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit code %d after SIGTERM", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit within 10s of SIGTERM")
+	}
+}

@@ -1,0 +1,306 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// StoreOption declares latitude the ports allow a store and that the suite must
+// then not hold against it. Without options every test runs.
+type StoreOption func(*storeCaveats)
+
+type storeCaveats struct {
+	coarsePurge bool
+}
+
+// CoarsePurge declares a store that deletes expired messages in units coarser than
+// one message, as ports.ExpiredPurger allows (Elasticsearch: whole daily indices).
+// The suite then skips the check that a message expiring exactly at the purge time
+// is physically deleted; it still checks that whole expired days go and that
+// nothing unexpired does.
+func CoarsePurge() StoreOption {
+	return func(c *storeCaveats) { c.coarsePurge = true }
+}
+
+// storeTest is one subtest: run gets a fresh, empty store.
+type storeTest struct {
+	name string
+	run  func(t *testing.T, s ports.MessageStore)
+	skip string // why the store's caveats rule this test out
+}
+
+// RunStoreTests checks newStore's stores against the ports.MessageStore contract.
+// Each subtest gets a fresh store; none shares state with another.
+func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
+	var caveats storeCaveats
+	for _, opt := range opts {
+		opt(&caveats)
+	}
+	tests := []storeTest{
+		{name: "EmptyStore", run: testEmptyStore},
+		{name: "RoundTripsEveryField", run: testRoundTrip},
+		{name: "RoundTripsLargeBody", run: testLargeBody},
+		{name: "GetUnknownIsNotFound", run: testGetUnknown},
+		{name: "BatchAppend", run: testBatchAppend},
+		{name: "AppendIsIdempotent", run: testAppendIdempotent},
+		{name: "ReappendOverlappingBatchConverges", run: testReappendOverlapping},
+		{name: "AppendKeepsNoReferences", run: testAppendCopies},
+		{name: "ReturnedMessagesBelongToCaller", run: testReturnedCopies},
+		{name: "NewestFirstTiesByIDDescending", run: testOrder},
+		{name: "Filters", run: testFilters},
+		{name: "Pagination", run: testPagination},
+		{name: "LimitAroundDataSize", run: testLimitAroundDataSize},
+		{name: "PaginationDuringAppends", run: testPaginationDuringAppends},
+		{name: "ScopeIsolation", run: testScopeIsolation},
+		{name: "VisibleFromVisibleAt", run: testVisibleAt},
+		{name: "ExpiredFromExpiresAt", run: testExpiresAt},
+		{name: "PurgeExpired", run: testPurgeExpired},
+		{name: "PurgeExpiredExactBoundary", run: testPurgeBoundary,
+			skip: skipIf(caveats.coarsePurge, "the store purges whole days (CoarsePurge)")},
+		{name: "ConcurrentWritersAndReaders", run: testConcurrentWritersAndReaders},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip != "" {
+				t.Skip(tc.skip)
+			}
+			tc.run(t, freshStore(t, newStore))
+		})
+	}
+}
+
+func skipIf(cond bool, reason string) string {
+	if cond {
+		return reason
+	}
+	return ""
+}
+
+func testEmptyStore(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	cursor := &domain.Cursor{CreatedAt: f.anchor, ID: f.identity().ID}
+	for _, q := range []domain.Query{
+		{Scope: scopeLive, Limit: 1},
+		{Scope: scopeLive, Limit: domain.MaxLimit},
+		{Scope: scopeTest, Limit: domain.DefaultLimit, After: cursor},
+		{Scope: scopeLive, Limit: domain.DefaultLimit, Filter: domain.Filter{Name: "shop", PathPrefix: "/", StatusMin: 200, StatusMax: 299}},
+	} {
+		page, err := s.List(t.Context(), q, f.now())
+		if err != nil {
+			t.Errorf("List(%s) on an empty store: %v", describeQuery(q), err)
+			continue
+		}
+		if len(page.Messages) != 0 || page.HasMore {
+			t.Errorf("List(%s) on an empty store = %d messages, HasMore %v; want none and false", describeQuery(q), len(page.Messages), page.HasMore)
+		}
+	}
+	assertNotFound(t, s, scopeLive, f.identity().ID, f.now())
+	assertNotFound(t, s, scopeLive, f.identity().Reference, f.now())
+	if n, err := s.PurgeExpired(t.Context(), f.now()); err != nil || (n != 0 && n != -1) {
+		t.Errorf("PurgeExpired on an empty store = %d, %v; want 0 (or -1), nil", n, err)
+	}
+}
+
+func testRoundTrip(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	msgs := f.richMessages(scopeLive)
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	assertHolds(t, s, "after Append", f.now(), msgs)
+}
+
+func testLargeBody(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	body := largeBody()
+	m := f.message(scopeLive, f.ago(time.Hour), func(m *domain.Message) {
+		m.Request.Body = body
+		m.Request.ContentType = "text/plain"
+		m.Response.Body = body[:len(body)/2]
+	})
+	mustAppend(t, s, []domain.Message{m})
+	waitForStored(t, s, f.now(), []domain.Message{m})
+	assertHolds(t, s, "after Append", f.now(), []domain.Message{m})
+}
+
+func testGetUnknown(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	stored := f.message(scopeLive, f.ago(time.Hour))
+	mustAppend(t, s, []domain.Message{stored})
+	waitForStored(t, s, f.now(), []domain.Message{stored})
+	assertGet(t, s, stored, f.now()) // the control: lookups work at all
+
+	unknown := f.identity()
+	for _, key := range []string{
+		unknown.ID,
+		unknown.Reference,
+		"",
+		" ",
+		"not-an-id",
+		"msg_",
+		"msg_!!!!!!!!!!!!",
+		stored.ID[:len(stored.ID)-1],
+		stored.ID + " ",
+		stored.Reference[:len(stored.Reference)-1],
+		stored.Reference + "x",
+		"*",
+		".*",
+		"' OR '1'='1",
+		`{"$ne": null}`,
+		"../" + stored.ID,
+		"\x00",
+		"\xff\xfe",
+		strings.Repeat("a", 10000),
+	} {
+		assertNotFound(t, s, scopeLive, key, f.now())
+	}
+}
+
+func testBatchAppend(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	// 500 messages in one call, three per millisecond so that many tie.
+	msgs := make([]domain.Message, 500)
+	for i := range msgs {
+		msgs[i] = f.message(scopeLive, f.ago(time.Duration(i/3)*time.Millisecond), func(m *domain.Message) {
+			m.Path = fmt.Sprintf("/v1/items/%d", i)
+		})
+	}
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	want := expectedPage(msgs, domain.Query{Scope: scopeLive}, f.now())
+	assertMessages(t, "List after one batch of 500", want, listAll(t, s, scopeLive, domain.Filter{}, domain.MaxLimit, f.now()))
+}
+
+// changed is m with the same id and everything else it may differ in on a retry
+// changed, its CreatedAt moved within the same UTC day.
+func changed(m domain.Message) domain.Message {
+	c := m.Clone()
+	c.Reference = "msg_CHANGED" + m.Reference[len(m.Reference)-5:]
+	c.Name += "-changed"
+	c.Method = "DELETE"
+	c.Path += "/changed"
+	c.StatusCode = 503
+	c.Request.Header["X-Changed"] = []string{"yes"}
+	c.Response.Body = "changed"
+	shift := time.Millisecond
+	if c.CreatedAt.Add(shift).Truncate(24*time.Hour) != c.CreatedAt.Truncate(24*time.Hour) {
+		shift = -shift
+	}
+	c.CreatedAt = c.CreatedAt.Add(shift)
+	c.UpdatedAt = c.UpdatedAt.Add(time.Minute)
+	c.ExpiresAt = c.CreatedAt.Add(fixtureRetention)
+	return c
+}
+
+func testAppendIdempotent(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	original := f.message(scopeLive, f.ago(time.Hour))
+	mustAppend(t, s, []domain.Message{original})
+	waitForStored(t, s, f.now(), []domain.Message{original})
+
+	mustAppend(t, s, []domain.Message{original}) // a plain retry
+	retry := changed(original)
+	control := f.message(scopeLive, f.ago(30*time.Minute))
+	mustAppend(t, s, []domain.Message{retry, control})
+	waitForStored(t, s, f.now(), []domain.Message{control})
+
+	assertHolds(t, s, "after re-appending an id", f.now(), []domain.Message{control, original})
+	assertNotFound(t, s, scopeLive, retry.Reference, f.now())
+}
+
+func testReappendOverlapping(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	first := f.series(scopeLive, 10, f.ago(time.Hour), 10*time.Millisecond)
+	mustAppend(t, s, first)
+	waitForStored(t, s, f.now(), first)
+	mustAppend(t, s, first) // the whole batch again
+
+	added := f.series(scopeLive, 10, f.ago(59*time.Minute), 10*time.Millisecond)
+	overlapping := make([]domain.Message, 0, 15)
+	for _, m := range first[5:] {
+		overlapping = append(overlapping, changed(m))
+	}
+	overlapping = append(overlapping, added...)
+	mustAppend(t, s, overlapping)
+	waitForStored(t, s, f.now(), added)
+
+	want := expectedPage(append(cloneAll(first), added...), domain.Query{Scope: scopeLive}, f.now())
+	assertMessages(t, "List after a partly overlapping batch", want, listAll(t, s, scopeLive, domain.Filter{}, 7, f.now()))
+	for _, m := range first[5:] {
+		assertGet(t, s, m, f.now())
+	}
+}
+
+func testAppendCopies(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	msgs := f.richMessages(scopeLive)
+	pristine := cloneAll(msgs)
+	mustAppend(t, s, msgs)
+	for i := range msgs { // what a caller reusing its buffers would do
+		msgs[i].Name = "mutated"
+		msgs[i].Request.Header["Accept"] = []string{"mutated"}
+		for _, values := range msgs[i].Response.Header {
+			for j := range values {
+				values[j] = "mutated"
+			}
+		}
+	}
+	waitForStored(t, s, f.now(), pristine)
+	assertHolds(t, s, "after the caller changed its messages", f.now(), pristine)
+}
+
+func testReturnedCopies(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	msgs := f.richMessages(scopeLive)
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	mutate := func(m *domain.Message) {
+		m.Request.Header["Added"] = []string{"x"}
+		for _, values := range m.Response.Header {
+			for j := range values {
+				values[j] = "mutated"
+			}
+		}
+	}
+	for _, m := range listAll(t, s, scopeLive, domain.Filter{}, domain.MaxLimit, f.now()) {
+		mutate(&m)
+	}
+	for _, m := range msgs {
+		got, err := s.Get(t.Context(), scopeLive, m.ID, f.now())
+		if err != nil {
+			t.Fatalf("Get(%q): %v", m.ID, err)
+		}
+		mutate(&got)
+	}
+	assertHolds(t, s, "after the caller changed returned messages", f.now(), msgs)
+}
+
+func testLimitAroundDataSize(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	msgs := f.series(scopeLive, 3, f.ago(time.Hour), time.Second)
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	for _, tc := range []struct {
+		limit   int
+		want    []domain.Message
+		hasMore bool
+	}{
+		{limit: 2, want: msgs[:2], hasMore: true},
+		{limit: 3, want: msgs, hasMore: false},
+		{limit: 4, want: msgs, hasMore: false},
+		{limit: domain.MaxLimit, want: msgs, hasMore: false},
+	} {
+		page, err := s.List(t.Context(), domain.Query{Scope: scopeLive, Limit: tc.limit}, f.now())
+		if err != nil {
+			t.Fatalf("List(limit %d): %v", tc.limit, err)
+		}
+		assertIDs(t, fmt.Sprintf("first page with limit %d of 3 messages", tc.limit), tc.want, page.Messages)
+		if page.HasMore != tc.hasMore {
+			t.Errorf("first page with limit %d of 3 messages: HasMore = %v, want %v", tc.limit, page.HasMore, tc.hasMore)
+		}
+	}
+}
