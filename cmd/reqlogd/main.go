@@ -21,7 +21,6 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
-	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -34,11 +33,6 @@ const (
 
 // startTimeout bounds start-up, store connections included.
 const startTimeout = 30 * time.Second
-
-// stores maps REQLOG_STORE to the module that provides ports.MessageStore.
-var stores = map[string]fx.Option{
-	app.StoreMemory: memory.Module,
-}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))

@@ -49,7 +49,12 @@ var newFerretDBMu sync.Mutex
 // (debug, info, warn, error; default error).
 // The caller must [Server.Stop] it.
 func StartServer(ctx context.Context, dir string) (*Server, error) {
-	s := &Server{dir: dir, addr: "127.0.0.1:0", logger: ferretLogger()}
+	return StartServerOn(ctx, dir, "127.0.0.1:0")
+}
+
+// StartServerOn is StartServer listening on addr (host:port; port 0 picks one).
+func StartServerOn(ctx context.Context, dir, addr string) (*Server, error) {
+	s := &Server{dir: dir, addr: addr, logger: ferretLogger()}
 	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,120 @@
+package mongo
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// Defaults of Config.
+const (
+	DefaultDatabase               = "reqlog"
+	DefaultCollection             = "messages"
+	DefaultConnectTimeout         = 5 * time.Second
+	DefaultServerSelectionTimeout = 5 * time.Second
+	DefaultOperationTimeout       = 30 * time.Second
+	DefaultPingTimeout            = 2 * time.Second
+)
+
+// Config configures the MongoDB store. The zero value of every field but URI
+// means its default.
+type Config struct {
+	// URI is the mongodb:// or mongodb+srv:// connection string (required).
+	URI string
+	// Database holds the collection; default "reqlog".
+	Database string
+	// Collection holds the messages; default "messages".
+	Collection string
+	// WriteConcern of every write; nil means w: majority, j: true, so that a nil
+	// error from Append means durable. It must be acknowledged.
+	WriteConcern *writeconcern.WriteConcern
+
+	// ConnectTimeout bounds dialling one connection. Zero: the URI's
+	// connectTimeoutMS, else DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ServerSelectionTimeout bounds waiting for a usable server, so an
+	// unreachable server fails fast with ErrUnavailable instead of hanging. Zero:
+	// the URI's serverSelectionTimeoutMS, else DefaultServerSelectionTimeout.
+	ServerSelectionTimeout time.Duration
+	// OperationTimeout bounds an operation whose context has no deadline. Zero:
+	// the URI's timeoutMS, else DefaultOperationTimeout.
+	OperationTimeout time.Duration
+	// PingTimeout bounds a health check; default DefaultPingTimeout.
+	PingTimeout time.Duration
+
+	// DisableTTLIndex skips the TTL index and leaves deletion to PurgeExpired.
+	// Tests that write messages created in the real past need it on servers
+	// with a TTL monitor, which would otherwise delete them behind the test.
+	DisableTTLIndex bool
+}
+
+// withDefaults returns cfg with every unset field at its default, or an error
+// naming the first unusable field.
+func (cfg Config) withDefaults() (Config, error) {
+	if strings.TrimSpace(cfg.URI) == "" {
+		return cfg, errors.New("mongo: config: URI is required")
+	}
+	if cfg.Database == "" {
+		cfg.Database = DefaultDatabase
+	}
+	if cfg.Collection == "" {
+		cfg.Collection = DefaultCollection
+	}
+	// MongoDB's own rules for names; refusing them here gives a clear start-up error.
+	if strings.ContainsAny(cfg.Database, "/\\. \"$\x00") {
+		return cfg, fmt.Errorf("mongo: config: database name %q must not contain / \\ . \" $ spaces or NUL", cfg.Database)
+	}
+	if strings.HasPrefix(cfg.Collection, "system.") || strings.ContainsAny(cfg.Collection, "$\x00") {
+		return cfg, fmt.Errorf("mongo: config: collection name %q must not contain $ or NUL nor start with system.", cfg.Collection)
+	}
+	if cfg.WriteConcern == nil {
+		journal := true
+		cfg.WriteConcern = &writeconcern.WriteConcern{W: writeconcern.WCMajority, Journal: &journal}
+	}
+	if !cfg.WriteConcern.Acknowledged() {
+		return cfg, errors.New("mongo: config: the write concern must be acknowledged: Append promises durability")
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"ConnectTimeout", cfg.ConnectTimeout},
+		{"ServerSelectionTimeout", cfg.ServerSelectionTimeout},
+		{"OperationTimeout", cfg.OperationTimeout},
+		{"PingTimeout", cfg.PingTimeout},
+	} {
+		if d.value < 0 {
+			return cfg, fmt.Errorf("mongo: config: %s must not be negative, got %s", d.name, d.value)
+		}
+	}
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = DefaultPingTimeout
+	}
+	return cfg, nil
+}
+
+// clientOptions builds the driver's options: the URI first, then every timeout
+// the configuration sets, then defaults for what neither sets.
+func (cfg Config) clientOptions() (*options.ClientOptions, error) {
+	opts := options.Client().ApplyURI(cfg.URI)
+	if err := opts.Validate(); err != nil {
+		// The driver's reasons name options, never the password.
+		return nil, fmt.Errorf("mongo: config: URI is not a valid MongoDB connection string: %w", err)
+	}
+	timeout := func(configured time.Duration, fromURI *time.Duration, fallback time.Duration, set func(time.Duration) *options.ClientOptions) {
+		switch {
+		case configured > 0:
+			set(configured)
+		case fromURI == nil:
+			set(fallback)
+		}
+	}
+	timeout(cfg.ConnectTimeout, opts.ConnectTimeout, DefaultConnectTimeout, opts.SetConnectTimeout)
+	timeout(cfg.ServerSelectionTimeout, opts.ServerSelectionTimeout, DefaultServerSelectionTimeout, opts.SetServerSelectionTimeout)
+	timeout(cfg.OperationTimeout, opts.Timeout, DefaultOperationTimeout, opts.SetTimeout)
+	return opts, nil
+}

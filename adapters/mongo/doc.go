@@ -1,0 +1,47 @@
+// Package mongo is the MongoDB message store (mongo-driver v2). It keeps the
+// ports.MessageStore contract exactly as the memory store does; the shared
+// conformance suites (store and HTTP) are the proof.
+//
+// How the contract maps onto MongoDB:
+//
+//   - One collection (default reqlog.messages), one document per message, _id =
+//     message id. Times are int64 Unix microseconds (a BSON date keeps only
+//     milliseconds and the contract round-trips microseconds); expireAt repeats
+//     expiresAt as a BSON date, rounded up to the millisecond, for the TTL index.
+//     Headers are an array of {name, values} sorted by name, never BSON keys:
+//     header names may hold '.' and '$'.
+//   - Indexes, created at start-up one command each (idempotent): reference
+//     (unique); (account, domain, createdAt desc, _id desc) and (account, domain,
+//     name, createdAt desc, _id desc), equality fields then the sort, serving the
+//     newest-first page; expiresAt for PurgeExpired; expireAt as a TTL index.
+//   - Append: one unordered InsertMany with the configured write concern (default
+//     w: majority, j: true). When the only failures are duplicate keys, the batch's
+//     ids are looked up with read concern majority: all there means already
+//     stored (success); an id nowhere lost to a unique reference
+//     (ErrReferenceTaken); an id stored but not yet majority-committed is
+//     ErrUnavailable, so the caller retries.
+//   - List: every filter is part of the query (status class as a range, path
+//     prefix as an anchored, quoted, case-sensitive regex, from/to and the
+//     readable window on microseconds), the cursor as a keyset condition, sorted
+//     by the index, limit+1 documents to tell HasMore. Reads go to the primary:
+//     ReadLag is zero.
+//   - Outages: network errors, timeouts, server selection failures, a closed
+//     client and transient server codes wrap ports.ErrUnavailable. Server
+//     selection, connecting and every operation are bounded (Config timeouts and
+//     the caller's context), so a stopped server fails fast instead of hanging.
+//
+// Retention: New tries a TTL index on expireAt (expireAfterSeconds 0). A server
+// that refuses it (FerretDB v1: NotImplemented) leaves TTLActive false and the
+// service's periodic purge job, which calls PurgeExpired on every store, deletes
+// expired messages with DeleteMany(expiresAt <= now). Reads never return them
+// either way.
+//
+// What was verified on what: the tests run against an embedded FerretDB v1.24
+// (SQLite) by default, or any server named by REQLOG_TEST_MONGODB_URI. FerretDB
+// lacks TTL indexes (the fallback purge is what runs there), accepts but ignores
+// write and read concerns (so durability there is SQLite's, not a replica set
+// majority), and panics on a createIndexes command re-creating two existing
+// indexes at once (hence one command per index). The TTL branch, a real majority
+// write concern and the real query planner's use of the page indexes are
+// exercised only on a real MongoDB through REQLOG_TEST_MONGODB_URI.
+package mongo

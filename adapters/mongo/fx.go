@@ -1,0 +1,56 @@
+package mongo
+
+import (
+	"context"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Module provides the MongoDB store as the service's ports.MessageStore (and as
+// *Store). It needs a Config from the graph and uses a *zap.Logger if there is
+// one. It connects, pings and creates indexes on start and disconnects on stop.
+// Callers discover optional capabilities such as ports.HealthChecker by type
+// assertion, as with every store.
+var Module = fx.Module("mongo",
+	fx.Provide(fx.Annotate(provide, fx.As(fx.Self()), fx.As(new(ports.MessageStore)))),
+)
+
+type moduleParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    Config
+	Log       *zap.Logger `optional:"true"`
+}
+
+// provide checks the configuration at once but connects only on start: fx
+// builds the whole graph before any OnStart hook runs.
+func provide(p moduleParams) (*Store, error) {
+	store, err := newUnopened(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	log := p.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("mongo").With(zap.String("database", store.cfg.Database), zap.String("collection", store.cfg.Collection))
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := store.open(ctx); err != nil {
+				return err
+			}
+			if store.TTLActive() {
+				log.Info("MongoDB store ready; the server deletes expired messages (TTL index)")
+			} else {
+				log.Warn("MongoDB store ready without a TTL index; the periodic purge deletes expired messages",
+					zap.NamedError("reason", store.ttlRefused))
+			}
+			return nil
+		},
+		OnStop: store.Close,
+	})
+	return store, nil
+}

@@ -1,0 +1,70 @@
+package mongo_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+func TestModuleLifecycle(t *testing.T) {
+	t.Parallel()
+	uri, db := mongotest.NewDatabase(t)
+	var store ports.MessageStore
+	var concrete *mongo.Store
+	app := fxtest.New(t,
+		fx.Supply(mongo.Config{URI: uri, Database: db}),
+		mongo.Module,
+		fx.Populate(&store, &concrete),
+	)
+	app.RequireStart()
+	if store != concrete {
+		t.Error("the module's ports.MessageStore and *Store are not the same store")
+	}
+	health, ok := store.(ports.HealthChecker)
+	if !ok {
+		t.Fatal("the store is not a ports.HealthChecker")
+	}
+	if err := health.Ping(opCtx(t)); err != nil {
+		t.Errorf("Ping after start: %v", err)
+	}
+	m := newMessage(t, time.Now())
+	if err := store.Append(opCtx(t), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(opCtx(t), scope, m.ID, m.VisibleAt); err != nil || got.ID != m.ID {
+		t.Errorf("Get = %q, %v", got.ID, err)
+	}
+	app.RequireStop()
+	if err := health.Ping(opCtx(t)); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Ping after stop = %v, want ErrUnavailable (disconnected)", err)
+	}
+}
+
+func TestModuleRefusesBadConfigBeforeStart(t *testing.T) {
+	t.Parallel()
+	app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+	if app.Err() == nil {
+		t.Error("fx.New with an empty Config succeeded, want a configuration error")
+	}
+}
+
+func TestModuleStartFailsWithoutServer(t *testing.T) {
+	t.Parallel()
+	app := fx.New(fx.NopLogger,
+		fx.Supply(mongo.Config{URI: closedPort(t), ServerSelectionTimeout: 500 * time.Millisecond}),
+		mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(opCtx(t)); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Start without a server = %v, want ErrUnavailable", err)
+	}
+}

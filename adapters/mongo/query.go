@@ -1,0 +1,86 @@
+package mongo
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// listFilter translates q into a query the page indexes serve: the scope and the
+// exact filters by equality, then ranges, then the keyset condition. It reports
+// false when no message can match, so no query need be sent.
+func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
+	f := q.Filter
+	filter := append(scopeFilter(q.Scope), readableAt(now)...)
+	equal := func(field, value string) {
+		if value != "" {
+			filter = append(filter, bson.E{Key: field, Value: value})
+		}
+	}
+	equal(fieldName, f.Name)
+	equal(fieldMethod, f.Method)
+	equal(fieldIP, f.IPAddress)
+	switch {
+	case f.Path != "" && f.PathPrefix != "" && !strings.HasPrefix(f.Path, f.PathPrefix):
+		return nil, false
+	case f.Path != "":
+		equal(fieldPath, f.Path) // implies the prefix, if one is set
+	case f.PathPrefix != "":
+		// Anchored and case-sensitive: MongoDB answers it from an index range.
+		filter = append(filter, bson.E{Key: fieldPath, Value: bson.Regex{Pattern: "^" + regexp.QuoteMeta(f.PathPrefix)}})
+	}
+
+	var status bson.D
+	if f.StatusMin != 0 {
+		status = append(status, bson.E{Key: "$gte", Value: int32(f.StatusMin)})
+	}
+	if f.StatusMax != 0 {
+		status = append(status, bson.E{Key: "$lte", Value: int32(f.StatusMax)})
+	}
+	if len(status) > 0 {
+		filter = append(filter, bson.E{Key: fieldStatus, Value: status})
+	}
+
+	// Stored times are whole microseconds: rounding a finer bound up keeps
+	// [From, To) exactly as domain.Filter.Matches reads it.
+	var created bson.D
+	if !f.From.IsZero() {
+		created = append(created, bson.E{Key: "$gte", Value: roundUp(f.From, time.Microsecond).UnixMicro()})
+	}
+	if !f.To.IsZero() {
+		created = append(created, bson.E{Key: "$lt", Value: roundUp(f.To, time.Microsecond).UnixMicro()})
+	}
+	if q.After != nil {
+		// Keyset: strictly after (createdAt, _id) in newest-first order. The $lte
+		// bounds the index scan; the $or picks the exact position.
+		at := q.After.CreatedAt.UnixMicro()
+		created = append(created, bson.E{Key: "$lte", Value: at})
+		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: fieldCreatedAt, Value: bson.D{{Key: "$lt", Value: at}}}},
+			bson.D{{Key: fieldCreatedAt, Value: at}, {Key: fieldID, Value: bson.D{{Key: "$lt", Value: q.After.ID}}}},
+		}})
+	}
+	if len(created) > 0 {
+		filter = append(filter, bson.E{Key: fieldCreatedAt, Value: created})
+	}
+	return filter, true
+}
+
+// scopeFilter selects one tenant's messages.
+func scopeFilter(scope domain.Scope) bson.D {
+	return bson.D{{Key: fieldAccount, Value: scope.Account}, {Key: fieldDomain, Value: scope.Domain}}
+}
+
+// readableAt selects messages readable at now: VisibleAt <= now < ExpiresAt.
+// Truncating now to whole microseconds keeps both comparisons exact.
+func readableAt(now time.Time) bson.D {
+	us := now.UnixMicro()
+	return bson.D{
+		{Key: fieldVisibleAt, Value: bson.D{{Key: "$lte", Value: us}}},
+		{Key: fieldExpiresAt, Value: bson.D{{Key: "$gt", Value: us}}},
+	}
+}

@@ -1,0 +1,268 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+var (
+	_ ports.MessageStore  = (*Store)(nil)
+	_ ports.HealthChecker = (*Store)(nil)
+)
+
+// Store is the MongoDB ports.MessageStore. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	opts   *options.ClientOptions
+	client *mongodrv.Client
+	coll   *mongodrv.Collection
+	// ttlRefused says why the server has no TTL index (nil: it has one).
+	ttlRefused error
+}
+
+// New connects to cfg.URI, checks that the server answers and creates the
+// collection's indexes if they are missing. Close releases the connections.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := newUnopened(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.open(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newUnopened checks cfg without touching the network.
+func newUnopened(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cfg.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{cfg: cfg, opts: opts}, nil
+}
+
+func (s *Store) open(ctx context.Context) error {
+	client, err := mongodrv.Connect(s.opts)
+	if err != nil {
+		return fmt.Errorf("mongo: connect: %w", err)
+	}
+	s.client = client
+	// Reads go to the primary, which has every acknowledged write: no read lag.
+	s.coll = client.Database(s.cfg.Database).Collection(s.cfg.Collection, options.Collection().
+		SetWriteConcern(s.cfg.WriteConcern).
+		SetReadPreference(readpref.Primary()))
+	if err := s.setUp(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+func (s *Store) setUp(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if err := ensureIndexes(ctx, s.coll); err != nil {
+		return err
+	}
+	if s.cfg.DisableTTLIndex {
+		s.ttlRefused = errors.New("disabled by configuration")
+		return nil
+	}
+	refused, err := ensureTTLIndex(ctx, s.coll)
+	s.ttlRefused = refused
+	return err
+}
+
+// TTLActive reports whether the server deletes expired messages by itself (a TTL
+// index). Without one, only PurgeExpired deletes them.
+func (s *Store) TTLActive() bool { return s.ttlRefused == nil }
+
+// Close disconnects from the server.
+func (s *Store) Close(ctx context.Context) error {
+	if err := s.client.Disconnect(ctx); err != nil {
+		return fmt.Errorf("mongo: disconnect: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the server answers, within cfg.PingTimeout.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.PingTimeout)
+	defer cancel()
+	if err := s.client.Ping(ctx, readpref.Primary()); err != nil {
+		return storeError(ctx, "ping", err)
+	}
+	return nil
+}
+
+// ReadLag is zero: reads go to the primary, which holds every acknowledged write.
+func (s *Store) ReadLag() time.Duration { return 0 }
+
+// Append inserts msgs in one unordered batch. A duplicate _id means the message
+// is already stored, which is success; any other failure is an error.
+func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	docs := make([]document, len(msgs))
+	for i, m := range msgs {
+		if m.ID == "" {
+			return fmt.Errorf("mongo: append: message %d has no id", i)
+		}
+		docs[i] = toDocument(m)
+	}
+	_, err := s.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err == nil {
+		return nil
+	}
+	if !onlyDuplicates(err) {
+		return storeError(ctx, "append", err)
+	}
+	return s.confirmStored(ctx, msgs)
+}
+
+// onlyDuplicates reports an insert that failed only on unique keys: on _id
+// (already stored, fine) or on reference (a collision), which confirmStored
+// tells apart.
+func onlyDuplicates(err error) bool {
+	var bwe mongodrv.BulkWriteException
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		return false
+	}
+	return !slices.ContainsFunc(bwe.WriteErrors, func(we mongodrv.BulkWriteError) bool { return we.Code != codeDuplicateKey })
+}
+
+// confirmStored checks, after duplicate-key errors, that every id of msgs is
+// stored durably. It reads majority-committed data first, so that a copy left by
+// an earlier failed attempt counts only once it is as durable as a successful
+// Append would have made it. An id that is not stored at all failed on its
+// reference: another message holds it.
+func (s *Store) confirmStored(ctx context.Context, msgs []domain.Message) error {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	committed := s.coll.Database().Collection(s.coll.Name(), options.Collection().
+		SetReadConcern(readconcern.Majority()).
+		SetReadPreference(readpref.Primary()))
+	durable, err := storedIDs(ctx, committed, ids)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, id := range ids {
+		if !durable[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	present, err := storedIDs(ctx, s.coll, missing)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		switch {
+		case durable[m.ID]:
+		case present[m.ID]:
+			return fmt.Errorf("mongo: append: message %s is stored but not yet acknowledged by the write concern: %w", m.ID, ports.ErrUnavailable)
+		default:
+			return fmt.Errorf("mongo: append: message %s: reference %s: %w", m.ID, m.Reference, ErrReferenceTaken)
+		}
+	}
+	return nil
+}
+
+// storedIDs returns which of ids coll holds.
+func storedIDs(ctx context.Context, coll *mongodrv.Collection, ids []string) (map[string]bool, error) {
+	cur, err := coll.Find(ctx, bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}},
+		options.Find().SetProjection(bson.D{{Key: fieldID, Value: 1}}))
+	if err != nil {
+		return nil, storeError(ctx, "append: checking duplicates", err)
+	}
+	var found []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &found); err != nil {
+		return nil, storeError(ctx, "append: checking duplicates", err)
+	}
+	stored := make(map[string]bool, len(found))
+	for _, f := range found {
+		stored[f.ID] = true
+	}
+	return stored, nil
+}
+
+// List reads one page newest first with limit+1 documents, the extra one
+// telling whether more follow.
+func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	if q.Limit < 1 {
+		return domain.Page{}, fmt.Errorf("mongo: list: limit must be at least 1, got %d", q.Limit)
+	}
+	filter, possible := listFilter(q, now)
+	if !possible {
+		return domain.Page{}, nil
+	}
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetSort(newestFirst).SetLimit(int64(q.Limit)+1))
+	if err != nil {
+		return domain.Page{}, storeError(ctx, "list", err)
+	}
+	var docs []document
+	if err := cur.All(ctx, &docs); err != nil {
+		return domain.Page{}, storeError(ctx, "list", err)
+	}
+	page := domain.Page{HasMore: len(docs) > q.Limit}
+	page.Messages = make([]domain.Message, 0, min(len(docs), q.Limit))
+	for _, d := range docs[:min(len(docs), q.Limit)] {
+		page.Messages = append(page.Messages, d.message())
+	}
+	return page, nil
+}
+
+// Get finds a message of scope by id or reference, readable at now.
+func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
+	filter := append(scopeFilter(scope), readableAt(now)...)
+	filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fieldID, Value: idOrReference}},
+		bson.D{{Key: fieldReference, Value: idOrReference}},
+	}})
+	var d document
+	err := s.coll.FindOne(ctx, filter).Decode(&d)
+	switch {
+	case errors.Is(err, mongodrv.ErrNoDocuments):
+		return domain.Message{}, fmt.Errorf("mongo: message %q: %w", idOrReference, ports.ErrNotFound)
+	case err != nil:
+		return domain.Message{}, storeError(ctx, "get", err)
+	}
+	return d.message(), nil
+}
+
+// PurgeExpired deletes every message whose ExpiresAt is at or before now. It
+// runs whether or not the server has a TTL index: the TTL monitor only runs
+// about once a minute, and some servers have none.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.coll.DeleteMany(ctx, bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$lte", Value: now.UnixMicro()}}}})
+	if err != nil {
+		return 0, storeError(ctx, "purge", err)
+	}
+	return res.DeletedCount, nil
+}

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"go.uber.org/fx"
+
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/app"
+)
+
+// stores maps REQLOG_STORE to the module that provides ports.MessageStore, with
+// the store's own configuration taken from app.Config.
+var stores = map[string]fx.Option{
+	app.StoreMemory: memory.Module,
+	app.StoreMongoDB: fx.Options(mongo.Module, fx.Provide(func(c app.Config) mongo.Config {
+		return mongo.Config{URI: c.MongoDB.URI, Database: c.MongoDB.Database}
+	})),
+}
