@@ -96,3 +96,20 @@ type KeyStore interface {
 type Clock interface {
 	Now() time.Time
 }
+
+// ExchangeSubmitter sends captured HTTP exchanges to reqlog: to a remote service over
+// HTTP, or to the ingest use case in the same process.
+type ExchangeSubmitter interface {
+	// SubmitExchanges validates and stores exchanges as one batch and returns their
+	// identities in input order. An empty batch stores nothing and returns no error.
+	//
+	// It MUST be all-or-nothing: a nil error means every exchange is durably stored;
+	// a batch with an invalid item stores none, and its error MUST let errors.As find
+	// a *domain.ValidationError naming the bad items ("[3].method"). A batch over the
+	// receiver's size or count limit MUST fail with an error wrapping
+	// domain.ErrTooLarge, so the caller can split it. Errors after which the same
+	// call may succeed later MUST wrap ErrUnavailable or ErrOverloaded; an
+	// implementation that retries by itself MUST NOT store an exchange twice.
+	// It MUST NOT keep references to exchanges after it returns.
+	SubmitExchanges(ctx context.Context, exchanges []domain.Exchange) ([]domain.Identity, error)
+}

@@ -1,0 +1,318 @@
+// Package capture is net/http middleware that records each exchange (request and
+// response) of the server it wraps and submits it to reqlog through a
+// ports.ExchangeSubmitter: httpclient.Client for a remote reqlogd, or
+// app.LocalSubmitter for the ingest use case in the same process.
+//
+// It never changes or delays the response: it tees what the handler reads and
+// writes, and the wrapped http.ResponseWriter keeps the optional interfaces of the
+// original (http.Flusher, http.Hijacker, io.ReaderFrom, and Unwrap for
+// http.ResponseController). Exchanges wait in a bounded queue and are submitted in
+// batches by one background goroutine; when the queue is full they are dropped and
+// counted, never waited for.
+//
+// A captured body longer than Options.MaxBodyBytes is cut (at a UTF-8 character
+// boundary) and followed by a visible marker:
+//
+//	…[truncated by reqlog capture: 123456 bytes total]
+//
+// or "…[truncated by reqlog capture: at least 123456 bytes]" when the full size is
+// unknown. Only the part of a request body that the handler reads is captured.
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Defaults of Options.
+const (
+	DefaultName          = "default"
+	DefaultMaxBodyBytes  = 64 << 10
+	DefaultBufferSize    = 1000
+	DefaultBatchSize     = 100
+	DefaultMaxBatchBytes = 1 << 20
+	DefaultFlushInterval = time.Second
+	DefaultSubmitTimeout = time.Minute
+)
+
+// Options tune a Recorder; the zero value works.
+type Options struct {
+	// Name returns the application an exchange belongs to; it is called before the
+	// handler runs. nil, or an empty result, means DefaultName.
+	Name func(*http.Request) string
+	// Skip, when it returns true, lets the request through unrecorded (health
+	// checks, static files).
+	Skip func(*http.Request) bool
+
+	// MaxBodyBytes caps each captured body, request and response (0:
+	// DefaultMaxBodyBytes; negative: keep no body, only the truncation marker).
+	MaxBodyBytes int
+	// MaskedHeaders are replaced by domain.Mask before exchanges leave the process
+	// (nil: domain.DefaultMaskedHeaders; empty: mask nothing here).
+	MaskedHeaders []string
+
+	// ClientIPHeader names a header set by a reverse proxy in front of the server,
+	// such as X-Forwarded-For or X-Real-Ip; "" uses the connection's address only.
+	// Without TrustedProxies one proxy is assumed and the last address of the
+	// header is the client's. With TrustedProxies the header is read only from
+	// those peers, and the client is the last address that is not one of them.
+	ClientIPHeader string
+	TrustedProxies []netip.Prefix
+
+	// BufferSize is how many exchanges may wait for submission (0:
+	// DefaultBufferSize); more are dropped.
+	BufferSize int
+	// BatchSize and MaxBatchBytes (an estimate of the encoded size) trigger a
+	// submission when a batch reaches either (0: the defaults).
+	BatchSize     int
+	MaxBatchBytes int
+	// FlushInterval is the longest an exchange waits for its batch to fill (0:
+	// DefaultFlushInterval).
+	FlushInterval time.Duration
+	// SubmitTimeout bounds one submission, retries included (0: DefaultSubmitTimeout).
+	SubmitTimeout time.Duration
+	// OnError, if set, hears of every failed submission, from the background
+	// goroutine; it should return quickly.
+	OnError func(error)
+}
+
+func (o Options) withDefaults() Options {
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	o.MaxBodyBytes = max(o.MaxBodyBytes, 0)
+	set(&o.BufferSize, DefaultBufferSize)
+	set(&o.BatchSize, DefaultBatchSize)
+	set(&o.MaxBatchBytes, DefaultMaxBatchBytes)
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.SubmitTimeout <= 0 {
+		o.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if o.MaskedHeaders == nil {
+		o.MaskedHeaders = domain.DefaultMaskedHeaders
+	}
+	return o
+}
+
+// Stats counts exchanges. Once Close has returned, Captured = Submitted + Dropped +
+// Failed; before, the difference is waiting in the queue or being submitted.
+type Stats struct {
+	Captured  uint64 // recorded by the middleware (skipped requests are not)
+	Submitted uint64 // stored by the submitter
+	Dropped   uint64 // not queued: the queue was full or the recorder closed
+	Failed    uint64 // refused by the submitter, or lost to its errors
+}
+
+// Recorder captures exchanges and submits them in the background. Create it with
+// New and stop it with Close.
+type Recorder struct {
+	submitter ports.ExchangeSubmitter
+	opts      Options
+	masked    map[string]bool
+
+	queue chan *record
+	// mu orders enqueueing against Close, so nothing is queued after the final drain.
+	mu      sync.RWMutex
+	closed  bool
+	closing chan struct{}
+	done    chan struct{}
+	ctx     context.Context // of submissions; cancelled when Close gives up waiting
+	cancel  context.CancelFunc
+	once    sync.Once
+
+	captured, submitted, dropped, failed atomic.Uint64
+}
+
+// New starts a recorder that submits to submitter.
+func New(submitter ports.ExchangeSubmitter, opts Options) *Recorder {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Recorder{
+		submitter: submitter,
+		opts:      opts,
+		masked:    make(map[string]bool, len(opts.MaskedHeaders)),
+		queue:     make(chan *record, opts.BufferSize),
+		closing:   make(chan struct{}),
+		done:      make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+	for _, name := range opts.MaskedHeaders {
+		r.masked[http.CanonicalHeaderKey(name)] = true
+	}
+	go r.run()
+	return r
+}
+
+// Stats returns the counts so far.
+func (r *Recorder) Stats() Stats {
+	return Stats{
+		Captured:  r.captured.Load(),
+		Submitted: r.submitted.Load(),
+		Dropped:   r.dropped.Load(),
+		Failed:    r.failed.Load(),
+	}
+}
+
+// Close stops recording (later requests are served and counted as dropped), submits
+// what is queued and waits for it. If ctx ends first, the submission in progress is
+// cancelled, what is left counts as failed, and Close returns ctx's error.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		close(r.closing)
+	})
+	defer r.cancel()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		r.cancel()
+		<-r.done
+		return ctx.Err()
+	}
+}
+
+// enqueue hands rec to the background goroutine without ever waiting.
+func (r *Recorder) enqueue(rec *record) {
+	r.captured.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		r.dropped.Add(1)
+		return
+	}
+	select {
+	case r.queue <- rec:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// run batches queued exchanges until Close, then drains the queue.
+func (r *Recorder) run() {
+	defer close(r.done)
+	ticker := time.NewTicker(r.opts.FlushInterval)
+	defer ticker.Stop()
+	var batch []domain.Exchange
+	size := 0
+	flush := func() {
+		if len(batch) > 0 {
+			r.submit(batch)
+			batch, size = nil, 0
+		}
+	}
+	add := func(rec *record) {
+		e := r.exchange(rec)
+		n := estimatedSize(e)
+		if size+n > r.opts.MaxBatchBytes {
+			flush()
+		}
+		batch = append(batch, e)
+		size += n
+		if len(batch) >= r.opts.BatchSize || size >= r.opts.MaxBatchBytes {
+			flush()
+		}
+	}
+	for {
+		select {
+		case rec := <-r.queue:
+			add(rec)
+		case <-ticker.C:
+			flush()
+		case <-r.closing:
+			for {
+				select {
+				case rec := <-r.queue:
+					add(rec)
+				default:
+					flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// submit sends batch. A batch over the receiver's limits is split in halves; one
+// refused for some bad items is sent again without them, since batches are
+// all-or-nothing.
+func (r *Recorder) submit(batch []domain.Exchange) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.SubmitTimeout)
+	_, err := r.submitter.SubmitExchanges(ctx, batch)
+	cancel()
+	if err == nil {
+		r.submitted.Add(uint64(len(batch)))
+		return
+	}
+	if errors.Is(err, domain.ErrTooLarge) && len(batch) > 1 {
+		half := len(batch) / 2
+		r.submit(batch[:half])
+		r.submit(batch[half:])
+		return
+	}
+	var invalid *domain.ValidationError
+	if errors.As(err, &invalid) {
+		if bad := domain.InvalidItems(invalid, len(batch)); len(bad) > 0 && len(bad) < len(batch) {
+			r.fail(len(bad), err)
+			r.submit(without(batch, bad))
+			return
+		}
+	}
+	r.fail(len(batch), err)
+}
+
+func (r *Recorder) fail(n int, err error) {
+	r.failed.Add(uint64(n))
+	if r.opts.OnError != nil {
+		r.opts.OnError(fmt.Errorf("capture: %d exchanges not stored: %w", n, err))
+	}
+}
+
+func without(batch []domain.Exchange, drop []int) []domain.Exchange {
+	skip := make(map[int]bool, len(drop))
+	for _, i := range drop {
+		skip[i] = true
+	}
+	kept := make([]domain.Exchange, 0, len(batch)-len(drop))
+	for i, e := range batch {
+		if !skip[i] {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// estimatedSize approximates an exchange's JSON size, to keep batches under the
+// service's body limit; a batch that is still too large gets split.
+func estimatedSize(e domain.Exchange) int {
+	const overhead = 256 // field names, created_at, status, punctuation
+	n := overhead + len(e.Name) + len(e.IPAddress) + len(e.Method) + len(e.Path) + len(e.Request.Body) + len(e.Response.Body)
+	for _, h := range []map[string][]string{e.Request.Header, e.Response.Header} {
+		for name, values := range h {
+			n += len(name) + 6
+			for _, v := range values {
+				n += len(v) + 3
+			}
+		}
+	}
+	return n
+}

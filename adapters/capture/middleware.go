@@ -1,0 +1,334 @@
+package capture
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/felixge/httpsnoop"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// record is what the middleware collects for one exchange; the background goroutine
+// turns it into a domain.Exchange, so the request path does the least work.
+type record struct {
+	name       string
+	createdAt  time.Time
+	ip         string
+	method     string
+	path       string
+	reqHeader  http.Header
+	reqBody    *cappedBuffer
+	reqLength  int64 // Content-Length, -1 when unknown
+	status     int
+	respHeader http.Header
+	respBody   *cappedBuffer
+}
+
+// Middleware records every exchange of next that Options.Skip does not skip. A
+// handler that panics is not recorded; the panic goes on up unchanged.
+func (r *Recorder) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if r.opts.Skip != nil && r.opts.Skip(req) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		started := time.Now()
+		rec := &record{
+			name:      r.name(req),
+			createdAt: started,
+			ip:        r.clientIP(req),
+			method:    req.Method,
+			path:      req.URL.RequestURI(),
+			reqHeader: requestHeader(req),
+			reqBody:   &cappedBuffer{limit: r.opts.MaxBodyBytes},
+			reqLength: req.ContentLength,
+			respBody:  &cappedBuffer{limit: r.opts.MaxBodyBytes},
+		}
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
+		}
+		resp := &responseCapture{header: w.Header, rec: rec}
+		next.ServeHTTP(httpsnoop.Wrap(w, resp.hooks()), req)
+		resp.finish()
+		r.enqueue(rec)
+	})
+}
+
+func (r *Recorder) name(req *http.Request) string {
+	if r.opts.Name != nil {
+		if name := strings.TrimSpace(r.opts.Name(req)); name != "" {
+			return name
+		}
+	}
+	return DefaultName
+}
+
+// requestHeader copies the request's header, with Host, which net/http moves out
+// of it, put back.
+func requestHeader(req *http.Request) http.Header {
+	h := req.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if req.Host != "" && h.Get("Host") == "" {
+		h.Set("Host", req.Host)
+	}
+	return h
+}
+
+// responseCapture observes the wrapped ResponseWriter through httpsnoop hooks; every
+// call still goes to the original.
+type responseCapture struct {
+	header    func() http.Header
+	rec       *record
+	committed bool
+	hijacked  bool
+}
+
+// commit notes the status and takes the header as the client gets it. The first
+// call wins, as in net/http.
+func (c *responseCapture) commit(status int) {
+	if c.committed {
+		return
+	}
+	c.committed = true
+	c.rec.status = status
+	c.rec.respHeader = c.header().Clone()
+}
+
+func (c *responseCapture) hooks() httpsnoop.Hooks {
+	return httpsnoop.Hooks{
+		WriteHeader: func(next httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc {
+			return func(code int) {
+				// Informational replies (103 Early Hints) precede the real one.
+				if code >= 200 || code == http.StatusSwitchingProtocols {
+					c.commit(code)
+				}
+				next(code)
+			}
+		},
+		Write: func(next httpsnoop.WriteFunc) httpsnoop.WriteFunc {
+			return func(b []byte) (int, error) {
+				c.commit(http.StatusOK)
+				n, err := next(b)
+				c.rec.respBody.Write(b[:n])
+				return n, err
+			}
+		},
+		ReadFrom: func(next httpsnoop.ReadFromFunc) httpsnoop.ReadFromFunc {
+			return func(src io.Reader) (int64, error) {
+				c.commit(http.StatusOK)
+				return c.rec.respBody.readFrom(next, src)
+			}
+		},
+		Flush: func(next httpsnoop.FlushFunc) httpsnoop.FlushFunc {
+			return func() {
+				c.commit(http.StatusOK)
+				next()
+			}
+		},
+		Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
+			return func() (net.Conn, *bufio.ReadWriter, error) {
+				conn, rw, err := next()
+				c.hijacked = c.hijacked || err == nil
+				return conn, rw, err
+			}
+		},
+	}
+}
+
+// finish settles the status of a handler that wrote nothing (net/http sends 200)
+// or took over the connection, whose reply the recorder cannot see (recorded as
+// 101 Switching Protocols, the usual reason to hijack).
+func (c *responseCapture) finish() {
+	if c.hijacked {
+		c.commit(http.StatusSwitchingProtocols)
+	}
+	c.commit(http.StatusOK)
+	c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+}
+
+// teeBody copies what the handler reads from the request body.
+type teeBody struct {
+	io.ReadCloser
+	into *cappedBuffer
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.into.Write(p[:n])
+	if err == io.EOF { //nolint:errorlint // io.EOF is returned unwrapped by contract
+		t.into.sawEnd()
+	}
+	return n, err
+}
+
+// cappedBuffer keeps the first limit bytes written to it and counts them all. It is
+// locked because a handler may read the body and write the reply from different
+// goroutines.
+type cappedBuffer struct {
+	mu       sync.Mutex
+	limit    int
+	kept     []byte
+	total    int64
+	complete bool // the whole stream passed through (request bodies: EOF seen)
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total += int64(len(p))
+	if room := b.limit - len(b.kept); room > 0 {
+		b.kept = append(b.kept, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) sawEnd() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.complete = true
+}
+
+// readFrom passes src to the original ReadFrom. Only the part to keep goes through
+// a tee; the rest reaches the original untouched, so it may still use sendfile.
+func (b *cappedBuffer) readFrom(next httpsnoop.ReadFromFunc, src io.Reader) (int64, error) {
+	b.mu.Lock()
+	room := int64(b.limit - len(b.kept))
+	b.mu.Unlock()
+	var teed int64
+	if room > 0 {
+		n, err := next(io.TeeReader(io.LimitReader(src, room), b))
+		if err != nil || n < room {
+			return n, err
+		}
+		teed = n
+	}
+	n, err := next(src)
+	b.mu.Lock()
+	b.total += n
+	b.mu.Unlock()
+	return teed + n, err
+}
+
+// text is the captured body, with the truncation marker when bytes are missing.
+// knownTotal, when at least 0, is the full size as announced (Content-Length).
+func (b *cappedBuffer) text(knownTotal int64) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	total, exact := b.total, b.complete
+	if !exact && knownTotal >= total {
+		total, exact = knownTotal, true
+	}
+	if int64(len(b.kept)) >= total {
+		return string(b.kept)
+	}
+	if exact {
+		return string(cutAtRune(b.kept)) + fmt.Sprintf("…[truncated by reqlog capture: %d bytes total]", total)
+	}
+	return string(cutAtRune(b.kept)) + fmt.Sprintf("…[truncated by reqlog capture: at least %d bytes]", total)
+}
+
+// cutAtRune drops a UTF-8 character cut in half at the end of b.
+func cutAtRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+			break
+		}
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// exchange turns a record into what gets submitted, masking secrets first.
+func (r *Recorder) exchange(rec *record) domain.Exchange {
+	r.mask(rec.reqHeader)
+	r.mask(rec.respHeader)
+	return domain.Exchange{
+		Name:      rec.name,
+		CreatedAt: rec.createdAt,
+		IPAddress: rec.ip,
+		Method:    rec.method,
+		Path:      rec.path,
+		Request:   domain.ExchangeRequest{Header: rec.reqHeader, Body: rec.reqBody.text(rec.reqLength)},
+		Response:  domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: rec.respBody.text(-1)},
+	}
+}
+
+// mask replaces the values of masked headers in h, a copy the recorder owns.
+func (r *Recorder) mask(h http.Header) {
+	for name, values := range h {
+		if r.masked[http.CanonicalHeaderKey(name)] {
+			for i := range values {
+				values[i] = domain.Mask
+			}
+		}
+	}
+}
+
+// clientIP is the connection's peer address, or the client address a trusted proxy
+// reported in Options.ClientIPHeader; "" when neither is an IP address.
+func (r *Recorder) clientIP(req *http.Request) string {
+	peer, peerOK := parseIP(req.RemoteAddr)
+	if r.opts.ClientIPHeader != "" && (len(r.opts.TrustedProxies) == 0 || (peerOK && r.trusted(peer))) {
+		if ip, ok := r.forwardedClient(req.Header.Values(r.opts.ClientIPHeader)); ok {
+			return ip.String()
+		}
+	}
+	if !peerOK {
+		return ""
+	}
+	return peer.String()
+}
+
+// forwardedClient walks the comma-separated addresses of header lines from the
+// nearest proxy back, skipping trusted proxies; when all are trusted, the first is
+// the client. An entry that is not an address voids the header: nothing before it
+// can be trusted.
+func (r *Recorder) forwardedClient(lines []string) (netip.Addr, bool) {
+	var entries []string
+	for _, line := range lines {
+		entries = append(entries, strings.Split(line, ",")...)
+	}
+	var client netip.Addr
+	for i := len(entries) - 1; i >= 0; i-- {
+		ip, ok := parseIP(strings.TrimSpace(entries[i]))
+		if !ok {
+			return netip.Addr{}, false
+		}
+		client = ip
+		if len(r.opts.TrustedProxies) == 0 || !r.trusted(ip) {
+			return ip, true
+		}
+	}
+	return client, client.IsValid()
+}
+
+func (r *Recorder) trusted(ip netip.Addr) bool {
+	for _, p := range r.opts.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseIP reads "ip" or "ip:port" ("[v6]:port"); IPv4-mapped IPv6 becomes IPv4.
+func parseIP(s string) (netip.Addr, bool) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return ip.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,255 @@
+package httpclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Exchange is what Submit sends: one HTTP exchange, validated by the service.
+type Exchange = domain.Exchange
+
+// ExchangeRequest and ExchangeResponse are the sides of an Exchange.
+type (
+	ExchangeRequest  = domain.ExchangeRequest
+	ExchangeResponse = domain.ExchangeResponse
+)
+
+// Identity is a stored message's id (a UUID) and reference ("msg_…").
+type Identity = domain.Identity
+
+// Message is one stored exchange as the service returns it.
+type Message struct {
+	ID         string    `json:"id"`
+	Reference  string    `json:"reference"`
+	Name       string    `json:"name"`
+	Domain     string    `json:"domain"`
+	IPAddress  string    `json:"ip_address"`
+	StatusCode int       `json:"status_code"`
+	Request    Content   `json:"request"`
+	Response   Content   `json:"response"`
+	Path       string    `json:"path"`
+	Method     string    `json:"method"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Content is one side of a stored exchange.
+type Content struct {
+	Header      http.Header `json:"header"`
+	Body        string      `json:"body"`
+	ContentType string      `json:"content_type"`
+}
+
+// ListOptions filter and page a listing; zero fields are not sent.
+type ListOptions struct {
+	Name      string
+	Method    string
+	IPAddress string
+	// StatusCode is exact ("404") or a class ("4xx").
+	StatusCode string
+	Path       string
+	PathPrefix string
+	// From and To bound created_at as [From, To).
+	From, To time.Time
+	// Limit is the page size, 1 to 100 (0: the service's default of 20).
+	Limit int
+	// Cursor continues after a previous page (Page.NextCursor).
+	Cursor string
+}
+
+func (o ListOptions) values() url.Values {
+	v := url.Values{}
+	set := func(name, value string) {
+		if value != "" {
+			v.Set(name, value)
+		}
+	}
+	set("name", o.Name)
+	set("method", o.Method)
+	set("ip_address", o.IPAddress)
+	set("status_code", o.StatusCode)
+	set("path", o.Path)
+	set("path_prefix", o.PathPrefix)
+	set("cursor", o.Cursor)
+	if !o.From.IsZero() {
+		v.Set("from", o.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !o.To.IsZero() {
+		v.Set("to", o.To.UTC().Format(time.RFC3339Nano))
+	}
+	if o.Limit != 0 {
+		v.Set("limit", strconv.Itoa(o.Limit))
+	}
+	return v
+}
+
+// Page is one page of a listing, newest first.
+type Page struct {
+	Messages []Message
+	HasMore  bool
+	// NextCursor continues the listing ("" on the last page).
+	NextCursor string
+}
+
+const idempotencyKeyHeader = "Idempotency-Key"
+
+var _ ports.ExchangeSubmitter = (*Client)(nil)
+
+// Submit stores exchanges as one all-or-nothing batch and returns their identities
+// in input order (none when the service's reply does not carry them). Each call
+// sends a fresh Idempotency-Key that its retries reuse, so a retry stores nothing
+// twice. Submitting nothing sends nothing.
+func (c *Client) Submit(ctx context.Context, exchanges ...Exchange) ([]Identity, error) {
+	if len(exchanges) == 0 {
+		return nil, nil
+	}
+	body, err := domain.EncodeExchanges(exchanges)
+	if err != nil {
+		return nil, fmt.Errorf("httpclient: %w", err)
+	}
+	r := call{method: http.MethodPost, url: c.messages, body: body, header: http.Header{
+		"Content-Type":       {"application/json"},
+		idempotencyKeyHeader: {rand.Text()},
+	}}
+	raw, err := c.do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var reply struct {
+		replyText
+		Data json.RawMessage `json:"data"`
+	}
+	if err := decode(r, raw, &reply, &reply.replyText); err != nil {
+		return nil, err
+	}
+	ids, err := identities(reply.Data)
+	if err != nil {
+		return nil, fmt.Errorf("httpclient: %s: unreadable identities: %w", r, err)
+	}
+	if ids != nil && len(ids) != len(exchanges) {
+		return nil, fmt.Errorf("httpclient: %s: the service returned %d identities for %d exchanges", r, len(ids), len(exchanges))
+	}
+	return ids, nil
+}
+
+// SubmitExchanges is Submit as a ports.ExchangeSubmitter, for the capture middleware.
+func (c *Client) SubmitExchanges(ctx context.Context, exchanges []domain.Exchange) ([]domain.Identity, error) {
+	return c.Submit(ctx, exchanges...)
+}
+
+// identities reads "data": an array for a batch, an object for one submission.
+func identities(data json.RawMessage) ([]Identity, error) {
+	data = bytes.TrimSpace(data)
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("null")):
+		return nil, nil
+	case data[0] == '{':
+		var id Identity
+		err := json.Unmarshal(data, &id)
+		return []Identity{id}, err
+	default:
+		var ids []Identity
+		err := json.Unmarshal(data, &ids)
+		return ids, err
+	}
+}
+
+// List returns one page of messages.
+func (c *Client) List(ctx context.Context, opts ListOptions) (*Page, error) {
+	u := *c.messages
+	u.RawQuery = opts.values().Encode()
+	r := call{method: http.MethodGet, url: &u}
+	raw, err := c.do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var reply struct {
+		replyText
+		Messages   []Message `json:"messages"`
+		Pagination struct {
+			HasMore    bool    `json:"has_more"`
+			NextCursor *string `json:"next_cursor"`
+		} `json:"pagination"`
+	}
+	if err := decode(r, raw, &reply, &reply.replyText); err != nil {
+		return nil, err
+	}
+	page := &Page{Messages: reply.Messages, HasMore: reply.Pagination.HasMore}
+	if page.Messages == nil {
+		page.Messages = []Message{}
+	}
+	if reply.Pagination.NextCursor != nil {
+		page.NextCursor = *reply.Pagination.NextCursor
+	}
+	return page, nil
+}
+
+// All iterates over every message that opts selects, newest first, following the
+// cursor from page to page (opts.Limit is the page size). A failure is yielded once
+// as the error of the last pair; breaking out of the loop stops the requests.
+func (c *Client) All(ctx context.Context, opts ListOptions) iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
+		for {
+			page, err := c.List(ctx, opts)
+			if err != nil {
+				yield(Message{}, err)
+				return
+			}
+			for _, m := range page.Messages {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			if !page.HasMore || page.NextCursor == "" {
+				return
+			}
+			opts.Cursor = page.NextCursor
+		}
+	}
+}
+
+// Get returns the message with this id or reference; an unknown one, or one not
+// visible yet, is an error matching ports.ErrNotFound.
+func (c *Client) Get(ctx context.Context, idOrReference string) (Message, error) {
+	if idOrReference == "" {
+		return Message{}, fmt.Errorf("httpclient: get: empty id or reference: %w", ports.ErrNotFound)
+	}
+	u := *c.messages
+	u.Path += "/" + idOrReference
+	u.RawPath = c.messages.EscapedPath() + "/" + url.PathEscape(idOrReference)
+	r := call{method: http.MethodGet, url: &u}
+	raw, err := c.do(ctx, r)
+	if err != nil {
+		return Message{}, err
+	}
+	var reply struct {
+		replyText
+		Data *Message `json:"data"`
+	}
+	if err := decode(r, raw, &reply, &reply.replyText); err != nil {
+		return Message{}, err
+	}
+	if reply.Data == nil {
+		return Message{}, fmt.Errorf("httpclient: %s: the reply has no message", r)
+	}
+	return *reply.Data, nil
+}
+
+// decode reads a 2xx reply into v and checks its status flag.
+func decode(r call, raw []byte, v any, text *replyText) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("httpclient: %s: unreadable reply: %w", r, err)
+	}
+	return text.check(r.String())
+}
