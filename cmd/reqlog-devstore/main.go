@@ -4,6 +4,7 @@
 // provisioning the tests use; not for production.
 //
 //	go run ./cmd/reqlog-devstore mongodb          # prints the URI to use
+//	go run ./cmd/reqlog-devstore elasticsearch    # needs Java 17+ and Maven
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
 )
 
@@ -29,8 +31,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".reqlog-dev", "directory for the backend's data")
 	mongoAddr := fs.String("mongodb-addr", "127.0.0.1:27017", "where FerretDB listens (port 0: any free port)")
+	esPort := fs.Int("elasticsearch-port", 9200, "HTTP port of the Elasticsearch node on 127.0.0.1 (0: any free port)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-devstore [-dir DIR] mongodb")
+		fmt.Fprintln(stderr, "usage: reqlog-devstore [flags] mongodb|elasticsearch")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
@@ -43,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch fs.Arg(0) {
 	case "mongodb":
 		err = runMongo(ctx, *dir, *mongoAddr, stdout)
+	case "elasticsearch":
+		err = runElasticsearch(ctx, *esPort, stdout)
 	default:
 		fs.Usage()
 		return 2
@@ -72,4 +77,17 @@ func runMongo(ctx context.Context, dir, addr string, stdout io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// runElasticsearch runs a single node with a throw-away data directory.
+func runElasticsearch(ctx context.Context, port int, stdout io.Writer) error {
+	fmt.Fprintln(stdout, "Starting Elasticsearch (the first run fetches it through Maven)...")
+	node, err := elastictest.StartNode(port)
+	if err != nil {
+		return fmt.Errorf("start Elasticsearch: %w", err)
+	}
+	fmt.Fprintf(stdout, "Elasticsearch is serving. Run reqlogd with:\n\n"+
+		"    REQLOG_STORE=elasticsearch REQLOG_ELASTICSEARCH_URL=%s go run ./cmd/reqlogd\n\nCtrl-C stops it (its data is removed).\n", node.URL())
+	<-ctx.Done()
+	return node.Close()
 }

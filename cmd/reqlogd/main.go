@@ -21,6 +21,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -112,6 +113,7 @@ func options(cfg app.Config, logger *zap.Logger) (fx.Option, error) {
 		store,
 		app.Module,
 		keyring.Module,
+		portal.Module,
 		httpapi.Module,
 	), nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"go.uber.org/fx"
 
+	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/app"
@@ -14,5 +15,10 @@ var stores = map[string]fx.Option{
 	app.StoreMemory: memory.Module,
 	app.StoreMongoDB: fx.Options(mongo.Module, fx.Provide(func(c app.Config) mongo.Config {
 		return mongo.Config{URI: c.MongoDB.URI, Database: c.MongoDB.Database}
+	})),
+	app.StoreElasticsearch: fx.Options(elastic.Module, fx.Provide(func(c app.Config) elastic.Config {
+		es := c.Elasticsearch
+		return elastic.Config{Addresses: es.Addresses, Username: es.Username, Password: es.Password,
+			APIKey: es.APIKey, IndexPrefix: es.IndexPrefix}
 	})),
 }

@@ -100,7 +100,16 @@ func (n *Node) urlLocked() string {
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(n.httpPort))
 }
 
-func startNode() (*Node, error) {
+// StartNode starts a node outside any test, for cmd/reqlog-devstore; httpPort 0
+// picks a free port. Close stops it and removes its data.
+func StartNode(httpPort int) (*Node, error) { return startNodeOn(httpPort) }
+
+// Close stops the node and removes its data directory.
+func (n *Node) Close() error { return n.close() }
+
+func startNode() (*Node, error) { return startNodeOn(0) }
+
+func startNodeOn(httpPort int) (*Node, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
 	}
@@ -120,7 +129,7 @@ func startNode() (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{dir: dir, home: home, javaHome: jh}
+	n := &Node{dir: dir, home: home, javaHome: jh, httpPort: httpPort}
 	if os.Geteuid() == 0 {
 		n.mode = runUserNS
 	}

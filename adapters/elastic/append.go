@@ -1,0 +1,114 @@
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// bulkAction is the action line of one message in a bulk request.
+type bulkAction struct {
+	Create bulkTarget `json:"create"`
+}
+
+type bulkTarget struct {
+	Index string `json:"_index"`
+	ID    string `json:"_id"`
+}
+
+// bulkReply is what Append reads of a bulk reply: every item's outcome.
+type bulkReply struct {
+	Items []map[string]bulkItem `json:"items"`
+}
+
+type bulkItem struct {
+	ID     string   `json:"_id"`
+	Status int      `json:"status"`
+	Error  *esError `json:"error"`
+}
+
+// maxReportedFailures bounds the items an Append error lists.
+const maxReportedFailures = 5
+
+// Append writes msgs in one bulk request of create actions, each into the index
+// of its CreatedAt's UTC day with the message id as _id. Because the index is a
+// function of CreatedAt and the domain never changes a message's CreatedAt, an id
+// always lands in the same index, where _id is unique: a retry finds its message
+// already there (409) and counts that as success, leaving it unchanged. Every
+// item's status is checked; the batch succeeds only if all did. Writes are not
+// refreshed: they become searchable within ReadLag.
+func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("elastic: append: %w", err)
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body) // one JSON value per line, as bulk wants
+	enc.SetEscapeHTML(false)
+	for i, m := range msgs {
+		if err := checkStorable(m); err != nil {
+			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+		}
+		if err := enc.Encode(bulkAction{Create: bulkTarget{Index: s.names.For(m.CreatedAt), ID: m.ID}}); err != nil {
+			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+		}
+		if err := enc.Encode(toDocument(m)); err != nil {
+			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	var reply bulkReply
+	if err := s.do(ctx, "append", esapi.BulkRequest{Body: &body}, &reply); err != nil {
+		return err
+	}
+	return checkBulk(msgs, reply)
+}
+
+// checkBulk fails unless every message's item was created or already existed.
+// A batch whose failures are all transient wraps ports.ErrUnavailable, so the
+// caller retries it as a whole; items that did succeed then report 409.
+func checkBulk(msgs []domain.Message, reply bulkReply) error {
+	if len(reply.Items) != len(msgs) {
+		return fmt.Errorf("elastic: append: the bulk reply has %d items for %d messages", len(reply.Items), len(msgs))
+	}
+	var details []string
+	failed, retryable := 0, true
+	for i, entry := range reply.Items {
+		item, ok := entry["create"]
+		if ok && (item.Status == http.StatusCreated || item.Status == http.StatusConflict) {
+			continue // stored now, or stored before: idempotent either way
+		}
+		failed++
+		retryable = retryable && ok && transient(item.Status, item.Error)
+		if len(details) == maxReportedFailures {
+			continue
+		}
+		if !ok {
+			details = append(details, fmt.Sprintf("message %d (id %s): no create result in the reply", i, msgs[i].ID))
+		} else {
+			details = append(details, fmt.Sprintf("message %d (id %s): status %d, %s", i, msgs[i].ID, item.Status, item.Error))
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	summary := fmt.Sprintf("%d of %d messages were not stored: %s", failed, len(msgs), strings.Join(details, "; "))
+	if failed > len(details) {
+		summary += fmt.Sprintf("; and %d more", failed-len(details))
+	}
+	if retryable {
+		return fmt.Errorf("elastic: append: %w: %s", ports.ErrUnavailable, summary)
+	}
+	return fmt.Errorf("elastic: append: %s", summary)
+}

@@ -1,0 +1,145 @@
+package elastic
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+)
+
+// Defaults of Config.
+const (
+	DefaultIndexPrefix     = "reqlog"
+	DefaultRefreshInterval = time.Second
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultPingTimeout     = 2 * time.Second
+	// DefaultMaxRetries is how often the client retries a request that failed on
+	// the network or with 429, 502, 503 or 504. Retrying writes is safe: every
+	// bulk action is a create with the message id as _id.
+	DefaultMaxRetries = 3
+)
+
+// indexPrefixPattern is the rule the service's configuration applies too
+// (REQLOG_ELASTICSEARCH_INDEX_PREFIX): a valid start of an Elasticsearch index
+// name that cannot contain a wildcard or reach into another deployment's names.
+var indexPrefixPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Config configures the Elasticsearch store. The zero value of every field but
+// Addresses means its default.
+type Config struct {
+	// Addresses are the base URLs of the cluster's nodes (required), e.g.
+	// "https://es1:9200".
+	Addresses []string
+	// Username and Password authenticate with HTTP basic authentication.
+	Username, Password string
+	// APIKey is the base64 "id:api_key" credential; it excludes Username/Password.
+	APIKey string
+	// IndexPrefix starts every index and template name; default "reqlog".
+	IndexPrefix string
+	// Replicas is the number of replicas of each new daily index; default 0,
+	// which suits a single node. Durability of an acknowledged write does not
+	// depend on it (the translog is fsynced before the bulk request returns).
+	Replicas int
+	// RefreshInterval is the indices' refresh interval and so the store's
+	// ReadLag; default 1s. It is kept to whole milliseconds, rounded up.
+	RefreshInterval time.Duration
+	// RequestTimeout bounds one operation whose context has no earlier deadline;
+	// default 30s.
+	RequestTimeout time.Duration
+	// PingTimeout bounds a health check; default 2s.
+	PingTimeout time.Duration
+	// MaxRetries bounds the client's retries of one request; default 3, negative
+	// disables retries.
+	MaxRetries int
+}
+
+// withDefaults returns cfg with every unset field at its default, or an error
+// naming the first unusable field. Credentials never appear in errors.
+func (cfg Config) withDefaults() (Config, error) {
+	if len(cfg.Addresses) == 0 {
+		return cfg, errors.New("elastic: config: Addresses is required")
+	}
+	for _, addr := range cfg.Addresses {
+		u, err := url.Parse(addr)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, fmt.Errorf("elastic: config: address %q is not an http:// or https:// URL", redact(addr))
+		}
+	}
+	if cfg.APIKey != "" && (cfg.Username != "" || cfg.Password != "") {
+		return cfg, errors.New("elastic: config: set either APIKey or Username and Password, not both")
+	}
+	if cfg.IndexPrefix == "" {
+		cfg.IndexPrefix = DefaultIndexPrefix
+	}
+	if !indexPrefixPattern.MatchString(cfg.IndexPrefix) {
+		return cfg, fmt.Errorf("elastic: config: index prefix %q must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit", cfg.IndexPrefix)
+	}
+	if cfg.Replicas < 0 {
+		return cfg, fmt.Errorf("elastic: config: Replicas must not be negative, got %d", cfg.Replicas)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"RefreshInterval", cfg.RefreshInterval},
+		{"RequestTimeout", cfg.RequestTimeout},
+		{"PingTimeout", cfg.PingTimeout},
+	} {
+		if d.value < 0 {
+			return cfg, fmt.Errorf("elastic: config: %s must not be negative, got %s", d.name, d.value)
+		}
+	}
+	if cfg.RefreshInterval == 0 {
+		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	// Elasticsearch takes the interval in whole milliseconds; rounding up keeps
+	// ReadLag an upper bound.
+	if rounded := cfg.RefreshInterval.Truncate(time.Millisecond); rounded < cfg.RefreshInterval {
+		cfg.RefreshInterval = rounded + time.Millisecond
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = DefaultPingTimeout
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	return cfg, nil
+}
+
+// clientConfig is the official client's configuration for cfg.
+func (cfg Config) clientConfig() elasticsearch.Config {
+	return elasticsearch.Config{
+		Addresses:     cfg.Addresses,
+		Username:      cfg.Username,
+		Password:      cfg.Password,
+		APIKey:        cfg.APIKey,
+		RetryOnStatus: []int{429, 502, 503, 504},
+		DisableRetry:  cfg.MaxRetries < 0,
+		MaxRetries:    max(cfg.MaxRetries, 0),
+		RetryBackoff:  func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond },
+	}
+}
+
+// refreshSetting is RefreshInterval in Elasticsearch's time unit syntax.
+func (cfg Config) refreshSetting() string {
+	return fmt.Sprintf("%dms", cfg.RefreshInterval.Milliseconds())
+}
+
+// redact drops the user information of a URL for error messages.
+func redact(addr string) string {
+	if u, err := url.Parse(addr); err == nil && u.User != nil {
+		u.User = nil
+		return u.String()
+	}
+	if at := strings.LastIndex(addr, "@"); at >= 0 {
+		return "…" + addr[at:]
+	}
+	return addr
+}

@@ -1,0 +1,147 @@
+package elastic
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// document is a message as stored: the fields of mappings.json. Times are the
+// API's strings (UTC, six fractional digits), exact at the microsecond the
+// domain keeps, and indexed as date_nanos.
+type document struct {
+	ID         string  `json:"id"`
+	Reference  string  `json:"reference"`
+	Account    string  `json:"account"`
+	Domain     string  `json:"domain"`
+	Name       string  `json:"name"`
+	IPAddress  string  `json:"ip_address,omitempty"` // "" is no address, not a value of type ip
+	Method     string  `json:"method"`
+	Path       string  `json:"path"`
+	StatusCode int     `json:"status_code"`
+	Request    content `json:"request"`
+	Response   content `json:"response"`
+	CreatedAt  string  `json:"created_at"`
+	UpdatedAt  string  `json:"updated_at"`
+	VisibleAt  string  `json:"visible_at"`
+	ExpiresAt  string  `json:"expires_at"`
+}
+
+// content is one side of the exchange, kept in _source only (enabled: false).
+type content struct {
+	// Header is a list rather than an object: header names such as "X.Y" or
+	// "$x" would otherwise be read as object paths by Elasticsearch.
+	Header      []headerField `json:"header"`
+	Body        string        `json:"body"`
+	ContentType string        `json:"content_type"`
+}
+
+type headerField struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// The range of date_nanos: a time outside it cannot be stored.
+var (
+	minStorableTime = time.Unix(0, 0).UTC()
+	maxStorableTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Microsecond)
+)
+
+func toDocument(m domain.Message) document {
+	return document{
+		ID:         m.ID,
+		Reference:  m.Reference,
+		Account:    m.Account,
+		Domain:     m.Domain,
+		Name:       m.Name,
+		IPAddress:  m.IPAddress,
+		Method:     m.Method,
+		Path:       m.Path,
+		StatusCode: m.StatusCode,
+		Request:    toContent(m.Request),
+		Response:   toContent(m.Response),
+		CreatedAt:  domain.FormatTime(m.CreatedAt),
+		UpdatedAt:  domain.FormatTime(m.UpdatedAt),
+		VisibleAt:  domain.FormatTime(m.VisibleAt),
+		ExpiresAt:  domain.FormatTime(m.ExpiresAt),
+	}
+}
+
+func toContent(c domain.Content) content {
+	names := make([]string, 0, len(c.Header))
+	for name := range c.Header {
+		names = append(names, name)
+	}
+	slices.Sort(names) // deterministic documents
+	fields := make([]headerField, len(names))
+	for i, name := range names {
+		fields[i] = headerField{Name: name, Values: append([]string{}, c.Header[name]...)}
+	}
+	return content{Header: fields, Body: c.Body, ContentType: c.ContentType}
+}
+
+// checkStorable refuses what the mappings cannot hold, before anything is sent.
+func checkStorable(m domain.Message) error {
+	if m.ID == "" {
+		return fmt.Errorf("has no id")
+	}
+	for _, ts := range []struct {
+		name string
+		t    time.Time
+	}{{"CreatedAt", m.CreatedAt}, {"UpdatedAt", m.UpdatedAt}, {"VisibleAt", m.VisibleAt}, {"ExpiresAt", m.ExpiresAt}} {
+		if ts.t.Before(minStorableTime) || ts.t.After(maxStorableTime) {
+			return fmt.Errorf("%s %s is outside the storable range %s to %s", ts.name,
+				domain.FormatTime(ts.t), domain.FormatTime(minStorableTime), domain.FormatTime(maxStorableTime))
+		}
+	}
+	return nil
+}
+
+// decodeMessage reads a hit's _source back into a message.
+func decodeMessage(source json.RawMessage) (domain.Message, error) {
+	var d document
+	if err := json.Unmarshal(source, &d); err != nil {
+		return domain.Message{}, fmt.Errorf("decode stored message: %w", err)
+	}
+	m := domain.Message{
+		ID:         d.ID,
+		Reference:  d.Reference,
+		Account:    d.Account,
+		Domain:     d.Domain,
+		Name:       d.Name,
+		IPAddress:  d.IPAddress,
+		Method:     d.Method,
+		Path:       d.Path,
+		StatusCode: d.StatusCode,
+		Request:    fromContent(d.Request),
+		Response:   fromContent(d.Response),
+	}
+	for _, ts := range []struct {
+		raw string
+		t   *time.Time
+	}{{d.CreatedAt, &m.CreatedAt}, {d.UpdatedAt, &m.UpdatedAt}, {d.VisibleAt, &m.VisibleAt}, {d.ExpiresAt, &m.ExpiresAt}} {
+		t, err := time.Parse(time.RFC3339Nano, ts.raw)
+		if err != nil {
+			return domain.Message{}, fmt.Errorf("decode stored message %s: %w", d.ID, err)
+		}
+		*ts.t = t.UTC()
+	}
+	return m, nil
+}
+
+func fromContent(c content) domain.Content {
+	h := make(domain.Header, len(c.Header))
+	for _, f := range c.Header {
+		h[f.Name] = append([]string{}, f.Values...)
+	}
+	return domain.Content{Header: h, Body: c.Body, ContentType: c.ContentType}
+}
+
+// queryTime renders an instant for queries with all nine fractional digits, so
+// that bounds compare exactly as the memory store compares time.Time values.
+func queryTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+}

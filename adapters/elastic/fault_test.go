@@ -1,0 +1,116 @@
+package elastic_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// outageDeadline bounds how long any call may take to report a stopped node.
+const outageDeadline = 20 * time.Second
+
+// A stopped node makes every operation fail with ErrUnavailable, promptly; once
+// the node is back, the same store works again without being reopened.
+func TestStoppedNodeIsUnavailableThenRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dedicated Elasticsearch node")
+	}
+	node := elastictest.NewNode(t)
+	cfg := elastic.Config{
+		Addresses: []string{node.URL()}, IndexPrefix: randomPrefix(t), RefreshInterval: testRefresh,
+		RequestTimeout: 5 * time.Second, PingTimeout: time.Second,
+	}
+	s := openStore(t.Context(), t, cfg)
+	now := time.Now()
+	before := message(t, now)
+	if err := s.Append(t.Context(), []domain.Message{before}); err != nil {
+		t.Fatal(err)
+	}
+	waitReadable(t, s, now, before)
+
+	if err := node.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	during := message(t, now)
+	for _, op := range []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"Append", func(ctx context.Context) error { return s.Append(ctx, []domain.Message{during}) }},
+		{"List", func(ctx context.Context) error {
+			_, err := s.List(ctx, domain.Query{Scope: scope, Limit: 10}, now)
+			return err
+		}},
+		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, scope, before.ID, now); return err }},
+		{"PurgeExpired", func(ctx context.Context) error { _, err := s.PurgeExpired(ctx, now); return err }},
+		{"Ping", s.Ping},
+	} {
+		// The caller's context has no deadline: the store's own timeouts and
+		// the refused connections must end the call.
+		start := time.Now()
+		err := op.call(context.Background())
+		if took := time.Since(start); took > outageDeadline {
+			t.Errorf("%s took %s to fail, want under %s", op.name, took, outageDeadline)
+		}
+		wantUnavailable(t, op.name+" while the node is stopped", err)
+	}
+
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the store working again after the node restarted", time.Minute, func() error {
+		if err := s.Ping(t.Context()); err != nil {
+			return err
+		}
+		if err := s.Append(t.Context(), []domain.Message{during}); err != nil {
+			return err
+		}
+		page, err := s.List(t.Context(), domain.Query{Scope: scope, Limit: 10}, now)
+		if err != nil {
+			return err
+		}
+		if len(page.Messages) != 2 {
+			return fmt.Errorf("List shows %d messages, want 2", len(page.Messages))
+		}
+		return nil
+	})
+}
+
+// A caller that gives up is not an outage.
+func TestCancelledContextIsNotUnavailable(t *testing.T) {
+	s, _ := newStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	now := time.Now()
+	for name, err := range map[string]error{
+		"Append":       s.Append(ctx, []domain.Message{message(t, now)}),
+		"List":         func() error { _, err := s.List(ctx, domain.Query{Scope: scope, Limit: 1}, now); return err }(),
+		"Get":          func() error { _, err := s.Get(ctx, scope, "x", now); return err }(),
+		"PurgeExpired": func() error { _, err := s.PurgeExpired(ctx, now); return err }(),
+	} {
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ports.ErrUnavailable) {
+			t.Errorf("%s with a cancelled context: %v, want context.Canceled and not ErrUnavailable", name, err)
+		}
+	}
+}
+
+func TestPingHealthyCluster(t *testing.T) {
+	s, _ := newStore(t)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+}
+
+// New fails with ErrUnavailable when no node answers, within its timeout.
+func TestNewWithoutCluster(t *testing.T) {
+	cfg := elastic.Config{Addresses: []string{"http://127.0.0.1:1"}, RequestTimeout: 5 * time.Second}
+	_, err := elastic.New(t.Context(), cfg)
+	wantUnavailable(t, "New with no node at the address", err)
+}

@@ -1,0 +1,54 @@
+package elastic
+
+import (
+	"context"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Module provides the Elasticsearch store as the service's ports.MessageStore,
+// as ports.HealthChecker (its Ping backs /readyz) and as *Store. It needs a
+// Config from the graph and uses a *zap.Logger if there is one. On start it
+// checks the cluster and installs the index template; on stop it closes the
+// client.
+var Module = fx.Module("elastic",
+	fx.Provide(fx.Annotate(provide,
+		fx.As(fx.Self()), fx.As(new(ports.MessageStore)), fx.As(new(ports.HealthChecker)))),
+)
+
+type moduleParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    Config
+	Log       *zap.Logger `optional:"true"`
+}
+
+// provide checks the configuration at once but talks to the cluster only on
+// start: fx builds the whole graph before any OnStart hook runs.
+func provide(p moduleParams) (*Store, error) {
+	store, err := newUnopened(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	log := p.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := store.setUp(ctx); err != nil {
+				return err
+			}
+			log.Named("elastic").Info("Elasticsearch store ready",
+				zap.String("template", store.names.Template()),
+				zap.String("indices", store.names.ReadPattern()),
+				zap.Duration("read_lag", store.ReadLag()))
+			return nil
+		},
+		OnStop: store.Close,
+	})
+	return store, nil
+}

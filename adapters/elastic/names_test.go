@@ -1,0 +1,40 @@
+package elastic
+
+import (
+	"testing"
+	"time"
+)
+
+func TestIndexNames(t *testing.T) {
+	names := indexNames{"reqlog"}
+	if got, want := names.ReadPattern(), "reqlog-messages-*"; got != want {
+		t.Errorf("ReadPattern() = %q, want %q", got, want)
+	}
+	if got, want := names.Template(), "reqlog-messages"; got != want {
+		t.Errorf("Template() = %q, want %q", got, want)
+	}
+	tokyo := time.FixedZone("UTC+9", 9*60*60)
+	newYork := time.FixedZone("UTC-5", -5*60*60)
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), "reqlog-messages-2026.11.21"},
+		{time.Date(2026, 11, 21, 23, 59, 59, 999999000, time.UTC), "reqlog-messages-2026.11.21"},
+		{time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), "reqlog-messages-2026.11.22"},
+		{time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC), "reqlog-messages-2026.12.31"},
+		{time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "reqlog-messages-2027.01.01"},
+		{time.Date(2028, 2, 29, 12, 0, 0, 0, time.UTC), "reqlog-messages-2028.02.29"},
+		// The UTC day counts, not the day of the time's location.
+		{time.Date(2026, 11, 22, 8, 59, 59, 0, tokyo), "reqlog-messages-2026.11.21"},
+		{time.Date(2026, 11, 22, 9, 0, 0, 0, tokyo), "reqlog-messages-2026.11.22"},
+		{time.Date(2026, 11, 21, 19, 0, 0, 0, newYork), "reqlog-messages-2026.11.22"},
+	} {
+		if got := names.For(tc.at); got != tc.want {
+			t.Errorf("For(%s) = %q, want %q", tc.at.Format(time.RFC3339Nano), got, tc.want)
+		}
+	}
+	if got, want := (indexNames{"acme-prod"}).For(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "acme-prod-messages-2026.01.02"; got != want {
+		t.Errorf("For with prefix acme-prod = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,141 @@
+package elastic_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// expiring is message created at createdAt that expires at expiresAt.
+func expiring(t *testing.T, createdAt, expiresAt time.Time) domain.Message {
+	t.Helper()
+	m := message(t, createdAt)
+	m.ExpiresAt = domain.Micro(expiresAt)
+	return m
+}
+
+func mustPurge(t *testing.T, s ports.MessageStore, now time.Time, want int64) {
+	t.Helper()
+	n, err := s.PurgeExpired(t.Context(), now)
+	if err != nil {
+		t.Fatalf("PurgeExpired(%s): %v", domain.FormatTime(now), err)
+	}
+	if n != want {
+		t.Errorf("PurgeExpired(%s) = %d, want %d", domain.FormatTime(now), n, want)
+	}
+}
+
+func wantIndices(t *testing.T, c cluster, present, gone []string) {
+	t.Helper()
+	for _, index := range present {
+		if !c.exists(index) {
+			t.Errorf("index %s was deleted, want it kept", index)
+		}
+	}
+	for _, index := range gone {
+		if c.exists(index) {
+			t.Errorf("index %s still exists, want it deleted", index)
+		}
+	}
+}
+
+func TestPurgeDeletesOnlyFullyExpiredDays(t *testing.T) {
+	c := newCluster(t)
+	s, cfg := newStore(t)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	purgeAt := today.Add(10 * 24 * time.Hour)
+	dayA, dayB, dayC := today.Add(-72*time.Hour), today.Add(-48*time.Hour), today
+	expiredA := []domain.Message{
+		expiring(t, dayA.Add(time.Hour), purgeAt.Add(-2*time.Hour)),
+		expiring(t, dayA.Add(23*time.Hour), purgeAt), // expired exactly at the purge
+	}
+	mixedB := []domain.Message{
+		expiring(t, dayB.Add(time.Hour), purgeAt.Add(-time.Hour)),
+		expiring(t, dayB.Add(2*time.Hour), purgeAt.Add(time.Microsecond)),
+	}
+	keptC := expiring(t, dayC.Add(time.Minute), purgeAt.Add(48*time.Hour))
+	all := append(append(append([]domain.Message{}, expiredA...), mixedB...), keptC)
+	if err := s.Append(t.Context(), all); err != nil {
+		t.Fatal(err)
+	}
+	readAt := purgeAt.Add(-3 * time.Hour) // when every message is still readable
+	waitReadable(t, s, readAt, all...)
+	indexA, indexB, indexC := dayIndex(cfg.IndexPrefix, dayA), dayIndex(cfg.IndexPrefix, dayB), dayIndex(cfg.IndexPrefix, dayC)
+	mustPurge(t, s, readAt, 0)
+	wantIndices(t, c, []string{indexA, indexB, indexC}, nil)
+
+	mustPurge(t, s, purgeAt, int64(len(expiredA)))
+	wantIndices(t, c, []string{indexB, indexC}, []string{indexA})
+	for _, m := range expiredA {
+		if _, err := s.Get(t.Context(), scope, m.ID, readAt); !errors.Is(err, ports.ErrNotFound) {
+			t.Errorf("Get of purged %s: %v, want ErrNotFound", m.ID, err)
+		}
+	}
+	page, err := s.List(t.Context(), domain.Query{Scope: scope, Limit: 10}, readAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(page.Messages); got != 3 {
+		t.Errorf("List after the purge: %d messages, want the 3 of the kept days", got)
+	}
+	mustPurge(t, s, purgeAt, 0)
+
+	mustPurge(t, s, purgeAt.Add(time.Microsecond), int64(len(mixedB)))
+	wantIndices(t, c, []string{indexC}, []string{indexA, indexB})
+}
+
+// A purge must not delete an index whose messages all looked expired if one
+// that is not got there meanwhile, nor leave the index unwritable.
+func TestPurgeKeepsDayWithUnexpiredMessage(t *testing.T) {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	day := today.Add(-72 * time.Hour)
+	// A purge time 100µs into a millisecond: aggregations see milliseconds.
+	purgeAt := today.Add(10*24*time.Hour + 100*time.Microsecond)
+	for _, tc := range []struct {
+		name string
+		// late is the unexpired message; it is appended after the expired one
+		// has become searchable.
+		late time.Time
+		// searchable: whether late is refreshed before the purge.
+		searchable bool
+	}{
+		{name: "written but not yet searchable", late: purgeAt.Add(time.Hour), searchable: false},
+		{name: "expiring later in the same millisecond", late: purgeAt.Add(500 * time.Microsecond), searchable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			// No automatic refresh: the test decides what is searchable.
+			s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RefreshInterval = time.Hour })
+			refresh := func() {
+				c.must(http.MethodPost, "/"+cfg.IndexPrefix+"-messages-*/_refresh", nil, nil)
+			}
+			expired := expiring(t, day.Add(time.Hour), purgeAt.Add(-time.Hour))
+			late := expiring(t, day.Add(2*time.Hour), tc.late)
+			if err := s.Append(t.Context(), []domain.Message{expired}); err != nil {
+				t.Fatal(err)
+			}
+			refresh()
+			if err := s.Append(t.Context(), []domain.Message{late}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.searchable {
+				refresh()
+			}
+
+			mustPurge(t, s, purgeAt, 0)
+			index := dayIndex(cfg.IndexPrefix, day)
+			wantIndices(t, c, []string{index}, nil)
+			more := expiring(t, day.Add(3*time.Hour), purgeAt.Add(time.Hour))
+			if err := s.Append(t.Context(), []domain.Message{more}); err != nil {
+				t.Fatalf("Append into the kept day after the purge: %v", err)
+			}
+			refresh()
+			waitReadable(t, s, day.Add(4*time.Hour), expired, late, more)
+		})
+	}
+}

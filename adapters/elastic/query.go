@@ -1,0 +1,223 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// object is a JSON object of the query DSL.
+type object = map[string]any
+
+// searchReply is what the store reads of a search reply.
+type searchReply struct {
+	Hits struct {
+		Hits []struct {
+			Source json.RawMessage `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
+// newestFirst is List's order; the nanosecond format makes the sort values,
+// and so search_after, exact strings rather than longs near 2^63.
+var newestFirst = []object{
+	{"created_at": object{"order": "desc", "format": "strict_date_optional_time_nanos"}},
+	{"id": object{"order": "desc"}},
+}
+
+// filters collects bool.filter clauses. A condition that no stored message can
+// meet (a bound outside date_nanos' range) marks the whole query empty instead
+// of being sent, since Elasticsearch refuses such dates.
+type filters struct {
+	clauses []object
+	empty   bool
+}
+
+func (f *filters) term(field, value string) {
+	f.clauses = append(f.clauses, object{"term": object{field: value}})
+}
+
+func (f *filters) add(clause object) { f.clauses = append(f.clauses, clause) }
+
+// bound keeps field op t, op one of gt, gte, lt, lte. Outside date_nanos'
+// range the bound either holds for every stored time (left out) or for none.
+func (f *filters) bound(field, op string, t time.Time) {
+	lower := op == "gt" || op == "gte"
+	switch {
+	case t.Before(minStorableTime):
+		f.empty = f.empty || !lower
+	case t.After(maxStorableTime):
+		f.empty = f.empty || lower
+	default:
+		f.add(object{"range": object{field: object{op: queryTime(t)}}})
+	}
+}
+
+// readable keeps scope's messages readable at now: VisibleAt <= now < ExpiresAt.
+func readable(scope domain.Scope, now time.Time) *filters {
+	f := &filters{}
+	f.term("account", scope.Account)
+	f.term("domain", scope.Domain)
+	f.bound("visible_at", "lte", now)
+	f.bound("expires_at", "gt", now)
+	return f
+}
+
+// matching adds q's filter. Terms on keywords are exact and case-sensitive;
+// the IP matches on its keyword sub-field, because the ip type equates an IPv4
+// address with its IPv4-mapped IPv6 form.
+func (f *filters) matching(filter domain.Filter) {
+	for _, t := range []struct{ field, value string }{
+		{"name", filter.Name}, {"method", filter.Method}, {"ip_address.keyword", filter.IPAddress}, {"path", filter.Path},
+	} {
+		if t.value != "" {
+			f.term(t.field, t.value)
+		}
+	}
+	if filter.PathPrefix != "" {
+		f.add(object{"prefix": object{"path": object{"value": filter.PathPrefix}}})
+	}
+	if filter.StatusMin != 0 || filter.StatusMax != 0 {
+		bounds := object{}
+		if filter.StatusMin != 0 {
+			bounds["gte"] = filter.StatusMin
+		}
+		if filter.StatusMax != 0 {
+			bounds["lte"] = filter.StatusMax
+		}
+		f.add(object{"range": object{"status_code": bounds}})
+	}
+	if !filter.From.IsZero() {
+		f.bound("created_at", "gte", filter.From)
+	}
+	if !filter.To.IsZero() {
+		f.bound("created_at", "lt", filter.To)
+	}
+}
+
+// List runs one search over every daily index: the filters, newest first, from
+// after the cursor (search_after), one message more than the page to learn
+// HasMore.
+func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Page{}, fmt.Errorf("elastic: list: %w", err)
+	}
+	if q.Limit < 1 {
+		return domain.Page{}, fmt.Errorf("elastic: list: limit must be at least 1, got %d", q.Limit)
+	}
+	f := readable(q.Scope, now)
+	f.matching(q.Filter)
+	body := object{"size": q.Limit + 1, "sort": newestFirst}
+	if q.After != nil {
+		if after, ok := searchAfter(*q.After, f); ok {
+			body["search_after"] = after
+		}
+	}
+	if f.empty {
+		return domain.Page{}, nil
+	}
+	msgs, err := s.search(ctx, "list", f, body)
+	if err != nil {
+		return domain.Page{}, err
+	}
+	page := domain.Page{Messages: msgs, HasMore: len(msgs) > q.Limit}
+	if page.HasMore {
+		page.Messages = msgs[:q.Limit]
+	}
+	return page, nil
+}
+
+// searchAfter is the search_after of cursor c; ok is false when every stored
+// message lies after c, and f is marked empty when none does.
+func searchAfter(c domain.Cursor, f *filters) (after []string, ok bool) {
+	switch {
+	case c.CreatedAt.After(maxStorableTime):
+		return nil, false
+	case c.CreatedAt.Before(minStorableTime):
+		f.empty = true
+		return nil, false
+	}
+	return []string{queryTime(c.CreatedAt), c.ID}, true
+}
+
+// maxKeyBytes bounds a lookup key: ids and references are far shorter, and
+// Elasticsearch refuses overlong terms.
+const maxKeyBytes = 512
+
+// Get searches every daily index for the scope's message whose id or reference
+// is idOrReference and that is readable at now; an id match wins over a
+// reference match, as in the memory store.
+func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Message{}, fmt.Errorf("elastic: get: %w", err)
+	}
+	notFound := fmt.Errorf("elastic: message %.60q: %w", idOrReference, ports.ErrNotFound)
+	// Invalid UTF-8 would reach Elasticsearch as U+FFFD and could match.
+	if idOrReference == "" || len(idOrReference) > maxKeyBytes || !utf8.ValidString(idOrReference) {
+		return domain.Message{}, notFound
+	}
+	f := readable(scope, now)
+	if f.empty {
+		return domain.Message{}, notFound
+	}
+	f.add(object{"bool": object{
+		"should": []object{
+			{"term": object{"id": idOrReference}},
+			{"term": object{"reference": idOrReference}},
+		},
+		"minimum_should_match": 1,
+	}})
+	msgs, err := s.search(ctx, "get", f, object{"size": 2, "sort": newestFirst})
+	if err != nil {
+		return domain.Message{}, err
+	}
+	for _, m := range msgs {
+		if m.ID == idOrReference {
+			return m, nil
+		}
+	}
+	if len(msgs) == 0 {
+		return domain.Message{}, notFound
+	}
+	return msgs[0], nil
+}
+
+// search runs body with f as its query over the read pattern. An empty store
+// (no index yet) is no error; a shard that cannot answer is, rather than a
+// silently partial page.
+func (s *Store) search(ctx context.Context, op string, f *filters, body object) ([]domain.Message, error) {
+	body["query"] = object{"bool": object{"filter": f.clauses}}
+	body["track_total_hits"] = false
+	reader, err := jsonBody(body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	var reply searchReply
+	if err := s.do(ctx, op, esapi.SearchRequest{
+		Index:                     []string{s.names.ReadPattern()},
+		Body:                      reader,
+		IgnoreUnavailable:         ptr(true),
+		AllowNoIndices:            ptr(true),
+		AllowPartialSearchResults: ptr(false),
+	}, &reply); err != nil {
+		return nil, err
+	}
+	msgs := make([]domain.Message, 0, len(reply.Hits.Hits))
+	for _, hit := range reply.Hits.Hits {
+		m, err := decodeMessage(hit.Source)
+		if err != nil {
+			return nil, fmt.Errorf("elastic: %s: %w", op, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}

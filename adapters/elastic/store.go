@@ -1,0 +1,132 @@
+package elastic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/reqlog/reqlog/ports"
+)
+
+var (
+	_ ports.MessageStore  = (*Store)(nil)
+	_ ports.HealthChecker = (*Store)(nil)
+)
+
+// Store is the Elasticsearch ports.MessageStore. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	names  indexNames
+	client *elasticsearch.Client
+}
+
+// New checks cfg, checks that the cluster answers, and installs the index
+// template (idempotently: start-up may run any number of times). Close releases
+// the client.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := newUnopened(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.setUp(ctx); err != nil {
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
+// newUnopened checks cfg and builds the client without touching the network.
+func newUnopened(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	client, err := elasticsearch.NewClient(cfg.clientConfig())
+	if err != nil {
+		return nil, fmt.Errorf("elastic: client: %w", err)
+	}
+	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client}, nil
+}
+
+// setUp checks the cluster, installs the template, and brings the indices that
+// already exist in line with it: their refresh interval (so ReadLag holds for
+// them), new mappings (additive changes only), no leftover purge block.
+func (s *Store) setUp(ctx context.Context) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	if err := s.do(ctx, "check cluster", esapi.ClusterHealthRequest{}, nil); err != nil {
+		return err
+	}
+	template, err := jsonBody(newIndexTemplate(s.cfg))
+	if err != nil {
+		return err
+	}
+	if err := s.do(ctx, "install index template", esapi.IndicesPutIndexTemplateRequest{
+		Name: s.names.Template(), Body: template,
+	}, nil); err != nil {
+		return err
+	}
+	existing := []string{s.names.ReadPattern()}
+	if err := s.do(ctx, "update mappings of existing indices", esapi.IndicesPutMappingRequest{
+		Index: existing, Body: bytes.NewReader(mappings), AllowNoIndices: ptr(true),
+	}, nil); err != nil {
+		return err
+	}
+	settings, err := jsonBody(liveSettings(s.cfg))
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, "update settings of existing indices", esapi.IndicesPutSettingsRequest{
+		Index: existing, Body: settings, AllowNoIndices: ptr(true),
+	}, nil)
+}
+
+// Close releases the client; the store is unusable afterwards.
+func (s *Store) Close(ctx context.Context) error {
+	if err := s.client.Close(ctx); err != nil {
+		return fmt.Errorf("elastic: close: %w", err)
+	}
+	return nil
+}
+
+// ReadLag is the refresh interval: a write becomes searchable at the next
+// refresh of its index.
+func (s *Store) ReadLag() time.Duration { return s.cfg.RefreshInterval }
+
+// Ping asks for the health of the store's indices, within PingTimeout. A red
+// index (a primary shard unassigned) makes reads fail, so it counts as down.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.PingTimeout)
+	defer cancel()
+	var health struct {
+		Status string `json:"status"`
+	}
+	if err := s.do(ctx, "ping", esapi.ClusterHealthRequest{Index: []string{s.names.ReadPattern()}}, &health); err != nil {
+		return err
+	}
+	if health.Status == "red" {
+		return fmt.Errorf("elastic: ping: %w: the health of %s is red", ports.ErrUnavailable, s.names.ReadPattern())
+	}
+	return nil
+}
+
+// bounded applies RequestTimeout to ctx unless it already ends sooner.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
+}
+
+func jsonBody(v any) (io.Reader, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("elastic: encode request: %w", err)
+	}
+	return bytes.NewReader(raw), nil
+}
+
+func ptr[T any](v T) *T { return &v }

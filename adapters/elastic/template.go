@@ -1,0 +1,69 @@
+package elastic
+
+import (
+	_ "embed"
+	"encoding/json"
+)
+
+// mappings are the strict mappings of every daily index.
+//
+//go:embed mappings.json
+var mappings json.RawMessage
+
+// templateVersion changes whenever the template body does, so operators can
+// tell which reqlog wrote it.
+const templateVersion = 1
+
+// templatePriority outranks the built-in templates of a full distribution
+// (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a
+// prefix such as "logs" into a data stream.
+const templatePriority = 200
+
+// indexTemplate is the body of PUT _index_template/<prefix>-messages.
+type indexTemplate struct {
+	IndexPatterns []string        `json:"index_patterns"`
+	Priority      int             `json:"priority"`
+	Version       int             `json:"version"`
+	Meta          map[string]any  `json:"_meta"`
+	Template      templateContent `json:"template"`
+}
+
+type templateContent struct {
+	Settings map[string]any  `json:"settings"`
+	Mappings json.RawMessage `json:"mappings"`
+}
+
+// newIndexTemplate builds the template of cfg's daily indices.
+func newIndexTemplate(cfg Config) indexTemplate {
+	names := indexNames{cfg.IndexPrefix}
+	return indexTemplate{
+		IndexPatterns: []string{names.ReadPattern()},
+		Priority:      templatePriority,
+		Version:       templateVersion,
+		Meta:          map[string]any{"managed_by": "reqlog"},
+		Template: templateContent{
+			Settings: map[string]any{
+				"index": map[string]any{
+					// Daily indices keep one primary shard small.
+					"number_of_shards":   1,
+					"number_of_replicas": cfg.Replicas,
+					"refresh_interval":   cfg.refreshSetting(),
+					// Segments sorted newest first let a page stop early.
+					"sort.field": []string{"created_at", "id"},
+					"sort.order": []string{"desc", "desc"},
+				},
+			},
+			Mappings: mappings,
+		},
+	}
+}
+
+// liveSettings are applied at start-up to the indices that already exist, so
+// that ReadLag holds for them too; the block removal undoes a purge that died
+// between blocking an index and deleting it (see purge.go).
+func liveSettings(cfg Config) map[string]any {
+	return map[string]any{"index": map[string]any{
+		"refresh_interval": cfg.refreshSetting(),
+		"blocks.write":     nil,
+	}}
+}
