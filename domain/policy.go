@@ -26,6 +26,10 @@ type Policy struct {
 	Retention       time.Duration
 	MaxBatch        int
 	MaskedHeaders   []string
+	// RedactedFields name the JSON and form body fields whose values are replaced
+	// with Mask at any depth, matched ignoring case, '-' and '_'; empty turns
+	// redaction off.
+	RedactedFields []string
 	// Sniff guesses the media type of bodies without a Content-Type header that are
 	// not JSON; nil means "text/plain" for UTF-8 text, else application/octet-stream.
 	Sniff Sniffer
@@ -38,6 +42,7 @@ func DefaultPolicy() Policy {
 		Retention:       DefaultRetention,
 		MaxBatch:        DefaultMaxBatch,
 		MaskedHeaders:   append([]string(nil), DefaultMaskedHeaders...),
+		RedactedFields:  append([]string(nil), DefaultRedactedFields...),
 	}
 }
 
@@ -56,6 +61,11 @@ func (p Policy) Validate() error {
 	for _, name := range p.MaskedHeaders {
 		if !isToken(name) {
 			return fmt.Errorf("masked header %q is not a valid header name", name)
+		}
+	}
+	for _, name := range p.RedactedFields {
+		if redactionKey(name) == "" {
+			return fmt.Errorf("redacted field %q is empty once '-' and '_' are ignored", name)
 		}
 	}
 	return nil

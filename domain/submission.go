@@ -42,17 +42,14 @@ type Batch struct {
 // Either every item is valid or a *ValidationError lists each bad field; a batch over
 // MaxBatch items fails with an error wrapping ErrTooLarge.
 func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	items, multiple, envelope, err := splitBody(body)
+	items, multiple, envelope, err := splitBody(body, p.MaxBatch)
 	if err != nil {
 		return Batch{}, err
 	}
 	if multiple && len(items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
-	if len(items) > p.MaxBatch {
-		return Batch{}, fmt.Errorf("batch of %d messages is over the limit of %d: %w", len(items), p.MaxBatch, ErrTooLarge)
-	}
-	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), sniff: p.Sniff}
+	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
@@ -76,21 +73,23 @@ func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
 	return batch, nil
 }
 
-// splitBody finds the shape of body and returns its items undecoded.
-func splitBody(body []byte) (items []json.RawMessage, multiple, envelope bool, err error) {
+// splitBody finds the shape of body and returns its items undecoded, refusing more
+// than maxBatch of them.
+func splitBody(body []byte, maxBatch int) (items []json.RawMessage, multiple, envelope bool, err error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return nil, false, false, invalid("the request body is empty: send a JSON object or array")
+	}
+	if exceedsNesting(trimmed, MaxNesting) {
+		return nil, false, false, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	}
 	if !json.Valid(trimmed) {
 		return nil, false, false, invalid("the request body is not valid JSON")
 	}
 	switch trimmed[0] {
 	case '[':
-		if err := json.Unmarshal(trimmed, &items); err != nil {
-			return nil, false, false, invalid("the request body is not valid JSON")
-		}
-		return items, true, false, nil
+		items, err = batchItems(trimmed, maxBatch)
+		return items, true, false, err
 	case '{':
 		var probe struct {
 			Messages json.RawMessage `json:"messages"`
@@ -105,20 +104,19 @@ func splitBody(body []byte) (items []json.RawMessage, multiple, envelope bool, e
 			return nil, false, false, &ValidationError{Message: "the submission is invalid",
 				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
 		}
-		if err := json.Unmarshal(probe.Messages, &items); err != nil {
-			return nil, false, false, invalid("the request body is not valid JSON")
-		}
-		return items, true, true, nil
+		items, err = batchItems(probe.Messages, maxBatch)
+		return items, true, true, err
 	default:
 		return nil, false, false, invalid("the request body must be a JSON object or array")
 	}
 }
 
 type validator struct {
-	now    time.Time
-	policy Policy
-	masked map[string]bool
-	sniff  Sniffer
+	now      time.Time
+	policy   Policy
+	masked   map[string]bool
+	redacted fieldSet
+	sniff    Sniffer
 }
 
 // submission validates one item. envelope items may use "app" for "name" and a
@@ -198,6 +196,7 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 	c.Body, _ = stringField(inner, "body", field+".body", false, fe)
 	c.Header = v.header(inner["header"], field+".header", fe)
 	c.ContentType = contentType(c.Header, c.Body, v.sniff)
+	c.Body = redactBody(c.Body, c.ContentType, v.redacted)
 	maskHeader(c.Header, v.masked)
 
 	status := 0

@@ -1,0 +1,161 @@
+package domain
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultRedactedFields are the body fields whose values are never stored. Names
+// match case-insensitively and ignoring '-' and '_', so "api_key" also covers
+// "apiKey", "API-KEY" and "apikey".
+var DefaultRedactedFields = []string{
+	"password", "passwd", "secret", "client_secret", "private_key",
+	"api_key", "access_token", "refresh_token", "id_token", "token", "authorization",
+	"card_number", "cvv", "cvc", "ssn",
+}
+
+// maskedJSONValue replaces a redacted JSON value of any type.
+const maskedJSONValue = `"` + Mask + `"`
+
+// fieldSet holds redacted field names in the form redactionKey gives.
+type fieldSet map[string]bool
+
+var dropSeparators = strings.NewReplacer("-", "", "_", "")
+
+// redactionKey folds a field name for matching: lower case, without '-' and '_'.
+func redactionKey(name string) string {
+	return strings.ToLower(dropSeparators.Replace(name))
+}
+
+// redactSet returns the folded names of p.RedactedFields.
+func (p Policy) redactSet() fieldSet {
+	set := make(fieldSet, len(p.RedactedFields))
+	for _, name := range p.RedactedFields {
+		set[redactionKey(name)] = true
+	}
+	return set
+}
+
+// isJSONMediaType covers application/json and structured suffixes such as
+// application/problem+json.
+func isJSONMediaType(mt string) bool {
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+const formMediaType = "application/x-www-form-urlencoded"
+
+// redactBody replaces the values of redacted fields in a JSON or form body, chosen by
+// its derived content type. Other bodies, and JSON bodies that are not valid JSON,
+// are returned unchanged.
+func redactBody(body, contentType string, fields fieldSet) string {
+	if len(fields) == 0 || body == "" {
+		return body
+	}
+	switch {
+	case isJSONMediaType(contentType):
+		if !json.Valid([]byte(body)) {
+			return body
+		}
+		return redactJSON(body, fields)
+	case contentType == formMediaType:
+		return redactForm(body, fields)
+	}
+	return body
+}
+
+// redactJSON rewrites valid JSON in one pass, replacing each value under a redacted
+// key, at any depth, with the mask string. Every other byte (key order, whitespace,
+// number spelling) is kept, which decoding and re-encoding would not do.
+func redactJSON(body string, fields fieldSet) string {
+	var out strings.Builder
+	copied := 0
+	var open []byte // the enclosing '{' and '['
+	expectKey := false
+	for i := 0; i < len(body); {
+		switch body[i] {
+		case '{':
+			open = append(open, '{')
+			expectKey = true
+			i++
+		case '[':
+			open = append(open, '[')
+			expectKey = false
+			i++
+		case '}', ']':
+			open = open[:len(open)-1]
+			expectKey = false
+			i++
+		case ',':
+			expectKey = open[len(open)-1] == '{'
+			i++
+		case '"':
+			end := jsonStringEnd(body, i)
+			if !expectKey || !fields[redactionKey(jsonKey(body[i:end]))] {
+				i = end
+				continue
+			}
+			start := skipColon(body, end)
+			stop := jsonValueEnd(body, start)
+			out.WriteString(body[copied:start])
+			out.WriteString(maskedJSONValue)
+			copied, i, expectKey = stop, stop, false
+		default: // ':', whitespace, numbers and literals
+			expectKey = expectKey && body[i] != ':'
+			i++
+		}
+	}
+	if copied == 0 {
+		return body
+	}
+	out.WriteString(body[copied:])
+	return out.String()
+}
+
+// jsonKey decodes a quoted key; plain ASCII keys, the common case, need no decoding.
+func jsonKey(quoted string) string {
+	inner := quoted[1 : len(quoted)-1]
+	if !strings.ContainsRune(inner, '\\') && isASCII(inner) {
+		return inner
+	}
+	var key string
+	if err := json.Unmarshal([]byte(quoted), &key); err != nil {
+		return inner
+	}
+	return key
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// redactForm replaces the values of redacted keys in an urlencoded form, keeping
+// the order of the pairs and every other byte.
+func redactForm(body string, fields fieldSet) string {
+	pairs := strings.Split(body, "&")
+	changed := false
+	for i, pair := range pairs {
+		key, _, hasValue := strings.Cut(pair, "=")
+		if !hasValue {
+			continue
+		}
+		name, err := url.QueryUnescape(key)
+		if err != nil {
+			name = key
+		}
+		if fields[redactionKey(name)] {
+			pairs[i] = key + "=" + Mask
+			changed = true
+		}
+	}
+	if !changed {
+		return body
+	}
+	return strings.Join(pairs, "&")
+}

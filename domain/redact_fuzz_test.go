@@ -1,0 +1,99 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func FuzzRedactJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"user":"bob","password":"hunter2"}`,
+		`[{"a":{"token":[1,{"b":2}]}},{"Refresh-Token":null},"secret"]`,
+		"{ \"z\" : 1 ,\n\t\"PASS_word\"  :  { } , \"a\":[ 1 , -2.5e-3 ] }",
+		`{"pass\u0077ord":"x","a":"}\"{[","cvv":"\\"}`,
+		`{"api_key":true,"api_key":false,"k":"v"}`,
+		`{"\u00e9":1,"ssn":"\ud800"}`,
+		`"password"`, `1`, `null`, `[]`, `{}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		out := redactBody(body, "application/json", defaultFields)
+		checkRedacted(t, body, out, "application/json", defaultFields)
+		if again := redactBody(out, "application/json", defaultFields); again != out {
+			t.Fatalf("redacting twice changed %q to %q", out, again)
+		}
+	})
+}
+
+func FuzzRedactForm(f *testing.F) {
+	for _, seed := range []string{
+		"user=bob&password=hunter2&next=%2Fhome", "pass%77ord=x&pass+word=y", "password&&token=t=u",
+		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		out := redactBody(body, formMediaType, defaultFields)
+		checkRedacted(t, body, out, formMediaType, defaultFields)
+	})
+}
+
+// FuzzJSONScan checks the byte-level scanners against encoding/json's own reading
+// of valid documents: the depth pre-scan and the batch splitter.
+func FuzzJSONScan(f *testing.F) {
+	for _, seed := range []string{`[[[]]]`, `{"a":{"b":[{}]}}`, `["[[[", "]]]"]`, `{"\"[":[1]}`, `1`, `[[`, `"\\"`,
+		` [ 1 , "a,]" , {"x":[1,2]} , [] , -0.5e+3 , true , null ] `, `[]`, `[{}]`} {
+		f.Add([]byte(seed), uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
+		got := exceedsNesting(data, int(limit))
+		if !json.Valid(data) {
+			return
+		}
+		if want := jsonDepth(data) > int(limit); got != want {
+			t.Fatalf("exceedsNesting(%q, %d) = %v, want %v", data, limit, got, want)
+		}
+		trimmed := bytes.TrimSpace(data)
+		var want []json.RawMessage
+		if trimmed[0] != '[' || json.Unmarshal(trimmed, &want) != nil {
+			return
+		}
+		items, err := batchItems(trimmed, int(limit))
+		switch {
+		case len(want) > int(limit):
+			if !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("batchItems(%q, %d) = %q, %v; want ErrTooLarge for %d items", data, limit, items, err, len(want))
+			}
+		case err != nil || len(items) != len(want):
+			t.Fatalf("batchItems(%q) = %q, %v; want %q", data, items, err, want)
+		default:
+			for i := range want {
+				if !bytes.Equal(items[i], want[i]) {
+					t.Fatalf("batchItems(%q) item %d = %q, want %q", data, i, items[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in valid JSON.
+func jsonDepth(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var defaultFields = DefaultPolicy().redactSet()
+
+func TestRedactJSON(t *testing.T) {
+	m := maskedJSONValue
+	for _, c := range []struct{ name, in, want string }{
+		{"string", `{"user":"bob","password":"hunter2"}`, `{"user":"bob","password":` + m + `}`},
+		{"every value type", `{"token":12.5e3,"secret":true,"cvv":null,"ssn":{"a":[1,{"b":"c"}]},"api_key":["k1","k2"]}`,
+			`{"token":` + m + `,"secret":` + m + `,"cvv":` + m + `,"ssn":` + m + `,"api_key":` + m + `}`},
+		{"any depth and inside arrays", `[{"a":{"b":[{"access_token":"t1"}]}},{"refresh_token":"t2"}]`,
+			`[{"a":{"b":[{"access_token":` + m + `}]}},{"refresh_token":` + m + `}]`},
+		{"case, dashes and underscores ignored", `{"PassWord":"a","API-KEY":"b","apiKey":"c","Client_Secret":"d","card-number":"e","CardNumber":"f"}`,
+			`{"PassWord":` + m + `,"API-KEY":` + m + `,"apiKey":` + m + `,"Client_Secret":` + m + `,"card-number":` + m + `,"CardNumber":` + m + `}`},
+		{"escaped key", `{"pass\u0077ord":"x"}`, `{"pass\u0077ord":` + m + `}`},
+		{"whitespace and order kept", "{ \"z\" : 1 ,\n\t\"password\"  :  \"p\" , \"a\":[ 1 , 2 ] }",
+			"{ \"z\" : 1 ,\n\t\"password\"  :  " + m + " , \"a\":[ 1 , 2 ] }"},
+		{"values that look like keys stay", `{"note":"password","list":["token","secret"],"x":{"y":"cvv"}}`,
+			`{"note":"password","list":["token","secret"],"x":{"y":"cvv"}}`},
+		{"strings holding quotes and braces", `{"a":"}\"{[","password":"p\"}{","b":"\\"}`,
+			`{"a":"}\"{[","password":` + m + `,"b":"\\"}`},
+		{"similar names stay", `{"token_type":"bearer","passwords_count":2,"username":"bob"}`,
+			`{"token_type":"bearer","passwords_count":2,"username":"bob"}`},
+		{"scalar document", `"password"`, `"password"`},
+		{"duplicate keys", `{"password":"a","password":"b"}`, `{"password":` + m + `,"password":` + m + `}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := redactBody(c.in, "application/json", defaultFields)
+			if got != c.want {
+				t.Errorf("redacted\n%s\nto\n%s\nwant\n%s", c.in, got, c.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("result is not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestRedactBodyByContentType(t *testing.T) {
+	const secretJSON = `{"password":"hunter2"}`
+	for _, c := range []struct {
+		contentType, body string
+		redacted          bool
+	}{
+		{"application/json", secretJSON, true},
+		{"application/problem+json", secretJSON, true},
+		{"application/vnd.api+json", secretJSON, true},
+		{"application/x-www-form-urlencoded", "password=hunter2", true},
+		{"text/plain", secretJSON, false},
+		{"application/xml", "<password>hunter2</password>", false},
+		{"", secretJSON, false},
+		{"application/json", `{"password":"hunter2"`, false}, // not JSON: left alone
+	} {
+		got := redactBody(c.body, c.contentType, defaultFields)
+		if c.redacted == strings.Contains(got, "hunter2") {
+			t.Errorf("%s body %q became %q; want redacted=%v", c.contentType, c.body, got, c.redacted)
+		}
+	}
+	if got := redactBody(secretJSON, "application/json", fieldSet{}); got != secretJSON {
+		t.Errorf("with no redacted fields the body changed to %q", got)
+	}
+}
+
+func TestRedactForm(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"user=bob&password=hunter2&next=%2Fhome", "user=bob&password=" + Mask + "&next=%2Fhome"},
+		{"Client-Secret=s&card_number=4111+1111&cvc=", "Client-Secret=" + Mask + "&card_number=" + Mask + "&cvc=" + Mask},
+		{"pass%77ord=x&pass+word=y", "pass%77ord=" + Mask + "&pass+word=y"},
+		{"password&&token=t=u", "password&&token=" + Mask},
+		{"a=1;password=2", "a=1;password=2"}, // ';' is not a separator
+		{"%zz=1&secret=2", "%zz=1&secret=" + Mask},
+		{"nothing=secret", "nothing=secret"},
+	} {
+		if got := redactBody(c.in, formMediaType, defaultFields); got != c.want {
+			t.Errorf("redacted %q to %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSubmissionsAreRedacted(t *testing.T) {
+	b := mustParse(t, validItem(
+		"request", `{"header":{"Content-Type":"application/x-www-form-urlencoded"},"body":"user=bob&password=hunter2"}`,
+		"response", `{"status_code":200,"body":"{\"access_token\":\"tok-123\",\"expires_in\":3600}"}`,
+	))
+	s := b.Submissions[0]
+	if want := "user=bob&password=" + Mask; s.Request.Body != want {
+		t.Errorf("request body %q, want %q", s.Request.Body, want)
+	}
+	if want := `{"access_token":"` + Mask + `","expires_in":3600}`; s.Response.Body != want || s.Response.ContentType != "application/json" {
+		t.Errorf("response body %q (%s), want %q (application/json, derived)", s.Response.Body, s.Response.ContentType, want)
+	}
+
+	p := DefaultPolicy()
+	p.RedactedFields = nil
+	off, err := p.ParseSubmissions([]byte(validItem("request", `{"body":"{\"password\":\"kept\"}"}`)), testNow)
+	if err != nil || off.Submissions[0].Request.Body != `{"password":"kept"}` {
+		t.Errorf("with redaction off: %+v, %v", off, err)
+	}
+	p.RedactedFields = []string{"PIN"}
+	custom, err := p.ParseSubmissions([]byte(validItem("request", `{"body":"{\"pin\":1234,\"password\":\"kept\"}"}`)), testNow)
+	if err != nil || custom.Submissions[0].Request.Body != `{"pin":"`+Mask+`","password":"kept"}` {
+		t.Errorf("with a custom list: %+v, %v", custom, err)
+	}
+}
+
+func TestPolicyRejectsEmptyRedactedField(t *testing.T) {
+	for _, name := range []string{"", "-", "_-_"} {
+		p := DefaultPolicy()
+		p.RedactedFields = []string{"password", name}
+		if err := p.Validate(); err == nil {
+			t.Errorf("redacted field %q accepted", name)
+		}
+	}
+	if err := DefaultPolicy().Validate(); err != nil {
+		t.Errorf("default policy: %v", err)
+	}
+}
+
+// jsonTree decodes valid JSON with numbers kept as written.
+func jsonTree(t testing.TB, s string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+	return v
+}
+
+// maskTree is the redaction oracle: v with every value under a redacted key masked.
+func maskTree(v any, fields fieldSet) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, item := range v {
+			if fields[redactionKey(k)] {
+				out[k] = Mask
+			} else {
+				out[k] = maskTree(item, fields)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			out[i] = maskTree(item, fields)
+		}
+		return out
+	}
+	return v
+}
+
+// checkRedacted fails unless out is in redacted with exactly the values of redacted
+// fields masked, for a body of content type ct.
+func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
+	t.Helper()
+	switch {
+	case isJSONMediaType(ct) && json.Valid([]byte(in)):
+		if !json.Valid([]byte(out)) {
+			t.Fatalf("valid JSON %q was redacted to invalid JSON %q", in, out)
+		}
+		if want, got := maskTree(jsonTree(t, in), fields), jsonTree(t, out); !reflect.DeepEqual(got, want) {
+			t.Fatalf("redacting %q gave %q: decoded %#v, want %#v", in, out, got, want)
+		}
+	case ct == formMediaType:
+		inPairs, outPairs := strings.Split(in, "&"), strings.Split(out, "&")
+		if len(inPairs) != len(outPairs) {
+			t.Fatalf("form %q redacted to %q: pairs changed", in, out)
+		}
+		for i, pair := range inPairs {
+			key, _, hasValue := strings.Cut(pair, "=")
+			name, err := url.QueryUnescape(key)
+			if err != nil {
+				name = key
+			}
+			want := pair
+			if hasValue && fields[redactionKey(name)] {
+				want = key + "=" + Mask
+			}
+			if outPairs[i] != want {
+				t.Fatalf("form %q redacted to %q: pair %d is %q, want %q", in, out, i, outPairs[i], want)
+			}
+		}
+	default:
+		if in != out {
+			t.Fatalf("a %q body was changed from %q to %q", ct, in, out)
+		}
+	}
+	if !strings.Contains(out, Mask) && in != out {
+		t.Fatalf("%q changed to %q without redacting anything", in, out)
+	}
+}
+
+func TestRedactionOracleCatchesLeaks(t *testing.T) {
+	// The oracle the fuzz targets rely on must notice a value that survived.
+	ft := &fakeTB{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		checkRedacted(ft, `{"password":"p"}`, `{"password":"p"}`, "application/json", defaultFields)
+	}()
+	if !ft.failed {
+		t.Error("checkRedacted accepted an unredacted password")
+	}
+}
+
+// fakeTB records a failure instead of failing the test.
+type fakeTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeTB) Helper() {}
+
+func (f *fakeTB) Fatalf(string, ...any) {
+	f.failed = true
+	panic("fatal")
+}
+
+func BenchmarkRedactJSON(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString("[")
+	for i := 0; i < 2000; i++ {
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		buf.WriteString(`{"id":12345,"user":{"name":"bob","password":"hunter2","tags":["a","b"]},"note":"x\"y"}`)
+	}
+	buf.WriteString("]")
+	body := buf.String()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		redactBody(body, "application/json", defaultFields)
+	}
+}
