@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -41,6 +42,18 @@ const (
 // DefaultMaxBodyBytes is the default limit of a POST body (5 MiB).
 const DefaultMaxBodyBytes = 5 << 20
 
+// Default rate limit of each API key: generous for clients that batch (a request
+// carries up to 1,000 messages), yet it stops a client stuck in a loop.
+const (
+	DefaultRateLimit = 100 // requests per second
+	DefaultRateBurst = 200
+	maxRateBurst     = 1_000_000
+)
+
+// redactionOff is the REQLOG_REDACTED_FIELDS value that turns redaction off, since
+// an empty environment variable counts as unset.
+const redactionOff = "none"
+
 // Config is every setting of the service. Load it with LoadConfig; DefaultConfig
 // gives the defaults.
 type Config struct {
@@ -53,9 +66,15 @@ type Config struct {
 	MaxBodyBytes    int64
 	MaxBatch        int
 	MaskedHeaders   []string
+	RedactedFields  []string
+	RateLimit       float64 // requests per second per API key; 0: unlimited
+	RateBurst       int64
+	GroupCommit     GroupCommitConfig
 	LogLevel        zapcore.Level
 	LogFormat       string
 	ShutdownTimeout time.Duration
+	PublicURL       string
+	Portal          PortalConfig
 	MongoDB         MongoDBConfig
 	Elasticsearch   ElasticsearchConfig
 
@@ -81,6 +100,12 @@ type ElasticsearchConfig struct {
 	IndexPrefix string
 }
 
+// PortalConfig is read by the customer portal (adapters/portal).
+type PortalConfig struct {
+	Secret         string
+	FrameAncestors []string
+}
+
 // DefaultConfig returns the defaults of every setting.
 func DefaultConfig() Config {
 	return Config{
@@ -92,11 +117,16 @@ func DefaultConfig() Config {
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		MaxBatch:        domain.DefaultMaxBatch,
 		MaskedHeaders:   append([]string(nil), domain.DefaultMaskedHeaders...),
+		RedactedFields:  append([]string(nil), domain.DefaultRedactedFields...),
+		RateLimit:       DefaultRateLimit,
+		RateBurst:       DefaultRateBurst,
+		GroupCommit:     DefaultGroupCommitConfig(),
 		LogLevel:        zapcore.InfoLevel,
 		LogFormat:       LogFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
 		MongoDB:         MongoDBConfig{Database: "reqlog"},
 		Elasticsearch:   ElasticsearchConfig{IndexPrefix: "reqlog"},
+		Portal:          PortalConfig{FrameAncestors: []string{"'self'"}},
 	}
 }
 
@@ -108,6 +138,7 @@ func (c Config) Policy() domain.Policy {
 		Retention:       c.Retention,
 		MaxBatch:        c.MaxBatch,
 		MaskedHeaders:   append([]string(nil), c.MaskedHeaders...),
+		RedactedFields:  append([]string(nil), c.RedactedFields...),
 		Sniff:           http.DetectContentType,
 	}
 }
@@ -209,6 +240,33 @@ var settings = []setting{
 		},
 		show: func(c Config) string { return strconv.Itoa(c.MaxBatch) }},
 	listSetting("masked_headers", "comma-separated headers whose values are masked before storing (replaces the default list)", func(c *Config) *[]string { return &c.MaskedHeaders }),
+	{key: "redacted_fields",
+		usage: "comma-separated JSON and form body fields whose values are masked before storing, matched ignoring case, - and _ (replaces the default list; " + redactionOff + " turns redaction off)",
+		parse: func(c *Config, v string) error {
+			c.RedactedFields = splitList(v)
+			if len(c.RedactedFields) == 1 && strings.EqualFold(c.RedactedFields[0], redactionOff) {
+				c.RedactedFields = []string{}
+			}
+			return nil
+		},
+		show: func(c Config) string { return strings.Join(c.RedactedFields, ",") }},
+	{key: "rate_limit", usage: "requests per second each API key may make on average (0 turns rate limiting off)",
+		parse: func(c *Config, v string) (err error) {
+			c.RateLimit, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+				return errors.New("must be a number such as 100 or 0.5")
+			}
+			return nil
+		},
+		show: func(c Config) string { return strconv.FormatFloat(c.RateLimit, 'g', -1, 64) }},
+	intSetting("rate_burst", "requests an API key may make at once beyond its rate", func(c *Config) *int64 { return &c.RateBurst }),
+	boolSetting("group_commit", "coalesce concurrent submissions into store batches behind a bounded queue (false: each request writes on its own, unbounded)", func(c *Config) *bool { return &c.GroupCommit.Enabled }),
+	countSetting("group_commit_max_messages", "most messages in one store batch", func(c *Config) *int { return &c.GroupCommit.MaxBatchMessages }),
+	intSetting("group_commit_max_bytes", "most bytes (estimated) in one store batch", func(c *Config) *int64 { return &c.GroupCommit.MaxBatchBytes }),
+	durationSetting("group_commit_linger", "how long a batch waits for more submissions before it is written", func(c *Config) *time.Duration { return &c.GroupCommit.Linger }),
+	countSetting("group_commit_writers", "store batches written at the same time", func(c *Config) *int { return &c.GroupCommit.Writers }),
+	countSetting("group_commit_queue_messages", "most messages waiting for the store (429 with Retry-After beyond)", func(c *Config) *int { return &c.GroupCommit.MaxQueueMessages }),
+	intSetting("group_commit_queue_bytes", "most bytes (estimated) waiting for the store (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.GroupCommit.MaxQueueBytes }),
 	{key: "log_level", usage: "debug, info, warn or error",
 		parse: func(c *Config, v string) (err error) {
 			if c.LogLevel, err = zapcore.ParseLevel(strings.TrimSpace(v)); err != nil {
@@ -219,6 +277,9 @@ var settings = []setting{
 		show: func(c Config) string { return c.LogLevel.String() }},
 	stringSetting("log_format", "json or console", false, func(c *Config) *string { return &c.LogFormat }),
 	durationSetting("shutdown_timeout", "how long in-flight requests may take to finish on shutdown", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	stringSetting("public_url", "base URL of portal links, e.g. https://logs.example.com (default: the scheme and Host of each request; set it behind a proxy)", false, func(c *Config) *string { return &c.PublicURL }),
+	stringSetting("portal.secret", "secret of at least 32 bytes that signs portal session tokens; share it between replicas (default: random at start-up, so sessions end on restart)", true, func(c *Config) *string { return &c.Portal.Secret }),
+	listSetting("portal.frame_ancestors", "comma-separated CSP sources that may embed the portal page in a frame, e.g. https://app.example.com", func(c *Config) *[]string { return &c.Portal.FrameAncestors }),
 	stringSetting("mongodb.uri", "MongoDB connection string (store mongodb)", true, func(c *Config) *string { return &c.MongoDB.URI }),
 	stringSetting("mongodb.database", "MongoDB database name", false, func(c *Config) *string { return &c.MongoDB.Database }),
 	listSetting("elasticsearch.url", "comma-separated Elasticsearch addresses (store elasticsearch)", func(c *Config) *[]string { return &c.Elasticsearch.Addresses }),
@@ -459,6 +520,10 @@ func (c Config) Validate() error {
 		return bad("max_body_bytes", "must be at least 1")
 	case c.MaxBatch < 1:
 		return bad("max_batch", "must be at least 1")
+	case c.RateLimit < 0:
+		return bad("rate_limit", "must not be negative (0 turns rate limiting off)")
+	case c.RateBurst < 1 || c.RateBurst > maxRateBurst:
+		return bad("rate_burst", fmt.Sprintf("must be from 1 to %d", maxRateBurst))
 	case c.LogFormat != LogFormatJSON && c.LogFormat != LogFormatConsole:
 		return bad("log_format", "must be json or console")
 	case c.ShutdownTimeout <= 0:
@@ -468,12 +533,20 @@ func (c Config) Validate() error {
 	case !indexPrefixPattern.MatchString(c.Elasticsearch.IndexPrefix):
 		return bad("elasticsearch.index_prefix", "must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit")
 	}
+	if key, reason := c.GroupCommit.problem(); key != "" {
+		return bad(key, reason)
+	}
 	for _, name := range c.MaskedHeaders {
 		probe := domain.DefaultPolicy()
 		probe.MaskedHeaders = []string{name}
 		if err := probe.Validate(); err != nil {
 			return bad("masked_headers", err.Error())
 		}
+	}
+	probe := domain.DefaultPolicy()
+	probe.RedactedFields = c.RedactedFields
+	if err := probe.Validate(); err != nil {
+		return bad("redacted_fields", err.Error())
 	}
 	if err := c.Policy().Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)

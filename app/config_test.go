@@ -83,6 +83,15 @@ var settingCases = []struct {
 	{key: "masked_headers", value: "X-Secret, authorization", check: func(c app.Config) bool {
 		return slices.Equal(c.MaskedHeaders, []string{"X-Secret", "authorization"})
 	}},
+	{key: "redacted_fields", value: "pin, One-Time-Code", check: func(c app.Config) bool {
+		return slices.Equal(c.RedactedFields, []string{"pin", "One-Time-Code"}) && slices.Equal(c.Policy().RedactedFields, c.RedactedFields)
+	}},
+	{key: "redacted_fields", value: "None", check: func(c app.Config) bool {
+		return len(c.RedactedFields) == 0 && len(c.Policy().RedactedFields) == 0
+	}},
+	{key: "rate_limit", value: "2.5", check: func(c app.Config) bool { return c.RateLimit == 2.5 }},
+	{key: "rate_limit", value: "0", check: func(c app.Config) bool { return c.RateLimit == 0 }},
+	{key: "rate_burst", value: "7", check: func(c app.Config) bool { return c.RateBurst == 7 }},
 	{key: "log_level", value: "debug", check: func(c app.Config) bool { return c.LogLevel == zapcore.DebugLevel }},
 	{key: "log_format", value: "console", check: func(c app.Config) bool { return c.LogFormat == app.LogFormatConsole }},
 	{key: "shutdown_timeout", value: "3s", check: func(c app.Config) bool { return c.ShutdownTimeout == 3*time.Second }},
@@ -222,6 +231,12 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"zero batch", map[string]string{"REQLOG_MAX_BATCH": "0"}, nil, "REQLOG_MAX_BATCH", ""},
 		{"batch syntax", map[string]string{"REQLOG_MAX_BATCH": "many"}, nil, "REQLOG_MAX_BATCH", ""},
 		{"masked header name", map[string]string{"REQLOG_MASKED_HEADERS": "X-Ok,Bad Header"}, nil, "REQLOG_MASKED_HEADERS", ""},
+		{"redacted field of separators", map[string]string{"REQLOG_REDACTED_FIELDS": "password,-_"}, nil, "REQLOG_REDACTED_FIELDS", ""},
+		{"rate limit syntax", map[string]string{"REQLOG_RATE_LIMIT": "fast"}, nil, "REQLOG_RATE_LIMIT", ""},
+		{"rate limit not a number", nil, []string{"-rate-limit=NaN"}, "REQLOG_RATE_LIMIT", ""},
+		{"negative rate limit", map[string]string{"REQLOG_RATE_LIMIT": "-1"}, nil, "REQLOG_RATE_LIMIT", ""},
+		{"zero burst", map[string]string{"REQLOG_RATE_BURST": "0"}, nil, "REQLOG_RATE_BURST", ""},
+		{"huge burst", map[string]string{"REQLOG_RATE_BURST": "1000000000"}, nil, "REQLOG_RATE_BURST", ""},
 		{"log level", map[string]string{"REQLOG_LOG_LEVEL": "loud"}, nil, "REQLOG_LOG_LEVEL", ""},
 		{"log format", map[string]string{"REQLOG_LOG_FORMAT": "xml"}, nil, "REQLOG_LOG_FORMAT", ""},
 		{"zero shutdown timeout", map[string]string{"REQLOG_SHUTDOWN_TIMEOUT": "0s"}, nil, "REQLOG_SHUTDOWN_TIMEOUT", ""},

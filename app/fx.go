@@ -11,14 +11,18 @@ import (
 )
 
 // Module provides the policy, the clock and the use cases, and runs the purge job.
-// It needs a Config, a *zap.Logger and a ports.MessageStore from the graph.
+// It needs a Config, a *zap.Logger and a ports.MessageStore from the graph; the use
+// cases report their store calls to a Metrics if the graph has one. Submissions go
+// through a GroupCommitter unless REQLOG_GROUP_COMMIT is false; it flushes on stop.
 var Module = fx.Module("app",
 	fx.Provide(
 		Config.Policy,
 		fx.Annotate(func() SystemClock { return SystemClock{} }, fx.As(new(ports.Clock))),
-		func(s ports.MessageStore, p domain.Policy, c ports.Clock) *Ingester { return NewIngester(s, p, c) },
-		func(s ports.MessageStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
-		func(s ports.MessageStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
+		newUseCaseStore,
+		newIngestWriter,
+		func(w ingestWriter, p domain.Policy, c ports.Clock) *Ingester { return NewIngester(w, p, c) },
+		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
+		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
 			return NewPurger(s, c, cfg.PurgeInterval, log)
 		},
 	),
@@ -32,3 +36,40 @@ var Module = fx.Module("app",
 		},
 	),
 )
+
+// useCaseStore is the store as the use cases see it: observed when the graph has
+// a Metrics.
+type useCaseStore struct{ ports.MessageStore }
+
+type useCaseStoreParams struct {
+	fx.In
+	Store   ports.MessageStore
+	Metrics Metrics `optional:"true"`
+}
+
+func newUseCaseStore(p useCaseStoreParams) useCaseStore {
+	return useCaseStore{Observe(p.Store, p.Metrics)}
+}
+
+// ingestWriter is where the Ingester writes: the use-case store, through a
+// GroupCommitter when enabled.
+type ingestWriter struct{ ports.MessageWriter }
+
+type ingestWriterParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Store     useCaseStore
+	Config    Config
+	Metrics   Metrics `optional:"true"`
+}
+
+func newIngestWriter(p ingestWriterParams) ingestWriter {
+	if !p.Config.GroupCommit.Enabled {
+		return ingestWriter{p.Store}
+	}
+	opts := p.Config.GroupCommit.GroupCommitOptions
+	opts.Metrics, _ = p.Metrics.(QueueMetrics)
+	committer := NewGroupCommitter(p.Store, opts)
+	p.Lifecycle.Append(fx.Hook{OnStop: committer.Close})
+	return ingestWriter{committer}
+}

@@ -1,5 +1,6 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
-// POST and GET /v1/messages, GET /v1/messages/{idOrReference}, /healthz and /readyz.
+// POST and GET /v1/messages, GET /v1/messages/{idOrReference}, /healthz, /readyz,
+// /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
 import (
@@ -7,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -31,6 +32,15 @@ type Options struct {
 	Logger *zap.Logger
 	// Readiness reports whether the store answers, for /readyz (nil: always ready).
 	Readiness func(context.Context) error
+	// Metrics counts requests and serves /metrics (nil: a registry of its own).
+	Metrics *Metrics
+	// RateLimiter limits each principal's /v1 requests after authentication (nil:
+	// no limit).
+	RateLimiter *RateLimiter
+	// Portal issues portal sessions and serves the portal page (nil: those
+	// endpoints answer 404). Its tokens authenticate only through a KeyStore that
+	// Portal.KeyStore decorated.
+	Portal *portal.Portal
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -45,33 +55,52 @@ type api struct {
 	maxBody   int64
 	log       *zap.Logger
 	readiness func(context.Context) error
+	metrics   *Metrics
+	limiter   *RateLimiter
+	portal    *portal.Portal
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log
 // and panic recovery.
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
-		log: opts.Logger, readiness: opts.Readiness}
+		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
+		portal: opts.Portal}
 	if a.maxBody <= 0 {
 		a.maxBody = app.DefaultMaxBodyBytes
 	}
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
+	if a.metrics == nil {
+		a.metrics = privateMetrics()
+	}
 
 	// SkipClean: a path such as /v1//messages gets a JSON 404, not a redirect.
 	r := mux.NewRouter().SkipClean(true)
 	r.Use(recordRoute)
-	r.HandleFunc("/healthz", a.healthz).Methods(http.MethodGet)
-	r.HandleFunc("/readyz", a.readyz).Methods(http.MethodGet)
-	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
-	r.Handle("/v1/messages", a.authenticate(a.submit)).Methods(http.MethodPost)
-	r.Handle("/v1/messages", a.authenticate(a.list)).Methods(http.MethodGet)
-	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.get)).Methods(http.MethodGet)
+	a.routes(r)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = methodNotAllowed(r)
 
-	return withRequestID(a.accessLog(a.recoverPanics(r)))
+	return withRequestID(a.accessLog(a.measure(a.recoverPanics(r))))
+}
+
+// routes registers every endpoint; openapi.json must list exactly these (a test
+// walks them).
+func (a *api) routes(r *mux.Router) {
+	r.HandleFunc("/healthz", a.healthz).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", a.readyz).Methods(http.MethodGet)
+	r.Handle("/metrics", a.metrics.handler()).Methods(http.MethodGet)
+	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(http.MethodGet)
+	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
+	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
+	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(http.MethodGet)
+	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(http.MethodGet)
+	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
+	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
+	r.HandleFunc(portal.PagePath, a.portalPage).Methods(http.MethodGet)
+	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(http.MethodGet)
 }
 
 func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -98,10 +127,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if !isJSON(r.Header.Get("Content-Type")) {
-		w.Header().Set("Accept-Post", "application/json")
-		writeError(w, apiError{status: http.StatusUnsupportedMediaType,
-			message: "the request body must be JSON: send Content-Type: application/json"})
+	if !requireJSON(w, r) {
 		return
 	}
 	idempotencyKey, err := idempotencyKeyOf(r.Header)
@@ -109,18 +135,8 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if r.ContentLength > a.maxBody {
-		a.fail(w, r, &http.MaxBytesError{Limit: a.maxBody})
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			a.fail(w, r, err)
-		} else {
-			writeError(w, apiError{status: http.StatusBadRequest, message: "the request body could not be read"})
-		}
+	body, ok := a.readBody(w, r, a.maxBody)
+	if !ok {
 		return
 	}
 	result, err := a.ingest.Submit(r.Context(), principal, body, idempotencyKey)

@@ -3,18 +3,28 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/ports"
 )
 
 // HandlerModule provides the API's http.Handler. It needs app's use cases, an
 // app.Config, a *zap.Logger, a ports.KeyStore and the ports.MessageStore (whose
-// optional ports.HealthChecker backs /readyz).
+// optional ports.HealthChecker backs /readyz). It also provides the service's
+// *prometheus.Registry, which /metrics serves and where other modules register
+// their collectors, and the app.Metrics the use cases report to. With a
+// *portal.Portal in the graph it serves the customer portal too.
 var HandlerModule = fx.Module("httpapi.handler",
-	fx.Provide(newHandler),
+	fx.Provide(
+		newHandler,
+		prometheus.NewRegistry,
+		NewMetrics,
+		func(m *Metrics) app.Metrics { return m },
+	),
 )
 
 // Module is HandlerModule plus a *Server on REQLOG_ADDR, started and stopped with
@@ -33,12 +43,17 @@ type handlerParams struct {
 	Store    ports.MessageStore
 	Config   app.Config
 	Logger   *zap.Logger
+	Metrics  *Metrics
+	Portal   *portal.Portal `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
-	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http")}
+	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
+	}
+	if p.Config.RateLimit > 0 {
+		opts.RateLimiter = NewRateLimiter(p.Config.RateLimit, int(p.Config.RateBurst), nil)
 	}
 	return New(p.Ingester, p.Reader, p.Keys, opts)
 }

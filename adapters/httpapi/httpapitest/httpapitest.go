@@ -2,8 +2,8 @@
 //
 //	conformance.RunAPITests(t, newStore, httpapitest.Serve)
 //
-// It builds the same fx graph as cmd/reqlogd (app, keyring and the API handler) on
-// the given store, so the suite tests the real wiring.
+// It builds the same fx graph as cmd/reqlogd (app, keyring, portal and the API
+// handler) on the given store, so the suite tests the real wiring.
 package httpapitest
 
 import (
@@ -17,12 +17,17 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/ports"
 )
 
 var _ conformance.ServeFunc = Serve
+
+// portalSecret signs portal sessions; a fixed one spares every test the warning
+// about a random secret.
+const portalSecret = "httpapitest-portal-secret-0123456789abcdef"
 
 // Serve returns the API handler of a service with cfg's keys, policy, clock and
 // body limit on store. The service stops when the test ends, before the store's own
@@ -38,6 +43,7 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		}
 		conf.APIKeys[i] = key
 	}
+	conf.Portal.Secret = portalSecret
 	if cfg.MaxBodyBytes > 0 {
 		conf.MaxBodyBytes = cfg.MaxBodyBytes
 	}
@@ -54,6 +60,7 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		fx.NopLogger,
 		app.Module,
 		keyring.Module,
+		portal.Module,
 		httpapi.HandlerModule,
 		fx.Supply(conf, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
 		fx.Provide(func() ports.MessageStore { return store }),

@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/reqlog/reqlog/app"
+)
+
+// Metrics is the service's Prometheus instrumentation, on a registry of its own:
+// HTTP requests (the API's middleware), store calls (app.Metrics), the ingest
+// queue (app.QueueMetrics), plus the Go runtime and process collectors. Other modules register their own collectors on
+// the same *prometheus.Registry from the fx graph.
+//
+// GET /metrics needs no API key, as Prometheus scrapers expect: it shows counts by
+// route template, never an account, key, path or body.
+type Metrics struct {
+	registry        *prometheus.Registry
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	batchSize       prometheus.Histogram
+	appendDuration  prometheus.Histogram
+	storeErrors     *prometheus.CounterVec
+	queueMessages   prometheus.Gauge
+	queueBytes      prometheus.Gauge
+}
+
+var (
+	_ app.Metrics      = (*Metrics)(nil)
+	_ app.QueueMetrics = (*Metrics)(nil)
+)
+
+// unmatchedRoute labels requests that matched no route (404, 405).
+const unmatchedRoute = "unmatched"
+
+// NewMetrics registers the service's metrics on reg.
+func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
+	m := &Metrics{
+		registry: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_http_requests_total",
+			Help: "HTTP requests answered, by method, route template and status code.",
+		}, []string{"method", "route", "code"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reqlog_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method and route template.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reqlog_ingest_batch_size",
+			Help:    "Messages written by one store Append.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
+		}),
+		appendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reqlog_store_append_duration_seconds",
+			Help:    "Time of one store Append, failed or not.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_store_errors_total",
+			Help: "Failed store calls, by operation (append, list, get, purge) and kind (unavailable, canceled, other).",
+		}, []string{"operation", "kind"}),
+		queueMessages: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reqlog_ingest_queue_messages",
+			Help: "Messages held by the group committer, queued or being written (0 with REQLOG_GROUP_COMMIT=false).",
+		}),
+		queueBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reqlog_ingest_queue_bytes",
+			Help: "Estimated bytes held by the group committer, queued or being written.",
+		}),
+	}
+	err := errors.Join(
+		reg.Register(m.requests),
+		reg.Register(m.requestDuration),
+		reg.Register(m.batchSize),
+		reg.Register(m.appendDuration),
+		reg.Register(m.storeErrors),
+		reg.Register(m.queueMessages),
+		reg.Register(m.queueBytes),
+		reg.Register(collectors.NewGoCollector()),
+		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// privateMetrics is for an API built without Options.Metrics.
+func privateMetrics() *Metrics {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		panic("httpapi: an empty registry refused the metrics: " + err.Error()) // a programming error
+	}
+	return m
+}
+
+// ObserveAppend implements app.Metrics.
+func (m *Metrics) ObserveAppend(size int, took time.Duration) {
+	m.batchSize.Observe(float64(size))
+	m.appendDuration.Observe(took.Seconds())
+}
+
+// ObserveStoreError implements app.Metrics.
+func (m *Metrics) ObserveStoreError(operation, kind string) {
+	m.storeErrors.WithLabelValues(operation, kind).Inc()
+}
+
+// ObserveQueue implements app.QueueMetrics.
+func (m *Metrics) ObserveQueue(messages int, bytes int64) {
+	m.queueMessages.Set(float64(messages))
+	m.queueBytes.Set(float64(bytes))
+}
+
+// handler serves the registry in the Prometheus text format.
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// measure counts every request and its duration by route template, after the
+// router has named the route.
+func (a *api) measure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK // net/http's answer to a handler that wrote nothing
+		}
+		route, method := stateOf(r.Context()).route, r.Method
+		if route == "" {
+			// Only known methods: a client must not be able to mint label values.
+			route, method = unmatchedRoute, knownMethod(method)
+		}
+		a.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+		a.metrics.requestDuration.WithLabelValues(method, route).Observe(time.Since(began).Seconds())
+	})
+}
+
+func knownMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}

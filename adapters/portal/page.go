@@ -1,0 +1,94 @@
+package portal
+
+import (
+	"embed"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/reqlog/reqlog/app"
+)
+
+// PagePath is where the page is served; its assets are served under PagePath + "/".
+const PagePath = "/portal"
+
+//go:embed assets/index.html assets/app.js assets/app.css
+var assetFS embed.FS
+
+// asset is one embedded file of the page.
+type asset struct {
+	contentType string
+	content     []byte
+}
+
+// assets maps paths under PagePath to files; "" is the page itself.
+var assets = func() map[string]asset {
+	read := func(name, contentType string) asset {
+		content, err := assetFS.ReadFile("assets/" + name)
+		if err != nil {
+			panic("portal: missing embedded asset " + name) // caught by every test
+		}
+		return asset{contentType: contentType, content: content}
+	}
+	return map[string]asset{
+		"":         read("index.html", "text/html; charset=utf-8"),
+		"/app.js":  read("app.js", "text/javascript; charset=utf-8"),
+		"/app.css": read("app.css", "text/css; charset=utf-8"),
+	}
+}()
+
+// Serves reports whether ServeHTTP has a file for path: PagePath or one of its
+// assets.
+func Serves(path string) bool {
+	rest, under := strings.CutPrefix(path, PagePath)
+	_, ok := assets[rest]
+	return under && ok
+}
+
+// ServeHTTP serves the page at PagePath and its assets under it. The policy lets
+// the page load only its own script and style and talk only to its own origin; no
+// inline script runs, and only FrameAncestors may frame it.
+func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !Serves(r.URL.Path) {
+		http.NotFound(w, r)
+		return
+	}
+	a := assets[strings.TrimPrefix(r.URL.Path, PagePath)]
+	h := w.Header()
+	h.Set("Content-Type", a.contentType)
+	h.Set("Content-Security-Policy", p.csp)
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(a.content)
+}
+
+// frameSource is one CSP source expression: 'self', 'none', *, a scheme (https:)
+// or a host source ([scheme://]host[:port][/path], host possibly *.example.com).
+var frameSource = regexp.MustCompile(`^(?:'self'|'none'|\*|[a-zA-Z][a-zA-Z0-9+.-]*:|` +
+	`(?:[a-zA-Z][a-zA-Z0-9+.-]*://)?(?:\*|(?:\*\.)?[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*|\[[0-9a-fA-F:.]+\])` +
+	`(?::(?:[0-9]{1,5}|\*))?(?:/[^\s;,'"]*)?)$`)
+
+// contentSecurityPolicy is the page's policy with frame-ancestors set to sources
+// (nil: 'self'). Items may hold several sources separated by spaces.
+func contentSecurityPolicy(sources []string) (string, error) {
+	var list []string
+	for _, item := range sources {
+		list = append(list, strings.Fields(item)...)
+	}
+	if len(list) == 0 {
+		list = []string{"'self'"}
+	}
+	for _, s := range list {
+		invalid := func(reason string) error {
+			return &app.ConfigError{Setting: "REQLOG_PORTAL_FRAME_ANCESTORS", Value: s, Reason: reason}
+		}
+		if !frameSource.MatchString(s) {
+			return "", invalid("must be 'self', 'none', a scheme such as https: or an origin such as https://app.example.com")
+		}
+		if s == "'none'" && len(list) > 1 {
+			return "", invalid("'none' cannot be combined with other sources")
+		}
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+		"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors " + strings.Join(list, " "), nil
+}

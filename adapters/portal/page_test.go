@@ -1,0 +1,68 @@
+package portal_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/reqlog/reqlog/adapters/portal"
+)
+
+// fetch gets path from p's ServeHTTP.
+func fetch(t *testing.T, p *portal.Portal, path string) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Result(), string(body)
+}
+
+// The page's promises that a browser test cannot see at a glance: no inline
+// script or style (the policy would block them anyway), nothing from another
+// origin, and no HTML built from strings.
+func TestPageAssetsAreSelfContained(t *testing.T) {
+	p, _ := newPortal(t, portal.Config{})
+	_, html := fetch(t, p, "/portal")
+	_, js := fetch(t, p, "/portal/app.js")
+	_, css := fetch(t, p, "/portal/app.css")
+	for name, content := range map[string]string{"index.html": html, "app.js": js, "app.css": css} {
+		if len(content) < 100 {
+			t.Fatalf("%s is missing or empty: %q", name, content)
+		}
+		if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`).FindString(content); m != "" {
+			t.Errorf("%s refers to another origin: %q", name, m)
+		}
+	}
+	if m := regexp.MustCompile(`@import|url\(`).FindString(css); m != "" {
+		t.Errorf("app.css loads another resource: %q", m)
+	}
+	for _, m := range regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`).FindAllStringSubmatch(html, -1) {
+		if strings.TrimSpace(m[1]) != "" || !strings.Contains(m[0], `src="portal/app.js"`) {
+			t.Errorf("inline or unexpected script: %q", m[0])
+		}
+	}
+	if m := regexp.MustCompile(`(?i)\son[a-z]+\s*=|\sstyle\s*=|<style`).FindString(html); m != "" {
+		t.Errorf("index.html has inline handlers or styles: %q", m)
+	}
+	if m := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function`).FindString(js); m != "" {
+		t.Errorf("app.js builds HTML or code from strings: %q", m)
+	}
+}
+
+func TestServeHTTP(t *testing.T) {
+	p, _ := newPortal(t, portal.Config{FrameAncestors: []string{"https://app.example.com"}})
+	resp, _ := fetch(t, p, "/portal")
+	want := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+		"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors https://app.example.com"
+	if got := resp.Header.Get("Content-Security-Policy"); got != want {
+		t.Errorf("policy\n %s\nwant\n %s", got, want)
+	}
+	for _, path := range []string{"/portal/", "/portal/index.html", "/portalx", "/other/app.js", "/portal/assets/app.js"} {
+		if resp, _ := fetch(t, p, path); resp.StatusCode != http.StatusNotFound || portal.Serves(path) {
+			t.Errorf("%s: %d (Serves %v), want 404", path, resp.StatusCode, portal.Serves(path))
+		}
+	}
+}

@@ -1,0 +1,135 @@
+// Package portal is reqlog's customer portal: read-only sessions that show one
+// application's messages to that application's owner, and the page that shows them.
+//
+// A session is a signed token (TokenPrefix + an HS256 JWT carrying account,
+// domain, application and expiry). It is stateless, so every replica that shares
+// the secret accepts it, and it cannot be revoked except by changing the secret.
+// KeyStore decorates the API-key store so that the API's ordinary read endpoints
+// accept such tokens as read-only principals; the page (served at /portal, assets
+// embedded in the binary) takes its token from the URL fragment, which browsers
+// never send to a server, and calls those endpoints with it.
+package portal
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Config sets up a Portal.
+type Config struct {
+	// Secret signs and verifies session tokens; at least MinSecretBytes.
+	Secret []byte
+	// PublicURL is the base URL of portal links, e.g. https://logs.example.com
+	// ("": the scheme and Host of each session request, which is wrong behind a
+	// proxy that terminates TLS or rewrites Host).
+	PublicURL string
+	// FrameAncestors are the Content-Security-Policy sources allowed to embed the
+	// page in a frame (nil: 'self').
+	FrameAncestors []string
+}
+
+// Portal issues sessions and serves the page.
+type Portal struct {
+	signer    *Signer
+	clock     ports.Clock
+	publicURL string // without a trailing slash; "" when derived per request
+	csp       string
+}
+
+// New returns a portal. Invalid settings are *app.ConfigError naming the
+// REQLOG_* setting (REQLOG_PORTAL_SECRET, REQLOG_PUBLIC_URL,
+// REQLOG_PORTAL_FRAME_ANCESTORS).
+func New(cfg Config, clock ports.Clock) (*Portal, error) {
+	signer, err := NewSigner(cfg.Secret, clock)
+	if err != nil {
+		return nil, &app.ConfigError{Setting: "REQLOG_PORTAL_SECRET", Reason: err.Error()}
+	}
+	publicURL, err := parsePublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, &app.ConfigError{Setting: "REQLOG_PUBLIC_URL", Value: cfg.PublicURL, Reason: err.Error()}
+	}
+	csp, err := contentSecurityPolicy(cfg.FrameAncestors)
+	if err != nil {
+		return nil, err
+	}
+	return &Portal{signer: signer, clock: clock, publicURL: publicURL, csp: csp}, nil
+}
+
+// RandomSecret returns a fresh secret, for a service that has none configured:
+// its sessions then end when it stops, and other replicas refuse them.
+func RandomSecret() []byte {
+	secret := make([]byte, MinSecretBytes)
+	_, _ = rand.Read(secret) // never fails (crypto/rand)
+	return secret
+}
+
+// KeyStore returns keys decorated to accept this portal's session tokens.
+func (p *Portal) KeyStore(keys ports.KeyStore) *KeyStore { return NewKeyStore(keys, p.signer) }
+
+// Authorize reports app.ErrForbidden for principals that may not create
+// sessions (portal sessions themselves), so callers can refuse before reading a
+// body.
+func (p *Portal) Authorize(principal domain.Principal) error {
+	if principal.ReadOnly || principal.Name != "" {
+		return fmt.Errorf("a portal session cannot create sessions, only an API key can: %w", app.ErrForbidden)
+	}
+	return nil
+}
+
+// CreateSession issues a session on req.Name's messages in principal's scope. Only
+// an API key may: a portal session (a read-only principal) gets app.ErrForbidden.
+// Invalid requests get a *domain.ValidationError. r is the HTTP request asking,
+// whose scheme and Host make the link when no public URL is configured.
+func (p *Portal) CreateSession(principal domain.Principal, req SessionRequest, r *http.Request) (Session, error) {
+	if err := p.Authorize(principal); err != nil {
+		return Session{}, err
+	}
+	if err := req.validate(); err != nil {
+		return Session{}, err
+	}
+	ttl := req.ExpiresIn
+	if ttl == 0 {
+		ttl = DefaultSessionTTL
+	}
+	token, expiresAt, err := p.signer.Issue(principal.Scope, strings.TrimSpace(req.Name), p.clock.Now().Add(ttl))
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Token: token, URL: p.linkBase(r) + PagePath + "#token=" + token, ExpiresAt: expiresAt}, nil
+}
+
+// linkBase is the configured public URL, or the request's own origin. Forwarded
+// headers are not trusted: any client could set them.
+func (p *Portal) linkBase(r *http.Request) string {
+	if p.publicURL != "" {
+		return p.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// parsePublicURL accepts "" or an absolute http(s) URL without query or fragment.
+func parsePublicURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", errors.New("must be an absolute http or https URL such as https://logs.example.com")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", errors.New("must not have a query or a fragment")
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}

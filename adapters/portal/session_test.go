@@ -1,0 +1,173 @@
+package portal_test
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/domain"
+)
+
+func TestParseSessionRequest(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want portal.SessionRequest
+	}{
+		{`{"name":"shop"}`, portal.SessionRequest{Name: "shop"}},
+		{`{"name":"  shop  ","expires_in":60}`, portal.SessionRequest{Name: "shop", ExpiresIn: time.Minute}},
+		{`{"app":"sdk","expires_in":604800}`, portal.SessionRequest{Name: "sdk", ExpiresIn: 7 * 24 * time.Hour}},
+		{`{"name":"shop","app":"other"}`, portal.SessionRequest{Name: "shop"}},
+		{`{"name":null,"app":"sdk"}`, portal.SessionRequest{Name: "sdk"}},
+		{`{"name":"shop","expires_in":3600.0,"extra":true}`, portal.SessionRequest{Name: "shop", ExpiresIn: time.Hour}},
+		{`{"name":"shop","expires_in":null}`, portal.SessionRequest{Name: "shop"}},
+		{`{"name":"` + strings.Repeat("é", 200) + `"}`, portal.SessionRequest{Name: strings.Repeat("é", 200)}},
+	} {
+		got, err := portal.ParseSessionRequest([]byte(tc.body))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v", tc.body, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseSessionRequestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		fields []string
+	}{
+		{``, nil},
+		{`null`, nil},
+		{`[]`, nil},
+		{`"shop"`, nil},
+		{`{"name":"shop"`, nil},
+		{`{}`, []string{"name"}},
+		{`{"name":""}`, []string{"name"}},
+		{`{"name":" \t "}`, []string{"name"}},
+		{`{"app":""}`, []string{"app"}},
+		{`{"name":["shop"]}`, []string{"name"}},
+		{`{"name":"` + strings.Repeat("x", 201) + `"}`, []string{"name"}},
+		{`{"name":"shop","expires_in":59}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":0}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":-3600}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":604801}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":90.5}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":"3600"}`, []string{"expires_in"}},
+		{`{"name":"shop","expires_in":1e300}`, []string{"expires_in"}},
+		{`{"expires_in":true}`, []string{"name", "expires_in"}},
+	} {
+		_, err := portal.ParseSessionRequest([]byte(tc.body))
+		var invalid *domain.ValidationError
+		if !errors.As(err, &invalid) || invalid.Message == "" {
+			t.Errorf("%s: %v, want a ValidationError", tc.body, err)
+			continue
+		}
+		var fields []string
+		for _, f := range invalid.Fields {
+			fields = append(fields, f.Field)
+			if f.Message == "" {
+				t.Errorf("%s: field %s without a message", tc.body, f.Field)
+			}
+		}
+		if !slices.Equal(fields, tc.fields) {
+			t.Errorf("%s: fields %v, want %v", tc.body, fields, tc.fields)
+		}
+	}
+}
+
+func newPortal(t *testing.T, cfg portal.Config) (*portal.Portal, *conformance.FakeClock) {
+	t.Helper()
+	clock := conformance.NewFakeClock(time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC))
+	if cfg.Secret == nil {
+		cfg.Secret = []byte(secret)
+	}
+	p, err := portal.New(cfg, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, clock
+}
+
+func TestCreateSession(t *testing.T) {
+	p, clock := newPortal(t, portal.Config{})
+	key := domain.Principal{Scope: acme}
+	r := httptest.NewRequest("POST", "http://reqlog.internal:8080/v1/portal/sessions", nil)
+
+	s, err := p.CreateSession(key, portal.SessionRequest{Name: " shop "}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "http://reqlog.internal:8080/portal#token=" + s.Token; s.URL != want {
+		t.Errorf("URL %q, want %q", s.URL, want)
+	}
+	if want := clock.Now().Add(portal.DefaultSessionTTL); !s.ExpiresAt.Equal(want) {
+		t.Errorf("ExpiresAt %s, want %s", s.ExpiresAt, want)
+	}
+	principal, err := p.KeyStore(nil).Authenticate(t.Context(), s.Token)
+	if err != nil || principal.Name != "shop" {
+		t.Errorf("the token authenticates as %+v, %v; want application shop", principal, err)
+	}
+
+	r.TLS = &tls.ConnectionState{}
+	if s, _ := p.CreateSession(key, portal.SessionRequest{Name: "shop"}, r); !strings.HasPrefix(s.URL, "https://reqlog.internal:8080/portal#") {
+		t.Errorf("over TLS: URL %q", s.URL)
+	}
+
+	for name, tc := range map[string]struct {
+		principal domain.Principal
+		req       portal.SessionRequest
+		want      error
+	}{
+		"read-only principal":   {domain.Principal{Scope: acme, ReadOnly: true}, portal.SessionRequest{Name: "shop"}, app.ErrForbidden},
+		"one application's":     {domain.Principal{Scope: acme, Name: "shop"}, portal.SessionRequest{Name: "shop"}, app.ErrForbidden},
+		"no name":               {key, portal.SessionRequest{}, nil},
+		"lifetime out of range": {key, portal.SessionRequest{Name: "shop", ExpiresIn: 8 * 24 * time.Hour}, nil},
+		"fractional lifetime":   {key, portal.SessionRequest{Name: "shop", ExpiresIn: 90500 * time.Millisecond}, nil},
+	} {
+		_, err := p.CreateSession(tc.principal, tc.req, r)
+		var invalid *domain.ValidationError
+		if tc.want != nil && !errors.Is(err, tc.want) || tc.want == nil && !errors.As(err, &invalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestNewRefusesBadSettings(t *testing.T) {
+	clock := conformance.NewFakeClock(time.Now())
+	for _, tc := range []struct {
+		cfg     portal.Config
+		setting string
+	}{
+		{portal.Config{Secret: []byte("short")}, "REQLOG_PORTAL_SECRET"},
+		{portal.Config{PublicURL: "logs.example.com"}, "REQLOG_PUBLIC_URL"},
+		{portal.Config{PublicURL: "ftp://logs.example.com"}, "REQLOG_PUBLIC_URL"},
+		{portal.Config{PublicURL: "https://logs.example.com/?x=1"}, "REQLOG_PUBLIC_URL"},
+		{portal.Config{PublicURL: "https://user:pw@logs.example.com"}, "REQLOG_PUBLIC_URL"},
+		{portal.Config{FrameAncestors: []string{"https://a.example.com; script-src *"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
+		{portal.Config{FrameAncestors: []string{"'unsafe-inline'"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
+		{portal.Config{FrameAncestors: []string{"'none'", "'self'"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
+		{portal.Config{FrameAncestors: []string{"https://a.example.com,https://b.example.com"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
+	} {
+		if tc.cfg.Secret == nil {
+			tc.cfg.Secret = []byte(secret)
+		}
+		_, err := portal.New(tc.cfg, clock)
+		var cfgErr *app.ConfigError
+		if !errors.As(err, &cfgErr) || cfgErr.Setting != tc.setting {
+			t.Errorf("%+v: %v, want a ConfigError on %s", tc.cfg, err, tc.setting)
+		}
+		if cfgErr != nil && strings.Contains(err.Error(), string(tc.cfg.Secret)) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+	for _, sources := range [][]string{nil, {"'none'"}, {"'self'", "https://app.example.com:8443", "*.example.org", "https:"}, {"'self' http://[::1]:3000"}} {
+		if _, err := portal.New(portal.Config{Secret: []byte(secret), FrameAncestors: sources}, clock); err != nil {
+			t.Errorf("%q: %v", sources, err)
+		}
+	}
+}

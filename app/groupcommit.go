@@ -1,0 +1,411 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Defaults of GroupCommitOptions, measured with cmd/reqlog-bench (docs/benchmarks.md).
+const (
+	DefaultGroupBatchMessages = 500
+	DefaultGroupBatchBytes    = 4 << 20
+	DefaultGroupLinger        = 0
+	DefaultGroupQueueMessages = 20_000
+	DefaultGroupQueueBytes    = 64 << 20
+	DefaultGroupWriters       = 4
+)
+
+// Upper bounds the configuration accepts: beyond them a setting is a typo.
+const (
+	maxGroupLinger  = time.Second
+	maxGroupWriters = 256
+)
+
+// GroupCommitOptions bound a GroupCommitter's batches and queue. A zero or negative
+// field takes its default.
+type GroupCommitOptions struct {
+	// MaxBatchMessages and MaxBatchBytes bound one store Append. A request larger
+	// than either is written alone, never split.
+	MaxBatchMessages int
+	MaxBatchBytes    int64
+	// Linger is how long a batch waits for more requests after its first one
+	// arrived, unless it fills up sooner; 0 writes at once. Requests that arrive
+	// while every writer is busy are coalesced either way.
+	Linger time.Duration
+	// MaxQueueMessages and MaxQueueBytes bound what the committer holds, queued or
+	// being written; beyond them Append fails at once with ports.ErrOverloaded. A
+	// request larger than the whole queue is accepted when the queue is empty.
+	MaxQueueMessages int
+	MaxQueueBytes    int64
+	// Writers is how many batches may be written to the store at the same time.
+	Writers int
+	// Metrics, if set, is told the queue's depth whenever it changes.
+	Metrics QueueMetrics
+}
+
+// DefaultGroupCommitOptions returns the defaults of every option.
+func DefaultGroupCommitOptions() GroupCommitOptions {
+	return GroupCommitOptions{}.withDefaults()
+}
+
+func (o GroupCommitOptions) withDefaults() GroupCommitOptions {
+	setDefault(&o.MaxBatchMessages, DefaultGroupBatchMessages)
+	setDefault(&o.MaxBatchBytes, DefaultGroupBatchBytes)
+	setDefault(&o.MaxQueueMessages, DefaultGroupQueueMessages)
+	setDefault(&o.MaxQueueBytes, DefaultGroupQueueBytes)
+	setDefault(&o.Writers, DefaultGroupWriters)
+	o.Linger = max(o.Linger, 0)
+	return o
+}
+
+func setDefault[T int | int64](field *T, value T) {
+	if *field <= 0 {
+		*field = value
+	}
+}
+
+// QueueMetrics receives the depth of a GroupCommitter's queue: the messages and
+// their estimated bytes held, queued or being written. The Metrics of the fx graph
+// gets it when it implements this too; the batch sizes reach Metrics.ObserveAppend,
+// since the committer writes through the observed store.
+type QueueMetrics interface {
+	ObserveQueue(messages int, bytes int64)
+}
+
+// GroupCommitter is a ports.MessageWriter in front of another: it coalesces the
+// messages of concurrent Append calls into store batches bounded by count and
+// bytes, and answers each call once the batch holding its messages was written, with
+// that batch's outcome. A batch that fails with a transient error (ErrUnavailable,
+// ErrOverloaded, a deadline) fails every call in it; one that fails otherwise is
+// retried call by call, so that a call whose messages the store refuses cannot fail
+// the others (Append is idempotent, so the retry stores nothing twice).
+//
+// Its queue is bounded: when it holds MaxQueueMessages or MaxQueueBytes, Append
+// fails at once with an error wrapping ports.ErrOverloaded. A caller whose ctx ends
+// while its messages wait is taken out of the queue (they will not be written) and
+// gets an error wrapping ports.ErrUnavailable and ctx.Err(); once its batch is being
+// written, it waits for the outcome, so Append keeps no reference to msgs after it
+// returns. Writers start with the first Append; Close flushes and stops them.
+type GroupCommitter struct {
+	store ports.MessageWriter
+	opts  GroupCommitOptions
+
+	mu      sync.Mutex
+	queue   []*commitRequest // oldest first; nil where a caller gave up
+	waiting load             // in queue
+	held    load             // in queue or being written
+	started bool
+	closed  bool
+
+	wake    chan struct{} // a token: the queue or closed changed
+	writeTo context.Context
+	abort   context.CancelFunc
+	writers sync.WaitGroup
+	drained chan struct{} // closed when every writer has returned
+}
+
+var _ ports.MessageWriter = (*GroupCommitter)(nil)
+
+type load struct {
+	messages int
+	bytes    int64
+}
+
+func (l *load) add(o load) { l.messages += o.messages; l.bytes += o.bytes }
+func (l *load) sub(o load) { l.messages -= o.messages; l.bytes -= o.bytes }
+
+type commitRequest struct {
+	msgs     []domain.Message
+	size     load
+	queuedAt time.Time
+	done     chan error // buffered: a writer never waits for the caller
+}
+
+// NewGroupCommitter returns a committer writing to store; zero options take
+// their defaults.
+func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *GroupCommitter {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &GroupCommitter{store: store, opts: opts.withDefaults(), wake: make(chan struct{}, 1),
+		writeTo: ctx, abort: cancel, drained: make(chan struct{})}
+}
+
+// Append queues msgs for the next batch and waits until it was written.
+func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return callerGone(err)
+	}
+	req := &commitRequest{msgs: msgs, size: sizeOf(msgs), done: make(chan error, 1)}
+	if err := g.enqueue(req); err != nil {
+		return err
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		if g.withdraw(req) {
+			return callerGone(ctx.Err())
+		}
+		return <-req.done // being written: the outcome is the truth
+	}
+}
+
+func callerGone(err error) error {
+	return fmt.Errorf("group commit: the caller gave up before the store write: %w: %w", ports.ErrUnavailable, err)
+}
+
+func (g *GroupCommitter) enqueue(req *commitRequest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return fmt.Errorf("group commit: shutting down: %w", ports.ErrUnavailable)
+	}
+	if g.held.messages > 0 && (g.held.messages+req.size.messages > g.opts.MaxQueueMessages ||
+		g.held.bytes+req.size.bytes > g.opts.MaxQueueBytes) {
+		return fmt.Errorf("group commit: %d messages (%d bytes) are already waiting for the store: %w",
+			g.held.messages, g.held.bytes, ports.ErrOverloaded)
+	}
+	if !g.started {
+		g.start()
+	}
+	req.queuedAt = time.Now()
+	g.queue = append(g.queue, req)
+	g.waiting.add(req.size)
+	g.held.add(req.size)
+	g.observe()
+	g.signal()
+	return nil
+}
+
+// start launches the writers; g.mu is held.
+func (g *GroupCommitter) start() {
+	g.started = true
+	g.writers.Add(g.opts.Writers)
+	for range g.opts.Writers {
+		go g.run()
+	}
+	go func() {
+		g.writers.Wait()
+		close(g.drained)
+	}()
+}
+
+// withdraw takes req out of the queue; false if a writer already took it.
+func (g *GroupCommitter) withdraw(req *commitRequest) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, queued := range g.queue {
+		if queued == req {
+			g.queue[i] = nil
+			g.waiting.sub(req.size)
+			g.held.sub(req.size)
+			g.observe()
+			return true
+		}
+	}
+	return false
+}
+
+// signal wakes one idle writer, if none is already due to wake.
+func (g *GroupCommitter) signal() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// observe reports the queue's depth; g.mu is held, so reports arrive in order.
+func (g *GroupCommitter) observe() {
+	if g.opts.Metrics != nil {
+		g.opts.Metrics.ObserveQueue(g.held.messages, g.held.bytes)
+	}
+}
+
+func (g *GroupCommitter) run() {
+	defer g.writers.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var buf []domain.Message
+	for {
+		batch, ok := g.next(timer)
+		if !ok {
+			return
+		}
+		buf = g.write(batch, buf)
+	}
+}
+
+// next waits until a batch is due (full, lingered long enough, or shutting down)
+// and takes it from the queue; false once the committer is closed and drained.
+func (g *GroupCommitter) next(timer *time.Timer) ([]*commitRequest, bool) {
+	for {
+		g.mu.Lock()
+		g.dropWithdrawn()
+		wait := time.Duration(-1) // no timer: wait for a signal
+		if len(g.queue) > 0 {
+			full := g.waiting.messages >= g.opts.MaxBatchMessages || g.waiting.bytes >= g.opts.MaxBatchBytes
+			wait = time.Until(g.queue[0].queuedAt.Add(g.opts.Linger))
+			if full || wait <= 0 || g.closed {
+				batch := g.take()
+				if len(g.queue) > 0 {
+					g.signal() // the rest is another writer's
+				}
+				g.mu.Unlock()
+				return batch, true
+			}
+		} else if g.closed {
+			g.mu.Unlock()
+			g.signal() // pass the news on to the next idle writer
+			return nil, false
+		}
+		g.mu.Unlock()
+		if wait < 0 {
+			<-g.wake
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-g.wake:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// dropWithdrawn removes the queue's leading withdrawn entries; g.mu is held.
+func (g *GroupCommitter) dropWithdrawn() {
+	for len(g.queue) > 0 && g.queue[0] == nil {
+		g.queue = g.queue[1:]
+	}
+}
+
+// take removes the oldest requests that fit one batch (at least one); g.mu is held.
+func (g *GroupCommitter) take() []*commitRequest {
+	var batch []*commitRequest
+	var size load
+	for len(g.queue) > 0 {
+		req := g.queue[0]
+		if req != nil {
+			if len(batch) > 0 && (size.messages+req.size.messages > g.opts.MaxBatchMessages ||
+				size.bytes+req.size.bytes > g.opts.MaxBatchBytes) {
+				break
+			}
+			batch = append(batch, req)
+			size.add(req.size)
+			g.waiting.sub(req.size)
+		}
+		g.queue[0] = nil // the backing array must not keep it alive
+		g.queue = g.queue[1:]
+	}
+	return batch
+}
+
+// write stores batch in one Append, reusing buf, and answers its callers.
+func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []domain.Message {
+	buf = buf[:0]
+	for _, req := range batch {
+		buf = append(buf, req.msgs...)
+	}
+	err := g.store.Append(g.writeTo, buf)
+	results := make([]error, len(batch))
+	if err != nil && len(batch) > 1 && !transient(err) {
+		for i, req := range batch {
+			results[i] = g.store.Append(g.writeTo, req.msgs)
+		}
+	} else {
+		for i := range results {
+			results[i] = err
+		}
+	}
+	clear(buf) // nor must the reused buffer
+	g.mu.Lock()
+	for _, req := range batch {
+		g.held.sub(req.size)
+	}
+	g.observe()
+	g.mu.Unlock()
+	for i, req := range batch {
+		req.done <- results[i]
+	}
+	return buf[:0]
+}
+
+// transient errors say nothing about the messages: the same batch may succeed later.
+func transient(err error) bool {
+	return errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrOverloaded) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// Close stops accepting messages (Append then fails with ErrUnavailable), writes
+// what is queued and waits for the writers to end. If ctx ends first, it aborts the
+// writes in flight, fails what is still queued with ErrUnavailable and returns
+// ctx's error.
+func (g *GroupCommitter) Close(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	started := g.started
+	g.mu.Unlock()
+	if !started {
+		return nil
+	}
+	g.signal()
+	select {
+	case <-g.drained:
+		return nil
+	case <-ctx.Done():
+	}
+	g.abort()
+	g.mu.Lock()
+	var dropped []*commitRequest
+	for len(g.queue) > 0 {
+		dropped = append(dropped, g.take()...)
+	}
+	for _, req := range dropped {
+		g.held.sub(req.size)
+	}
+	g.observe()
+	g.mu.Unlock()
+	for _, req := range dropped {
+		req.done <- fmt.Errorf("group commit: shut down before the store write: %w", ports.ErrUnavailable)
+	}
+	return fmt.Errorf("group commit: flushing the queue: %w", ctx.Err())
+}
+
+// Estimated memory of a message beyond its strings: the struct, header maps and
+// slices.
+const (
+	messageOverhead = 512
+	headerOverhead  = 64
+)
+
+func sizeOf(msgs []domain.Message) load {
+	l := load{messages: len(msgs)}
+	for _, m := range msgs {
+		l.bytes += messageBytes(m)
+	}
+	return l
+}
+
+// messageBytes estimates the memory m holds.
+func messageBytes(m domain.Message) int64 {
+	n := messageOverhead + len(m.ID) + len(m.Reference) + len(m.Account) + len(m.Domain) + len(m.Name) +
+		len(m.IPAddress) + len(m.Method) + len(m.Path)
+	for _, c := range []domain.Content{m.Request, m.Response} {
+		n += len(c.Body) + len(c.ContentType)
+		for name, values := range c.Header {
+			n += headerOverhead + len(name)
+			for _, v := range values {
+				n += len(v) + 16 // a string header
+			}
+		}
+	}
+	return int64(n)
+}

@@ -1,0 +1,608 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/goleak"
+
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// gateStore records every batch it is asked to write. Each Append first waits
+// for the gate to open (unless the gate is nil), so a test can keep the writers
+// busy while callers queue up; fail decides each batch's outcome.
+type gateStore struct {
+	mu      sync.Mutex
+	gate    chan struct{}
+	entered chan struct{} // gets a token when an Append reaches the gate
+	batches [][]string    // ids, per Append call
+	stored  map[string]bool
+	fail    func(ids []string) error
+}
+
+func newGateStore() *gateStore {
+	return &gateStore{gate: make(chan struct{}), entered: make(chan struct{}, 100), stored: map[string]bool{}}
+}
+
+func (s *gateStore) Append(ctx context.Context, msgs []domain.Message) error {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		s.entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return fmt.Errorf("gate: %w: %w", ports.ErrUnavailable, ctx.Err())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches = append(s.batches, ids)
+	if s.fail != nil {
+		if err := s.fail(ids); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		s.stored[id] = true
+	}
+	return nil
+}
+
+// open lets every waiting and future Append through.
+func (s *gateStore) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+}
+
+func (s *gateStore) batchSizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sizes := make([]int, len(s.batches))
+	for i, b := range s.batches {
+		sizes[i] = len(b)
+	}
+	return sizes
+}
+
+func (s *gateStore) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stored[id]
+}
+
+// depthRecorder is a QueueMetrics that keeps the last and the largest depth.
+type depthRecorder struct {
+	mu                  sync.Mutex
+	messages, peak      int
+	bytes, observations int64
+}
+
+func (d *depthRecorder) ObserveQueue(messages int, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.messages, d.bytes = messages, bytes
+	d.peak = max(d.peak, messages)
+	d.observations++
+}
+
+func (d *depthRecorder) depth() (messages int, bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.messages, d.bytes
+}
+
+func msgs(ids ...string) []domain.Message {
+	out := make([]domain.Message, len(ids))
+	for i, id := range ids {
+		out[i] = domain.Message{ID: id, Name: "shop", Path: "/orders/" + id}
+	}
+	return out
+}
+
+// call is one Append running in the background.
+type call struct {
+	id   string
+	done chan error
+}
+
+func appendAsync(ctx context.Context, w ports.MessageWriter, ids ...string) call {
+	c := call{id: ids[0], done: make(chan error, 1)}
+	go func() { c.done <- w.Append(ctx, msgs(ids...)) }()
+	return c
+}
+
+// startBlocked makes the committer's only writer busy with a first call that
+// waits at the store's gate, and returns that call.
+func startBlocked(t *testing.T, g *app.GroupCommitter, store *gateStore) call {
+	t.Helper()
+	first := appendAsync(t.Context(), g, "first")
+	<-store.entered
+	return first
+}
+
+// waitQueued waits until the committer holds n messages, queued or being written.
+func waitQueued(t *testing.T, depth *depthRecorder, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d messages held by the committer", n), func() bool {
+		m, _ := depth.depth()
+		return m == n
+	})
+}
+
+func closeCommitter(t *testing.T, g *app.GroupCommitter) {
+	t.Helper()
+	if err := g.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func TestGroupCommitCoalescesConcurrentCalls(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 4, Metrics: depth})
+	first := startBlocked(t, g, store)
+
+	// Ten single-message calls and one of three queue behind the busy writer.
+	var calls []call
+	for i := range 10 {
+		calls = append(calls, appendAsync(t.Context(), g, "m"+strconv.Itoa(i)))
+	}
+	waitQueued(t, depth, 11)
+	calls = append(calls, appendAsync(t.Context(), g, "x1", "x2", "x3"))
+	waitQueued(t, depth, 14)
+	store.open()
+	for _, c := range append(calls, first) {
+		if err := <-c.done; err != nil {
+			t.Errorf("Append of %s: %v", c.id, err)
+		}
+	}
+	closeCommitter(t, g)
+
+	sizes := store.batchSizes()
+	if sizes[0] != 1 || len(sizes) > 5 || slices.Max(sizes) > 4 {
+		t.Errorf("batch sizes %v: want the first call alone, then batches of at most 4 messages", sizes)
+	}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if total != 14 {
+		t.Errorf("the store got %d messages in %v, want each of the 14 once", total, sizes)
+	}
+	for _, c := range calls {
+		if !store.has(c.id) {
+			t.Errorf("message %s acknowledged but not stored", c.id)
+		}
+	}
+	if m, b := depth.depth(); m != 0 || b != 0 {
+		t.Errorf("queue depth after the last write: %d messages, %d bytes; want 0", m, b)
+	}
+}
+
+// A call is never split: a batch closes before a call that would overflow it, and
+// a call larger than the batch limit is written alone.
+func TestGroupCommitKeepsEachCallWhole(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3, Metrics: depth})
+	first := startBlocked(t, g, store)
+	a := appendAsync(t.Context(), g, "a1", "a2")
+	waitQueued(t, depth, 3)
+	b := appendAsync(t.Context(), g, "b1", "b2", "b3", "b4", "b5")
+	waitQueued(t, depth, 8)
+	c := appendAsync(t.Context(), g, "c1")
+	waitQueued(t, depth, 9)
+	store.open()
+	for _, call := range []call{first, a, b, c} {
+		if err := <-call.done; err != nil {
+			t.Errorf("Append of %s: %v", call.id, err)
+		}
+	}
+	closeCommitter(t, g)
+	if got, want := store.batchSizes(), []int{1, 2, 5, 1}; !slices.Equal(got, want) {
+		t.Errorf("batch sizes %v, want %v", got, want)
+	}
+}
+
+func TestGroupCommitBoundsBatchBytes(t *testing.T) {
+	store := newGateStore()
+	depth := &depthRecorder{}
+	// Each test message is well over 300 bytes (estimated), so two exceed 600.
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchBytes: 600, Metrics: depth})
+	defer closeCommitter(t, g)
+	first := startBlocked(t, g, store)
+	var calls []call
+	for i := range 3 {
+		calls = append(calls, appendAsync(t.Context(), g, "m"+strconv.Itoa(i)))
+		waitQueued(t, depth, i+2)
+	}
+	store.open()
+	for _, c := range append(calls, first) {
+		if err := <-c.done; err != nil {
+			t.Errorf("Append of %s: %v", c.id, err)
+		}
+	}
+	if got, want := store.batchSizes(), []int{1, 1, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("batch sizes %v, want one message per batch under a 600-byte limit", got)
+	}
+}
+
+var errPoison = errors.New("the store refuses this message")
+
+// poisonOn fails every batch holding id with err.
+func poisonOn(id string, err error) func([]string) error {
+	return func(ids []string) error {
+		if slices.Contains(ids, id) {
+			return err
+		}
+		return nil
+	}
+}
+
+func TestGroupCommitFailsOnlyTheCallsTheStoreRefuses(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	store.fail = poisonOn("poison", errPoison)
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
+	first := startBlocked(t, g, store)
+	a := appendAsync(t.Context(), g, "a")
+	waitQueued(t, depth, 2)
+	p := appendAsync(t.Context(), g, "poison", "p2")
+	waitQueued(t, depth, 4)
+	c := appendAsync(t.Context(), g, "c")
+	waitQueued(t, depth, 5)
+	store.open()
+
+	for _, ok := range []call{first, a, c} {
+		if err := <-ok.done; err != nil {
+			t.Errorf("Append of %s, batched with a refused message: %v, want success", ok.id, err)
+		}
+	}
+	if err := <-p.done; !errors.Is(err, errPoison) {
+		t.Errorf("Append of the refused message: %v, want the store's error", err)
+	}
+	closeCommitter(t, g)
+	for id, want := range map[string]bool{"a": true, "c": true, "poison": false, "p2": false} {
+		if store.has(id) != want {
+			t.Errorf("message %s stored: %t, want %t", id, !want, want)
+		}
+	}
+}
+
+// A transient failure fails every call of the batch (a retry would fail too),
+// and no call of another batch.
+func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	outage := fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
+	store.fail = poisonOn("poison", outage)
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3, Metrics: depth})
+	first := startBlocked(t, g, store)
+	var batch []call
+	for i, id := range []string{"a", "poison", "c"} {
+		batch = append(batch, appendAsync(t.Context(), g, id))
+		waitQueued(t, depth, i+2)
+	}
+	next := appendAsync(t.Context(), g, "next")
+	waitQueued(t, depth, 5)
+	store.open()
+	for _, c := range batch {
+		if err := <-c.done; !errors.Is(err, ports.ErrUnavailable) {
+			t.Errorf("Append of %s in the failed batch: %v, want ErrUnavailable", c.id, err)
+		}
+	}
+	for _, c := range []call{first, next} {
+		if err := <-c.done; err != nil {
+			t.Errorf("Append of %s in another batch: %v", c.id, err)
+		}
+	}
+	closeCommitter(t, g)
+	if got, want := store.batchSizes(), []int{1, 3, 1}; !slices.Equal(got, want) {
+		t.Errorf("batch sizes %v, want %v (no call-by-call retry of an outage)", got, want)
+	}
+}
+
+func TestGroupCommitRefusesAtOnceWhenTheQueueIsFull(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 3, Metrics: depth})
+	first := startBlocked(t, g, store)
+	queued := appendAsync(t.Context(), g, "q1", "q2")
+	waitQueued(t, depth, 3)
+
+	// The store is still blocked: the refusal cannot have waited for it.
+	err := g.Append(t.Context(), msgs("over"))
+	if !errors.Is(err, ports.ErrOverloaded) {
+		t.Fatalf("Append to a full queue: %v, want ErrOverloaded", err)
+	}
+	_, bytes := depth.depth()
+	if err := g.Append(t.Context(), msgs("also-over")); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("second Append to a full queue: %v, want ErrOverloaded", err)
+	}
+	if m, b := depth.depth(); m != 3 || b != bytes {
+		t.Errorf("refused calls changed the queue to %d messages, %d bytes", m, b)
+	}
+	select {
+	case <-store.gate:
+		t.Fatal("the store was released before the refusal")
+	default:
+	}
+	store.open()
+	for _, c := range []call{first, queued} {
+		if err := <-c.done; err != nil {
+			t.Errorf("Append of %s: %v", c.id, err)
+		}
+	}
+	if store.has("over") || store.has("also-over") {
+		t.Error("a refused message was stored")
+	}
+	// Room again.
+	if err := g.Append(t.Context(), msgs("later")); err != nil {
+		t.Errorf("Append once the queue drained: %v", err)
+	}
+	closeCommitter(t, g)
+}
+
+// A call larger than the whole queue still gets through, alone, so that it is not
+// refused forever; memory stays bounded by the larger of the two.
+func TestGroupCommitAdmitsAnOversizedCallIntoAnEmptyQueue(t *testing.T) {
+	store := newGateStore()
+	store.open()
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{MaxQueueMessages: 2})
+	defer closeCommitter(t, g)
+	if err := g.Append(t.Context(), msgs("a", "b", "c")); err != nil {
+		t.Fatalf("Append of 3 messages to an empty queue of 2: %v", err)
+	}
+}
+
+func TestGroupCommitCallerGivesUpWhileQueued(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
+	first := startBlocked(t, g, store)
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := appendAsync(ctx, g, "gone")
+	waitQueued(t, depth, 2)
+	cancel()
+	err := <-gone.done
+	if !errors.Is(err, ports.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Append whose ctx ended while queued: %v, want ErrUnavailable and context.Canceled", err)
+	}
+	waitQueued(t, depth, 1)
+	store.open()
+	if err := <-first.done; err != nil {
+		t.Errorf("Append of the first call: %v", err)
+	}
+	closeCommitter(t, g)
+	if store.has("gone") {
+		t.Error("the message of a caller that gave up while queued was written")
+	}
+	if got := store.batchSizes(); !slices.Equal(got, []int{1}) {
+		t.Errorf("batch sizes %v, want only the first call's", got)
+	}
+}
+
+// Once its batch is being written, a caller whose ctx ends gets the outcome.
+func TestGroupCommitCallerGivesUpDuringTheWrite(t *testing.T) {
+	store := newGateStore()
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1})
+	defer closeCommitter(t, g)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := appendAsync(ctx, g, "writing")
+	<-store.entered
+	cancel()
+	store.open()
+	if err := <-c.done; err != nil {
+		t.Errorf("Append whose batch was written: %v, want the write's success", err)
+	}
+	if !store.has("writing") {
+		t.Error("message not stored")
+	}
+}
+
+func TestGroupCommitRefusesAnEndedContext(t *testing.T) {
+	store := newGateStore()
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{})
+	defer closeCommitter(t, g)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := g.Append(ctx, msgs("late")); !errors.Is(err, context.Canceled) || !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Append with an ended ctx: %v", err)
+	}
+	if err := g.Append(ctx, nil); err != nil {
+		t.Errorf("Append of nothing: %v", err)
+	}
+}
+
+func TestGroupCommitCloseFlushesTheQueue(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	store.open()
+	depth := &depthRecorder{}
+	// A linger of an hour: only Close can make these batches due.
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 2, Linger: time.Hour, Metrics: depth})
+	var queued []call
+	for i := range 5 {
+		queued = append(queued, appendAsync(t.Context(), g, "q"+strconv.Itoa(i)))
+	}
+	waitQueued(t, depth, 5)
+	if got := store.batchSizes(); len(got) != 0 {
+		t.Fatalf("batches %v written before they were due", got)
+	}
+	closeCommitter(t, g)
+	for _, c := range queued {
+		if err := <-c.done; err != nil || !store.has(c.id) {
+			t.Errorf("Append of %s queued before Close: %v, stored %t", c.id, err, store.has(c.id))
+		}
+	}
+	if err := g.Append(t.Context(), msgs("after-close")); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Append after Close: %v, want ErrUnavailable", err)
+	}
+	if store.has("after-close") {
+		t.Error("a message submitted after Close was stored")
+	}
+}
+
+// Close gives up when its ctx ends: writes in flight are aborted and queued calls
+// fail as unavailable, never as success.
+func TestGroupCommitCloseGivesUpWithItsContext(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
+	first := startBlocked(t, g, store)
+	queued := appendAsync(t.Context(), g, "queued")
+	waitQueued(t, depth, 2)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := g.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with an ended ctx: %v, want context.Canceled", err)
+	}
+	for _, c := range []call{first, queued} {
+		if err := <-c.done; !errors.Is(err, ports.ErrUnavailable) {
+			t.Errorf("Append of %s cut off by Close: %v, want ErrUnavailable", c.id, err)
+		}
+	}
+	if err := g.Close(t.Context()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestGroupCommitNeverUsedClosesAtOnce(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := app.NewGroupCommitter(newGateStore(), app.GroupCommitOptions{})
+	closeCommitter(t, g)
+	if err := g.Append(t.Context(), msgs("late")); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Append after Close: %v, want ErrUnavailable", err)
+	}
+}
+
+// Many callers at once under the race detector: every acknowledged message is
+// stored exactly as sent, and the queue ends empty.
+func TestGroupCommitUnderConcurrency(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	store.open()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{MaxBatchMessages: 16, Metrics: depth})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64*20)
+	for w := range 64 {
+		wg.Go(func() {
+			for i := range 20 {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if err := g.Append(t.Context(), msgs(id)); err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+				} else if !store.has(id) {
+					errs <- fmt.Errorf("%s acknowledged before it was stored", id)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	closeCommitter(t, g)
+	if m, b := depth.depth(); m != 0 || b != 0 {
+		t.Errorf("queue depth at the end: %d messages, %d bytes", m, b)
+	}
+}
+
+// graphStore is a gateStore that the fx graph can take as its ports.MessageStore.
+type graphStore struct {
+	*gateStore
+	recordingStore
+}
+
+func (s *graphStore) Append(ctx context.Context, msgs []domain.Message) error {
+	return s.gateStore.Append(ctx, msgs)
+}
+
+// queueMetrics is the graph's Metrics; it also implements app.QueueMetrics.
+type queueMetrics struct{ depthRecorder }
+
+func (*queueMetrics) ObserveAppend(int, time.Duration) {}
+func (*queueMetrics) ObserveStoreError(string, string) {}
+
+// The fx module puts the committer in front of the store, reports its queue to
+// the graph's Metrics and flushes it on stop.
+func TestModuleWritesThroughGroupCommit(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run("enabled="+strconv.FormatBool(enabled), func(t *testing.T) {
+			store := &graphStore{gateStore: newGateStore()}
+			metrics := &queueMetrics{}
+			cfg := app.DefaultConfig()
+			cfg.VisibilityDelay = 0
+			cfg.GroupCommit.Enabled = enabled
+			cfg.GroupCommit.Writers = 1
+			var ingester *app.Ingester
+			svc := fxtest.New(t, appGraph(store, cfg, &ingester),
+				fx.Supply(fx.Annotate(metrics, fx.As(new(app.Metrics)))))
+			svc.RequireStart()
+
+			body := strings.Replace(submitted, "1714564800", strconv.FormatInt(time.Now().Unix(), 10), 1)
+			submit := func() chan error {
+				done := make(chan error, 1)
+				go func() {
+					_, err := ingester.Submit(context.Background(), acmeLive, []byte(body), "")
+					done <- err
+				}()
+				return done
+			}
+			calls := []chan error{submit()}
+			<-store.entered
+			calls = append(calls, submit(), submit(), submit())
+			if enabled {
+				waitQueued(t, &metrics.depthRecorder, 4)
+			} else {
+				for range 3 {
+					<-store.entered // each call writes on its own
+				}
+			}
+			store.open()
+			for _, done := range calls {
+				if err := <-done; err != nil {
+					t.Errorf("Submit: %v", err)
+				}
+			}
+			svc.RequireStop()
+			want := []int{1, 3}
+			if !enabled {
+				want = []int{1, 1, 1, 1}
+			}
+			if got := store.batchSizes(); !slices.Equal(got, want) {
+				t.Errorf("store batches %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Store operations, as Metrics names them.
+const (
+	OpAppend = "append"
+	OpList   = "list"
+	OpGet    = "get"
+	OpPurge  = "purge"
+)
+
+// Kinds of store errors, as Metrics names them.
+const (
+	// ErrorUnavailable: the store could not be reached or did not answer in time
+	// (ports.ErrUnavailable, a deadline); the service answered 503.
+	ErrorUnavailable = "unavailable"
+	// ErrorCanceled: the caller went away before the store answered.
+	ErrorCanceled = "canceled"
+	// ErrorOther: anything else, a bug or a refusal of the store.
+	ErrorOther = "other"
+)
+
+// Metrics receives what the use cases measure of the store. An adapter exports
+// it (Prometheus, in httpapi); app itself knows no metrics library.
+type Metrics interface {
+	// ObserveAppend reports one Append of size messages that took took,
+	// whether it failed or not.
+	ObserveAppend(size int, took time.Duration)
+	// ObserveStoreError reports a failed store call: operation is one of the Op
+	// constants, kind one of the Error constants. A lookup that finds nothing
+	// is not a failure.
+	ObserveStoreError(operation, kind string)
+}
+
+// Observe returns store reporting every Append and every failed call to m; with a
+// nil m it returns store itself.
+func Observe(store ports.MessageStore, m Metrics) ports.MessageStore {
+	if m == nil {
+		return store
+	}
+	return observedStore{MessageStore: store, metrics: m}
+}
+
+type observedStore struct {
+	ports.MessageStore
+	metrics Metrics
+}
+
+func (s observedStore) Append(ctx context.Context, msgs []domain.Message) error {
+	began := time.Now()
+	err := s.MessageStore.Append(ctx, msgs)
+	s.metrics.ObserveAppend(len(msgs), time.Since(began))
+	return s.observe(OpAppend, err)
+}
+
+func (s observedStore) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	page, err := s.MessageStore.List(ctx, q, now)
+	return page, s.observe(OpList, err)
+}
+
+func (s observedStore) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
+	m, err := s.MessageStore.Get(ctx, scope, idOrReference, now)
+	return m, s.observe(OpGet, err)
+}
+
+func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
+	n, err := s.MessageStore.PurgeExpired(ctx, now)
+	return n, s.observe(OpPurge, err)
+}
+
+// observe reports err, if it is a failure, and returns it unchanged.
+func (s observedStore) observe(operation string, err error) error {
+	if err != nil && !errors.Is(err, ports.ErrNotFound) {
+		s.metrics.ObserveStoreError(operation, storeErrorKind(err))
+	}
+	return err
+}
+
+func storeErrorKind(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return ErrorCanceled
+	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return ErrorUnavailable
+	default:
+		return ErrorOther
+	}
+}
