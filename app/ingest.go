@@ -2,15 +2,11 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// ErrForbidden: the principal is authenticated but may not do this (HTTP 403).
-var ErrForbidden = errors.New("forbidden")
 
 // maxIdempotencyKeyLen bounds the Idempotency-Key header.
 const maxIdempotencyKeyLen = 255
@@ -36,18 +32,18 @@ func NewIngester(store ports.MessageWriter, policy domain.Policy, clock ports.Cl
 	return &Ingester{store: store, policy: policy, clock: clock}
 }
 
-// Authorize reports ErrForbidden for principals that may not submit, so callers can
+// Authorize reports ports.ErrForbidden for principals that may not submit, so callers can
 // refuse before reading a body.
 func (in *Ingester) Authorize(principal domain.Principal) error {
 	if principal.ReadOnly {
-		return fmt.Errorf("this credential may only read messages: %w", ErrForbidden)
+		return fmt.Errorf("this credential may only read messages: %w", ports.ErrForbidden)
 	}
 	return nil
 }
 
 // Submit validates body (one submission, an array or an envelope) and stores every
 // message, or nothing. With an idempotencyKey the identities are derived from it, so
-// a retried request stores nothing twice. Errors: ErrForbidden,
+// a retried request stores nothing twice. Errors: ports.ErrForbidden,
 // *domain.ValidationError, domain.ErrTooLarge and ports.ErrUnavailable (wrapped).
 func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
 	if err := in.Authorize(principal); err != nil {

@@ -98,7 +98,7 @@ func TestSubmitRefusals(t *testing.T) {
 		check     func(error) bool
 	}{
 		{"read-only", domain.Principal{Scope: acmeLive.Scope, ReadOnly: true}, submitted, "", nil,
-			func(err error) bool { return errors.Is(err, app.ErrForbidden) }},
+			func(err error) bool { return errors.Is(err, ports.ErrForbidden) }},
 		{"invalid body", acmeLive, `{"name":"x"}`, "", nil, isValidation("created_at")},
 		{"invalid item of a batch", acmeLive, "[" + submitted + `,{"name":1}]`, "", nil, isValidation("[1].name")},
 		{"batch too large", acmeLive, tooMany, "", nil,

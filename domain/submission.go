@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 )
 
+// MaxNameLength is the longest application name, in characters after trimming.
+const MaxNameLength = 200
+
 // Limits of single fields, from the contract.
 const (
-	maxNameLen   = 200
 	maxMethodLen = 32
 	maxPathLen   = 4096
 )
@@ -135,8 +137,8 @@ func (v validator) submission(raw json.RawMessage, envelope bool, fe *fieldError
 	}
 	if name, ok := stringField(obj, nameField, nameField, true, fe); ok {
 		s.Name = strings.TrimSpace(name)
-		if n := utf8.RuneCountInString(s.Name); n < 1 || n > maxNameLen {
-			fe.add(nameField, "must be 1 to %d characters after trimming spaces", maxNameLen)
+		if n := utf8.RuneCountInString(s.Name); n < 1 || n > MaxNameLength {
+			fe.add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
 		}
 	}
 	s.CreatedAt = v.createdAt(obj["created_at"], fe)

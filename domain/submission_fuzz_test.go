@@ -53,7 +53,7 @@ func checkParse(t *testing.T, p Policy, body []byte) {
 func submissionInvariant(p Policy, now time.Time, s Submission) error {
 	now = Micro(now)
 	switch n := utf8.RuneCountInString(s.Name); {
-	case s.Name != strings.TrimSpace(s.Name) || n < 1 || n > maxNameLen:
+	case s.Name != strings.TrimSpace(s.Name) || n < 1 || n > MaxNameLength:
 		return errors.New("name is not trimmed or not 1 to 200 characters")
 	case !isToken(s.Method) || s.Method != strings.ToUpper(s.Method) || len(s.Method) > maxMethodLen:
 		return errors.New("method is not an upper-case token of at most 32 characters")

@@ -23,6 +23,9 @@ var (
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrUnauthenticated: the presented credential is missing or unknown.
 	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForbidden: the credential is valid but may not do this, e.g. a read-only
+	// portal session submitting (HTTP 403).
+	ErrForbidden = errors.New("forbidden")
 	// ErrOverloaded: the service is shedding load (HTTP 429 with Retry-After).
 	ErrOverloaded = errors.New("overloaded")
 )

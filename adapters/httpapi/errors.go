@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -47,7 +46,7 @@ func errorFor(err error) apiError {
 	case errors.Is(err, ports.ErrUnauthenticated):
 		return apiError{status: http.StatusUnauthorized, message: "the API key is not valid",
 			header: http.Header{"Www-Authenticate": {authChallenge}}}
-	case errors.Is(err, app.ErrForbidden):
+	case errors.Is(err, ports.ErrForbidden):
 		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
 	case errors.Is(err, ports.ErrNotFound):
 		return apiError{status: http.StatusNotFound, message: "message not found"}

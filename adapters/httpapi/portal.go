@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/reqlog/reqlog/adapters/portal"
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 // maxSessionBody bounds a session request, which holds a name and a number.
@@ -83,7 +83,7 @@ func (a *api) issuePortalSession(w http.ResponseWriter, r *http.Request) (portal
 
 // failPortal is fail with the portal's own words for a forbidden request.
 func (a *api) failPortal(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, app.ErrForbidden) {
+	if errors.Is(err, ports.ErrForbidden) {
 		writeError(w, apiError{status: http.StatusForbidden,
 			message: "a portal session cannot create portal sessions: use an API key"})
 		return

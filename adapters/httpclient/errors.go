@@ -17,7 +17,7 @@ type FieldError = domain.FieldError
 // APIError is an error reply of the service.
 //
 // errors.Is matches the sentinel of its status: 401 ports.ErrUnauthenticated,
-// 404 ports.ErrNotFound, 413 domain.ErrTooLarge, 429 ports.ErrOverloaded and 503
+// 403 ports.ErrForbidden, 404 ports.ErrNotFound, 413 domain.ErrTooLarge, 429 ports.ErrOverloaded and 503
 // ports.ErrUnavailable. For a 400, errors.As also finds a *domain.ValidationError
 // carrying Message and Fields, as the in-process ingest path returns.
 type APIError struct {
@@ -51,6 +51,7 @@ func (e *APIError) Error() string {
 // statusSentinels maps reply codes to the errors callers test with errors.Is.
 var statusSentinels = map[int]error{
 	http.StatusUnauthorized:          ports.ErrUnauthenticated,
+	http.StatusForbidden:             ports.ErrForbidden,
 	http.StatusNotFound:              ports.ErrNotFound,
 	http.StatusRequestEntityTooLarge: domain.ErrTooLarge,
 	http.StatusTooManyRequests:       ports.ErrOverloaded,

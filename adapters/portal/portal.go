@@ -74,18 +74,18 @@ func RandomSecret() []byte {
 // KeyStore returns keys decorated to accept this portal's session tokens.
 func (p *Portal) KeyStore(keys ports.KeyStore) *KeyStore { return NewKeyStore(keys, p.signer) }
 
-// Authorize reports app.ErrForbidden for principals that may not create
+// Authorize reports ports.ErrForbidden for principals that may not create
 // sessions (portal sessions themselves), so callers can refuse before reading a
 // body.
 func (p *Portal) Authorize(principal domain.Principal) error {
 	if principal.ReadOnly || principal.Name != "" {
-		return fmt.Errorf("a portal session cannot create sessions, only an API key can: %w", app.ErrForbidden)
+		return fmt.Errorf("a portal session cannot create sessions, only an API key can: %w", ports.ErrForbidden)
 	}
 	return nil
 }
 
 // CreateSession issues a session on req.Name's messages in principal's scope. Only
-// an API key may: a portal session (a read-only principal) gets app.ErrForbidden.
+// an API key may: a portal session (a read-only principal) gets ports.ErrForbidden.
 // Invalid requests get a *domain.ValidationError. r is the HTTP request asking,
 // whose scheme and Host make the link when no public URL is configured.
 func (p *Portal) CreateSession(principal domain.Principal, req SessionRequest, r *http.Request) (Session, error) {

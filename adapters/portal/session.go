@@ -19,10 +19,6 @@ const (
 	MaxSessionTTL     = 7 * 24 * time.Hour
 )
 
-// maxNameLen is the submit operation's limit on application names (the domain
-// keeps its own constant unexported).
-const maxNameLen = 200
-
 // SessionRequest asks for a portal session on one application's messages.
 type SessionRequest struct {
 	// Name is the application; surrounding spaces are ignored, as on submission.
@@ -99,8 +95,8 @@ func nameRequired(field string) domain.FieldError {
 
 func checkName(field, name string) []domain.FieldError {
 	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen || !utf8.ValidString(name) {
-		return []domain.FieldError{{Field: field, Message: fmt.Sprintf("must be 1 to %d characters after trimming spaces", maxNameLen)}}
+	if n := utf8.RuneCountInString(name); n < 1 || n > domain.MaxNameLength || !utf8.ValidString(name) {
+		return []domain.FieldError{{Field: field, Message: fmt.Sprintf("must be 1 to %d characters after trimming spaces", domain.MaxNameLength)}}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 func TestParseSessionRequest(t *testing.T) {
@@ -123,8 +124,8 @@ func TestCreateSession(t *testing.T) {
 		req       portal.SessionRequest
 		want      error
 	}{
-		"read-only principal":   {domain.Principal{Scope: acme, ReadOnly: true}, portal.SessionRequest{Name: "shop"}, app.ErrForbidden},
-		"one application's":     {domain.Principal{Scope: acme, Name: "shop"}, portal.SessionRequest{Name: "shop"}, app.ErrForbidden},
+		"read-only principal":   {domain.Principal{Scope: acme, ReadOnly: true}, portal.SessionRequest{Name: "shop"}, ports.ErrForbidden},
+		"one application's":     {domain.Principal{Scope: acme, Name: "shop"}, portal.SessionRequest{Name: "shop"}, ports.ErrForbidden},
 		"no name":               {key, portal.SessionRequest{}, nil},
 		"lifetime out of range": {key, portal.SessionRequest{Name: "shop", ExpiresIn: 8 * 24 * time.Hour}, nil},
 		"fractional lifetime":   {key, portal.SessionRequest{Name: "shop", ExpiresIn: 90500 * time.Millisecond}, nil},
