@@ -93,20 +93,21 @@ func splitBody(body []byte, maxBatch int) (items []json.RawMessage, multiple, en
 		items, err = batchItems(trimmed, maxBatch)
 		return items, true, false, err
 	case '{':
-		var probe struct {
-			Messages json.RawMessage `json:"messages"`
-		}
+		// A map, not a struct: encoding/json matches struct tags case-insensitively,
+		// and only the exact key "messages" makes an envelope.
+		var probe map[string]json.RawMessage
 		if err := json.Unmarshal(trimmed, &probe); err != nil {
 			return nil, false, false, invalid("the request body is not valid JSON")
 		}
-		if probe.Messages == nil {
+		messages, isEnvelope := probe["messages"]
+		if !isEnvelope {
 			return []json.RawMessage{trimmed}, false, false, nil
 		}
-		if kindOf(probe.Messages) != kindArray {
+		if kindOf(messages) != kindArray {
 			return nil, false, false, &ValidationError{Message: "the submission is invalid",
 				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
 		}
-		items, err = batchItems(probe.Messages, maxBatch)
+		items, err = batchItems(messages, maxBatch)
 		return items, true, true, err
 	default:
 		return nil, false, false, invalid("the request body must be a JSON object or array")

@@ -62,6 +62,10 @@ func TestParseSubmissionsShapes(t *testing.T) {
 	if !env.Multiple || env.Submissions[0].Name != "sdk-app" || env.Submissions[0].StatusCode != 404 {
 		t.Fatalf("envelope: got %+v", env)
 	}
+	// Only the exact key makes an envelope: "Messages" is an unknown field.
+	if b := mustParse(t, validItem("Messages", "[]")); b.Multiple {
+		t.Errorf(`a submission with an unknown "Messages" field was read as an envelope`)
+	}
 	// Outside the envelope, app and a top-level status_code are not substitutes.
 	_, err := parse(t, envelopeItem)
 	assertFields(t, err, "name", "response.status_code")
