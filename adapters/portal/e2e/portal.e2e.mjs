@@ -29,14 +29,17 @@ const PAGE_SIZE = 20; // the page's, not configurable
 
 const cleanups = [];
 let failed = false;
+const counts = { passed: 0, failed: 0 };
 
 async function step(name, fn) {
   const started = Date.now();
   try {
     await fn();
+    counts.passed++;
     console.log(`ok   ${name} (${Date.now() - started} ms)`);
   } catch (err) {
     failed = true;
+    counts.failed++;
     console.error(`FAIL ${name}\n${err.stack || err}`);
     throw err;
   }
@@ -444,5 +447,6 @@ try {
 } finally {
   for (const cleanup of cleanups) await cleanup().catch((err) => console.error(`cleanup: ${err}`));
 }
-console.log(failed ? "portal e2e: FAILED" : "portal e2e: passed");
+// The summary line CI runners recognise; a failure outside any step counts too.
+console.log(`portal: ${counts.passed} passed, ${counts.failed + (failed && counts.failed === 0 ? 1 : 0)} failed`);
 process.exit(failed ? 1 : 0);
