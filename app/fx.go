@@ -20,7 +20,9 @@ var Module = fx.Module("app",
 		fx.Annotate(func() SystemClock { return SystemClock{} }, fx.As(new(ports.Clock))),
 		newUseCaseStore,
 		newIngestWriter,
-		func(w ingestWriter, p domain.Policy, c ports.Clock) *Ingester { return NewIngester(w, p, c) },
+		func(w ingestWriter, p domain.Policy, c ports.Clock) *Ingester {
+			return NewIngester(w.MessageWriter, p, c)
+		},
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
 		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
 			return NewPurger(s, c, cfg.PurgeInterval, log)

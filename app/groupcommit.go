@@ -16,9 +16,9 @@ const (
 	DefaultGroupBatchMessages = 500
 	DefaultGroupBatchBytes    = 4 << 20
 	DefaultGroupLinger        = 0
-	DefaultGroupQueueMessages = 20_000
+	DefaultGroupQueueMessages = 10_000
 	DefaultGroupQueueBytes    = 64 << 20
-	DefaultGroupWriters       = 4
+	DefaultGroupWriters       = 16
 )
 
 // Upper bounds the configuration accepts: beyond them a setting is a typo.
@@ -170,8 +170,7 @@ func (g *GroupCommitter) enqueue(req *commitRequest) error {
 	}
 	if g.held.messages > 0 && (g.held.messages+req.size.messages > g.opts.MaxQueueMessages ||
 		g.held.bytes+req.size.bytes > g.opts.MaxQueueBytes) {
-		return fmt.Errorf("group commit: %d messages (%d bytes) are already waiting for the store: %w",
-			g.held.messages, g.held.bytes, ports.ErrOverloaded)
+		return g.overloaded()
 	}
 	if !g.started {
 		g.start()
@@ -182,6 +181,32 @@ func (g *GroupCommitter) enqueue(req *commitRequest) error {
 	g.held.add(req.size)
 	g.observe()
 	g.signal()
+	return nil
+}
+
+// Overloaded returns an error wrapping ports.ErrOverloaded while the queue is full,
+// else nil, without queueing anything: callers refuse a request before decoding it.
+// Append still checks, since the queue may fill in between.
+func (g *GroupCommitter) Overloaded() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held.messages >= g.opts.MaxQueueMessages || g.held.bytes >= g.opts.MaxQueueBytes {
+		return g.overloaded()
+	}
+	return nil
+}
+
+// overloaded is the refusal of a full queue; g.mu is held.
+func (g *GroupCommitter) overloaded() error {
+	return fmt.Errorf("group commit: %d messages (%d bytes) are already waiting for the store: %w",
+		g.held.messages, g.held.bytes, ports.ErrOverloaded)
+}
+
+// shedLoad asks w, if it has a bounded queue, whether it would refuse now.
+func shedLoad(w ports.MessageWriter) error {
+	if s, ok := w.(interface{ Overloaded() error }); ok {
+		return s.Overloaded()
+	}
 	return nil
 }
 

@@ -133,6 +133,16 @@ func appendAsync(ctx context.Context, w ports.MessageWriter, ids ...string) call
 	return c
 }
 
+// blockedCommitter returns a committer on a gateStore whose only writer is busy
+// with a first call waiting at the gate, the depth it reports, and that call.
+func blockedCommitter(t *testing.T, opts app.GroupCommitOptions) (*app.GroupCommitter, *gateStore, *depthRecorder, call) {
+	t.Helper()
+	store, depth := newGateStore(), &depthRecorder{}
+	opts.Metrics = depth
+	g := app.NewGroupCommitter(store, opts)
+	return g, store, depth, startBlocked(t, g, store)
+}
+
 // startBlocked makes the committer's only writer busy with a first call that
 // waits at the store's gate, and returns that call.
 func startBlocked(t *testing.T, g *app.GroupCommitter, store *gateStore) call {
@@ -160,10 +170,7 @@ func closeCommitter(t *testing.T, g *app.GroupCommitter) {
 
 func TestGroupCommitCoalescesConcurrentCalls(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 4, Metrics: depth})
-	first := startBlocked(t, g, store)
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 4})
 
 	// Ten single-message calls and one of three queue behind the busy writer.
 	var calls []call
@@ -206,10 +213,7 @@ func TestGroupCommitCoalescesConcurrentCalls(t *testing.T) {
 // a call larger than the batch limit is written alone.
 func TestGroupCommitKeepsEachCallWhole(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3, Metrics: depth})
-	first := startBlocked(t, g, store)
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3})
 	a := appendAsync(t.Context(), g, "a1", "a2")
 	waitQueued(t, depth, 3)
 	b := appendAsync(t.Context(), g, "b1", "b2", "b3", "b4", "b5")
@@ -265,11 +269,8 @@ func poisonOn(id string, err error) func([]string) error {
 
 func TestGroupCommitFailsOnlyTheCallsTheStoreRefuses(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
 	store.fail = poisonOn("poison", errPoison)
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
-	first := startBlocked(t, g, store)
 	a := appendAsync(t.Context(), g, "a")
 	waitQueued(t, depth, 2)
 	p := appendAsync(t.Context(), g, "poison", "p2")
@@ -298,12 +299,9 @@ func TestGroupCommitFailsOnlyTheCallsTheStoreRefuses(t *testing.T) {
 // and no call of another batch.
 func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3})
 	outage := fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
 	store.fail = poisonOn("poison", outage)
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxBatchMessages: 3, Metrics: depth})
-	first := startBlocked(t, g, store)
 	var batch []call
 	for i, id := range []string{"a", "poison", "c"} {
 		batch = append(batch, appendAsync(t.Context(), g, id))
@@ -330,10 +328,7 @@ func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 
 func TestGroupCommitRefusesAtOnceWhenTheQueueIsFull(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 3, Metrics: depth})
-	first := startBlocked(t, g, store)
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 3})
 	queued := appendAsync(t.Context(), g, "q1", "q2")
 	waitQueued(t, depth, 3)
 
@@ -370,6 +365,37 @@ func TestGroupCommitRefusesAtOnceWhenTheQueueIsFull(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// The Ingester asks a full queue first, so a refused request costs no decoding:
+// even an invalid body gets ErrOverloaded, not a validation error.
+func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	store := newGateStore()
+	depth := &depthRecorder{}
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth})
+	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	first := startBlocked(t, g, store)
+	if g.Overloaded() == nil {
+		t.Error("Overloaded() = nil with the queue full")
+	}
+	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
+	if !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Submit to a full queue: %v, want ErrOverloaded before any decoding", err)
+	}
+	store.open()
+	if err := <-first.done; err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Overloaded(); err != nil {
+		t.Errorf("Overloaded() = %v with the queue empty", err)
+	}
+	_, err = ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
+	var invalid *domain.ValidationError
+	if !errors.As(err, &invalid) {
+		t.Errorf("Submit of a bad body with room in the queue: %v, want a validation error", err)
+	}
+	closeCommitter(t, g)
+}
+
 // A call larger than the whole queue still gets through, alone, so that it is not
 // refused forever; memory stays bounded by the larger of the two.
 func TestGroupCommitAdmitsAnOversizedCallIntoAnEmptyQueue(t *testing.T) {
@@ -384,10 +410,7 @@ func TestGroupCommitAdmitsAnOversizedCallIntoAnEmptyQueue(t *testing.T) {
 
 func TestGroupCommitCallerGivesUpWhileQueued(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
-	first := startBlocked(t, g, store)
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	gone := appendAsync(ctx, g, "gone")
 	waitQueued(t, depth, 2)
@@ -475,10 +498,7 @@ func TestGroupCommitCloseFlushesTheQueue(t *testing.T) {
 // fail as unavailable, never as success.
 func TestGroupCommitCloseGivesUpWithItsContext(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	store := newGateStore()
-	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: depth})
-	first := startBlocked(t, g, store)
+	g, _, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
 	queued := appendAsync(t.Context(), g, "queued")
 	waitQueued(t, depth, 2)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -44,7 +44,8 @@ func (in *Ingester) Authorize(principal domain.Principal) error {
 // Submit validates body (one submission, an array or an envelope) and stores every
 // message, or nothing. With an idempotencyKey the identities are derived from it, so
 // a retried request stores nothing twice. Errors: ports.ErrForbidden,
-// *domain.ValidationError, domain.ErrTooLarge and ports.ErrUnavailable (wrapped).
+// *domain.ValidationError, domain.ErrTooLarge, ports.ErrUnavailable and
+// ports.ErrOverloaded (wrapped); a full queue refuses before the body is decoded.
 func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
 	if err := in.Authorize(principal); err != nil {
 		return SubmitResult{}, err
@@ -53,6 +54,9 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body
 		if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
 			return SubmitResult{}, err
 		}
+	}
+	if err := shedLoad(in.store); err != nil {
+		return SubmitResult{}, err
 	}
 	now := in.clock.Now()
 	batch, err := in.policy.ParseSubmissions(body, now)

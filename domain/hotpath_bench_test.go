@@ -135,4 +135,3 @@ func BenchmarkMessageClone(b *testing.B) {
 		}
 	}
 }
-

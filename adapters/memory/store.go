@@ -36,12 +36,18 @@ func expiresFirst(a, b *domain.Message) bool {
 	return a.ID < b.ID
 }
 
-// scopeIndex holds one tenant's messages in List order, once in all and once per
-// application name, because portals list a single application.
+// scopeIndex holds one tenant's messages in List order, once in all, once per
+// application name, because portals list a single application, and once per
+// status class (byClass[4] holds the 4xx), so that a filter on a rare status does
+// not walk the whole scope.
 type scopeIndex struct {
-	all    *btree.BTreeG[*domain.Message]
-	byName map[string]*btree.BTreeG[*domain.Message]
+	all     *btree.BTreeG[*domain.Message]
+	byName  map[string]*btree.BTreeG[*domain.Message]
+	byClass [6]*btree.BTreeG[*domain.Message]
 }
+
+// statusClass is the byClass slot of a status code (100 to 599).
+func statusClass(code int) int { return min(max(code/100, 0), 5) }
 
 // Store is the in-memory ports.MessageStore: messages last as long as the process.
 // It is safe for concurrent use.
@@ -94,9 +100,13 @@ func (s *Store) insert(m domain.Message) {
 	idx := s.scopes[m.Scope()]
 	if idx == nil {
 		idx = &scopeIndex{all: btree.NewG(btreeDegree, newestFirst), byName: map[string]*btree.BTreeG[*domain.Message]{}}
+		for i := range idx.byClass {
+			idx.byClass[i] = btree.NewG(btreeDegree, newestFirst)
+		}
 		s.scopes[m.Scope()] = idx
 	}
 	idx.all.ReplaceOrInsert(stored)
+	idx.byClass[statusClass(m.StatusCode)].ReplaceOrInsert(stored)
 	named := idx.byName[m.Name]
 	if named == nil {
 		named = btree.NewG(btreeDegree, newestFirst)
@@ -153,6 +163,8 @@ func (s *Store) index(q domain.Query) *btree.BTreeG[*domain.Message] {
 		return nil
 	case q.Filter.Name != "":
 		return idx.byName[q.Filter.Name]
+	case q.Filter.StatusMin > 0 && statusClass(q.Filter.StatusMin) == statusClass(q.Filter.StatusMax):
+		return idx.byClass[statusClass(q.Filter.StatusMin)]
 	default:
 		return idx.all
 	}
@@ -224,6 +236,7 @@ func (s *Store) remove(m *domain.Message) {
 	s.expires.Delete(m)
 	idx := s.scopes[m.Scope()]
 	idx.all.Delete(m)
+	idx.byClass[statusClass(m.StatusCode)].Delete(m)
 	named := idx.byName[m.Name]
 	named.Delete(m)
 	if named.Len() == 0 {

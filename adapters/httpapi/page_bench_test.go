@@ -1,0 +1,62 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// BenchmarkListPage serves GET /v1/messages pages of messages shaped like
+// cmd/reqlog-bench's traffic (20 headers, a 4 KB JSON body): authentication,
+// routing, the memory store's List and the wire encoding of the page, which
+// dominates. Run it with
+//
+//	go test -run '^$' -bench ListPage -benchmem ./adapters/httpapi/
+func BenchmarkListPage(b *testing.B) {
+	store := memory.New()
+	policy := domain.DefaultPolicy()
+	policy.VisibilityDelay = 0
+	clock := app.SystemClock{}
+	ingest := app.NewIngester(store, policy, clock)
+	principal := domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}
+	header := make([]string, 10)
+	for i := range header {
+		header[i] = fmt.Sprintf(`"X-Header-%d":"value-%d-%s"`, i, i, strings.Repeat("v", 30))
+	}
+	responseBody := strconv.Quote(`{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`)
+	item := `{"name":"shop","created_at":` + strconv.FormatInt(time.Now().Unix(), 10) + `,"method":"POST","path":"/v1/orders/42",` +
+		`"request":{"header":{"Authorization":"Bearer secret",` + strings.Join(header, ",") + `},"body":"{\"sku\":42}"},` +
+		`"response":{"status_code":201,"header":{"Content-Type":"application/json",` + strings.Join(header, ",") + `},"body":` + responseBody + `}}`
+	batch := "[" + strings.Repeat(item+",", 199) + item + "]"
+	if _, err := ingest.Submit(context.Background(), principal, []byte(batch), ""); err != nil {
+		b.Fatal(err)
+	}
+	keys := keyring.New([]keyring.Entry{{Account: "acme", Domain: domain.DomainLive, Digest: keyring.Digest("bench-key")}})
+	handler := httpapi.New(ingest, app.NewReader(store, policy, clock), keys, httpapi.Options{})
+	for _, limit := range []int{domain.DefaultLimit, domain.MaxLimit} {
+		b.Run("limit="+strconv.Itoa(limit), func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/v1/messages?limit="+strconv.Itoa(limit), nil)
+			req.Header.Set("Authorization", "Bearer bench-key")
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("GET: %d %s", rec.Code, rec.Body)
+				}
+				b.SetBytes(int64(rec.Body.Len()))
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/app"
+)
+
+func TestOnlyLoopbackTargets(t *testing.T) {
+	for _, url := range []string{"http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9"} {
+		if _, err := newServer(url, "k"); err != nil {
+			t.Errorf("newServer(%q): %v", url, err)
+		}
+	}
+	for _, url := range []string{"http://10.0.0.1:8080", "http://example.com", "ftp://127.0.0.1", "127.0.0.1:8080"} {
+		if _, err := newServer(url, "k"); err == nil {
+			t.Errorf("newServer(%q) accepted a target off this machine or not HTTP", url)
+		}
+	}
+	var stderr bytes.Buffer
+	for _, args := range [][]string{
+		{"-limit", "mongodb", "-mongodb-uri", "mongodb://db.example.com:27017", "ingest"},
+		{"-duration", "100h", "ingest"},
+		{"-n", "0", "seed"},
+		{"hammer"},
+	} {
+		if _, _, err := parse(args, &stderr); err == nil {
+			t.Errorf("parse(%q) accepted it", args)
+		}
+	}
+}
+
+// An ingest attack on the bare handler: every request answers 200 with the
+// identities the API would give, and the report counts them.
+func TestIngestAgainstTheBareHandler(t *testing.T) {
+	srv := httptest.NewServer(bareHandler(servicePolicy(), app.DefaultMaxBodyBytes))
+	defer srv.Close()
+	target, err := newServer(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := newGenerator(1).pool(20, 3, time.Now())
+	l := load{connections: 4, duration: 300 * time.Millisecond, timeout: 5 * time.Second, maxWorkers: 4}
+	rep := attack("test", l, 3, limited(40, target.ingestTargets(bodies)), true, nil)
+	if rep.all.Requests != 40 || rep.byOutcome[outcomeOK] == nil || rep.byOutcome[outcomeOK].Requests != 40 {
+		t.Fatalf("40 requests, outcomes %v: %v", rep.all.StatusCodes, rep.errors)
+	}
+	if len(rep.acked) != 120 || slices.Contains(rep.acked, "") {
+		t.Errorf("%d acknowledged ids, want 3 per request", len(rep.acked))
+	}
+	if rep.ingestRate() <= 0 {
+		t.Error("no ingest rate")
+	}
+	var out strings.Builder
+	rep.print(&out)
+	if !strings.Contains(out.String(), "ingest") || !strings.Contains(out.String(), "p99") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+func TestAcknowledgedIDs(t *testing.T) {
+	for body, want := range map[string][]string{
+		`{"status":true,"data":{"id":"a","reference":"msg_a"}}`: {"a"},
+		`{"status":true,"data":[{"id":"a"},{"id":"b"}]}`:        {"a", "b"},
+		`{"status":false,"message":"no"}`:                       nil,
+		`not json`:                                              nil,
+	} {
+		if got := acknowledgedIDs([]byte(body)); !slices.Equal(got, want) {
+			t.Errorf("acknowledgedIDs(%s) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+func TestVerifyFindsWhatTheServerHas(t *testing.T) {
+	mux := httptest.NewServer(nil)
+	defer mux.Close()
+	srv, err := newServer(mux.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default mux answers 404 for everything: nothing is found, within the deadline.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	v := srv.verify(ctx, []string{"x", "y"}, 300*time.Millisecond)
+	if v.acknowledged != 2 || v.found != 0 || len(v.missing) != 2 {
+		t.Errorf("verify against a server without the messages: %+v", v)
+	}
+}

@@ -1,0 +1,392 @@
+// Command reqlog-bench loads a running reqlog server on this machine and measures
+// it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
+//
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak
+//
+// ingest, fetch and mixed run one workload at -connections (each sends its next
+// request when the last one is answered) or at a fixed -rate, and report
+// throughput and p50/p90/p99/max latency by request kind and outcome. With -limit
+// the same run first measures the workload's ceiling and prints the ratio to it:
+// "bare" (an in-process HTTP handler, in a child process, that reads and decodes
+// the same bodies and answers, with no store) or "mongodb"/"elasticsearch" (the
+// store adapter appending the same messages in large batches from concurrent
+// goroutines, no service in between). -verify looks up every acknowledged message
+// afterwards; -sample reads the server's memory from its /metrics as it goes.
+// seed preloads -n messages in batches; soak runs the mixed load for -duration
+// and reports errors and memory over time. See docs/benchmarks.md.
+//
+// Every run is bounded in time and count, and only loopback addresses are accepted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Bounds of every run.
+const (
+	maxDuration    = 2 * time.Hour
+	maxMessages    = 10_000_000
+	maxConnections = 4096
+	maxRate        = 1_000_000
+)
+
+type options struct {
+	url, key     string
+	load         load
+	seed         uint64
+	items        int
+	poolSize     int
+	limits       []string
+	mongoURI     string
+	esURL        string
+	batches      []int
+	workers      []int
+	baselineEach time.Duration
+	verify       bool
+	verifyIn     string
+	mongoDB      string
+	esPrefix     string
+	verifyWithin time.Duration
+	sample       time.Duration
+	writeShare   float64
+	n            int
+	spread       time.Duration
+	label        string
+	wait         time.Duration
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "serve-bare" {
+		if err := serveBare(stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, "reqlog-bench serve-bare:", err)
+			return 1
+		}
+		return 0
+	}
+	opts, mode, err := parse(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "reqlog-bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := execute(ctx, mode, opts, stdout); err != nil {
+		fmt.Fprintln(stderr, "reqlog-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func parse(args []string, stderr io.Writer) (options, string, error) {
+	var o options
+	fs := flag.NewFlagSet("reqlog-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the reqlog server (loopback only)")
+	fs.StringVar(&o.key, "key", os.Getenv("REQLOG_BENCH_KEY"), "API key (default $REQLOG_BENCH_KEY)")
+	fs.IntVar(&o.load.connections, "connections", 64, "concurrent connections (closed model), or initial workers with -rate (seed: default 8)")
+	fs.IntVar(&o.load.rate, "rate", 0, "requests per second (open model); 0: as fast as -connections allow")
+	fs.DurationVar(&o.load.duration, "duration", 10*time.Second, "how long the workload runs")
+	fs.DurationVar(&o.load.timeout, "timeout", 10*time.Second, "timeout of one request")
+	fs.IntVar(&o.load.maxWorkers, "max-workers", 2048, "with -rate: most requests in flight")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
+	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
+	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
+	limits := fs.String("limit", "", "also measure ceilings, comma-separated: bare (in-memory path), mongodb or elasticsearch (direct store)")
+	fs.StringVar(&o.mongoURI, "mongodb-uri", "mongodb://127.0.0.1:27017", "MongoDB of -limit mongodb")
+	fs.StringVar(&o.esURL, "elasticsearch-url", "http://127.0.0.1:9200", "Elasticsearch of -limit elasticsearch")
+	batches := fs.String("baseline-batches", "100,500,1000", "batch sizes the direct store baseline tries")
+	workers := fs.String("baseline-workers", "4,16", "goroutines appending at once that the direct store baseline tries; the best combination is the limit")
+	fs.DurationVar(&o.baselineEach, "baseline-each", 4*time.Second, "how long the direct store baseline runs each combination")
+	fs.BoolVar(&o.verify, "verify", false, "afterwards, look up every acknowledged message")
+	fs.DurationVar(&o.verifyWithin, "verify-within", time.Minute, "how long -verify waits for a message to be readable")
+	fs.StringVar(&o.verifyIn, "verify-in", "", "with -verify: look the ids up in the server's store directly, in bulk, instead of one API call each: mongodb (-mongodb-uri) or elasticsearch (-elasticsearch-url)")
+	fs.StringVar(&o.mongoDB, "mongodb-database", "reqlog", "the server's MongoDB database, for -verify-in")
+	fs.StringVar(&o.esPrefix, "elasticsearch-index-prefix", "reqlog", "the server's index prefix, for -verify-in")
+	fs.DurationVar(&o.sample, "sample", 0, "read the server's memory from /metrics this often (soak: 10s)")
+	fs.Float64Var(&o.writeShare, "write-share", 0.8, "mixed and soak: share of requests that submit")
+	fs.IntVar(&o.n, "n", 100_000, "seed: messages to store")
+	fs.DurationVar(&o.spread, "spread", 24*time.Hour, "seed: created_at spread over this much of the past")
+	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
+	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, "", err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return o, "", errors.New("name one mode")
+	}
+	mode := fs.Arg(0)
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if mode == "seed" && !explicit["connections"] {
+		// 8 batches of 200 in flight: enough to keep any store busy, well inside the
+		// service's default queue, so that nothing is refused.
+		o.load.connections = 8
+	}
+	if mode == "soak" {
+		if !explicit["duration"] {
+			o.load.duration = 2 * time.Minute
+		}
+		if !explicit["sample"] {
+			o.sample = 10 * time.Second
+		}
+	}
+	if *limits != "" {
+		o.limits = strings.Split(*limits, ",")
+	}
+	var err error
+	if o.batches, err = intList("-baseline-batches", *batches, 10_000); err != nil {
+		return o, "", err
+	}
+	if o.workers, err = intList("-baseline-workers", *workers, 256); err != nil {
+		return o, "", err
+	}
+	return o, mode, o.check(mode)
+}
+
+// intList parses a comma-separated list of numbers from 1 to most.
+func intList(flagName, list string, most int) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > most {
+			return nil, fmt.Errorf("%s: %q is not a number from 1 to %d", flagName, s, most)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (o options) check(mode string) error {
+	switch {
+	case !slices.Contains([]string{"ingest", "fetch", "mixed", "seed", "soak"}, mode):
+		return fmt.Errorf("unknown mode %q: use ingest, fetch, mixed, seed or soak", mode)
+	case o.load.duration <= 0 || o.load.duration > maxDuration:
+		return fmt.Errorf("-duration must be from 1s to %s", maxDuration)
+	case o.load.connections < 1 || o.load.connections > maxConnections:
+		return fmt.Errorf("-connections must be from 1 to %d", maxConnections)
+	case o.load.rate < 0 || o.load.rate > maxRate:
+		return fmt.Errorf("-rate must be from 0 to %d", maxRate)
+	case o.load.maxWorkers < 1 || o.load.maxWorkers > maxConnections:
+		return fmt.Errorf("-max-workers must be from 1 to %d", maxConnections)
+	case o.items < 1 || o.items > 1000:
+		return errors.New("-items must be from 1 to 1000")
+	case o.poolSize < 1 || o.poolSize > 100_000:
+		return errors.New("-pool must be from 1 to 100000")
+	case o.n < 1 || o.n > maxMessages:
+		return fmt.Errorf("-n must be from 1 to %d", maxMessages)
+	case o.baselineEach <= 0 || o.baselineEach > time.Minute:
+		return errors.New("-baseline-each must be from 1s to 1m")
+	case o.writeShare < 0 || o.writeShare > 1:
+		return errors.New("-write-share must be from 0 to 1")
+	case o.verifyWithin <= 0 || o.verifyWithin > maxDuration:
+		return fmt.Errorf("-verify-within must be from 1s to %s", maxDuration)
+	}
+	if o.verifyIn != "" && o.verifyIn != "mongodb" && o.verifyIn != "elasticsearch" {
+		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
+	}
+	for _, limit := range o.limits {
+		if !slices.Contains([]string{"bare", "mongodb", "elasticsearch"}, limit) {
+			return fmt.Errorf("-limit %q: use bare, mongodb or elasticsearch", limit)
+		}
+		target := map[string]string{"mongodb": o.mongoURI, "elasticsearch": o.esURL}[limit]
+		if u, err := url.Parse(target); target != "" && (err != nil || !isLoopback(u.Hostname())) {
+			return fmt.Errorf("-limit %s: %q is not on this machine: the tool only sends load to loopback addresses", limit, target)
+		}
+	}
+	return nil
+}
+
+func execute(ctx context.Context, mode string, o options, stdout io.Writer) error {
+	srv, err := newServer(o.url, o.key)
+	if err != nil {
+		return err
+	}
+	if err := srv.waitHealthy(ctx, o.wait); err != nil {
+		return err
+	}
+	title := mode
+	if o.label != "" {
+		title = o.label + " " + mode
+	}
+	gen := newGenerator(o.seed)
+	var sm *sampler
+	if o.sample > 0 {
+		sm = &sampler{server: srv, interval: o.sample, out: stdout}
+	}
+	switch mode {
+	case "seed":
+		return seed(ctx, srv, gen, o, stdout)
+	case "fetch":
+		mix, err := srv.prepareFetch(ctx)
+		if err != nil {
+			return err
+		}
+		attack(title, o.load, o.items, srv.fetchTargets(mix, o.seed), false, sm).print(stdout)
+		return nil
+	}
+	bodies := gen.pool(o.poolSize, o.items, time.Now())
+	targets := srv.ingestTargets(bodies)
+	if mode == "mixed" || mode == "soak" {
+		mix, err := srv.prepareFetch(ctx)
+		if err != nil {
+			return err
+		}
+		targets = mixedTargets(targets, srv.fetchTargets(mix, o.seed), o.writeShare, o.seed)
+	}
+	ceilings := make([]float64, len(o.limits))
+	for i, limit := range o.limits {
+		if ceilings[i], err = measureLimit(ctx, limit, o, bodies, stdout); err != nil {
+			return err
+		}
+	}
+	rep := attack(title, o.load, o.items, targets, o.verify, sm)
+	rep.print(stdout)
+	for i, limit := range o.limits {
+		rate := rep.ingestRate()
+		fmt.Fprintf(stdout, "ratio to the %s limit: %.0f / %.0f messages/s = %.0f%%\n", limit, rate, ceilings[i],
+			100*rate/ceilings[i])
+	}
+	if o.verify {
+		var v verification
+		switch o.verifyIn {
+		case "mongodb":
+			v, err = verifyInMongo(ctx, o.mongoURI, o.mongoDB, rep.acked, o.verifyWithin)
+		case "elasticsearch":
+			v, err = verifyInElasticsearch(ctx, o.esURL, o.esPrefix, rep.acked, o.verifyWithin)
+		default:
+			v = srv.verify(ctx, rep.acked, o.verifyWithin)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "verify: %d acknowledged, %d found, %d missing (in %s)\n", v.acknowledged, v.found,
+			v.acknowledged-v.found, v.took.Round(time.Millisecond))
+		if v.found != v.acknowledged {
+			return fmt.Errorf("acknowledged messages are missing, e.g. %v", v.missing)
+		}
+	}
+	return nil
+}
+
+// measureLimit measures the ingest ceiling named limit, in messages per second.
+func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte, stdout io.Writer) (float64, error) {
+	if limit == "bare" {
+		bare, err := startBare()
+		if err != nil {
+			return 0, err
+		}
+		defer bare.stop()
+		bareSrv, err := newServer(bare.url, "")
+		if err != nil {
+			return 0, err
+		}
+		rep := attack("limit: bare handler", o.load, o.items, bareSrv.ingestTargets(bodies), false, nil)
+		rep.print(stdout)
+		return rep.ingestRate(), nil
+	}
+	var b *baseline
+	var err error
+	if limit == "mongodb" {
+		b, err = openMongoBaseline(ctx, o.mongoURI)
+	} else {
+		b, err = openElasticBaseline(ctx, o.esURL)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("-limit %s: %w", limit, err)
+	}
+	runs, err := measureBaseline(ctx, b, bodies, o.batches, o.workers, o.baselineEach)
+	if cleanupErr := b.cleanup(context.WithoutCancel(ctx)); cleanupErr != nil {
+		fmt.Fprintf(stdout, "warning: cleaning up the %s baseline: %v\n", limit, cleanupErr)
+	}
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\n== limit: direct %s store, %s per combination\n", limit, o.baselineEach)
+	best := 0.0
+	for _, r := range runs {
+		fmt.Fprintf(stdout, "batch %5d x %3d goroutines: %8.0f messages/s (%d failed appends)\n", r.batch, r.workers,
+			r.rate, r.failures)
+		best = max(best, r.rate)
+	}
+	return best, nil
+}
+
+// seedBatch is seed's default submissions per request: about 1 MB of the
+// generated traffic, well under the default body limit of 5 MiB.
+const seedBatch = 200
+
+// seed stores o.n messages through the API in batches of -items (default
+// seedBatch), created_at spread over the last -spread, and reports the rate and
+// the server's memory before and after.
+func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io.Writer) error {
+	items := o.items
+	if items == 1 {
+		items = seedBatch
+	}
+	requests := (o.n + items - 1) / items
+	rssBefore, heapBefore := srv.memory()
+	now := time.Now()
+	header := srv.header()
+	next := make(chan []byte, o.load.connections)
+	go func() {
+		defer close(next)
+		for i := 0; i < requests && ctx.Err() == nil; i++ {
+			batch := make([]submission, min(items, o.n-i*items))
+			for j := range batch {
+				back := time.Duration(gen.rng.Int64N(int64(o.spread)))
+				batch[j] = gen.submission(now.Add(-back))
+			}
+			next <- body(batch)
+		}
+	}()
+	targets := func(t *vegeta.Target) error {
+		b, ok := <-next
+		if !ok {
+			return errNoTargets
+		}
+		*t = vegeta.Target{Method: "POST", URL: srv.base + "/v1/messages", Body: b, Header: header}
+		return nil
+	}
+	seedLoad := o.load
+	seedLoad.rate, seedLoad.duration = 0, maxDuration
+	rep := attack(fmt.Sprintf("seed %d messages", o.n), seedLoad, items, targets, false, nil)
+	rep.print(stdout)
+	rssAfter, heapAfter := srv.memory()
+	fmt.Fprintf(stdout, "server memory: rss %s -> %s, heap in use %s -> %s\n", mib(rssBefore), mib(rssAfter),
+		mib(heapBefore), mib(heapAfter))
+	if rssBefore >= 0 && rssAfter >= 0 && o.n >= 100_000 {
+		perMillion := 1e6 / float64(o.n)
+		fmt.Fprintf(stdout, "per million messages, garbage not yet collected included: rss +%s, heap +%s\n", mib((rssAfter-rssBefore)*perMillion),
+			mib((heapAfter-heapBefore)*perMillion))
+	}
+	if failed := rep.byOutcome[outcomeFailed]; failed != nil || rep.byOutcome[outcomeRefused] != nil {
+		return fmt.Errorf("not every seed request succeeded: %v", rep.all.StatusCodes)
+	}
+	return nil
+}
