@@ -351,16 +351,38 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 		}
 	}
 	clear(buf) // nor must the reused buffer
+	var failed []*commitRequest
 	g.mu.Lock()
 	for _, req := range batch {
 		g.held.sub(req.size)
+	}
+	if errors.Is(err, ports.ErrUnavailable) {
+		// The store is down: what waits behind this batch would fail the same way,
+		// each after the store's own timeout. Fail it now, so its callers get their
+		// 503 at once and retry (with the same Idempotency-Key) later.
+		failed = g.drain()
 	}
 	g.observe()
 	g.mu.Unlock()
 	for i, req := range batch {
 		req.done <- results[i]
 	}
+	for _, req := range failed {
+		req.done <- fmt.Errorf("group commit: not written, a batch before it found the store unavailable: %w", err)
+	}
 	return buf[:0]
+}
+
+// drain removes every queued request and releases its load; g.mu is held.
+func (g *GroupCommitter) drain() []*commitRequest {
+	var drained []*commitRequest
+	for len(g.queue) > 0 {
+		drained = append(drained, g.take()...)
+	}
+	for _, req := range drained {
+		g.held.sub(req.size)
+	}
+	return drained
 }
 
 // transient errors say nothing about the messages: the same batch may succeed later.
@@ -389,13 +411,7 @@ func (g *GroupCommitter) Close(ctx context.Context) error {
 	}
 	g.abort()
 	g.mu.Lock()
-	var dropped []*commitRequest
-	for len(g.queue) > 0 {
-		dropped = append(dropped, g.take()...)
-	}
-	for _, req := range dropped {
-		g.held.sub(req.size)
-	}
+	dropped := g.drain()
 	g.observe()
 	g.mu.Unlock()
 	for _, req := range dropped {
