@@ -17,6 +17,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -174,22 +175,8 @@ func newStore(t testing.TB, tweaks ...func(*elastic.Config)) (*elastic.Store, el
 
 var scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 
-// message is a readable message of scope created at createdAt, expiring a
-// retention later.
 func message(t testing.TB, createdAt time.Time) domain.Message {
-	t.Helper()
-	id, err := domain.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := domain.Micro(createdAt)
-	return domain.Message{
-		ID: id.ID, Reference: id.Reference, Account: scope.Account, Domain: scope.Domain,
-		Name: "shop", Method: "GET", Path: "/v1/orders", StatusCode: 200,
-		Request:   domain.Content{Header: domain.Header{}},
-		Response:  domain.Content{Header: domain.Header{}},
-		CreatedAt: created, UpdatedAt: created, VisibleAt: created, ExpiresAt: created.Add(domain.DefaultRetention),
-	}
+	return conformance.NewMessage(t, scope, createdAt)
 }
 
 // waitFor polls check until it returns nil or the deadline passes.

@@ -30,17 +30,7 @@ func TestAPIConformance(t *testing.T) {
 var scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 
 func message(t testing.TB, createdAt time.Time) domain.Message {
-	t.Helper()
-	id, err := domain.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := domain.Micro(createdAt)
-	return domain.Message{
-		ID: id.ID, Reference: id.Reference, Account: scope.Account, Domain: scope.Domain,
-		Name: "shop", Method: "GET", Path: "/", StatusCode: 200,
-		CreatedAt: created, UpdatedAt: created, VisibleAt: created, ExpiresAt: created.Add(domain.DefaultRetention),
-	}
+	return conformance.NewMessage(t, scope, createdAt)
 }
 
 func TestListRefusesLimitBelowOne(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -35,23 +36,8 @@ func opCtx(t *testing.T) context.Context {
 // newMessage builds a message of scope created at createdAt, readable from then
 // for an hour; edits change any field.
 func newMessage(t *testing.T, createdAt time.Time, edits ...func(*domain.Message)) domain.Message {
-	t.Helper()
-	id, err := domain.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := domain.Micro(createdAt)
-	m := domain.Message{
-		ID: id.ID, Reference: id.Reference, Account: scope.Account, Domain: scope.Domain,
-		Name: "shop", Method: "GET", Path: "/v1/orders", StatusCode: 200,
-		Request:   domain.Content{Header: domain.Header{}},
-		Response:  domain.Content{Header: domain.Header{}},
-		CreatedAt: created, UpdatedAt: created, VisibleAt: created, ExpiresAt: created.Add(time.Hour),
-	}
-	for _, edit := range edits {
-		edit(&m)
-	}
-	return m
+	expireInAnHour := func(m *domain.Message) { m.ExpiresAt = m.CreatedAt.Add(time.Hour) }
+	return conformance.NewMessage(t, scope, createdAt, append([]func(*domain.Message){expireInAnHour}, edits...)...)
 }
 
 // rawCollection opens the store's collection with a client of the test's own.
