@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
 	"mime"
 	"strings"
@@ -11,7 +10,7 @@ import (
 // header decodes a submitted header object. Keys are header field names; a value is
 // a string or an array of strings, numbers and booleans become their JSON text.
 // Names are canonicalised and the values of colliding names merged in the order sent,
-// which is why the object is read token by token rather than into a Go map.
+// which is why the object is walked member by member rather than read into a Go map.
 func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
 	h := Header{}
 	if isAbsent(raw) {
@@ -21,23 +20,7 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return h
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // the opening brace
-		fe.add(field, "must be an object")
-		return h
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			fe.add(field, "must be an object")
-			return h
-		}
-		name, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			fe.add(field, "must be an object")
-			return h
-		}
+	for name, value := range members(raw) {
 		if !isToken(name) {
 			fe.add(field, "has %q, which is not a valid header field name", name)
 			continue
@@ -63,12 +46,8 @@ func headerValues(raw json.RawMessage) ([]string, bool) {
 		s, ok := headerScalar(raw)
 		return []string{s}, ok
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, false
-	}
-	values := make([]string, 0, len(items))
-	for _, item := range items {
+	values := make([]string, 0, 1)
+	for item := range elements(raw) {
 		s, ok := headerScalar(item)
 		if !ok {
 			return nil, false
@@ -81,9 +60,7 @@ func headerValues(raw json.RawMessage) ([]string, bool) {
 func headerScalar(raw json.RawMessage) (string, bool) {
 	switch kindOf(raw) {
 	case kindString:
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err == nil
+		return unquote(raw), true
 	case kindNumber, kindBool:
 		return string(raw), true
 	}

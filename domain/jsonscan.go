@@ -1,13 +1,17 @@
 package domain
 
-// Byte-level JSON scanning for the jobs that must not decode: refusing hostile
-// nesting before any parser runs, splitting batches without copying them, and
-// redacting bodies without reordering them. Apart from exceedsNesting, the
-// functions expect well-formed JSON (json.Valid).
+// Byte-level JSON scanning: refusing hostile nesting before any parser runs,
+// splitting batches without copying them, redacting bodies without reordering
+// them, and decoding a submission in one walk once json.Valid has checked the
+// whole body (json.Unmarshal would check every nested value again). Apart from
+// exceedsNesting, the functions expect well-formed JSON.
 
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // MaxNesting bounds how deeply the arrays and objects of a POST body nest. A
@@ -53,13 +57,9 @@ func jsonStringEnd[T string | []byte](s T, i int) int {
 func batchItems(array []byte, limit int) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	n := 0
-	for i := skipJSONSpace(array, 1); i < len(array) && array[i] != ']'; n++ {
-		end := jsonValueEnd(array, i)
-		if n < limit {
-			items = append(items, json.RawMessage(array[i:end:end]))
-		}
-		if i = skipJSONSpace(array, end); i < len(array) && array[i] == ',' {
-			i = skipJSONSpace(array, i+1)
+	for item := range elements(array) {
+		if n++; n <= limit {
+			items = append(items, item)
 		}
 	}
 	if n > limit {
@@ -116,3 +116,130 @@ func skipJSONSpace[T string | []byte](s T, i int) int {
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// members yields the keys, decoded, and the raw values of the well-formed object
+// obj in the order sent. Decoding walks the body once this way instead of
+// re-validating every nested value as json.Unmarshal would.
+func members(obj []byte) iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for i := skipJSONSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
+			keyEnd := jsonStringEnd(obj, i)
+			key := unquote(obj[i:keyEnd])
+			start := skipJSONSpace(obj, skipJSONSpace(obj, keyEnd)+1) // past the colon
+			end := jsonValueEnd(obj, start)
+			if !yield(key, obj[start:end:end]) {
+				return
+			}
+			if i = skipJSONSpace(obj, end); i < len(obj) && obj[i] == ',' {
+				i = skipJSONSpace(obj, i+1)
+			}
+		}
+	}
+}
+
+// objectMap collects the members of the well-formed object obj; a repeated key
+// keeps its last value, as with json.Unmarshal into a map.
+func objectMap(obj []byte) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, 8)
+	for key, value := range members(obj) {
+		m[key] = value
+	}
+	return m
+}
+
+// unquote decodes the well-formed JSON string literal lit exactly as
+// json.Unmarshal does: invalid UTF-8 and unpaired surrogates become U+FFFD.
+func unquote(lit []byte) string {
+	s := lit[1 : len(lit)-1]
+	plain := 0 // the prefix that needs no decoding
+	for plain < len(s) {
+		c := s[plain]
+		if c == '\\' {
+			break
+		}
+		if c < utf8.RuneSelf {
+			plain++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[plain:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		plain += size
+	}
+	if plain == len(s) {
+		return string(s)
+	}
+	b := make([]byte, plain, len(s)+2*utf8.UTFMax)
+	copy(b, s)
+	for i := plain; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\':
+			switch e := s[i+1]; e {
+			case 'b':
+				b, i = append(b, '\b'), i+2
+			case 'f':
+				b, i = append(b, '\f'), i+2
+			case 'n':
+				b, i = append(b, '\n'), i+2
+			case 'r':
+				b, i = append(b, '\r'), i+2
+			case 't':
+				b, i = append(b, '\t'), i+2
+			case 'u':
+				r := hex4(s[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if pair := utf16.DecodeRune(r, hex4(s[i+2:])); pair != utf8.RuneError {
+							b, i = utf8.AppendRune(b, pair), i+6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+			default: // '"', '\\', '/'
+				b, i = append(b, e), i+2
+			}
+		case c < utf8.RuneSelf:
+			b, i = append(b, c), i+1
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			b, i = utf8.AppendRune(b, r), i+size
+		}
+	}
+	return string(b)
+}
+
+// hex4 reads the four hex digits of a \u escape; well-formed JSON guarantees them.
+func hex4(s []byte) rune {
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// elements yields the raw elements of the well-formed array arr.
+func elements(arr []byte) iter.Seq[json.RawMessage] {
+	return func(yield func(json.RawMessage) bool) {
+		for i := skipJSONSpace(arr, 1); i < len(arr) && arr[i] != ']'; {
+			end := jsonValueEnd(arr, i)
+			if !yield(arr[i:end:end]) {
+				return
+			}
+			if i = skipJSONSpace(arr, end); i < len(arr) && arr[i] == ',' {
+				i = skipJSONSpace(arr, i+1)
+			}
+		}
+	}
+}

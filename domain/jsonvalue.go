@@ -74,11 +74,7 @@ var errTimestamp = errors.New("must be a positive Unix timestamp (seconds, milli
 func parseTimestamp(raw json.RawMessage) (time.Time, error) {
 	switch kindOf(raw) {
 	case kindString:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return time.Time{}, errTimestamp
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
+		t, err := time.Parse(time.RFC3339Nano, unquote(raw))
 		if err != nil {
 			return time.Time{}, errors.New("must be an RFC 3339 timestamp such as 2023-06-06T19:53:02.928272Z when given as a string")
 		}

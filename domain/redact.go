@@ -29,6 +29,26 @@ func redactionKey(name string) string {
 	return strings.ToLower(dropSeparators.Replace(name))
 }
 
+// has reports whether name folds to a redacted field. ASCII names, the common
+// case, fold on the stack, so scanning a body's keys allocates nothing.
+func (f fieldSet) has(name string) bool {
+	var buf [64]byte
+	if len(name) > len(buf) || !isASCII(name) {
+		return f[redactionKey(name)]
+	}
+	folded := buf[:0]
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '-' || c == '_':
+		case 'A' <= c && c <= 'Z':
+			folded = append(folded, c+'a'-'A')
+		default:
+			folded = append(folded, c)
+		}
+	}
+	return f[string(folded)]
+}
+
 // redactSet returns the folded names of p.RedactedFields.
 func (p Policy) redactSet() fieldSet {
 	set := make(fieldSet, len(p.RedactedFields))
@@ -92,7 +112,7 @@ func redactJSON(body string, fields fieldSet) string {
 			i++
 		case '"':
 			end := jsonStringEnd(body, i)
-			if !expectKey || !fields[redactionKey(jsonKey(body[i:end]))] {
+			if !expectKey || !fields.has(jsonKey(body[i:end])) {
 				i = end
 				continue
 			}
@@ -119,11 +139,7 @@ func jsonKey(quoted string) string {
 	if !strings.ContainsRune(inner, '\\') && isASCII(inner) {
 		return inner
 	}
-	var key string
-	if err := json.Unmarshal([]byte(quoted), &key); err != nil {
-		return inner
-	}
-	return key
+	return unquote([]byte(quoted))
 }
 
 func isASCII(s string) bool {
@@ -149,7 +165,7 @@ func redactForm(body string, fields fieldSet) string {
 		if err != nil {
 			name = key
 		}
-		if fields[redactionKey(name)] {
+		if fields.has(name) {
 			pairs[i] = key + "=" + Mask
 			changed = true
 		}

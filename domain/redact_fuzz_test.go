@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -96,4 +97,59 @@ func jsonDepth(data []byte) int {
 			depth--
 		}
 	}
+}
+
+// FuzzJSONDecode checks the one-walk decoder against json.Unmarshal on valid
+// documents: strings (escapes, surrogates, invalid UTF-8), object members with
+// repeated keys, and array elements.
+func FuzzJSONDecode(f *testing.F) {
+	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud83d"`,
+		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`,
+		` { "k" : [ 1 , "2" , { } ] , "z" : null } `, `[1, "two", [3], {"four": 4}, true, null]`, `{}`, `[]`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		trimmed := bytes.TrimSpace(data)
+		if !json.Valid(trimmed) {
+			return
+		}
+		switch kindOf(trimmed) {
+		case kindString:
+			var want string
+			if err := json.Unmarshal(trimmed, &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := unquote(trimmed); got != want {
+				t.Fatalf("unquote(%q) = %q, want %q", trimmed, got, want)
+			}
+		case kindObject:
+			var want map[string]json.RawMessage
+			if err := json.Unmarshal(trimmed, &want); err != nil {
+				t.Fatal(err)
+			}
+			got := objectMap(trimmed)
+			if len(got) != len(want) {
+				t.Fatalf("objectMap(%q) = %q, want %q", trimmed, got, want)
+			}
+			for key, value := range want {
+				if !bytes.Equal(got[key], value) {
+					t.Fatalf("objectMap(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
+				}
+			}
+		case kindArray:
+			var want []json.RawMessage
+			if err := json.Unmarshal(trimmed, &want); err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Collect(elements(trimmed))
+			if len(got) != len(want) {
+				t.Fatalf("elements(%q) = %q, want %q", trimmed, got, want)
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("elements(%q)[%d] = %q, want %q", trimmed, i, got[i], want[i])
+				}
+			}
+		}
+	})
 }

@@ -95,11 +95,7 @@ func splitBody(body []byte, maxBatch int) (items []json.RawMessage, multiple, en
 	case '{':
 		// A map, not a struct: encoding/json matches struct tags case-insensitively,
 		// and only the exact key "messages" makes an envelope.
-		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(trimmed, &probe); err != nil {
-			return nil, false, false, invalid("the request body is not valid JSON")
-		}
-		messages, isEnvelope := probe["messages"]
+		messages, isEnvelope := objectMap(trimmed)["messages"]
 		if !isEnvelope {
 			return []json.RawMessage{trimmed}, false, false, nil
 		}
@@ -125,12 +121,12 @@ type validator struct {
 // submission validates one item. envelope items may use "app" for "name" and a
 // top-level "status_code" for "response.status_code".
 func (v validator) submission(raw json.RawMessage, envelope bool, fe *fieldErrors) Submission {
-	var obj map[string]json.RawMessage
-	if kindOf(raw) != kindObject || json.Unmarshal(raw, &obj) != nil {
+	if kindOf(raw) != kindObject {
 		// Only batch items can be anything but an object: name the item itself.
 		fe.list = append(fe.list, FieldError{Field: strings.TrimSuffix(fe.prefix, "."), Message: "must be a JSON object"})
 		return Submission{}
 	}
+	obj := objectMap(raw)
 	var s Submission
 	nameField := "name"
 	if envelope && isAbsent(obj["name"]) && !isAbsent(obj["app"]) {
@@ -191,9 +187,11 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 	case isAbsent(raw):
 		fe.add(field, "is required")
 		return Content{}, 0
-	case kindOf(raw) != kindObject || json.Unmarshal(raw, &inner) != nil:
+	case kindOf(raw) != kindObject:
 		fe.add(field, "must be an object")
 		return Content{}, 0
+	default:
+		inner = objectMap(raw)
 	}
 	var c Content
 	c.Body, _ = stringField(inner, "body", field+".body", false, fe)
@@ -240,12 +238,11 @@ func stringField(obj map[string]json.RawMessage, key, path string, required bool
 		}
 		return "", !required
 	}
-	var s string
-	if kindOf(raw) != kindString || json.Unmarshal(raw, &s) != nil {
+	if kindOf(raw) != kindString {
 		fe.add(path, "must be a string")
 		return "", false
 	}
-	return s, true
+	return unquote(raw), true
 }
 
 func (v validator) createdAt(raw json.RawMessage, fe *fieldErrors) time.Time {
