@@ -70,6 +70,7 @@ type Config struct {
 	RateLimit       float64 // requests per second per API key; 0: unlimited
 	RateBurst       int64
 	GroupCommit     GroupCommitConfig
+	Admission       AdmissionOptions
 	LogLevel        zapcore.Level
 	LogFormat       string
 	ShutdownTimeout time.Duration
@@ -121,6 +122,7 @@ func DefaultConfig() Config {
 		RateLimit:       DefaultRateLimit,
 		RateBurst:       DefaultRateBurst,
 		GroupCommit:     DefaultGroupCommitConfig(),
+		Admission:       DefaultAdmissionOptions(),
 		LogLevel:        zapcore.InfoLevel,
 		LogFormat:       LogFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
@@ -267,6 +269,8 @@ var settings = []setting{
 	countSetting("group_commit_writers", "store batches written at the same time", func(c *Config) *int { return &c.GroupCommit.Writers }),
 	countSetting("group_commit_queue_messages", "most messages waiting for the store (429 with Retry-After beyond)", func(c *Config) *int { return &c.GroupCommit.MaxQueueMessages }),
 	intSetting("group_commit_queue_bytes", "most bytes (estimated) waiting for the store (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.GroupCommit.MaxQueueBytes }),
+	countSetting("ingest_decoders", "submissions read and decoded at the same time (0: no limit)", func(c *Config) *int { return &c.Admission.Decoders }),
+	countSetting("ingest_max_waiting", "submissions waiting for a decoder (429 with Retry-After beyond)", func(c *Config) *int { return &c.Admission.MaxWaiting }),
 	{key: "log_level", usage: "debug, info, warn or error",
 		parse: func(c *Config, v string) (err error) {
 			if c.LogLevel, err = zapcore.ParseLevel(strings.TrimSpace(v)); err != nil {
@@ -532,6 +536,12 @@ func (c Config) Validate() error {
 		return bad("mongodb.database", `must be a non-empty name without / \ . " $ or spaces`)
 	case !indexPrefixPattern.MatchString(c.Elasticsearch.IndexPrefix):
 		return bad("elasticsearch.index_prefix", "must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit")
+	}
+	if c.Admission.Decoders < 0 {
+		return bad("ingest_decoders", "must not be negative (0 turns the limit off)")
+	}
+	if c.Admission.MaxWaiting < 0 {
+		return bad("ingest_max_waiting", "must not be negative")
 	}
 	if key, reason := c.GroupCommit.problem(); key != "" {
 		return bad(key, reason)

@@ -22,11 +22,15 @@ type recordingStore struct {
 	page      domain.Page    // returned by List
 	readLag   time.Duration
 	purgeHook func(ctx context.Context) (int64, error)
+	block     chan struct{} // when set, Append waits for it to close
 }
 
 var _ ports.MessageStore = (*recordingStore)(nil)
 
 func (s *recordingStore) Append(_ context.Context, msgs []domain.Message) error {
+	if s.block != nil {
+		<-s.block
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {

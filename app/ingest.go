@@ -22,18 +22,25 @@ type SubmitResult struct {
 
 // Ingester is the submit use case.
 type Ingester struct {
-	store  ports.MessageWriter
-	policy domain.Policy
-	clock  ports.Clock
+	store     ports.MessageWriter
+	policy    domain.Policy
+	clock     ports.Clock
+	admission *admission
 }
 
-// NewIngester returns the submit use case writing to store under policy.
+// NewIngester returns the submit use case writing to store under policy, admitting
+// submissions with DefaultAdmissionOptions.
 func NewIngester(store ports.MessageWriter, policy domain.Policy, clock ports.Clock) *Ingester {
-	return &Ingester{store: store, policy: policy, clock: clock}
+	return &Ingester{store: store, policy: policy, clock: clock, admission: newAdmission(DefaultAdmissionOptions())}
 }
 
-// Authorize reports ports.ErrForbidden for principals that may not submit, so callers can
-// refuse before reading a body.
+// LimitDecoding replaces the admission options; call it before the first submission.
+func (in *Ingester) LimitDecoding(o AdmissionOptions) *Ingester {
+	in.admission = newAdmission(o)
+	return in
+}
+
+// Authorize reports ports.ErrForbidden for principals that may not submit.
 func (in *Ingester) Authorize(principal domain.Principal) error {
 	if principal.ReadOnly {
 		return fmt.Errorf("this credential may only read messages: %w", ports.ErrForbidden)
@@ -41,40 +48,84 @@ func (in *Ingester) Authorize(principal domain.Principal) error {
 	return nil
 }
 
-// Submit validates body (one submission, an array or an envelope) and stores every
-// message, or nothing. With an idempotencyKey the identities are derived from it, so
-// a retried request stores nothing twice. Errors: ports.ErrForbidden,
-// *domain.ValidationError, domain.ErrTooLarge, ports.ErrUnavailable and
-// ports.ErrOverloaded (wrapped); a full queue refuses before the body is decoded.
-func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
+// Admission is a submission let in by Ingester.Admit: it holds a decoder until
+// Submit has decoded its body, or until Release.
+type Admission struct {
+	in        *Ingester
+	principal domain.Principal
+	release   func()
+}
+
+// Admit decides whether a submission may go ahead, before its body is read: it
+// refuses read-only principals (ports.ErrForbidden) and, wrapping
+// ports.ErrOverloaded, a full store queue or a full waiting room for decoders.
+// Otherwise it waits for a decoder. Call Release when the body is not submitted.
+func (in *Ingester) Admit(ctx context.Context, principal domain.Principal) (*Admission, error) {
 	if err := in.Authorize(principal); err != nil {
-		return SubmitResult{}, err
-	}
-	if idempotencyKey != "" {
-		if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
-			return SubmitResult{}, err
-		}
+		return nil, err
 	}
 	if err := shedLoad(in.store); err != nil {
+		return nil, err
+	}
+	release, err := in.admission.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Admission{in: in, principal: principal, release: release}, nil
+}
+
+// Release gives the decoder back; calling it again, or after Submit, does nothing.
+func (a *Admission) Release() { a.release() }
+
+// Submit validates body (one submission, an array or an envelope) and stores every
+// message, or nothing. With an idempotencyKey the identities are derived from it, so
+// a retried request stores nothing twice. The decoder is given back once the body
+// is decoded, before the store is waited for. Errors: *domain.ValidationError,
+// domain.ErrTooLarge, ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
+func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
+	in := a.in
+	msgs, result, err := in.decode(a.principal, body, idempotencyKey)
+	a.Release()
+	if err != nil {
 		return SubmitResult{}, err
+	}
+	if err := in.store.Append(ctx, msgs); err != nil {
+		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(msgs), err)
+	}
+	return result, nil
+}
+
+// Submit is Admit followed by Admission.Submit, for callers that hold the body
+// already.
+func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
+	admitted, err := in.Admit(ctx, principal)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return admitted.Submit(ctx, body, idempotencyKey)
+}
+
+// decode turns body into the messages to store and the reply.
+func (in *Ingester) decode(principal domain.Principal, body []byte, idempotencyKey string) ([]domain.Message, SubmitResult, error) {
+	if idempotencyKey != "" {
+		if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
+			return nil, SubmitResult{}, err
+		}
 	}
 	now := in.clock.Now()
 	batch, err := in.policy.ParseSubmissions(body, now)
 	if err != nil {
-		return SubmitResult{}, err
+		return nil, SubmitResult{}, err
 	}
 	msgs := make([]domain.Message, len(batch.Submissions))
 	ids := make([]domain.Identity, len(batch.Submissions))
 	for i, s := range batch.Submissions {
 		if ids[i], err = identity(principal.Scope, idempotencyKey, i); err != nil {
-			return SubmitResult{}, err
+			return nil, SubmitResult{}, err
 		}
 		msgs[i] = in.policy.NewMessage(principal.Scope, s, ids[i], now)
 	}
-	if err := in.store.Append(ctx, msgs); err != nil {
-		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(msgs), err)
-	}
-	return SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
+	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
 }
 
 func identity(scope domain.Scope, idempotencyKey string, index int) (domain.Identity, error) {

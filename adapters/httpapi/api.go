@@ -120,10 +120,11 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgReady})
 }
 
-// submit checks, in order: permission, content type, body size, then the body.
+// submit checks, in order: permission, content type, Idempotency-Key, load, body
+// size, then the body. Everything before the body costs no more than its headers,
+// so an overloaded service refuses fast.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
-	principal := principalOf(r.Context())
-	if err := a.ingest.Authorize(principal); err != nil {
+	if err := a.ingest.Authorize(principalOf(r.Context())); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -135,11 +136,17 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	admitted, err := a.ingest.Admit(r.Context(), principalOf(r.Context()))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	defer admitted.Release()
 	body, ok := a.readBody(w, r, a.maxBody)
 	if !ok {
 		return
 	}
-	result, err := a.ingest.Submit(r.Context(), principal, body, idempotencyKey)
+	result, err := admitted.Submit(r.Context(), body, idempotencyKey)
 	if err != nil {
 		a.fail(w, r, err)
 		return

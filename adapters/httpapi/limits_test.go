@@ -14,6 +14,11 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/domain"
 )
 
 // socketBuffer keeps the kernel from buffering megabytes on loopback, so the bytes
@@ -159,5 +164,41 @@ func TestHeaderFloodIsRefused(t *testing.T) {
 	// The server is still there for well-behaved clients.
 	if status, _ := get(t, "http://"+s.Addr().String(), liveKey); status != http.StatusOK {
 		t.Errorf("after the flood: %d", status)
+	}
+}
+
+// An overloaded service refuses a submission from its headers: the body is not
+// read, so the refusal costs no more than the headers did.
+func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
+	store := memory.New()
+	keys := keyring.New([]keyring.Entry{{Account: "acme", Domain: "live", Digest: keyring.Digest(liveKey)}})
+	policy, clock := app.DefaultConfig().Policy(), conformance.NewFakeClock(start)
+	ingest := app.NewIngester(store, policy, clock).LimitDecoding(app.AdmissionOptions{Decoders: 1})
+	handler := httpapi.New(ingest, app.NewReader(store, policy, clock), keys, httpapi.Options{})
+	busy, err := ingest.Admit(context.Background(), domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func() (*httptest.ResponseRecorder, *countingReader) {
+		body := &countingReader{b: ' ', left: 1 << 20}
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", body)
+		req.Header.Set("Authorization", "Bearer "+liveKey)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		return rec, body
+	}
+	rec, body := post()
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("status %d, Retry-After %q with the only decoder busy; want 429 with Retry-After: %s",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if n := body.read.Load(); n != 0 {
+		t.Errorf("the refused request's body was read (%d bytes)", n)
+	}
+	busy.Release()
+	if rec, body = post(); rec.Code != http.StatusBadRequest || body.read.Load() == 0 {
+		t.Errorf("with the decoder free: status %d after reading %d bytes, want the blank body read and refused with 400",
+			rec.Code, body.read.Load())
 	}
 }
