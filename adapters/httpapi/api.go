@@ -200,16 +200,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body := listReply{Status: true, Message: msgListed, Messages: make([]messageJSON, len(page.Messages)),
-		Pagination: paginationJSON{Limit: q.Limit, HasMore: page.HasMore}}
-	for i, m := range page.Messages {
-		body.Messages[i] = toMessageJSON(m)
-	}
-	if next := page.Next(); next != nil {
-		cursor := next.Encode()
-		body.Pagination.NextCursor = &cursor
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeEncoded(w, http.StatusOK, func(dst []byte) []byte { return appendListReply(dst, page, q.Limit) })
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
@@ -218,7 +209,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgFetched, Data: toMessageJSON(m)})
+	writeEncoded(w, http.StatusOK, func(dst []byte) []byte { return appendFetchedReply(dst, m) })
 }
 
 func notFound(w http.ResponseWriter, _ *http.Request) {
@@ -266,7 +257,12 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 		buf.Reset()
 		buf.WriteString(`{"status":false,"message":"internal error"}` + "\n")
 	}
+	writeBody(w, status, buf.Bytes())
+}
+
+// writeBody writes an encoded JSON reply.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }

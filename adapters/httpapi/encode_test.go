@@ -1,0 +1,318 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// The reference encoding: the reply structs the API encoded with encoding/json
+// before encode.go; the hand-written encoder must produce the same bytes.
+
+type listReply struct {
+	Status     bool           `json:"status"`
+	Message    string         `json:"message"`
+	Messages   []messageJSON  `json:"messages"`
+	Pagination paginationJSON `json:"pagination"`
+}
+
+type paginationJSON struct {
+	Limit      int     `json:"limit"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+type messageJSON struct {
+	ID         string      `json:"id"`
+	Reference  string      `json:"reference"`
+	Name       string      `json:"name"`
+	Domain     string      `json:"domain"`
+	IPAddress  string      `json:"ip_address"`
+	StatusCode int         `json:"status_code"`
+	Request    contentJSON `json:"request"`
+	Response   contentJSON `json:"response"`
+	Path       string      `json:"path"`
+	Method     string      `json:"method"`
+	CreatedAt  string      `json:"created_at"`
+	UpdatedAt  string      `json:"updated_at"`
+}
+
+type contentJSON struct {
+	Header      map[string][]string `json:"header"`
+	Body        string              `json:"body"`
+	ContentType string              `json:"content_type"`
+}
+
+func toMessageJSON(m domain.Message) messageJSON {
+	return messageJSON{
+		ID: m.ID, Reference: m.Reference, Name: m.Name, Domain: m.Domain, IPAddress: m.IPAddress,
+		StatusCode: m.StatusCode, Request: toContentJSON(m.Request), Response: toContentJSON(m.Response),
+		Path: m.Path, Method: m.Method,
+		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt),
+	}
+}
+
+func toContentJSON(c domain.Content) contentJSON {
+	header := make(map[string][]string, len(c.Header))
+	for name, values := range c.Header {
+		if values == nil {
+			values = []string{}
+		}
+		header[name] = values
+	}
+	return contentJSON{Header: header, Body: c.Body, ContentType: c.ContentType}
+}
+
+func referenceListReply(page domain.Page, limit int) listReply {
+	body := listReply{Status: true, Message: msgListed, Messages: make([]messageJSON, len(page.Messages)),
+		Pagination: paginationJSON{Limit: limit, HasMore: page.HasMore}}
+	for i, m := range page.Messages {
+		body.Messages[i] = toMessageJSON(m)
+	}
+	if next := page.Next(); next != nil {
+		cursor := next.Encode()
+		body.Pagination.NextCursor = &cursor
+	}
+	return body
+}
+
+func referenceFetchedReply(m domain.Message) reply {
+	return reply{Status: true, Message: msgFetched, Data: toMessageJSON(m)}
+}
+
+// encodeReference encodes v exactly as writeJSON does.
+func encodeReference(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("encoding/json: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func assertSameBytes(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	at := 0
+	for at < len(got) && at < len(want) && got[at] == want[at] {
+		at++
+	}
+	t.Fatalf("%s differs from encoding/json at byte %d:\n got: %q\nwant: %q", what, at, excerpt(got, at), excerpt(want, at))
+}
+
+func excerpt(b []byte, at int) []byte { return b[max(at-40, 0):min(at+40, len(b))] }
+
+// trickyStrings need every escaping rule of encoding/json.
+var trickyStrings = func() []string {
+	var controls strings.Builder
+	for b := range 0x20 {
+		controls.WriteByte(byte(b))
+	}
+	return []string{
+		"", "plain", `quote " and backslash \`, controls.String(), "\x7f DEL", "<script>&amp;</script>",
+		"line\u2028separator\u2029paragraph", "\u2027\u202a neighbours", "emoji 🚀 and é ü 中文",
+		"bad \xff byte", "\xc3", "\xe2\x80", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 too big",
+		"\xc0\xaf overlong", `{"json":"body","n":[1,2,3]}`, "\ufffd literal replacement",
+		"tab\tnewline\ncr\rbackspace\bformfeed\f",
+	}
+}()
+
+func trickyMessage(i int, s string) domain.Message {
+	at := time.Date(2025, 3, 14, 12, 0, 0, 123456789, time.FixedZone("east", 3600)).Add(time.Duration(i) * time.Minute)
+	return domain.Message{
+		ID: s, Reference: "msg_" + s, Account: "acme", Domain: domain.DomainLive, Name: s, IPAddress: s,
+		Method: s, Path: "/p/" + s, StatusCode: 100 + i,
+		Request: domain.Content{
+			Header: domain.Header{"Z-Last": {s}, s: {s, "second"}, "A-First": nil, "M-Empty": {}, "b-lower": {"x"}},
+			Body:   s, ContentType: s,
+		},
+		Response:  domain.Content{Header: nil, Body: strings.Repeat(s, 3), ContentType: "application/json"},
+		CreatedAt: at, UpdatedAt: at.Add(time.Second),
+		VisibleAt: at, ExpiresAt: at.Add(time.Hour),
+	}
+}
+
+func trickyMessages() []domain.Message {
+	msgs := []domain.Message{{}} // zero times, nil headers, empty strings
+	for i, s := range trickyStrings {
+		msgs = append(msgs, trickyMessage(i, s))
+	}
+	many := domain.Header{}
+	for i := range 100 { // more names than appendHeader keeps on the stack
+		many[strings.Repeat("k", 100-i)] = []string{strings.Repeat("v", i)}
+	}
+	msgs = append(msgs, domain.Message{ID: "many", Request: domain.Content{Header: many}, Response: domain.Content{Header: domain.Header{}},
+		CreatedAt: time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(12345, 12, 31, 23, 59, 59, 999999000, time.UTC)})
+	return msgs
+}
+
+func TestAppendFetchedReplyMatchesEncodingJSON(t *testing.T) {
+	for _, m := range trickyMessages() {
+		assertSameBytes(t, "message "+m.ID, appendFetchedReply(nil, m), encodeReference(t, referenceFetchedReply(m)))
+	}
+}
+
+func TestAppendListReplyMatchesEncodingJSON(t *testing.T) {
+	msgs := trickyMessages()
+	pages := map[string]domain.Page{
+		"nil messages":    {},
+		"empty messages":  {Messages: []domain.Message{}},
+		"last page":       {Messages: msgs},
+		"more to come":    {Messages: msgs, HasMore: true},
+		"one, more":       {Messages: msgs[1:2], HasMore: true},
+		"empty with more": {HasMore: true}, // no cursor without a last message
+	}
+	for name, page := range pages {
+		for _, limit := range []int{0, 1, domain.DefaultLimit, domain.MaxLimit} {
+			assertSameBytes(t, name, appendListReply(nil, page, limit), encodeReference(t, referenceListReply(page, limit)))
+		}
+	}
+}
+
+// Every rune, every byte alone, and every byte pair (which covers truncated and
+// invalid UTF-8 sequences at any position) quote as encoding/json quotes them.
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	var runes strings.Builder
+	for r := rune(0); r <= utf8.MaxRune; r++ {
+		runes.WriteRune(r) // surrogates become U+FFFD, as any string may hold
+	}
+	var pairs strings.Builder
+	for b := range 1 << 16 {
+		pairs.WriteByte(byte(b >> 8))
+		pairs.WriteByte(byte(b))
+	}
+	inputs := append([]string{runes.String(), pairs.String()}, trickyStrings...)
+	for b := range 256 {
+		inputs = append(inputs, string([]byte{byte(b)}), "a"+string([]byte{byte(b)})+"z")
+	}
+	for _, s := range inputs {
+		assertSameBytes(t, "string", appendJSONString(nil, s), bytes.TrimSuffix(encodeReference(t, s), []byte("\n")))
+	}
+}
+
+// Encoding a message allocates nothing once the buffer is large enough: the
+// header names are sorted on the stack.
+func TestAppendMessageAllocations(t *testing.T) {
+	m := trickyMessage(0, "value")
+	buf := appendMessage(nil, m)
+	allocs := testing.AllocsPerRun(100, func() { buf = appendMessage(buf[:0], m) })
+	if allocs != 0 {
+		t.Fatalf("appendMessage into a large enough buffer allocated %v times, want 0", allocs)
+	}
+}
+
+// The handler serves pages and single messages with the encoder, reusing pooled
+// buffers between replies of different sizes.
+func TestListAndGetServeTheReferenceEncoding(t *testing.T) {
+	store := memory.New()
+	now := time.Now()
+	var stored []domain.Message
+	for i, s := range trickyStrings {
+		m := trickyMessage(i, s)
+		id, err := domain.NewIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ID, m.Reference = id.ID, id.Reference
+		m.CreatedAt, m.UpdatedAt = domain.Micro(now.Add(-time.Duration(i)*time.Minute)), domain.Micro(now)
+		m.VisibleAt, m.ExpiresAt = m.UpdatedAt.Add(-time.Hour), now.Add(time.Hour)
+		stored = append(stored, m)
+	}
+	if err := store.Append(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	policy := domain.DefaultPolicy()
+	clock := app.SystemClock{}
+	reader := app.NewReader(store, policy, clock)
+	keys := keyring.New([]keyring.Entry{{Account: "acme", Domain: domain.DomainLive, Digest: keyring.Digest("key")}})
+	handler := New(app.NewIngester(store, policy, clock), reader, keys, Options{})
+	principal := domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}
+
+	serve := func(target string) []byte {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header.Set("Authorization", "Bearer key")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Fatalf("GET %s: Content-Type %q", target, ct)
+		}
+		return rec.Body.Bytes()
+	}
+	for _, limit := range []int{len(stored), 3, 1} {
+		q := domain.Query{Limit: limit}
+		page, err := reader.List(context.Background(), principal, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if limit < len(stored) && !page.HasMore {
+			t.Fatalf("limit %d: want a page with more to come", limit)
+		}
+		want := encodeReference(t, referenceListReply(page, limit))
+		assertSameBytes(t, "page", serve("/v1/messages?limit="+strconv.Itoa(limit)), want)
+	}
+	for _, m := range stored[:3] {
+		got, err := reader.Get(context.Background(), principal, m.Reference)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSameBytes(t, "message", serve("/v1/messages/"+m.Reference), encodeReference(t, referenceFetchedReply(got)))
+	}
+}
+
+func FuzzAppendMessage(f *testing.F) {
+	for i, s := range trickyStrings {
+		f.Add(s, s, "Name-"+s, s, 200+i, int64(i)*1e12)
+	}
+	f.Add("", "", "", "", 0, int64(0))
+	f.Add("\xff", "\u2028", "\x00", "<&>", -1, int64(-62135596800000000))
+	f.Fuzz(func(t *testing.T, text, body, headerName, headerValue string, status int, createdMicro int64) {
+		created := time.UnixMicro(createdMicro)
+		m := domain.Message{
+			ID: text, Reference: text, Name: headerName, Domain: text, IPAddress: headerValue, Method: text, Path: body,
+			StatusCode: status,
+			Request: domain.Content{Header: domain.Header{headerName: {headerValue, text}, headerValue: nil, text: {}},
+				Body: body, ContentType: text},
+			Response:  domain.Content{Header: domain.Header{headerValue: {body}}, Body: body + text, ContentType: headerValue},
+			CreatedAt: created, UpdatedAt: created.Add(time.Duration(status)),
+		}
+		assertSameBytes(t, "message", appendFetchedReply(nil, m), encodeReference(t, referenceFetchedReply(m)))
+		page := domain.Page{Messages: []domain.Message{m, m}, HasMore: status%2 == 0}
+		assertSameBytes(t, "page", appendListReply(nil, page, status), encodeReference(t, referenceListReply(page, status)))
+	})
+}
+
+// BenchmarkAppendJSONString quotes a JSON body of the kind clients log: dense
+// with quotes that need escaping.
+func BenchmarkAppendJSONString(b *testing.B) {
+	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`
+	plain := strings.Repeat("Mozilla/5.0 (X11; Linux x86_64) text/html,application/xhtml+xml ", 60)
+	for name, s := range map[string]string{"json": body, "plain": plain} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			buf := appendJSONString(nil, s)
+			for b.Loop() {
+				buf = appendJSONString(buf[:0], s)
+			}
+		})
+	}
+}
