@@ -126,20 +126,33 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("memory: list: limit must be at least 1, got %d", q.Limit)
 	}
+	found := s.scan(q, now)
+	page := domain.Page{HasMore: len(found) > q.Limit}
+	found = found[:min(len(found), q.Limit)]
+	// Stored messages are never modified, so they are copied outside the lock.
+	page.Messages = make([]domain.Message, len(found))
+	for i, m := range found {
+		page.Messages[i] = m.Clone()
+	}
+	return page, nil
+}
+
+// scan returns up to q.Limit+1 messages of q's page, as stored.
+func (s *Store) scan(q domain.Query, now time.Time) []*domain.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	index := s.index(q)
 	if index == nil {
-		return domain.Page{}, nil
+		return nil
 	}
 	f := q.Filter
-	found := make([]domain.Message, 0, min(q.Limit+1, index.Len()))
+	found := make([]*domain.Message, 0, min(q.Limit+1, index.Len()))
 	collect := func(m *domain.Message) bool {
 		if !f.From.IsZero() && m.CreatedAt.Before(f.From) {
 			return false // everything further on is older still
 		}
 		if (q.After == nil || q.After.Admits(*m)) && m.Readable(now) && f.Matches(*m) {
-			found = append(found, m.Clone())
+			found = append(found, m)
 		}
 		return len(found) <= q.Limit
 	}
@@ -148,11 +161,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	} else {
 		index.Ascend(collect)
 	}
-	page := domain.Page{Messages: found, HasMore: len(found) > q.Limit}
-	if page.HasMore {
-		page.Messages = found[:q.Limit]
-	}
-	return page, nil
+	return found
 }
 
 // index is the narrowest index that holds every candidate of q, or nil.
