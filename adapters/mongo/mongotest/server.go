@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +55,11 @@ func StartServer(ctx context.Context, dir string) (*Server, error) {
 
 // StartServerOn is StartServer listening on addr (host:port; port 0 picks one).
 func StartServerOn(ctx context.Context, dir, addr string) (*Server, error) {
+	// FerretDB takes the directory as a file: URI, which must hold an absolute path.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mongotest: state directory: %w", err)
+	}
 	s := &Server{dir: dir, addr: addr, logger: ferretLogger()}
 	if err := s.Start(ctx); err != nil {
 		return nil, err
