@@ -18,7 +18,7 @@ const (
 	DefaultGroupLinger        = 0
 	DefaultGroupQueueMessages = 10_000
 	DefaultGroupQueueBytes    = 64 << 20
-	DefaultGroupWriters       = 16
+	DefaultGroupWriters       = 4
 )
 
 // Upper bounds the configuration accepts: beyond them a setting is a typo.
