@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
-	"github.com/reqlog/reqlog/adapters/keyring"
-	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
-	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -170,11 +167,7 @@ func TestHeaderFloodIsRefused(t *testing.T) {
 // An overloaded service refuses a submission from its headers: the body is not
 // read, so the refusal costs no more than the headers did.
 func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
-	store := memory.New()
-	keys := keyring.New([]keyring.Entry{{Account: "acme", Domain: "live", Digest: keyring.Digest(liveKey)}})
-	policy, clock := app.DefaultConfig().Policy(), conformance.NewFakeClock(start)
-	ingest := app.NewIngester(store, policy, clock).LimitDecoding(app.AdmissionOptions{Decoders: 1})
-	handler := httpapi.New(ingest, app.NewReader(store, policy, clock), keys, httpapi.Options{})
+	handler, ingest := apiAdmitting(httpapi.Options{}, app.AdmissionOptions{Decoders: 1})
 	busy, err := ingest.Admit(context.Background(), domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}})
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,12 @@ func serveAPI(t *testing.T, opts httpapi.Options) *httptest.Server {
 // apiHandler is the API on a memory store, with liveKey (acme/live) and otherKey
 // (globex/live) configured.
 func apiHandler(opts httpapi.Options) http.Handler {
+	handler, _ := apiAdmitting(opts, app.DefaultAdmissionOptions())
+	return handler
+}
+
+// apiAdmitting is apiHandler with the given admission, and its ingester.
+func apiAdmitting(opts httpapi.Options, admission app.AdmissionOptions) (http.Handler, *app.Ingester) {
 	store := memory.New()
 	keys := keyring.New([]keyring.Entry{
 		{Account: "acme", Domain: "live", Digest: keyring.Digest(liveKey)},
@@ -43,7 +49,8 @@ func apiHandler(opts httpapi.Options) http.Handler {
 	})
 	cfg := app.DefaultConfig()
 	clock := conformance.NewFakeClock(start)
-	return httpapi.New(app.NewIngester(store, cfg.Policy(), clock), app.NewReader(store, cfg.Policy(), clock), keys, opts)
+	ingest := app.NewIngester(store, cfg.Policy(), clock).LimitDecoding(admission)
+	return httpapi.New(ingest, app.NewReader(store, cfg.Policy(), clock), keys, opts), ingest
 }
 
 // callAPI sends a request with key (none if "") and a JSON body, and returns the
