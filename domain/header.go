@@ -118,7 +118,7 @@ func contentType(h Header, body string, sniff Sniffer) string {
 	switch {
 	case body == "":
 		return ""
-	case json.Valid([]byte(body)):
+	case validJSON(body):
 		return "application/json"
 	default:
 		return mediaType(sniff([]byte(body)))

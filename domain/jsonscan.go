@@ -39,17 +39,23 @@ func exceedsNesting[T string | []byte](data T, limit int) bool {
 }
 
 // jsonStringEnd returns the index just after the string literal starting at i.
+// Bodies nested in a submission are mostly escaped quotes, a few bytes apart, so
+// a plain loop beats a vectorised search here.
 func jsonStringEnd[T string | []byte](s T, i int) int {
 	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			j++
-		case '"':
+		if !jsonStringStop[s[j]] {
+			continue
+		}
+		if s[j] == '"' {
 			return j + 1
 		}
+		j++ // past the escaped byte
 	}
 	return len(s)
 }
+
+// jsonStringStop marks the bytes that end a string or start an escape.
+var jsonStringStop = [256]bool{'"': true, '\\': true}
 
 // batchItems splits a well-formed JSON array into its elements without copying
 // them. An array of more than limit elements is refused with ErrTooLarge after

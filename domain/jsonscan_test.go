@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,6 +85,35 @@ func BenchmarkParseSubmissionsHostile(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// validJSONCases are documents on both sides of json.Valid's line; they also seed
+// FuzzJSONScan.
+var validJSONCases = []string{
+	``, ` `, `{}`, `[]`, ` [ ] `, `{"a":1}`, `{"a" : [1, 2.5e-3, -0, true, false, null, "x"]}`, `{"a":1,}`, `[1,]`,
+	`{"a"}`, `{"a":}`, `{1:2}`, `{"a":1 "b":2}`, `[1 2]`, `{"a":1]`, `[1}`, `]`, `}`, `[[]`, `[]]`, `"abc`,
+	`"\u00e9\ud83d"`, `"\u00g0"`, `"\u00"`, `"\x"`, `"\/\b\f\n\r\t\"\\"`, "\"\t\"", "\"\x7f\xff\xfe\"", "\"a\x00\"",
+	`0`, `-0`, `01`, `-`, `-a`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1E-7`, `1e5.0`, `+1`, `00`, `123456789012345678901234567890`,
+	`true`, `tru`, `truex`, `nul`, `null null`, `false`, `fals`, "\n\r\t 1 \n", "\v1", `[1] x`, `{"a":{"b":{"c":[{}]}}}`,
+	`"\\`, `"\`, `{"\"":"\\"}`,
+}
+
+func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
+	cases := append([]string{
+		strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+		strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth),
+		strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1),
+	}, validJSONCases...)
+	for _, c := range cases {
+		want := json.Valid([]byte(c))
+		if got := validJSON(c); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", c, got, want)
+		}
+		if got := validJSON([]byte(c)); got != want {
+			t.Errorf("validJSON([]byte(%.40q)) = %v, json.Valid says %v", c, got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -75,7 +74,7 @@ func redactBody(body, contentType string, fields fieldSet) string {
 	}
 	switch {
 	case isJSONMediaType(contentType):
-		if !json.Valid([]byte(body)) {
+		if !validJSON(body) {
 			return body
 		}
 		return redactJSON(body, fields)
@@ -118,6 +117,9 @@ func redactJSON(body string, fields fieldSet) string {
 			}
 			start := skipColon(body, end)
 			stop := jsonValueEnd(body, start)
+			if copied == 0 {
+				out.Grow(len(body))
+			}
 			out.WriteString(body[copied:start])
 			out.WriteString(maskedJSONValue)
 			copied, i, expectKey = stop, stop, false

@@ -42,14 +42,20 @@ func FuzzRedactForm(f *testing.F) {
 	})
 }
 
-// FuzzJSONScan checks the byte-level scanners against encoding/json's own reading
-// of valid documents: the depth pre-scan and the batch splitter.
+// FuzzJSONScan checks the byte-level scanners against encoding/json: the validator
+// on any input, and on valid documents the depth pre-scan and the batch splitter.
 func FuzzJSONScan(f *testing.F) {
 	for _, seed := range []string{`[[[]]]`, `{"a":{"b":[{}]}}`, `["[[[", "]]]"]`, `{"\"[":[1]}`, `1`, `[[`, `"\\"`,
 		` [ 1 , "a,]" , {"x":[1,2]} , [] , -0.5e+3 , true , null ] `, `[]`, `[{}]`} {
 		f.Add([]byte(seed), uint8(2))
 	}
+	for _, seed := range validJSONCases {
+		f.Add([]byte(seed), uint8(2))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
+		if got, want := validJSON(data), json.Valid(data); got != want || validJSON(string(data)) != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
+		}
 		got := exceedsNesting(data, int(limit))
 		if !json.Valid(data) {
 			return
