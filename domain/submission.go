@@ -44,69 +44,84 @@ type Batch struct {
 // Either every item is valid or a *ValidationError lists each bad field; a batch over
 // MaxBatch items fails with an error wrapping ErrTooLarge.
 func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	items, multiple, envelope, err := splitBody(body, p.MaxBatch)
+	shape, err := splitBody(body, p.MaxBatch)
 	if err != nil {
 		return Batch{}, err
 	}
-	if multiple && len(items) == 0 {
+	if shape.multiple && len(shape.items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
 	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
-	batch := Batch{Submissions: make([]Submission, len(items)), Multiple: multiple}
-	var all []FieldError
-	for i, raw := range items {
+	if !shape.multiple {
 		fe := fieldErrors{}
-		if multiple {
-			fe.prefix = fmt.Sprintf("[%d].", i)
+		s := v.submission(shape.single, false, &fe)
+		if len(fe.list) > 0 {
+			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.list}
 		}
-		batch.Submissions[i] = v.submission(raw, envelope, &fe)
+		return Batch{Submissions: []Submission{s}}, nil
+	}
+	batch := Batch{Submissions: make([]Submission, len(shape.items)), Multiple: true}
+	var all []FieldError
+	for i, raw := range shape.items {
+		fe := fieldErrors{prefix: fmt.Sprintf("[%d].", i)}
+		if kindOf(raw) != kindObject {
+			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
+		} else {
+			batch.Submissions[i] = v.submission(objectMap(raw), shape.envelope, &fe)
+		}
 		all = append(all, fe.list...)
 	}
 	if len(all) > 0 {
-		msg := "the submission is invalid"
-		if multiple {
-			msg = "the batch is invalid: nothing was stored"
-		}
-		return Batch{}, &ValidationError{Message: msg, Fields: all}
+		return Batch{}, &ValidationError{Message: "the batch is invalid: nothing was stored", Fields: all}
 	}
 	return batch, nil
 }
 
-// splitBody finds the shape of body and returns its items undecoded, refusing more
-// than maxBatch of them.
-func splitBody(body []byte, maxBatch int) (items []json.RawMessage, multiple, envelope bool, err error) {
+// bodyShape is a POST body split into its items, undecoded.
+type bodyShape struct {
+	items []json.RawMessage // the array's or envelope's items
+	// single holds the members of a lone submission, read once while looking for
+	// "messages".
+	single   map[string]json.RawMessage
+	multiple bool // an array or an envelope
+	envelope bool
+}
+
+// splitBody finds the shape of body, refusing more than maxBatch items.
+func splitBody(body []byte, maxBatch int) (bodyShape, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, false, false, invalid("the request body is empty: send a JSON object or array")
+		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
 	if exceedsNesting(trimmed, MaxNesting) {
-		return nil, false, false, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
+		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	}
-	if !json.Valid(trimmed) {
-		return nil, false, false, invalid("the request body is not valid JSON")
+	if !validJSON(trimmed) {
+		return bodyShape{}, invalid("the request body is not valid JSON")
 	}
 	switch trimmed[0] {
 	case '[':
-		items, err = batchItems(trimmed, maxBatch)
-		return items, true, false, err
+		items, err := batchItems(trimmed, maxBatch)
+		return bodyShape{items: items, multiple: true}, err
 	case '{':
 		// A map, not a struct: encoding/json matches struct tags case-insensitively,
 		// and only the exact key "messages" makes an envelope.
-		messages, isEnvelope := objectMap(trimmed)["messages"]
+		obj := objectMap(trimmed)
+		messages, isEnvelope := obj["messages"]
 		if !isEnvelope {
-			return []json.RawMessage{trimmed}, false, false, nil
+			return bodyShape{single: obj}, nil
 		}
 		if kindOf(messages) != kindArray {
-			return nil, false, false, &ValidationError{Message: "the submission is invalid",
+			return bodyShape{}, &ValidationError{Message: "the submission is invalid",
 				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
 		}
-		items, err = batchItems(messages, maxBatch)
-		return items, true, true, err
+		items, err := batchItems(messages, maxBatch)
+		return bodyShape{items: items, multiple: true, envelope: true}, err
 	default:
-		return nil, false, false, invalid("the request body must be a JSON object or array")
+		return bodyShape{}, invalid("the request body must be a JSON object or array")
 	}
 }
 
@@ -118,15 +133,9 @@ type validator struct {
 	sniff    Sniffer
 }
 
-// submission validates one item. envelope items may use "app" for "name" and a
-// top-level "status_code" for "response.status_code".
-func (v validator) submission(raw json.RawMessage, envelope bool, fe *fieldErrors) Submission {
-	if kindOf(raw) != kindObject {
-		// Only batch items can be anything but an object: name the item itself.
-		fe.list = append(fe.list, FieldError{Field: strings.TrimSuffix(fe.prefix, "."), Message: "must be a JSON object"})
-		return Submission{}
-	}
-	obj := objectMap(raw)
+// submission validates the members of one item. envelope items may use "app" for
+// "name" and a top-level "status_code" for "response.status_code".
+func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe *fieldErrors) Submission {
 	var s Submission
 	nameField := "name"
 	if envelope && isAbsent(obj["name"]) && !isAbsent(obj["app"]) {
