@@ -1,8 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
-	"io"
 	"net/http"
 )
 
@@ -24,7 +24,14 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]b
 		a.fail(w, r, &http.MaxBytesError{Limit: limit})
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// A declared length sizes the buffer once; io.ReadAll would grow it step by
+	// step, copying what it holds at every step.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

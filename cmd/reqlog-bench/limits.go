@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +43,10 @@ var benchScope = domain.Scope{Account: "bench", Domain: domain.DomainTest}
 // does; no authentication, routing, middleware, group commit or store.
 func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		var buf bytes.Buffer // sized from Content-Length, as the API reads it
+		buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
+		raw := buf.Bytes()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
