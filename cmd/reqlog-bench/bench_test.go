@@ -92,3 +92,24 @@ func TestVerifyFindsWhatTheServerHas(t *testing.T) {
 		t.Errorf("verify against a server without the messages: %+v", v)
 	}
 }
+
+// With the bare handler at 6,000 and a store at 2,000 messages/s, a message costs
+// 1/6000 + 1/2000 s of the machine together: 1,500 messages/s at most.
+func TestRatiosIncludeTheSharedCoreBound(t *testing.T) {
+	var out strings.Builder
+	printRatios(&out, 1200, []string{"bare", "mongodb"}, []float64{6000, 2000})
+	for _, want := range []string{
+		"ratio to the bare limit: 1200 / 6000 messages/s = 20%",
+		"ratio to the mongodb limit: 1200 / 2000 messages/s = 60%",
+		"shared-core bound with mongodb: 1500 messages/s (75% of the direct store) if it is CPU-bound; reached 80% of it",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printRatios(&out, 1200, []string{"mongodb"}, []float64{2000})
+	if strings.Contains(out.String(), "bound") {
+		t.Errorf("a bound without the bare handler measured:\n%s", out.String())
+	}
+}

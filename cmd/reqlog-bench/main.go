@@ -267,11 +267,7 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	}
 	rep := attack(title, o.load, o.items, targets, o.verify, sm)
 	rep.print(stdout)
-	for i, limit := range o.limits {
-		rate := rep.ingestRate()
-		fmt.Fprintf(stdout, "ratio to the %s limit: %.0f / %.0f messages/s = %.0f%%\n", limit, rate, ceilings[i],
-			100*rate/ceilings[i])
-	}
+	printRatios(stdout, rep.ingestRate(), o.limits, ceilings)
 	if o.verify {
 		var v verification
 		switch o.verifyIn {
@@ -389,4 +385,36 @@ func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io
 		return fmt.Errorf("not every seed request succeeded: %v", rep.all.StatusCodes)
 	}
 	return nil
+}
+
+// printRatios prints rate against each limit. With the bare handler and a store
+// measured in one run it also prints the most the service can reach when the
+// store shares its cores: sharedCoreBound.
+func printRatios(w io.Writer, rate float64, limits []string, ceilings []float64) {
+	bare := 0.0
+	for i, limit := range limits {
+		fmt.Fprintf(w, "ratio to the %s limit: %.0f / %.0f messages/s = %.0f%%\n", limit, rate, ceilings[i],
+			100*rate/ceilings[i])
+		if limit == "bare" {
+			bare = ceilings[i]
+		}
+	}
+	for i, limit := range limits {
+		if limit == "bare" || bare == 0 {
+			continue
+		}
+		bound := sharedCoreBound(bare, ceilings[i])
+		fmt.Fprintf(w, "shared-core bound with %s: %.0f messages/s (%.0f%% of the direct store) if it is CPU-bound; reached %.0f%% of it\n",
+			limit, bound, 100*bound/ceilings[i], 100*rate/bound)
+	}
+}
+
+// sharedCoreBound is the most messages per second the service and a store can
+// handle together when both are CPU-bound on the same cores: a message then costs
+// the machine 1/bare + 1/direct seconds. The bare handler pays neither the store
+// driver's encoding nor group commit, so the service stays below it; a store that
+// leaves cores idle at its limit (FerretDB's SQLite writes one at a time) leaves
+// the service room beyond it.
+func sharedCoreBound(bare, direct float64) float64 {
+	return 1 / (1/bare + 1/direct)
 }
