@@ -164,7 +164,7 @@ func unixScaled(text string, scale int64) (int64, bool) {
 
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
+		if !isDigit(s[i]) {
 			return false
 		}
 	}
