@@ -222,6 +222,11 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"duplicate key", map[string]string{"REQLOG_API_KEYS": "acme:live:" + secretKey + ",acme:test:" + secretKey}, nil, "REQLOG_API_KEYS", secretKey},
 		{"entry without domain", map[string]string{"REQLOG_API_KEYS": secretKey}, nil, "REQLOG_API_KEYS", secretKey},
 		{"empty entry", map[string]string{"REQLOG_API_KEYS": "acme:live:" + secretKey + ","}, nil, "REQLOG_API_KEYS", secretKey},
+		// A key typed in the wrong position must not be echoed back either.
+		{"key in the domain position", map[string]string{"REQLOG_API_KEYS": "acme:" + secretKey + ":live"}, nil, "REQLOG_API_KEYS", secretKey},
+		{"key in the account position", map[string]string{"REQLOG_API_KEYS": secretKey + ":acme:live"}, nil, "REQLOG_API_KEYS", secretKey},
+		{"key with base64 characters first", map[string]string{"REQLOG_API_KEYS": "k+y/" + secretKey + "=:live:acme"}, nil, "REQLOG_API_KEYS", secretKey},
+		{"key in the account position of a digest", map[string]string{"REQLOG_API_KEYS": secretKey + ":acme:sha256:abcd"}, nil, "REQLOG_API_KEYS", secretKey},
 		{"visibility delay syntax", map[string]string{"REQLOG_VISIBILITY_DELAY": "soon"}, nil, "REQLOG_VISIBILITY_DELAY", ""},
 		{"negative visibility delay", nil, []string{"-visibility-delay=-1s"}, "REQLOG_VISIBILITY_DELAY", ""},
 		{"visibility delay not under retention", map[string]string{"REQLOG_VISIBILITY_DELAY": "2h", "REQLOG_RETENTION": "1h"}, nil, "REQLOG_VISIBILITY_DELAY", ""},

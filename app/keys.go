@@ -36,7 +36,7 @@ func NewAPIKey(account, domainName, key string) (APIKey, error) {
 
 // ParseAPIKeys reads comma-separated entries "account:domain:key" or
 // "account:domain:sha256:<64 hex digits>". Errors name the entry by position and
-// never repeat a key.
+// quote none of its fields: a key typed in the wrong position must not be echoed.
 func ParseAPIKeys(spec string) ([]APIKey, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, nil
@@ -75,7 +75,7 @@ func parseAPIKey(entry string) (APIKey, error) {
 	}
 	raw, err := hex.DecodeString(hexDigest)
 	if err != nil || len(raw) != sha256.Size {
-		return APIKey{}, fmt.Errorf("account %q: the digest must be %d hexadecimal digits", account, 2*sha256.Size)
+		return APIKey{}, fmt.Errorf("the digest must be %d hexadecimal digits", 2*sha256.Size)
 	}
 	k := APIKey{Account: account, Domain: domainName}
 	copy(k.Digest[:], raw)
@@ -84,10 +84,10 @@ func parseAPIKey(entry string) (APIKey, error) {
 
 func checkScope(account, domainName string) error {
 	if !accountPattern.MatchString(account) {
-		return fmt.Errorf("account %q must be 1 to 64 characters from A-Z a-z 0-9 . _ -", account)
+		return errors.New("the account (first field) must be 1 to 64 characters from A-Z a-z 0-9 . _ -")
 	}
 	if !domain.ValidDomain(domainName) {
-		return fmt.Errorf("account %q: domain %q must be %s or %s", account, domainName, domain.DomainLive, domain.DomainTest)
+		return fmt.Errorf("the domain (second field) must be %s or %s", domain.DomainLive, domain.DomainTest)
 	}
 	return nil
 }
