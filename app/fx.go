@@ -62,6 +62,8 @@ type ingestWriterParams struct {
 	Lifecycle fx.Lifecycle
 	Store     useCaseStore
 	Config    Config
+	Policy    domain.Policy
+	Clock     ports.Clock
 	Metrics   Metrics `optional:"true"`
 }
 
@@ -71,6 +73,7 @@ func newIngestWriter(p ingestWriterParams) ingestWriter {
 	}
 	opts := p.Config.GroupCommit.GroupCommitOptions
 	opts.Metrics, _ = p.Metrics.(QueueMetrics)
+	opts.Stamper = &StoredTimeStamper{Policy: p.Policy, Clock: p.Clock}
 	committer := NewGroupCommitter(p.Store, opts)
 	p.Lifecycle.Append(fx.Hook{OnStop: committer.Close})
 	return ingestWriter{committer}

@@ -45,6 +45,11 @@ type GroupCommitOptions struct {
 	MaxQueueBytes    int64
 	// Writers is how many batches may be written to the store at the same time.
 	Writers int
+	// Stamper, if set, may update a batch's messages (copies of the callers')
+	// just before they are written. The fx module stamps their stored time there,
+	// so a message becomes visible a fixed delay after its write, however long it
+	// waited in the queue.
+	Stamper BatchStamper
 	// Metrics, if set, is told the queue's depth whenever it changes.
 	Metrics QueueMetrics
 }
@@ -68,6 +73,23 @@ func setDefault[T int | int64](field *T, value T) {
 	if *field <= 0 {
 		*field = value
 	}
+}
+
+// BatchStamper updates a batch's messages just before a GroupCommitter writes them.
+type BatchStamper interface {
+	StampBatch(batch []domain.Message)
+}
+
+// StoredTimeStamper is the BatchStamper of the ingest path: it stamps a batch as
+// stored now under Policy (domain.Policy.StampStored).
+type StoredTimeStamper struct {
+	Policy domain.Policy
+	Clock  ports.Clock
+}
+
+// StampBatch implements BatchStamper.
+func (s *StoredTimeStamper) StampBatch(batch []domain.Message) {
+	s.Policy.StampStored(batch, s.Clock.Now())
 }
 
 // QueueMetrics receives the depth of a GroupCommitter's queue: the messages and
@@ -339,11 +361,17 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 	for _, req := range batch {
 		buf = append(buf, req.msgs...)
 	}
+	if g.opts.Stamper != nil {
+		g.opts.Stamper.StampBatch(buf)
+	}
 	err := g.store.Append(g.writeTo, buf)
 	results := make([]error, len(batch))
 	if err != nil && len(batch) > 1 && !transient(err) {
+		start := 0
 		for i, req := range batch {
-			results[i] = g.store.Append(g.writeTo, req.msgs)
+			end := start + len(req.msgs)
+			results[i] = g.store.Append(g.writeTo, buf[start:end:end])
+			start = end
 		}
 	} else {
 		for i := range results {

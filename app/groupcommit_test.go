@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,12 +29,12 @@ type gateStore struct {
 	gate    chan struct{}
 	entered chan struct{} // gets a token when an Append reaches the gate
 	batches [][]string    // ids, per Append call
-	stored  map[string]bool
+	stored  map[string]domain.Message
 	fail    func(ids []string) error
 }
 
 func newGateStore() *gateStore {
-	return &gateStore{gate: make(chan struct{}), entered: make(chan struct{}, 100), stored: map[string]bool{}}
+	return &gateStore{gate: make(chan struct{}), entered: make(chan struct{}, 100), stored: map[string]domain.Message{}}
 }
 
 func (s *gateStore) Append(ctx context.Context, msgs []domain.Message) error {
@@ -60,8 +61,8 @@ func (s *gateStore) Append(ctx context.Context, msgs []domain.Message) error {
 			return err
 		}
 	}
-	for _, id := range ids {
-		s.stored[id] = true
+	for _, m := range msgs {
+		s.stored[m.ID] = m
 	}
 	return nil
 }
@@ -87,9 +88,15 @@ func (s *gateStore) batchSizes() []int {
 }
 
 func (s *gateStore) has(id string) bool {
+	_, ok := s.message(id)
+	return ok
+}
+
+func (s *gateStore) message(id string) (domain.Message, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stored[id]
+	m, ok := s.stored[id]
+	return m, ok
 }
 
 // depthRecorder is a QueueMetrics that keeps the last and the largest depth.
@@ -292,6 +299,46 @@ func TestGroupCommitFailsOnlyTheCallsTheStoreRefuses(t *testing.T) {
 		if store.has(id) != want {
 			t.Errorf("message %s stored: %t, want %t", id, !want, want)
 		}
+	}
+}
+
+// batchCounter stamps each batch's messages with the batch's number as their
+// stored time, so a test sees which write stamped them.
+type batchCounter struct{ batches atomic.Int64 }
+
+func (c *batchCounter) StampBatch(batch []domain.Message) {
+	n := c.batches.Add(1)
+	for i := range batch {
+		batch[i].UpdatedAt = time.Unix(n, 0)
+	}
+}
+
+// Messages are stamped when their batch is written, not when they were queued,
+// also when a refused batch is retried call by call; the callers' slices are
+// left alone.
+func TestGroupCommitStampsEachBatchJustBeforeItsWrite(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, Stamper: &batchCounter{}})
+	store.fail = poisonOn("poison", errPoison)
+	queued := msgs("a")
+	a := call{id: "a", done: make(chan error, 1)}
+	go func() { a.done <- g.Append(t.Context(), queued) }()
+	waitQueued(t, depth, 2)
+	p := appendAsync(t.Context(), g, "poison")
+	waitQueued(t, depth, 3)
+	store.open()
+	for _, c := range []call{first, a, p} {
+		<-c.done
+	}
+	closeCommitter(t, g)
+
+	for id, want := range map[string]int64{"first": 1, "a": 2} {
+		if m, _ := store.message(id); m.UpdatedAt.Unix() != want {
+			t.Errorf("%s stored with the stamp of batch %d, want %d", id, m.UpdatedAt.Unix(), want)
+		}
+	}
+	if !queued[0].UpdatedAt.IsZero() {
+		t.Errorf("the caller's message was changed: updated_at %v", queued[0].UpdatedAt)
 	}
 }
 
@@ -631,5 +678,51 @@ func TestModuleWritesThroughGroupCommit(t *testing.T) {
 				t.Errorf("store batches %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// Through the fx module, a queued message's stored time (updated_at) and so its
+// visible time are those of its write: time spent in the queue does not eat into
+// the visibility delay, which only the store's read lag may use.
+func TestModuleStampsMessagesWhenTheyAreWritten(t *testing.T) {
+	store := &graphStore{gateStore: newGateStore()}
+	metrics := &queueMetrics{}
+	clock := &movingClock{now: testNow}
+	cfg := app.DefaultConfig()
+	cfg.GroupCommit.Writers = 1
+	var ingester *app.Ingester
+	svc := fxtest.New(t, appGraph(store, cfg, &ingester),
+		fx.Supply(fx.Annotate(metrics, fx.As(new(app.Metrics)))),
+		fx.Decorate(func(ports.Clock) ports.Clock { return clock }))
+	svc.RequireStart()
+	defer svc.RequireStop()
+
+	submit := func() chan app.SubmitResult {
+		done := make(chan app.SubmitResult, 1)
+		go func() {
+			result, err := ingester.Submit(context.Background(), acmeLive, []byte(submitted), "")
+			if err != nil {
+				t.Errorf("Submit: %v", err)
+			}
+			done <- result
+		}()
+		return done
+	}
+	first := submit()
+	<-store.entered
+	queued := submit()
+	waitQueued(t, &metrics.depthRecorder, 2)
+	written := testNow.Add(time.Minute)
+	clock.set(written)
+	store.open()
+	<-first
+	result := <-queued
+	if len(result.Identities) != 1 {
+		t.Fatalf("identities %+v", result.Identities)
+	}
+	m, _ := store.gateStore.message(result.Identities[0].ID)
+	if !m.UpdatedAt.Equal(written) || !m.VisibleAt.Equal(written.Add(cfg.VisibilityDelay)) {
+		t.Errorf("stored with updated_at %v and visible from %v, want %v and %v (the write's time)",
+			m.UpdatedAt, m.VisibleAt, written, written.Add(cfg.VisibilityDelay))
 	}
 }

@@ -82,8 +82,7 @@ func (p Policy) maskSet() map[string]bool {
 
 // NewMessage turns a validated submission into the message to store at now.
 func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time) Message {
-	stored := Micro(now)
-	return Message{
+	m := Message{
 		ID:         id.ID,
 		Reference:  id.Reference,
 		Account:    scope.Account,
@@ -96,10 +95,25 @@ func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time
 		Request:    s.Request,
 		Response:   s.Response,
 		CreatedAt:  s.CreatedAt,
-		UpdatedAt:  stored,
-		VisibleAt:  stored.Add(p.VisibilityDelay),
 		ExpiresAt:  s.CreatedAt.Add(p.Retention),
 	}
+	p.stamp(&m, now)
+	return m
+}
+
+// StampStored sets each message's stored time (updated_at) to now, and so the time
+// it becomes visible. The ingest path calls it again just before a queued batch is
+// written, so that waiting in the queue does not eat into the visibility delay,
+// which only the store's own read lag may use.
+func (p Policy) StampStored(msgs []Message, now time.Time) {
+	for i := range msgs {
+		p.stamp(&msgs[i], now)
+	}
+}
+
+func (p Policy) stamp(m *Message, now time.Time) {
+	m.UpdatedAt = Micro(now)
+	m.VisibleAt = m.UpdatedAt.Add(p.VisibilityDelay)
 }
 
 // OldestReadable is the earliest created_at that has not expired at now under
