@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -60,8 +58,8 @@ type api struct {
 	portal    *portal.Portal
 }
 
-// New returns the API's handler: routes, authentication, request ids, access log
-// and panic recovery.
+// New returns the API's handler: routes, authentication, request ids, access log,
+// panic recovery and the header size limit.
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
@@ -83,25 +81,30 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = methodNotAllowed(r)
 
-	return withRequestID(a.accessLog(a.measure(a.recoverPanics(r))))
+	return withRequestID(a.accessLog(a.measure(a.recoverPanics(limitHeaderBytes(r)))))
 }
 
 // routes registers every endpoint; openapi.json must list exactly these (a test
 // walks them).
 func (a *api) routes(r *mux.Router) {
-	r.HandleFunc("/healthz", a.healthz).Methods(http.MethodGet)
-	r.HandleFunc("/readyz", a.readyz).Methods(http.MethodGet)
-	r.Handle("/metrics", a.metrics.handler()).Methods(http.MethodGet)
-	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(http.MethodGet)
+	r.HandleFunc("/healthz", a.healthz).Methods(readMethods...)
+	r.HandleFunc("/readyz", a.readyz).Methods(readMethods...)
+	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods...)
+	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods...)
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
 	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(http.MethodGet)
-	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(http.MethodGet)
+	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods...)
+	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
-	r.HandleFunc(portal.PagePath, a.portalPage).Methods(http.MethodGet)
-	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(http.MethodGet)
+	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods...)
+	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods...)
 }
+
+// readMethods are the methods of every read route: HEAD wherever GET works (RFC
+// 9110 §9.3.2), as load balancers' health checks expect. The handler runs in full
+// and net/http drops the body, so status and headers are those of the GET.
+var readMethods = []string{http.MethodGet, http.MethodHead}
 
 func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgHealthy})
@@ -120,9 +123,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgReady})
 }
 
-// submit checks, in order: permission, content type, Idempotency-Key, load, body
-// size, then the body. Everything before the body costs no more than its headers,
-// so an overloaded service refuses fast.
+// submit checks, in order: permission, content type (charset and coding
+// included), Idempotency-Key, load, body size, then the body. Everything before
+// the body costs no more than its headers, so an overloaded service refuses fast.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	if err := a.ingest.Authorize(principalOf(r.Context())); err != nil {
 		a.fail(w, r, err)
@@ -160,15 +163,6 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		data = ids[0]
 	}
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgIngested, Data: data})
-}
-
-// isJSON accepts application/json with any parameters (charset=utf-8).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
-		return false
-	}
-	return mt == "application/json"
 }
 
 // idempotencyKeyOf returns the Idempotency-Key header, "" when absent; a header

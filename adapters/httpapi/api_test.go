@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +42,7 @@ type setup struct {
 	keys      ports.KeyStore
 	readiness func(context.Context) error
 	maxBody   int64
+	limiter   *httpapi.RateLimiter
 }
 
 func newFixture(t *testing.T, s setup) fixture {
@@ -60,7 +62,7 @@ func newFixture(t *testing.T, s setup) fixture {
 		app.NewIngester(s.store, policy, clock),
 		app.NewReader(s.store, policy, clock),
 		s.keys,
-		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness},
+		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter},
 	)
 	return fixture{handler: h, logs: logs, clock: clock}
 }
@@ -277,6 +279,8 @@ func TestRefusedBeforeReadingTheBody(t *testing.T) {
 		{"read-only", readOnlyKeys{}, authed(), http.StatusForbidden},
 		{"wrong content type", nil, authed("Content-Type", "text/plain"), http.StatusUnsupportedMediaType},
 		{"no content type", nil, map[string]string{"Authorization": liveKey}, http.StatusUnsupportedMediaType},
+		{"not UTF-8", nil, authed("Content-Type", "application/json; charset=latin1"), http.StatusUnsupportedMediaType},
+		{"compressed", nil, authed("Content-Encoding", "gzip"), http.StatusUnsupportedMediaType},
 		{"bad idempotency key", nil, authed("Idempotency-Key", "has space"), http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,9 +395,10 @@ func TestRoutingErrors(t *testing.T) {
 		{http.MethodGet, "/v2/messages", http.StatusNotFound, ""},
 		{http.MethodGet, "/v1//messages", http.StatusNotFound, ""},
 		{http.MethodGet, "/v1/messages/", http.StatusNotFound, ""},
-		{http.MethodDelete, "/v1/messages", http.StatusMethodNotAllowed, "GET, POST"},
-		{http.MethodPut, "/v1/messages/msg_AAAAAAAAAAAA", http.StatusMethodNotAllowed, "GET"},
-		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodDelete, "/v1/messages", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPut, "/v1/messages/msg_AAAAAAAAAAAA", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodHead, "/v1/portal/sessions", http.StatusMethodNotAllowed, "POST"},
 	} {
 		rec := f.do(t, request{method: tc.method, target: tc.target, header: authed()})
 		decodeError(t, rec, tc.status)
@@ -432,4 +437,55 @@ func TestSubmitAndRead(t *testing.T) {
 	}
 	rec = f.do(t, request{method: http.MethodGet, target: "/v1/messages?limit=%zz", header: authed()})
 	decodeError(t, rec, http.StatusBadRequest)
+}
+
+// A message is found by its id in the canonical 36-character form, in any letter
+// case, or by its reference, exactly. The other spellings uuid.Parse knows (no
+// hyphens, braces, urn:uuid:) are not ids this API hands out, so they are 404
+// rather than a second name for the same message.
+func TestLookupForms(t *testing.T) {
+	f := newFixture(t, setup{})
+	rec := f.do(t, request{method: http.MethodPost, target: "/v1/messages", body: submission(start.Add(-time.Minute)), header: authed()})
+	var submitted struct {
+		Data struct{ ID, Reference string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &submitted); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	id, ref := submitted.Data.ID, submitted.Data.Reference
+	found := []string{id, strings.ToUpper(id), strings.ToUpper(id[:18]) + id[18:], ref}
+	notFound := []string{
+		strings.ReplaceAll(id, "-", ""),
+		"{" + id + "}",
+		"%7B" + id + "%7D",
+		"urn:uuid:" + id,
+		"%20" + id,
+		id[:35],
+		strings.Replace(id, "-", "_", 1),
+		"MSG_" + ref[len("msg_"):],
+		ref[len("msg_"):],
+		flipFirstLetter(ref[len("msg_"):]),
+	}
+	for _, target := range append(found, notFound...) {
+		want := http.StatusNotFound
+		if slices.Contains(found, target) {
+			want = http.StatusOK
+		}
+		rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/" + target, header: authed()})
+		if rec.Code != want {
+			t.Errorf("GET /v1/messages/%s: %d, want %d", target, rec.Code, want)
+		}
+	}
+}
+
+// flipFirstLetter returns "msg_" and s with its first letter's case changed.
+func flipFirstLetter(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			b[i] = c ^ 0x20
+			break
+		}
+	}
+	return "msg_" + string(b)
 }

@@ -6,17 +6,6 @@ import (
 	"net/http"
 )
 
-// requireJSON answers 415 unless the request declares a JSON body.
-func requireJSON(w http.ResponseWriter, r *http.Request) bool {
-	if isJSON(r.Header.Get("Content-Type")) {
-		return true
-	}
-	w.Header().Set("Accept-Post", "application/json")
-	writeError(w, apiError{status: http.StatusUnsupportedMediaType,
-		message: "the request body must be JSON: send Content-Type: application/json"})
-	return false
-}
-
 // readBody reads the request body, at most limit bytes: beyond that it answers
 // 413, and 400 when the body cannot be read at all.
 func (a *api) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {

@@ -44,8 +44,7 @@ func errorFor(err error) apiError {
 	case errors.Is(err, domain.ErrTooLarge):
 		return apiError{status: http.StatusRequestEntityTooLarge, message: err.Error()}
 	case errors.Is(err, ports.ErrUnauthenticated):
-		return apiError{status: http.StatusUnauthorized, message: "the API key is not valid",
-			header: http.Header{"Www-Authenticate": {authChallenge}}}
+		return unauthorized("the API key is not valid")
 	case errors.Is(err, ports.ErrForbidden):
 		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
 	case errors.Is(err, ports.ErrNotFound):
@@ -59,6 +58,12 @@ func errorFor(err error) apiError {
 	default:
 		return apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}
+}
+
+// unauthorized is a 401 with the challenge RFC 9110 §15.5.2 requires.
+func unauthorized(message string) apiError {
+	return apiError{status: http.StatusUnauthorized, message: message,
+		header: http.Header{"Www-Authenticate": {authChallenge}}}
 }
 
 // fail writes err's reply; 5xx errors are logged with the request id.

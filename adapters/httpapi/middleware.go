@@ -95,11 +95,15 @@ func recordRoute(next http.Handler) http.Handler {
 // read.
 func (a *api) authenticate(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			// Which one counts is ambiguous (a proxy may pick another than we
+			// would): refuse before any key is looked up, limited or logged.
+			writeError(w, unauthorized("send exactly one Authorization header"))
+			return
+		}
 		key, ok := credential(r.Header.Get("Authorization"))
 		if !ok {
-			writeError(w, apiError{status: http.StatusUnauthorized,
-				message: "an API key is required: send Authorization: Bearer <key>",
-				header:  http.Header{"Www-Authenticate": {authChallenge}}})
+			writeError(w, unauthorized("an API key is required: send Authorization: Bearer <key>"))
 			return
 		}
 		principal, err := a.keys.Authenticate(r.Context(), key)

@@ -19,7 +19,6 @@ const (
 	readTimeout       = 60 * time.Second
 	writeTimeout      = 60 * time.Second
 	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
 )
 
 // Server serves a handler on an address; Start and Stop fit an fx lifecycle.
@@ -48,7 +47,7 @@ func NewServer(addr string, handler http.Handler, log *zap.Logger, onFail func(e
 			ReadTimeout:       readTimeout,
 			WriteTimeout:      writeTimeout,
 			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
+			MaxHeaderBytes:    serverMaxHeaderBytes,
 			ErrorLog:          errorLog,
 		},
 		log:    log,
