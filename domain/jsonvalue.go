@@ -61,27 +61,39 @@ func jsonInteger(raw json.RawMessage) (int64, bool) {
 	return int64(f), true
 }
 
-// Magnitudes at which a numeric created_at is taken as milliseconds or microseconds.
+// Integer-part lengths at which a numeric created_at is taken as milliseconds
+// (values >= 1e11) or microseconds (>= 1e14).
 const (
-	millisFrom = 1e11
-	microsFrom = 1e14
+	millisDigits = 12
+	microsDigits = 15
+)
+
+// Powers of ten that turn each unit into microseconds.
+const (
+	secondsToMicros = 6
+	millisToMicros  = 3
+	microsToMicros  = 0
 )
 
 var errTimestamp = errors.New("must be a positive Unix timestamp (seconds, milliseconds or microseconds) or an RFC 3339 string")
 
 // parseTimestamp reads created_at: a Unix timestamp whose unit follows from its size,
-// or an RFC 3339 string. The result is UTC at microsecond precision.
+// or an RFC 3339 string. The result is UTC, truncated to the microsecond.
 func parseTimestamp(raw json.RawMessage) (time.Time, error) {
 	switch kindOf(raw) {
 	case kindString:
-		t, err := time.Parse(time.RFC3339Nano, unquote(raw))
-		if err != nil {
+		t, ok := parseRFC3339(unquote(raw), truncate)
+		if !ok {
 			return time.Time{}, errors.New("must be an RFC 3339 timestamp such as 2023-06-06T19:53:02.928272Z when given as a string")
 		}
-		return Micro(t), nil
+		return t, nil
 	case kindNumber:
-		micros, ok := unixMicros(string(raw))
+		d, ok := parseDecimal(string(raw))
 		if !ok {
+			return time.Time{}, errTimestamp
+		}
+		micros, fits := d.micros(d.unit(), truncate)
+		if !fits || micros <= 0 {
 			return time.Time{}, errTimestamp
 		}
 		return time.UnixMicro(micros).UTC(), nil
@@ -89,75 +101,120 @@ func parseTimestamp(raw json.RawMessage) (time.Time, error) {
 	return time.Time{}, errTimestamp
 }
 
-// ParseUnixOrRFC3339 reads a query-string time: RFC 3339, or Unix seconds.
-func ParseUnixOrRFC3339(s string) (time.Time, bool) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return Micro(t), true
-	}
-	micros, ok := unixScaled(s, 1e6)
-	if !ok {
-		return time.Time{}, false
-	}
-	return time.UnixMicro(micros).UTC(), true
+// decimal is a non-negative number read exactly, without float rounding: the digits
+// of whole and frac run together, times 10^exp.
+type decimal struct {
+	whole, frac string
+	exp         int
 }
 
-// unixMicros converts a positive decimal number to microseconds, choosing the unit
-// by magnitude. Plain decimals are converted exactly; exponent forms via float64.
-func unixMicros(text string) (int64, bool) {
-	magnitudeText := text
-	if !strings.ContainsAny(text, "eE") {
-		// The integer part alone decides the unit, immune to float rounding.
-		magnitudeText, _, _ = strings.Cut(text, ".")
-	}
-	magnitude, err := strconv.ParseFloat(magnitudeText, 64)
-	if err != nil {
-		return 0, false
-	}
-	return unixScaled(text, scaleFor(magnitude))
-}
+// maxExponent caps exponents: far beyond any timestamp, far from int overflow.
+const maxExponent = 1e9
 
-// scaleFor returns how many microseconds one unit of a timestamp of size v is.
-func scaleFor(v float64) int64 {
-	switch {
-	case v >= microsFrom:
-		return 1
-	case v >= millisFrom:
-		return 1e3
-	default:
-		return 1e6
+// parseDecimal reads digits[.digits][(e|E)[+|-]digits]: a JSON number without a
+// sign, leading zeros allowed.
+func parseDecimal(text string) (decimal, bool) {
+	mantissa, exponent, hasExponent := text, "", false
+	if i := strings.IndexAny(text, "eE"); i >= 0 {
+		mantissa, exponent, hasExponent = text[:i], text[i+1:], true
 	}
-}
-
-// unixScaled converts a positive decimal text in units of scale microseconds to
-// microseconds, truncating below a microsecond.
-func unixScaled(text string, scale int64) (int64, bool) {
-	if strings.ContainsAny(text, "eE") {
-		f, err := strconv.ParseFloat(text, 64)
-		if err != nil || math.IsNaN(f) || f <= 0 || f*float64(scale) >= math.MaxInt64/2 {
-			return 0, false
+	whole, frac, hasFrac := strings.Cut(mantissa, ".")
+	if whole == "" || !allDigits(whole) || (hasFrac && (frac == "" || !allDigits(frac))) {
+		return decimal{}, false
+	}
+	sign := 1
+	if hasExponent {
+		switch {
+		case strings.HasPrefix(exponent, "-"):
+			sign, exponent = -1, exponent[1:]
+		case strings.HasPrefix(exponent, "+"):
+			exponent = exponent[1:]
 		}
-		return int64(f * float64(scale)), true
+		if exponent == "" || !allDigits(exponent) {
+			return decimal{}, false
+		}
 	}
-	intPart, frac, hasFrac := strings.Cut(text, ".")
-	if intPart == "" || !allDigits(intPart) || (hasFrac && (frac == "" || !allDigits(frac))) {
+	exp := 0
+	for i := 0; i < len(exponent) && exp < maxExponent; i++ {
+		exp = exp*10 + int(exponent[i]-'0')
+	}
+	return decimal{whole: whole, frac: frac, exp: sign*min(exp, maxExponent) - len(frac)}, true
+}
+
+func (d decimal) digit(i int) byte {
+	if i < len(d.whole) {
+		return d.whole[i]
+	}
+	return d.frac[i-len(d.whole)]
+}
+
+// digits returns where the significant digits start and how many digits there are.
+func (d decimal) digits() (first, n int) {
+	n = len(d.whole) + len(d.frac)
+	for first < n && d.digit(first) == '0' {
+		first++
+	}
+	return first, n
+}
+
+// intDigits is the length of the integer part, without leading zeros (0 for < 1).
+func (d decimal) intDigits() int {
+	first, n := d.digits()
+	return max(n-first+d.exp, 0)
+}
+
+// unit is the power of ten that turns d into microseconds when its size picks the
+// unit, as for created_at: seconds, then milliseconds from 1e11, microseconds from 1e14.
+func (d decimal) unit() int {
+	switch n := d.intDigits(); {
+	case n >= microsDigits:
+		return microsToMicros
+	case n >= millisDigits:
+		return millisToMicros
+	default:
+		return secondsToMicros
+	}
+}
+
+// unitHint names the unit d looks like when, read in that unit, it is a valid time
+// bound; nil when it looks like seconds or is absurd in any unit.
+func (d decimal) unitHint() error {
+	pow := d.unit()
+	if micros, fits := d.micros(pow, roundUp); !fits || micros > lastBoundMicros {
+		return nil
+	}
+	switch pow {
+	case millisToMicros:
+		return errLooksLikeMillis
+	case microsToMicros:
+		return errLooksLikeMicros
+	}
+	return nil
+}
+
+// micros returns d × 10^pow as an integer, rounding the digits below it as round
+// says; fits is false when that needs more than 18 digits.
+func (d decimal) micros(pow int, round rounding) (micros int64, fits bool) {
+	first, n := d.digits()
+	if first == n {
+		return 0, true
+	}
+	intEnd := n + d.exp + pow // the digits [first, intEnd) form the integer part
+	if intEnd-first > 18 {
 		return 0, false
 	}
-	whole, err := strconv.ParseInt(intPart, 10, 64)
-	if err != nil || whole > math.MaxInt64/scale/2 {
-		return 0, false
+	for i := first; i < intEnd; i++ {
+		micros *= 10
+		if i < n {
+			micros += int64(d.digit(i) - '0')
+		}
 	}
-	micros := whole * scale
-	// Fraction digits worth keeping: six for seconds, three for milliseconds.
-	digits := len(strconv.FormatInt(scale, 10)) - 1
-	if len(frac) > digits {
-		frac = frac[:digits]
-	}
-	if frac != "" {
-		f, _ := strconv.ParseInt(frac+strings.Repeat("0", digits-len(frac)), 10, 64)
-		micros += f
-	}
-	if micros <= 0 {
-		return 0, false
+	if round == roundUp {
+		for i := max(first, intEnd); i < n; i++ {
+			if d.digit(i) != '0' {
+				return micros + 1, true
+			}
+		}
 	}
 	return micros, true
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -163,10 +164,8 @@ func ParseQuery(values map[string][]string) (Query, error) {
 		q.Filter.Method = strings.ToUpper(v)
 	}
 	if v, ok := get("ip_address"); ok {
-		if addr, err := netip.ParseAddr(v); err != nil {
-			fe.add("ip_address", "must be a valid IPv4 or IPv6 address")
-		} else {
-			q.Filter.IPAddress = addr.String()
+		if q.Filter.IPAddress, ok = canonicalIP(v); !ok {
+			fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
 	if v, ok := get("status_code"); ok {
@@ -186,14 +185,15 @@ func ParseQuery(values map[string][]string) (Query, error) {
 			}
 		}
 	}
-	if v, ok := get("from"); ok {
-		if q.Filter.From, ok = ParseUnixOrRFC3339(v); !ok {
-			fe.add("from", "must be an RFC 3339 time or Unix seconds")
-		}
-	}
-	if v, ok := get("to"); ok {
-		if q.Filter.To, ok = ParseUnixOrRFC3339(v); !ok {
-			fe.add("to", "must be an RFC 3339 time or Unix seconds")
+	for _, bound := range []struct {
+		name string
+		t    *time.Time
+	}{{"from", &q.Filter.From}, {"to", &q.Filter.To}} {
+		if v, ok := get(bound.name); ok {
+			var err error
+			if *bound.t, err = ParseUnixOrRFC3339(v); err != nil {
+				fe.add(bound.name, "%s", err.Error())
+			}
 		}
 	}
 	if !q.Filter.From.IsZero() && !q.Filter.To.IsZero() && !q.Filter.From.Before(q.Filter.To) {
@@ -216,4 +216,35 @@ func parseStatusFilter(v string) (lo, hi int, ok bool) {
 		return 0, 0, false
 	}
 	return n, n, true
+}
+
+var errIPAddress = errors.New("must be a valid IPv4 or IPv6 address")
+
+// maxZoneLength bounds an IPv6 zone (such as "eth0" in fe80::1%eth0): interface
+// names are short, and the zone is stored and indexed verbatim.
+const maxZoneLength = 64
+
+// canonicalIP returns the canonical form of an IPv4 or IPv6 address, for the
+// ip_address field and filter alike. netip accepts a zone of any length and bytes;
+// here it must be 1-64 characters of RFC 6874's unreserved set [A-Za-z0-9._~-].
+func canonicalIP(s string) (string, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil || !validZone(addr.Zone()) {
+		return "", false
+	}
+	return addr.String(), true
+}
+
+// validZone accepts "" (no zone; netip refuses an empty one after "%").
+func validZone(zone string) bool {
+	if len(zone) > maxZoneLength {
+		return false
+	}
+	for i := 0; i < len(zone); i++ {
+		c := zone[i]
+		if !isDigit(c) && !('a' <= c && c <= 'z') && !('A' <= c && c <= 'Z') && !strings.ContainsRune("._~-", rune(c)) {
+			return false
+		}
+	}
+	return true
 }

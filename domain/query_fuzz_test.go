@@ -2,8 +2,10 @@ package domain
 
 import (
 	"errors"
+	"math/big"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ func FuzzParseQuery(f *testing.F) {
 		"cursor=" + cursor, "cursor=" + cursor + "x", "limit=0", "limit=100", "limit=+7", "limit=1&limit=1",
 		"status_code=5XX", "status_code=0404", "status_code=404.0", "method=G%20T", "name=%20%20",
 		"from=1e9&to=1e10", "from=2026-11-21T12:00:00.9999999Z&to=2026-11-21T12:00:00.9999991Z", "to=-5", "ip_address=::ffff:1.2.3.4",
+		"to=0001-01-01T00:00:00Z", "from=1700000000000", "to=9999999999999", "from=1e-300&to=2026-11-22t03:41:25.0000031z",
+		"ip_address=fe80::1%25eth0", "ip_address=::1%25%0A%00", "ip_address=::ffff:10.0.0.1%25%3Cimg%20src=x%3E",
 		"%zz=1", "a=1;b=2",
 	} {
 		f.Add(seed)
@@ -60,8 +64,8 @@ func queryInvariant(q Query) string {
 		return "from or to is not UTC at microsecond precision"
 	}
 	if f.IPAddress != "" {
-		if addr, err := netip.ParseAddr(f.IPAddress); err != nil || addr.String() != f.IPAddress {
-			return "ip_address is not canonical"
+		if problem := ipProblem(f.IPAddress); problem != "" {
+			return problem
 		}
 	}
 	if q.After != nil {
@@ -70,6 +74,66 @@ func queryInvariant(q Query) string {
 		}
 	}
 	return ""
+}
+
+var unreservedZone = regexp.MustCompile(`^[A-Za-z0-9._~-]{0,64}$`)
+
+// ipProblem returns what is wrong with an accepted ip_address, or "".
+func ipProblem(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil || addr.String() != ip:
+		return "ip_address is not canonical"
+	case !unreservedZone.MatchString(addr.Zone()):
+		return "ip_address has a zone that is not 1-64 unreserved characters"
+	}
+	return ""
+}
+
+// FuzzParseUnixOrRFC3339 checks accepted bounds against exact arithmetic: a number
+// is its value in microseconds rounded up, an RFC 3339 time lies at most a
+// microsecond before the bound, and every bound is within (epoch, 9999].
+func FuzzParseUnixOrRFC3339(f *testing.F) {
+	for _, seed := range []string{
+		"1795318885", "1795318885.0000031", "1.7953188850000031e9", "17953188850000031E-7", "1e-300", "0", "0e9",
+		"1700000000000", "253402300799.9999991", "1e999999999999", "0x1e5p1", "+5", "5.", "1e+",
+		"2026-11-22T03:41:25.0000031Z", "2026-11-22t03:41:25z", "2026-11-22T03:41:25,0000031+01:00",
+		"0001-01-01T00:00:00Z", "9999-12-31T23:59:59.9999991Z", "9999-12-31T23:59:59-01:00",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseUnixOrRFC3339(s)
+		if err != nil {
+			if !got.IsZero() || !(errors.Is(err, errTimeBoundSyntax) || errors.Is(err, errNotAfterEpoch) || errors.Is(err, errAfterYear9999)) {
+				t.Fatalf("ParseUnixOrRFC3339(%q) = %v, %v: not a known refusal", s, got, err)
+			}
+			return
+		}
+		micros := got.UnixMicro()
+		if got.Location() != time.UTC || !got.Equal(time.UnixMicro(micros)) || micros <= 0 || micros > lastBoundMicros {
+			t.Fatalf("ParseUnixOrRFC3339(%q) = %v: not UTC whole microseconds in (epoch, 9999]", s, got)
+		}
+		if exact, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); err == nil {
+			if got.Before(exact) || got.Sub(exact) > time.Microsecond {
+				t.Fatalf("ParseUnixOrRFC3339(%q) = %v, want %v rounded up to the microsecond", s, got, exact)
+			}
+			return
+		}
+		// big.Rat is exact but slow with huge exponents; the bounds keep it quick.
+		if _, exponent, _ := strings.Cut(strings.ToLower(s), "e"); len(strings.TrimLeft(exponent, "+-")) > 3 {
+			return
+		}
+		value, ok := new(big.Rat).SetString(s)
+		if !ok {
+			t.Fatalf("ParseUnixOrRFC3339(%q) = %v, but it is neither RFC 3339 nor a number", s, got)
+		}
+		scaled := value.Mul(value, big.NewRat(1e6, 1))
+		ceil := new(big.Int).Quo(new(big.Int).Add(scaled.Num(), new(big.Int).Sub(scaled.Denom(), big.NewInt(1))), scaled.Denom())
+		if ceil.Cmp(big.NewInt(micros)) != 0 {
+			t.Fatalf("ParseUnixOrRFC3339(%q) = %d microseconds, want %s", s, micros, ceil)
+		}
+	})
 }
 
 func isMicroUTC(t time.Time) bool {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -169,11 +168,8 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 		}
 	}
 	if ip, ok := stringField(obj, "ip_address", "ip_address", false, fe); ok && ip != "" {
-		addr, err := netip.ParseAddr(ip)
-		if err != nil {
-			fe.add("ip_address", "must be a valid IPv4 or IPv6 address")
-		} else {
-			s.IPAddress = addr.String()
+		if s.IPAddress, ok = canonicalIP(ip); !ok {
+			fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
 	var topStatus json.RawMessage

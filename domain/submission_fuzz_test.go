@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,8 +66,8 @@ func submissionInvariant(p Policy, now time.Time, s Submission) error {
 		return errors.New("created_at is outside the accepted window")
 	}
 	if s.IPAddress != "" {
-		if addr, err := netip.ParseAddr(s.IPAddress); err != nil || addr.String() != s.IPAddress {
-			return errors.New("ip_address is not canonical")
+		if problem := ipProblem(s.IPAddress); problem != "" {
+			return errors.New(problem)
 		}
 	}
 	for _, c := range []Content{s.Request, s.Response} {
@@ -149,6 +148,8 @@ var submissionSeeds = []string{
 	validItem("response", `{"status_code":200.0,"header":{"Set-Cookie":"s","X-Api-Key":42,"Content-Type":"application/problem+json"},"body":"{\"secret\":{\"a\":true}}"}`),
 	validItem("created_at", `"2026-11-21T11:59:59.9999999+02:00"`, "ip_address", `"::FFFF:192.0.2.1"`),
 	validItem("created_at", `1.7952624e9`, "ip_address", `""`, "path", `"/a?b=c&password=d"`),
+	validItem("created_at", `"2026-11-21T11:59:59.9999999z"`, "ip_address", `"FE80::1%Eth-0.~_"`),
+	validItem("ip_address", `"::1%\n\u0000"`),
 	validItem("response", `{"status_code":99}`, "method", `"GE T"`),
 	"[" + validItem() + "," + validItem() + "," + validItem() + "," + validItem() + "]",
 	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
@@ -177,6 +178,8 @@ func FuzzSubmissionFields(f *testing.F) {
 	f.Add(" \u00a0name\t", `"2026-11-21T12:00:00Z"`, "2001:DB8::1", "PATCH", "/", 599, `{"cookie":["a"],"content-type":"application/x-www-form-urlencoded"}`, "a=1&secret=2", "")
 	f.Add("", "1e14", "1.2.3", "GET\x00", "x", 100, `{"Content-Type":"text/plain; charset=\"utf-8\""}`, "\xff\xfe", `{"token":null}`)
 	f.Add("n", "17952624000000000", "::", "~", "//", 600, `{"x":{"a":1}}`, "[]", "<html>")
+	f.Add("n", `"2026-11-21t11:59:59.25z"`, "fe80::1%eth0", "GET", "/", 200, `{}`, "", "")
+	f.Add("n", "1795262400", "::ffff:10.0.0.1%<img src=x>", "GET", "/", 200, `{}`, "", "")
 	p := fuzzPolicy()
 	f.Fuzz(func(t *testing.T, name, createdAt, ip, method, path string, status int, header, reqBody, respBody string) {
 		raw := func(s string) json.RawMessage {

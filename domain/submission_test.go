@@ -142,6 +142,7 @@ func TestCreatedAtUnits(t *testing.T) {
 	for _, raw := range []string{
 		`1795262399.25`, `1795262399250`, `1795262399250000`, `1795262399250.0`,
 		`1.79526239925e9`, `"2026-11-21T12:59:59.25+01:00"`, `"2026-11-21T11:59:59.250000Z"`,
+		`"2026-11-21T11:59:59.25z"`, `"2026-11-21t12:59:59.2500009+01:00"`, // RFC 3339 §5.6: t and z; created_at truncates
 	} {
 		b, err := parse(t, validItem("created_at", raw))
 		if err != nil {
