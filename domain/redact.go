@@ -48,6 +48,26 @@ func (f fieldSet) has(name string) bool {
 	return f[string(folded)]
 }
 
+// hasFormKey reports whether a form key names a redacted field, itself or in the
+// bracket notation of Rails, PHP and qs (user[password], password[],
+// user[credentials][token]): any of its segments counts.
+func (f fieldSet) hasFormKey(name string) bool {
+	if f.has(name) {
+		return true
+	}
+	if !strings.ContainsAny(name, "[]") {
+		return false
+	}
+	for segment := range strings.FieldsFuncSeq(name, isBracket) {
+		if f.has(segment) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBracket(r rune) bool { return r == '[' || r == ']' }
+
 // redactSet returns the folded names of p.RedactedFields.
 func (p Policy) redactSet() fieldSet {
 	set := make(fieldSet, len(p.RedactedFields))
@@ -167,7 +187,7 @@ func redactForm(body string, fields fieldSet) string {
 		if err != nil {
 			name = key
 		}
-		if fields.has(name) {
+		if fields.hasFormKey(name) {
 			pairs[i] = key + "=" + Mask
 			changed = true
 		}

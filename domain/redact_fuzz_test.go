@@ -32,7 +32,7 @@ func FuzzRedactJSON(f *testing.F) {
 func FuzzRedactForm(f *testing.F) {
 	for _, seed := range []string{
 		"user=bob&password=hunter2&next=%2Fhome", "pass%77ord=x&pass+word=y", "password&&token=t=u",
-		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%",
+		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%", "user[password]=x&a%5Btoken%5D[]=y",
 	} {
 		f.Add(seed)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,10 @@ func TestRedactForm(t *testing.T) {
 		{"a=1;password=2", "a=1;password=2"}, // ';' is not a separator
 		{"%zz=1&secret=2", "%zz=1&secret=" + Mask},
 		{"nothing=secret", "nothing=secret"},
+		{"user[name]=bob&user[password]=x&user%5Btoken%5D=y", "user[name]=bob&user[password]=" + Mask + "&user%5Btoken%5D=" + Mask},
+		{"password[]=a&password[]=b", "password[]=" + Mask + "&password[]=" + Mask},
+		{"a[credentials][api_key]=k&a[b]=c&[]=d", "a[credentials][api_key]=" + Mask + "&a[b]=c&[]=d"},
+		{"passwords[0]=x", "passwords[0]=x"},
 	} {
 		if got := redactBody(c.in, formMediaType, defaultFields); got != c.want {
 			t.Errorf("redacted %q to %q, want %q", c.in, got, c.want)
@@ -184,7 +189,8 @@ func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 				name = key
 			}
 			want := pair
-			if hasValue && fields[redactionKey(name)] {
+			segments := append([]string{name}, strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' })...)
+			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return fields[redactionKey(s)] }) {
 				want = key + "=" + Mask
 			}
 			if outPairs[i] != want {
