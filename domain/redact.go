@@ -77,29 +77,21 @@ func (p Policy) redactSet() fieldSet {
 	return set
 }
 
-// isJSONMediaType covers application/json and structured suffixes such as
-// application/problem+json.
-func isJSONMediaType(mt string) bool {
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
 const formMediaType = "application/x-www-form-urlencoded"
 
-// redactBody replaces the values of redacted fields in a JSON or form body, chosen by
-// its derived content type. Other bodies, and JSON bodies that are not valid JSON,
-// are returned unchanged.
+// redactBody replaces the values of redacted fields in a form body (by its derived
+// content type) or in any valid JSON body, whatever type it declares: JSON sent as
+// text/plain, text/json or under two Content-Types carries the same secrets. Other
+// bodies are returned unchanged.
 func redactBody(body, contentType string, fields fieldSet) string {
 	if len(fields) == 0 || body == "" {
 		return body
 	}
 	switch {
-	case isJSONMediaType(contentType):
-		if !validJSON(body) {
-			return body
-		}
-		return redactJSON(body, fields)
 	case contentType == formMediaType:
 		return redactForm(body, fields)
+	case validJSON(body):
+		return redactJSON(body, fields)
 	}
 	return body
 }
