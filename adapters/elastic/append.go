@@ -38,47 +38,84 @@ type bulkItem struct {
 // maxReportedFailures bounds the items an Append error lists.
 const maxReportedFailures = 5
 
-// Append writes msgs in one bulk request of create actions, each into the index
-// of its CreatedAt's UTC day with the message id as _id. Because the index is a
-// function of CreatedAt and the domain never changes a message's CreatedAt, an id
-// always lands in the same index, where _id is unique: a retry finds its message
-// already there (409) and counts that as success, leaving it unchanged. Every
-// item's status is checked; the batch succeeds only if all did. Writes are not
-// refreshed: they become searchable within ReadLag.
+// Append writes msgs with bulk requests of create actions, each message into
+// the index of its CreatedAt's UTC day with the message id as _id. Because the
+// index is a function of CreatedAt and the domain never changes a message's
+// CreatedAt, an id always lands in the same index, where _id is unique: a retry
+// finds its message already there (409) and counts that as success, leaving it
+// unchanged. Every message is encoded and checked before the first request, so
+// a message the cluster cannot take fails the batch with nothing written; the
+// encoded batch is then sent in requests of at most MaxRequestBytes, in order,
+// stopping at the first that fails. Every item's status is checked; the batch
+// succeeds only if all did. Writes are not refreshed: they become searchable
+// within ReadLag.
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("elastic: append: %w", err)
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body) // one JSON value per line, as bulk wants
+	body, ends, err := s.encodeBulk(msgs)
+	if err != nil {
+		return err
+	}
+	for first, from := 0, 0; first < len(msgs); {
+		last := first + 1 // one past the last message of this request
+		for last < len(msgs) && ends[last]-from <= s.cfg.MaxRequestBytes {
+			last++
+		}
+		if err := s.bulk(ctx, body[from:ends[last-1]], msgs[first:last], first); err != nil {
+			return err
+		}
+		first, from = last, ends[last-1]
+	}
+	return nil
+}
+
+// encodeBulk encodes msgs as the lines of bulk requests; ends[i] is where the
+// entry of msgs[i] ends in body. It refuses the batch if a message cannot be
+// stored or its entry alone is over MaxRequestBytes, which wraps
+// domain.ErrTooLarge: only a smaller message can succeed.
+func (s *Store) encodeBulk(msgs []domain.Message) (body []byte, ends []int, err error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // one JSON value per line, as bulk wants
 	enc.SetEscapeHTML(false)
+	ends = make([]int, len(msgs))
 	for i, m := range msgs {
 		if err := checkStorable(m); err != nil {
-			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
+		start := buf.Len()
 		if err := enc.Encode(bulkAction{Create: bulkTarget{Index: s.names.For(m.CreatedAt), ID: m.ID}}); err != nil {
-			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
 		if err := enc.Encode(toDocument(m)); err != nil {
-			return fmt.Errorf("elastic: append: message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
+		}
+		ends[i] = buf.Len()
+		if size := ends[i] - start; size > s.cfg.MaxRequestBytes {
+			return nil, nil, fmt.Errorf("elastic: append: message %d (id %s) takes %d bytes in a bulk request, "+
+				"more than the %d bytes one request to Elasticsearch may carry: %w", i, m.ID, size, s.cfg.MaxRequestBytes, domain.ErrTooLarge)
 		}
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
+	return buf.Bytes(), ends, nil
+}
+
+// bulk sends one bulk request holding the entries of msgs, the messages from
+// index first of the caller's batch, and checks every item.
+func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, first int) error {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	var reply bulkReply
-	if err := s.do(ctx, "append", esapi.BulkRequest{Body: &body}, &reply); err != nil {
+	if err := s.do(ctx, "append", esapi.BulkRequest{Body: bytes.NewReader(body)}, &reply); err != nil {
 		return err
 	}
-	return checkBulk(msgs, reply)
+	return checkBulk(msgs, first, reply)
 }
 
 // checkBulk fails unless every message's item was created or already existed.
 // A batch whose failures are all transient wraps ports.ErrUnavailable, so the
 // caller retries it as a whole; items that did succeed then report 409.
-func checkBulk(msgs []domain.Message, reply bulkReply) error {
+// Messages are numbered from first, their index in the caller's batch.
+func checkBulk(msgs []domain.Message, first int, reply bulkReply) error {
 	if len(reply.Items) != len(msgs) {
 		return fmt.Errorf("elastic: append: the bulk reply has %d items for %d messages", len(reply.Items), len(msgs))
 	}
@@ -95,9 +132,9 @@ func checkBulk(msgs []domain.Message, reply bulkReply) error {
 			continue
 		}
 		if !ok {
-			details = append(details, fmt.Sprintf("message %d (id %s): no create result in the reply", i, msgs[i].ID))
+			details = append(details, fmt.Sprintf("message %d (id %s): no create result in the reply", first+i, msgs[i].ID))
 		} else {
-			details = append(details, fmt.Sprintf("message %d (id %s): status %d, %s", i, msgs[i].ID, item.Status, item.Error))
+			details = append(details, fmt.Sprintf("message %d (id %s): status %d, %s", first+i, msgs[i].ID, item.Status, item.Error))
 		}
 	}
 	if failed == 0 {

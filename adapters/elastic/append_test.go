@@ -1,12 +1,23 @@
 package elastic_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapitest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -130,5 +141,182 @@ func assertAbsent(t *testing.T, s ports.MessageStore, prefix string, m domain.Me
 	newCluster(t).must(http.MethodPost, "/"+prefix+"-messages-*/_refresh?allow_no_indices=true", nil, nil)
 	if _, err := s.Get(t.Context(), m.Scope(), m.ID, now); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Get(%s): %v, want ErrNotFound", m.ID, err)
+	}
+}
+
+// wantTooLargeAndAbsent appends each batch, all holding big, and fails unless
+// each is refused with domain.ErrTooLarge naming big, with nothing stored.
+func wantTooLargeAndAbsent(t *testing.T, s *elastic.Store, prefix string, big domain.Message, batches ...[]domain.Message) {
+	t.Helper()
+	for _, batch := range batches {
+		err := s.Append(t.Context(), batch)
+		if !errors.Is(err, domain.ErrTooLarge) || errors.Is(err, ports.ErrUnavailable) {
+			t.Fatalf("Append of %d messages, one too large: %v, want an error wrapping domain.ErrTooLarge only", len(batch), err)
+		}
+		if !strings.Contains(err.Error(), big.ID) {
+			t.Errorf("Append error %q should name %s", err, big.ID)
+		}
+		for _, m := range batch {
+			assertAbsent(t, s, prefix, m, m.VisibleAt.Add(time.Second))
+		}
+	}
+}
+
+// A message larger than one request may carry (http.max_content_length, 100
+// MiB by default) fails its whole batch before anything is sent. Without the
+// check the cluster refuses the request as a whole, with a 413 that said
+// nothing about which message.
+func TestAppendRefusesMessageOverRequestLimit(t *testing.T) {
+	s, cfg := newStore(t)
+	now := time.Now()
+	good := message(t, now)
+	big := message(t, now)
+	big.Response.Body = strings.Repeat("x", elastic.DefaultMaxRequestBytes)
+	wantTooLargeAndAbsent(t, s, cfg.IndexPrefix, big, []domain.Message{big}, []domain.Message{good, big}, []domain.Message{big, good})
+}
+
+// A keyword longer than Lucene's 32,766-byte term limit would fail its own
+// document and leave the rest of the bulk request stored; the domain's limits
+// keep every field far below it, and the store refuses the batch if not.
+func TestAppendRefusesOverlongKeyword(t *testing.T) {
+	s, cfg := newStore(t)
+	now := time.Now()
+	good := message(t, now)
+	long := message(t, now)
+	long.Path = "/" + strings.Repeat("a", 32766)
+	wantTooLargeAndAbsent(t, s, cfg.IndexPrefix, long, []domain.Message{good, long})
+}
+
+// limitedCluster is a proxy to the test cluster that, like a cluster whose
+// http.max_content_length is limit, refuses a larger request whole with 413.
+// It records the size of every bulk request it passes on.
+type limitedCluster struct {
+	url   string
+	mu    sync.Mutex
+	bulks []int
+}
+
+func newLimitedCluster(t *testing.T, limit int) *limitedCluster {
+	t.Helper()
+	target, err := url.Parse(newCluster(t).base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	lc := &limitedCluster{}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if len(body) > limit {
+			http.Error(w, `{"error":"Request Entity Too Large","status":413}`, http.StatusRequestEntityTooLarge)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/_bulk") {
+			lc.mu.Lock()
+			lc.bulks = append(lc.bulks, len(body))
+			lc.mu.Unlock()
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(server.Close)
+	lc.url = server.URL
+	return lc
+}
+
+// bulkSizes returns the sizes of the bulk requests passed on so far.
+func (lc *limitedCluster) bulkSizes() []int {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return append([]int(nil), lc.bulks...)
+}
+
+// A batch larger than MaxRequestBytes goes in several requests, none over it;
+// a message whose entry alone is over it fails the batch before any request.
+func TestAppendSplitsBulkRequests(t *testing.T) {
+	const limit = 64 << 10
+	lc := newLimitedCluster(t, limit)
+	s, cfg := newStore(t, func(cfg *elastic.Config) {
+		cfg.Addresses = []string{lc.url}
+		cfg.MaxRequestBytes = limit
+	})
+	now := time.Now()
+	batch := make([]domain.Message, 7)
+	for i := range batch {
+		batch[i] = message(t, now.Add(-time.Duration(i)*time.Hour)) // several daily indices
+		batch[i].Request.Body = strings.Repeat("b", 20<<10)
+	}
+	if err := s.Append(t.Context(), batch); err != nil {
+		t.Fatalf("Append of %d messages of 20 KiB with requests of at most %d bytes: %v", len(batch), limit, err)
+	}
+	sizes := lc.bulkSizes()
+	total := 0
+	for _, size := range sizes {
+		total += size
+	}
+	if len(sizes) < 3 || total < len(batch)*20<<10 {
+		t.Errorf("bulk requests of %v bytes, want at least 3 holding every message", sizes)
+	}
+	waitReadable(t, s, now.Add(time.Second), batch...)
+
+	big := message(t, now)
+	big.Response.Body = strings.Repeat("x", limit)
+	wantTooLargeAndAbsent(t, s, cfg.IndexPrefix, big, []domain.Message{message(t, now), big})
+	if after := lc.bulkSizes(); len(after) != len(sizes) {
+		t.Errorf("bulk requests of %v bytes were sent for a refused batch", after[len(sizes):])
+	}
+}
+
+// A cluster whose http.max_content_length is below MaxRequestBytes refuses a
+// request whole with 413: that is domain.ErrTooLarge too, not a bug.
+func TestAppendRequestRefusedAsTooLarge(t *testing.T) {
+	const limit = 64 << 10
+	lc := newLimitedCluster(t, limit)
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.Addresses = []string{lc.url} })
+	big := message(t, time.Now())
+	big.Response.Body = strings.Repeat("x", limit)
+	err := s.Append(t.Context(), []domain.Message{big})
+	if !errors.Is(err, domain.ErrTooLarge) || errors.Is(err, ports.ErrUnavailable) {
+		t.Fatalf("Append refused by the cluster with 413: %v, want an error wrapping domain.ErrTooLarge only", err)
+	}
+	assertAbsent(t, s, cfg.IndexPrefix, big, big.VisibleAt.Add(time.Second))
+}
+
+// Through the API, a valid request with a message over MaxRequestBytes is a
+// 413 naming Elasticsearch's limit, not a 500, and nothing of it is stored.
+func TestAPIRefusesSubmissionOverRequestLimit(t *testing.T) {
+	const limit = 64 << 10
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.MaxRequestBytes = limit })
+	const key = "elastic-limit-key"
+	api := httpapitest.Serve(t, s, conformance.APIConfig{
+		Keys:   []conformance.APIKey{{Account: scope.Account, Domain: scope.Domain, Key: key}},
+		Policy: domain.DefaultPolicy(),
+	})
+	submission := func(body string) string {
+		return fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"POST","path":"/orders","request":{"body":%q},"response":{"status_code":201}}`,
+			time.Now().Unix(), body)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/messages",
+		strings.NewReader("["+submission("small")+","+submission(strings.Repeat("x", limit))+"]"))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, req)
+	var reply struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+		t.Fatalf("reply %d %.200s: %v", rec.Code, rec.Body, err)
+	}
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(reply.Message, "Elasticsearch") {
+		t.Errorf("POST: %d %q, want 413 naming Elasticsearch's limit", rec.Code, reply.Message)
+	}
+	newCluster(t).must(http.MethodPost, "/"+cfg.IndexPrefix+"-messages-*/_refresh?allow_no_indices=true", nil, nil)
+	page, err := s.List(t.Context(), domain.Query{Scope: scope, Limit: 10}, time.Now().Add(time.Hour))
+	if err != nil || len(page.Messages) != 0 {
+		t.Errorf("List after the refusal: %d messages, %v; want none", len(page.Messages), err)
 	}
 }

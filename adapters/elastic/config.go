@@ -21,6 +21,8 @@ const (
 	// the network or with 429, 502, 503 or 504. Retrying writes is safe: every
 	// bulk action is a create with the message id as _id.
 	DefaultMaxRetries = 3
+	// DefaultMaxRequestBytes is Elasticsearch's default http.max_content_length.
+	DefaultMaxRequestBytes = 100 << 20
 )
 
 // indexPrefixPattern is the rule the service's configuration applies too
@@ -55,6 +57,13 @@ type Config struct {
 	// MaxRetries bounds the client's retries of one request; default 3, negative
 	// disables retries.
 	MaxRetries int
+	// MaxRequestBytes bounds the body of one bulk request: Append splits a batch
+	// into requests of at most this size, and refuses with domain.ErrTooLarge,
+	// before sending anything, a batch holding a message that alone is larger.
+	// Keep it at most the cluster's http.max_content_length (larger requests are
+	// refused whole) and its indexing pressure limit (10% of the heap by
+	// default; larger requests are refused with 429 every time). Default 100 MiB.
+	MaxRequestBytes int
 }
 
 // withDefaults returns cfg with every unset field at its default, or an error
@@ -77,6 +86,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if !indexPrefixPattern.MatchString(cfg.IndexPrefix) {
 		return cfg, fmt.Errorf("elastic: config: index prefix %q must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit", cfg.IndexPrefix)
+	}
+	if cfg.MaxRequestBytes < 0 {
+		return cfg, fmt.Errorf("elastic: config: MaxRequestBytes must not be negative, got %d", cfg.MaxRequestBytes)
 	}
 	if cfg.Replicas < 0 {
 		return cfg, fmt.Errorf("elastic: config: Replicas must not be negative, got %d", cfg.Replicas)
@@ -109,6 +121,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	return cfg, nil
 }

@@ -18,9 +18,11 @@ func TestConfigDefaults(t *testing.T) {
 		RequestTimeout:  DefaultRequestTimeout,
 		PingTimeout:     DefaultPingTimeout,
 		MaxRetries:      DefaultMaxRetries,
+		MaxRequestBytes: DefaultMaxRequestBytes,
 	}
 	if cfg.IndexPrefix != want.IndexPrefix || cfg.RefreshInterval != want.RefreshInterval ||
-		cfg.RequestTimeout != want.RequestTimeout || cfg.PingTimeout != want.PingTimeout || cfg.MaxRetries != want.MaxRetries {
+		cfg.RequestTimeout != want.RequestTimeout || cfg.PingTimeout != want.PingTimeout || cfg.MaxRetries != want.MaxRetries ||
+		cfg.MaxRequestBytes != want.MaxRequestBytes {
 		t.Errorf("defaults = %+v, want %+v", cfg, want)
 	}
 	if got := cfg.refreshSetting(); got != "1000ms" {
@@ -67,6 +69,7 @@ func TestConfigRefusals(t *testing.T) {
 		{name: "negative request timeout", edit: func(c *Config) { c.RequestTimeout = -time.Second }},
 		{name: "negative ping timeout", edit: func(c *Config) { c.PingTimeout = -time.Second }},
 		{name: "negative replicas", edit: func(c *Config) { c.Replicas = -1 }},
+		{name: "negative request size", edit: func(c *Config) { c.MaxRequestBytes = -1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok

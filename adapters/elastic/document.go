@@ -83,10 +83,23 @@ func toContent(c domain.Content) content {
 	return content{Header: fields, Body: c.Body, ContentType: c.ContentType}
 }
 
+// maxKeywordBytes is the longest term Lucene indexes: a longer keyword value
+// fails its document. The domain's limits keep every field far below it.
+const maxKeywordBytes = 32766
+
 // checkStorable refuses what the mappings cannot hold, before anything is sent.
 func checkStorable(m domain.Message) error {
 	if m.ID == "" {
 		return fmt.Errorf("has no id")
+	}
+	for _, kw := range []struct{ name, value string }{
+		{"id", m.ID}, {"reference", m.Reference}, {"account", m.Account}, {"domain", m.Domain},
+		{"name", m.Name}, {"method", m.Method}, {"path", m.Path}, {"ip_address", m.IPAddress},
+	} {
+		if len(kw.value) > maxKeywordBytes {
+			return fmt.Errorf("id %s: %s takes %d bytes, more than the %d an Elasticsearch keyword holds: %w",
+				m.ID, kw.name, len(kw.value), maxKeywordBytes, domain.ErrTooLarge)
+		}
 	}
 	for _, ts := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -41,10 +42,15 @@ func transient(status int, e *esError) bool {
 }
 
 // failure builds the error of op that failed with status and e, wrapping
-// ports.ErrUnavailable when it is transient.
+// ports.ErrUnavailable when it is transient and domain.ErrTooLarge when the
+// request was over the cluster's http.max_content_length.
 func failure(op string, status int, e *esError) error {
-	if transient(status, e) {
+	switch {
+	case transient(status, e):
 		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, ports.ErrUnavailable, status, e)
+	case status == http.StatusRequestEntityTooLarge:
+		return fmt.Errorf("elastic: %s: the request is larger than Elasticsearch accepts "+
+			"(its http.max_content_length is below MaxRequestBytes): %w", op, domain.ErrTooLarge)
 	}
 	return fmt.Errorf("elastic: %s: status %d, %s", op, status, e)
 }

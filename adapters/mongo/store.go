@@ -117,19 +117,18 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) ReadLag() time.Duration { return 0 }
 
 // Append inserts msgs in one unordered batch. A duplicate _id means the message
-// is already stored, which is success; any other failure is an error.
+// is already stored, which is success; any other failure is an error. Every
+// message is encoded and checked before the insert, so a message MongoDB would
+// refuse fails the whole batch with nothing written.
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	docs := make([]document, len(msgs))
-	for i, m := range msgs {
-		if m.ID == "" {
-			return fmt.Errorf("mongo: append: message %d has no id", i)
-		}
-		docs[i] = toDocument(m)
+	docs, err := encodeDocuments(msgs)
+	if err != nil {
+		return err
 	}
-	_, err := s.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	_, err = s.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	if err == nil {
 		return nil
 	}
