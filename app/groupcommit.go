@@ -448,33 +448,10 @@ func (g *GroupCommitter) Close(ctx context.Context) error {
 	return fmt.Errorf("group commit: flushing the queue: %w", ctx.Err())
 }
 
-// Estimated memory of a message beyond its strings: the struct, header maps and
-// slices.
-const (
-	messageOverhead = 512
-	headerOverhead  = 64
-)
-
 func sizeOf(msgs []domain.Message) load {
 	l := load{messages: len(msgs)}
 	for _, m := range msgs {
-		l.bytes += messageBytes(m)
+		l.bytes += domain.EstimatedBytes(m)
 	}
 	return l
-}
-
-// messageBytes estimates the memory m holds.
-func messageBytes(m domain.Message) int64 {
-	n := messageOverhead + len(m.ID) + len(m.Reference) + len(m.Account) + len(m.Domain) + len(m.Name) +
-		len(m.IPAddress) + len(m.Method) + len(m.Path)
-	for _, c := range []domain.Content{m.Request, m.Response} {
-		n += len(c.Body) + len(c.ContentType)
-		for name, values := range c.Header {
-			n += headerOverhead + len(name)
-			for _, v := range values {
-				n += len(v) + 16 // a string header
-			}
-		}
-	}
-	return int64(n)
 }

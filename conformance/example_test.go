@@ -50,8 +50,7 @@ func (s *sliceStore) List(_ context.Context, q domain.Query, now time.Time) (dom
 		}
 		return 1
 	})
-	page := domain.Page{Messages: hits[:min(len(hits), q.Limit)], HasMore: len(hits) > q.Limit}
-	return page, nil
+	return domain.PageOf(q.Limit, hits, func(m domain.Message) domain.Message { return m }), nil
 }
 
 func (s *sliceStore) Get(_ context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {

@@ -55,6 +55,7 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "Filters", run: testFilters},
 		{name: "Pagination", run: testPagination},
 		{name: "LimitAroundDataSize", run: testLimitAroundDataSize},
+		{name: "PageStopsAtPageBytes", run: testPageBytes},
 		{name: "PaginationDuringAppends", run: testPaginationDuringAppends},
 		{name: "ScopeIsolation", run: testScopeIsolation},
 		{name: "VisibleFromVisibleAt", run: testVisibleAt},
@@ -302,5 +303,31 @@ func testLimitAroundDataSize(t *testing.T, s ports.MessageStore) {
 		if page.HasMore != tc.hasMore {
 			t.Errorf("first page with limit %d of 3 messages: HasMore = %v, want %v", tc.limit, page.HasMore, tc.hasMore)
 		}
+	}
+}
+
+// A page ends early once its messages hold domain.PageBytes, and the next page
+// goes on from there.
+func testPageBytes(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	body := strings.Repeat("b", domain.PageBytes/3)
+	msgs := f.series(scopeLive, 4, f.ago(time.Hour), time.Second, func(m *domain.Message) { m.Response.Body = body })
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	q := domain.Query{Scope: scopeLive, Limit: 10}
+	for i, want := range []struct {
+		msgs    []domain.Message
+		hasMore bool
+	}{{msgs[:3], true}, {msgs[3:], false}} {
+		page, err := s.List(t.Context(), q, f.now())
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		what := fmt.Sprintf("page %d of 4 messages of PageBytes/3 each", i+1)
+		assertIDs(t, what, want.msgs, page.Messages)
+		if page.HasMore != want.hasMore {
+			t.Errorf("%s: HasMore = %v, want %v", what, page.HasMore, want.hasMore)
+		}
+		q.After = page.Next()
 	}
 }

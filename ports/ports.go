@@ -51,9 +51,12 @@ type MessageReader interface {
 	// ties broken by ID descending, starting strictly after q.After when set.
 	//
 	// List MUST NOT return a message before its VisibleAt nor at or after its
-	// ExpiresAt, nor one from another scope. It MUST return at most q.Limit messages
-	// and set HasMore exactly when at least one more message follows. An empty page
-	// is not an error. Returned messages belong to the caller.
+	// ExpiresAt, nor one from another scope. It MUST return at most q.Limit messages,
+	// MUST end the page early once it holds domain.PageBytes (domain.FillPage does
+	// both), and MUST set HasMore exactly when at least one more message follows.
+	// It SHOULD stop reading there too, so a page of large messages costs no more
+	// memory than the page. An empty page is not an error. Returned messages belong
+	// to the caller.
 	List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error)
 
 	// Get returns the message of scope whose ID or Reference is idOrReference and

@@ -83,11 +83,27 @@ func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) e
 		_, _ = io.Copy(io.Discard, res.Body)
 		return nil
 	}
-	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+	if r, ok := out.(replyReader); ok {
+		err = r.readReply(json.NewDecoder(res.Body))
+		// Reading on lets the connection be reused, unless much is left unread.
+		_, _ = io.CopyN(io.Discard, res.Body, maxDrainBytes)
+	} else {
+		err = json.NewDecoder(res.Body).Decode(out)
+	}
+	if err != nil {
 		return transportError(ctx, op, fmt.Errorf("decode reply: %w", err))
 	}
 	return nil
 }
+
+// replyReader decodes a reply as it streams in, reading only what it needs.
+type replyReader interface {
+	readReply(dec *json.Decoder) error
+}
+
+// maxDrainBytes bounds what is read past the part of a reply a replyReader
+// needed; beyond it the connection is closed instead.
+const maxDrainBytes = 1 << 20
 
 // replyError reads an error reply of op.
 func replyError(op string, res *esapi.Response) error {

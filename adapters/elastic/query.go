@@ -3,6 +3,7 @@ package elastic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -16,13 +17,89 @@ import (
 // object is a JSON object of the query DSL.
 type object = map[string]any
 
-// searchReply is what the store reads of a search reply.
-type searchReply struct {
-	Hits struct {
-		Hits []struct {
+// pageReader fills a page from a search reply's hits.hits while it reads them
+// (domain.FillPage), and stops reading where the page ends: a page of large
+// messages costs no more memory than the page.
+type pageReader struct {
+	limit  int
+	page   domain.Page
+	badHit error // a hit that is not a stored message
+}
+
+// errPageRead ends the reading of a reply once the page is full.
+var errPageRead = errors.New("page read")
+
+func (p *pageReader) readReply(dec *json.Decoder) error {
+	err := readObject(dec, func(key string) error {
+		if key != "hits" {
+			return skipValue(dec)
+		}
+		return readObject(dec, func(key string) error {
+			if key != "hits" {
+				return skipValue(dec)
+			}
+			return p.readHits(dec)
+		})
+	})
+	if errors.Is(err, errPageRead) {
+		return nil
+	}
+	return err
+}
+
+func (p *pageReader) readHits(dec *json.Decoder) error {
+	if err := readDelim(dec, '['); err != nil {
+		return err
+	}
+	var syntax error
+	p.page, p.badHit = domain.FillPage(p.limit, 0, dec.More, func() (domain.Message, error) {
+		var hit struct {
 			Source json.RawMessage `json:"_source"`
-		} `json:"hits"`
-	} `json:"hits"`
+		}
+		if syntax = dec.Decode(&hit); syntax != nil {
+			return domain.Message{}, syntax
+		}
+		return decodeMessage(hit.Source)
+	})
+	if syntax != nil {
+		return syntax
+	}
+	return errPageRead
+}
+
+// readObject reads a JSON object, handing each member's key to member, which
+// must read the member's value.
+func readObject(dec *json.Decoder, member func(key string) error) error {
+	if err := readDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := key.(string)
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	return readDelim(dec, '}')
+}
+
+func readDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("found %v where %v was expected", tok, want)
+	}
+	return nil
+}
+
+func skipValue(dec *json.Decoder) error {
+	var skipped json.RawMessage
+	return dec.Decode(&skipped)
 }
 
 // newestFirst is List's order; the nanosecond format makes the sort values,
@@ -123,15 +200,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if f.empty {
 		return domain.Page{}, nil
 	}
-	msgs, err := s.search(ctx, "list", f, body)
-	if err != nil {
-		return domain.Page{}, err
-	}
-	page := domain.Page{Messages: msgs, HasMore: len(msgs) > q.Limit}
-	if page.HasMore {
-		page.Messages = msgs[:q.Limit]
-	}
-	return page, nil
+	return s.search(ctx, "list", f, body, q.Limit)
 }
 
 // searchAfter is the search_after of cursor c; ok is false when every stored
@@ -174,10 +243,11 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 		},
 		"minimum_should_match": 1,
 	}})
-	msgs, err := s.search(ctx, "get", f, object{"size": 2, "sort": newestFirst})
+	page, err := s.search(ctx, "get", f, object{"size": 2, "sort": newestFirst}, 2)
 	if err != nil {
 		return domain.Message{}, err
 	}
+	msgs := page.Messages
 	for _, m := range msgs {
 		if m.ID == idOrReference {
 			return m, nil
@@ -192,32 +262,27 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 // search runs body with f as its query over the read pattern. An empty store
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
-func (s *Store) search(ctx context.Context, op string, f *filters, body object) ([]domain.Message, error) {
+func (s *Store) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
 	body["query"] = object{"bool": object{"filter": f.clauses}}
 	body["track_total_hits"] = false
 	reader, err := jsonBody(body)
 	if err != nil {
-		return nil, err
+		return domain.Page{}, err
 	}
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	var reply searchReply
+	reply := &pageReader{limit: limit}
 	if err := s.do(ctx, op, esapi.SearchRequest{
 		Index:                     []string{s.names.ReadPattern()},
 		Body:                      reader,
 		IgnoreUnavailable:         ptr(true),
 		AllowNoIndices:            ptr(true),
 		AllowPartialSearchResults: ptr(false),
-	}, &reply); err != nil {
-		return nil, err
+	}, reply); err != nil {
+		return domain.Page{}, err
 	}
-	msgs := make([]domain.Message, 0, len(reply.Hits.Hits))
-	for _, hit := range reply.Hits.Hits {
-		m, err := decodeMessage(hit.Source)
-		if err != nil {
-			return nil, fmt.Errorf("elastic: %s: %w", op, err)
-		}
-		msgs = append(msgs, m)
+	if reply.badHit != nil {
+		return domain.Page{}, fmt.Errorf("elastic: %s: %w", op, reply.badHit)
 	}
-	return msgs, nil
+	return reply.page, nil
 }

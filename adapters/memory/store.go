@@ -127,14 +127,8 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 		return domain.Page{}, fmt.Errorf("memory: list: limit must be at least 1, got %d", q.Limit)
 	}
 	found := s.scan(q, now)
-	page := domain.Page{HasMore: len(found) > q.Limit}
-	found = found[:min(len(found), q.Limit)]
 	// Stored messages are never modified, so they are copied outside the lock.
-	page.Messages = make([]domain.Message, len(found))
-	for i, m := range found {
-		page.Messages[i] = m.Clone()
-	}
-	return page, nil
+	return domain.PageOf(q.Limit, found, (*domain.Message).Clone), nil
 }
 
 // scan returns up to q.Limit+1 messages of q's page, as stored.

@@ -225,14 +225,19 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if err != nil {
 		return domain.Page{}, storeError(ctx, "list", err)
 	}
-	var docs []document
-	if err := cur.All(ctx, &docs); err != nil {
-		return domain.Page{}, storeError(ctx, "list", err)
+	// Documents are decoded one by one, so reading stops where the page ends
+	// (domain.FillPage) and a page of large messages costs no more than the page.
+	defer cur.Close(context.WithoutCancel(ctx))
+	page, err := domain.FillPage(q.Limit, cur.RemainingBatchLength(), func() bool { return cur.Next(ctx) }, func() (domain.Message, error) {
+		var d document
+		err := cur.Decode(&d)
+		return d.message(), err
+	})
+	if err == nil {
+		err = cur.Err()
 	}
-	page := domain.Page{HasMore: len(docs) > q.Limit}
-	page.Messages = make([]domain.Message, 0, min(len(docs), q.Limit))
-	for _, d := range docs[:min(len(docs), q.Limit)] {
-		page.Messages = append(page.Messages, d.message())
+	if err != nil {
+		return domain.Page{}, storeError(ctx, "list", err)
 	}
 	return page, nil
 }
