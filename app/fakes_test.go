@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,18 @@ func (s *recordingStore) List(_ context.Context, q domain.Query, _ time.Time) (d
 	defer s.mu.Unlock()
 	s.queries = append(s.queries, q)
 	return s.page, s.err
+}
+
+func (s *recordingStore) Lookup(_ context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found []domain.Message
+	for _, m := range s.appended {
+		if m.Scope() == scope && slices.Contains(ids, m.ID) {
+			found = append(found, m.Clone())
+		}
+	}
+	return found, s.err
 }
 
 func (s *recordingStore) Get(_ context.Context, _ domain.Scope, idOrReference string, _ time.Time) (domain.Message, error) {

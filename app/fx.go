@@ -20,8 +20,8 @@ var Module = fx.Module("app",
 		fx.Annotate(func() SystemClock { return SystemClock{} }, fx.As(new(ports.Clock))),
 		newUseCaseStore,
 		newIngestWriter,
-		func(w ingestWriter, p domain.Policy, c ports.Clock, cfg Config) *Ingester {
-			return NewIngester(w.MessageWriter, p, c).LimitDecoding(cfg.Admission)
+		func(w ingestWriter, s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) *Ingester {
+			return NewIngester(w.MessageWriter, p, c).LimitDecoding(cfg.Admission).CheckReplaysIn(s)
 		},
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
 		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {

@@ -23,15 +23,29 @@ type SubmitResult struct {
 // Ingester is the submit use case.
 type Ingester struct {
 	store     ports.MessageWriter
+	lookup    ports.MessageLookup // nil: an Idempotency-Key is not checked against earlier uses
 	policy    domain.Policy
 	clock     ports.Clock
 	admission *admission
 }
 
 // NewIngester returns the submit use case writing to store under policy, admitting
-// submissions with DefaultAdmissionOptions.
+// submissions with DefaultAdmissionOptions. When store is also a
+// ports.MessageLookup, a request whose Idempotency-Key already stored a different
+// request is refused (see CheckReplaysIn).
 func NewIngester(store ports.MessageWriter, policy domain.Policy, clock ports.Clock) *Ingester {
-	return &Ingester{store: store, policy: policy, clock: clock, admission: newAdmission(DefaultAdmissionOptions())}
+	lookup, _ := store.(ports.MessageLookup)
+	return &Ingester{store: store, lookup: lookup, policy: policy, clock: clock,
+		admission: newAdmission(DefaultAdmissionOptions())}
+}
+
+// CheckReplaysIn sets where a request with an Idempotency-Key is compared with
+// the earlier requests under that key, for a store written through a wrapper
+// such as a GroupCommitter: a retry must carry the same submissions, or it gets
+// an error wrapping ports.ErrConflict and nothing is stored.
+func (in *Ingester) CheckReplaysIn(lookup ports.MessageLookup) *Ingester {
+	in.lookup = lookup
+	return in
 }
 
 // LimitDecoding replaces the admission options; call it before the first submission.
@@ -89,6 +103,11 @@ func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey stri
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	if idempotencyKey != "" {
+		if err := in.checkReplay(ctx, a.principal.Scope, msgs); err != nil {
+			return SubmitResult{}, err
+		}
+	}
 	if err := in.store.Append(ctx, msgs); err != nil {
 		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(msgs), err)
 	}
@@ -103,6 +122,31 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body
 		return SubmitResult{}, err
 	}
 	return admitted.Submit(ctx, body, idempotencyKey)
+}
+
+// checkReplay refuses msgs, derived from an Idempotency-Key, when one of their
+// ids is stored with another submission: the key was used before for a different
+// request, and storing nothing while answering 200 would drop this one silently.
+// The same submissions are a retry; Append then stores what is missing, if any.
+func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) error {
+	if in.lookup == nil {
+		return nil
+	}
+	index := make(map[string]int, len(msgs))
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		index[m.ID], ids[i] = i, m.ID
+	}
+	stored, err := in.lookup.Lookup(ctx, scope, ids)
+	if err != nil {
+		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
+	}
+	for _, earlier := range stored {
+		if i, ok := index[earlier.ID]; ok && !domain.SameSubmission(earlier, msgs[i]) {
+			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		}
+	}
+	return nil
 }
 
 // decode turns body into the messages to store and the reply.

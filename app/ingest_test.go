@@ -12,7 +12,7 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-func newIngester(store *recordingStore) *app.Ingester {
+func newIngester(store ports.MessageWriter) *app.Ingester {
 	return app.NewIngester(store, app.DefaultConfig().Policy(), fixedClock{testNow})
 }
 
@@ -86,6 +86,38 @@ func TestSubmitWithIdempotencyKeyDerivesIdentities(t *testing.T) {
 		t.Error("the same Idempotency-Key in another scope gave the same id")
 	}
 }
+
+// A key already used for other submissions cannot carry a retry: the request is
+// refused before anything is written, whether the store is given directly or, as
+// behind a GroupCommitter, through CheckReplaysIn.
+func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
+	for name, wire := range map[string]func(*recordingStore) *app.Ingester{
+		"store that looks up":   func(s *recordingStore) *app.Ingester { return newIngester(s) },
+		"lookup set separately": func(s *recordingStore) *app.Ingester { return newIngester(writerOnly{s}).CheckReplaysIn(s) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := &recordingStore{}
+			in := wire(store)
+			if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), "order-1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), "order-1"); err != nil {
+				t.Fatalf("a retry: %v", err)
+			}
+			changed := strings.Replace(submitted, `"path":"/orders"`, `"path":"/orders/2"`, 1)
+			_, err := in.Submit(context.Background(), acmeLive, []byte(changed), "order-1")
+			if !errors.Is(err, ports.ErrConflict) {
+				t.Errorf("other submissions under a used key: %v, want ErrConflict", err)
+			}
+			if n := len(store.appended); n != 2 {
+				t.Errorf("the store was asked to append %d messages, want 2 (the request and its retry)", n)
+			}
+		})
+	}
+}
+
+// writerOnly hides every method of a store but Append.
+type writerOnly struct{ ports.MessageWriter }
 
 func TestSubmitRefusals(t *testing.T) {
 	tooMany := "[" + strings.TrimSuffix(strings.Repeat(submitted+",", domain.DefaultMaxBatch+1), ",") + "]"

@@ -171,9 +171,43 @@ func apiTestIdempotencyKey(t *testing.T, s apiSuite) {
 		e.ingestBatch(t, apiGlobexLive, batch, 2, "Idempotency-Key", "order-42")...)
 	apiWantUnique(t, slices.Concat(first, other, []apiIdentity{single}, elsewhere))
 
+	// The same key with other submissions cannot be a retry of the first request.
+	reused := []any{batch[0], apiItem(at, map[string]any{"name": "b-changed"})}
+	e.awaitKeyReuseRefused(t, apiAcmeLive, reused, "order-42")
+
 	e.wantStoredExactly(t, apiAcmeLive, apiIDs(slices.Concat(first, other, []apiIdentity{single}))...)
 	if got := e.fetch(t, apiAcmeLive, first[0].ID)["updated_at"]; got != apiWire(firstAt) {
 		t.Errorf("after a retry updated_at is %v, want the first submission's %s: a retry must not rewrite", got, apiWire(firstAt))
+	}
+	if got := e.fetch(t, apiAcmeLive, first[1].ID)["name"]; got != "b" {
+		t.Errorf("after a reused key the first request's item is named %v, want %q", got, "b")
+	}
+}
+
+// awaitKeyReuseRefused posts body under an Idempotency-Key that already stored
+// other submissions until it is refused with 422 naming the key. A store with
+// read lag may not see the earlier request at once: until then the ids exist, so
+// each attempt stores nothing new either.
+func (e *apiEnv) awaitKeyReuseRefused(t *testing.T, key APIKey, body any, idempotencyKey string) {
+	t.Helper()
+	deadline := time.NewTimer(e.store.ReadLag() + 15*time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r := e.post(t, key, body, "Idempotency-Key", idempotencyKey)
+		if r.status == http.StatusUnprocessableEntity {
+			r.wantError(t, http.StatusUnprocessableEntity, "Idempotency-Key")
+			return
+		}
+		if r.status != http.StatusOK {
+			t.Fatalf("reusing an Idempotency-Key for other submissions: %s, want 422", r)
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("reusing an Idempotency-Key for other submissions was never refused: %s", r)
+		case <-tick.C:
+		}
 	}
 }
 
@@ -185,6 +219,13 @@ type apiFlakyStore struct {
 	ports.MessageStore
 	down     atomic.Bool  // every read and write fails
 	lostAcks atomic.Int32 // the next n Appends write, then fail: a timeout after the write
+}
+
+func (s *apiFlakyStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	if s.down.Load() {
+		return nil, apiErrDown
+	}
+	return s.MessageStore.Lookup(ctx, scope, ids)
 }
 
 func (s *apiFlakyStore) Append(ctx context.Context, msgs []domain.Message) error {

@@ -53,6 +53,18 @@ func (s *sliceStore) List(_ context.Context, q domain.Query, now time.Time) (dom
 	return domain.PageOf(q.Limit, hits, func(m domain.Message) domain.Message { return m }), nil
 }
 
+func (s *sliceStore) Lookup(_ context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var found []domain.Message
+	for _, m := range s.msgs {
+		if m.Scope() == scope && slices.Contains(ids, m.ID) {
+			found = append(found, m.Clone())
+		}
+	}
+	return found, nil
+}
+
 func (s *sliceStore) Get(_ context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "Pagination", run: testPagination},
 		{name: "LimitAroundDataSize", run: testLimitAroundDataSize},
 		{name: "PageStopsAtPageBytes", run: testPageBytes},
+		{name: "LookupFindsStoredIDsReadableOrNot", run: testLookup},
 		{name: "PaginationDuringAppends", run: testPaginationDuringAppends},
 		{name: "ScopeIsolation", run: testScopeIsolation},
 		{name: "VisibleFromVisibleAt", run: testVisibleAt},
@@ -329,5 +331,36 @@ func testPageBytes(t *testing.T, s ports.MessageStore) {
 			t.Errorf("%s: HasMore = %v, want %v", what, page.HasMore, want.hasMore)
 		}
 		q.After = page.Next()
+	}
+}
+
+// Lookup finds a scope's messages by id, readable yet or not, every field as
+// appended, and nothing of another scope or never stored.
+func testLookup(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	readable := f.message(scopeLive, f.ago(time.Hour))
+	notYet := f.message(scopeLive, f.ago(time.Hour), func(m *domain.Message) { m.VisibleAt = f.now().Add(time.Hour) })
+	elsewhere := f.message(scopeTest, f.ago(time.Hour))
+	mustAppend(t, s, []domain.Message{readable, notYet, elsewhere})
+	want := []domain.Message{notYet, readable}
+	sortNewestFirst(want)
+	ids := []string{readable.ID, elsewhere.ID, f.identity().ID, notYet.ID}
+	var got []domain.Message
+	err := eventually(t.Context(), s, func() (err error) {
+		if got, err = s.Lookup(t.Context(), scopeLive, ids); err != nil {
+			return err
+		}
+		sortNewestFirst(got)
+		if !slices.Equal(idsOf(got), idsOf(want)) {
+			return fmt.Errorf("Lookup found %v, want %v", idsOf(got), idsOf(want))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertMessages(t, "Lookup", want, got)
+	if none, err := s.Lookup(t.Context(), scopeLive, nil); err != nil || len(none) != 0 {
+		t.Errorf("Lookup of no ids = %v, %v; want nothing", idsOf(none), err)
 	}
 }

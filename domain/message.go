@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"time"
 )
 
@@ -81,6 +82,29 @@ func (m Message) Clone() Message {
 	m.Request.Header = m.Request.Header.Clone()
 	m.Response.Header = m.Response.Header.Clone()
 	return m
+}
+
+// SameSubmission reports whether a and b record the same exchange: every field
+// that comes from the submission and its scope is equal. The times the service
+// sets (UpdatedAt, VisibleAt, ExpiresAt) may differ, as they do between a request
+// and its retry.
+func SameSubmission(a, b Message) bool {
+	return a.ID == b.ID && a.Reference == b.Reference && a.Scope() == b.Scope() && a.Name == b.Name &&
+		a.IPAddress == b.IPAddress && a.Method == b.Method && a.Path == b.Path && a.StatusCode == b.StatusCode &&
+		a.CreatedAt.Equal(b.CreatedAt) && sameContent(a.Request, b.Request) && sameContent(a.Response, b.Response)
+}
+
+func sameContent(a, b Content) bool {
+	if a.Body != b.Body || a.ContentType != b.ContentType || len(a.Header) != len(b.Header) {
+		return false
+	}
+	for name, values := range a.Header {
+		other, ok := b.Header[name]
+		if !ok || !slices.Equal(values, other) {
+			return false
+		}
+	}
+	return true
 }
 
 // Identity is what a submitter gets back for each stored message.

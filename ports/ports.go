@@ -28,6 +28,9 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrOverloaded: the service is shedding load (HTTP 429 with Retry-After).
 	ErrOverloaded = errors.New("overloaded")
+	// ErrConflict: an Idempotency-Key already stored a different request, so this
+	// one cannot be its retry (HTTP 422).
+	ErrConflict = errors.New("conflict")
 )
 
 // MessageWriter stores messages.
@@ -64,6 +67,15 @@ type MessageReader interface {
 	Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error)
 }
 
+// MessageLookup finds stored messages by id, for telling a retry from a new
+// request under the same Idempotency-Key.
+type MessageLookup interface {
+	// Lookup returns the messages of scope stored under any of ids, whether or
+	// not they are readable yet; ids not stored are absent. It MAY miss messages
+	// appended within ReadLag. Returned messages belong to the caller.
+	Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error)
+}
+
 // ExpiredPurger deletes what retention has expired.
 type ExpiredPurger interface {
 	// PurgeExpired deletes messages whose ExpiresAt is at or before now and returns
@@ -78,6 +90,7 @@ type ExpiredPurger interface {
 type MessageStore interface {
 	MessageWriter
 	MessageReader
+	MessageLookup
 	ExpiredPurger
 	// ReadLag is how long after a successful Append reads may still miss the
 	// message (Elasticsearch: its refresh interval). The service refuses to start

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -214,6 +215,31 @@ func searchAfter(c domain.Cursor, f *filters) (after []string, ok bool) {
 		return nil, false
 	}
 	return []string{queryTime(c.CreatedAt), c.ID}, true
+}
+
+// Lookup searches every daily index for scope's messages with any of ids,
+// readable or not. Search sees a write only after a refresh (ReadLag). A reply
+// is read a page at a time (domain.PageBytes), so large messages take several.
+func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	var found []domain.Message
+	for len(ids) > 0 {
+		f := &filters{}
+		f.term("account", scope.Account)
+		f.term("domain", scope.Domain)
+		f.add(object{"terms": object{"id": ids}})
+		page, err := s.search(ctx, "lookup", f, object{"size": len(ids)}, len(ids))
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, page.Messages...)
+		if !page.HasMore {
+			break
+		}
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
+			return slices.ContainsFunc(page.Messages, func(m domain.Message) bool { return m.ID == id })
+		})
+	}
+	return found, nil
 }
 
 // maxKeyBytes bounds a lookup key: ids and references are far shorter, and

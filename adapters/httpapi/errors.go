@@ -47,6 +47,11 @@ func errorFor(err error) apiError {
 		return unauthorized("the API key is not valid")
 	case errors.Is(err, ports.ErrForbidden):
 		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
+	case errors.Is(err, ports.ErrConflict):
+		return apiError{status: http.StatusUnprocessableEntity,
+			message: "this Idempotency-Key was already used for a different request; nothing was stored. " +
+				"Retry with the same body, or send new data with a new key",
+			fields: []domain.FieldError{{Field: "Idempotency-Key", Message: "was already used for a different request"}}}
 	case errors.Is(err, ports.ErrNotFound):
 		return apiError{status: http.StatusNotFound, message: "message not found"}
 	case errors.Is(err, ports.ErrOverloaded):

@@ -67,6 +67,13 @@ func (l *laggingStore) Get(ctx context.Context, scope domain.Scope, key string, 
 	return l.Store.Get(ctx, scope, key, now)
 }
 
+func (l *laggingStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	if err := l.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return l.Store.Lookup(ctx, scope, ids)
+}
+
 func (l *laggingStore) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	if err := l.refresh(ctx); err != nil {
 		return 0, err

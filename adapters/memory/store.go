@@ -131,6 +131,22 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	return domain.PageOf(q.Limit, found, (*domain.Message).Clone), nil
 }
 
+// Lookup returns scope's stored messages with any of ids, readable or not.
+func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: lookup: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var found []domain.Message
+	for _, id := range ids {
+		if m, ok := s.byID[id]; ok && m.Scope() == scope {
+			found = append(found, m.Clone())
+		}
+	}
+	return found, nil
+}
+
 // scan returns up to q.Limit+1 messages of q's page, as stored.
 func (s *Store) scan(q domain.Query, now time.Time) []*domain.Message {
 	s.mu.RLock()

@@ -242,6 +242,27 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	return page, nil
 }
 
+// Lookup returns scope's stored messages with any of ids, readable or not.
+func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	filter := append(scopeFilter(scope), bson.E{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}})
+	cur, err := s.coll.Find(ctx, filter)
+	if err != nil {
+		return nil, storeError(ctx, "lookup", err)
+	}
+	var docs []document
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError(ctx, "lookup", err)
+	}
+	found := make([]domain.Message, len(docs))
+	for i, d := range docs {
+		found[i] = d.message()
+	}
+	return found, nil
+}
+
 // Get finds a message of scope by id or reference, readable at now.
 func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	filter := append(scopeFilter(scope), readableAt(now)...)

@@ -1,0 +1,60 @@
+package domain_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+func storedExchange() domain.Message {
+	at := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+	return domain.Message{
+		ID: "5bb609d0-f7fb-53ca-8465-244a8284da09", Reference: "msg_u7ViXPv1D7WN", Account: "acme", Domain: "live",
+		Name: "shop", IPAddress: "10.0.0.1", Method: "POST", Path: "/orders", StatusCode: 201,
+		Request:   domain.Content{Header: domain.Header{"Accept": {"*/*"}}, Body: "{}", ContentType: "application/json"},
+		Response:  domain.Content{Header: domain.Header{"Set-Cookie": {"a", "b"}}, Body: "ok", ContentType: "text/plain"},
+		CreatedAt: at, UpdatedAt: at, VisibleAt: at.Add(5 * time.Second), ExpiresAt: at.Add(24 * time.Hour),
+	}
+}
+
+func TestSameSubmission(t *testing.T) {
+	retried := storedExchange()
+	retried.UpdatedAt = retried.UpdatedAt.Add(time.Minute)
+	retried.VisibleAt = retried.VisibleAt.Add(time.Minute)
+	retried.ExpiresAt = retried.ExpiresAt.Add(time.Hour) // a retention changed between the two
+	if !domain.SameSubmission(storedExchange(), retried) {
+		t.Error("a retry stored later is not the same submission")
+	}
+	noHeaders, emptyHeaders := storedExchange(), storedExchange()
+	noHeaders.Request.Header, emptyHeaders.Request.Header = nil, domain.Header{}
+	if !domain.SameSubmission(noHeaders, emptyHeaders) {
+		t.Error("no header map and an empty one differ")
+	}
+
+	for name, change := range map[string]func(*domain.Message){
+		"id":                  func(m *domain.Message) { m.ID = "d861b8c2-4eee-5d2c-897d-faa7e8b8a1d6" },
+		"reference":           func(m *domain.Message) { m.Reference = "msg_SuhnJ7zcOM6M" },
+		"account":             func(m *domain.Message) { m.Account = "globex" },
+		"domain":              func(m *domain.Message) { m.Domain = "test" },
+		"name":                func(m *domain.Message) { m.Name = "shop-2" },
+		"ip_address":          func(m *domain.Message) { m.IPAddress = "" },
+		"method":              func(m *domain.Message) { m.Method = "PUT" },
+		"path":                func(m *domain.Message) { m.Path = "/orders/1" },
+		"status_code":         func(m *domain.Message) { m.StatusCode = 200 },
+		"created_at":          func(m *domain.Message) { m.CreatedAt = m.CreatedAt.Add(time.Microsecond) },
+		"request body":        func(m *domain.Message) { m.Request.Body = "{ }" },
+		"response type":       func(m *domain.Message) { m.Response.ContentType = "text/html" },
+		"a header value":      func(m *domain.Message) { m.Request.Header = domain.Header{"Accept": {"text/html"}} },
+		"a header more":       func(m *domain.Message) { m.Request.Header = domain.Header{"Accept": {"*/*"}, "X": {""}} },
+		"a header renamed":    func(m *domain.Message) { m.Request.Header = domain.Header{"Accept-Language": {"*/*"}} },
+		"header value order":  func(m *domain.Message) { m.Response.Header = domain.Header{"Set-Cookie": {"b", "a"}} },
+		"an empty value list": func(m *domain.Message) { m.Response.Header = domain.Header{"Set-Cookie": {}} },
+	} {
+		changed := storedExchange()
+		change(&changed)
+		if domain.SameSubmission(storedExchange(), changed) || domain.SameSubmission(changed, storedExchange()) {
+			t.Errorf("a different %s is the same submission", name)
+		}
+	}
+}
