@@ -96,21 +96,3 @@ var (
 	submitted = `{"name":"shop","created_at":1714564800,"method":"get","path":"/orders",
 		"request":{"header":{"authorization":"Bearer secret"}},"response":{"status_code":200,"body":"{}"}}`
 )
-
-// movingClock is a clock that a test moves.
-type movingClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *movingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *movingClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}

@@ -361,15 +361,14 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 	for _, req := range batch {
 		buf = append(buf, req.msgs...)
 	}
-	if g.opts.Stamper != nil {
-		g.opts.Stamper.StampBatch(buf)
-	}
+	g.stamp(buf)
 	err := g.store.Append(g.writeTo, buf)
 	results := make([]error, len(batch))
 	if err != nil && len(batch) > 1 && !transient(err) {
 		start := 0
 		for i, req := range batch {
 			end := start + len(req.msgs)
+			g.stamp(buf[start:end:end]) // each retry is a write of its own, later
 			results[i] = g.store.Append(g.writeTo, buf[start:end:end])
 			start = end
 		}
@@ -399,6 +398,12 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 		req.done <- fmt.Errorf("group commit: not written, a batch before it found the store unavailable: %w", err)
 	}
 	return buf[:0]
+}
+
+func (g *GroupCommitter) stamp(msgs []domain.Message) {
+	if g.opts.Stamper != nil {
+		g.opts.Stamper.StampBatch(msgs)
+	}
 }
 
 // drain removes every queued request and releases its load; g.mu is held.

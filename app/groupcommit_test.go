@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -314,8 +315,8 @@ func (c *batchCounter) StampBatch(batch []domain.Message) {
 }
 
 // Messages are stamped when their batch is written, not when they were queued,
-// also when a refused batch is retried call by call; the callers' slices are
-// left alone.
+// and again when a refused batch is retried call by call; the callers' slices
+// are left alone.
 func TestGroupCommitStampsEachBatchJustBeforeItsWrite(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, Stamper: &batchCounter{}})
@@ -332,7 +333,8 @@ func TestGroupCommitStampsEachBatchJustBeforeItsWrite(t *testing.T) {
 	}
 	closeCommitter(t, g)
 
-	for id, want := range map[string]int64{"first": 1, "a": 2} {
+	// first is batch 1; a and poison are batch 2, refused, then retried alone (3, 4).
+	for id, want := range map[string]int64{"first": 1, "a": 3} {
 		if m, _ := store.message(id); m.UpdatedAt.Unix() != want {
 			t.Errorf("%s stored with the stamp of batch %d, want %d", id, m.UpdatedAt.Unix(), want)
 		}
@@ -687,7 +689,7 @@ func TestModuleWritesThroughGroupCommit(t *testing.T) {
 func TestModuleStampsMessagesWhenTheyAreWritten(t *testing.T) {
 	store := &graphStore{gateStore: newGateStore()}
 	metrics := &queueMetrics{}
-	clock := &movingClock{now: testNow}
+	clock := conformance.NewFakeClock(testNow)
 	cfg := app.DefaultConfig()
 	cfg.GroupCommit.Writers = 1
 	var ingester *app.Ingester
@@ -713,7 +715,7 @@ func TestModuleStampsMessagesWhenTheyAreWritten(t *testing.T) {
 	queued := submit()
 	waitQueued(t, &metrics.depthRecorder, 2)
 	written := testNow.Add(time.Minute)
-	clock.set(written)
+	clock.Set(written)
 	store.open()
 	<-first
 	result := <-queued

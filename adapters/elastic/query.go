@@ -65,6 +65,13 @@ func (p *pageReader) readHits(dec *json.Decoder) error {
 	if syntax != nil {
 		return syntax
 	}
+	if !p.page.HasMore && p.badHit == nil {
+		// dec.More answers false on a read error too: only the closing bracket
+		// tells the end of the hits from a reply cut short.
+		if err := readDelim(dec, ']'); err != nil {
+			return err
+		}
+	}
 	return errPageRead
 }
 

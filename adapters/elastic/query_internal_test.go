@@ -59,8 +59,11 @@ func TestPageReaderReadsHitsOnlyAsFarAsThePage(t *testing.T) {
 }
 
 func TestPageReaderRefusesMalformedReplies(t *testing.T) {
+	whole := searchReplyOf(t, "a", "b")
+	afterFirstHit := whole[:strings.LastIndex(whole, `,{"_index"`)]
 	for _, reply := range []string{
 		``, `[]`, `{"hits":[]}`, `{"hits":{"hits":{}}}`, `{"hits":{"hits":[{"_source":`, `{"hits":{"hits":[1]}}`,
+		`{"hits":{"hits":[`, afterFirstHit, afterFirstHit + ",",
 	} {
 		r := &pageReader{limit: 10}
 		if err := r.readReply(json.NewDecoder(strings.NewReader(reply))); err == nil && r.badHit == nil {

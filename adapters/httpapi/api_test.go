@@ -210,6 +210,12 @@ func TestAccessLogFields(t *testing.T) {
 	if route := f.logs.FilterMessage("request").All()[1].ContextMap()["route"]; route != "/v1/messages/{idOrReference}" {
 		t.Errorf("route logged as %v", route)
 	}
+	// A method is a client-chosen token: an unknown one is logged as OTHER, so a
+	// 1 MiB method cannot make a 1 MiB log line.
+	f.do(t, request{method: strings.Repeat("M", 4096), target: "/v1/messages", header: authed()})
+	if method := f.logs.FilterMessage("request").All()[2].ContextMap()["method"]; method != "OTHER" {
+		t.Errorf("an unknown method logged as %.40v", method)
+	}
 }
 
 func TestRequestID(t *testing.T) {

@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// maxHeaderBytes is the service's limit on a request's header section: the
-// request line and every field as sent on the wire. Beyond it the reply is a JSON
-// 431. The server lets net/http read up to serverMaxHeaderBytes so that this
-// limit, not net/http's plain-text 431, is what clients normally meet.
+// maxHeaderBytes is the service's limit on a request's header section as parsed:
+// the request line and every field once net/http has trimmed whitespace, merged
+// repeated Content-Length and dropped a Host overridden by an absolute URL. Beyond
+// it the reply is a JSON 431. The raw bytes are bounded by serverMaxHeaderBytes,
+// which net/http enforces itself; between the two, clients get the JSON reply.
 const maxHeaderBytes = 64 << 10
 
 // serverMaxHeaderBytes is the outer bound net/http enforces itself (plus its own

@@ -173,7 +173,7 @@ func (a *api) accessLog(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		fields := []zap.Field{
-			zap.String("method", r.Method),
+			zap.String("method", knownMethod(r.Method)), // a client-chosen token may be 1 MiB long
 			zap.String("route", route),
 			zap.Int("status", rec.status),
 			zap.Int64("bytes", rec.bytes),
