@@ -50,6 +50,11 @@ const (
 	maxRateBurst     = 1_000_000
 )
 
+// DefaultElasticsearchMaxRequestBytes is the default bound of one bulk request to
+// Elasticsearch: its default http.max_content_length, as the Elasticsearch store
+// assumes (app cannot import the adapter, so cmd/reqlogd tests they agree).
+const DefaultElasticsearchMaxRequestBytes = 100 << 20
+
 // redactionOff is the REQLOG_REDACTED_FIELDS value that turns redaction off, since
 // an empty environment variable counts as unset.
 const redactionOff = "none"
@@ -99,6 +104,8 @@ type ElasticsearchConfig struct {
 	Password    string
 	APIKey      string
 	IndexPrefix string
+	// MaxRequestBytes bounds one bulk request; 0 means the store's default.
+	MaxRequestBytes int64
 }
 
 // PortalConfig is read by the customer portal (adapters/portal).
@@ -127,7 +134,7 @@ func DefaultConfig() Config {
 		LogFormat:       LogFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
 		MongoDB:         MongoDBConfig{Database: "reqlog"},
-		Elasticsearch:   ElasticsearchConfig{IndexPrefix: "reqlog"},
+		Elasticsearch:   ElasticsearchConfig{IndexPrefix: "reqlog", MaxRequestBytes: DefaultElasticsearchMaxRequestBytes},
 		Portal:          PortalConfig{FrameAncestors: []string{"'self'"}},
 	}
 }
@@ -291,6 +298,7 @@ var settings = []setting{
 	stringSetting("elasticsearch.password", "Elasticsearch password", true, func(c *Config) *string { return &c.Elasticsearch.Password }),
 	stringSetting("elasticsearch.api_key", "Elasticsearch API key", true, func(c *Config) *string { return &c.Elasticsearch.APIKey }),
 	stringSetting("elasticsearch.index_prefix", "prefix of the Elasticsearch index names", false, func(c *Config) *string { return &c.Elasticsearch.IndexPrefix }),
+	intSetting("elasticsearch.max_request_bytes", "largest bulk request sent to Elasticsearch in bytes; keep it at most the cluster's http.max_content_length (0: the default)", func(c *Config) *int64 { return &c.Elasticsearch.MaxRequestBytes }),
 }
 
 // ConfigFileEnv names the environment variable holding the path of the YAML file;
@@ -536,6 +544,8 @@ func (c Config) Validate() error {
 		return bad("mongodb.database", `must be a non-empty name without / \ . " $ or spaces`)
 	case !indexPrefixPattern.MatchString(c.Elasticsearch.IndexPrefix):
 		return bad("elasticsearch.index_prefix", "must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit")
+	case c.Elasticsearch.MaxRequestBytes < 0:
+		return bad("elasticsearch.max_request_bytes", "must not be negative (0 means the default, "+strconv.Itoa(DefaultElasticsearchMaxRequestBytes)+")")
 	}
 	if c.Admission.Decoders < 0 {
 		return bad("ingest_decoders", "must not be negative (0 turns the limit off)")

@@ -106,6 +106,9 @@ var settingCases = []struct {
 	{key: "elasticsearch.password", value: "pw", check: func(c app.Config) bool { return c.Elasticsearch.Password == "pw" }},
 	{key: "elasticsearch.api_key", value: "abc", check: func(c app.Config) bool { return c.Elasticsearch.APIKey == "abc" }},
 	{key: "elasticsearch.index_prefix", value: "logs", check: func(c app.Config) bool { return c.Elasticsearch.IndexPrefix == "logs" }},
+	{key: "elasticsearch.max_request_bytes", value: "1048576", check: func(c app.Config) bool { return c.Elasticsearch.MaxRequestBytes == 1<<20 }},
+	// 0 is passed on as such: the store reads it as its own default.
+	{key: "elasticsearch.max_request_bytes", value: "0", check: func(c app.Config) bool { return c.Elasticsearch.MaxRequestBytes == 0 }},
 }
 
 func TestEachSettingFromEachSource(t *testing.T) {
@@ -253,6 +256,10 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"mongodb database name", map[string]string{"REQLOG_MONGODB_DATABASE": "a.b"}, nil, "REQLOG_MONGODB_DATABASE", ""},
 		{"elasticsearch without url", map[string]string{"REQLOG_STORE": "elasticsearch"}, nil, "REQLOG_ELASTICSEARCH_URL", ""},
 		{"index prefix", map[string]string{"REQLOG_ELASTICSEARCH_INDEX_PREFIX": "Logs"}, nil, "REQLOG_ELASTICSEARCH_INDEX_PREFIX", ""},
+		{"request limit with unit", map[string]string{"REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES": "100mb"}, nil, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
+		{"fractional request limit", nil, []string{"-elasticsearch-max-request-bytes", "1.5"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
+		{"negative request limit", nil, []string{"-elasticsearch-max-request-bytes=-1"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
+		{"negative request limit in file", map[string]string{app.ConfigFileEnv: writeYAML(t, "elasticsearch.max_request_bytes", "-1")}, nil, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
 		{"missing config file", map[string]string{app.ConfigFileEnv: "/nonexistent/reqlog.yaml"}, nil, app.ConfigFileEnv, ""},
 		{"config file syntax", map[string]string{app.ConfigFileEnv: writeFile(t, "retention: [1d\n")}, nil, app.ConfigFileEnv, ""},
 		{"unknown key in file", map[string]string{app.ConfigFileEnv: writeFile(t, "retenton: 1d\n")}, nil, app.ConfigFileEnv, ""},
@@ -299,7 +306,7 @@ func TestCommandLineErrors(t *testing.T) {
 		}
 	}
 	usage := app.ConfigUsage()
-	for _, want := range []string{"-visibility-delay", "REQLOG_VISIBILITY_DELAY", "REQLOG_ELASTICSEARCH_API_KEY", app.ConfigFileEnv} {
+	for _, want := range []string{"-visibility-delay", "REQLOG_VISIBILITY_DELAY", "REQLOG_ELASTICSEARCH_API_KEY", "-elasticsearch-max-request-bytes", app.ConfigFileEnv} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("usage lacks %s", want)
 		}

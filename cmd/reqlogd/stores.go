@@ -16,9 +16,13 @@ var stores = map[string]fx.Option{
 	app.StoreMongoDB: fx.Options(mongo.Module, fx.Provide(func(c app.Config) mongo.Config {
 		return mongo.Config{URI: c.MongoDB.URI, Database: c.MongoDB.Database}
 	})),
-	app.StoreElasticsearch: fx.Options(elastic.Module, fx.Provide(func(c app.Config) elastic.Config {
-		es := c.Elasticsearch
-		return elastic.Config{Addresses: es.Addresses, Username: es.Username, Password: es.Password,
-			APIKey: es.APIKey, IndexPrefix: es.IndexPrefix}
-	})),
+	app.StoreElasticsearch: fx.Options(elastic.Module, fx.Provide(elasticConfig)),
+}
+
+// elasticConfig is the Elasticsearch store's configuration; app.Config.Validate
+// has refused a negative MaxRequestBytes, and 0 stays the store's default.
+func elasticConfig(c app.Config) elastic.Config {
+	es := c.Elasticsearch
+	return elastic.Config{Addresses: es.Addresses, Username: es.Username, Password: es.Password,
+		APIKey: es.APIKey, IndexPrefix: es.IndexPrefix, MaxRequestBytes: int(es.MaxRequestBytes)}
 }
