@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -110,10 +111,22 @@ func TestInvalidConfigurationExitsWith2(t *testing.T) {
 		{[]string{"-retention", "soon"}, nil, "REQLOG_RETENTION"},
 		{nil, map[string]string{"REQLOG_API_KEYS": "acme:prod:rk_hidden"}, "REQLOG_API_KEYS"},
 		{nil, map[string]string{"REQLOG_STORE": "cassandra"}, "REQLOG_STORE"},
+		{nil, map[string]string{"REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES": "-1"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(tc.args, envOf(tc.env), &stdout, &stderr); code != exitConfig {
-			t.Errorf("%v %v: exit code %d, want %d", tc.args, tc.env, code, exitConfig)
+		// Should the configuration be accepted, the service starts and run never
+		// returns: the deadline turns that into a failure, on a port of its own.
+		env := map[string]string{"REQLOG_ADDR": "127.0.0.1:0"}
+		maps.Copy(env, tc.env)
+		exited := make(chan int, 1)
+		go func() { exited <- run(tc.args, envOf(env), &stdout, &stderr) }()
+		select {
+		case code := <-exited:
+			if code != exitConfig {
+				t.Errorf("%v %v: exit code %d, want %d", tc.args, tc.env, code, exitConfig)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%v %v: the configuration was accepted and the service started", tc.args, tc.env)
 		}
 		if !strings.Contains(stderr.String(), tc.setting) || strings.Contains(stderr.String(), "rk_hidden") {
 			t.Errorf("stderr %q should name %s and no key", stderr.String(), tc.setting)
