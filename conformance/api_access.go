@@ -190,25 +190,18 @@ func apiTestIdempotencyKey(t *testing.T, s apiSuite) {
 // each attempt stores nothing new either.
 func (e *apiEnv) awaitKeyReuseRefused(t *testing.T, key APIKey, body any, idempotencyKey string) {
 	t.Helper()
-	deadline := time.NewTimer(e.store.ReadLag() + 15*time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	e.poll(t, func() (bool, string) {
 		r := e.post(t, key, body, "Idempotency-Key", idempotencyKey)
-		if r.status == http.StatusUnprocessableEntity {
+		switch r.status {
+		case http.StatusUnprocessableEntity:
 			r.wantError(t, http.StatusUnprocessableEntity, "Idempotency-Key")
-			return
+			return true, ""
+		case http.StatusOK:
+			return false, fmt.Sprintf("reusing an Idempotency-Key for other submissions was never refused: %s", r)
 		}
-		if r.status != http.StatusOK {
-			t.Fatalf("reusing an Idempotency-Key for other submissions: %s, want 422", r)
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("reusing an Idempotency-Key for other submissions was never refused: %s", r)
-		case <-tick.C:
-		}
-	}
+		t.Fatalf("reusing an Idempotency-Key for other submissions: %s, want 422", r)
+		return true, ""
+	})
 }
 
 // apiErrDown is what a store whose backend is down returns.

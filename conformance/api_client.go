@@ -336,21 +336,33 @@ func (e *apiEnv) reveal(t *testing.T, key APIKey, ids ...string) []map[string]an
 // up to ReadLag behind its writes.
 func (e *apiEnv) awaitListed(t *testing.T, key APIKey, ids ...string) []map[string]any {
 	t.Helper()
+	var all []map[string]any
+	e.poll(t, func() (done bool, failure string) {
+		all = e.listAll(t, key, nil)
+		listed := apiByID(all)
+		missing := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return listed[id] != nil })
+		return len(missing) == 0, fmt.Sprintf("messages %q of %s:%s never listed at %s; listed: %s", missing,
+			key.Account, key.Domain, e.clock.Now().Format(time.RFC3339Nano), apiShow(all))
+	})
+	return all
+}
+
+// poll runs try every 20 ms until it is done, for at most the store's ReadLag
+// plus 15 s; then the test fails with try's last failure.
+func (e *apiEnv) poll(t *testing.T, try func() (done bool, failure string)) {
+	t.Helper()
 	deadline := time.NewTimer(e.store.ReadLag() + 15*time.Second)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		all := e.listAll(t, key, nil)
-		listed := apiByID(all)
-		missing := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return listed[id] != nil })
-		if len(missing) == 0 {
-			return all
+		done, failure := try()
+		if done {
+			return
 		}
 		select {
 		case <-deadline.C:
-			t.Fatalf("messages %q of %s:%s never listed at %s; listed: %s", missing, key.Account, key.Domain,
-				e.clock.Now().Format(time.RFC3339Nano), apiShow(all))
+			t.Fatal(failure)
 		case <-tick.C:
 		}
 	}

@@ -2,7 +2,6 @@ package elastic_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -299,20 +298,9 @@ func TestAPIRefusesSubmissionOverRequestLimit(t *testing.T) {
 		return fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"POST","path":"/orders","request":{"body":%q},"response":{"status_code":201}}`,
 			time.Now().Unix(), body)
 	}
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/messages",
-		strings.NewReader("["+submission("small")+","+submission(strings.Repeat("x", limit))+"]"))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	api.ServeHTTP(rec, req)
-	var reply struct {
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
-		t.Fatalf("reply %d %.200s: %v", rec.Code, rec.Body, err)
-	}
-	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(reply.Message, "Elasticsearch") {
-		t.Errorf("POST: %d %q, want 413 naming Elasticsearch's limit", rec.Code, reply.Message)
+	status, message := httpapitest.Submit(t, api, key, "["+submission("small")+","+submission(strings.Repeat("x", limit))+"]")
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(message, "Elasticsearch") {
+		t.Errorf("POST: %d %q, want 413 naming Elasticsearch's limit", status, message)
 	}
 	newCluster(t).must(http.MethodPost, "/"+cfg.IndexPrefix+"-messages-*/_refresh?allow_no_indices=true", nil, nil)
 	page, err := s.List(t.Context(), domain.Query{Scope: scope, Limit: 10}, time.Now().Add(time.Hour))

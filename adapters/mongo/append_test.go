@@ -1,11 +1,9 @@
 package mongo_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -148,19 +146,9 @@ func TestAPIRefusesSubmissionsOverMongoLimit(t *testing.T) {
 
 	for name, body := range map[string]string{"one submission": big, "a batch with a good one": "[" + good + "," + big + "]"} {
 		t.Run(name, func(t *testing.T) {
-			req := httptest.NewRequestWithContext(opCtx(t), http.MethodPost, "/v1/messages", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			api.ServeHTTP(rec, req)
-			var reply struct {
-				Message string `json:"message"`
-			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
-				t.Fatalf("reply %d %.200s: %v", rec.Code, rec.Body, err)
-			}
-			if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(reply.Message, "16 MiB") {
-				t.Errorf("POST of %d bytes: %d %q, want 413 naming MongoDB's 16 MiB limit", len(body), rec.Code, reply.Message)
+			status, message := httpapitest.Submit(t, api, key, body)
+			if status != http.StatusRequestEntityTooLarge || !strings.Contains(message, "16 MiB") {
+				t.Errorf("POST of %d bytes: %d %q, want 413 naming MongoDB's 16 MiB limit", len(body), status, message)
 			}
 			n, err := coll.CountDocuments(opCtx(t), bson.D{})
 			if err != nil {

@@ -7,7 +7,10 @@
 package httpapitest
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -74,4 +77,23 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 	svc.RequireStart()
 	t.Cleanup(svc.RequireStop)
 	return handler
+}
+
+// Submit POSTs body to /v1/messages on handler with key and returns the status
+// and the reply's message, for adapters' tests of how a store's refusal reaches
+// a client.
+func Submit(t *testing.T, handler http.Handler, key, body string) (status int, message string) {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	var reply struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+		t.Fatalf("reply %d %.200s: %v", rec.Code, rec.Body, err)
+	}
+	return rec.Code, reply.Message
 }
