@@ -429,6 +429,9 @@ func flattenYAML(n *yaml.Node, prefix string, out map[string]string) error {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, value := prefix+n.Content[i].Value, n.Content[i+1]
+		if _, twice := out[key]; twice {
+			return fmt.Errorf("line %d: %s is set twice", n.Content[i].Line, key)
+		}
 		switch value.Kind {
 		case yaml.MappingNode:
 			if err := flattenYAML(value, key+".", out); err != nil {

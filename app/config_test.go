@@ -263,6 +263,7 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"missing config file", map[string]string{app.ConfigFileEnv: "/nonexistent/reqlog.yaml"}, nil, app.ConfigFileEnv, ""},
 		{"config file syntax", map[string]string{app.ConfigFileEnv: writeFile(t, "retention: [1d\n")}, nil, app.ConfigFileEnv, ""},
 		{"unknown key in file", map[string]string{app.ConfigFileEnv: writeFile(t, "retenton: 1d\n")}, nil, app.ConfigFileEnv, ""},
+		{"key twice in file", map[string]string{app.ConfigFileEnv: writeFile(t, "retention: 1d\nretention: 2d\n")}, nil, app.ConfigFileEnv, ""},
 		{"nested value in file", map[string]string{app.ConfigFileEnv: writeFile(t, "retention:\n  days: 1\n")}, nil, app.ConfigFileEnv, ""},
 		{"bad value in file", map[string]string{app.ConfigFileEnv: writeFile(t, "max_batch: lots\n")}, nil, "REQLOG_MAX_BATCH", ""},
 	} {
