@@ -4,7 +4,7 @@ package domain
 // once its messages hold this much, so that a page of 100 messages of several
 // megabytes each cannot take gigabytes to build and encode. A page still holds
 // at least one message, and HasMore tells the reader to go on.
-const PageBytes = 8 << 20
+const PageBytes = 4 << 20
 
 // FillPage builds a page from messages in page order: more reports whether
 // another message follows, take returns it. The page ends at limit messages or
