@@ -71,7 +71,7 @@ var settingCases = []struct {
 		check: func(c app.Config) bool { return c.Store == app.StoreMongoDB }},
 	{key: "api_keys", value: "acme:live:k1, globex:test:sha256:" + digestHex("k2"), check: func(c app.Config) bool {
 		return slices.Equal(c.APIKeys, []app.APIKey{
-			{Account: "acme", Domain: "live", Digest: sha256.Sum256([]byte("k1"))},
+			{Account: "acme", Domain: "live", Digest: sha256.Sum256([]byte("k1")), Short: true},
 			{Account: "globex", Domain: "test", Digest: sha256.Sum256([]byte("k2"))},
 		})
 	}},

@@ -17,7 +17,14 @@ type APIKey struct {
 	Account string
 	Domain  string
 	Digest  [sha256.Size]byte
+	// Short reports a plaintext key of fewer than MinKeyLength characters: easy to
+	// guess, or the account name typed where the key belongs (the key then shows
+	// in the logs as an account). Start-up warns about it.
+	Short bool
 }
+
+// MinKeyLength is the key length below which start-up warns.
+const MinKeyLength = 16
 
 const digestPrefix = "sha256:"
 
@@ -31,7 +38,7 @@ func NewAPIKey(account, domainName, key string) (APIKey, error) {
 	if err := checkKey(key); err != nil {
 		return APIKey{}, err
 	}
-	return APIKey{Account: account, Domain: domainName, Digest: sha256.Sum256([]byte(key))}, nil
+	return APIKey{Account: account, Domain: domainName, Digest: sha256.Sum256([]byte(key)), Short: len(key) < MinKeyLength}, nil
 }
 
 // ParseAPIKeys reads comma-separated entries "account:domain:key" or

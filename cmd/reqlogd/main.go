@@ -57,6 +57,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	}
 	logger := app.NewLogger(cfg)
 	defer func() { _ = logger.Sync() }()
+	warnShortKeys(logger, cfg.APIKeys)
 
 	graph, err := options(cfg, logger)
 	if err != nil {
@@ -131,6 +132,18 @@ const (
 	devAccount = "dev"
 	devDomain  = "test"
 )
+
+// warnShortKeys names, by position only, the keys shorter than app.MinKeyLength:
+// the account is left out, since a short "key" is often the account name typed in
+// the key's place, and the account field then holds the real key.
+func warnShortKeys(logger *zap.Logger, keys []app.APIKey) {
+	for i, k := range keys {
+		if k.Short {
+			logger.Warn(fmt.Sprintf("an API key is short: use random keys of at least %d characters, and check "+
+				"the entry's order (account:domain:key)", app.MinKeyLength), zap.Int("entry", i+1))
+		}
+	}
+}
 
 // addDevKey makes a random test-domain key when none is configured.
 func addDevKey(cfg *app.Config) (string, error) {

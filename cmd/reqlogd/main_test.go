@@ -17,7 +17,9 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/app"
@@ -181,5 +183,24 @@ func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no exit within 10s of SIGTERM")
+	}
+}
+
+// A key typed where the account belongs makes the real account a short "key":
+// start-up warns, naming the entry by position and neither field.
+func TestShortKeysAreWarnedAboutByPosition(t *testing.T) {
+	const secret = "s3cr3t-key-value-long"
+	keys, err := app.ParseAPIKeys("acme:live:" + strings.Repeat("k", app.MinKeyLength) + "," + secret + ":test:acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	warnShortKeys(zap.New(core), keys)
+	warnings := logs.All()
+	if len(warnings) != 1 || warnings[0].ContextMap()["entry"] != int64(2) {
+		t.Fatalf("warnings %v, want one about entry 2", warnings)
+	}
+	if line := warnings[0].Message + fmt.Sprint(warnings[0].ContextMap()); strings.Contains(line, secret) || strings.Contains(line, "acme") {
+		t.Errorf("the warning %q names a field of the entry", line)
 	}
 }
