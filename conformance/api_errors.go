@@ -146,6 +146,11 @@ func apiTestBadQueryParameters(t *testing.T, s apiSuite) {
 		{"method=GE%20T", "method"},
 		{"path=v1/orders", "path"},
 		{"path_prefix=v1", "path_prefix"},
+		{"path_prefix=/%C3", "path_prefix"}, // half of "ü": not UTF-8
+		{"path=/u%FF8", "path"},
+		{"name=shop%FF", "name"},
+		{"to=0001-01-01T00:00:00Z", "to"},
+		{"from=1700000000000", "from"}, // milliseconds where seconds are due
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {

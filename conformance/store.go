@@ -54,6 +54,7 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "ReturnedMessagesBelongToCaller", run: testReturnedCopies},
 		{name: "NewestFirstTiesByIDDescending", run: testOrder},
 		{name: "Filters", run: testFilters},
+		{name: "PathPrefixOfAnyLengthAndCharacter", run: testPathPrefixEdges},
 		{name: "Pagination", run: testPagination},
 		{name: "LimitAroundDataSize", run: testLimitAroundDataSize},
 		{name: "PageStopsAtPageBytes", run: testPageBytes},
@@ -362,5 +363,31 @@ func testLookup(t *testing.T, s ports.MessageStore) {
 	assertMessages(t, "Lookup", want, got)
 	if none, err := s.Lookup(t.Context(), scopeLive, nil); err != nil || len(none) != 0 {
 		t.Errorf("Lookup of no ids = %v, %v; want nothing", idsOf(none), err)
+	}
+}
+
+// A path prefix may be as long as the domain allows and hold any character a
+// path may: each backend's prefix query has its own limits (Lucene's automaton
+// size, a BSON regex that cannot hold NUL).
+func testPathPrefixEdges(t *testing.T, s ports.MessageStore) {
+	f := newFixtures(t)
+	long := "/" + strings.Repeat("ü", domain.MaxPathLength-1)
+	longest := long[:domain.MaxPathPrefixBytes]
+	msgs := []domain.Message{
+		f.message(scopeLive, f.ago(time.Hour), func(m *domain.Message) { m.Path = long }),
+		f.message(scopeLive, f.ago(2*time.Hour), func(m *domain.Message) { m.Path = "/a\x00b" }),
+	}
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	for _, tc := range []struct {
+		prefix string
+		want   []domain.Message
+	}{
+		{longest, msgs[:1]},
+		{"/a\x00", msgs[1:]},
+		{"/a\x00c", nil},
+	} {
+		got := listAll(t, s, scopeLive, domain.Filter{PathPrefix: tc.prefix}, domain.MaxLimit, f.now())
+		assertIDs(t, fmt.Sprintf("path_prefix of %d bytes (%.12q...)", len(tc.prefix), tc.prefix), tc.want, got)
 	}
 }

@@ -8,7 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// MaxPathPrefixBytes bounds the path_prefix filter, in bytes of UTF-8: a store
+// may match a prefix with an automaton of one state per byte, and Elasticsearch
+// (Lucene) refuses one of more than 1,000.
+const MaxPathPrefixBytes = 999
 
 // Page size bounds of the fetch operation.
 const (
@@ -135,6 +141,11 @@ func ParseQuery(values map[string][]string) (Query, error) {
 		case strings.TrimSpace(vs[0]) == "":
 			fe.add(name, "must not be empty")
 			return "", false
+		case !utf8.ValidString(vs[0]):
+			// Stored text is valid UTF-8, so such a value matches nothing; and a
+			// store's query language would turn it into U+FFFD or refuse it.
+			fe.add(name, "must be valid UTF-8 (percent-decoded)")
+			return "", false
 		}
 		return vs[0], true
 	}
@@ -178,6 +189,8 @@ func ParseQuery(values map[string][]string) (Query, error) {
 		if v, ok := get(name); ok {
 			if !strings.HasPrefix(v, "/") {
 				fe.add(name, "must start with /")
+			} else if name == "path_prefix" && len(v) > MaxPathPrefixBytes {
+				fe.add(name, "must be at most %d bytes", MaxPathPrefixBytes)
 			} else if name == "path" {
 				q.Filter.Path = v
 			} else {

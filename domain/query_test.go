@@ -34,6 +34,7 @@ func TestParseQueryErrors(t *testing.T) {
 		"cursor=garbage": "cursor", "cursor=": "cursor", "cursor=MTp4Onk": "cursor",
 		"status_code=45x": "status_code", "status_code=600": "status_code", "status_code=6xx": "status_code", "status_code=0404": "status_code",
 		"method=G%20T": "method", "ip_address=nope": "ip_address", "path=a": "path", "path_prefix=b": "path_prefix",
+		"path_prefix=/%C3": "path_prefix", "path_prefix=/" + strings.Repeat("a", MaxPathPrefixBytes): "path_prefix", "path=/u%FF8": "path", "name=a%FFb": "name", "cursor=%FF": "cursor",
 		"from=yesterday": "from", "to=-5": "to", "from=1795262400&to=1795262400": "to", "name=": "name",
 		// A bound is never the zero time, nor milliseconds read as seconds.
 		"to=0001-01-01T00:00:00Z": "to", "from=0": "from", "to=1970-01-01T00:00:00Z": "to",

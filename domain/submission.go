@@ -12,11 +12,11 @@ import (
 // MaxNameLength is the longest application name, in characters after trimming.
 const MaxNameLength = 200
 
-// Limits of single fields, from the contract.
-const (
-	maxMethodLen = 32
-	maxPathLen   = 4096
-)
+// MaxPathLength is the longest path, in characters.
+const MaxPathLength = 4096
+
+// maxMethodLen is the longest method, from the contract.
+const maxMethodLen = 32
 
 // Submission is one validated, normalised exchange, before it gets an identity.
 type Submission struct {
@@ -161,8 +161,8 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 		switch {
 		case !strings.HasPrefix(path, "/"):
 			fe.add("path", "must start with /")
-		case utf8.RuneCountInString(path) > maxPathLen:
-			fe.add("path", "must be at most %d characters", maxPathLen)
+		case utf8.RuneCountInString(path) > MaxPathLength:
+			fe.add("path", "must be at most %d characters", MaxPathLength)
 		default:
 			s.Path = path
 		}

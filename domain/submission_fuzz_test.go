@@ -56,7 +56,7 @@ func submissionInvariant(p Policy, now time.Time, s Submission) error {
 		return errors.New("name is not trimmed or not 1 to 200 characters")
 	case !isToken(s.Method) || s.Method != strings.ToUpper(s.Method) || len(s.Method) > maxMethodLen:
 		return errors.New("method is not an upper-case token of at most 32 characters")
-	case !strings.HasPrefix(s.Path, "/") || utf8.RuneCountInString(s.Path) > maxPathLen:
+	case !strings.HasPrefix(s.Path, "/") || utf8.RuneCountInString(s.Path) > MaxPathLength:
 		return errors.New("path does not start with / or is too long")
 	case s.StatusCode < 100 || s.StatusCode > 599:
 		return errors.New("status code out of range")

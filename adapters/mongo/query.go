@@ -31,7 +31,7 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 		equal(fieldPath, f.Path) // implies the prefix, if one is set
 	case f.PathPrefix != "":
 		// Anchored and case-sensitive: MongoDB answers it from an index range.
-		filter = append(filter, bson.E{Key: fieldPath, Value: bson.Regex{Pattern: "^" + regexp.QuoteMeta(f.PathPrefix)}})
+		filter = append(filter, bson.E{Key: fieldPath, Value: bson.Regex{Pattern: prefixPattern(f.PathPrefix)}})
 	}
 
 	var status bson.D
@@ -83,4 +83,11 @@ func readableAt(now time.Time) bson.D {
 		{Key: fieldVisibleAt, Value: bson.D{{Key: "$lte", Value: us}}},
 		{Key: fieldExpiresAt, Value: bson.D{{Key: "$gt", Value: us}}},
 	}
+}
+
+// prefixPattern matches strings that start with prefix. A BSON regex cannot hold
+// a NUL byte, so NUL is written as the escape \x00, which both MongoDB's PCRE
+// and FerretDB's Go regexp read.
+func prefixPattern(prefix string) string {
+	return "^" + strings.ReplaceAll(regexp.QuoteMeta(prefix), "\x00", `\x00`)
 }
