@@ -95,7 +95,8 @@ func (a *Admission) Release() { a.release() }
 // message, or nothing. With an idempotencyKey the identities are derived from it, so
 // a retried request stores nothing twice. The decoder is given back once the body
 // is decoded, before the store is waited for. Errors: *domain.ValidationError,
-// domain.ErrTooLarge, ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
+// domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
+// ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
 	in := a.in
 	msgs, result, err := in.decode(a.principal, body, idempotencyKey)

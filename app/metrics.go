@@ -14,6 +14,7 @@ const (
 	OpAppend = "append"
 	OpList   = "list"
 	OpGet    = "get"
+	OpLookup = "lookup"
 	OpPurge  = "purge"
 )
 
@@ -69,6 +70,11 @@ func (s observedStore) List(ctx context.Context, q domain.Query, now time.Time) 
 func (s observedStore) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	m, err := s.MessageStore.Get(ctx, scope, idOrReference, now)
 	return m, s.observe(OpGet, err)
+}
+
+func (s observedStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	found, err := s.MessageStore.Lookup(ctx, scope, ids)
+	return found, s.observe(OpLookup, err)
 }
 
 func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {

@@ -66,12 +66,12 @@ func TestObserveReportsAppendsAndFailures(t *testing.T) {
 	}{
 		{"success", nil, nil},
 		{"outage", fmt.Errorf("dial: %w", ports.ErrUnavailable),
-			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "purge/unavailable"}},
+			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "lookup/unavailable", "purge/unavailable"}},
 		{"deadline", context.DeadlineExceeded,
-			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "purge/unavailable"}},
+			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "lookup/unavailable", "purge/unavailable"}},
 		{"caller gone", fmt.Errorf("mongo: %w", context.Canceled),
-			[]string{"append/canceled", "list/canceled", "get/canceled", "purge/canceled"}},
-		{"bug", errors.New("boom"), []string{"append/other", "list/other", "get/other", "purge/other"}},
+			[]string{"append/canceled", "list/canceled", "get/canceled", "lookup/canceled", "purge/canceled"}},
+		{"bug", errors.New("boom"), []string{"append/other", "list/other", "get/other", "lookup/other", "purge/other"}},
 		// Not finding a message is an answer, not a failure.
 		{"not found", fmt.Errorf("get: %w", ports.ErrNotFound), nil},
 	} {
@@ -85,6 +85,8 @@ func TestObserveReportsAppendsAndFailures(t *testing.T) {
 			_, err := store.List(ctx, domain.Query{Scope: scope}, testNow)
 			errs = append(errs, err)
 			_, err = store.Get(ctx, scope, "msg_x", testNow)
+			errs = append(errs, err)
+			_, err = store.Lookup(ctx, scope, []string{"x"})
 			errs = append(errs, err)
 			_, err = store.PurgeExpired(ctx, testNow)
 			errs = append(errs, err)

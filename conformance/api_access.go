@@ -185,7 +185,7 @@ func apiTestIdempotencyKey(t *testing.T, s apiSuite) {
 }
 
 // awaitKeyReuseRefused posts body under an Idempotency-Key that already stored
-// other submissions until it is refused with 422 naming the key. A store with
+// other submissions until it is refused with 400 naming the key. A store with
 // read lag may not see the earlier request at once: until then the ids exist, so
 // each attempt stores nothing new either.
 func (e *apiEnv) awaitKeyReuseRefused(t *testing.T, key APIKey, body any, idempotencyKey string) {
@@ -193,13 +193,13 @@ func (e *apiEnv) awaitKeyReuseRefused(t *testing.T, key APIKey, body any, idempo
 	e.poll(t, func() (bool, string) {
 		r := e.post(t, key, body, "Idempotency-Key", idempotencyKey)
 		switch r.status {
-		case http.StatusUnprocessableEntity:
-			r.wantError(t, http.StatusUnprocessableEntity, "Idempotency-Key")
+		case http.StatusBadRequest:
+			r.wantError(t, http.StatusBadRequest, "Idempotency-Key")
 			return true, ""
 		case http.StatusOK:
 			return false, fmt.Sprintf("reusing an Idempotency-Key for other submissions was never refused: %s", r)
 		}
-		t.Fatalf("reusing an Idempotency-Key for other submissions: %s, want 422", r)
+		t.Fatalf("reusing an Idempotency-Key for other submissions: %s, want 400", r)
 		return true, ""
 	})
 }

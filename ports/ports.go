@@ -29,7 +29,7 @@ var (
 	// ErrOverloaded: the service is shedding load (HTTP 429 with Retry-After).
 	ErrOverloaded = errors.New("overloaded")
 	// ErrConflict: an Idempotency-Key already stored a different request, so this
-	// one cannot be its retry (HTTP 422).
+	// one cannot be its retry (HTTP 400 naming the Idempotency-Key header).
 	ErrConflict = errors.New("conflict")
 )
 

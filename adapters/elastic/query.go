@@ -225,29 +225,36 @@ func searchAfter(c domain.Cursor, f *filters) (after []string, ok bool) {
 }
 
 // Lookup searches every daily index for scope's messages with any of ids,
-// readable or not. Search sees a write only after a refresh (ReadLag). A reply
-// is read a page at a time (domain.PageBytes), so large messages take several.
+// readable or not. Search sees a write only after a refresh (ReadLag). Ids go in
+// chunks under the search window (index.max_result_window, 10,000), and a chunk
+// is searched again for the ids not yet found while its reply was cut short: by
+// the page's byte budget, or by one id stored in two daily indices.
 func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
 	var found []domain.Message
-	for len(ids) > 0 {
-		f := &filters{}
-		f.term("account", scope.Account)
-		f.term("domain", scope.Domain)
-		f.add(object{"terms": object{"id": ids}})
-		page, err := s.search(ctx, "lookup", f, object{"size": len(ids)}, len(ids))
-		if err != nil {
-			return nil, err
+	for chunk := range slices.Chunk(ids, maxLookupIDs) {
+		for len(chunk) > 0 {
+			f := &filters{}
+			f.term("account", scope.Account)
+			f.term("domain", scope.Domain)
+			f.add(object{"terms": object{"id": chunk}})
+			page, err := s.search(ctx, "lookup", f, object{"size": len(chunk) + 1}, len(chunk))
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, page.Messages...)
+			if !page.HasMore {
+				break
+			}
+			chunk = slices.DeleteFunc(slices.Clone(chunk), func(id string) bool {
+				return slices.ContainsFunc(page.Messages, func(m domain.Message) bool { return m.ID == id })
+			})
 		}
-		found = append(found, page.Messages...)
-		if !page.HasMore {
-			break
-		}
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
-			return slices.ContainsFunc(page.Messages, func(m domain.Message) bool { return m.ID == id })
-		})
 	}
 	return found, nil
 }
+
+// maxLookupIDs is how many ids one Lookup search asks for.
+const maxLookupIDs = 1000
 
 // maxKeyBytes bounds a lookup key: ids and references are far shorter, and
 // Elasticsearch refuses overlong terms.

@@ -48,7 +48,7 @@ func errorFor(err error) apiError {
 	case errors.Is(err, ports.ErrForbidden):
 		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
 	case errors.Is(err, ports.ErrConflict):
-		return apiError{status: http.StatusUnprocessableEntity,
+		return apiError{status: http.StatusBadRequest,
 			message: "this Idempotency-Key was already used for a different request; nothing was stored. " +
 				"Retry with the same body, or send new data with a new key",
 			fields: []domain.FieldError{{Field: "Idempotency-Key", Message: "was already used for a different request"}}}

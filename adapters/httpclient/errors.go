@@ -54,7 +54,6 @@ var statusSentinels = map[int]error{
 	http.StatusForbidden:             ports.ErrForbidden,
 	http.StatusNotFound:              ports.ErrNotFound,
 	http.StatusRequestEntityTooLarge: domain.ErrTooLarge,
-	http.StatusUnprocessableEntity:   ports.ErrConflict,
 	http.StatusTooManyRequests:       ports.ErrOverloaded,
 	http.StatusServiceUnavailable:    ports.ErrUnavailable,
 }

@@ -267,7 +267,7 @@ func TestToleratesMessagesForTheText(t *testing.T) {
 
 func TestAPIErrorSentinels(t *testing.T) {
 	for status, sentinel := range map[int]error{
-		401: ports.ErrUnauthenticated, 404: ports.ErrNotFound, 413: domain.ErrTooLarge, 422: ports.ErrConflict,
+		401: ports.ErrUnauthenticated, 404: ports.ErrNotFound, 413: domain.ErrTooLarge,
 		429: ports.ErrOverloaded, 503: ports.ErrUnavailable,
 	} {
 		err := error(&httpclient.APIError{StatusCode: status})
