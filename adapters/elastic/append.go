@@ -3,26 +3,16 @@ package elastic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// bulkAction is the action line of one message in a bulk request.
-type bulkAction struct {
-	Create bulkTarget `json:"create"`
-}
-
-type bulkTarget struct {
-	Index string `json:"_index"`
-	ID    string `json:"_id"`
-}
 
 // bulkReply is what Append reads of a bulk reply: every item's outcome.
 type bulkReply struct {
@@ -75,28 +65,37 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 // stored or its entry alone is over MaxRequestBytes, which wraps
 // domain.ErrTooLarge: only a smaller message can succeed.
 func (s *Store) encodeBulk(msgs []domain.Message) (body []byte, ends []int, err error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // one JSON value per line, as bulk wants
-	enc.SetEscapeHTML(false)
+	size := 0
+	for _, m := range msgs {
+		size += int(domain.EstimatedBytes(m)) // about the entry's size: bodies grow by their escapes
+	}
+	body = make([]byte, 0, size+size/4)
 	ends = make([]int, len(msgs))
 	for i, m := range msgs {
 		if err := checkStorable(m); err != nil {
 			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
-		start := buf.Len()
-		if err := enc.Encode(bulkAction{Create: bulkTarget{Index: s.names.For(m.CreatedAt), ID: m.ID}}); err != nil {
-			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
-		}
-		if err := enc.Encode(toDocument(m)); err != nil {
-			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
-		}
-		ends[i] = buf.Len()
+		start := len(body)
+		body = appendBulkEntry(body, s.names.For(m.CreatedAt), m)
+		ends[i] = len(body)
 		if size := ends[i] - start; size > s.cfg.MaxRequestBytes {
 			return nil, nil, fmt.Errorf("elastic: append: message %d (id %s) takes %d bytes in a bulk request, "+
 				"more than the %d bytes one request to Elasticsearch may carry: %w", i, m.ID, size, s.cfg.MaxRequestBytes, domain.ErrTooLarge)
 		}
 	}
-	return buf.Bytes(), ends, nil
+	return body, ends, nil
+}
+
+// appendBulkEntry appends the two lines that create m in index: the action and
+// the document.
+func appendBulkEntry(dst []byte, index string, m domain.Message) []byte {
+	dst = append(dst, `{"create":{"_index":`...)
+	dst = jsonwire.AppendString(dst, index)
+	dst = append(dst, `,"_id":`...)
+	dst = jsonwire.AppendString(dst, m.ID)
+	dst = append(dst, "}}\n"...)
+	dst = appendDocument(dst, m)
+	return append(dst, '\n')
 }
 
 // bulk sends one bulk request holding the entries of msgs, the messages from

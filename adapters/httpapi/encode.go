@@ -2,19 +2,16 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
-	"time"
-	"unicode/utf8"
 
+	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
 )
 
-// Messages are the bulk of the API's output, so they are encoded by hand: the
-// bytes are exactly what encoding/json (with SetEscapeHTML(false)) writes for the
-// reply structs in encode_test.go, which checks that, without its reflection,
-// map copies and key sorting allocations.
+// Messages are the bulk of the API's output, so they are encoded by hand with
+// jsonwire: the bytes are exactly what encoding/json (with SetEscapeHTML(false))
+// writes for the reply structs in encode_test.go, which checks that.
 
 // pooledBuffers recycles reply buffers; maxPooledBuffer keeps a rare huge page
 // from being held on to.
@@ -36,7 +33,7 @@ func writeEncoded(w http.ResponseWriter, status int, encode func([]byte) []byte)
 // next cursor is null on the last page.
 func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 	dst = append(dst, `{"status":true,"message":`...)
-	dst = appendJSONString(dst, msgListed)
+	dst = jsonwire.AppendString(dst, msgListed)
 	dst = append(dst, `,"messages":[`...)
 	for i, m := range page.Messages {
 		if i > 0 {
@@ -50,7 +47,7 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 	dst = strconv.AppendBool(dst, page.HasMore)
 	dst = append(dst, `,"next_cursor":`...)
 	if next := page.Next(); next != nil {
-		dst = appendJSONString(dst, next.Encode())
+		dst = jsonwire.AppendString(dst, next.Encode())
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -60,7 +57,7 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 // appendFetchedReply appends the body of a single message's reply.
 func appendFetchedReply(dst []byte, m domain.Message) []byte {
 	dst = append(dst, `{"status":true,"message":`...)
-	dst = appendJSONString(dst, msgFetched)
+	dst = jsonwire.AppendString(dst, msgFetched)
 	dst = append(dst, `,"data":`...)
 	dst = appendMessage(dst, m)
 	return append(dst, "}\n"...)
@@ -70,15 +67,15 @@ func appendFetchedReply(dst []byte, m domain.Message) []byte {
 // visibility and expiry times stay internal.
 func appendMessage(dst []byte, m domain.Message) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, m.ID)
+	dst = jsonwire.AppendString(dst, m.ID)
 	dst = append(dst, `,"reference":`...)
-	dst = appendJSONString(dst, m.Reference)
+	dst = jsonwire.AppendString(dst, m.Reference)
 	dst = append(dst, `,"name":`...)
-	dst = appendJSONString(dst, m.Name)
+	dst = jsonwire.AppendString(dst, m.Name)
 	dst = append(dst, `,"domain":`...)
-	dst = appendJSONString(dst, m.Domain)
+	dst = jsonwire.AppendString(dst, m.Domain)
 	dst = append(dst, `,"ip_address":`...)
-	dst = appendJSONString(dst, m.IPAddress)
+	dst = jsonwire.AppendString(dst, m.IPAddress)
 	dst = append(dst, `,"status_code":`...)
 	dst = strconv.AppendInt(dst, int64(m.StatusCode), 10)
 	dst = append(dst, `,"request":`...)
@@ -86,13 +83,13 @@ func appendMessage(dst []byte, m domain.Message) []byte {
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
 	dst = append(dst, `,"path":`...)
-	dst = appendJSONString(dst, m.Path)
+	dst = jsonwire.AppendString(dst, m.Path)
 	dst = append(dst, `,"method":`...)
-	dst = appendJSONString(dst, m.Method)
+	dst = jsonwire.AppendString(dst, m.Method)
 	dst = append(dst, `,"created_at":`...)
-	dst = appendTime(dst, m.CreatedAt)
+	dst = jsonwire.AppendTime(dst, m.CreatedAt)
 	dst = append(dst, `,"updated_at":`...)
-	dst = appendTime(dst, m.UpdatedAt)
+	dst = jsonwire.AppendTime(dst, m.UpdatedAt)
 	return append(dst, '}')
 }
 
@@ -100,9 +97,9 @@ func appendContent(dst []byte, c domain.Content) []byte {
 	dst = append(dst, `{"header":`...)
 	dst = appendHeader(dst, c.Header)
 	dst = append(dst, `,"body":`...)
-	dst = appendJSONString(dst, c.Body)
+	dst = jsonwire.AppendString(dst, c.Body)
 	dst = append(dst, `,"content_type":`...)
-	dst = appendJSONString(dst, c.ContentType)
+	dst = jsonwire.AppendString(dst, c.ContentType)
 	return append(dst, '}')
 }
 
@@ -110,85 +107,21 @@ func appendContent(dst []byte, c domain.Content) []byte {
 // nil header or value list is written empty, never null.
 func appendHeader(dst []byte, h domain.Header) []byte {
 	var onStack [32]string // enough for typical headers without a heap allocation
-	names := onStack[:0]
-	for name := range h {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := jsonwire.SortedNames(onStack[:0], h)
 	dst = append(dst, '{')
 	for i, name := range names {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, name)
+		dst = jsonwire.AppendString(dst, name)
 		dst = append(dst, `:[`...)
 		for j, value := range h[name] {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, value)
+			dst = jsonwire.AppendString(dst, value)
 		}
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
-}
-
-// appendTime writes t as domain.FormatTime does, without the intermediate string.
-func appendTime(dst []byte, t time.Time) []byte {
-	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, domain.TimeLayout)
-	return append(dst, '"')
-}
-
-// appendJSONString quotes s as encoding/json does with HTML escaping off:
-// short escapes for \b \f \n \r \t " and \, \u00XX for other control bytes,
-// \ufffd for each invalid UTF-8 byte, and U+2028 and U+2029 escaped for JSONP.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/memory"
@@ -185,27 +184,6 @@ func TestAppendListReplyMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// Every rune, every byte alone, and every byte pair (which covers truncated and
-// invalid UTF-8 sequences at any position) quote as encoding/json quotes them.
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	var runes strings.Builder
-	for r := rune(0); r <= utf8.MaxRune; r++ {
-		runes.WriteRune(r) // surrogates become U+FFFD, as any string may hold
-	}
-	var pairs strings.Builder
-	for b := range 1 << 16 {
-		pairs.WriteByte(byte(b >> 8))
-		pairs.WriteByte(byte(b))
-	}
-	inputs := append([]string{runes.String(), pairs.String()}, trickyStrings...)
-	for b := range 256 {
-		inputs = append(inputs, string([]byte{byte(b)}), "a"+string([]byte{byte(b)})+"z")
-	}
-	for _, s := range inputs {
-		assertSameBytes(t, "string", appendJSONString(nil, s), bytes.TrimSuffix(encodeReference(t, s), []byte("\n")))
-	}
-}
-
 // Encoding a message allocates nothing once the buffer is large enough: the
 // header names are sorted on the stack.
 func TestAppendMessageAllocations(t *testing.T) {
@@ -299,20 +277,4 @@ func FuzzAppendMessage(f *testing.F) {
 		page := domain.Page{Messages: []domain.Message{m, m}, HasMore: status%2 == 0}
 		assertSameBytes(t, "page", appendListReply(nil, page, status), encodeReference(t, referenceListReply(page, status)))
 	})
-}
-
-// BenchmarkAppendJSONString quotes a JSON body of the kind clients log: dense
-// with quotes that need escaping.
-func BenchmarkAppendJSONString(b *testing.B) {
-	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`
-	plain := strings.Repeat("Mozilla/5.0 (X11; Linux x86_64) text/html,application/xhtml+xml ", 60)
-	for name, s := range map[string]string{"json": body, "plain": plain} {
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(s)))
-			buf := appendJSONString(nil, s)
-			for b.Loop() {
-				buf = appendJSONString(buf[:0], s)
-			}
-		})
-	}
 }

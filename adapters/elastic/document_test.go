@@ -1,0 +1,147 @@
+package elastic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// The reference encoding: the structs Append encoded with encoding/json before
+// appendDocument; the hand-written encoder must produce the same bytes.
+
+type bulkAction struct {
+	Create bulkTarget `json:"create"`
+}
+
+type bulkTarget struct {
+	Index string `json:"_index"`
+	ID    string `json:"_id"`
+}
+
+func toDocument(m domain.Message) document {
+	return document{
+		ID: m.ID, Reference: m.Reference, Account: m.Account, Domain: m.Domain, Name: m.Name, IPAddress: m.IPAddress,
+		Method: m.Method, Path: m.Path, StatusCode: m.StatusCode,
+		Request: toContent(m.Request), Response: toContent(m.Response),
+		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt),
+		VisibleAt: domain.FormatTime(m.VisibleAt), ExpiresAt: domain.FormatTime(m.ExpiresAt),
+	}
+}
+
+func toContent(c domain.Content) content {
+	names := make([]string, 0, len(c.Header))
+	for name := range c.Header {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	fields := make([]headerField, len(names))
+	for i, name := range names {
+		fields[i] = headerField{Name: name, Values: append([]string{}, c.Header[name]...)}
+	}
+	return content{Header: fields, Body: c.Body, ContentType: c.ContentType}
+}
+
+// encodeReference writes values as json.Encoder wrote them into bulk bodies: one
+// line each, without HTML escaping.
+func encodeReference(t testing.TB, values ...any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, v := range values {
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// referenceBulk is the bulk body json.Encoder wrote for msgs.
+func referenceBulk(t testing.TB, names indexNames, msgs []domain.Message) []byte {
+	var lines []any
+	for _, m := range msgs {
+		lines = append(lines, bulkAction{Create: bulkTarget{Index: names.For(m.CreatedAt), ID: m.ID}}, toDocument(m))
+	}
+	return encodeReference(t, lines...)
+}
+
+// documentStrings need every escaping rule of encoding/json.
+var documentStrings = []string{
+	"", "plain", `quote " and backslash \`, "\x00\x01\x1f controls", "\x7f DEL", "<script>&amp;</script>",
+	"line\u2028separator\u2029paragraph", "emoji 🚀 and é", "bad \xff byte", "\xed\xa0\x80 surrogate",
+	`{"json":"body","n":[1,2,3]}`, "tab\tnewline\ncr\rbackspace\bformfeed\f",
+}
+
+func documentMessages() []domain.Message {
+	at := time.Date(2025, 3, 14, 12, 0, 0, 123456000, time.UTC)
+	var msgs []domain.Message
+	for i, s := range documentStrings {
+		msgs = append(msgs, domain.Message{
+			ID: "id" + s, Reference: s, Account: s, Domain: s, Name: s, IPAddress: s, Method: s, Path: s, StatusCode: 100 + i,
+			Request:   domain.Content{Header: domain.Header{s: {s, "v"}, "Empty": {}, "Nil": nil}, Body: s, ContentType: s},
+			Response:  domain.Content{Body: s + s},
+			CreatedAt: at.AddDate(0, 0, i), UpdatedAt: at, VisibleAt: at.Add(time.Second), ExpiresAt: at.AddDate(0, 1, 0),
+		})
+	}
+	many := domain.Header{}
+	for i := range 100 { // more names than appendContent sorts on the stack
+		many[fmt.Sprintf("X-%03d", 100-i)] = []string{strings.Repeat("v", i)}
+	}
+	msgs = append(msgs, domain.Message{ID: "many", Request: domain.Content{Header: many},
+		CreatedAt: time.Unix(0, 0), UpdatedAt: time.Unix(0, 0), VisibleAt: time.Unix(0, 0), ExpiresAt: maxStorableTime})
+	return msgs
+}
+
+func TestAppendDocumentMatchesEncodingJSON(t *testing.T) {
+	for _, m := range documentMessages() {
+		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+			t.Errorf("message %q:\n got %s\nwant %s", m.ID, got, want)
+		}
+	}
+}
+
+func TestEncodeBulkMatchesEncodingJSON(t *testing.T) {
+	s, err := newUnopened(Config{Addresses: []string{"http://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := documentMessages()
+	body, ends, err := s.encodeBulk(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := referenceBulk(t, s.names, msgs); !bytes.Equal(body, want) {
+		t.Fatalf("bulk body:\n got %s\nwant %s", body, want)
+	}
+	for i, m := range msgs {
+		if end, want := ends[i], len(referenceBulk(t, s.names, msgs[:i+1])); end != want {
+			t.Errorf("message %d (%q) ends at %d, want %d", i, m.ID, end, want)
+		}
+	}
+}
+
+func FuzzAppendDocument(f *testing.F) {
+	for i, s := range documentStrings {
+		f.Add(s, s+"body", "Name-"+s, s, 200+i, int64(i)*1e12)
+	}
+	f.Fuzz(func(t *testing.T, text, body, headerName, headerValue string, status int, createdMicro int64) {
+		at := time.UnixMicro(createdMicro)
+		m := domain.Message{
+			ID: text, Reference: body, Account: text, Domain: headerValue, Name: headerName, IPAddress: text,
+			Method: text, Path: body, StatusCode: status,
+			Request: domain.Content{Header: domain.Header{headerName: {headerValue, text}, headerValue: nil, text: {}},
+				Body: body, ContentType: text},
+			Response:  domain.Content{Header: domain.Header{headerValue: {body}}, Body: body + text, ContentType: headerValue},
+			CreatedAt: at, UpdatedAt: at.Add(time.Duration(status)), VisibleAt: at, ExpiresAt: at.Add(time.Hour),
+		}
+		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package jsonwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// reference is what encoding/json writes for v with HTML escaping off.
+func reference(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Every rune, every byte alone, every byte pair (which covers truncated and
+// invalid UTF-8 sequences at any position) and longer invalid sequences quote as
+// encoding/json quotes them.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	var runes strings.Builder
+	for r := rune(0); r <= utf8.MaxRune; r++ {
+		runes.WriteRune(r) // surrogates become U+FFFD, as any string may hold
+	}
+	var pairs strings.Builder
+	for b := range 1 << 16 {
+		pairs.WriteByte(byte(b >> 8))
+		pairs.WriteByte(byte(b))
+	}
+	inputs := []string{runes.String(), pairs.String(), "", `quote " and backslash \`, "<script>&amp;</script>",
+		"line\u2028separator\u2029paragraph", "\xe2\x80", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 too big",
+		"\xc0\xaf overlong", "\ufffd literal replacement"}
+	for b := range 256 {
+		inputs = append(inputs, string([]byte{byte(b)}), "a"+string([]byte{byte(b)})+"z")
+	}
+	for _, s := range inputs {
+		if got, want := AppendString(nil, s), reference(t, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q)\n got %q\nwant %q", s, got, want)
+		}
+	}
+}
+
+func TestAppendTimeWritesFormatTime(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2025, 3, 14, 12, 0, 0, 123456000, time.FixedZone("x", 3600)),
+		time.Unix(0, 0), time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(12345, 12, 31, 23, 59, 59, 999999000, time.UTC),
+	} {
+		if got, want := AppendTime([]byte("x"), at), append([]byte("x"), reference(t, domain.FormatTime(at))...); !bytes.Equal(got, want) {
+			t.Errorf("AppendTime(%v) = %s, want %s", at, got, want)
+		}
+	}
+}
+
+func TestSortedNamesSortsByBytesWithoutAllocating(t *testing.T) {
+	h := domain.Header{"b": nil, "B": nil, "a-b": nil, "\xff": nil, "é": nil}
+	want := []string{"B", "a-b", "b", "é", "\xff"}
+	var onStack [8]string
+	if got := SortedNames(onStack[:0], h); !slices.Equal(got, want) {
+		t.Fatalf("SortedNames = %q, want %q", got, want)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		var onStack [8]string
+		_ = SortedNames(onStack[:0], h)
+	})
+	if allocs != 0 {
+		t.Fatalf("SortedNames into a large enough array allocated %v times, want 0", allocs)
+	}
+}
+
+// BenchmarkAppendString quotes a JSON body of the kind clients log, dense with
+// quotes that need escaping, and plain text.
+func BenchmarkAppendString(b *testing.B) {
+	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`
+	plain := strings.Repeat("Mozilla/5.0 (X11; Linux x86_64) text/html,application/xhtml+xml ", 60)
+	for name, s := range map[string]string{"json": body, "plain": plain} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			buf := AppendString(nil, s)
+			for b.Loop() {
+				buf = AppendString(buf[:0], s)
+			}
+		})
+	}
+}
