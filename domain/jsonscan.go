@@ -1,10 +1,9 @@
 package domain
 
-// Byte-level JSON scanning: refusing hostile nesting before any parser runs,
-// splitting batches without copying them, redacting bodies without reordering
-// them, and decoding a submission in one walk once json.Valid has checked the
-// whole body (json.Unmarshal would check every nested value again). Apart from
-// exceedsNesting, the functions expect well-formed JSON.
+// Byte-level JSON scanning: splitting batches without copying them, redacting
+// bodies without reordering them, and decoding a submission in one walk once
+// checkJSON has checked the whole body (json.Unmarshal would check every nested
+// value again). The functions expect well-formed JSON.
 
 import (
 	"encoding/json"
@@ -15,28 +14,10 @@ import (
 )
 
 // MaxNesting bounds how deeply the arrays and objects of a POST body nest. A
-// submission needs six ({"messages":[{"request":{"header":{"Accept":[...]); the
-// limit refuses hostile bodies such as "[[[[..." in one pass, before decoding.
+// submission needs six ({"messages":[{"request":{"header":{"Accept":[...]);
+// checkJSON refuses hostile bodies such as "[[[[..." while validating, before
+// decoding.
 const MaxNesting = 64
-
-// exceedsNesting reports whether data nests arrays and objects more than limit
-// levels deep. It allocates nothing and reads each byte once, whatever data is.
-func exceedsNesting[T string | []byte](data T, limit int) bool {
-	depth := 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			i = jsonStringEnd(data, i) - 1
-		case '{', '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
-}
 
 // jsonStringEnd returns the index just after the string literal starting at i.
 // Bodies nested in a submission are mostly escaped quotes, a few bytes apart, so

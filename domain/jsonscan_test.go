@@ -39,23 +39,29 @@ func TestDeepNestingIsRefusedBeforeDecoding(t *testing.T) {
 	}
 }
 
-func TestExceedsNesting(t *testing.T) {
+// checkJSON refuses nesting deeper than asked, counting only the brackets
+// outside strings, and finds syntax errors as validJSON does.
+func TestCheckJSONDepth(t *testing.T) {
 	for _, c := range []struct {
 		data  string
 		limit int
-		want  bool
+		want  jsonVerdict
 	}{
-		{`[[]]`, 2, false},
-		{`[[[]]]`, 2, true},
-		{`{"a":{"b":1}}`, 2, false},
-		{`{"a":{"b":{}}}`, 2, true},
-		{`["[[[[", "{{{{"]`, 1, false},
-		{`{"\"[[[":1}`, 1, false},
-		{`["\\", [[1]]]`, 2, true},
-		{`[] [] [] []`, 1, false},
+		{`[[]]`, 2, jsonValid},
+		{`[[[]]]`, 2, jsonTooDeep},
+		{`{"a":{"b":1}}`, 2, jsonValid},
+		{`{"a":{"b":{}}}`, 2, jsonTooDeep},
+		{`["[[[[", "{{{{"]`, 1, jsonValid},
+		{`{"\"[[[":1}`, 1, jsonValid},
+		{`["\\", [[1]]]`, 2, jsonTooDeep},
+		{`[] [] [] []`, 1, jsonInvalid},
+		{`[[[` + strings.Repeat("[", 100), 64, jsonTooDeep}, // unterminated: too deep is found first
+		{`[1,,[[[]]]]`, 2, jsonInvalid},                     // the syntax error comes first
+		{`7`, 0, jsonValid},
+		{`[]`, 0, jsonTooDeep},
 	} {
-		if got := exceedsNesting(c.data, c.limit); got != c.want {
-			t.Errorf("exceedsNesting(%s, %d) = %v, want %v", c.data, c.limit, got, c.want)
+		if got := checkJSON(c.data, c.limit); got != c.want {
+			t.Errorf("checkJSON(%s, %d) = %v, want %v", c.data, c.limit, got, c.want)
 		}
 	}
 }

@@ -18,17 +18,32 @@ var jsonStringPlain = func() (t [256]bool) {
 }()
 
 func validJSON[T string | []byte](data T) bool {
+	return checkJSON(data, maxJSONDepth) == jsonValid
+}
+
+// jsonVerdict is what checkJSON finds.
+type jsonVerdict int
+
+const (
+	jsonValid jsonVerdict = iota
+	jsonInvalid
+	jsonTooDeep // a container more than maxDepth deep, before any syntax error
+)
+
+// checkJSON validates data as validJSON does, in the same pass refusing arrays
+// and objects nested more than maxDepth deep, so a POST body is read once for both.
+func checkJSON[T string | []byte](data T, maxDepth int) jsonVerdict {
 	var open []byte // '{' or '[' for each enclosing container
 	i := skipJSONSpace(data, 0)
 	for {
 		// A value starts at i.
 		if i >= len(data) {
-			return false
+			return jsonInvalid
 		}
 		switch c := data[i]; c {
 		case '{', '[':
-			if len(open) == maxJSONDepth {
-				return false
+			if len(open) == maxDepth {
+				return jsonTooDeep
 			}
 			open = append(open, c)
 			i = skipJSONSpace(data, i+1)
@@ -39,7 +54,7 @@ func validJSON[T string | []byte](data T) bool {
 			}
 			if c == '{' {
 				if i = validMemberKey(data, i); i < 0 {
-					return false
+					return jsonInvalid
 				}
 			}
 			continue
@@ -55,16 +70,19 @@ func validJSON[T string | []byte](data T) bool {
 			i = validNumberEnd(data, i)
 		}
 		if i < 0 {
-			return false
+			return jsonInvalid
 		}
 		// A value ended at i: close containers until another value is due.
 		for {
 			i = skipJSONSpace(data, i)
 			if len(open) == 0 {
-				return i == len(data)
+				if i != len(data) {
+					return jsonInvalid
+				}
+				return jsonValid
 			}
 			if i >= len(data) {
-				return false
+				return jsonInvalid
 			}
 			top := open[len(open)-1]
 			if data[i] == top+2 {
@@ -73,12 +91,12 @@ func validJSON[T string | []byte](data T) bool {
 				continue
 			}
 			if data[i] != ',' {
-				return false
+				return jsonInvalid
 			}
 			i = skipJSONSpace(data, i+1)
 			if top == '{' {
 				if i = validMemberKey(data, i); i < 0 {
-					return false
+					return jsonInvalid
 				}
 			}
 			break

@@ -43,7 +43,7 @@ func FuzzRedactForm(f *testing.F) {
 }
 
 // FuzzJSONScan checks the byte-level scanners against encoding/json: the validator
-// on any input, and on valid documents the depth pre-scan and the batch splitter.
+// on any input, and on valid documents its depth limit and the batch splitter.
 func FuzzJSONScan(f *testing.F) {
 	for _, seed := range []string{`[[[]]]`, `{"a":{"b":[{}]}}`, `["[[[", "]]]"]`, `{"\"[":[1]}`, `1`, `[[`, `"\\"`,
 		` [ 1 , "a,]" , {"x":[1,2]} , [] , -0.5e+3 , true , null ] `, `[]`, `[{}]`} {
@@ -56,12 +56,15 @@ func FuzzJSONScan(f *testing.F) {
 		if got, want := validJSON(data), json.Valid(data); got != want || validJSON(string(data)) != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
 		}
-		got := exceedsNesting(data, int(limit))
+		got := checkJSON(data, int(limit))
 		if !json.Valid(data) {
+			if got == jsonValid {
+				t.Fatalf("checkJSON(%q, %d) = valid, json.Valid disagrees", data, limit)
+			}
 			return
 		}
-		if want := jsonDepth(data) > int(limit); got != want {
-			t.Fatalf("exceedsNesting(%q, %d) = %v, want %v", data, limit, got, want)
+		if want := jsonDepth(data) > int(limit); (got == jsonTooDeep) != want || got == jsonInvalid {
+			t.Fatalf("checkJSON(%q, %d) = %v, want too deep: %v", data, limit, got, want)
 		}
 		trimmed := bytes.TrimSpace(data)
 		var want []json.RawMessage

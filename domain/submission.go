@@ -95,10 +95,10 @@ func splitBody(body []byte, maxBatch int) (bodyShape, error) {
 	if len(trimmed) == 0 {
 		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
-	if exceedsNesting(trimmed, MaxNesting) {
+	switch checkJSON(trimmed, MaxNesting) {
+	case jsonTooDeep:
 		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
-	}
-	if !validJSON(trimmed) {
+	case jsonInvalid:
 		return bodyShape{}, invalid("the request body is not valid JSON")
 	}
 	switch trimmed[0] {
