@@ -20,13 +20,13 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return h
 	}
-	for name, value := range members(raw) {
+	for name, value := range members(raw, v.ends) {
 		if !isToken(name) {
 			fe.add(field, "has %q, which is not a valid header field name", name)
 			continue
 		}
 		canonical := CanonicalHeaderName(name)
-		values, ok := headerValues(value)
+		values, ok := headerValues(value, v.ends)
 		if !ok {
 			fe.add(field+"."+canonical, "must be a string or an array of strings")
 			continue
@@ -41,13 +41,13 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 }
 
 // headerValues accepts a scalar or an array of scalars; null and objects are refused.
-func headerValues(raw json.RawMessage) ([]string, bool) {
+func headerValues(raw json.RawMessage, ends valueEnds) ([]string, bool) {
 	if kindOf(raw) != kindArray {
 		s, ok := headerScalar(raw)
 		return []string{s}, ok
 	}
 	values := make([]string, 0, 1)
-	for item := range elements(raw) {
+	for item := range elements(raw, ends) {
 		s, ok := headerScalar(item)
 		if !ok {
 			return nil, false

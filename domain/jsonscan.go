@@ -38,13 +38,38 @@ func jsonStringEnd[T string | []byte](s T, i int) int {
 // jsonStringStop marks the bytes that end a string or start an escape.
 var jsonStringStop = [256]bool{'"': true, '\\': true}
 
+// valueEnds maps the first byte of each container and long string of a checked
+// body to the value's length. Splitting and decoding the body then jump over
+// those values instead of reading them again: a request body's string would
+// otherwise be scanned once for each object enclosing it. A nil valueEnds scans.
+type valueEnds map[*byte]int
+
+// valueEndsOf indexes the spans checkJSON found in body.
+func valueEndsOf(body []byte, spans []valueSpan) valueEnds {
+	ends := make(valueEnds, len(spans))
+	for _, span := range spans {
+		ends[&body[span.start]] = span.end - span.start
+	}
+	return ends
+}
+
+// valueEnd returns the index just after the value starting at s[i].
+func (e valueEnds) valueEnd(s []byte, i int) int {
+	if e != nil && i < len(s) {
+		if n, ok := e[&s[i]]; ok {
+			return i + n
+		}
+	}
+	return jsonValueEnd(s, i)
+}
+
 // batchItems splits a well-formed JSON array into its elements without copying
 // them. An array of more than limit elements is refused with ErrTooLarge after
 // being counted, so a huge array of tiny items costs one scan, not a decode.
-func batchItems(array []byte, limit int) ([]json.RawMessage, error) {
+func batchItems(array []byte, limit int, ends valueEnds) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	n := 0
-	for item := range elements(array) {
+	for item := range elements(array, ends) {
 		if n++; n <= limit {
 			items = append(items, item)
 		}
@@ -107,13 +132,13 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // members yields the keys, decoded, and the raw values of the well-formed object
 // obj in the order sent. Decoding walks the body once this way instead of
 // re-validating every nested value as json.Unmarshal would.
-func members(obj []byte) iter.Seq2[string, json.RawMessage] {
+func members(obj []byte, ends valueEnds) iter.Seq2[string, json.RawMessage] {
 	return func(yield func(string, json.RawMessage) bool) {
 		for i := skipJSONSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
 			keyEnd := jsonStringEnd(obj, i)
 			key := unquote(obj[i:keyEnd])
 			start := skipJSONSpace(obj, skipJSONSpace(obj, keyEnd)+1) // past the colon
-			end := jsonValueEnd(obj, start)
+			end := ends.valueEnd(obj, start)
 			if !yield(key, obj[start:end:end]) {
 				return
 			}
@@ -126,9 +151,9 @@ func members(obj []byte) iter.Seq2[string, json.RawMessage] {
 
 // objectMap collects the members of the well-formed object obj; a repeated key
 // keeps its last value, as with json.Unmarshal into a map.
-func objectMap(obj []byte) map[string]json.RawMessage {
+func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, 8)
-	for key, value := range members(obj) {
+	for key, value := range members(obj, ends) {
 		m[key] = value
 	}
 	return m
@@ -217,10 +242,10 @@ func hex4(s []byte) rune {
 }
 
 // elements yields the raw elements of the well-formed array arr.
-func elements(arr []byte) iter.Seq[json.RawMessage] {
+func elements(arr []byte, ends valueEnds) iter.Seq[json.RawMessage] {
 	return func(yield func(json.RawMessage) bool) {
 		for i := skipJSONSpace(arr, 1); i < len(arr) && arr[i] != ']'; {
-			end := jsonValueEnd(arr, i)
+			end := ends.valueEnd(arr, i)
 			if !yield(arr[i:end:end]) {
 				return
 			}

@@ -60,7 +60,7 @@ func TestCheckJSONDepth(t *testing.T) {
 		{`7`, 0, jsonValid},
 		{`[]`, 0, jsonTooDeep},
 	} {
-		if got := checkJSON(c.data, c.limit); got != c.want {
+		if got := checkJSON(c.data, c.limit, nil); got != c.want {
 			t.Errorf("checkJSON(%s, %d) = %v, want %v", c.data, c.limit, got, c.want)
 		}
 	}

@@ -18,7 +18,7 @@ var jsonStringPlain = func() (t [256]bool) {
 }()
 
 func validJSON[T string | []byte](data T) bool {
-	return checkJSON(data, maxJSONDepth) == jsonValid
+	return checkJSON(data, maxJSONDepth, nil) == jsonValid
 }
 
 // jsonVerdict is what checkJSON finds.
@@ -30,10 +30,20 @@ const (
 	jsonTooDeep // a container more than maxDepth deep, before any syntax error
 )
 
+// valueSpan is where a value of a checked document starts and ends.
+type valueSpan struct{ start, end int }
+
+// minSpannedString is the shortest string checkJSON reports a span for: shorter
+// ones are cheaper to scan again than to look up.
+const minSpannedString = 64
+
 // checkJSON validates data as validJSON does, in the same pass refusing arrays
-// and objects nested more than maxDepth deep, so a POST body is read once for both.
-func checkJSON[T string | []byte](data T, maxDepth int) jsonVerdict {
-	var open []byte // '{' or '[' for each enclosing container
+// and objects nested more than maxDepth deep, so a POST body is read once for
+// both. With spans, it also appends the span of every non-empty container and
+// every string of at least minSpannedString bytes, for valueEnds.
+func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) jsonVerdict {
+	var open []byte  // '{' or '[' for each enclosing container
+	var starts []int // where each enclosing container starts, with spans
 	i := skipJSONSpace(data, 0)
 	for {
 		// A value starts at i.
@@ -45,12 +55,15 @@ func checkJSON[T string | []byte](data T, maxDepth int) jsonVerdict {
 			if len(open) == maxDepth {
 				return jsonTooDeep
 			}
-			open = append(open, c)
+			start := i
 			i = skipJSONSpace(data, i+1)
 			if i < len(data) && data[i] == c+2 { // '}' and ']' follow '{' and '[' by two
-				open = open[:len(open)-1]
 				i++
 				break
+			}
+			open = append(open, c)
+			if spans != nil {
+				starts = append(starts, start)
 			}
 			if c == '{' {
 				if i = validMemberKey(data, i); i < 0 {
@@ -59,7 +72,10 @@ func checkJSON[T string | []byte](data T, maxDepth int) jsonVerdict {
 			}
 			continue
 		case '"':
-			i = validStringEnd(data, i)
+			start := i
+			if i = validStringEnd(data, i); spans != nil && i-start >= minSpannedString {
+				*spans = append(*spans, valueSpan{start, i})
+			}
 		case 't':
 			i = literalEnd(data, i, "true")
 		case 'f':
@@ -88,6 +104,10 @@ func checkJSON[T string | []byte](data T, maxDepth int) jsonVerdict {
 			if data[i] == top+2 {
 				open = open[:len(open)-1]
 				i++
+				if spans != nil {
+					*spans = append(*spans, valueSpan{starts[len(starts)-1], i})
+					starts = starts[:len(starts)-1]
+				}
 				continue
 			}
 			if data[i] != ',' {

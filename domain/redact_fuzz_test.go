@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,7 +57,8 @@ func FuzzJSONScan(f *testing.F) {
 		if got, want := validJSON(data), json.Valid(data); got != want || validJSON(string(data)) != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
 		}
-		got := checkJSON(data, int(limit))
+		var spans []valueSpan
+		got := checkJSON(data, int(limit), &spans)
 		if !json.Valid(data) {
 			if got == jsonValid {
 				t.Fatalf("checkJSON(%q, %d) = valid, json.Valid disagrees", data, limit)
@@ -66,12 +68,20 @@ func FuzzJSONScan(f *testing.F) {
 		if want := jsonDepth(data) > int(limit); (got == jsonTooDeep) != want || got == jsonInvalid {
 			t.Fatalf("checkJSON(%q, %d) = %v, want too deep: %v", data, limit, got, want)
 		}
+		if got == jsonTooDeep {
+			return
+		}
+		for _, span := range spans {
+			if end := jsonValueEnd(data, span.start); end != span.end || !strings.ContainsRune(`{["`, rune(data[span.start])) {
+				t.Fatalf("checkJSON(%q) spans %d to %d, a value that ends at %d", data, span.start, span.end, end)
+			}
+		}
 		trimmed := bytes.TrimSpace(data)
 		var want []json.RawMessage
 		if trimmed[0] != '[' || json.Unmarshal(trimmed, &want) != nil {
 			return
 		}
-		items, err := batchItems(trimmed, int(limit))
+		items, err := batchItems(trimmed, int(limit), valueEndsOf(data, spans))
 		switch {
 		case len(want) > int(limit):
 			if !errors.Is(err, ErrTooLarge) {
@@ -110,7 +120,7 @@ func jsonDepth(data []byte) int {
 
 // FuzzJSONDecode checks the one-walk decoder against json.Unmarshal on valid
 // documents: strings (escapes, surrogates, invalid UTF-8), object members with
-// repeated keys, and array elements.
+// repeated keys, and array elements, found by scanning or by checkJSON's spans.
 func FuzzJSONDecode(f *testing.F) {
 	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud83d"`,
 		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`,
@@ -119,8 +129,13 @@ func FuzzJSONDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		trimmed := bytes.TrimSpace(data)
-		if !json.Valid(trimmed) {
+		var spans []valueSpan
+		if checkJSON(trimmed, maxJSONDepth, &spans) != jsonValid {
 			return
+		}
+		ends := valueEndsOf(trimmed, spans)
+		if len(trimmed)%2 == 0 {
+			ends = nil // both ways
 		}
 		switch kindOf(trimmed) {
 		case kindString:
@@ -136,7 +151,7 @@ func FuzzJSONDecode(f *testing.F) {
 			if err := json.Unmarshal(trimmed, &want); err != nil {
 				t.Fatal(err)
 			}
-			got := objectMap(trimmed)
+			got := objectMap(trimmed, ends)
 			if len(got) != len(want) {
 				t.Fatalf("objectMap(%q) = %q, want %q", trimmed, got, want)
 			}
@@ -150,7 +165,7 @@ func FuzzJSONDecode(f *testing.F) {
 			if err := json.Unmarshal(trimmed, &want); err != nil {
 				t.Fatal(err)
 			}
-			got := slices.Collect(elements(trimmed))
+			got := slices.Collect(elements(trimmed, ends))
 			if len(got) != len(want) {
 				t.Fatalf("elements(%q) = %q, want %q", trimmed, got, want)
 			}

@@ -43,14 +43,20 @@ type Batch struct {
 // Either every item is valid or a *ValidationError lists each bad field; a batch over
 // MaxBatch items fails with an error wrapping ErrTooLarge.
 func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	shape, err := splitBody(body, p.MaxBatch)
+	return p.parseSubmissions(body, now, true)
+}
+
+// parseSubmissions is ParseSubmissions; without skipping, it scans nested values
+// again instead of looking their ends up, as tests compare.
+func (p Policy) parseSubmissions(body []byte, now time.Time, skipping bool) (Batch, error) {
+	shape, err := splitBody(body, p.MaxBatch, skipping)
 	if err != nil {
 		return Batch{}, err
 	}
 	if shape.multiple && len(shape.items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
-	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff}
+	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff, ends: shape.ends}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
@@ -69,7 +75,7 @@ func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
 		if kindOf(raw) != kindObject {
 			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
 		} else {
-			batch.Submissions[i] = v.submission(objectMap(raw), shape.envelope, &fe)
+			batch.Submissions[i] = v.submission(objectMap(raw, v.ends), shape.envelope, &fe)
 		}
 		all = append(all, fe.list...)
 	}
@@ -87,38 +93,48 @@ type bodyShape struct {
 	single   map[string]json.RawMessage
 	multiple bool // an array or an envelope
 	envelope bool
+	ends     valueEnds
 }
 
 // splitBody finds the shape of body, refusing more than maxBatch items.
-func splitBody(body []byte, maxBatch int) (bodyShape, error) {
+// With skipping, the shape carries the ends of body's nested values.
+func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
-	switch checkJSON(trimmed, MaxNesting) {
+	var spans *[]valueSpan
+	if skipping {
+		spans = new([]valueSpan)
+	}
+	switch checkJSON(trimmed, MaxNesting, spans) {
 	case jsonTooDeep:
 		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	case jsonInvalid:
 		return bodyShape{}, invalid("the request body is not valid JSON")
 	}
+	var ends valueEnds
+	if skipping {
+		ends = valueEndsOf(trimmed, *spans)
+	}
 	switch trimmed[0] {
 	case '[':
-		items, err := batchItems(trimmed, maxBatch)
-		return bodyShape{items: items, multiple: true}, err
+		items, err := batchItems(trimmed, maxBatch, ends)
+		return bodyShape{items: items, multiple: true, ends: ends}, err
 	case '{':
 		// A map, not a struct: encoding/json matches struct tags case-insensitively,
 		// and only the exact key "messages" makes an envelope.
-		obj := objectMap(trimmed)
+		obj := objectMap(trimmed, ends)
 		messages, isEnvelope := obj["messages"]
 		if !isEnvelope {
-			return bodyShape{single: obj}, nil
+			return bodyShape{single: obj, ends: ends}, nil
 		}
 		if kindOf(messages) != kindArray {
 			return bodyShape{}, &ValidationError{Message: "the submission is invalid",
 				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
 		}
-		items, err := batchItems(messages, maxBatch)
-		return bodyShape{items: items, multiple: true, envelope: true}, err
+		items, err := batchItems(messages, maxBatch, ends)
+		return bodyShape{items: items, multiple: true, envelope: true, ends: ends}, err
 	default:
 		return bodyShape{}, invalid("the request body must be a JSON object or array")
 	}
@@ -130,6 +146,7 @@ type validator struct {
 	masked   map[string]bool
 	redacted fieldSet
 	sniff    Sniffer
+	ends     valueEnds // of the body being decoded
 }
 
 // submission validates the members of one item. envelope items may use "app" for
@@ -196,7 +213,7 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 		fe.add(field, "must be an object")
 		return Content{}, 0
 	default:
-		inner = objectMap(raw)
+		inner = objectMap(raw, v.ends)
 	}
 	var c Content
 	c.Body, _ = stringField(inner, "body", field+".body", false, fe)

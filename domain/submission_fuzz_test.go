@@ -3,7 +3,9 @@ package domain
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +29,10 @@ func checkParse(t *testing.T, p Policy, body []byte) {
 	batch, err := p.ParseSubmissions(body, testNow)
 	if string(body) != original {
 		t.Fatalf("ParseSubmissions changed its input")
+	}
+	scanned, scanErr := p.parseSubmissions(body, testNow, false)
+	if !reflect.DeepEqual(batch, scanned) || fmt.Sprint(err) != fmt.Sprint(scanErr) {
+		t.Fatalf("skipping and scanning disagree on %q:\n%+v, %v\n%+v, %v", body, batch, err, scanned, scanErr)
 	}
 	if err != nil {
 		var invalid *ValidationError
