@@ -123,3 +123,20 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A body of tiny containers gets at most one span per spannedBytes, and the
+// containers past that bound are still found by scanning.
+func TestCheckJSONBoundsItsSpans(t *testing.T) {
+	body := []byte("[" + strings.Repeat(`[1],{"a":[2]},`, 10000) + `["` + strings.Repeat("x", 100) + `"]]`)
+	var spans []valueSpan
+	if got := checkJSON(body, MaxNesting, &spans); got != jsonValid {
+		t.Fatalf("checkJSON = %v", got)
+	}
+	if limit := len(body)/spannedBytes + 16; len(spans) != limit {
+		t.Fatalf("%d spans for %d bytes, want the bound of %d", len(spans), len(body), limit)
+	}
+	items, err := batchItems(body, 30000, valueEndsOf(body, spans))
+	if err != nil || len(items) != 20001 || string(items[20000]) != `["`+strings.Repeat("x", 100)+`"]` {
+		t.Fatalf("batchItems found %d items, the last %.20q, error %v", len(items), items[len(items)-1], err)
+	}
+}

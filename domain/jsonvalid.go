@@ -34,16 +34,23 @@ const (
 type valueSpan struct{ start, end int }
 
 // minSpannedString is the shortest string checkJSON reports a span for: shorter
-// ones are cheaper to scan again than to look up.
-const minSpannedString = 64
+// ones are cheaper to scan again than to look up. spannedBytes bounds the spans
+// to one per so many bytes of the document, so that a hostile body of tiny
+// containers ("[[1],[1],...") cannot make its index outgrow it several times.
+const (
+	minSpannedString = 64
+	spannedBytes     = 64
+)
 
 // checkJSON validates data as validJSON does, in the same pass refusing arrays
 // and objects nested more than maxDepth deep, so a POST body is read once for
-// both. With spans, it also appends the span of every non-empty container and
-// every string of at least minSpannedString bytes, for valueEnds.
+// both. With spans, it also appends the span of each non-empty container and
+// each string of at least minSpannedString bytes, for valueEnds: every one, up
+// to one per spannedBytes of data.
 func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) jsonVerdict {
 	var open []byte  // '{' or '[' for each enclosing container
 	var starts []int // where each enclosing container starts, with spans
+	maxSpans := len(data)/spannedBytes + 16
 	i := skipJSONSpace(data, 0)
 	for {
 		// A value starts at i.
@@ -73,7 +80,7 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 			continue
 		case '"':
 			start := i
-			if i = validStringEnd(data, i); spans != nil && i-start >= minSpannedString {
+			if i = validStringEnd(data, i); spans != nil && i-start >= minSpannedString && len(*spans) < maxSpans {
 				*spans = append(*spans, valueSpan{start, i})
 			}
 		case 't':
@@ -105,7 +112,9 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 				open = open[:len(open)-1]
 				i++
 				if spans != nil {
-					*spans = append(*spans, valueSpan{starts[len(starts)-1], i})
+					if len(*spans) < maxSpans {
+						*spans = append(*spans, valueSpan{starts[len(starts)-1], i})
+					}
 					starts = starts[:len(starts)-1]
 				}
 				continue
