@@ -48,8 +48,12 @@ const (
 // each string of at least minSpannedString bytes, for valueEnds: every one, up
 // to one per spannedBytes of data.
 func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) jsonVerdict {
-	var open []byte  // '{' or '[' for each enclosing container
-	var starts []int // where each enclosing container starts, with spans
+	// The stacks start on the goroutine's stack: a body that nests too deeply is
+	// refused without a heap allocation.
+	var openOnStack [MaxNesting]byte
+	var startsOnStack [MaxNesting]int
+	open := openOnStack[:0]     // '{' or '[' for each enclosing container
+	starts := startsOnStack[:0] // where each enclosing container starts, with spans
 	maxSpans := len(data)/spannedBytes + 16
 	i := skipJSONSpace(data, 0)
 	for {
