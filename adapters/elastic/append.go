@@ -89,10 +89,8 @@ func (s *Store) encodeBulk(msgs []domain.Message) (body []byte, ends []int, err 
 // appendBulkEntry appends the two lines that create m in index: the action and
 // the document.
 func appendBulkEntry(dst []byte, index string, m domain.Message) []byte {
-	dst = append(dst, `{"create":{"_index":`...)
-	dst = jsonwire.AppendString(dst, index)
-	dst = append(dst, `,"_id":`...)
-	dst = jsonwire.AppendString(dst, m.ID)
+	dst = jsonwire.StringMember(dst, `{"create":{"_index":`, index)
+	dst = jsonwire.StringMember(dst, `,"_id":`, m.ID)
 	dst = append(dst, "}}\n"...)
 	dst = appendDocument(dst, m)
 	return append(dst, '\n')

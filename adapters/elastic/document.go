@@ -56,38 +56,26 @@ var (
 // encoding a bulk request was a quarter of the service's CPU under load.
 // Headers are written sorted by name, so documents are deterministic.
 func appendDocument(dst []byte, m domain.Message) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = jsonwire.AppendString(dst, m.ID)
-	dst = append(dst, `,"reference":`...)
-	dst = jsonwire.AppendString(dst, m.Reference)
-	dst = append(dst, `,"account":`...)
-	dst = jsonwire.AppendString(dst, m.Account)
-	dst = append(dst, `,"domain":`...)
-	dst = jsonwire.AppendString(dst, m.Domain)
-	dst = append(dst, `,"name":`...)
-	dst = jsonwire.AppendString(dst, m.Name)
+	dst = jsonwire.StringMember(dst, `{"id":`, m.ID)
+	dst = jsonwire.StringMember(dst, `,"reference":`, m.Reference)
+	dst = jsonwire.StringMember(dst, `,"account":`, m.Account)
+	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
+	dst = jsonwire.StringMember(dst, `,"name":`, m.Name)
 	if m.IPAddress != "" { // "" is no address, not a value of type ip
-		dst = append(dst, `,"ip_address":`...)
-		dst = jsonwire.AppendString(dst, m.IPAddress)
+		dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
 	}
-	dst = append(dst, `,"method":`...)
-	dst = jsonwire.AppendString(dst, m.Method)
-	dst = append(dst, `,"path":`...)
-	dst = jsonwire.AppendString(dst, m.Path)
+	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
+	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
 	dst = append(dst, `,"status_code":`...)
 	dst = strconv.AppendInt(dst, int64(m.StatusCode), 10)
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
-	dst = append(dst, `,"created_at":`...)
-	dst = jsonwire.AppendTime(dst, m.CreatedAt)
-	dst = append(dst, `,"updated_at":`...)
-	dst = jsonwire.AppendTime(dst, m.UpdatedAt)
-	dst = append(dst, `,"visible_at":`...)
-	dst = jsonwire.AppendTime(dst, m.VisibleAt)
-	dst = append(dst, `,"expires_at":`...)
-	dst = jsonwire.AppendTime(dst, m.ExpiresAt)
+	dst = jsonwire.TimeMember(dst, `,"created_at":`, m.CreatedAt)
+	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
+	dst = jsonwire.TimeMember(dst, `,"visible_at":`, m.VisibleAt)
+	dst = jsonwire.TimeMember(dst, `,"expires_at":`, m.ExpiresAt)
 	return append(dst, '}')
 }
 
@@ -98,8 +86,7 @@ func appendContent(dst []byte, c domain.Content) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"name":`...)
-		dst = jsonwire.AppendString(dst, name)
+		dst = jsonwire.StringMember(dst, `{"name":`, name)
 		dst = append(dst, `,"values":[`...)
 		for j, value := range c.Header[name] {
 			if j > 0 {
@@ -109,10 +96,8 @@ func appendContent(dst []byte, c domain.Content) []byte {
 		}
 		dst = append(dst, "]}"...)
 	}
-	dst = append(dst, `],"body":`...)
-	dst = jsonwire.AppendString(dst, c.Body)
-	dst = append(dst, `,"content_type":`...)
-	dst = jsonwire.AppendString(dst, c.ContentType)
+	dst = jsonwire.StringMember(dst, `],"body":`, c.Body)
+	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
 	return append(dst, '}')
 }
 

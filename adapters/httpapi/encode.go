@@ -32,8 +32,7 @@ func writeEncoded(w http.ResponseWriter, status int, encode func([]byte) []byte)
 // appendListReply appends the body of a listing: limit is the query's, and the
 // next cursor is null on the last page.
 func appendListReply(dst []byte, page domain.Page, limit int) []byte {
-	dst = append(dst, `{"status":true,"message":`...)
-	dst = jsonwire.AppendString(dst, msgListed)
+	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgListed)
 	dst = append(dst, `,"messages":[`...)
 	for i, m := range page.Messages {
 		if i > 0 {
@@ -56,8 +55,7 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 
 // appendFetchedReply appends the body of a single message's reply.
 func appendFetchedReply(dst []byte, m domain.Message) []byte {
-	dst = append(dst, `{"status":true,"message":`...)
-	dst = jsonwire.AppendString(dst, msgFetched)
+	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgFetched)
 	dst = append(dst, `,"data":`...)
 	dst = appendMessage(dst, m)
 	return append(dst, "}\n"...)
@@ -66,40 +64,29 @@ func appendFetchedReply(dst []byte, m domain.Message) []byte {
 // appendMessage appends m in the contract's field order; the account and the
 // visibility and expiry times stay internal.
 func appendMessage(dst []byte, m domain.Message) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = jsonwire.AppendString(dst, m.ID)
-	dst = append(dst, `,"reference":`...)
-	dst = jsonwire.AppendString(dst, m.Reference)
-	dst = append(dst, `,"name":`...)
-	dst = jsonwire.AppendString(dst, m.Name)
-	dst = append(dst, `,"domain":`...)
-	dst = jsonwire.AppendString(dst, m.Domain)
-	dst = append(dst, `,"ip_address":`...)
-	dst = jsonwire.AppendString(dst, m.IPAddress)
+	dst = jsonwire.StringMember(dst, `{"id":`, m.ID)
+	dst = jsonwire.StringMember(dst, `,"reference":`, m.Reference)
+	dst = jsonwire.StringMember(dst, `,"name":`, m.Name)
+	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
+	dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
 	dst = append(dst, `,"status_code":`...)
 	dst = strconv.AppendInt(dst, int64(m.StatusCode), 10)
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
-	dst = append(dst, `,"path":`...)
-	dst = jsonwire.AppendString(dst, m.Path)
-	dst = append(dst, `,"method":`...)
-	dst = jsonwire.AppendString(dst, m.Method)
-	dst = append(dst, `,"created_at":`...)
-	dst = jsonwire.AppendTime(dst, m.CreatedAt)
-	dst = append(dst, `,"updated_at":`...)
-	dst = jsonwire.AppendTime(dst, m.UpdatedAt)
+	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
+	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
+	dst = jsonwire.TimeMember(dst, `,"created_at":`, m.CreatedAt)
+	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
 	return append(dst, '}')
 }
 
 func appendContent(dst []byte, c domain.Content) []byte {
 	dst = append(dst, `{"header":`...)
 	dst = appendHeader(dst, c.Header)
-	dst = append(dst, `,"body":`...)
-	dst = jsonwire.AppendString(dst, c.Body)
-	dst = append(dst, `,"content_type":`...)
-	dst = jsonwire.AppendString(dst, c.ContentType)
+	dst = jsonwire.StringMember(dst, `,"body":`, c.Body)
+	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
 	return append(dst, '}')
 }
 

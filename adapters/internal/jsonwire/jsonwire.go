@@ -21,11 +21,11 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if plainASCII[s[i]] {
+			i++
+			continue
+		}
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -65,6 +65,25 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// StringMember appends key, the member's quoted name with its colon and any
+// comma before it (`,"name":`), and then the quoted value s.
+func StringMember(dst []byte, key, s string) []byte {
+	return AppendString(append(dst, key...), s)
+}
+
+// TimeMember appends key as StringMember does, then t as AppendTime writes it.
+func TimeMember(dst []byte, key string, t time.Time) []byte {
+	return AppendTime(append(dst, key...), t)
+}
+
+// plainASCII marks the ASCII bytes a string holds as they are.
+var plainASCII = func() (t [256]bool) {
+	for b := ' '; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 // AppendTime writes t quoted as domain.FormatTime does, without the intermediate
 // string.
