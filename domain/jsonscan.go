@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -182,46 +183,57 @@ func unquote(lit []byte) string {
 	if plain == len(s) {
 		return string(s)
 	}
-	b := make([]byte, plain, len(s)+2*utf8.UTFMax)
-	copy(b, s)
+	// A Builder hands its buffer over as the string: no second copy of a body.
+	var b strings.Builder
+	b.Grow(len(s))
+	b.Write(s[:plain])
 	for i := plain; i < len(s); {
 		switch c := s[i]; {
 		case c == '\\':
 			switch e := s[i+1]; e {
 			case 'b':
-				b, i = append(b, '\b'), i+2
+				b.WriteByte('\b')
 			case 'f':
-				b, i = append(b, '\f'), i+2
+				b.WriteByte('\f')
 			case 'n':
-				b, i = append(b, '\n'), i+2
+				b.WriteByte('\n')
 			case 'r':
-				b, i = append(b, '\r'), i+2
+				b.WriteByte('\r')
 			case 't':
-				b, i = append(b, '\t'), i+2
+				b.WriteByte('\t')
 			case 'u':
 				r := hex4(s[i+2:])
 				i += 6
 				if utf16.IsSurrogate(r) {
 					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
 						if pair := utf16.DecodeRune(r, hex4(s[i+2:])); pair != utf8.RuneError {
-							b, i = utf8.AppendRune(b, pair), i+6
+							b.WriteRune(pair)
+							i += 6
 							continue
 						}
 					}
 					r = utf8.RuneError
 				}
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
+				continue
 			default: // '"', '\\', '/'
-				b, i = append(b, e), i+2
+				b.WriteByte(e)
 			}
-		case c < utf8.RuneSelf:
-			b, i = append(b, c), i+1
-		default:
+			i += 2
+		case c < utf8.RuneSelf: // a run of plain ASCII, copied at once
+			end := i + 1
+			for end < len(s) && s[end] != '\\' && s[end] < utf8.RuneSelf {
+				end++
+			}
+			b.Write(s[i:end])
+			i = end
+		default: // invalid UTF-8 becomes U+FFFD
 			r, size := utf8.DecodeRune(s[i:])
-			b, i = utf8.AppendRune(b, r), i+size
+			b.WriteRune(r)
+			i += size
 		}
 	}
-	return string(b)
+	return b.String()
 }
 
 // hex4 reads the four hex digits of a \u escape; well-formed JSON guarantees them.
