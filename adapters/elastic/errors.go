@@ -41,9 +41,12 @@ func transient(status int, e *esError) bool {
 		status >= 500 || (e != nil && e.Type == "cluster_block_exception")
 }
 
+// errIndexNotFound marks a request that named an index that does not exist.
+var errIndexNotFound = errors.New("index not found")
+
 // failure builds the error of op that failed with status and e, wrapping
-// ports.ErrUnavailable when it is transient and domain.ErrTooLarge when the
-// request was over the cluster's http.max_content_length.
+// ports.ErrUnavailable when it is transient, domain.ErrTooLarge when the
+// request was over the cluster's http.max_content_length, and errIndexNotFound.
 func failure(op string, status int, e *esError) error {
 	switch {
 	case transient(status, e):
@@ -51,6 +54,8 @@ func failure(op string, status int, e *esError) error {
 	case status == http.StatusRequestEntityTooLarge:
 		return fmt.Errorf("elastic: %s: the request is larger than Elasticsearch accepts "+
 			"(its http.max_content_length is below MaxRequestBytes): %w", op, domain.ErrTooLarge)
+	case status == http.StatusNotFound && e != nil && e.Type == "index_not_found_exception":
+		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, errIndexNotFound, status, e)
 	}
 	return fmt.Errorf("elastic: %s: status %d, %s", op, status, e)
 }

@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +119,44 @@ func TestNewWithoutCluster(t *testing.T) {
 	cfg := elastic.Config{Addresses: []string{"http://127.0.0.1:1"}, RequestTimeout: 5 * time.Second}
 	_, err := elastic.New(t.Context(), cfg)
 	wantUnavailable(t, "New with no node at the address", err)
+}
+
+// An index dropped while New updates the existing ones (by another replica's
+// purge job) makes Elasticsearch answer index_not_found, although the index
+// needs no update: New asks again instead of failing the start. A proxy in
+// front of the real cluster gives that answer to the first update of each kind.
+func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
+	cfg := testConfig(t)
+	target, err := url.Parse(cfg.Addresses[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	refused := map[string]bool{}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := path.Base(r.URL.Path) // _settings or _mapping
+		mu.Lock()
+		refuse := r.Method == http.MethodPut && (kind == "_settings" || kind == "_mapping") && !refused[kind]
+		refused[kind] = refused[kind] || refuse
+		mu.Unlock()
+		if !refuse {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"error":{"type":"index_not_found_exception","reason":"no such index [%s-messages-2025.03.14]"},"status":404}`, cfg.IndexPrefix)
+	}))
+	defer proxy.Close()
+
+	cfg.Addresses = []string{proxy.URL}
+	s := openStore(t.Context(), t, cfg)
+	if !refused["_settings"] || !refused["_mapping"] {
+		t.Fatalf("the proxy refused %v; want both updates refused once", refused)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping after New: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -73,18 +74,34 @@ func (s *Store) setUp(ctx context.Context) error {
 		return err
 	}
 	existing := []string{s.names.ReadPattern()}
-	if err := s.do(ctx, "update mappings of existing indices", esapi.IndicesPutMappingRequest{
-		Index: existing, Body: bytes.NewReader(mappings), AllowNoIndices: ptr(true),
-	}, nil); err != nil {
+	if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
+		return esapi.IndicesPutMappingRequest{Index: existing, Body: bytes.NewReader(mappings), AllowNoIndices: ptr(true)}
+	}); err != nil {
 		return err
 	}
-	settings, err := jsonBody(liveSettings(s.cfg))
+	settings, err := json.Marshal(liveSettings(s.cfg))
 	if err != nil {
-		return err
+		return fmt.Errorf("elastic: encode index settings: %w", err)
 	}
-	return s.do(ctx, "update settings of existing indices", esapi.IndicesPutSettingsRequest{
-		Index: existing, Body: settings, AllowNoIndices: ptr(true),
-	}, nil)
+	return s.updateExisting(ctx, "update settings of existing indices", func() esapi.Request {
+		return esapi.IndicesPutSettingsRequest{Index: existing, Body: bytes.NewReader(settings), AllowNoIndices: ptr(true)}
+	})
+}
+
+// updateAttempts bounds how often updateExisting asks again.
+const updateAttempts = 3
+
+// updateExisting runs the request that request builds on the indices the read
+// pattern matches. An index dropped while the pattern was being resolved (by the
+// purge job of another replica) fails it with index_not_found, although that
+// index needs no update: asking again resolves the pattern without it.
+func (s *Store) updateExisting(ctx context.Context, op string, request func() esapi.Request) error {
+	for attempt := 1; ; attempt++ {
+		err := s.do(ctx, op, request(), nil)
+		if !errors.Is(err, errIndexNotFound) || attempt == updateAttempts {
+			return err
+		}
+	}
 }
 
 // Close releases the client; the store is unusable afterwards.
