@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
+	neturl "net/url"
 	"path"
 	"sync"
 	"testing"
@@ -123,24 +123,58 @@ func TestNewWithoutCluster(t *testing.T) {
 
 // An index dropped while New updates the existing ones (by another replica's
 // purge job) makes Elasticsearch answer index_not_found, although the index
-// needs no update: New asks again instead of failing the start. A proxy in
-// front of the real cluster gives that answer to the first update of each kind.
+// needs no update: New asks again instead of failing the start, up to three
+// times. A proxy in front of the real cluster gives that answer.
 func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
 	cfg := testConfig(t)
-	target, err := url.Parse(cfg.Addresses[0])
+	proxy, updates := indexNotFoundProxy(t, cfg, func(attempt int) bool { return attempt == 1 })
+	cfg.Addresses = []string{proxy}
+	s := openStore(t.Context(), t, cfg)
+	if updates("_mapping") != 2 || updates("_settings") != 2 {
+		t.Fatalf("%d mapping and %d settings updates, want each refused once and asked again",
+			updates("_mapping"), updates("_settings"))
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping after New: %v", err)
+	}
+}
+
+func TestNewGivesUpOnAnIndexThatKeepsNotBeingFound(t *testing.T) {
+	cfg := testConfig(t)
+	proxy, updates := indexNotFoundProxy(t, cfg, func(int) bool { return true })
+	cfg.Addresses = []string{proxy}
+	if s, err := elastic.New(t.Context(), cfg); err == nil {
+		_ = s.Close(t.Context())
+		t.Fatal("New succeeded although every update answered index_not_found")
+	}
+	if n := updates("_mapping"); n != 3 {
+		t.Fatalf("%d mapping updates, want 3 attempts", n)
+	}
+}
+
+// indexNotFoundProxy forwards to cfg's cluster, except that it answers the
+// attempt-th PUT of _mapping or _settings with index_not_found when refuse says
+// so. updates counts the PUTs of each kind.
+func indexNotFoundProxy(t *testing.T, cfg elastic.Config, refuse func(attempt int) bool) (url string, updates func(kind string) int) {
+	t.Helper()
+	target, err := neturl.Parse(cfg.Addresses[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	forward := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
-	refused := map[string]bool{}
+	puts := map[string]int{}
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := path.Base(r.URL.Path) // _settings or _mapping
+		kind := path.Base(r.URL.Path)
+		if r.Method != http.MethodPut || (kind != "_settings" && kind != "_mapping") {
+			forward.ServeHTTP(w, r)
+			return
+		}
 		mu.Lock()
-		refuse := r.Method == http.MethodPut && (kind == "_settings" || kind == "_mapping") && !refused[kind]
-		refused[kind] = refused[kind] || refuse
+		puts[kind]++
+		attempt := puts[kind]
 		mu.Unlock()
-		if !refuse {
+		if !refuse(attempt) {
 			forward.ServeHTTP(w, r)
 			return
 		}
@@ -149,14 +183,10 @@ func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, `{"error":{"type":"index_not_found_exception","reason":"no such index [%s-messages-2025.03.14]"},"status":404}`, cfg.IndexPrefix)
 	}))
-	defer proxy.Close()
-
-	cfg.Addresses = []string{proxy.URL}
-	s := openStore(t.Context(), t, cfg)
-	if !refused["_settings"] || !refused["_mapping"] {
-		t.Fatalf("the proxy refused %v; want both updates refused once", refused)
-	}
-	if err := s.Ping(t.Context()); err != nil {
-		t.Fatalf("Ping after New: %v", err)
+	t.Cleanup(proxy.Close)
+	return proxy.URL, func(kind string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return puts[kind]
 	}
 }
