@@ -113,14 +113,6 @@ func jsonValueEnd[T string | []byte](s T, i int) int {
 	}
 }
 
-// skipColon returns the index of the value that follows a key ending at i.
-func skipColon(s string, i int) int {
-	for i < len(s) && (s[i] == ':' || isJSONSpace(s[i])) {
-		i++
-	}
-	return i
-}
-
 func skipJSONSpace[T string | []byte](s T, i int) int {
 	for i < len(s) && isJSONSpace(s[i]) {
 		i++

@@ -128,10 +128,11 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 // containers past that bound are still found by scanning.
 func TestCheckJSONBoundsItsSpans(t *testing.T) {
 	body := []byte("[" + strings.Repeat(`[1],{"a":[2]},`, 10000) + `["` + strings.Repeat("x", 100) + `"]]`)
-	var spans []valueSpan
-	if got := checkJSON(body, MaxNesting, &spans); got != jsonValid {
+	rec := jsonRecorder{values: true}
+	if got := checkJSON(body, MaxNesting, &rec); got != jsonValid {
 		t.Fatalf("checkJSON = %v", got)
 	}
+	spans := rec.spans
 	if limit := len(body)/spannedBytes + 16; len(spans) != limit {
 		t.Fatalf("%d spans for %d bytes, want the bound of %d", len(spans), len(body), limit)
 	}

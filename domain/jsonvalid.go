@@ -42,19 +42,41 @@ const (
 	spannedBytes     = 64
 )
 
+// jsonRecorder asks checkJSON to note spans while it validates: the values
+// valueEnds jumps over, and the values redaction masks.
+type jsonRecorder struct {
+	// With values, spans gets each non-empty container and each string of at
+	// least minSpannedString bytes: every one, up to one per spannedBytes of data.
+	values bool
+	spans  []valueSpan
+	// masked gets the value of each member whose key redact has, at any depth;
+	// members inside a value already masked are not listed again.
+	redact fieldSet
+	masked []valueSpan
+}
+
 // checkJSON validates data as validJSON does, in the same pass refusing arrays
-// and objects nested more than maxDepth deep, so a POST body is read once for
-// both. With spans, it also appends the span of each non-empty container and
-// each string of at least minSpannedString bytes, for valueEnds: every one, up
-// to one per spannedBytes of data.
-func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) jsonVerdict {
+// and objects nested more than maxDepth deep, so that a POST body is read once
+// for both, and noting what rec (if not nil) asks for.
+func checkJSON[T string | []byte](data T, maxDepth int, rec *jsonRecorder) jsonVerdict {
 	// The stacks start on the goroutine's stack: a body that nests too deeply is
 	// refused without a heap allocation.
 	var openOnStack [MaxNesting]byte
 	var startsOnStack [MaxNesting]int
 	open := openOnStack[:0]     // '{' or '[' for each enclosing container
 	starts := startsOnStack[:0] // where each enclosing container starts, with spans
+	spans := rec != nil && rec.values
+	redact := rec != nil && len(rec.redact) > 0
 	maxSpans := len(data)/spannedBytes + 16
+	maskDepth, maskStart := -1, 0 // the depth of the member whose value is being masked
+	// member checks the member key at i and returns where its value starts, or -1.
+	member := func(i int) int {
+		keyStart := i
+		if i = validMemberKey(data, i); i >= 0 && redact && maskDepth < 0 && redactsKey(rec.redact, data, keyStart) {
+			maskDepth, maskStart = len(open), i
+		}
+		return i
+	}
 	i := skipJSONSpace(data, 0)
 	for {
 		// A value starts at i.
@@ -73,19 +95,19 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 				break
 			}
 			open = append(open, c)
-			if spans != nil {
+			if spans {
 				starts = append(starts, start)
 			}
 			if c == '{' {
-				if i = validMemberKey(data, i); i < 0 {
+				if i = member(i); i < 0 {
 					return jsonInvalid
 				}
 			}
 			continue
 		case '"':
 			start := i
-			if i = validStringEnd(data, i); spans != nil && i-start >= minSpannedString && len(*spans) < maxSpans {
-				*spans = append(*spans, valueSpan{start, i})
+			if i = validStringEnd(data, i); spans && i-start >= minSpannedString && len(rec.spans) < maxSpans {
+				rec.spans = append(rec.spans, valueSpan{start, i})
 			}
 		case 't':
 			i = literalEnd(data, i, "true")
@@ -101,6 +123,10 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 		}
 		// A value ended at i: close containers until another value is due.
 		for {
+			if len(open) == maskDepth { // the masked member's value ended at i
+				rec.masked = append(rec.masked, valueSpan{maskStart, i})
+				maskDepth = -1
+			}
 			i = skipJSONSpace(data, i)
 			if len(open) == 0 {
 				if i != len(data) {
@@ -115,9 +141,9 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 			if data[i] == top+2 {
 				open = open[:len(open)-1]
 				i++
-				if spans != nil {
-					if len(*spans) < maxSpans {
-						*spans = append(*spans, valueSpan{starts[len(starts)-1], i})
+				if spans {
+					if len(rec.spans) < maxSpans {
+						rec.spans = append(rec.spans, valueSpan{starts[len(starts)-1], i})
 					}
 					starts = starts[:len(starts)-1]
 				}
@@ -128,13 +154,19 @@ func checkJSON[T string | []byte](data T, maxDepth int, spans *[]valueSpan) json
 			}
 			i = skipJSONSpace(data, i+1)
 			if top == '{' {
-				if i = validMemberKey(data, i); i < 0 {
+				if i = member(i); i < 0 {
 					return jsonInvalid
 				}
 			}
 			break
 		}
 	}
+}
+
+// redactsKey reports whether the well-formed member key at keyStart names a
+// field in fields.
+func redactsKey[T string | []byte](fields fieldSet, data T, keyStart int) bool {
+	return fields.has(jsonKey(string(data[keyStart:jsonStringEnd(data, keyStart)])))
 }
 
 // validMemberKey checks `"key" :` at i and returns where the value starts, or -1.

@@ -87,61 +87,29 @@ func redactBody(body, contentType string, fields fieldSet) string {
 	if len(fields) == 0 || body == "" {
 		return body
 	}
-	switch {
-	case contentType == formMediaType:
+	if contentType == formMediaType {
 		return redactForm(body, fields)
-	case validJSON(body):
-		return redactJSON(body, fields)
 	}
-	return body
+	return redactJSON(body, fields)
 }
 
-// redactJSON rewrites valid JSON in one pass, replacing each value under a redacted
-// key, at any depth, with the mask string. Every other byte (key order, whitespace,
-// number spelling) is kept, which decoding and re-encoding would not do.
+// redactJSON replaces each value under a redacted key, at any depth, with the
+// mask string, if body is valid JSON; the validator finds them in its one pass.
+// Every other byte (key order, whitespace, number spelling) is kept, which
+// decoding and re-encoding would not do.
 func redactJSON(body string, fields fieldSet) string {
-	var out strings.Builder
-	copied := 0
-	var open []byte // the enclosing '{' and '['
-	expectKey := false
-	for i := 0; i < len(body); {
-		switch body[i] {
-		case '{':
-			open = append(open, '{')
-			expectKey = true
-			i++
-		case '[':
-			open = append(open, '[')
-			expectKey = false
-			i++
-		case '}', ']':
-			open = open[:len(open)-1]
-			expectKey = false
-			i++
-		case ',':
-			expectKey = open[len(open)-1] == '{'
-			i++
-		case '"':
-			end := jsonStringEnd(body, i)
-			if !expectKey || !fields.has(jsonKey(body[i:end])) {
-				i = end
-				continue
-			}
-			start := skipColon(body, end)
-			stop := jsonValueEnd(body, start)
-			if copied == 0 {
-				out.Grow(len(body))
-			}
-			out.WriteString(body[copied:start])
-			out.WriteString(maskedJSONValue)
-			copied, i, expectKey = stop, stop, false
-		default: // ':', whitespace, numbers and literals
-			expectKey = expectKey && body[i] != ':'
-			i++
-		}
-	}
-	if copied == 0 {
+	var maskedOnStack [8]valueSpan // enough for most bodies without a heap allocation
+	rec := jsonRecorder{redact: fields, masked: maskedOnStack[:0]}
+	if checkJSON(body, maxJSONDepth, &rec) != jsonValid || len(rec.masked) == 0 {
 		return body
+	}
+	var out strings.Builder
+	out.Grow(len(body))
+	copied := 0
+	for _, span := range rec.masked {
+		out.WriteString(body[copied:span.start])
+		out.WriteString(maskedJSONValue)
+		copied = span.end
 	}
 	out.WriteString(body[copied:])
 	return out.String()

@@ -24,6 +24,9 @@ func FuzzRedactJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		out := redactBody(body, "application/json", defaultFields)
 		checkRedacted(t, body, out, "application/json", defaultFields)
+		if want := walkRedactJSON(body, defaultFields); out != want {
+			t.Fatalf("redacting %q gave %q, the byte walker %q", body, out, want)
+		}
 		if again := redactBody(out, "application/json", defaultFields); again != out {
 			t.Fatalf("redacting twice changed %q to %q", out, again)
 		}
@@ -57,8 +60,9 @@ func FuzzJSONScan(f *testing.F) {
 		if got, want := validJSON(data), json.Valid(data); got != want || validJSON(string(data)) != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
 		}
-		var spans []valueSpan
-		got := checkJSON(data, int(limit), &spans)
+		rec := jsonRecorder{values: true}
+		got := checkJSON(data, int(limit), &rec)
+		spans := rec.spans
 		if !json.Valid(data) {
 			if got == jsonValid {
 				t.Fatalf("checkJSON(%q, %d) = valid, json.Valid disagrees", data, limit)
@@ -129,10 +133,11 @@ func FuzzJSONDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		trimmed := bytes.TrimSpace(data)
-		var spans []valueSpan
-		if checkJSON(trimmed, maxJSONDepth, &spans) != jsonValid {
+		rec := jsonRecorder{values: true}
+		if checkJSON(trimmed, maxJSONDepth, &rec) != jsonValid {
 			return
 		}
+		spans := rec.spans
 		ends := valueEndsOf(trimmed, spans)
 		if len(trimmed)%2 == 0 {
 			ends = nil // both ways
@@ -176,4 +181,58 @@ func FuzzJSONDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// walkRedactJSON is the redaction of the validator's pass as it was written
+// before: validate, then walk the body again, byte by byte. It is the reference
+// for the bytes kept around each mask.
+func walkRedactJSON(body string, fields fieldSet) string {
+	if !validJSON(body) {
+		return body
+	}
+	var out strings.Builder
+	copied := 0
+	var open []byte // the enclosing '{' and '['
+	expectKey := false
+	for i := 0; i < len(body); {
+		switch body[i] {
+		case '{':
+			open = append(open, '{')
+			expectKey = true
+			i++
+		case '[':
+			open = append(open, '[')
+			expectKey = false
+			i++
+		case '}', ']':
+			open = open[:len(open)-1]
+			expectKey = false
+			i++
+		case ',':
+			expectKey = open[len(open)-1] == '{'
+			i++
+		case '"':
+			end := jsonStringEnd(body, i)
+			if !expectKey || !fields.has(jsonKey(body[i:end])) {
+				i = end
+				continue
+			}
+			start := end
+			for start < len(body) && (body[start] == ':' || isJSONSpace(body[start])) {
+				start++
+			}
+			stop := jsonValueEnd(body, start)
+			out.WriteString(body[copied:start])
+			out.WriteString(maskedJSONValue)
+			copied, i, expectKey = stop, stop, false
+		default: // ':', whitespace, numbers and literals
+			expectKey = expectKey && body[i] != ':'
+			i++
+		}
+	}
+	if copied == 0 {
+		return body
+	}
+	out.WriteString(body[copied:])
+	return out.String()
 }

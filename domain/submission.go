@@ -103,11 +103,8 @@ func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 	if len(trimmed) == 0 {
 		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
-	var spans *[]valueSpan
-	if skipping {
-		spans = new([]valueSpan)
-	}
-	switch checkJSON(trimmed, MaxNesting, spans) {
+	rec := jsonRecorder{values: skipping}
+	switch checkJSON(trimmed, MaxNesting, &rec) {
 	case jsonTooDeep:
 		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	case jsonInvalid:
@@ -115,7 +112,7 @@ func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 	}
 	var ends valueEnds
 	if skipping {
-		ends = valueEndsOf(trimmed, *spans)
+		ends = valueEndsOf(trimmed, rec.spans)
 	}
 	switch trimmed[0] {
 	case '[':
