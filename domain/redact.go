@@ -80,9 +80,9 @@ func (p Policy) redactSet() fieldSet {
 const formMediaType = "application/x-www-form-urlencoded"
 
 // redactBody replaces the values of redacted fields in a form body (by its derived
-// content type) or in any valid JSON body, whatever type it declares: JSON sent as
-// text/plain, text/json or under two Content-Types carries the same secrets. Other
-// bodies are returned unchanged.
+// content type) or in any JSON body, whatever type it declares: JSON sent as
+// text/plain, text/json or under two Content-Types carries the same secrets, and
+// so does JSON cut short. Other bodies are returned unchanged.
 func redactBody(body, contentType string, fields fieldSet) string {
 	if len(fields) == 0 || body == "" {
 		return body
@@ -94,25 +94,85 @@ func redactBody(body, contentType string, fields fieldSet) string {
 }
 
 // redactJSON replaces each value under a redacted key, at any depth, with the
-// mask string, if body is valid JSON; the validator finds them in its one pass.
-// Every other byte (key order, whitespace, number spelling) is kept, which
-// decoding and re-encoding would not do.
+// mask string; in valid JSON the validator finds them in its one pass, and a
+// body that only starts like JSON goes to redactBrokenJSON. Every other byte
+// (key order, whitespace, number spelling) is kept, which decoding and
+// re-encoding would not do.
 func redactJSON(body string, fields fieldSet) string {
 	var maskedOnStack [8]valueSpan // enough for most bodies without a heap allocation
 	rec := jsonRecorder{redact: fields, masked: maskedOnStack[:0]}
-	if checkJSON(body, maxJSONDepth, &rec) != jsonValid || len(rec.masked) == 0 {
+	if checkJSON(body, maxJSONDepth, &rec) != jsonValid {
+		return redactBrokenJSON(body, fields)
+	}
+	return masked(body, rec.masked)
+}
+
+// masked replaces each of the ordered, disjoint spans of body with the mask.
+func masked(body string, spans []valueSpan) string {
+	if len(spans) == 0 {
 		return body
 	}
 	var out strings.Builder
 	out.Grow(len(body))
 	copied := 0
-	for _, span := range rec.masked {
+	for _, span := range spans {
 		out.WriteString(body[copied:span.start])
 		out.WriteString(maskedJSONValue)
 		copied = span.end
 	}
 	out.WriteString(body[copied:])
 	return out.String()
+}
+
+// redactBrokenJSON masks what it can in a body that starts like JSON but is not
+// valid: cut short by a client's size cap (as adapters/capture cuts bodies over
+// its limit), several documents in a row, or a syntax error further on. Storing
+// such a body as sent would keep its secrets. It reads strings and brackets as
+// they come; the value after a redacted key and its colon is masked up to where
+// it ends, or to the end of the body when it does not end. Other bodies are
+// returned unchanged.
+func redactBrokenJSON(body string, fields fieldSet) string {
+	if start := skipJSONSpace(body, 0); start == len(body) || (body[start] != '{' && body[start] != '[') {
+		return body
+	}
+	var spans []valueSpan
+	var inObject []bool // for each open bracket: is it an object?
+	expectKey := false
+	for i := 0; i < len(body); {
+		switch body[i] {
+		case '{', '[':
+			inObject = append(inObject, body[i] == '{')
+			expectKey = body[i] == '{'
+			i++
+		case '}', ']':
+			if len(inObject) > 0 {
+				inObject = inObject[:len(inObject)-1]
+			}
+			expectKey = false
+			i++
+		case ',':
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+			i++
+		case '"':
+			end := jsonStringEnd(body, i)
+			colon := skipJSONSpace(body, end)
+			isKey := expectKey && colon < len(body) && body[colon] == ':' && validStringEnd(body, i) == end
+			if !isKey || !fields.has(jsonKey(body[i:end])) {
+				i, expectKey = end, false
+				continue
+			}
+			start := skipJSONSpace(body, colon+1)
+			stop := jsonValueEnd(body, start) // the end of the body if the value is cut off
+			if start < stop {
+				spans = append(spans, valueSpan{start, stop})
+			}
+			i, expectKey = max(stop, start), false
+		default: // ':', whitespace, numbers, literals and stray bytes
+			expectKey = expectKey && body[i] != ':' && isJSONSpace(body[i])
+			i++
+		}
+	}
+	return masked(body, spans)
 }
 
 // jsonKey decodes a quoted key; plain ASCII keys, the common case, need no decoding.

@@ -24,7 +24,7 @@ func FuzzRedactJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		out := redactBody(body, "application/json", defaultFields)
 		checkRedacted(t, body, out, "application/json", defaultFields)
-		if want := walkRedactJSON(body, defaultFields); out != want {
+		if want := walkRedactJSON(body, defaultFields); validJSON(body) && out != want {
 			t.Fatalf("redacting %q gave %q, the byte walker %q", body, out, want)
 		}
 		if again := redactBody(out, "application/json", defaultFields); again != out {
@@ -183,9 +183,9 @@ func FuzzJSONDecode(f *testing.F) {
 	})
 }
 
-// walkRedactJSON is the redaction of the validator's pass as it was written
-// before: validate, then walk the body again, byte by byte. It is the reference
-// for the bytes kept around each mask.
+// walkRedactJSON is the redaction of valid JSON as it was written before the
+// validator's pass found the masks: validate, then walk the body again, byte by
+// byte. It is the reference for the bytes kept around each mask.
 func walkRedactJSON(body string, fields fieldSet) string {
 	if !validJSON(body) {
 		return body

@@ -62,7 +62,9 @@ func TestRedactBodyByContentType(t *testing.T) {
 		{"", secretJSON, true},
 		{"application/xml", "<password>hunter2</password>", false},
 		{"text/plain", "password: hunter2", false},
-		{"application/json", `{"password":"hunter2"`, false}, // not JSON: left alone
+		{"application/json", `{"password":"hunter2"`, true}, // cut short: redacted as far as it goes
+		{"text/plain", `[{"password":"hunter2"},`, true},
+		{"application/json", `password: {"hunter2"`, false}, // does not start like JSON
 	} {
 		got := redactBody(c.body, c.contentType, defaultFields)
 		if c.redacted == strings.Contains(got, "hunter2") {
@@ -200,6 +202,8 @@ func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 				t.Fatalf("form %q redacted to %q: pair %d is %q, want %q", in, out, i, outPairs[i], want)
 			}
 		}
+	case startsLikeJSON(in):
+		// Broken JSON is redacted as far as it goes: TestBrokenJSONIsRedacted.
 	default:
 		if in != out {
 			t.Fatalf("a %q body was changed from %q to %q", ct, in, out)
@@ -249,5 +253,38 @@ func BenchmarkRedactJSON(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		redactBody(body, "application/json", defaultFields)
+	}
+}
+
+func startsLikeJSON(body string) bool {
+	trimmed := strings.TrimLeft(body, " \t\r\n")
+	return strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")
+}
+
+// A JSON body cut anywhere (as a client's size cap cuts it), a stream of
+// documents whose last one is cut, or a cut body followed by garbage keeps none
+// of its secrets: every value under a redacted key is masked as far as the body
+// goes. The secrets are the only bytes Z in the document.
+func TestBrokenJSONIsRedacted(t *testing.T) {
+	doc := `{"user":"bob","password":"ZZZZ","n":1,"nested":{"list":[{"Access-Token":"ZZ\"ZZ"},7],` +
+		`"cvv":ZZ,"secret":{"a":["ZZ",{"b":"ZZ"}]},"token":[ "ZZ" , {"x":"ZZ"} ]},"api_key" : "ZZ ZZ","tail":"ok"}`
+	if !json.Valid([]byte(strings.ReplaceAll(strings.ReplaceAll(doc, "ZZ\\\"ZZ", "zz"), "ZZ,", "1,"))) {
+		t.Fatal("the test document is not JSON once its secrets are replaced")
+	}
+	for cut := range len(doc) + 1 {
+		for name, body := range map[string]string{
+			"cut":       doc[:cut],
+			"ndjson":    doc + "\n" + doc[:cut],
+			"garbage":   doc[:cut] + ` ]]"} x`,
+			"truncated": doc[:cut] + "…[truncated by reqlog capture: 123456 bytes total]",
+		} {
+			got := redactBody(body, "application/json", defaultFields)
+			if strings.Contains(got, "Z") {
+				t.Fatalf("%s at %d: %q\nkept a secret: %q", name, cut, body, got)
+			}
+			if again := redactBody(got, "application/json", defaultFields); again != got {
+				t.Fatalf("%s at %d: redacting %q again gave %q", name, cut, got, again)
+			}
+		}
 	}
 }
