@@ -99,8 +99,7 @@ func redactBody(body, contentType string, fields fieldSet) string {
 // (key order, whitespace, number spelling) is kept, which decoding and
 // re-encoding would not do.
 func redactJSON(body string, fields fieldSet) string {
-	var maskedOnStack [8]valueSpan // enough for most bodies without a heap allocation
-	rec := jsonRecorder{redact: fields, masked: maskedOnStack[:0]}
+	rec := jsonRecorder{redact: fields}
 	if checkJSON(body, maxJSONDepth, &rec) != jsonValid {
 		return redactBrokenJSON(body, fields)
 	}
