@@ -3,7 +3,6 @@ package elastic
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
@@ -66,8 +65,7 @@ func appendDocument(dst []byte, m domain.Message) []byte {
 	}
 	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
-	dst = append(dst, `,"status_code":`...)
-	dst = strconv.AppendInt(dst, int64(m.StatusCode), 10)
+	dst = jsonwire.IntMember(dst, `,"status_code":`, m.StatusCode)
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)

@@ -7,6 +7,7 @@ package jsonwire
 
 import (
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -70,6 +71,11 @@ func AppendString(dst []byte, s string) []byte {
 // comma before it (`,"name":`), and then the quoted value s.
 func StringMember(dst []byte, key, s string) []byte {
 	return AppendString(append(dst, key...), s)
+}
+
+// IntMember appends key as StringMember does, then n.
+func IntMember(dst []byte, key string, n int) []byte {
+	return strconv.AppendInt(append(dst, key...), int64(n), 10)
 }
 
 // TimeMember appends key as StringMember does, then t as AppendTime writes it.
