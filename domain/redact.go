@@ -166,8 +166,8 @@ func redactBrokenJSON(body string, fields fieldSet) string {
 				spans = append(spans, valueSpan{start, stop})
 			}
 			i, expectKey = max(stop, start), false
-		default: // ':', whitespace, numbers, literals and stray bytes
-			expectKey = expectKey && body[i] != ':' && isJSONSpace(body[i])
+		default: // ':', whitespace, numbers, literals and stray bytes; only whitespace keeps a key due
+			expectKey = expectKey && isJSONSpace(body[i])
 			i++
 		}
 	}
