@@ -251,6 +251,17 @@ func verifyInElasticsearch(ctx context.Context, addr, prefix string, ids []strin
 	if err != nil {
 		return verification{}, err
 	}
+	// A refresh makes every acknowledged write searchable: without it, the writes
+	// of the last second or more (a busy node refreshes late) look missing.
+	index := prefix + "-messages-*"
+	res, err := client.Indices.Refresh(client.Indices.Refresh.WithContext(ctx), client.Indices.Refresh.WithIndex(index))
+	if err != nil {
+		return verification{}, fmt.Errorf("verify in elasticsearch: refresh: %w", err)
+	}
+	res.Body.Close()
+	if res.IsError() {
+		return verification{}, fmt.Errorf("verify in elasticsearch: refresh: %s", res.Status())
+	}
 	stored := map[string]bool{}
 	for start := 0; start < len(ids); start += 1000 {
 		chunk := ids[start:min(start+1000, len(ids))]
@@ -259,7 +270,7 @@ func verifyInElasticsearch(ctx context.Context, addr, prefix string, ids []strin
 		if err != nil {
 			return verification{}, err
 		}
-		res, err := client.Search(client.Search.WithContext(ctx), client.Search.WithIndex(prefix+"-messages-*"),
+		res, err := client.Search(client.Search.WithContext(ctx), client.Search.WithIndex(index),
 			client.Search.WithBody(strings.NewReader(string(query))))
 		if err != nil {
 			return verification{}, err
