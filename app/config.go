@@ -276,8 +276,8 @@ var settings = []setting{
 	countSetting("group_commit_writers", "store batches written at the same time", func(c *Config) *int { return &c.GroupCommit.Writers }),
 	countSetting("group_commit_queue_messages", "most messages waiting for the store (429 with Retry-After beyond)", func(c *Config) *int { return &c.GroupCommit.MaxQueueMessages }),
 	intSetting("group_commit_queue_bytes", "most bytes (estimated) waiting for the store (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.GroupCommit.MaxQueueBytes }),
-	countSetting("ingest_decoders", "submissions read and decoded at the same time (0: no limit)", func(c *Config) *int { return &c.Admission.Decoders }),
-	countSetting("ingest_max_waiting", "submissions waiting for a decoder (429 with Retry-After beyond)", func(c *Config) *int { return &c.Admission.MaxWaiting }),
+	countSetting("ingest_decoders", "submissions decoded at the same time (0: no limit)", func(c *Config) *int { return &c.Admission.Decoders }),
+	countSetting("ingest_max_waiting", "submissions admitted beyond the decoders, being read or waiting for one (429 with Retry-After beyond)", func(c *Config) *int { return &c.Admission.MaxWaiting }),
 	{key: "log_level", usage: "debug, info, warn or error",
 		parse: func(c *Config, v string) (err error) {
 			if c.LogLevel, err = zapcore.ParseLevel(strings.TrimSpace(v)); err != nil {

@@ -118,10 +118,11 @@ type GroupCommitter struct {
 	store ports.MessageWriter
 	opts  GroupCommitOptions
 
-	mu      sync.Mutex
-	queue   []*commitRequest // oldest first; nil where a caller gave up
-	waiting load             // in queue
-	held    load             // in queue or being written
+	mu       sync.Mutex
+	queue    []*commitRequest // oldest first; nil where a caller gave up
+	waiting  load             // in queue
+	held     load             // in queue or being written
+	reserved load             // held for admitted requests still being read or decoded
 	started bool
 	closed  bool
 
@@ -159,6 +160,11 @@ func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *Grou
 
 // Append queues msgs for the next batch and waits until it was written.
 func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) error {
+	return g.append(ctx, msgs, nil)
+}
+
+// append is Append, in place of room reserved by r when r is not nil.
+func (g *GroupCommitter) append(ctx context.Context, msgs []domain.Message, r *Reservation) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -166,7 +172,7 @@ func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) erro
 		return callerGone(err)
 	}
 	req := &commitRequest{msgs: msgs, size: sizeOf(msgs), done: make(chan error, 1)}
-	if err := g.enqueue(req); err != nil {
+	if err := g.enqueue(req, r); err != nil {
 		return err
 	}
 	select {
@@ -184,14 +190,14 @@ func callerGone(err error) error {
 	return fmt.Errorf("group commit: the caller gave up before the store write: %w: %w", ports.ErrUnavailable, err)
 }
 
-func (g *GroupCommitter) enqueue(req *commitRequest) error {
+func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	reserved := r != nil && r.release()
 	if g.closed {
-		return fmt.Errorf("group commit: shutting down: %w", ports.ErrUnavailable)
+		return errShuttingDown
 	}
-	if g.held.messages > 0 && (g.held.messages+req.size.messages > g.opts.MaxQueueMessages ||
-		g.held.bytes+req.size.bytes > g.opts.MaxQueueBytes) {
+	if !reserved && !g.fits(req.size) {
 		return g.overloaded()
 	}
 	if !g.started {
@@ -206,30 +212,75 @@ func (g *GroupCommitter) enqueue(req *commitRequest) error {
 	return nil
 }
 
-// Overloaded returns an error wrapping ports.ErrOverloaded while the queue is full,
-// else nil, without queueing anything: callers refuse a request before decoding it.
-// Append still checks, since the queue may fill in between.
-func (g *GroupCommitter) Overloaded() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held.messages >= g.opts.MaxQueueMessages || g.held.bytes >= g.opts.MaxQueueBytes {
-		return g.overloaded()
-	}
-	return nil
+var errShuttingDown = fmt.Errorf("group commit: shutting down: %w", ports.ErrUnavailable)
+
+// fits reports whether size may join what the queue holds and has reserved; g.mu
+// is held. Anything fits an empty queue, so a request larger than the whole queue
+// is not refused forever.
+func (g *GroupCommitter) fits(size load) bool {
+	total := g.held
+	total.add(g.reserved)
+	return total.messages == 0 || (total.messages+size.messages <= g.opts.MaxQueueMessages &&
+		total.bytes+size.bytes <= g.opts.MaxQueueBytes)
 }
 
 // overloaded is the refusal of a full queue; g.mu is held.
 func (g *GroupCommitter) overloaded() error {
-	return fmt.Errorf("group commit: %d messages (%d bytes) are already waiting for the store: %w",
-		g.held.messages, g.held.bytes, ports.ErrOverloaded)
+	return fmt.Errorf("group commit: %d messages (%d bytes) already wait for the store, and %d bytes are reserved: %w",
+		g.held.messages, g.held.bytes, g.reserved.bytes, ports.ErrOverloaded)
 }
 
-// shedLoad asks w, if it has a bounded queue, whether it would refuse now.
-func shedLoad(w ports.MessageWriter) error {
-	if s, ok := w.(interface{ Overloaded() error }); ok {
-		return s.Overloaded()
+// Reservation is room in a GroupCommitter's queue held for a request that is still
+// to be read and decoded. A request is refused for load when it arrives, from its
+// headers, or not at all: it does not wait for a decoder, spend one and then learn
+// that the queue filled meanwhile.
+type Reservation struct {
+	g    *GroupCommitter
+	size load
+	done bool // appended or cancelled; g.mu guards it
+}
+
+// Reserve holds room for a request whose body has at most bodyBytes, counted as
+// one message, or fails at once with an error wrapping ports.ErrOverloaded when
+// the queue, with what is already reserved, has no room. Appending through the
+// reservation is not refused for load: the queue may go past its bounds by what
+// the admitted requests turn out to hold beyond their body's length and one
+// message each.
+func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
+	size := load{messages: 1, bytes: max(bodyBytes, 0)}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errShuttingDown
 	}
-	return nil
+	if !g.fits(size) {
+		return nil, g.overloaded()
+	}
+	g.reserved.add(size)
+	return &Reservation{g: g, size: size}, nil
+}
+
+// Append writes msgs as GroupCommitter.Append does, in place of the reserved room.
+func (r *Reservation) Append(ctx context.Context, msgs []domain.Message) error {
+	defer r.Cancel() // when Append returns before queueing
+	return r.g.append(ctx, msgs, r)
+}
+
+// Cancel gives the room back; after Append, or a second time, it does nothing.
+func (r *Reservation) Cancel() {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	r.release()
+}
+
+// release gives the room back once, reporting whether it was still held; g.mu is held.
+func (r *Reservation) release() bool {
+	if r.done {
+		return false
+	}
+	r.done = true
+	r.g.reserved.sub(r.size)
+	return true
 }
 
 // start launches the writers; g.mu is held.

@@ -430,9 +430,6 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth})
 	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
 	first := startBlocked(t, g, store)
-	if g.Overloaded() == nil {
-		t.Error("Overloaded() = nil with the queue full")
-	}
 	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
 	if !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Submit to a full queue: %v, want ErrOverloaded before any decoding", err)
@@ -441,13 +438,135 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	if err := <-first.done; err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Overloaded(); err != nil {
-		t.Errorf("Overloaded() = %v with the queue empty", err)
-	}
 	_, err = ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
 	var invalid *domain.ValidationError
 	if !errors.As(err, &invalid) {
 		t.Errorf("Submit of a bad body with room in the queue: %v, want a validation error", err)
+	}
+	closeCommitter(t, g)
+}
+
+// A submission admitted while the queue had room is not refused once decoded,
+// although the queue filled meanwhile: refusals come from the headers only.
+func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2})
+	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	body := []byte("[" + submitted + "," + submitted + "]")
+	admitted, err := ingester.Admit(acmeLive, int64(len(body)))
+	if err != nil {
+		t.Fatalf("Admit with room for one more message: %v", err)
+	}
+	// The reservation counts: no one else gets in, not even a single message. (A
+	// deadline, so that a queued Append fails the test instead of hanging it.)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := g.Append(ctx, msgs("late")); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Append with the last room reserved: %v, want ErrOverloaded", err)
+	}
+	if _, err := ingester.Admit(acmeLive, 1); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Admit with the last room reserved: %v, want ErrOverloaded", err)
+	}
+	// Two messages join the first: three, past the bound of two, as admitted.
+	result := make(chan error, 1)
+	go func() {
+		_, err := admitted.Submit(t.Context(), body, "")
+		result <- err
+	}()
+	waitQueued(t, depth, 3)
+	store.open()
+	if err := <-result; err != nil {
+		t.Errorf("Submit of an admitted submission: %v", err)
+	}
+	if err := <-first.done; err != nil {
+		t.Fatal(err)
+	}
+	if got := store.batchSizes(); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("batch sizes %v, want [1 2]", got)
+	}
+	closeCommitter(t, g)
+}
+
+func TestReservationsBoundTheQueue(t *testing.T) {
+	g := app.NewGroupCommitter(newGateStore(), app.GroupCommitOptions{MaxQueueMessages: 10, MaxQueueBytes: 1000})
+	// Anything fits an empty queue, even more than the whole of it.
+	huge, err := g.Reserve(5000)
+	if err != nil {
+		t.Fatalf("Reserve into an empty queue: %v", err)
+	}
+	if _, err := g.Reserve(0); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Reserve behind 5000 reserved bytes of 1000: %v, want ErrOverloaded", err)
+	}
+	huge.Cancel()
+	huge.Cancel() // a second Cancel must not give back room held by others
+	var held []*app.Reservation
+	for range 2 {
+		r, err := g.Reserve(400)
+		if err != nil {
+			t.Fatalf("Reserve 400 bytes with %d reservations: %v", len(held), err)
+		}
+		held = append(held, r)
+	}
+	if _, err := g.Reserve(201); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Reserve 201 bytes with 800 of 1000 reserved: %v, want ErrOverloaded", err)
+	}
+	for range 8 { // one message each: 2 + 8 = 10
+		r, err := g.Reserve(-1)
+		if err != nil {
+			t.Fatalf("Reserve of an unknown length with %d reservations: %v", len(held), err)
+		}
+		held = append(held, r)
+	}
+	if _, err := g.Reserve(-1); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("an 11th reservation with room for 10 messages: %v, want ErrOverloaded", err)
+	}
+	held[0].Cancel()
+	if r, err := g.Reserve(-1); err != nil {
+		t.Errorf("Reserve after a Cancel: %v", err)
+	} else {
+		r.Cancel()
+	}
+	for _, r := range held[1:] {
+		r.Cancel()
+	}
+	closeCommitter(t, g)
+}
+
+// A reservation is spent once: an Append through a cancelled one is checked as any
+// other, and a Cancel after Append gives nothing back.
+func TestReservationIsSpentOnce(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 3})
+	cancelled, err := g.Reserve(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled.Cancel()
+	if err := cancelled.Append(t.Context(), msgs("a", "b", "c")); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Append of 3 messages through a cancelled reservation behind 1 of 3: %v, want ErrOverloaded", err)
+	}
+	used, err := g.Reserve(10)
+	if err != nil {
+		t.Fatalf("Reserve after a refused Append: %v", err)
+	}
+	queued := make(chan error, 1)
+	go func() { queued <- used.Append(t.Context(), msgs("d")) }()
+	waitQueued(t, depth, 2)
+	used.Cancel() // spent: the queue holds 2 of 3, so one more message fits, not two
+	if _, err := g.Reserve(10); err != nil {
+		t.Errorf("Reserve with 2 of 3 held: %v", err)
+	}
+	if _, err := g.Reserve(10); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Reserve with 2 held and 1 reserved of 3: %v, want ErrOverloaded", err)
+	}
+	store.open()
+	for _, done := range []<-chan error{first.done, queued} {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if store.has("a") || !store.has("d") {
+		t.Error("stored the refused call or lost the admitted one")
 	}
 	closeCommitter(t, g)
 }

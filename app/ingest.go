@@ -62,45 +62,64 @@ func (in *Ingester) Authorize(principal domain.Principal) error {
 	return nil
 }
 
-// Admission is a submission let in by Ingester.Admit: it holds a decoder until
-// Submit has decoded its body, or until Release.
+// Admission is a submission let in by Ingester.Admit: it counts against the
+// admission bounds until Submit has decoded its body, and holds room in the
+// store's queue until Submit has queued its messages, or until Release.
 type Admission struct {
-	in        *Ingester
-	principal domain.Principal
-	release   func()
+	in          *Ingester
+	principal   domain.Principal
+	leave       func()       // counts it out of the admitted submissions
+	reservation *Reservation // nil: the store has no bounded queue
 }
 
-// Admit decides whether a submission may go ahead, before its body is read: it
-// refuses read-only principals (ports.ErrForbidden) and, wrapping
-// ports.ErrOverloaded, a full store queue or a full waiting room for decoders.
-// Otherwise it waits for a decoder. Call Release when the body is not submitted.
-func (in *Ingester) Admit(ctx context.Context, principal domain.Principal) (*Admission, error) {
+// reserver is a writer with a bounded queue, such as a GroupCommitter.
+type reserver interface {
+	Reserve(bodyBytes int64) (*Reservation, error)
+}
+
+// Admit decides, before its body is read, whether a submission whose body has at
+// most bodyBytes may go ahead: it refuses read-only principals (ports.ErrForbidden)
+// and, wrapping ports.ErrOverloaded, a full store queue or a full waiting room.
+// An admitted submission holds room in the store's queue (GroupCommitter.Reserve),
+// so it is not refused for load later. Call Release when the body is not submitted.
+func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admission, error) {
 	if err := in.Authorize(principal); err != nil {
 		return nil, err
 	}
-	if err := shedLoad(in.store); err != nil {
-		return nil, err
-	}
-	release, err := in.admission.acquire(ctx)
+	leave, err := in.admission.admit()
 	if err != nil {
 		return nil, err
 	}
-	return &Admission{in: in, principal: principal, release: release}, nil
+	admitted := &Admission{in: in, principal: principal, leave: leave}
+	if r, ok := in.store.(reserver); ok {
+		if admitted.reservation, err = r.Reserve(bodyBytes); err != nil {
+			leave()
+			return nil, err
+		}
+	}
+	return admitted, nil
 }
 
-// Release gives the decoder back; calling it again, or after Submit, does nothing.
-func (a *Admission) Release() { a.release() }
+// Release counts the submission out and gives its room in the queue back; calling
+// it again, or after Submit, does nothing.
+func (a *Admission) Release() {
+	a.leave()
+	if a.reservation != nil {
+		a.reservation.Cancel()
+	}
+}
 
 // Submit validates body (one submission, an array or an envelope) and stores every
 // message, or nothing. With an idempotencyKey the identities are derived from it, so
-// a retried request stores nothing twice. The decoder is given back once the body
-// is decoded, before the store is waited for. Errors: *domain.ValidationError,
-// domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
-// ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
+// a retried request stores nothing twice. It waits for a decoder and gives it back
+// once the body is decoded, before the store is waited for. Errors:
+// *domain.ValidationError, domain.ErrTooLarge, ports.ErrConflict (a reused
+// Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
+	defer a.Release()
 	in := a.in
-	msgs, result, err := in.decode(a.principal, body, idempotencyKey)
-	a.Release()
+	msgs, result, err := in.decode(ctx, a.principal, body, idempotencyKey)
+	a.leave()
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -109,7 +128,12 @@ func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey stri
 			return SubmitResult{}, err
 		}
 	}
-	if err := in.store.Append(ctx, msgs); err != nil {
+	if a.reservation != nil {
+		err = a.reservation.Append(ctx, msgs)
+	} else {
+		err = in.store.Append(ctx, msgs)
+	}
+	if err != nil {
 		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(msgs), err)
 	}
 	return result, nil
@@ -118,7 +142,7 @@ func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey stri
 // Submit is Admit followed by Admission.Submit, for callers that hold the body
 // already.
 func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
-	admitted, err := in.Admit(ctx, principal)
+	admitted, err := in.Admit(principal, int64(len(body)))
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -150,13 +174,18 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	return nil
 }
 
-// decode turns body into the messages to store and the reply.
-func (in *Ingester) decode(principal domain.Principal, body []byte, idempotencyKey string) ([]domain.Message, SubmitResult, error) {
+// decode turns body into the messages to store and the reply, on a decoder.
+func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) ([]domain.Message, SubmitResult, error) {
 	if idempotencyKey != "" {
 		if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
 			return nil, SubmitResult{}, err
 		}
 	}
+	release, err := in.admission.decoder(ctx)
+	if err != nil {
+		return nil, SubmitResult{}, err
+	}
+	defer release()
 	now := in.clock.Now()
 	batch, err := in.policy.ParseSubmissions(body, now)
 	if err != nil {

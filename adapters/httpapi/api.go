@@ -124,8 +124,10 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // submit checks, in order: permission, content type (charset and coding
-// included), Idempotency-Key, load, body size, then the body. Everything before
-// the body costs no more than its headers, so an overloaded service refuses fast.
+// included), Idempotency-Key, declared body size, load, then the body. Everything
+// before the body costs no more than its headers, so an overloaded service refuses
+// fast; a request it admits holds room for its body in the store's queue, so it
+// is not refused for load once its body is read.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	if err := a.ingest.Authorize(principalOf(r.Context())); err != nil {
 		a.fail(w, r, err)
@@ -139,7 +141,14 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	admitted, err := a.ingest.Admit(r.Context(), principalOf(r.Context()))
+	if !a.declaresAtMost(w, r, a.maxBody) {
+		return
+	}
+	bodyBytes := r.ContentLength
+	if bodyBytes < 0 {
+		bodyBytes = a.maxBody // chunked: room for the largest body it may be
+	}
+	admitted, err := a.ingest.Admit(principalOf(r.Context()), bodyBytes)
 	if err != nil {
 		a.fail(w, r, err)
 		return

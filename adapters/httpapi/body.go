@@ -9,8 +9,7 @@ import (
 // readBody reads the request body, at most limit bytes: beyond that it answers
 // 413, and 400 when the body cannot be read at all.
 func (a *api) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if r.ContentLength > limit {
-		a.fail(w, r, &http.MaxBytesError{Limit: limit})
+	if !a.declaresAtMost(w, r, limit) {
 		return nil, false
 	}
 	// A declared length sizes the buffer once; io.ReadAll would grow it step by
@@ -31,4 +30,14 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]b
 		return nil, false
 	}
 	return body, true
+}
+
+// declaresAtMost answers 413, before anything is read, when the request declares a
+// body longer than limit.
+func (a *api) declaresAtMost(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if r.ContentLength > limit {
+		a.fail(w, r, &http.MaxBytesError{Limit: limit})
+		return false
+	}
+	return true
 }

@@ -177,7 +177,7 @@ func TestHeaderFloodIsRefused(t *testing.T) {
 // read, so the refusal costs no more than the headers did.
 func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 	handler, ingest := apiAdmitting(httpapi.Options{}, app.AdmissionOptions{Decoders: 1})
-	busy, err := ingest.Admit(context.Background(), domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}})
+	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +202,58 @@ func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 	if rec, body = post(); rec.Code != http.StatusBadRequest || body.read.Load() == 0 {
 		t.Errorf("with the decoder free: status %d after reading %d bytes, want the blank body read and refused with 400",
 			rec.Code, body.read.Load())
+	}
+}
+
+// A body declared over the limit is 413 even while the service is overloaded: a
+// 429 would tell the client to send it again.
+func TestDeclaredOversizeIsRefusedBeforeLoad(t *testing.T) {
+	handler, ingest := apiAdmitting(httpapi.Options{MaxBodyBytes: 1000}, app.AdmissionOptions{Decoders: 1})
+	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Release()
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(strings.Repeat(" ", 1001)))
+	req.Header.Set("Authorization", "Bearer "+liveKey)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d for 1001 declared bytes of 1000 with the only decoder busy, want 413: %s", rec.Code, rec.Body)
+	}
+}
+
+// A client slow to send its body holds no decoder: with one decoder, another
+// submission is decoded and stored while the first body is still arriving.
+func TestSlowBodyHoldsNoDecoder(t *testing.T) {
+	handler, _ := apiAdmitting(httpapi.Options{}, app.AdmissionOptions{Decoders: 1, MaxWaiting: 1})
+	post := func(ctx context.Context, body io.Reader) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/messages", body)
+		req.Header.Set("Authorization", "Bearer "+liveKey)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		return rec
+	}
+	slowBody, feed := io.Pipe()
+	slow := make(chan *httptest.ResponseRecorder, 1)
+	go func() { slow <- post(context.Background(), slowBody) }()
+	if _, err := feed.Write([]byte("[")); err != nil { // returns once the handler read it
+		t.Fatal(err)
+	}
+	// A deadline, so that a decoder held by the slow body fails the test instead
+	// of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rec := post(ctx, strings.NewReader(submission(start))); rec.Code != http.StatusOK {
+		t.Errorf("a submission while another body arrives slowly: %d %s, want 200", rec.Code, rec.Body)
+	}
+	if _, err := io.WriteString(feed, submission(start)+"]"); err != nil {
+		t.Fatal(err)
+	}
+	feed.Close()
+	if rec := <-slow; rec.Code != http.StatusOK {
+		t.Errorf("the slow submission: %d %s, want 200", rec.Code, rec.Body)
 	}
 }
