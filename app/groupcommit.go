@@ -123,8 +123,8 @@ type GroupCommitter struct {
 	waiting  load             // in queue
 	held     load             // in queue or being written
 	reserved load             // held for admitted requests still being read or decoded
-	started bool
-	closed  bool
+	started  bool
+	closed   bool
 
 	wake    chan struct{} // a token: the queue or closed changed
 	writeTo context.Context
