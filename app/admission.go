@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/reqlog/reqlog/ports"
 )
@@ -17,14 +16,25 @@ import (
 // read.
 type AdmissionOptions struct {
 	// Decoders is how many submissions may be decoded at the same time; 0 or
-	// less: no limit (and no bound on admitted submissions either). Bodies are
+	// less: no limit, and no bound on admitted submissions either. Bodies are
 	// read before a decoder is taken, so a slow client holds none.
 	Decoders int
 	// MaxWaiting is how many more submissions may be admitted, to have their body
 	// read or to wait for a decoder; beyond that a submission is refused with
 	// ports.ErrOverloaded from its headers.
 	MaxWaiting int
+	// MaxBytes bounds the bodies of the submissions admitted and not yet decoded,
+	// by their declared length (a chunked body: the body limit, until it is read),
+	// so the bodies being read fit in memory whatever the store. Beyond it a
+	// submission is refused like beyond MaxWaiting, unless none is admitted. 0 or
+	// less: DefaultAdmissionBytes.
+	MaxBytes int64
 }
+
+// DefaultAdmissionBytes is the default of AdmissionOptions.MaxBytes: the group
+// commit queue's default, so the bodies being read take at most as much memory as
+// the messages waiting for the store.
+const DefaultAdmissionBytes = DefaultGroupQueueBytes
 
 // DefaultAdmissionOptions: one decoder per core, since a decoder only computes,
 // and room for 256 more submissions being read or waiting, so a closed-loop client
@@ -32,38 +42,78 @@ type AdmissionOptions struct {
 // only lengthen the run queue that every request, refusals included, waits in
 // (docs/benchmarks.md).
 func DefaultAdmissionOptions() AdmissionOptions {
-	return AdmissionOptions{Decoders: runtime.GOMAXPROCS(0), MaxWaiting: 256}
+	return AdmissionOptions{Decoders: runtime.GOMAXPROCS(0), MaxWaiting: 256, MaxBytes: DefaultAdmissionBytes}
 }
 
-// admission counts the submissions admitted and not yet decoded, and is a
-// counting semaphore of decoders.
+// admission bounds the submissions admitted and not yet decoded, in number and
+// in body bytes, and is a counting semaphore of decoders.
 type admission struct {
 	decoders    chan struct{} // nil: unlimited
-	admitted    atomic.Int64
 	maxAdmitted int64
+	maxBytes    int64
+
+	mu       sync.Mutex
+	admitted int64
+	bytes    int64
 }
 
 func newAdmission(o AdmissionOptions) *admission {
 	if o.Decoders <= 0 {
 		return &admission{}
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultAdmissionBytes
+	}
 	return &admission{decoders: make(chan struct{}, o.Decoders),
-		maxAdmitted: int64(o.Decoders) + int64(max(o.MaxWaiting, 0))}
+		maxAdmitted: int64(o.Decoders) + int64(max(o.MaxWaiting, 0)), maxBytes: o.MaxBytes}
 }
 
-// admit counts a submission in, or refuses it at once when as many as the
-// decoders and the waiting room hold are admitted and not yet decoded. The
-// returned leave, safe to call more than once, counts it out.
-func (a *admission) admit() (leave func(), err error) {
+// ticket is one admitted submission; admission.mu guards its fields.
+type ticket struct {
+	a     *admission
+	bytes int64
+	left  bool
+}
+
+// admit counts in a submission whose body has at most bodyBytes, or refuses it
+// at once when the decoders and the waiting room are taken, or when its body
+// does not fit beside the others admitted and not yet decoded.
+func (a *admission) admit(bodyBytes int64) (*ticket, error) {
+	t := &ticket{a: a, bytes: max(bodyBytes, 0)}
 	if a.decoders == nil {
-		return func() {}, nil
+		t.left = true // nothing to count
+		return t, nil
 	}
-	if a.admitted.Add(1) > a.maxAdmitted {
-		a.admitted.Add(-1)
-		return nil, fmt.Errorf("%d submissions are already being read or waiting to be decoded: %w",
-			a.maxAdmitted, ports.ErrOverloaded)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.admitted >= a.maxAdmitted || (a.admitted > 0 && a.bytes+t.bytes > a.maxBytes) {
+		return nil, fmt.Errorf("%d submissions (%d bytes) are already being read or waiting to be decoded: %w",
+			a.admitted, a.bytes, ports.ErrOverloaded)
 	}
-	return sync.OnceFunc(func() { a.admitted.Add(-1) }), nil
+	a.admitted++
+	a.bytes += t.bytes
+	return t, nil
+}
+
+// bodyRead counts the body as the n bytes it turned out to have, if fewer.
+func (t *ticket) bodyRead(n int64) {
+	t.a.mu.Lock()
+	defer t.a.mu.Unlock()
+	if !t.left && n < t.bytes {
+		t.a.bytes -= t.bytes - n
+		t.bytes = n
+	}
+}
+
+// leave counts the submission out; a second call does nothing.
+func (t *ticket) leave() {
+	t.a.mu.Lock()
+	defer t.a.mu.Unlock()
+	if !t.left {
+		t.left = true
+		t.a.admitted--
+		t.a.bytes -= t.bytes
+	}
 }
 
 // decoder waits for a decoder; the returned release is safe to call more than once.

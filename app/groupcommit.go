@@ -39,8 +39,9 @@ type GroupCommitOptions struct {
 	// while every writer is busy are coalesced either way.
 	Linger time.Duration
 	// MaxQueueMessages and MaxQueueBytes bound what the committer holds, queued or
-	// being written; beyond them Append fails at once with ports.ErrOverloaded. A
-	// request larger than the whole queue is accepted when the queue is empty.
+	// being written, and reserves; beyond them Append and Reserve fail at once
+	// with ports.ErrOverloaded. A request larger than the whole queue is accepted
+	// when the queue is empty. Appends through a Reservation may go past them.
 	MaxQueueMessages int
 	MaxQueueBytes    int64
 	// Writers is how many batches may be written to the store at the same time.
@@ -109,7 +110,8 @@ type QueueMetrics interface {
 // the others (Append is idempotent, so the retry stores nothing twice).
 //
 // Its queue is bounded: when it holds MaxQueueMessages or MaxQueueBytes, Append
-// fails at once with an error wrapping ports.ErrOverloaded. A caller whose ctx ends
+// fails at once with an error wrapping ports.ErrOverloaded, and so does Reserve,
+// which lets a caller be refused before it decodes anything. A caller whose ctx ends
 // while its messages wait is taken out of the queue (they will not be written) and
 // gets an error wrapping ports.ErrUnavailable and ctx.Err(); once its batch is being
 // written, it waits for the outcome, so Append keeps no reference to msgs after it
@@ -245,7 +247,10 @@ type Reservation struct {
 // the queue, with what is already reserved, has no room. Appending through the
 // reservation is not refused for load: the queue may go past its bounds by what
 // the admitted requests turn out to hold beyond their body's length and one
-// message each.
+// message each: in bytes, the memory estimate's overhead per message and header
+// (domain.EstimatedBytes; about half again of a typical body); in messages, up to
+// the batch limit per admitted request. The number of admitted requests
+// (AdmissionOptions) keeps both finite.
 func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 	size := load{messages: 1, bytes: max(bodyBytes, 0)}
 	g.mu.Lock()
@@ -264,6 +269,17 @@ func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 func (r *Reservation) Append(ctx context.Context, msgs []domain.Message) error {
 	defer r.Cancel() // when Append returns before queueing
 	return r.g.append(ctx, msgs, r)
+}
+
+// Shrink lowers the reserved bytes to bodyBytes, once the body turned out shorter
+// than reserved (a chunked body reserves the body limit); it never raises them.
+func (r *Reservation) Shrink(bodyBytes int64) {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	if !r.done && bodyBytes < r.size.bytes {
+		r.g.reserved.bytes -= r.size.bytes - max(bodyBytes, 0)
+		r.size.bytes = max(bodyBytes, 0)
+	}
 }
 
 // Cancel gives the room back; after Append, or a second time, it does nothing.

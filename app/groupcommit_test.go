@@ -532,6 +532,30 @@ func TestReservationsBoundTheQueue(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// A chunked body reserves the body limit until it is read, then what it holds.
+func TestReservationShrinksToTheBodyRead(t *testing.T) {
+	g := app.NewGroupCommitter(newGateStore(), app.GroupCommitOptions{MaxQueueBytes: 1000})
+	chunked, err := g.Reserve(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Reserve(100); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Reserve behind 5000 reserved bytes of 1000: %v, want ErrOverloaded", err)
+	}
+	chunked.Shrink(200)
+	chunked.Shrink(4000) // never raises
+	next, err := g.Reserve(800)
+	if err != nil {
+		t.Fatalf("Reserve 800 bytes beside a reservation shrunk to 200 of 1000: %v", err)
+	}
+	if _, err := g.Reserve(1); !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("Reserve with 1000 of 1000 reserved: %v, want ErrOverloaded", err)
+	}
+	chunked.Cancel()
+	next.Cancel()
+	closeCommitter(t, g)
+}
+
 // A reservation is spent once: an Append through a cancelled one is checked as any
 // other, and a Cancel after Append gives nothing back.
 func TestReservationIsSpentOnce(t *testing.T) {

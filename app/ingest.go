@@ -68,7 +68,7 @@ func (in *Ingester) Authorize(principal domain.Principal) error {
 type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
-	leave       func()       // counts it out of the admitted submissions
+	ticket      *ticket      // its place among the admitted submissions
 	reservation *Reservation // nil: the store has no bounded queue
 }
 
@@ -86,14 +86,14 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 	if err := in.Authorize(principal); err != nil {
 		return nil, err
 	}
-	leave, err := in.admission.admit()
+	ticket, err := in.admission.admit(bodyBytes)
 	if err != nil {
 		return nil, err
 	}
-	admitted := &Admission{in: in, principal: principal, leave: leave}
+	admitted := &Admission{in: in, principal: principal, ticket: ticket}
 	if r, ok := in.store.(reserver); ok {
 		if admitted.reservation, err = r.Reserve(bodyBytes); err != nil {
-			leave()
+			ticket.leave()
 			return nil, err
 		}
 	}
@@ -103,7 +103,7 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 // Release counts the submission out and gives its room in the queue back; calling
 // it again, or after Submit, does nothing.
 func (a *Admission) Release() {
-	a.leave()
+	a.ticket.leave()
 	if a.reservation != nil {
 		a.reservation.Cancel()
 	}
@@ -117,9 +117,13 @@ func (a *Admission) Release() {
 // Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
 	defer a.Release()
+	a.ticket.bodyRead(int64(len(body)))
+	if a.reservation != nil {
+		a.reservation.Shrink(int64(len(body)))
+	}
 	in := a.in
 	msgs, result, err := in.decode(ctx, a.principal, body, idempotencyKey)
-	a.leave()
+	a.ticket.leave()
 	if err != nil {
 		return SubmitResult{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -236,16 +237,20 @@ func TestSlowBodyHoldsNoDecoder(t *testing.T) {
 		handler.ServeHTTP(rec, req)
 		return rec
 	}
-	slowBody, feed := io.Pipe()
-	slow := make(chan *httptest.ResponseRecorder, 1)
-	go func() { slow <- post(context.Background(), slowBody) }()
-	if _, err := feed.Write([]byte("[")); err != nil { // returns once the handler read it
-		t.Fatal(err)
-	}
-	// A deadline, so that a decoder held by the slow body fails the test instead
+	// Deadlines and a closed pipe, so that a regression fails the test instead
 	// of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	slowBody, feed := io.Pipe()
+	slow := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec := post(ctx, slowBody)
+		slowBody.CloseWithError(errors.New("answered"))
+		slow <- rec
+	}()
+	if _, err := feed.Write([]byte("[")); err != nil { // returns once the handler read it
+		t.Fatalf("the handler did not read the slow body: %v", err)
+	}
 	if rec := post(ctx, strings.NewReader(submission(start))); rec.Code != http.StatusOK {
 		t.Errorf("a submission while another body arrives slowly: %d %s, want 200", rec.Code, rec.Body)
 	}
