@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/reqlog/reqlog/ports"
 )
@@ -15,9 +17,10 @@ import (
 // included. With it, excess submissions are refused at once, before their body is
 // read.
 type AdmissionOptions struct {
-	// Decoders is how many submissions may be decoded at the same time; 0 or
-	// less: no limit, and no bound on admitted submissions either. Bodies are
-	// read before a decoder is taken, so a slow client holds none.
+	// Decoders is how many submissions may be decoded at the same time, one
+	// fewer for a second after a submission was refused for load; 0 or less: no
+	// limit, and no bound on admitted submissions either. Bodies are read before
+	// a decoder is taken, so a slow client holds none.
 	Decoders int
 	// MaxWaiting is how many more submissions may be admitted, to have their body
 	// read or to wait for a decoder; beyond that a submission is refused with
@@ -48,7 +51,13 @@ func DefaultAdmissionOptions() AdmissionOptions {
 // admission bounds the submissions admitted and not yet decoded, in number and
 // in body bytes, and is a counting semaphore of decoders.
 type admission struct {
-	decoders    chan struct{} // nil: unlimited
+	decoders chan struct{} // nil: unlimited
+	// spared: while submissions are being refused, a decoder also takes one of
+	// these, one fewer than the decoders, so that a core stays free to read
+	// requests and answer refusals. Decoding faster is of no use then: the
+	// store or the CPU is saturated. nil with one decoder.
+	spared      chan struct{}
+	lastRefusal atomic.Int64 // UnixNano
 	maxAdmitted int64
 	maxBytes    int64
 
@@ -64,8 +73,22 @@ func newAdmission(o AdmissionOptions) *admission {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultAdmissionBytes
 	}
-	return &admission{decoders: make(chan struct{}, o.Decoders),
+	a := &admission{decoders: make(chan struct{}, o.Decoders),
 		maxAdmitted: int64(o.Decoders) + int64(max(o.MaxWaiting, 0)), maxBytes: o.MaxBytes}
+	if o.Decoders > 1 {
+		a.spared = make(chan struct{}, o.Decoders-1)
+	}
+	return a
+}
+
+// refusingWindow is how long after a refusal decoding spares a core.
+const refusingWindow = time.Second
+
+// refused notes that a submission was just refused for load.
+func (a *admission) refused() { a.lastRefusal.Store(time.Now().UnixNano()) }
+
+func (a *admission) refusing() bool {
+	return time.Now().UnixNano()-a.lastRefusal.Load() < int64(refusingWindow)
 }
 
 // ticket is one admitted submission; admission.mu guards its fields.
@@ -87,6 +110,7 @@ func (a *admission) admit(bodyBytes int64) (*ticket, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.admitted >= a.maxAdmitted || (a.admitted > 0 && a.bytes+t.bytes > a.maxBytes) {
+		a.refused()
 		return nil, fmt.Errorf("%d submissions (%d bytes) are already being read or waiting to be decoded: %w",
 			a.admitted, a.bytes, ports.ErrOverloaded)
 	}
@@ -116,15 +140,34 @@ func (t *ticket) leave() {
 	}
 }
 
-// decoder waits for a decoder; the returned release is safe to call more than once.
+// decoder waits for a decoder, and while submissions are being refused for one
+// of the spared ones too; the returned release is safe to call more than once.
 func (a *admission) decoder(ctx context.Context) (release func(), err error) {
 	if a.decoders == nil {
 		return func() {}, nil
 	}
+	if a.spared != nil && a.refusing() {
+		if err := take(ctx, a.spared); err != nil {
+			return nil, err
+		}
+		if err := take(ctx, a.decoders); err != nil {
+			<-a.spared
+			return nil, err
+		}
+		return sync.OnceFunc(func() { <-a.decoders; <-a.spared }), nil
+	}
+	if err := take(ctx, a.decoders); err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(func() { <-a.decoders }), nil
+}
+
+// take waits for a slot of slots.
+func take(ctx context.Context, slots chan struct{}) error {
 	select {
-	case a.decoders <- struct{}{}:
-		return sync.OnceFunc(func() { <-a.decoders }), nil
+	case slots <- struct{}{}:
+		return nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting to decode a submission: %w: %w", ports.ErrUnavailable, ctx.Err())
+		return fmt.Errorf("waiting to decode a submission: %w: %w", ports.ErrUnavailable, ctx.Err())
 	}
 }

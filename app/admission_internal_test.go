@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -65,5 +67,77 @@ func TestAdmissionBoundsTheBytesBeingRead(t *testing.T) {
 	third.leave()
 	if a.admitted != 0 || a.bytes != 0 {
 		t.Errorf("%d submissions, %d bytes counted once all left", a.admitted, a.bytes)
+	}
+}
+
+func TestDecodingSparesACoreWhileRefusing(t *testing.T) {
+	a := newAdmission(AdmissionOptions{Decoders: 3})
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	var held []func()
+	takeDecoder := func(ctx context.Context) error {
+		release, err := a.decoder(ctx)
+		if err == nil {
+			held = append(held, release)
+		}
+		return err
+	}
+	// A deadline, so that a wrongly spared core fails the test instead of hanging it.
+	soon, stop := context.WithTimeout(t.Context(), 5*time.Second)
+	defer stop()
+	for range 3 {
+		if err := takeDecoder(soon); err != nil {
+			t.Fatalf("decoder %d of 3, nothing refused: %v", len(held)+1, err)
+		}
+	}
+	for _, release := range held {
+		release()
+	}
+	held = nil
+
+	a.refused()
+	for range 2 {
+		if err := takeDecoder(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := takeDecoder(ended); !errors.Is(err, ports.ErrUnavailable) {
+		t.Fatalf("a third decoder of 3 while refusing: %v, want to wait (a core spared)", err)
+	}
+	if len(a.decoders) != 2 || len(a.spared) != 2 {
+		t.Fatalf("%d decoders and %d spared held after a failed wait, want 2 and 2", len(a.decoders), len(a.spared))
+	}
+	a.lastRefusal.Store(0) // a second without refusals
+	if err := takeDecoder(t.Context()); err != nil {
+		t.Fatalf("the third decoder once refusals stopped: %v", err)
+	}
+	for _, release := range held {
+		release()
+	}
+	if len(a.decoders) != 0 || len(a.spared) != 0 {
+		t.Errorf("%d decoders and %d spared held after every release", len(a.decoders), len(a.spared))
+	}
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Append(context.Context, []domain.Message) error { return nil }
+
+func TestAQueueRefusalCountsAsRefusing(t *testing.T) {
+	g := NewGroupCommitter(discardWriter{}, GroupCommitOptions{MaxQueueBytes: 10})
+	in := NewIngester(g, domain.DefaultPolicy(), SystemClock{})
+	held, err := g.Reserve(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Cancel()
+	if in.admission.refusing() {
+		t.Fatal("refusing before any refusal")
+	}
+	if _, err := in.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}, 100); !errors.Is(err, ports.ErrOverloaded) {
+		t.Fatalf("Admit behind a full queue: %v, want ErrOverloaded", err)
+	}
+	if !in.admission.refusing() {
+		t.Error("not refusing right after the queue refused a submission")
 	}
 }

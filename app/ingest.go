@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/reqlog/reqlog/domain"
@@ -94,6 +95,9 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 	if r, ok := in.store.(reserver); ok {
 		if admitted.reservation, err = r.Reserve(bodyBytes); err != nil {
 			ticket.leave()
+			if errors.Is(err, ports.ErrOverloaded) {
+				in.admission.refused()
+			}
 			return nil, err
 		}
 	}
