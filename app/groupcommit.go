@@ -125,6 +125,10 @@ type GroupCommitter struct {
 	waiting  load             // in queue
 	held     load             // in queue or being written
 	reserved load             // held for admitted requests still being read or decoded
+	// storeDown: the last batch found the store unavailable. While a request is
+	// held or reserved, as a probe, others fail at once with ErrUnavailable
+	// instead of each waiting out the store's timeout.
+	storeDown bool
 	started  bool
 	closed   bool
 
@@ -199,8 +203,13 @@ func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	if g.closed {
 		return errShuttingDown
 	}
-	if !reserved && !g.fits(req.size) {
-		return g.overloaded()
+	if !reserved {
+		if err := g.probing(); err != nil {
+			return err
+		}
+		if !g.fits(req.size) {
+			return g.overloaded()
+		}
 	}
 	if !g.started {
 		g.start()
@@ -224,6 +233,16 @@ func (g *GroupCommitter) fits(size load) bool {
 	total.add(g.reserved)
 	return total.messages == 0 || (total.messages+size.messages <= g.opts.MaxQueueMessages &&
 		total.bytes+size.bytes <= g.opts.MaxQueueBytes)
+}
+
+// probing refuses a request while the store is down and another request, held
+// or reserved, is already the probe; g.mu is held.
+func (g *GroupCommitter) probing() error {
+	if g.storeDown && (g.held.messages > 0 || g.reserved.messages > 0) {
+		return fmt.Errorf("group commit: the last batch found the store unavailable, and a request probing it is under way: %w",
+			ports.ErrUnavailable)
+	}
+	return nil
 }
 
 // overloaded is the refusal of a full queue; g.mu is held.
@@ -257,6 +276,9 @@ func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 	defer g.mu.Unlock()
 	if g.closed {
 		return nil, errShuttingDown
+	}
+	if err := g.probing(); err != nil {
+		return nil, err
 	}
 	if !g.fits(size) {
 		return nil, g.overloaded()
@@ -450,10 +472,12 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 	for _, req := range batch {
 		g.held.sub(req.size)
 	}
-	if errors.Is(err, ports.ErrUnavailable) {
-		// The store is down: what waits behind this batch would fail the same way,
-		// each after the store's own timeout. Fail it now, so its callers get their
-		// 503 at once and retry (with the same Idempotency-Key) later.
+	// The store is down: what waits behind this batch would fail the same way,
+	// each after the store's own timeout. Fail it now, so its callers get their
+	// 503 at once and retry (with the same Idempotency-Key) later; and until a
+	// batch reaches the store again, let one request at a time probe it.
+	g.storeDown = errors.Is(err, ports.ErrUnavailable)
+	if g.storeDown {
 		failed = g.drain()
 	}
 	g.observe()

@@ -78,6 +78,15 @@ func (s *gateStore) open() {
 	}
 }
 
+// shut makes future Appends wait at a new gate.
+func (s *gateStore) shut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate == nil {
+		s.gate = make(chan struct{})
+	}
+}
+
 func (s *gateStore) batchSizes() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -380,6 +389,49 @@ func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 	if got, want := store.batchSizes(), []int{1, 3, 1}; !slices.Equal(got, want) {
 		t.Errorf("batch sizes %v, want %v (no call-by-call retry of an outage, nothing written for refused calls)", got, want)
 	}
+}
+
+// Once a batch found the store down, one request at a time probes it; the others
+// get ErrUnavailable at once instead of each waiting out the store's timeout.
+func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
+	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
+	store.open()
+	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
+		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
+	}
+	store.shut()
+	probe := appendAsync(t.Context(), g, "probe")
+	<-store.entered
+	// The probe waits at the store: the store cannot have answered these. (A
+	// deadline, so that a queued Append fails the test instead of hanging it.)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := g.Append(ctx, msgs("other")); !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Append while a probe is under way: %v, want ErrUnavailable at once", err)
+	}
+	if _, err := g.Reserve(10); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Reserve while a probe is under way: %v, want ErrUnavailable at once", err)
+	}
+	store.open()
+	if err := <-probe.done; err != nil {
+		t.Fatalf("the probe, once the store is back: %v", err)
+	}
+	// The store answered: everyone is let in again.
+	queued := make([]call, 3)
+	for i := range queued {
+		queued[i] = appendAsync(t.Context(), g, fmt.Sprintf("after-%d", i))
+	}
+	for _, c := range queued {
+		if err := <-c.done; err != nil {
+			t.Errorf("Append of %s after the store came back: %v", c.id, err)
+		}
+	}
+	if store.has("other") {
+		t.Error("a refused message was stored")
+	}
+	closeCommitter(t, g)
 }
 
 func TestGroupCommitRefusesAtOnceWhenTheQueueIsFull(t *testing.T) {
