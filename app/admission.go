@@ -18,7 +18,8 @@ import (
 // read.
 type AdmissionOptions struct {
 	// Decoders is how many submissions may be decoded at the same time, one
-	// fewer for a second after a submission was refused for load; 0 or less: no
+	// fewer (if more than one) for a second after a submission was refused for
+	// load; 0 or less: no
 	// limit, and no bound on admitted submissions either. Bodies are read before
 	// a decoder is taken, so a slow client holds none.
 	Decoders int

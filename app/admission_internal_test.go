@@ -74,6 +74,9 @@ func TestDecodingSparesACoreWhileRefusing(t *testing.T) {
 	a := newAdmission(AdmissionOptions{Decoders: 3})
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
+	// A deadline, so that a wrongly spared core fails the test instead of hanging it.
+	soon, stop := context.WithTimeout(t.Context(), 5*time.Second)
+	defer stop()
 	var held []func()
 	takeDecoder := func(ctx context.Context) error {
 		release, err := a.decoder(ctx)
@@ -82,9 +85,6 @@ func TestDecodingSparesACoreWhileRefusing(t *testing.T) {
 		}
 		return err
 	}
-	// A deadline, so that a wrongly spared core fails the test instead of hanging it.
-	soon, stop := context.WithTimeout(t.Context(), 5*time.Second)
-	defer stop()
 	for range 3 {
 		if err := takeDecoder(soon); err != nil {
 			t.Fatalf("decoder %d of 3, nothing refused: %v", len(held)+1, err)
@@ -95,9 +95,9 @@ func TestDecodingSparesACoreWhileRefusing(t *testing.T) {
 	}
 	held = nil
 
-	a.refused()
+	a.lastRefusal.Store(time.Now().Add(time.Hour).UnixNano()) // refusing, however slow the test
 	for range 2 {
-		if err := takeDecoder(t.Context()); err != nil {
+		if err := takeDecoder(soon); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,8 +107,8 @@ func TestDecodingSparesACoreWhileRefusing(t *testing.T) {
 	if len(a.decoders) != 2 || len(a.spared) != 2 {
 		t.Fatalf("%d decoders and %d spared held after a failed wait, want 2 and 2", len(a.decoders), len(a.spared))
 	}
-	a.lastRefusal.Store(0) // a second without refusals
-	if err := takeDecoder(t.Context()); err != nil {
+	a.lastRefusal.Store(0) // long without refusals
+	if err := takeDecoder(soon); err != nil {
 		t.Fatalf("the third decoder once refusals stopped: %v", err)
 	}
 	for _, release := range held {

@@ -111,7 +111,9 @@ type QueueMetrics interface {
 //
 // Its queue is bounded: when it holds MaxQueueMessages or MaxQueueBytes, Append
 // fails at once with an error wrapping ports.ErrOverloaded, and so does Reserve,
-// which lets a caller be refused before it decodes anything. A caller whose ctx ends
+// which lets a caller be refused before it decodes anything. After a batch found
+// the store unavailable, both fail at once with ports.ErrUnavailable while
+// another request probes the store, until a batch reaches it. A caller whose ctx ends
 // while its messages wait is taken out of the queue (they will not be written) and
 // gets an error wrapping ports.ErrUnavailable and ctx.Err(); once its batch is being
 // written, it waits for the outcome, so Append keeps no reference to msgs after it
@@ -125,12 +127,14 @@ type GroupCommitter struct {
 	waiting  load             // in queue
 	held     load             // in queue or being written
 	reserved load             // held for admitted requests still being read or decoded
-	// storeDown: the last batch found the store unavailable. While a request is
-	// held or reserved, as a probe, others fail at once with ErrUnavailable
-	// instead of each waiting out the store's timeout.
+	// storeDown: the latest batch to finish found the store unavailable. While a
+	// request is queued or being written, as the probe, others fail at once with
+	// ErrUnavailable instead of each waiting out the store's timeout.
 	storeDown bool
-	started  bool
-	closed   bool
+	taken     uint64 // batches taken from the queue, numbering them
+	settled   uint64 // the number of the latest batch whose outcome set storeDown
+	started   bool
+	closed    bool
 
 	wake    chan struct{} // a token: the queue or closed changed
 	writeTo context.Context
@@ -203,13 +207,11 @@ func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	if g.closed {
 		return errShuttingDown
 	}
-	if !reserved {
-		if err := g.probing(); err != nil {
-			return err
-		}
-		if !g.fits(req.size) {
-			return g.overloaded()
-		}
+	if err := g.probing(); err != nil {
+		return err
+	}
+	if !reserved && !g.fits(req.size) {
+		return g.overloaded()
 	}
 	if !g.started {
 		g.start()
@@ -235,10 +237,11 @@ func (g *GroupCommitter) fits(size load) bool {
 		total.bytes+size.bytes <= g.opts.MaxQueueBytes)
 }
 
-// probing refuses a request while the store is down and another request, held
-// or reserved, is already the probe; g.mu is held.
+// probing refuses a request while the store is down and another request, queued
+// or being written, is already the probe; g.mu is held. Reservations do not
+// count: a slow upload must not stop the others from probing.
 func (g *GroupCommitter) probing() error {
-	if g.storeDown && (g.held.messages > 0 || g.reserved.messages > 0) {
+	if g.storeDown && g.held.messages > 0 {
 		return fmt.Errorf("group commit: the last batch found the store unavailable, and a request probing it is under way: %w",
 			ports.ErrUnavailable)
 	}
@@ -269,7 +272,9 @@ type Reservation struct {
 // message each: in bytes, the memory estimate's overhead per message and header
 // (domain.EstimatedBytes; about half again of a typical body); in messages, up to
 // the batch limit per admitted request. The number of admitted requests
-// (AdmissionOptions) keeps both finite.
+// (AdmissionOptions) keeps both finite. While the store is down and another
+// request probes it (see GroupCommitter), Reserve, and Append through the
+// reservation, fail at once with ports.ErrUnavailable.
 func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 	size := load{messages: 1, bytes: max(bodyBytes, 0)}
 	g.mu.Lock()
@@ -371,17 +376,18 @@ func (g *GroupCommitter) run() {
 	timer.Stop()
 	var buf []domain.Message
 	for {
-		batch, ok := g.next(timer)
+		batch, number, ok := g.next(timer)
 		if !ok {
 			return
 		}
-		buf = g.write(batch, buf)
+		buf = g.write(batch, number, buf)
 	}
 }
 
 // next waits until a batch is due (full, lingered long enough, or shutting down)
-// and takes it from the queue; false once the committer is closed and drained.
-func (g *GroupCommitter) next(timer *time.Timer) ([]*commitRequest, bool) {
+// and takes it from the queue, with its number; false once the committer is
+// closed and drained.
+func (g *GroupCommitter) next(timer *time.Timer) ([]*commitRequest, uint64, bool) {
 	for {
 		g.mu.Lock()
 		g.dropWithdrawn()
@@ -391,16 +397,18 @@ func (g *GroupCommitter) next(timer *time.Timer) ([]*commitRequest, bool) {
 			wait = time.Until(g.queue[0].queuedAt.Add(g.opts.Linger))
 			if full || wait <= 0 || g.closed {
 				batch := g.take()
+				g.taken++
+				number := g.taken
 				if len(g.queue) > 0 {
 					g.signal() // the rest is another writer's
 				}
 				g.mu.Unlock()
-				return batch, true
+				return batch, number, true
 			}
 		} else if g.closed {
 			g.mu.Unlock()
 			g.signal() // pass the news on to the next idle writer
-			return nil, false
+			return nil, 0, false
 		}
 		g.mu.Unlock()
 		if wait < 0 {
@@ -444,8 +452,9 @@ func (g *GroupCommitter) take() []*commitRequest {
 	return batch
 }
 
-// write stores batch in one Append, reusing buf, and answers its callers.
-func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []domain.Message {
+// write stores batch, the number-th taken, in one Append, reusing buf, and
+// answers its callers.
+func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []domain.Message) []domain.Message {
 	buf = buf[:0]
 	for _, req := range batch {
 		buf = append(buf, req.msgs...)
@@ -475,10 +484,15 @@ func (g *GroupCommitter) write(batch []*commitRequest, buf []domain.Message) []d
 	// The store is down: what waits behind this batch would fail the same way,
 	// each after the store's own timeout. Fail it now, so its callers get their
 	// 503 at once and retry (with the same Idempotency-Key) later; and until a
-	// batch reaches the store again, let one request at a time probe it.
-	g.storeDown = errors.Is(err, ports.ErrUnavailable)
-	if g.storeDown {
-		failed = g.drain()
+	// batch reaches the store again, let one request at a time probe it. Only
+	// the latest batch taken says how the store is: with several writers, an
+	// older batch may finish after a newer one.
+	if number > g.settled {
+		g.settled = number
+		g.storeDown = errors.Is(err, ports.ErrUnavailable)
+		if g.storeDown {
+			failed = g.drain()
+		}
 	}
 	g.observe()
 	g.mu.Unlock()

@@ -402,36 +402,59 @@ func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
 		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
 	}
 	store.shut()
-	probe := appendAsync(t.Context(), g, "probe")
-	<-store.entered
-	// The probe waits at the store: the store cannot have answered these. (A
-	// deadline, so that a queued Append fails the test instead of hanging it.)
+	// Deadlines, so that a wrong refusal or wait fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if err := g.Append(ctx, msgs("other")); !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Append while a probe is under way: %v, want ErrUnavailable at once", err)
+	atOnce := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s while a probe is under way: %v, want ErrUnavailable at once", what, err)
+		}
 	}
-	if _, err := g.Reserve(10); !errors.Is(err, ports.ErrUnavailable) {
-		t.Errorf("Reserve while a probe is under way: %v, want ErrUnavailable at once", err)
+	// A reservation is not a probe: a slow upload must not hold the others off.
+	slow, err := g.Reserve(10)
+	if err != nil {
+		t.Fatalf("Reserve with the store down and nothing queued: %v", err)
 	}
+	probe := appendAsync(ctx, g, "probe")
+	enteredStore(t, ctx, store, probe)
+	atOnce("Append", g.Append(ctx, msgs("other")))
+	_, err = g.Reserve(10)
+	atOnce("Reserve", err)
+	atOnce("Append through a reservation", slow.Append(ctx, msgs("slow")))
 	store.open()
 	if err := <-probe.done; err != nil {
 		t.Fatalf("the probe, once the store is back: %v", err)
 	}
-	// The store answered: everyone is let in again.
-	queued := make([]call, 3)
-	for i := range queued {
-		queued[i] = appendAsync(t.Context(), g, fmt.Sprintf("after-%d", i))
+	// The store answered: with a request being written, others get in again.
+	store.shut()
+	after := appendAsync(ctx, g, "after")
+	enteredStore(t, ctx, store, after)
+	if r, err := g.Reserve(10); err != nil {
+		t.Errorf("Reserve once a batch reached the store: %v", err)
+	} else {
+		r.Cancel()
 	}
-	for _, c := range queued {
-		if err := <-c.done; err != nil {
-			t.Errorf("Append of %s after the store came back: %v", c.id, err)
-		}
+	store.open()
+	if err := <-after.done; err != nil {
+		t.Error(err)
 	}
-	if store.has("other") {
+	if store.has("other") || store.has("slow") {
 		t.Error("a refused message was stored")
 	}
 	closeCommitter(t, g)
+}
+
+// enteredStore waits until c's batch is at the store's gate.
+func enteredStore(t *testing.T, ctx context.Context, store *gateStore, c call) {
+	t.Helper()
+	select {
+	case <-store.entered:
+	case err := <-c.done:
+		t.Fatalf("Append of %s returned (%v) before reaching the store", c.id, err)
+	case <-ctx.Done():
+		t.Fatalf("Append of %s never reached the store", c.id)
+	}
 }
 
 func TestGroupCommitRefusesAtOnceWhenTheQueueIsFull(t *testing.T) {

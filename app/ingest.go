@@ -79,9 +79,10 @@ type reserver interface {
 }
 
 // Admit decides, before its body is read, whether a submission whose body has at
-// most bodyBytes may go ahead: it refuses read-only principals (ports.ErrForbidden)
-// and, wrapping ports.ErrOverloaded, a full store queue or a full waiting room.
-// An admitted submission holds room in the store's queue (GroupCommitter.Reserve),
+// most bodyBytes may go ahead: it refuses read-only principals (ports.ErrForbidden);
+// wrapping ports.ErrOverloaded, a full store queue or a full waiting room; and,
+// wrapping ports.ErrUnavailable, a store found down while another request probes
+// it. An admitted submission holds room in the store's queue (GroupCommitter.Reserve),
 // so it is not refused for load later. Call Release when the body is not submitted.
 func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admission, error) {
 	if err := in.Authorize(principal); err != nil {
