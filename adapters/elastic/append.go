@@ -109,15 +109,16 @@ func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, fi
 }
 
 // checkBulk fails unless every message's item was created or already existed.
-// A batch whose failures are all transient wraps ports.ErrUnavailable, so the
-// caller retries it as a whole; items that did succeed then report 409.
+// A batch whose failures are all transient wraps ports.ErrUnavailable, or
+// ports.ErrOverloaded when they are all 429 (the cluster's write queue is full),
+// so the caller retries it as a whole; items that did succeed then report 409.
 // Messages are numbered from first, their index in the caller's batch.
 func checkBulk(msgs []domain.Message, first int, reply bulkReply) error {
 	if len(reply.Items) != len(msgs) {
 		return fmt.Errorf("elastic: append: the bulk reply has %d items for %d messages", len(reply.Items), len(msgs))
 	}
 	var details []string
-	failed, retryable := 0, true
+	failed, retryable, busy := 0, true, true
 	for i, entry := range reply.Items {
 		item, ok := entry["create"]
 		if ok && (item.Status == http.StatusCreated || item.Status == http.StatusConflict) {
@@ -125,6 +126,7 @@ func checkBulk(msgs []domain.Message, first int, reply bulkReply) error {
 		}
 		failed++
 		retryable = retryable && ok && transient(item.Status, item.Error)
+		busy = busy && ok && item.Status == http.StatusTooManyRequests
 		if len(details) == maxReportedFailures {
 			continue
 		}
@@ -141,7 +143,10 @@ func checkBulk(msgs []domain.Message, first int, reply bulkReply) error {
 	if failed > len(details) {
 		summary += fmt.Sprintf("; and %d more", failed-len(details))
 	}
-	if retryable {
+	switch {
+	case busy:
+		return fmt.Errorf("elastic: append: %w: %s", ports.ErrOverloaded, summary)
+	case retryable:
 		return fmt.Errorf("elastic: append: %w: %s", ports.ErrUnavailable, summary)
 	}
 	return fmt.Errorf("elastic: append: %s", summary)

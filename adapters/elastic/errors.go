@@ -45,10 +45,14 @@ func transient(status int, e *esError) bool {
 var errIndexNotFound = errors.New("index not found")
 
 // failure builds the error of op that failed with status and e, wrapping
-// ports.ErrUnavailable when it is transient, domain.ErrTooLarge when the
-// request was over the cluster's http.max_content_length, and errIndexNotFound.
+// ports.ErrOverloaded when the cluster is busy (429: its queues are full; not an
+// outage, so the service answers 429 and keeps its queue), ports.ErrUnavailable
+// when it is otherwise transient, domain.ErrTooLarge when the request was over
+// the cluster's http.max_content_length, and errIndexNotFound.
 func failure(op string, status int, e *esError) error {
 	switch {
+	case status == http.StatusTooManyRequests:
+		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, ports.ErrOverloaded, status, e)
 	case transient(status, e):
 		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, ports.ErrUnavailable, status, e)
 	case status == http.StatusRequestEntityTooLarge:
