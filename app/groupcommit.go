@@ -131,6 +131,7 @@ type GroupCommitter struct {
 	// request is queued or being written, as the probe, others fail at once with
 	// ErrUnavailable instead of each waiting out the store's timeout.
 	storeDown bool
+	probes    int    // reservations that claimed the probe (Reservation.Probe)
 	taken     uint64 // batches taken from the queue, numbering them
 	settled   uint64 // the number of the latest batch whose outcome set storeDown
 	started   bool
@@ -238,10 +239,10 @@ func (g *GroupCommitter) fits(size load) bool {
 }
 
 // probing refuses a request while the store is down and another request, queued
-// or being written, is already the probe; g.mu is held. Reservations do not
-// count: a slow upload must not stop the others from probing.
+// or being written or claiming it, is already the probe; g.mu is held. Plain
+// reservations do not count: a slow upload must not stop the others from probing.
 func (g *GroupCommitter) probing() error {
-	if g.storeDown && g.held.messages > 0 {
+	if g.storeDown && (g.held.messages > 0 || g.probes > 0) {
 		return fmt.Errorf("group commit: the last batch found the store unavailable, and a request probing it is under way: %w",
 			ports.ErrUnavailable)
 	}
@@ -259,9 +260,10 @@ func (g *GroupCommitter) overloaded() error {
 // headers, or not at all: it does not wait for a decoder, spend one and then learn
 // that the queue filled meanwhile.
 type Reservation struct {
-	g    *GroupCommitter
-	size load
-	done bool // appended or cancelled; g.mu guards it
+	g     *GroupCommitter
+	size  load
+	done  bool // appended or cancelled; g.mu guards it
+	probe bool // it claimed the probe; g.mu guards it
 }
 
 // Reserve holds room for a request whose body has at most bodyBytes, counted as
@@ -309,6 +311,26 @@ func (r *Reservation) Shrink(bodyBytes int64) {
 	}
 }
 
+// Probe, while the store is down, claims the right to reach it for this request,
+// or fails at once with an error wrapping ports.ErrUnavailable when another
+// request has it. Call it before any other store call made for the request (an
+// Idempotency-Key lookup), which would otherwise wait out the store's timeout
+// outside the queue, where no one sees it probing. The claim ends with Append or
+// Cancel; while the store is up, Probe does nothing.
+func (r *Reservation) Probe() error {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	if r.done || r.probe || !r.g.storeDown {
+		return nil
+	}
+	if err := r.g.probing(); err != nil {
+		return err
+	}
+	r.probe = true
+	r.g.probes++
+	return nil
+}
+
 // Cancel gives the room back; after Append, or a second time, it does nothing.
 func (r *Reservation) Cancel() {
 	r.g.mu.Lock()
@@ -323,6 +345,10 @@ func (r *Reservation) release() bool {
 	}
 	r.done = true
 	r.g.reserved.sub(r.size)
+	if r.probe {
+		r.probe = false
+		r.g.probes--
+	}
 	return true
 }
 

@@ -445,6 +445,117 @@ func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// While a request claims the probe before a lookup of its own, the others are
+// refused at once: a lookup waiting out the store's timeout outside the queue
+// must not let everyone else do the same.
+func TestGroupCommitProbeClaimedBeforeALookup(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
+	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
+	store.open()
+	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
+		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
+	}
+	keyed, err := g.Reserve(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Reserve(10) // plain reservations are not probes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keyed.Probe(); err != nil {
+		t.Fatalf("the first Probe with the store down: %v", err)
+	}
+	if _, err := g.Reserve(10); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Reserve with the probe claimed: %v, want ErrUnavailable", err)
+	}
+	if err := other.Probe(); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("a second Probe: %v, want ErrUnavailable", err)
+	}
+	if err := g.Append(t.Context(), msgs("plain")); !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Append with the probe claimed: %v, want ErrUnavailable", err)
+	}
+	// The claim passes to the queue with its Append, and is given up with Cancel.
+	if err := keyed.Append(t.Context(), msgs("keyed")); err != nil {
+		t.Fatalf("the probe's Append: %v", err)
+	}
+	if err := other.Probe(); err != nil {
+		t.Errorf("Probe once a batch reached the store: %v", err)
+	}
+	other.Cancel()
+	closeCommitter(t, g)
+}
+
+// blockingLookup is a ports.MessageLookup that waits for release, counting calls.
+type blockingLookup struct {
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (l *blockingLookup) Lookup(ctx context.Context, _ domain.Scope, _ []string) ([]domain.Message, error) {
+	l.calls.Add(1)
+	l.entered <- struct{}{}
+	select {
+	case <-l.release:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// With the store down, a keyed submission's Idempotency-Key lookup is the probe:
+// a second keyed submission does not wait out a lookup of its own.
+func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
+	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
+	store.open()
+	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
+		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
+	}
+	lookup := &blockingLookup{entered: make(chan struct{}, 2), release: make(chan struct{})}
+	in := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow}).CheckReplaysIn(lookup)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // a regression fails, not hangs
+	defer cancel()
+	probe := make(chan error, 1)
+	go func() {
+		_, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-1")
+		probe <- err
+	}()
+	<-lookup.entered
+	if _, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-2"); !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a keyed Submit while another probes: %v, want ErrUnavailable at once", err)
+	}
+	if n := lookup.calls.Load(); n != 1 {
+		t.Errorf("%d lookups, want only the probe's", n)
+	}
+	close(lookup.release)
+	if err := <-probe; err != nil {
+		t.Errorf("the probing Submit: %v", err)
+	}
+	closeCommitter(t, g)
+}
+
+// A busy store (ErrOverloaded) fails its batch but is not down: nothing queued
+// behind it is drained, and no probe is needed.
+func TestGroupCommitBusyStoreIsNotDown(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
+	store.fail = poisonOn("first", fmt.Errorf("queue full: %w", ports.ErrOverloaded))
+	queued := appendAsync(t.Context(), g, "queued")
+	waitQueued(t, depth, 2)
+	store.open()
+	if err := <-first.done; !errors.Is(err, ports.ErrOverloaded) {
+		t.Errorf("the busy batch: %v, want ErrOverloaded", err)
+	}
+	if err := <-queued.done; err != nil {
+		t.Errorf("a call queued behind a busy batch: %v, want it written", err)
+	}
+	closeCommitter(t, g)
+}
+
 // enteredStore waits until c's batch is at the store's gate.
 func enteredStore(t *testing.T, ctx context.Context, store *gateStore, c call) {
 	t.Helper()

@@ -133,6 +133,11 @@ func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey stri
 		return SubmitResult{}, err
 	}
 	if idempotencyKey != "" {
+		if a.reservation != nil {
+			if err := a.reservation.Probe(); err != nil { // the lookup calls the store
+				return SubmitResult{}, err
+			}
+		}
 		if err := in.checkReplay(ctx, a.principal.Scope, msgs); err != nil {
 			return SubmitResult{}, err
 		}

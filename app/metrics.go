@@ -23,6 +23,9 @@ const (
 	// ErrorUnavailable: the store could not be reached or did not answer in time
 	// (ports.ErrUnavailable, a deadline); the service answered 503.
 	ErrorUnavailable = "unavailable"
+	// ErrorOverloaded: the store is busy and asks to be called later (an
+	// Elasticsearch 429).
+	ErrorOverloaded = "overloaded"
 	// ErrorCanceled: the caller went away before the store answered.
 	ErrorCanceled = "canceled"
 	// ErrorOther: anything else, a bug or a refusal of the store.
@@ -96,6 +99,8 @@ func storeErrorKind(err error) string {
 		return ErrorCanceled
 	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return ErrorUnavailable
+	case errors.Is(err, ports.ErrOverloaded):
+		return ErrorOverloaded
 	default:
 		return ErrorOther
 	}

@@ -69,6 +69,8 @@ func TestObserveReportsAppendsAndFailures(t *testing.T) {
 			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "lookup/unavailable", "purge/unavailable"}},
 		{"deadline", context.DeadlineExceeded,
 			[]string{"append/unavailable", "list/unavailable", "get/unavailable", "lookup/unavailable", "purge/unavailable"}},
+		{"busy", fmt.Errorf("elastic: %w", ports.ErrOverloaded),
+			[]string{"append/overloaded", "list/overloaded", "get/overloaded", "lookup/overloaded", "purge/overloaded"}},
 		{"caller gone", fmt.Errorf("mongo: %w", context.Canceled),
 			[]string{"append/canceled", "list/canceled", "get/canceled", "lookup/canceled", "purge/canceled"}},
 		{"bug", errors.New("boom"), []string{"append/other", "list/other", "get/other", "lookup/other", "purge/other"}},

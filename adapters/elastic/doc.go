@@ -32,8 +32,9 @@
 // (already there) succeed, anything else fails the batch and the error names
 // the messages. The index is a function of CreatedAt, which the domain never
 // changes for an id, so an id always goes to the same index, where _id is
-// unique: retries are idempotent. Transport errors, 429, 5xx and index blocks
-// wrap ports.ErrUnavailable. Bulk requests return once the translog is fsynced
+// unique: retries are idempotent. Transport errors, 5xx and index blocks wrap
+// ports.ErrUnavailable; 429 (a full queue: busy, not down) wraps
+// ports.ErrOverloaded. Bulk requests return once the translog is fsynced
 // (Elasticsearch's default durability), so a nil error means durable.
 //
 // # Read lag

@@ -64,7 +64,7 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reqlog_store_errors_total",
-			Help: "Failed store calls, by operation (append, list, get, purge) and kind (unavailable, canceled, other).",
+			Help: "Failed store calls, by operation (append, list, get, purge) and kind (unavailable, overloaded, canceled, other).",
 		}, []string{"operation", "kind"}),
 		queueMessages: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reqlog_ingest_queue_messages",
