@@ -19,9 +19,8 @@ import (
 type AdmissionOptions struct {
 	// Decoders is how many submissions may be decoded at the same time, one
 	// fewer (if more than one) for a second after a submission was refused for
-	// load; 0 or less: no
-	// limit, and no bound on admitted submissions either. Bodies are read before
-	// a decoder is taken, so a slow client holds none.
+	// load; 0 or less: no limit, and no bound on admitted submissions either.
+	// Bodies are read before a decoder is taken, so a slow client holds none.
 	Decoders int
 	// MaxWaiting is how many more submissions may be admitted, to have their body
 	// read or to wait for a decoder; beyond that a submission is refused with
