@@ -391,16 +391,24 @@ func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 	}
 }
 
-// Once a batch found the store down, one request at a time probes it; the others
-// get ErrUnavailable at once instead of each waiting out the store's timeout.
-func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+// downCommitter returns a committer with one writer whose first batch found its
+// store unavailable, and the store, open again.
+func downCommitter(t *testing.T) (*app.GroupCommitter, *gateStore) {
+	t.Helper()
 	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
 	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
 	store.open()
 	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
 		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
 	}
+	return g, store
+}
+
+// Once a batch found the store down, one request at a time probes it; the others
+// get ErrUnavailable at once instead of each waiting out the store's timeout.
+func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store := downCommitter(t)
 	store.shut()
 	// Deadlines, so that a wrong refusal or wait fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -450,12 +458,7 @@ func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
 // must not let everyone else do the same.
 func TestGroupCommitProbeClaimedBeforeALookup(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
-	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
-	store.open()
-	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
-		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
-	}
+	g, _ := downCommitter(t)
 	keyed, err := g.Reserve(10)
 	if err != nil {
 		t.Fatal(err)
@@ -509,12 +512,7 @@ func (l *blockingLookup) Lookup(ctx context.Context, _ domain.Scope, _ []string)
 // a second keyed submission does not wait out a lookup of its own.
 func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
-	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
-	store.open()
-	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
-		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
-	}
+	g, _ := downCommitter(t)
 	lookup := &blockingLookup{entered: make(chan struct{}, 2), release: make(chan struct{})}
 	in := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow}).CheckReplaysIn(lookup)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // a regression fails, not hangs
