@@ -174,12 +174,15 @@ func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) erro
 	return g.append(ctx, msgs, nil)
 }
 
-// append is Append, in place of room reserved by r when r is not nil.
+// append is Append, in place of room reserved by r when r is not nil; r is
+// spent either way.
 func (g *GroupCommitter) append(ctx context.Context, msgs []domain.Message, r *Reservation) error {
 	if len(msgs) == 0 {
+		r.Cancel()
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
+		r.Cancel()
 		return callerGone(err)
 	}
 	req := &commitRequest{msgs: msgs, size: sizeOf(msgs), done: make(chan error, 1)}
@@ -296,7 +299,6 @@ func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 
 // Append writes msgs as GroupCommitter.Append does, in place of the reserved room.
 func (r *Reservation) Append(ctx context.Context, msgs []domain.Message) error {
-	defer r.Cancel() // when Append returns before queueing
 	return r.g.append(ctx, msgs, r)
 }
 
@@ -331,8 +333,12 @@ func (r *Reservation) Probe() error {
 	return nil
 }
 
-// Cancel gives the room back; after Append, or a second time, it does nothing.
+// Cancel gives the room back; after Append, a second time, or on a nil
+// Reservation, it does nothing.
 func (r *Reservation) Cancel() {
+	if r == nil {
+		return
+	}
 	r.g.mu.Lock()
 	defer r.g.mu.Unlock()
 	r.release()

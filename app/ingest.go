@@ -109,9 +109,7 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 // it again, or after Submit, does nothing.
 func (a *Admission) Release() {
 	a.ticket.leave()
-	if a.reservation != nil {
-		a.reservation.Cancel()
-	}
+	a.reservation.Cancel()
 }
 
 // Submit validates body (one submission, an array or an envelope) and stores every
