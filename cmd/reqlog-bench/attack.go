@@ -35,9 +35,16 @@ func (l load) String() string {
 }
 
 func (l load) attacker(keepBodies bool) *vegeta.Attacker {
+	idle := max(l.connections, 1)
+	if l.rate > 0 {
+		// Every worker keeps its connection, as clients with keep-alive do: a
+		// smaller idle pool closes and redials connections at the attack's rate,
+		// and that churn, not the service, sets the latency.
+		idle = max(idle, l.maxWorkers)
+	}
 	opts := []func(*vegeta.Attacker){
 		vegeta.Timeout(l.timeout),
-		vegeta.Connections(max(l.connections, 1)),
+		vegeta.Connections(idle),
 		vegeta.KeepAlive(true),
 		vegeta.Redirects(vegeta.NoFollow),
 	}

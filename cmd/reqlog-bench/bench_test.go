@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,6 +65,51 @@ func TestIngestAgainstTheBareHandler(t *testing.T) {
 	rep.print(&out)
 	if !strings.Contains(out.String(), "ingest") || !strings.Contains(out.String(), "p99") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// With -rate, each worker keeps its connection between requests, as clients with
+// keep-alive do. The server answers requests in groups of five, so five are in
+// flight at once while the attack starts with one worker: an idle pool of one
+// would close four connections after every group and dial them again.
+func TestRateAttackKeepsItsConnections(t *testing.T) {
+	const group, requests = 5, 50
+	var mu sync.Mutex
+	var waiting []chan struct{}
+	var dialled atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		released := make(chan struct{})
+		mu.Lock()
+		if waiting = append(waiting, released); len(waiting) == group {
+			for _, c := range waiting {
+				close(c)
+			}
+			waiting = nil
+		}
+		mu.Unlock()
+		select {
+		case <-released:
+		case <-r.Context().Done():
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			dialled.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	target, err := newServer(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := load{connections: 1, rate: 100, duration: time.Second, timeout: 10 * time.Second, maxWorkers: 64}
+	rep := attack("test", l, 1, limited(requests, target.ingestTargets([][]byte{[]byte("[]")})), false, nil)
+	if rep.all.Requests != requests || rep.all.StatusCodes["200"] != requests {
+		t.Fatalf("%d requests, outcomes %v: %v", rep.all.Requests, rep.all.StatusCodes, rep.errors)
+	}
+	if n := dialled.Load(); n > 2*group {
+		t.Errorf("%d connections for %d requests in groups of %d: connections are closed and dialled again", n, requests, group)
 	}
 }
 

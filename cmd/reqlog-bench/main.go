@@ -108,7 +108,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.load.rate, "rate", 0, "requests per second (open model); 0: as fast as -connections allow")
 	fs.DurationVar(&o.load.duration, "duration", 10*time.Second, "how long the workload runs")
 	fs.DurationVar(&o.load.timeout, "timeout", 10*time.Second, "timeout of one request")
-	fs.IntVar(&o.load.maxWorkers, "max-workers", 2048, "with -rate: most requests in flight")
+	fs.IntVar(&o.load.maxWorkers, "max-workers", 2048, "with -rate: most requests in flight, each on a connection kept open")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
 	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
 	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
