@@ -64,8 +64,8 @@ func (in *Ingester) Authorize(principal domain.Principal) error {
 }
 
 // Admission is a submission let in by Ingester.Admit: it counts against the
-// admission bounds until Submit has decoded its body, and holds room in the
-// store's queue until Submit has queued its messages, or until Release.
+// admission bounds until its body is decoded, and holds room in the store's
+// queue until its messages are queued, or until Release.
 type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
@@ -106,49 +106,79 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 }
 
 // Release counts the submission out and gives its room in the queue back; calling
-// it again, or after Submit, does nothing.
+// it again, or after Submit or Store, does nothing.
 func (a *Admission) Release() {
 	a.ticket.leave()
 	a.reservation.Cancel()
 }
 
 // Submit validates body (one submission, an array or an envelope) and stores every
-// message, or nothing. With an idempotencyKey the identities are derived from it, so
-// a retried request stores nothing twice. It waits for a decoder and gives it back
-// once the body is decoded, before the store is waited for. Errors:
-// *domain.ValidationError, domain.ErrTooLarge, ports.ErrConflict (a reused
-// Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
+// message, or nothing: Decode, then Store. Errors: *domain.ValidationError,
+// domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
+// ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
-	defer a.Release()
+	decoded, err := a.Decode(ctx, body, idempotencyKey)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return decoded.Store(ctx)
+}
+
+// Decoded is an admitted submission whose body was decoded: its messages wait
+// for Store.
+type Decoded struct {
+	admitted       *Admission
+	msgs           []domain.Message
+	result         SubmitResult
+	idempotencyKey string
+}
+
+// Decode validates body and turns it into the messages to store. With an
+// idempotencyKey the identities are derived from it, so a retried request stores
+// nothing twice. It waits for a decoder and gives it back before returning. It
+// keeps nothing of body, so the caller may reuse its memory at once, while the
+// messages wait for the store. After an error the submission is released.
+func (a *Admission) Decode(ctx context.Context, body []byte, idempotencyKey string) (*Decoded, error) {
 	a.ticket.bodyRead(int64(len(body)))
 	if a.reservation != nil {
 		a.reservation.Shrink(int64(len(body)))
 	}
-	in := a.in
-	msgs, result, err := in.decode(ctx, a.principal, body, idempotencyKey)
+	msgs, result, err := a.in.decode(ctx, a.principal, body, idempotencyKey)
 	a.ticket.leave()
 	if err != nil {
-		return SubmitResult{}, err
+		a.Release()
+		return nil, err
 	}
-	if idempotencyKey != "" {
+	return &Decoded{admitted: a, msgs: msgs, result: result, idempotencyKey: idempotencyKey}, nil
+}
+
+// Store stores every message, or nothing, and releases the submission. Errors:
+// ports.ErrConflict (a reused Idempotency-Key), ports.ErrUnavailable and
+// ports.ErrOverloaded (wrapped).
+func (d *Decoded) Store(ctx context.Context) (SubmitResult, error) {
+	a := d.admitted
+	defer a.Release()
+	in := a.in
+	if d.idempotencyKey != "" {
 		if a.reservation != nil {
 			if err := a.reservation.Probe(); err != nil { // the lookup calls the store
 				return SubmitResult{}, err
 			}
 		}
-		if err := in.checkReplay(ctx, a.principal.Scope, msgs); err != nil {
+		if err := in.checkReplay(ctx, a.principal.Scope, d.msgs); err != nil {
 			return SubmitResult{}, err
 		}
 	}
+	var err error
 	if a.reservation != nil {
-		err = a.reservation.Append(ctx, msgs)
+		err = a.reservation.Append(ctx, d.msgs)
 	} else {
-		err = in.store.Append(ctx, msgs)
+		err = in.store.Append(ctx, d.msgs)
 	}
 	if err != nil {
-		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(msgs), err)
+		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(d.msgs), err)
 	}
-	return result, nil
+	return d.result, nil
 }
 
 // Submit is Admit followed by Admission.Submit, for callers that hold the body

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -37,6 +38,34 @@ func TestSubmitSingleStoresNormalisedMessage(t *testing.T) {
 	}
 	if m.Response.ContentType != "application/json" || !m.VisibleAt.Equal(testNow.Add(domain.DefaultVisibilityDelay)) {
 		t.Errorf("content type %q, visible at %s", m.Response.ContentType, m.VisibleAt)
+	}
+}
+
+// The HTTP API reads each body into a buffer it reuses once Decode returns, so
+// the decoded messages must not share the body's memory.
+func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
+	body := "[" + submitted + "," + strings.Replace(submitted, "/orders", "/caf\\u00e9", 1) + "]"
+	reused := []byte(body)
+	kept, fresh := &recordingStore{}, &recordingStore{}
+	admitted, err := newIngester(kept).Admit(acmeLive, int64(len(reused)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := admitted.Decode(context.Background(), reused, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reused {
+		reused[i] = 'x'
+	}
+	if _, err := decoded.Store(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, []byte(body), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept.appended) != 2 || !reflect.DeepEqual(kept.appended, fresh.appended) {
+		t.Errorf("overwriting the body after Decode changed what was stored:\n%+v\nwant\n%+v", kept.appended, fresh.appended)
 	}
 }
 

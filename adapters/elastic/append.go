@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
@@ -43,7 +45,8 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("elastic: append: %w", err)
 	}
-	body, ends, err := s.encodeBulk(msgs)
+	buf := bulkBuffers.Get().(*[]byte)
+	body, ends, err := s.encodeBulk((*buf)[:0], msgs)
 	if err != nil {
 		return err
 	}
@@ -53,23 +56,38 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 			last++
 		}
 		if err := s.bulk(ctx, body[from:ends[last-1]], msgs[first:last], first); err != nil {
-			return err
+			return err // not reused: the transport may be sending it still
 		}
 		first, from = last, ends[last-1]
+	}
+	if cap(body) <= maxPooledBulk {
+		*buf = body
+		bulkBuffers.Put(buf)
 	}
 	return nil
 }
 
-// encodeBulk encodes msgs as the lines of bulk requests; ends[i] is where the
-// entry of msgs[i] ends in body. It refuses the batch if a message cannot be
+// bulkBuffers holds the buffers batches are encoded into, as *[]byte. Bulk
+// bodies were the largest part of what ingest allocated, and the garbage
+// collector's pauses grew with it. A buffer goes back only after every request
+// that carried it was answered: after a failure, a timeout above all, the HTTP
+// transport may still be reading it.
+var bulkBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBulk is the largest buffer bulkBuffers keeps: a few batches' worth
+// at the default batch size.
+const maxPooledBulk = 16 << 20
+
+// encodeBulk appends msgs to dst as the lines of bulk requests; ends[i] is where
+// the entry of msgs[i] ends in body. It refuses the batch if a message cannot be
 // stored or its entry alone is over MaxRequestBytes, which wraps
 // domain.ErrTooLarge: only a smaller message can succeed.
-func (s *Store) encodeBulk(msgs []domain.Message) (body []byte, ends []int, err error) {
+func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends []int, err error) {
 	size := 0
 	for _, m := range msgs {
 		size += int(domain.EstimatedBytes(m)) // about the entry's size: bodies grow by their escapes
 	}
-	body = make([]byte, 0, size+size/4)
+	body = slices.Grow(dst[:0], size+size/4)
 	ends = make([]int, len(msgs))
 	for i, m := range msgs {
 		if err := checkStorable(m); err != nil {

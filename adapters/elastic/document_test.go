@@ -112,7 +112,7 @@ func TestEncodeBulkMatchesEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := documentMessages()
-	body, ends, err := s.encodeBulk(msgs)
+	body, ends, err := s.encodeBulk(nil, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,14 +44,14 @@ func BenchmarkEncodeBulk(b *testing.B) {
 		b.Fatal(err)
 	}
 	msgs := benchMessages(100)
-	body, _, err := s.encodeBulk(msgs)
+	body, _, err := s.encodeBulk(nil, msgs)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := s.encodeBulk(msgs); err != nil {
+		if _, _, err := s.encodeBulk(nil, msgs); err != nil {
 			b.Fatal(err)
 		}
 	}

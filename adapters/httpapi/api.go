@@ -154,11 +154,19 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer admitted.Release()
-	body, ok := a.readBody(w, r, a.maxBody)
+	buf, giveBack := pooledBuffer()
+	body, ok := a.readBody(w, r, a.maxBody, buf)
 	if !ok {
+		giveBack()
 		return
 	}
-	result, err := admitted.Submit(r.Context(), body, idempotencyKey)
+	decoded, err := admitted.Decode(r.Context(), body, idempotencyKey)
+	giveBack() // before the store is waited for: the messages hold copies
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	result, err := decoded.Store(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
 		return

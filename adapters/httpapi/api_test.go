@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -443,6 +444,41 @@ func TestSubmitAndRead(t *testing.T) {
 	}
 	rec = f.do(t, request{method: http.MethodGet, target: "/v1/messages?limit=%zz", header: authed()})
 	decodeError(t, rec, http.StatusBadRequest)
+}
+
+// Bodies are read into buffers that later requests reuse: requests in flight
+// together must each store their own body.
+func TestConcurrentSubmissionsKeepTheirBodies(t *testing.T) {
+	f := newFixture(t, setup{})
+	const clients, each = 8, 25
+	references := make([][]string, clients)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				body := strings.Replace(submission(start), "SECRET-REQUEST-BODY", fmt.Sprintf("body-%d-%d-%s", c, i, strings.Repeat("x", 100*i)), 1)
+				rec := f.do(t, request{method: http.MethodPost, target: "/v1/messages", body: body, header: authed()})
+				var reply struct{ Data struct{ Reference string } }
+				if err := json.Unmarshal(rec.Body.Bytes(), &reply); rec.Code != http.StatusOK || err != nil {
+					t.Errorf("submit: %d %s", rec.Code, rec.Body)
+					return
+				}
+				references[c] = append(references[c], reply.Data.Reference)
+			}
+		}()
+	}
+	wg.Wait()
+	for c, refs := range references {
+		for i, ref := range refs {
+			rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/" + ref, header: authed()})
+			want := fmt.Sprintf(`"body":"body-%d-%d-%s"`, c, i, strings.Repeat("x", 100*i))
+			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+				t.Fatalf("message %d of client %d: %d %.200s, want %s", i, c, rec.Code, rec.Body, want)
+			}
+		}
+	}
 }
 
 // A message is found by its id in the canonical 36-character form, in any letter

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 
@@ -64,7 +65,7 @@ func (a *api) issuePortalSession(w http.ResponseWriter, r *http.Request) (portal
 	if !requireJSON(w, r) {
 		return portal.Session{}, false
 	}
-	body, ok := a.readBody(w, r, maxSessionBody)
+	body, ok := a.readBody(w, r, maxSessionBody, new(bytes.Buffer))
 	if !ok {
 		return portal.Session{}, false
 	}
