@@ -83,7 +83,8 @@ type reserver interface {
 // wrapping ports.ErrOverloaded, a full store queue or a full waiting room; and,
 // wrapping ports.ErrUnavailable, a store found down while another request probes
 // it. An admitted submission holds room in the store's queue (GroupCommitter.Reserve),
-// so it is not refused for load later. Call Release when the body is not submitted.
+// so it is not refused for load later. Call Release unless Submit or Store is
+// called; deferring it is safe, as a second Release does nothing.
 func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admission, error) {
 	if err := in.Authorize(principal); err != nil {
 		return nil, err
@@ -117,6 +118,7 @@ func (a *Admission) Release() {
 // domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
 // ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
+	defer a.Release() // also if decoding panics and the caller recovers
 	decoded, err := a.Decode(ctx, body, idempotencyKey)
 	if err != nil {
 		return SubmitResult{}, err
@@ -152,7 +154,8 @@ func (a *Admission) Decode(ctx context.Context, body []byte, idempotencyKey stri
 	return &Decoded{admitted: a, msgs: msgs, result: result, idempotencyKey: idempotencyKey}, nil
 }
 
-// Store stores every message, or nothing, and releases the submission. Errors:
+// Store stores every message, or nothing, and releases the submission; call it
+// once. Errors:
 // ports.ErrConflict (a reused Idempotency-Key), ports.ErrUnavailable and
 // ports.ErrOverloaded (wrapped).
 func (d *Decoded) Store(ctx context.Context) (SubmitResult, error) {

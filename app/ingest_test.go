@@ -44,7 +44,9 @@ func TestSubmitSingleStoresNormalisedMessage(t *testing.T) {
 // The HTTP API reads each body into a buffer it reuses once Decode returns, so
 // the decoded messages must not share the body's memory.
 func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
-	body := "[" + submitted + "," + strings.Replace(submitted, "/orders", "/caf\\u00e9", 1) + "]"
+	varied := strings.NewReplacer("/orders", "/caf\\u00e9", `{"name"`, `{"ip_address":"203.0.113.9","name"`,
+		`"Bearer secret"`, `"Bearer secret","x-n":5,"x-a":["a","b\\u00e9"]`).Replace(submitted)
+	body := `{"messages":[` + submitted + "," + varied + "]}"
 	reused := []byte(body)
 	kept, fresh := &recordingStore{}, &recordingStore{}
 	admitted, err := newIngester(kept).Admit(acmeLive, int64(len(reused)))
@@ -64,8 +66,32 @@ func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
 	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, []byte(body), "k"); err != nil {
 		t.Fatal(err)
 	}
-	if len(kept.appended) != 2 || !reflect.DeepEqual(kept.appended, fresh.appended) {
+	if len(fresh.appended) != 2 || fresh.appended[1].IPAddress != "203.0.113.9" || len(fresh.appended[1].Request.Header["X-A"]) != 2 {
+		t.Fatalf("the second submission was not decoded as written: %+v", fresh.appended)
+	}
+	if !reflect.DeepEqual(kept.appended, fresh.appended) {
 		t.Errorf("overwriting the body after Decode changed what was stored:\n%+v\nwant\n%+v", kept.appended, fresh.appended)
+	}
+}
+
+// A caller that recovers a panic in decoding (here the policy's sniffer) must not
+// be left with the submission still counted: with one decoder and no waiting
+// room, the next submission would be refused for load.
+func TestSubmitReleasesAfterAPanic(t *testing.T) {
+	policy := app.DefaultConfig().Policy()
+	policy.Sniff = func([]byte) string { panic("sniffer") }
+	in := app.NewIngester(&recordingStore{}, policy, fixedClock{testNow}).LimitDecoding(app.AdmissionOptions{Decoders: 1})
+	plainText := strings.Replace(submitted, `"body":"{}"`, `"body":"plain text"`, 1)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the sniffer did not panic")
+			}
+		}()
+		_, _ = in.Submit(context.Background(), acmeLive, []byte(plainText), "")
+	}()
+	if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), ""); err != nil {
+		t.Fatalf("after a recovered panic: %v", err)
 	}
 }
 

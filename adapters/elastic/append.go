@@ -69,9 +69,11 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 
 // bulkBuffers holds the buffers batches are encoded into, as *[]byte. Bulk
 // bodies were the largest part of what ingest allocated, and the garbage
-// collector's pauses grew with it. A buffer goes back only after every request
-// that carried it was answered: after a failure, a timeout above all, the HTTP
-// transport may still be reading it.
+// collector's cycles grew with it. A buffer goes back only after every request
+// that carried it succeeded, so Elasticsearch read all of it. After a failure, a
+// timeout above all, the HTTP transport may still be sending it. An attempt the
+// transport retried was answered already: what its writer may still send then
+// reaches a request that is over, and is discarded.
 var bulkBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledBulk is the largest buffer bulkBuffers keeps: a few batches' worth

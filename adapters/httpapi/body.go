@@ -7,10 +7,10 @@ import (
 	"sync"
 )
 
-// submitBuffers holds the buffers POST bodies are read into. Ingester.Submit keeps
-// nothing of a body once it returns (messages copy what they hold), so the buffer
-// serves a later request instead of becoming garbage: a third of what ingest
-// allocated, and the garbage collector's pauses grew with it.
+// submitBuffers holds the buffers POST bodies are read into. Admission.Decode
+// keeps nothing of a body once it returns (messages copy what they hold), so the
+// buffer serves a later request instead of becoming garbage: a fifth of what
+// ingest allocated, and the garbage collector's cycles grew with it.
 var submitBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledBody is the largest buffer kept for reuse; rarer, larger bodies get
