@@ -69,7 +69,8 @@ func runMongo(ctx context.Context, dir, addr string, stdout io.Writer) error {
 		return fmt.Errorf("start FerretDB: %w", err)
 	}
 	fmt.Fprintf(stdout, "FerretDB (MongoDB wire protocol) is serving; data in %s. Run reqlogd with:\n\n"+
-		"    REQLOG_STORE=mongodb REQLOG_MONGODB_URI='%s' go run ./cmd/reqlogd\n\nCtrl-C stops it.\n", dir, srv.URI())
+		"    REQLOG_STORE=mongodb REQLOG_MONGODB_URI='%s' REQLOG_GROUP_COMMIT_WRITERS=2 go run ./cmd/reqlogd\n\n"+
+		"(SQLite writes one batch at a time: more writers only wait.) Ctrl-C stops it.\n", dir, srv.URI())
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
