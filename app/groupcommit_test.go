@@ -554,6 +554,113 @@ func TestGroupCommitBusyStoreIsNotDown(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// answeredStore holds each Append, by the id of its first message, until the
+// test answers it: batches written at the same time finish in the order chosen.
+type answeredStore struct {
+	mu      sync.Mutex
+	answers map[string]chan error
+	entered chan string
+}
+
+func newAnsweredStore() *answeredStore {
+	return &answeredStore{answers: map[string]chan error{}, entered: make(chan string, 10)}
+}
+
+func (s *answeredStore) answerFor(id string) chan error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answers[id] == nil {
+		s.answers[id] = make(chan error, 1)
+	}
+	return s.answers[id]
+}
+
+func (s *answeredStore) Append(ctx context.Context, msgs []domain.Message) error {
+	answer := s.answerFor(msgs[0].ID)
+	s.entered <- msgs[0].ID
+	select {
+	case err := <-answer:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("answered store: %w: %w", ports.ErrUnavailable, ctx.Err())
+	}
+}
+
+// reached waits until c's batch is at the store.
+func (s *answeredStore) reached(t *testing.T, ctx context.Context, c call) {
+	t.Helper()
+	select {
+	case id := <-s.entered:
+		if id != c.id {
+			t.Fatalf("%s reached the store, want %s", id, c.id)
+		}
+	case err := <-c.done:
+		t.Fatalf("Append of %s returned (%v) before reaching the store", c.id, err)
+	case <-ctx.Done():
+		t.Fatalf("Append of %s never reached the store", c.id)
+	}
+}
+
+// With two writers an older batch can finish after a newer one; only the newer
+// outcome says whether the store is down. The test lets a third call reach the
+// store and sees whether a fourth is refused at once (the store is down, and the
+// third is its probe) or reaches the store too.
+func TestGroupCommitTheNewestBatchSaysWhetherTheStoreIsDown(t *testing.T) {
+	unavailable := fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
+	for _, tc := range []struct {
+		name         string
+		older, newer error // the outcomes, the newer batch's first
+		downAfter    bool
+	}{
+		{"older fails after newer succeeded", unavailable, nil, false},
+		{"older succeeds after newer failed", nil, unavailable, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			store := newAnsweredStore()
+			g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 2})
+			older := appendAsync(ctx, g, "older")
+			store.reached(t, ctx, older)
+			newer := appendAsync(ctx, g, "newer")
+			store.reached(t, ctx, newer)
+			store.answerFor("newer") <- tc.newer
+			if err := <-newer.done; !errors.Is(err, tc.newer) {
+				t.Fatalf("newer batch: %v, want %v", err, tc.newer)
+			}
+			store.answerFor("older") <- tc.older
+			if err := <-older.done; !errors.Is(err, tc.older) {
+				t.Fatalf("older batch: %v, want %v", err, tc.older)
+			}
+			third := appendAsync(ctx, g, "third")
+			store.reached(t, ctx, third)
+			fourth := appendAsync(ctx, g, "fourth")
+			select {
+			case err := <-fourth.done:
+				if !tc.downAfter || !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("a call while the third is written: %v; the store is down: %v", err, tc.downAfter)
+				}
+			case id := <-store.entered:
+				if tc.downAfter {
+					t.Errorf("%s reached the store while the third probed a store found down", id)
+				}
+				store.answerFor(id) <- nil
+				if err := <-fourth.done; err != nil {
+					t.Error(err)
+				}
+			case <-ctx.Done():
+				t.Fatal("the fourth call was neither refused nor written")
+			}
+			store.answerFor("third") <- nil
+			if err := <-third.done; err != nil {
+				t.Error(err)
+			}
+			closeCommitter(t, g)
+		})
+	}
+}
+
 // enteredStore waits until c's batch is at the store's gate.
 func enteredStore(t *testing.T, ctx context.Context, store *gateStore, c call) {
 	t.Helper()
