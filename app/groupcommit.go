@@ -101,6 +101,14 @@ type QueueMetrics interface {
 	ObserveQueue(messages int, bytes int64)
 }
 
+// ReservationMetrics, when the QueueMetrics implements it too, receives the room
+// reserved for admitted requests still being read or decoded. The queue's bound
+// counts it with the depth, so without it a queue refusing every POST can look
+// below its bound.
+type ReservationMetrics interface {
+	ObserveReserved(messages int, bytes int64)
+}
+
 // GroupCommitter is a ports.MessageWriter in front of another: it coalesces the
 // messages of concurrent Append calls into store batches bounded by count and
 // bytes, and answers each call once the batch holding its messages was written, with
@@ -294,6 +302,7 @@ func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 		return nil, g.overloaded()
 	}
 	g.reserved.add(size)
+	g.observe()
 	return &Reservation{g: g, size: size}, nil
 }
 
@@ -310,6 +319,7 @@ func (r *Reservation) Shrink(bodyBytes int64) {
 	if !r.done && bodyBytes < r.size.bytes {
 		r.g.reserved.bytes -= r.size.bytes - max(bodyBytes, 0)
 		r.size.bytes = max(bodyBytes, 0)
+		r.g.observe()
 	}
 }
 
@@ -351,6 +361,7 @@ func (r *Reservation) release() bool {
 	}
 	r.done = true
 	r.g.reserved.sub(r.size)
+	r.g.observe()
 	if r.probe {
 		r.probe = false
 		r.g.probes--
@@ -395,10 +406,15 @@ func (g *GroupCommitter) signal() {
 	}
 }
 
-// observe reports the queue's depth; g.mu is held, so reports arrive in order.
+// observe reports the queue's depth and reserved room; g.mu is held, so reports
+// arrive in order.
 func (g *GroupCommitter) observe() {
-	if g.opts.Metrics != nil {
-		g.opts.Metrics.ObserveQueue(g.held.messages, g.held.bytes)
+	if g.opts.Metrics == nil {
+		return
+	}
+	g.opts.Metrics.ObserveQueue(g.held.messages, g.held.bytes)
+	if reserved, ok := g.opts.Metrics.(ReservationMetrics); ok {
+		reserved.ObserveReserved(g.reserved.messages, g.reserved.bytes)
 	}
 }
 

@@ -554,6 +554,61 @@ func TestGroupCommitBusyStoreIsNotDown(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// reservationRecorder is a QueueMetrics that also keeps the reserved room.
+type reservationRecorder struct {
+	depthRecorder
+	reservedMessages int
+	reservedBytes    int64
+}
+
+func (r *reservationRecorder) ObserveReserved(messages int, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reservedMessages, r.reservedBytes = messages, bytes
+}
+
+func (r *reservationRecorder) reserved() (int, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reservedMessages, r.reservedBytes
+}
+
+// The room reserved by admitted requests is reported as it changes: the queue's
+// bound counts it, so the depth alone can look below the bound while it refuses.
+func TestGroupCommitReportsReservedRoom(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	metrics, store := &reservationRecorder{}, newGateStore()
+	store.open()
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: metrics})
+	want := func(when string, messages int, bytes int64) {
+		t.Helper()
+		if m, b := metrics.reserved(); m != messages || b != bytes {
+			t.Errorf("%s: reserved %d messages, %d bytes; want %d, %d", when, m, b, messages, bytes)
+		}
+	}
+	first, err := g.Reserve(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := g.Reserve(500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("after two reservations", 2, 1500)
+	first.Shrink(200)
+	want("after a shrink", 2, 700)
+	second.Cancel()
+	want("after a cancel", 1, 200)
+	if err := first.Append(t.Context(), msgs("spent")); err != nil {
+		t.Fatal(err)
+	}
+	want("after an append through the reservation", 0, 0)
+	if !store.has("spent") {
+		t.Error("the append through the reservation was not stored")
+	}
+	closeCommitter(t, g)
+}
+
 // answeredStore holds each Append, by the id of its first message, until the
 // test answers it: batches written at the same time finish in the order chosen.
 type answeredStore struct {

@@ -15,8 +15,9 @@ import (
 
 // Metrics is the service's Prometheus instrumentation, on a registry of its own:
 // HTTP requests (the API's middleware), store calls (app.Metrics), the ingest
-// queue (app.QueueMetrics), plus the Go runtime and process collectors. Other modules register their own collectors on
-// the same *prometheus.Registry from the fx graph.
+// queue and the room reserved in it (app.QueueMetrics, app.ReservationMetrics),
+// plus the Go runtime and process collectors. Other modules register their own
+// collectors on the same *prometheus.Registry from the fx graph.
 //
 // GET /metrics needs no API key, as Prometheus scrapers expect: it shows counts by
 // route template, never an account, key, path or body.
@@ -29,11 +30,14 @@ type Metrics struct {
 	storeErrors     *prometheus.CounterVec
 	queueMessages   prometheus.Gauge
 	queueBytes      prometheus.Gauge
+	reservedMsgs    prometheus.Gauge
+	reservedBytes   prometheus.Gauge
 }
 
 var (
-	_ app.Metrics      = (*Metrics)(nil)
-	_ app.QueueMetrics = (*Metrics)(nil)
+	_ app.Metrics            = (*Metrics)(nil)
+	_ app.QueueMetrics       = (*Metrics)(nil)
+	_ app.ReservationMetrics = (*Metrics)(nil)
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405).
@@ -74,6 +78,14 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "reqlog_ingest_queue_bytes",
 			Help: "Estimated bytes held by the group committer, queued or being written.",
 		}),
+		reservedMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reqlog_ingest_reserved_messages",
+			Help: "Admitted POSTs still being read or decoded, each holding room for one message in the queue; the queue's bound counts them.",
+		}),
+		reservedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reqlog_ingest_reserved_bytes",
+			Help: "Body bytes (declared, or the body limit for a chunked body) reserved in the queue by admitted POSTs; the queue's bound counts them.",
+		}),
 	}
 	err := errors.Join(
 		reg.Register(m.requests),
@@ -83,6 +95,8 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		reg.Register(m.storeErrors),
 		reg.Register(m.queueMessages),
 		reg.Register(m.queueBytes),
+		reg.Register(m.reservedMsgs),
+		reg.Register(m.reservedBytes),
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 	)
@@ -116,6 +130,12 @@ func (m *Metrics) ObserveStoreError(operation, kind string) {
 func (m *Metrics) ObserveQueue(messages int, bytes int64) {
 	m.queueMessages.Set(float64(messages))
 	m.queueBytes.Set(float64(bytes))
+}
+
+// ObserveReserved implements app.ReservationMetrics.
+func (m *Metrics) ObserveReserved(messages int, bytes int64) {
+	m.reservedMsgs.Set(float64(messages))
+	m.reservedBytes.Set(float64(bytes))
 }
 
 // handler serves the registry in the Prometheus text format.

@@ -237,6 +237,51 @@ func TestMetricsShowTheIngestQueue(t *testing.T) {
 	awaitGauge(t, f.handler, "reqlog_ingest_queue_messages", 0)
 }
 
+// blockingBody gives nothing until released, then its text.
+type blockingBody struct {
+	release <-chan struct{}
+	text    *strings.Reader
+}
+
+func (b blockingBody) Read(p []byte) (int, error) {
+	<-b.release
+	return b.text.Read(p)
+}
+
+// A POST admitted and still being read holds room in the queue, which the
+// reserved gauges show, and gives it back once its messages are queued.
+func TestMetricsShowTheReservedRoom(t *testing.T) {
+	f := serveWithMetrics(t, memory.New())
+	body := submission(start)
+	release := make(chan struct{})
+	answered := make(chan int, 1)
+	go func() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", blockingBody{release: release, text: strings.NewReader(body)})
+		req.ContentLength = int64(len(body))
+		for name, value := range authed() {
+			req.Header.Set(name, value)
+		}
+		rec := httptest.NewRecorder()
+		f.handler.ServeHTTP(rec, req)
+		answered <- rec.Code
+	}()
+	awaitGauge(t, f.handler, "reqlog_ingest_reserved_messages", 1)
+	if got := series(t, scrape(t, f.handler), "reqlog_ingest_reserved_bytes").GetGauge().GetValue(); got != float64(len(body)) {
+		t.Errorf("reserved bytes %v while a body of %d bytes is read", got, len(body))
+	}
+	close(release)
+	select {
+	case code := <-answered:
+		if code != http.StatusOK {
+			t.Errorf("the slow submission got %d, want 200", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow submission got no answer once its body came")
+	}
+	awaitGauge(t, f.handler, "reqlog_ingest_reserved_messages", 0)
+	awaitGauge(t, f.handler, "reqlog_ingest_reserved_bytes", 0)
+}
+
 // awaitGauge polls /metrics until the gauge name reads want.
 func awaitGauge(t *testing.T, h http.Handler, name string, want float64) {
 	t.Helper()
