@@ -97,14 +97,16 @@ func (s *StoredTimeStamper) StampBatch(batch []domain.Message) {
 // their estimated bytes held, queued or being written. The Metrics of the fx graph
 // gets it when it implements this too; the batch sizes reach Metrics.ObserveAppend,
 // since the committer writes through the observed store.
+// It is called with the committer's lock held: it must not block or call back.
 type QueueMetrics interface {
 	ObserveQueue(messages int, bytes int64)
 }
 
 // ReservationMetrics, when the QueueMetrics implements it too, receives the room
-// reserved for admitted requests still being read or decoded. The queue's bound
-// counts it with the depth, so without it a queue refusing every POST can look
-// below its bound.
+// reserved for admitted requests whose messages are not queued yet: being read,
+// waiting for or holding a decoder, or looking up their Idempotency-Key. The
+// queue's bound counts it with the depth, so without it a queue refusing every
+// POST can look below its bound. It is called as QueueMetrics is.
 type ReservationMetrics interface {
 	ObserveReserved(messages int, bytes int64)
 }
@@ -134,7 +136,7 @@ type GroupCommitter struct {
 	queue    []*commitRequest // oldest first; nil where a caller gave up
 	waiting  load             // in queue
 	held     load             // in queue or being written
-	reserved load             // held for admitted requests still being read or decoded
+	reserved load             // held for admitted requests whose messages are not queued yet
 	// storeDown: the latest batch to finish found the store unavailable. While a
 	// request is queued or being written, as the probe, others fail at once with
 	// ErrUnavailable instead of each waiting out the store's timeout.

@@ -80,11 +80,11 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		}),
 		reservedMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reqlog_ingest_reserved_messages",
-			Help: "Admitted POSTs still being read or decoded, each holding room for one message in the queue; the queue's bound counts them.",
+			Help: "Admitted POSTs whose messages are not queued yet (being read, decoded, or looking up their Idempotency-Key), each holding room for one message in the queue, which its bound counts (0 with REQLOG_GROUP_COMMIT=false).",
 		}),
 		reservedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reqlog_ingest_reserved_bytes",
-			Help: "Body bytes (declared, or the body limit for a chunked body) reserved in the queue by admitted POSTs; the queue's bound counts them.",
+			Help: "Body bytes reserved in the queue by admitted POSTs whose messages are not queued yet: the declared length (a chunked body: the body limit) until the body is read, then its length; the queue's bound counts them.",
 		}),
 	}
 	err := errors.Join(
