@@ -70,22 +70,14 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "reqlog_store_errors_total",
 			Help: "Failed store calls, by operation (append, list, get, purge) and kind (unavailable, overloaded, canceled, other).",
 		}, []string{"operation", "kind"}),
-		queueMessages: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "reqlog_ingest_queue_messages",
-			Help: "Messages held by the group committer, queued or being written (0 with REQLOG_GROUP_COMMIT=false).",
-		}),
-		queueBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "reqlog_ingest_queue_bytes",
-			Help: "Estimated bytes held by the group committer, queued or being written.",
-		}),
-		reservedMsgs: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "reqlog_ingest_reserved_messages",
-			Help: "Admitted POSTs whose messages are not queued yet (being read, decoded, or looking up their Idempotency-Key), each holding room for one message in the queue, which its bound counts (0 with REQLOG_GROUP_COMMIT=false).",
-		}),
-		reservedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "reqlog_ingest_reserved_bytes",
-			Help: "Body bytes reserved in the queue by admitted POSTs whose messages are not queued yet: the declared length (a chunked body: the body limit) until the body is read, then its length; the queue's bound counts them.",
-		}),
+		queueMessages: newGauge("reqlog_ingest_queue_messages",
+			"Messages held by the group committer, queued or being written (0 with REQLOG_GROUP_COMMIT=false)."),
+		queueBytes: newGauge("reqlog_ingest_queue_bytes",
+			"Estimated bytes held by the group committer, queued or being written."),
+		reservedMsgs: newGauge("reqlog_ingest_reserved_messages",
+			"Admitted POSTs whose messages are not queued yet (being read, decoded, or looking up their Idempotency-Key), each holding room for one message in the queue, which its bound counts (0 with REQLOG_GROUP_COMMIT=false)."),
+		reservedBytes: newGauge("reqlog_ingest_reserved_bytes",
+			"Body bytes reserved in the queue by admitted POSTs whose messages are not queued yet: the declared length (a chunked body: the body limit) until the body is read, then its length; the queue's bound counts them."),
 	}
 	err := errors.Join(
 		reg.Register(m.requests),
@@ -113,6 +105,11 @@ func privateMetrics() *Metrics {
 		panic("httpapi: an empty registry refused the metrics: " + err.Error()) // a programming error
 	}
 	return m
+}
+
+// newGauge is a gauge without labels.
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
 // ObserveAppend implements app.Metrics.

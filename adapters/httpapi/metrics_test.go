@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -211,30 +212,45 @@ func TestMetricsShowTheIngestQueue(t *testing.T) {
 	defer release()
 	f := serveWithMetrics(t, store)
 
-	answered := make(chan int, 1)
-	go func() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader("["+submission(start)+","+submission(start)+"]"))
-		for name, value := range authed() {
-			req.Header.Set(name, value)
-		}
-		rec := httptest.NewRecorder()
-		f.handler.ServeHTTP(rec, req)
-		answered <- rec.Code
-	}()
+	body := "[" + submission(start) + "," + submission(start) + "]"
+	answered := postInBackground(f.handler, strings.NewReader(body), int64(len(body)))
 	awaitGauge(t, f.handler, "reqlog_ingest_queue_messages", 2)
 	if got := series(t, scrape(t, f.handler), "reqlog_ingest_queue_bytes").GetGauge().GetValue(); got <= 0 {
 		t.Errorf("queued bytes %v while two messages wait", got)
 	}
 	release()
+	awaitOK(t, answered, "the held submission, once the store went on")
+	awaitGauge(t, f.handler, "reqlog_ingest_queue_messages", 0)
+}
+
+// postInBackground sends an authenticated POST /v1/messages to h; the channel
+// gets the status code.
+func postInBackground(h http.Handler, body io.Reader, length int64) <-chan int {
+	answered := make(chan int, 1)
+	go func() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", body)
+		req.ContentLength = length
+		for name, value := range authed() {
+			req.Header.Set(name, value)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		answered <- rec.Code
+	}()
+	return answered
+}
+
+// awaitOK waits for a postInBackground's answer and wants 200.
+func awaitOK(t *testing.T, answered <-chan int, what string) {
+	t.Helper()
 	select {
 	case code := <-answered:
 		if code != http.StatusOK {
-			t.Errorf("the held submission got %d, want 200", code)
+			t.Errorf("%s got %d, want 200", what, code)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the held submission got no answer after the store went on")
+		t.Fatalf("%s got no answer", what)
 	}
-	awaitGauge(t, f.handler, "reqlog_ingest_queue_messages", 0)
 }
 
 // blockingBody gives nothing until released, then its text.
@@ -256,28 +272,11 @@ func TestMetricsShowTheReservedRoom(t *testing.T) {
 	release := make(chan struct{})
 	let := sync.OnceFunc(func() { close(release) })
 	defer let() // the request must not outlive a failed test
-	answered := make(chan int, 1)
-	go func() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/messages", blockingBody{release: release, text: strings.NewReader(body)})
-		req.ContentLength = int64(len(body))
-		for name, value := range authed() {
-			req.Header.Set(name, value)
-		}
-		rec := httptest.NewRecorder()
-		f.handler.ServeHTTP(rec, req)
-		answered <- rec.Code
-	}()
+	answered := postInBackground(f.handler, blockingBody{release: release, text: strings.NewReader(body)}, int64(len(body)))
 	awaitGauge(t, f.handler, "reqlog_ingest_reserved_messages", 1)
 	awaitGauge(t, f.handler, "reqlog_ingest_reserved_bytes", float64(len(body)))
 	let()
-	select {
-	case code := <-answered:
-		if code != http.StatusOK {
-			t.Errorf("the slow submission got %d, want 200", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the slow submission got no answer once its body came")
-	}
+	awaitOK(t, answered, "the slow submission, once its body came")
 	awaitGauge(t, f.handler, "reqlog_ingest_reserved_messages", 0)
 	awaitGauge(t, f.handler, "reqlog_ingest_reserved_bytes", 0)
 }
