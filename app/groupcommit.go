@@ -129,8 +129,9 @@ type ReservationMetrics interface {
 // written, it waits for the outcome, so Append keeps no reference to msgs after it
 // returns. Writers start with the first Append; Close flushes and stops them.
 type GroupCommitter struct {
-	store ports.MessageWriter
-	opts  GroupCommitOptions
+	store           ports.MessageWriter
+	opts            GroupCommitOptions
+	reservedMetrics ReservationMetrics // opts.Metrics, if it reports reservations
 
 	mu       sync.Mutex
 	queue    []*commitRequest // oldest first; nil where a caller gave up
@@ -175,8 +176,10 @@ type commitRequest struct {
 // their defaults.
 func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *GroupCommitter {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &GroupCommitter{store: store, opts: opts.withDefaults(), wake: make(chan struct{}, 1),
+	g := &GroupCommitter{store: store, opts: opts.withDefaults(), wake: make(chan struct{}, 1),
 		writeTo: ctx, abort: cancel, drained: make(chan struct{})}
+	g.reservedMetrics, _ = opts.Metrics.(ReservationMetrics)
+	return g
 }
 
 // Append queues msgs for the next batch and waits until it was written.
@@ -411,12 +414,11 @@ func (g *GroupCommitter) signal() {
 // observe reports the queue's depth and reserved room; g.mu is held, so reports
 // arrive in order.
 func (g *GroupCommitter) observe() {
-	if g.opts.Metrics == nil {
-		return
+	if g.opts.Metrics != nil {
+		g.opts.Metrics.ObserveQueue(g.held.messages, g.held.bytes)
 	}
-	g.opts.Metrics.ObserveQueue(g.held.messages, g.held.bytes)
-	if reserved, ok := g.opts.Metrics.(ReservationMetrics); ok {
-		reserved.ObserveReserved(g.reserved.messages, g.reserved.bytes)
+	if g.reservedMetrics != nil {
+		g.reservedMetrics.ObserveReserved(g.reserved.messages, g.reserved.bytes)
 	}
 }
 

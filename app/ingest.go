@@ -155,9 +155,8 @@ func (a *Admission) Decode(ctx context.Context, body []byte, idempotencyKey stri
 }
 
 // Store stores every message, or nothing, and releases the submission; call it
-// once. Errors:
-// ports.ErrConflict (a reused Idempotency-Key), ports.ErrUnavailable and
-// ports.ErrOverloaded (wrapped).
+// once. Errors: ports.ErrConflict (a reused Idempotency-Key), ports.ErrUnavailable
+// and ports.ErrOverloaded (wrapped).
 func (d *Decoded) Store(ctx context.Context) (SubmitResult, error) {
 	a := d.admitted
 	defer a.Release()

@@ -31,11 +31,8 @@ func pooledBuffer() (*bytes.Buffer, func()) {
 
 // readBody reads the request body into buf, at most limit bytes: beyond that it
 // answers 413, and 400 when the body cannot be read at all. The body it returns
-// is buf's bytes.
+// is buf's bytes. Callers check the declared length first (declaresAtMost).
 func (a *api) readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *bytes.Buffer) ([]byte, bool) {
-	if !a.declaresAtMost(w, r, limit) {
-		return nil, false
-	}
 	// A declared length sizes the buffer once; io.ReadAll would grow it step by
 	// step, copying what it holds at every step.
 	if r.ContentLength > 0 {

@@ -62,7 +62,7 @@ func (a *api) issuePortalSession(w http.ResponseWriter, r *http.Request) (portal
 		a.failPortal(w, r, err)
 		return portal.Session{}, false
 	}
-	if !requireJSON(w, r) {
+	if !requireJSON(w, r) || !a.declaresAtMost(w, r, maxSessionBody) {
 		return portal.Session{}, false
 	}
 	body, ok := a.readBody(w, r, maxSessionBody, new(bytes.Buffer))
