@@ -34,10 +34,21 @@ type Principal struct {
 type Header map[string][]string
 
 // Clone returns a deep copy, so stores never share slices with callers.
+// The values share one new slice: a stored copy holds one object for them, not
+// one per name.
 func (h Header) Clone() Header {
-	out := make(Header, len(h))
+	total := 0
+	for _, v := range h {
+		total += len(v)
+	}
+	out, all := make(Header, len(h)), make([]string, 0, total)
 	for k, v := range h {
-		out[k] = append([]string(nil), v...)
+		if len(v) == 0 {
+			out[k] = nil
+			continue
+		}
+		all = append(all, v...)
+		out[k] = all[len(all)-len(v) : len(all) : len(all)]
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package domain_test
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,6 +57,31 @@ func TestSameSubmission(t *testing.T) {
 		change(&changed)
 		if domain.SameSubmission(storedExchange(), changed) || domain.SameSubmission(changed, storedExchange()) {
 			t.Errorf("a different %s is the same submission", name)
+		}
+	}
+}
+
+// Clone's values share one slice, so each name's values must be capped: growing
+// one must not write over another's, nor anything reach the original.
+func TestHeaderCloneSharesNothing(t *testing.T) {
+	original := domain.Header{"A": {"a1", "a2"}, "B": {"b1"}, "C": {"c1", "c2", "c3"}, "Empty": {}}
+	clone := original.Clone()
+	for name := range clone {
+		clone[name] = append(clone[name], "added to "+name)
+		for other, values := range clone {
+			if other != name && slices.Contains(values, "added to "+name) {
+				t.Fatalf("appending to %s changed %s: %q", name, other, values)
+			}
+		}
+	}
+	clone["A"][0] = "changed"
+	want := domain.Header{"A": {"a1", "a2"}, "B": {"b1"}, "C": {"c1", "c2", "c3"}, "Empty": {}}
+	if !reflect.DeepEqual(original, want) {
+		t.Errorf("the original changed with its clone: %q", original)
+	}
+	for name, values := range want {
+		if got := clone[name]; len(got) != len(values)+1 || !slices.Equal(got[:len(values)], values) && name != "A" {
+			t.Errorf("clone[%s] = %q, want %q and the added value", name, got, values)
 		}
 	}
 }
