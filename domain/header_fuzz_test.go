@@ -19,6 +19,8 @@ func FuzzHeaderObject(f *testing.F) {
 		`{"authorization":"Bearer k","Cookie":["a","b"],"set-cookie":[],"x-api-key":true}`,
 		`{"x":[1.5e3,false,"\u00e9"],"x-y_z.~!":"v"}`, `{"bad name":"v"}`, `{"x":null}`, `{"x":{"a":1}}`,
 		`{"x":[null]}`, `{"":"v"}`, `[]`, `"text"`, `{"a":"1","A":"2","a":"3"}`,
+		`{"x-\u0041pi-key":"s","X-API-KEY":["t"],"a\u002db":"\ud800\u00e9"}`, "{\"a\":\"\xff\xfe\xfd\",\"b\":[\"\xff\",2]}",
+		`{"a":"1","cookie":"c","A":["2",null],"b":"3"}`, `{"a":"1","b":"2","A":"3","B":["4","5"]}`,
 	} {
 		f.Add(seed)
 	}

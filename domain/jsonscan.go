@@ -127,12 +127,41 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // re-validating every nested value as json.Unmarshal would.
 func members(obj []byte, ends valueEnds) iter.Seq2[string, json.RawMessage] {
 	return func(yield func(string, json.RawMessage) bool) {
+		for key, value := range memberLiterals(obj, ends) {
+			if !yield(memberName(key), value) {
+				return
+			}
+		}
+	}
+}
+
+// memberName decodes a key literal; the member names of the contract's documents
+// come without allocating, since every submission repeats them.
+func memberName(lit []byte) string {
+	if name, ok := contractNames[string(lit[1:len(lit)-1])]; ok {
+		return name
+	}
+	return unquote(lit)
+}
+
+var contractNames = func() map[string]string {
+	names := map[string]string{}
+	for _, name := range []string{"messages", "name", "app", "created_at", "ip_address", "method",
+		"path", "request", "response", "status_code", "header", "body"} {
+		names[name] = name
+	}
+	return names
+}()
+
+// memberLiterals is members with each key as its literal, quotes included, so a
+// caller can read a key without allocating a string for it.
+func memberLiterals(obj []byte, ends valueEnds) iter.Seq2[[]byte, json.RawMessage] {
+	return func(yield func([]byte, json.RawMessage) bool) {
 		for i := skipJSONSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
 			keyEnd := jsonStringEnd(obj, i)
-			key := unquote(obj[i:keyEnd])
 			start := skipJSONSpace(obj, skipJSONSpace(obj, keyEnd)+1) // past the colon
 			end := ends.valueEnd(obj, start)
-			if !yield(key, obj[start:end:end]) {
+			if !yield(obj[i:keyEnd:keyEnd], obj[start:end:end]) {
 				return
 			}
 			if i = skipJSONSpace(obj, end); i < len(obj) && obj[i] == ',' {
@@ -156,7 +185,22 @@ func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
 // json.Unmarshal does: invalid UTF-8 and unpaired surrogates become U+FFFD.
 func unquote(lit []byte) string {
 	s := lit[1 : len(lit)-1]
-	plain := 0 // the prefix that needs no decoding
+	plain := plainPrefix(s)
+	if plain == len(s) {
+		return string(s)
+	}
+	// A Builder hands its buffer over as the string: no second copy of a body.
+	var b strings.Builder
+	b.Grow(len(s))
+	b.Write(s[:plain])
+	writeUnquoted(&b, s[plain:])
+	return b.String()
+}
+
+// plainPrefix is the length of the prefix of a literal's content s that decodes
+// to itself: no escapes, no invalid UTF-8.
+func plainPrefix(s []byte) int {
+	plain := 0
 	for plain < len(s) {
 		c := s[plain]
 		if c == '\\' {
@@ -172,14 +216,13 @@ func unquote(lit []byte) string {
 		}
 		plain += size
 	}
-	if plain == len(s) {
-		return string(s)
-	}
-	// A Builder hands its buffer over as the string: no second copy of a body.
-	var b strings.Builder
-	b.Grow(len(s))
-	b.Write(s[:plain])
-	for i := plain; i < len(s); {
+	return plain
+}
+
+// writeUnquoted writes the decoded content s of a well-formed string literal
+// (without its quotes) to b, as unquote decodes it.
+func writeUnquoted(b *strings.Builder, s []byte) {
+	for i := 0; i < len(s); {
 		switch c := s[i]; {
 		case c == '\\':
 			switch e := s[i+1]; e {
@@ -225,7 +268,6 @@ func unquote(lit []byte) string {
 			i += size
 		}
 	}
-	return b.String()
 }
 
 // hex4 reads the four hex digits of a \u escape; well-formed JSON guarantees them.

@@ -295,8 +295,8 @@ func formatDuration(d time.Duration) string {
 }
 
 // isToken reports whether s is a non-empty RFC 9110 token (method or header name).
-func isToken(s string) bool {
-	if s == "" {
+func isToken[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
