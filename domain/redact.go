@@ -80,18 +80,45 @@ func (p Policy) redactSet() fieldSet {
 const formMediaType = "application/x-www-form-urlencoded"
 
 // redactBody replaces the values of redacted fields in a form body (by its derived
-// content type) or in any JSON body, whatever type it declares: JSON sent as
-// text/plain, text/json or under two Content-Types carries the same secrets, and
-// so does JSON cut short. Other bodies are returned unchanged.
+// content type, or by its shape) or in any JSON body, whatever type it declares:
+// JSON sent as text/plain, text/json or under two Content-Types carries the same
+// secrets, and so do JSON cut short and a form sent without its Content-Type.
+// Other bodies are returned unchanged.
 func redactBody(body, contentType string, fields fieldSet) string {
 	if len(fields) == 0 || body == "" {
 		return body
 	}
-	if contentType == formMediaType {
+	if contentType == formMediaType || formShaped(body) {
 		return redactForm(body, fields)
 	}
 	return redactJSON(body, fields)
 }
+
+// formShaped reports whether body can only be a form: nothing but the characters
+// of a URL query (no spaces, quotes or braces, so never JSON or prose) and an =
+// in every &-separated pair.
+func formShaped(body string) bool {
+	for i := range len(body) {
+		if !queryChar[body[i]] {
+			return false // JSON and prose stop here, mostly at their first byte
+		}
+	}
+	for pair := range strings.SplitSeq(body, "&") {
+		if pair != "" && !strings.Contains(pair, "=") {
+			return false
+		}
+	}
+	return true
+}
+
+// queryChar holds the bytes RFC 3986 allows in a query, with the brackets of
+// bracket-notation keys.
+var queryChar = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~%!$&'()*+,;=:@/?[]") {
+		t[c] = true
+	}
+	return t
+}()
 
 // redactJSON replaces each value under a redacted key, at any depth, with the
 // mask string; in valid JSON the validator finds them in its one pass, and a
