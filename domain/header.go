@@ -12,10 +12,12 @@ import (
 // Names are canonicalised and the values of colliding names merged in the order sent,
 // which is why the object is walked member by member rather than read into a Go map.
 //
-// The names and values of one object share one string, and its values one slice:
-// decoding allocates a few times per header object instead of four times per
-// header, and a queued or stored message holds that many fewer objects. The values
-// of masked names are decoded apart, so that the shared string never holds a secret.
+// The names and values of one object share one string, sized to them, and its
+// values one slice: decoding allocates a few times per header object instead of
+// four times per header, and a queued or stored message holds that many fewer
+// objects. The values of masked names are decoded into a string of their own,
+// which masking then drops, so the string a message keeps holds no secret and no
+// room for one.
 func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
 	if isAbsent(raw) {
 		return Header{}
@@ -24,16 +26,17 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return Header{}
 	}
-	var text strings.Builder
-	text.Grow(len(raw))
+	// First the names and the values' types are checked, and the kept string sized.
 	type entry struct {
-		name        valueSpan
-		first, last int      // its values in values, if not masked
-		secrets     []string // its values, if masked
+		canonical   valueSpan // in names
+		value       json.RawMessage
+		masked      bool
+		name        valueSpan // in the kept string
+		first, last int       // the value spans, in the kept or the secret string
 	}
 	entries := make([]entry, 0, 32)
-	values := make([]valueSpan, 0, 32)
-	var nameBuf [64]byte
+	names := make([]byte, 0, 512)
+	keptSize := 0
 	for key, value := range memberLiterals(raw, v.ends) {
 		name := key[1 : len(key)-1]
 		if plainPrefix(name) < len(name) { // escaped: decode it first
@@ -43,101 +46,101 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			fe.add(field, "has %q, which is not a valid header field name", name)
 			continue
 		}
-		canonical := appendCanonicalHeaderName(nameBuf[:0], name)
-		f := entry{first: len(values)}
-		var ok bool
-		if v.masked[string(canonical)] {
-			f.secrets, ok = headerValues(value, v.ends)
-		} else {
-			values, ok = appendHeaderValues(&text, values, value, v.ends)
-		}
-		if !ok {
+		e := entry{canonical: valueSpan{start: len(names)}, value: value}
+		names = appendCanonicalHeaderName(names, name)
+		e.canonical.end = len(names)
+		canonical := names[e.canonical.start:e.canonical.end]
+		if !validHeaderValue(value, v.ends) {
 			fe.add(field+"."+string(canonical), "must be a string or an array of strings")
-			values = values[:f.first]
 			continue
 		}
-		f.last = len(values)
-		f.name = valueSpan{text.Len(), text.Len() + len(canonical)}
-		text.Write(canonical)
-		entries = append(entries, f)
-	}
-	shared := text.String()
-	all := make([]string, len(values))
-	for i, at := range values {
-		all[i] = shared[at.start:at.end]
-	}
-	h := make(Header, len(entries))
-	for _, f := range entries {
-		name := shared[f.name.start:f.name.end]
-		vals := f.secrets
-		if vals == nil {
-			vals = all[f.first:f.last:f.last]
+		keptSize += len(canonical)
+		if e.masked = v.masked[string(canonical)]; !e.masked {
+			keptSize += len(value) // decoding shrinks it, but for invalid UTF-8
 		}
+		entries = append(entries, e)
+	}
+
+	// Then each is decoded into the kept string, or a masked one's values into the
+	// secret string.
+	var kept, secret strings.Builder
+	kept.Grow(keptSize)
+	spans := make([]valueSpan, 0, 32)
+	for i := range entries {
+		e := &entries[i]
+		e.name = valueSpan{kept.Len(), kept.Len() + e.canonical.end - e.canonical.start}
+		kept.Write(names[e.canonical.start:e.canonical.end])
+		to := &kept
+		if e.masked {
+			to = &secret
+		}
+		e.first = len(spans)
+		spans = appendHeaderValues(to, spans, e.value, v.ends)
+		e.last = len(spans)
+	}
+	keptText, secretText := kept.String(), secret.String()
+	values := make([]string, len(spans))
+	h := make(Header, len(entries))
+	for _, e := range entries {
+		text := keptText
+		if e.masked {
+			text = secretText
+		}
+		for i, at := range spans[e.first:e.last] {
+			values[e.first+i] = text[at.start:at.end]
+		}
+		name := keptText[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
-			h[name] = append(existing, vals...)
+			h[name] = append(existing, values[e.first:e.last]...)
 		} else {
-			h[name] = vals
+			h[name] = values[e.first:e.last:e.last]
 		}
 	}
 	return h
 }
 
-// appendHeaderValues writes a scalar or the scalars of an array to text and
-// appends where each one is; null and objects are refused.
-func appendHeaderValues(text *strings.Builder, spans []valueSpan, raw json.RawMessage, ends valueEnds) ([]valueSpan, bool) {
+// validHeaderValue accepts a scalar or an array of scalars; null and objects are refused.
+func validHeaderValue(raw json.RawMessage, ends valueEnds) bool {
+	if kindOf(raw) != kindArray {
+		return isHeaderScalar(raw)
+	}
+	for item := range elements(raw, ends) {
+		if !isHeaderScalar(item) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHeaderScalar(raw json.RawMessage) bool {
+	switch kindOf(raw) {
+	case kindString, kindNumber, kindBool:
+		return true
+	}
+	return false
+}
+
+// appendHeaderValues writes the valid header value raw to text, a string's
+// decoded and a number's or boolean's as its JSON text, and appends where each
+// of its values is.
+func appendHeaderValues(text *strings.Builder, spans []valueSpan, raw json.RawMessage, ends valueEnds) []valueSpan {
 	if kindOf(raw) != kindArray {
 		return appendHeaderScalar(text, spans, raw)
 	}
 	for item := range elements(raw, ends) {
-		var ok bool
-		if spans, ok = appendHeaderScalar(text, spans, item); !ok {
-			return spans, false
-		}
+		spans = appendHeaderScalar(text, spans, item)
 	}
-	return spans, true
+	return spans
 }
 
-func appendHeaderScalar(text *strings.Builder, spans []valueSpan, raw json.RawMessage) ([]valueSpan, bool) {
+func appendHeaderScalar(text *strings.Builder, spans []valueSpan, raw json.RawMessage) []valueSpan {
 	start := text.Len()
-	switch kindOf(raw) {
-	case kindString:
-		s := raw[1 : len(raw)-1]
-		plain := plainPrefix(s)
-		text.Write(s[:plain])
-		writeUnquoted(text, s[plain:])
-	case kindNumber, kindBool:
+	if kindOf(raw) == kindString {
+		writeUnquoted(text, raw[1:len(raw)-1])
+	} else {
 		text.Write(raw)
-	default:
-		return spans, false
 	}
-	return append(spans, valueSpan{start, text.Len()}), true
-}
-
-// headerValues accepts a scalar or an array of scalars; null and objects are refused.
-func headerValues(raw json.RawMessage, ends valueEnds) ([]string, bool) {
-	if kindOf(raw) != kindArray {
-		s, ok := headerScalar(raw)
-		return []string{s}, ok
-	}
-	values := make([]string, 0, 1)
-	for item := range elements(raw, ends) {
-		s, ok := headerScalar(item)
-		if !ok {
-			return nil, false
-		}
-		values = append(values, s)
-	}
-	return values, true
-}
-
-func headerScalar(raw json.RawMessage) (string, bool) {
-	switch kindOf(raw) {
-	case kindString:
-		return unquote(raw), true
-	case kindNumber, kindBool:
-		return string(raw), true
-	}
-	return "", false
+	return append(spans, valueSpan{start, text.Len()})
 }
 
 // maskHeader replaces every value of the masked names so secrets are never stored.

@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"net/textproto"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -68,4 +69,31 @@ func TestHeaderAllocationsDoNotGrowPerHeader(t *testing.T) {
 	if many-few > 10 {
 		t.Errorf("a submission with 60 headers allocates %.0f times, with 10 %.0f: want the same but for the map's size", many, few)
 	}
+}
+
+// A masked value is decoded apart and dropped by masking: a kept header holds
+// neither the secret nor room for it, however long it was.
+func TestMaskedHeaderValuesAreNotKept(t *testing.T) {
+	secret := strings.Repeat("s", 1<<20)
+	body := []byte(validItem("request", `{"header":{"Cookie":"`+secret+`","X-Small":"v"}}`))
+	kept := make([]Header, 16)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range kept {
+		b, err := DefaultPolicy().ParseSubmissions(body, testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[i] = b.Submissions[0].Request.Header
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 4<<20 {
+		t.Errorf("%d kept headers hold %d KiB more heap: the masked values' 1 MiB each stayed", len(kept), grown>>10)
+	}
+	if got := kept[0]["Cookie"]; len(got) != 1 || got[0] != Mask {
+		t.Errorf("Cookie = %.20q, want it masked", got)
+	}
+	runtime.KeepAlive(kept)
 }
