@@ -12,12 +12,11 @@ import (
 // Names are canonicalised and the values of colliding names merged in the order sent,
 // which is why the object is walked member by member rather than read into a Go map.
 //
-// The names and values of one object share one string, sized to them, and its
-// values one slice: decoding allocates a few times per header object instead of
-// four times per header, and a queued or stored message holds that many fewer
-// objects. The values of masked names are decoded into a string of their own,
-// which masking then drops, so the string a message keeps holds no secret and no
-// room for one.
+// The names and values of one object share one string, and its values one slice:
+// decoding allocates a few times per header object instead of four times per
+// header, and a queued or stored message holds that many fewer objects. The values
+// of masked names are decoded into a string of their own, which masking then
+// drops, so the string a message keeps holds no secret and no room for one.
 func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
 	if isAbsent(raw) {
 		return Header{}
@@ -26,17 +25,16 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return Header{}
 	}
-	// First the names and the values' types are checked, and the kept string sized.
+	// First the names and the values' types are checked.
 	type entry struct {
 		canonical   valueSpan // in names
 		value       json.RawMessage
 		masked      bool
-		name        valueSpan // in the kept string
-		first, last int       // the value spans, in the kept or the secret string
+		name        valueSpan // in the decoded text
+		first, last int       // the value spans, in the decoded text
 	}
 	entries := make([]entry, 0, 32)
 	names := make([]byte, 0, 512)
-	keptSize := 0
 	for key, value := range memberLiterals(raw, v.ends) {
 		name := key[1 : len(key)-1]
 		if plainPrefix(name) < len(name) { // escaped: decode it first
@@ -54,42 +52,46 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			fe.add(field+"."+string(canonical), "must be a string or an array of strings")
 			continue
 		}
-		keptSize += len(canonical)
-		if e.masked = v.masked[string(canonical)]; !e.masked {
-			keptSize += len(value) // decoding shrinks it, but for invalid UTF-8
-		}
+		e.masked = v.masked[string(canonical)]
 		entries = append(entries, e)
 	}
 
-	// Then each is decoded into the kept string, or a masked one's values into the
-	// secret string.
-	var kept, secret strings.Builder
-	kept.Grow(keptSize)
+	// Then they are decoded into the scratch buffer: the names and the values
+	// kept, then the masked values.
+	text := v.scratch.header[:0]
 	spans := make([]valueSpan, 0, 32)
 	for i := range entries {
 		e := &entries[i]
-		e.name = valueSpan{kept.Len(), kept.Len() + e.canonical.end - e.canonical.start}
-		kept.Write(names[e.canonical.start:e.canonical.end])
-		to := &kept
-		if e.masked {
-			to = &secret
+		e.name = valueSpan{len(text), len(text) + e.canonical.end - e.canonical.start}
+		text = append(text, names[e.canonical.start:e.canonical.end]...)
+		if !e.masked {
+			e.first = len(spans)
+			text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+			e.last = len(spans)
 		}
-		e.first = len(spans)
-		spans = appendHeaderValues(to, spans, e.value, v.ends)
-		e.last = len(spans)
 	}
-	keptText, secretText := kept.String(), secret.String()
+	keptEnd := len(text)
+	for i := range entries {
+		if e := &entries[i]; e.masked {
+			e.first = len(spans)
+			text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+			e.last = len(spans)
+		}
+	}
+	v.scratch.header = text
+	kept, secret := string(text[:keptEnd]), string(text[keptEnd:])
+
 	values := make([]string, len(spans))
 	h := make(Header, len(entries))
 	for _, e := range entries {
-		text := keptText
-		if e.masked {
-			text = secretText
-		}
 		for i, at := range spans[e.first:e.last] {
-			values[e.first+i] = text[at.start:at.end]
+			if e.masked {
+				values[e.first+i] = secret[at.start-keptEnd : at.end-keptEnd]
+			} else {
+				values[e.first+i] = kept[at.start:at.end]
+			}
 		}
-		name := keptText[e.name.start:e.name.end]
+		name := kept[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
 			h[name] = append(existing, values[e.first:e.last]...)
 		} else {
@@ -120,27 +122,27 @@ func isHeaderScalar(raw json.RawMessage) bool {
 	return false
 }
 
-// appendHeaderValues writes the valid header value raw to text, a string's
-// decoded and a number's or boolean's as its JSON text, and appends where each
-// of its values is.
-func appendHeaderValues(text *strings.Builder, spans []valueSpan, raw json.RawMessage, ends valueEnds) []valueSpan {
+// appendHeaderValues appends the valid header value raw to text, a string
+// decoded and a number or boolean as its JSON text, and where each of its
+// values is to spans.
+func appendHeaderValues(text []byte, spans []valueSpan, raw json.RawMessage, ends valueEnds) ([]byte, []valueSpan) {
 	if kindOf(raw) != kindArray {
 		return appendHeaderScalar(text, spans, raw)
 	}
 	for item := range elements(raw, ends) {
-		spans = appendHeaderScalar(text, spans, item)
+		text, spans = appendHeaderScalar(text, spans, item)
 	}
-	return spans
+	return text, spans
 }
 
-func appendHeaderScalar(text *strings.Builder, spans []valueSpan, raw json.RawMessage) []valueSpan {
-	start := text.Len()
+func appendHeaderScalar(text []byte, spans []valueSpan, raw json.RawMessage) ([]byte, []valueSpan) {
+	start := len(text)
 	if kindOf(raw) == kindString {
-		writeUnquoted(text, raw[1:len(raw)-1])
+		text = appendUnquoted(text, raw[1:len(raw)-1])
 	} else {
-		text.Write(raw)
+		text = append(text, raw...)
 	}
-	return append(spans, valueSpan{start, text.Len()})
+	return text, append(spans, valueSpan{start, len(text)})
 }
 
 // maskHeader replaces every value of the masked names so secrets are never stored.
@@ -200,17 +202,17 @@ func plainSniff(body []byte) string {
 // contentType is the media type of the Content-Type header without parameters;
 // without the header it is application/json for a JSON body, "" for an empty body,
 // and the sniffed media type otherwise.
-func contentType(h Header, body string, sniff Sniffer) string {
+func contentType(h Header, body []byte, sniff Sniffer) string {
 	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
 		return mediaType(values[0])
 	}
 	switch {
-	case body == "":
+	case len(body) == 0:
 		return ""
 	case validJSON(body):
 		return "application/json"
 	default:
-		return mediaType(sniff([]byte(body)))
+		return mediaType(sniff(body))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -122,19 +121,6 @@ func skipJSONSpace[T string | []byte](s T, i int) int {
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// members yields the keys, decoded, and the raw values of the well-formed object
-// obj in the order sent. Decoding walks the body once this way instead of
-// re-validating every nested value as json.Unmarshal would.
-func members(obj []byte, ends valueEnds) iter.Seq2[string, json.RawMessage] {
-	return func(yield func(string, json.RawMessage) bool) {
-		for key, value := range memberLiterals(obj, ends) {
-			if !yield(memberName(key), value) {
-				return
-			}
-		}
-	}
-}
-
 // memberName decodes a key literal; the member names of the contract's documents
 // come without allocating, since every submission repeats them.
 func memberName(lit []byte) string {
@@ -153,8 +139,10 @@ var contractNames = func() map[string]string {
 	return names
 }()
 
-// memberLiterals is members with each key as its literal, quotes included, so a
-// caller can read a key without allocating a string for it.
+// memberLiterals yields the keys, as literals with their quotes, and the raw
+// values of the well-formed object obj in the order sent. Decoding walks the body
+// once this way instead of re-validating every nested value as json.Unmarshal
+// would, and a caller reads a key without allocating a string for it.
 func memberLiterals(obj []byte, ends valueEnds) iter.Seq2[[]byte, json.RawMessage] {
 	return func(yield func([]byte, json.RawMessage) bool) {
 		for i := skipJSONSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
@@ -175,8 +163,8 @@ func memberLiterals(obj []byte, ends valueEnds) iter.Seq2[[]byte, json.RawMessag
 // keeps its last value, as with json.Unmarshal into a map.
 func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, 8)
-	for key, value := range members(obj, ends) {
-		m[key] = value
+	for key, value := range memberLiterals(obj, ends) {
+		m[memberName(key)] = value
 	}
 	return m
 }
@@ -185,16 +173,10 @@ func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
 // json.Unmarshal does: invalid UTF-8 and unpaired surrogates become U+FFFD.
 func unquote(lit []byte) string {
 	s := lit[1 : len(lit)-1]
-	plain := plainPrefix(s)
-	if plain == len(s) {
+	if plainPrefix(s) == len(s) {
 		return string(s)
 	}
-	// A Builder hands its buffer over as the string: no second copy of a body.
-	var b strings.Builder
-	b.Grow(len(s))
-	b.Write(s[:plain])
-	writeUnquoted(&b, s[plain:])
-	return b.String()
+	return string(appendUnquoted(make([]byte, 0, len(s)), s))
 }
 
 // plainPrefix is the length of the prefix of a literal's content s that decodes
@@ -219,40 +201,40 @@ func plainPrefix(s []byte) int {
 	return plain
 }
 
-// writeUnquoted writes the decoded content s of a well-formed string literal
+// appendUnquoted appends the decoded content s of a well-formed string literal
 // (without its quotes) to b, as unquote decodes it.
-func writeUnquoted(b *strings.Builder, s []byte) {
+func appendUnquoted(b, s []byte) []byte {
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
 		case c == '\\':
 			switch e := s[i+1]; e {
 			case 'b':
-				b.WriteByte('\b')
+				b = append(b, '\b')
 			case 'f':
-				b.WriteByte('\f')
+				b = append(b, '\f')
 			case 'n':
-				b.WriteByte('\n')
+				b = append(b, '\n')
 			case 'r':
-				b.WriteByte('\r')
+				b = append(b, '\r')
 			case 't':
-				b.WriteByte('\t')
+				b = append(b, '\t')
 			case 'u':
 				r := hex4(s[i+2:])
 				i += 6
 				if utf16.IsSurrogate(r) {
 					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
 						if pair := utf16.DecodeRune(r, hex4(s[i+2:])); pair != utf8.RuneError {
-							b.WriteRune(pair)
+							b = utf8.AppendRune(b, pair)
 							i += 6
 							continue
 						}
 					}
 					r = utf8.RuneError
 				}
-				b.WriteRune(r)
+				b = utf8.AppendRune(b, r)
 				continue
 			default: // '"', '\\', '/'
-				b.WriteByte(e)
+				b = append(b, e)
 			}
 			i += 2
 		case c < utf8.RuneSelf: // a run of plain ASCII, copied at once
@@ -260,14 +242,15 @@ func writeUnquoted(b *strings.Builder, s []byte) {
 			for end < len(s) && s[end] != '\\' && s[end] < utf8.RuneSelf {
 				end++
 			}
-			b.Write(s[i:end])
+			b = append(b, s[i:end]...)
 			i = end
 		default: // invalid UTF-8 becomes U+FFFD
 			r, size := utf8.DecodeRune(s[i:])
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 			i += size
 		}
 	}
+	return b
 }
 
 // hex4 reads the four hex digits of a \u escape; well-formed JSON guarantees them.

@@ -163,12 +163,6 @@ func checkJSON[T string | []byte](data T, maxDepth int, rec *jsonRecorder) jsonV
 	}
 }
 
-// redactsKey reports whether the well-formed member key at keyStart names a
-// field in fields.
-func redactsKey[T string | []byte](fields fieldSet, data T, keyStart int) bool {
-	return fields.has(jsonKey(string(data[keyStart:jsonStringEnd(data, keyStart)])))
-}
-
 // validMemberKey checks `"key" :` at i and returns where the value starts, or -1.
 func validMemberKey[T string | []byte](data T, i int) int {
 	if i >= len(data) || data[i] != '"' {

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -28,12 +29,15 @@ func redactionKey(name string) string {
 	return strings.ToLower(dropSeparators.Replace(name))
 }
 
-// has reports whether name folds to a redacted field. ASCII names, the common
-// case, fold on the stack, so scanning a body's keys allocates nothing.
-func (f fieldSet) has(name string) bool {
+// has reports whether name folds to a redacted field.
+func (f fieldSet) has(name string) bool { return hasField(f, name) }
+
+// hasField is has for a name as text or as bytes. ASCII names, the common case,
+// fold on the stack, so scanning a body's keys allocates nothing.
+func hasField[T string | []byte](f fieldSet, name T) bool {
 	var buf [64]byte
 	if len(name) > len(buf) || !isASCII(name) {
-		return f[redactionKey(name)]
+		return f[redactionKey(string(name))]
 	}
 	folded := buf[:0]
 	for i := 0; i < len(name); i++ {
@@ -79,17 +83,18 @@ func (p Policy) redactSet() fieldSet {
 
 const formMediaType = "application/x-www-form-urlencoded"
 
-// redactBody replaces the values of redacted fields in a form body (by its derived
-// content type, or by its shape) or in any JSON body, whatever type it declares:
-// JSON sent as text/plain, text/json or under two Content-Types carries the same
-// secrets, and so do JSON cut short and a form sent without its Content-Type.
-// Other bodies are returned unchanged.
-func redactBody(body, contentType string, fields fieldSet) string {
-	if len(fields) == 0 || body == "" {
-		return body
-	}
-	if contentType == formMediaType || formShaped(body) {
-		return redactForm(body, fields)
+// redactBody returns body as a message keeps it: the values of redacted fields
+// replaced in a form body (by its derived content type, or by its shape) or in
+// any JSON body, whatever type it declares. JSON sent as text/plain, text/json or
+// under two Content-Types carries the same secrets, and so do JSON cut short and
+// a form sent without its Content-Type. Other bodies are kept as they are. The
+// result is made in one copy: body is the caller's to reuse afterwards.
+func redactBody(body []byte, contentType string, fields fieldSet) string {
+	switch {
+	case len(fields) == 0 || len(body) == 0:
+		return string(body)
+	case contentType == formMediaType || formShaped(body):
+		return redactForm(string(body), fields)
 	}
 	return redactJSON(body, fields)
 }
@@ -97,14 +102,14 @@ func redactBody(body, contentType string, fields fieldSet) string {
 // formShaped reports whether body can only be a form: nothing but the characters
 // of a URL query (no spaces, quotes or braces, so never JSON or prose) and an =
 // in every &-separated pair.
-func formShaped(body string) bool {
+func formShaped(body []byte) bool {
 	for i := range len(body) {
 		if !queryChar[body[i]] {
 			return false // JSON and prose stop here, mostly at their first byte
 		}
 	}
-	for pair := range strings.SplitSeq(body, "&") {
-		if pair != "" && !strings.Contains(pair, "=") {
+	for pair := range bytes.SplitSeq(body, []byte("&")) {
+		if len(pair) > 0 && bytes.IndexByte(pair, '=') < 0 {
 			return false
 		}
 	}
@@ -125,7 +130,7 @@ var queryChar = func() (t [256]bool) {
 // body that only starts like JSON goes to redactBrokenJSON. Every other byte
 // (key order, whitespace, number spelling) is kept, which decoding and
 // re-encoding would not do.
-func redactJSON(body string, fields fieldSet) string {
+func redactJSON(body []byte, fields fieldSet) string {
 	rec := jsonRecorder{redact: fields}
 	if checkJSON(body, maxJSONDepth, &rec) != jsonValid {
 		return redactBrokenJSON(body, fields)
@@ -133,20 +138,20 @@ func redactJSON(body string, fields fieldSet) string {
 	return masked(body, rec.masked)
 }
 
-// masked replaces each of the ordered, disjoint spans of body with the mask.
-func masked(body string, spans []valueSpan) string {
+// masked copies body with each of the ordered, disjoint spans replaced by the mask.
+func masked(body []byte, spans []valueSpan) string {
 	if len(spans) == 0 {
-		return body
+		return string(body)
 	}
 	var out strings.Builder
 	out.Grow(len(body))
 	copied := 0
 	for _, span := range spans {
-		out.WriteString(body[copied:span.start])
+		out.Write(body[copied:span.start])
 		out.WriteString(maskedJSONValue)
 		copied = span.end
 	}
-	out.WriteString(body[copied:])
+	out.Write(body[copied:])
 	return out.String()
 }
 
@@ -157,9 +162,9 @@ func masked(body string, spans []valueSpan) string {
 // they come; the value after a redacted key and its colon is masked up to where
 // it ends, or to the end of the body when it does not end. Other bodies are
 // returned unchanged.
-func redactBrokenJSON(body string, fields fieldSet) string {
+func redactBrokenJSON(body []byte, fields fieldSet) string {
 	if start := skipJSONSpace(body, 0); start == len(body) || (body[start] != '{' && body[start] != '[') {
-		return body
+		return string(body)
 	}
 	var spans []valueSpan
 	var inObject []bool // for each open bracket: is it an object?
@@ -183,7 +188,7 @@ func redactBrokenJSON(body string, fields fieldSet) string {
 			end := jsonStringEnd(body, i)
 			colon := skipJSONSpace(body, end)
 			isKey := expectKey && colon < len(body) && body[colon] == ':' && validStringEnd(body, i) == end
-			if !isKey || !fields.has(jsonKey(body[i:end])) {
+			if !isKey || !redactsKey(fields, body, i) {
 				i, expectKey = end, false
 				continue
 			}
@@ -201,22 +206,32 @@ func redactBrokenJSON(body string, fields fieldSet) string {
 	return masked(body, spans)
 }
 
-// jsonKey decodes a quoted key; plain ASCII keys, the common case, need no decoding.
-func jsonKey(quoted string) string {
-	inner := quoted[1 : len(quoted)-1]
-	if !strings.ContainsRune(inner, '\\') && isASCII(inner) {
-		return inner
+// redactsKey reports whether the key literal at keyStart of data names a redacted
+// field; plain ASCII keys, the common case, are looked up as they are.
+func redactsKey[T string | []byte](fields fieldSet, data T, keyStart int) bool {
+	end := jsonStringEnd(data, keyStart)
+	if inner := data[keyStart+1 : end-1]; isASCII(inner) && !hasBackslash(inner) {
+		return hasField(fields, inner)
 	}
-	return unquote([]byte(quoted))
+	return fields.has(unquote([]byte(data[keyStart:end])))
 }
 
-func isASCII(s string) bool {
+func isASCII[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
+}
+
+func hasBackslash[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 // redactForm replaces the values of redacted keys in an urlencoded form, keeping

@@ -33,12 +33,12 @@ func FuzzRedactJSON(f *testing.F) {
 			fields = maps.Clone(defaultFields)
 			fields[redactionKey(extraField)] = true
 		}
-		out := redactBody(body, "application/json", fields)
+		out := redactBody([]byte(body), "application/json", fields)
 		checkRedacted(t, body, out, "application/json", fields)
 		if want := walkRedactJSON(body, fields); validJSON(body) && out != want {
 			t.Fatalf("redacting %q gave %q, the byte walker %q", body, out, want)
 		}
-		if again := redactBody(out, "application/json", fields); again != out {
+		if again := redactBody([]byte(out), "application/json", fields); again != out {
 			t.Fatalf("redacting twice changed %q to %q", out, again)
 		}
 	})
@@ -52,7 +52,7 @@ func FuzzRedactForm(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		out := redactBody(body, formMediaType, defaultFields)
+		out := redactBody([]byte(body), formMediaType, defaultFields)
 		checkRedacted(t, body, out, formMediaType, defaultFields)
 	})
 }
@@ -224,7 +224,7 @@ func walkRedactJSON(body string, fields fieldSet) string {
 			i++
 		case '"':
 			end := jsonStringEnd(body, i)
-			if !expectKey || !fields.has(jsonKey(body[i:end])) {
+			if !expectKey || !redactsKey(fields, body, i) {
 				i = end
 				continue
 			}

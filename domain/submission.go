@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -56,7 +57,9 @@ func (p Policy) parseSubmissions(body []byte, now time.Time, skipping bool) (Bat
 	if shape.multiple && len(shape.items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
-	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff, ends: shape.ends}
+	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff, ends: shape.ends,
+		scratch: scratchPool.Get().(*scratch)}
+	defer v.scratch.giveBack()
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
@@ -144,6 +147,7 @@ type validator struct {
 	redacted fieldSet
 	sniff    Sniffer
 	ends     valueEnds // of the body being decoded
+	scratch  *scratch
 }
 
 // submission validates the members of one item. envelope items may use "app" for
@@ -195,6 +199,37 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 	return s
 }
 
+// decodeBody decodes a body member into v's scratch buffer, valid until the next
+// call: redactBody then makes the message's string from it in one copy, where
+// decoding to a string and masking that would copy a redacted body twice.
+func (v validator) decodeBody(raw json.RawMessage, path string, fe *fieldErrors) []byte {
+	body := v.scratch.body[:0]
+	switch {
+	case isAbsent(raw):
+	case kindOf(raw) != kindString:
+		fe.add(path, "must be a string")
+	default:
+		body = appendUnquoted(body, raw[1:len(raw)-1])
+	}
+	v.scratch.body = body
+	return body
+}
+
+// scratch holds what decoding writes before it makes the strings a message keeps;
+// pooled, it is reused from one POST to the next. A buffer that grew past
+// maxPooledScratch is left to the collector.
+type scratch struct{ body, header []byte }
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+const maxPooledScratch = 1 << 20
+
+func (s *scratch) giveBack() {
+	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch {
+		scratchPool.Put(s)
+	}
+}
+
 // content validates the request or response object. For the response it also
 // returns status_code, which an envelope item may carry at its top level instead.
 func (v validator) content(obj map[string]json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
@@ -213,10 +248,10 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 		inner = objectMap(raw, v.ends)
 	}
 	var c Content
-	c.Body, _ = stringField(inner, "body", field+".body", false, fe)
+	body := v.decodeBody(inner["body"], field+".body", fe)
 	c.Header = v.header(inner["header"], field+".header", fe)
-	c.ContentType = contentType(c.Header, c.Body, v.sniff)
-	c.Body = redactBody(c.Body, c.ContentType, v.redacted)
+	c.ContentType = contentType(c.Header, body, v.sniff)
+	c.Body = redactBody(body, c.ContentType, v.redacted)
 	maskHeader(c.Header, v.masked)
 
 	status := 0

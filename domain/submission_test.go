@@ -131,7 +131,7 @@ func TestContentType(t *testing.T) {
 		{Header{}, "\xff\xfe\x00", plainSniff, "application/octet-stream"},
 	}
 	for _, c := range cases {
-		if got := contentType(c.header, c.body, c.sniff); got != c.want {
+		if got := contentType(c.header, []byte(c.body), c.sniff); got != c.want {
 			t.Errorf("contentType(%v, %q) = %q, want %q", c.header, c.body, got, c.want)
 		}
 	}
