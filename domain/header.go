@@ -84,12 +84,12 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 	values := make([]string, len(spans))
 	h := make(Header, len(entries))
 	for _, e := range entries {
+		text, offset := kept, 0
+		if e.masked {
+			text, offset = secret, keptEnd
+		}
 		for i, at := range spans[e.first:e.last] {
-			if e.masked {
-				values[e.first+i] = secret[at.start-keptEnd : at.end-keptEnd]
-			} else {
-				values[e.first+i] = kept[at.start:at.end]
-			}
+			values[e.first+i] = text[at.start-offset : at.end-offset]
 		}
 		name := kept[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
@@ -188,7 +188,8 @@ func canonicalHeaderByte[T string | []byte](name T, i int) byte {
 }
 
 // Sniffer guesses the media type of a body that has no Content-Type header and is
-// not JSON. The HTTP adapter plugs in net/http's sniffer; see Policy.Sniff.
+// not JSON. The HTTP adapter plugs in net/http's sniffer; see Policy.Sniff. It
+// MUST NOT modify or retain body: the decoder reuses that buffer.
 type Sniffer func(body []byte) string
 
 // plainSniff is the fallback when no Sniffer is configured.

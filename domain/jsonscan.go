@@ -176,7 +176,8 @@ func unquote(lit []byte) string {
 	if plainPrefix(s) == len(s) {
 		return string(s)
 	}
-	return string(appendUnquoted(make([]byte, 0, len(s)), s))
+	var onStack [256]byte // names, methods and paths decode here, then are copied once
+	return string(appendUnquoted(onStack[:0], s))
 }
 
 // plainPrefix is the length of the prefix of a literal's content s that decodes

@@ -141,3 +141,15 @@ func TestCheckJSONBoundsItsSpans(t *testing.T) {
 		t.Fatalf("batchItems found %d items, the last %.20q, error %v", len(items), items[len(items)-1], err)
 	}
 }
+
+// An escaped literal, as clients that write / as \/ send every path, decodes on
+// the stack and is copied once into its string.
+func TestUnquoteAllocatesOnce(t *testing.T) {
+	lit := []byte(`"\/v1\/orders\/` + strings.Repeat("a", 100) + `?q=caf\u00e9"`)
+	if got := unquote(lit); got != "/v1/orders/"+strings.Repeat("a", 100)+"?q=café" {
+		t.Fatalf("unquote = %q", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { unquote(lit) }); allocs != 1 {
+		t.Errorf("unquote allocated %.0f times, want 1", allocs)
+	}
+}

@@ -32,6 +32,7 @@ type Policy struct {
 	RedactedFields []string
 	// Sniff guesses the media type of bodies without a Content-Type header that are
 	// not JSON; nil means "text/plain" for UTF-8 text, else application/octet-stream.
+	// It MUST NOT modify or retain the body it is given.
 	Sniff Sniffer
 }
 

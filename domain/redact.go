@@ -88,7 +88,7 @@ const formMediaType = "application/x-www-form-urlencoded"
 // any JSON body, whatever type it declares. JSON sent as text/plain, text/json or
 // under two Content-Types carries the same secrets, and so do JSON cut short and
 // a form sent without its Content-Type. Other bodies are kept as they are. The
-// result is made in one copy: body is the caller's to reuse afterwards.
+// result never refers to body, which is the caller's to reuse afterwards.
 func redactBody(body []byte, contentType string, fields fieldSet) string {
 	switch {
 	case len(fields) == 0 || len(body) == 0:
@@ -210,7 +210,7 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 // field; plain ASCII keys, the common case, are looked up as they are.
 func redactsKey[T string | []byte](fields fieldSet, data T, keyStart int) bool {
 	end := jsonStringEnd(data, keyStart)
-	if inner := data[keyStart+1 : end-1]; isASCII(inner) && !hasBackslash(inner) {
+	if inner := data[keyStart+1 : end-1]; plainASCII(inner) {
 		return hasField(fields, inner)
 	}
 	return fields.has(unquote([]byte(data[keyStart:end])))
@@ -225,13 +225,15 @@ func isASCII[T string | []byte](s T) bool {
 	return true
 }
 
-func hasBackslash[T string | []byte](s T) bool {
+// plainASCII reports whether a literal's content s is ASCII without escapes, so
+// that it decodes to itself.
+func plainASCII[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' {
-			return true
+		if s[i] >= utf8.RuneSelf || s[i] == '\\' {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // redactForm replaces the values of redacted keys in an urlencoded form, keeping
