@@ -58,7 +58,7 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 
 	// Then they are decoded into the scratch buffer: the names and the values
 	// kept, then the masked values.
-	text := v.scratch.header[:0]
+	text := presized(v.scratch.header[:0], len(raw))
 	spans := make([]valueSpan, 0, 32)
 	for i := range entries {
 		e := &entries[i]

@@ -209,10 +209,19 @@ func (v validator) decodeBody(raw json.RawMessage, path string, fe *fieldErrors)
 	case kindOf(raw) != kindString:
 		fe.add(path, "must be a string")
 	default:
-		body = appendUnquoted(body, raw[1:len(raw)-1])
+		body = appendUnquoted(presized(body, len(raw)), raw[1:len(raw)-1])
 	}
 	v.scratch.body = body
 	return body
+}
+
+// presized is buf, or a new buffer for n bytes if buf has less room: what a
+// literal of n bytes decodes to fits, but for invalid UTF-8.
+func presized(buf []byte, n int) []byte {
+	if cap(buf) < n {
+		return make([]byte, 0, n)
+	}
+	return buf
 }
 
 // scratch holds what decoding writes before it makes the strings a message keeps;
