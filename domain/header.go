@@ -25,16 +25,17 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return Header{}
 	}
-	// First the names and the values' types are checked.
+	// First the names are checked and written, canonical, to the scratch buffer,
+	// and the values' types checked; then the values kept are decoded after the
+	// names, and the masked values after those.
 	type entry struct {
-		canonical   valueSpan // in names
+		name        valueSpan // in text
 		value       json.RawMessage
 		masked      bool
-		name        valueSpan // in the decoded text
-		first, last int       // the value spans, in the decoded text
+		first, last int // its values' spans in text
 	}
 	entries := make([]entry, 0, 32)
-	names := make([]byte, 0, 512)
+	text := presized(v.scratch.header[:0], len(raw))
 	for key, value := range memberLiterals(raw, v.ends) {
 		name := key[1 : len(key)-1]
 		if plainPrefix(name) < len(name) { // escaped: decode it first
@@ -44,52 +45,43 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			fe.add(field, "has %q, which is not a valid header field name", name)
 			continue
 		}
-		e := entry{canonical: valueSpan{start: len(names)}, value: value}
-		names = appendCanonicalHeaderName(names, name)
-		e.canonical.end = len(names)
-		canonical := names[e.canonical.start:e.canonical.end]
+		e := entry{name: valueSpan{start: len(text)}, value: value}
+		text = appendCanonicalHeaderName(text, name)
+		e.name.end = len(text)
+		canonical := text[e.name.start:e.name.end]
 		if !validHeaderValue(value, v.ends) {
 			fe.add(field+"."+string(canonical), "must be a string or an array of strings")
+			text = text[:e.name.start]
 			continue
 		}
 		e.masked = v.masked[string(canonical)]
 		entries = append(entries, e)
 	}
-
-	// Then they are decoded into the scratch buffer: the names and the values
-	// kept, then the masked values.
-	text := presized(v.scratch.header[:0], len(raw))
 	spans := make([]valueSpan, 0, 32)
-	for i := range entries {
-		e := &entries[i]
-		e.name = valueSpan{len(text), len(text) + e.canonical.end - e.canonical.start}
-		text = append(text, names[e.canonical.start:e.canonical.end]...)
-		if !e.masked {
-			e.first = len(spans)
-			text, spans = appendHeaderValues(text, spans, e.value, v.ends)
-			e.last = len(spans)
+	decodeValues := func(masked bool) {
+		for i := range entries {
+			if e := &entries[i]; e.masked == masked {
+				e.first = len(spans)
+				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+				e.last = len(spans)
+			}
 		}
 	}
+	decodeValues(false)
 	keptEnd := len(text)
-	for i := range entries {
-		if e := &entries[i]; e.masked {
-			e.first = len(spans)
-			text, spans = appendHeaderValues(text, spans, e.value, v.ends)
-			e.last = len(spans)
-		}
-	}
+	decodeValues(true)
 	v.scratch.header = text
 	kept, secret := string(text[:keptEnd]), string(text[keptEnd:])
 
 	values := make([]string, len(spans))
 	h := make(Header, len(entries))
 	for _, e := range entries {
-		text, offset := kept, 0
+		from, offset := kept, 0
 		if e.masked {
-			text, offset = secret, keptEnd
+			from, offset = secret, keptEnd
 		}
 		for i, at := range spans[e.first:e.last] {
-			values[e.first+i] = text[at.start-offset : at.end-offset]
+			values[e.first+i] = from[at.start-offset : at.end-offset]
 		}
 		name := kept[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
