@@ -173,11 +173,12 @@ func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
 // json.Unmarshal does: invalid UTF-8 and unpaired surrogates become U+FFFD.
 func unquote(lit []byte) string {
 	s := lit[1 : len(lit)-1]
-	if plainPrefix(s) == len(s) {
+	plain := plainPrefix(s)
+	if plain == len(s) {
 		return string(s)
 	}
 	var onStack [256]byte // names, methods and paths decode here, then are copied once
-	return string(appendUnquoted(onStack[:0], s))
+	return string(appendUnquoted(append(onStack[:0], s[:plain]...), s[plain:]))
 }
 
 // plainPrefix is the length of the prefix of a literal's content s that decodes
