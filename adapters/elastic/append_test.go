@@ -52,6 +52,10 @@ func TestAppendReportsRejectedItem(t *testing.T) {
 	if !strings.Contains(err.Error(), bad.ID) || strings.Contains(err.Error(), good.ID) {
 		t.Errorf("Append error %q should name %s and not %s", err, bad.ID, good.ID)
 	}
+	// It gives the cluster's status and reason, which name the field.
+	if !strings.Contains(err.Error(), "status 400") || !strings.Contains(err.Error(), "[method]") {
+		t.Errorf("Append error %q should give the item's status 400 and the reason naming [method]", err)
+	}
 	waitReadable(t, s, now.Add(time.Second), good)
 	assertAbsent(t, s, cfg.IndexPrefix, bad, now.Add(time.Second))
 }

@@ -38,7 +38,7 @@ func TestBusyIsOverloadedAndDownIsUnavailable(t *testing.T) {
 			if status >= 300 {
 				item.Error = rejected
 			}
-			r.Items = append(r.Items, map[string]bulkItem{"create": item})
+			r.Items = append(r.Items, bulkEntry{Create: item})
 		}
 		return r
 	}
