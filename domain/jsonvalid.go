@@ -66,16 +66,16 @@ func checkJSON[T string | []byte](data T, maxDepth int, rec *jsonRecorder) jsonV
 	open := openOnStack[:0]     // '{' or '[' for each enclosing container
 	starts := startsOnStack[:0] // where each enclosing container starts, with spans
 	spans := rec != nil && rec.values
-	redact := rec != nil && len(rec.redact) > 0
+	redact := rec != nil && !rec.redact.empty()
 	maxSpans := len(data)/spannedBytes + 16
 	maskDepth, maskStart := -1, 0 // the depth of the member whose value is being masked
 	// member checks the member key at i and returns where its value starts, or -1.
 	member := func(i int) int {
-		keyStart := i
-		if i = validMemberKey(data, i); i >= 0 && redact && maskDepth < 0 && redactsKey(rec.redact, data, keyStart) {
-			maskDepth, maskStart = len(open), i
+		keyEnd, value := validMemberKey(data, i)
+		if value >= 0 && redact && maskDepth < 0 && redactsKey(rec.redact, data, i, keyEnd) {
+			maskDepth, maskStart = len(open), value
 		}
-		return i
+		return value
 	}
 	i := skipJSONSpace(data, 0)
 	for {
@@ -163,18 +163,19 @@ func checkJSON[T string | []byte](data T, maxDepth int, rec *jsonRecorder) jsonV
 	}
 }
 
-// validMemberKey checks `"key" :` at i and returns where the value starts, or -1.
-func validMemberKey[T string | []byte](data T, i int) int {
+// validMemberKey checks `"key" :` at i and returns where the key literal ends
+// and where the value starts, or -1 for both.
+func validMemberKey[T string | []byte](data T, i int) (keyEnd, value int) {
 	if i >= len(data) || data[i] != '"' {
-		return -1
+		return -1, -1
 	}
-	if i = validStringEnd(data, i); i < 0 {
-		return -1
+	if keyEnd = validStringEnd(data, i); keyEnd < 0 {
+		return -1, -1
 	}
-	if i = skipJSONSpace(data, i); i >= len(data) || data[i] != ':' {
-		return -1
+	if i = skipJSONSpace(data, keyEnd); i >= len(data) || data[i] != ':' {
+		return -1, -1
 	}
-	return skipJSONSpace(data, i+1)
+	return keyEnd, skipJSONSpace(data, i+1)
 }
 
 // validStringEnd returns the index after the string literal at i, or -1.

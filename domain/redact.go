@@ -19,8 +19,37 @@ var DefaultRedactedFields = []string{
 // maskedJSONValue replaces a redacted JSON value of any type.
 const maskedJSONValue = `"` + Mask + `"`
 
-// fieldSet holds redacted field names in the form redactionKey gives.
-type fieldSet map[string]bool
+// fieldSet holds redacted field names in the form redactionKey gives. Every key
+// of every JSON body is looked up, and few are redacted: the name's length and
+// first byte turn most keys away before the map is hashed.
+type fieldSet struct {
+	names   map[string]bool
+	lengths uint64 // bit min(len, 63) of each name
+	firsts  uint64 // bit c%64 of each name's first byte c
+}
+
+func newFieldSet(names []string) fieldSet {
+	f := fieldSet{names: make(map[string]bool, len(names))}
+	for _, name := range names {
+		folded := redactionKey(name)
+		f.names[folded] = true
+		f.lengths |= 1 << min(len(folded), 63)
+		if folded != "" {
+			f.firsts |= 1 << (folded[0] % 64)
+		}
+	}
+	return f
+}
+
+func (f fieldSet) empty() bool { return len(f.names) == 0 }
+
+// holds reports whether folded, a name as redactionKey folds it, is in f.
+func (f fieldSet) holds(folded []byte) bool {
+	if f.lengths&(1<<min(len(folded), 63)) == 0 || len(folded) > 0 && f.firsts&(1<<(folded[0]%64)) == 0 {
+		return false
+	}
+	return f.names[string(folded)]
+}
 
 var dropSeparators = strings.NewReplacer("-", "", "_", "")
 
@@ -30,18 +59,23 @@ func redactionKey(name string) string {
 }
 
 // has reports whether name folds to a redacted field.
-func (f fieldSet) has(name string) bool { return hasField(f, name) }
-
-// hasField is has for a name as text or as bytes. ASCII names, the common case,
-// fold on the stack, so scanning a body's keys allocates nothing.
-func hasField[T string | []byte](f fieldSet, name T) bool {
+func (f fieldSet) has(name string) bool {
 	var buf [64]byte
-	if len(name) > len(buf) || !isASCII(name) {
-		return f[redactionKey(string(name))]
+	if folded, ok := foldPlain(&buf, name); ok {
+		return f.holds(folded)
 	}
-	folded := buf[:0]
+	return f.names[redactionKey(name)]
+}
+
+// foldPlain folds name as redactionKey does, into buf, when it is plain ASCII (no
+// backslash, so a key literal's content folds as it is) of at most 64 bytes
+// folded: the common case, which then allocates nothing. ok is false otherwise.
+func foldPlain[T string | []byte](buf *[64]byte, name T) (folded []byte, ok bool) {
+	folded = buf[:0]
 	for i := 0; i < len(name); i++ {
 		switch c := name[i]; {
+		case c == '\\' || c >= utf8.RuneSelf || len(folded) == len(buf):
+			return nil, false
 		case c == '-' || c == '_':
 		case 'A' <= c && c <= 'Z':
 			folded = append(folded, c+'a'-'A')
@@ -49,7 +83,7 @@ func hasField[T string | []byte](f fieldSet, name T) bool {
 			folded = append(folded, c)
 		}
 	}
-	return f[string(folded)]
+	return folded, true
 }
 
 // hasFormKey reports whether a form key names a redacted field, itself or in the
@@ -73,13 +107,7 @@ func (f fieldSet) hasFormKey(name string) bool {
 func isBracket(r rune) bool { return r == '[' || r == ']' }
 
 // redactSet returns the folded names of p.RedactedFields.
-func (p Policy) redactSet() fieldSet {
-	set := make(fieldSet, len(p.RedactedFields))
-	for _, name := range p.RedactedFields {
-		set[redactionKey(name)] = true
-	}
-	return set
-}
+func (p Policy) redactSet() fieldSet { return newFieldSet(p.RedactedFields) }
 
 const formMediaType = "application/x-www-form-urlencoded"
 
@@ -91,7 +119,7 @@ const formMediaType = "application/x-www-form-urlencoded"
 // result never refers to body, which is the caller's to reuse afterwards.
 func redactBody(body []byte, contentType string, fields fieldSet) string {
 	switch {
-	case len(fields) == 0 || len(body) == 0:
+	case fields.empty() || len(body) == 0:
 		return string(body)
 	case contentType == formMediaType || formShaped(body):
 		return redactForm(string(body), fields)
@@ -188,7 +216,7 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 			end := jsonStringEnd(body, i)
 			colon := skipJSONSpace(body, end)
 			isKey := expectKey && colon < len(body) && body[colon] == ':' && validStringEnd(body, i) == end
-			if !isKey || !redactsKey(fields, body, i) {
+			if !isKey || !redactsKey(fields, body, i, end) {
 				i, expectKey = end, false
 				continue
 			}
@@ -206,34 +234,15 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 	return masked(body, spans)
 }
 
-// redactsKey reports whether the key literal at keyStart of data names a redacted
-// field; plain ASCII keys, the common case, are looked up as they are.
-func redactsKey[T string | []byte](fields fieldSet, data T, keyStart int) bool {
-	end := jsonStringEnd(data, keyStart)
-	if inner := data[keyStart+1 : end-1]; plainASCII(inner) {
-		return hasField(fields, inner)
+// redactsKey reports whether the key literal data[keyStart:keyEnd] names a
+// redacted field. It runs for every key of every body: a plain key is folded in
+// the one pass that finds it plain.
+func redactsKey[T string | []byte](fields fieldSet, data T, keyStart, keyEnd int) bool {
+	var buf [64]byte
+	if folded, ok := foldPlain(&buf, data[keyStart+1:keyEnd-1]); ok {
+		return fields.holds(folded)
 	}
-	return fields.has(unquote([]byte(data[keyStart:end])))
-}
-
-func isASCII[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// plainASCII reports whether a literal's content s is ASCII without escapes, so
-// that it decodes to itself.
-func plainASCII[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf || s[i] == '\\' {
-			return false
-		}
-	}
-	return true
+	return fields.has(unquote([]byte(data[keyStart:keyEnd])))
 }
 
 // redactForm replaces the values of redacted keys in an urlencoded form, keeping

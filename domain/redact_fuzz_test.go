@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -30,8 +29,7 @@ func FuzzRedactJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, extraField string) {
 		fields := defaultFields
 		if extraField != "" {
-			fields = maps.Clone(defaultFields)
-			fields[redactionKey(extraField)] = true
+			fields = newFieldSet(append(slices.Clone(DefaultRedactedFields), extraField))
 		}
 		out := redactBody([]byte(body), "application/json", fields)
 		checkRedacted(t, body, out, "application/json", fields)
@@ -224,7 +222,7 @@ func walkRedactJSON(body string, fields fieldSet) string {
 			i++
 		case '"':
 			end := jsonStringEnd(body, i)
-			if !expectKey || !redactsKey(fields, body, i) {
+			if !expectKey || !redactsKey(fields, body, i, end) {
 				i = end
 				continue
 			}

@@ -161,7 +161,7 @@ func maskTree(v any, fields fieldSet) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, item := range v {
-			if fields[redactionKey(k)] {
+			if fields.names[redactionKey(k)] {
 				out[k] = Mask
 			} else {
 				out[k] = maskTree(item, fields)
@@ -217,7 +217,7 @@ func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 			}
 			want := pair
 			segments := append([]string{name}, strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' })...)
-			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return fields[redactionKey(s)] }) {
+			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return fields.names[redactionKey(s)] }) {
 				want = key + "=" + Mask
 			}
 			if outPairs[i] != want {

@@ -127,7 +127,7 @@ func redactedValue(v any, fields fieldSet) string {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, item := range v {
-			if fields[redactionKey(k)] && item != Mask {
+			if fields.names[redactionKey(k)] && item != Mask {
 				return k
 			}
 			if leak := redactedValue(item, fields); leak != "" {
