@@ -20,12 +20,11 @@ var DefaultRedactedFields = []string{
 const maskedJSONValue = `"` + Mask + `"`
 
 // fieldSet holds redacted field names in the form redactionKey gives. Every key
-// of every JSON body is looked up, and few are redacted: the name's length and
-// first byte turn most keys away before the map is hashed.
+// of every JSON body is looked up, and few are redacted: a sketch of the names'
+// lengths and first and last bytes turns most keys away before the map is hashed.
 type fieldSet struct {
-	names   map[string]bool
-	lengths uint64 // bit min(len, 63) of each name
-	firsts  uint64 // bit c%64 of each name's first byte c
+	names  map[string]bool
+	sketch [4]uint64 // bit sketchBit(name) of each name
 }
 
 func newFieldSet(names []string) fieldSet {
@@ -33,22 +32,26 @@ func newFieldSet(names []string) fieldSet {
 	for _, name := range names {
 		folded := redactionKey(name)
 		f.names[folded] = true
-		f.lengths |= 1 << min(len(folded), 63)
-		if folded != "" {
-			f.firsts |= 1 << (folded[0] % 64)
-		}
+		bit := sketchBit(folded)
+		f.sketch[bit/64] |= 1 << (bit % 64)
 	}
 	return f
+}
+
+// sketchBit mixes the length and the first and last bytes of a folded name.
+func sketchBit[T string | []byte](folded T) uint8 {
+	if len(folded) == 0 {
+		return 0
+	}
+	return uint8(len(folded)*37 + int(folded[0])*11 + int(folded[len(folded)-1]))
 }
 
 func (f fieldSet) empty() bool { return len(f.names) == 0 }
 
 // holds reports whether folded, a name as redactionKey folds it, is in f.
 func (f fieldSet) holds(folded []byte) bool {
-	if f.lengths&(1<<min(len(folded), 63)) == 0 || len(folded) > 0 && f.firsts&(1<<(folded[0]%64)) == 0 {
-		return false
-	}
-	return f.names[string(folded)]
+	bit := sketchBit(folded)
+	return f.sketch[bit/64]&(1<<(bit%64)) != 0 && f.names[string(folded)]
 }
 
 var dropSeparators = strings.NewReplacer("-", "", "_", "")
