@@ -27,6 +27,7 @@ type fieldSet struct {
 	sketch [4]uint64 // bit sketchBit(name) of each name
 }
 
+// newFieldSet folds names and sketches them.
 func newFieldSet(names []string) fieldSet {
 	f := fieldSet{names: make(map[string]bool, len(names))}
 	for _, name := range names {
@@ -38,7 +39,9 @@ func newFieldSet(names []string) fieldSet {
 	return f
 }
 
-// sketchBit mixes the length and the first and last bytes of a folded name.
+// sketchBit mixes the length and the first and last bytes of a folded name
+// into one of 256 bits; odd multipliers spread them. Names sharing a bit (""
+// has bit 0) only cost a map lookup.
 func sketchBit[T string | []byte](folded T) uint8 {
 	if len(folded) == 0 {
 		return 0

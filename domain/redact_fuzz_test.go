@@ -26,6 +26,8 @@ func FuzzRedactJSON(f *testing.F) {
 	long := strings.Repeat("x", 70)
 	f.Add(`{"`+long+`":1,"a":{"`+strings.ToUpper(long)+`":[2]}}`, long)
 	f.Add(`{"Grüße":"x","grüsse":"y","GRÜßE":{"z":1}}`, "grüße")
+	// A name that is not ASCII but folds to ASCII (the Kelvin sign folds to k).
+	f.Add(`{"key":"s","KEY":"s","\u212Aey":"s"}`, "\u212Aey")
 	f.Fuzz(func(t *testing.T, body, extraField string) {
 		fields := defaultFields
 		if extraField != "" {

@@ -27,7 +27,7 @@ type bulkEntry struct {
 	Create bulkItem `json:"create"`
 }
 
-// bulkItem is one create's outcome; Status is 0 if the reply had none.
+// bulkItem is one create's outcome; the zero bulkItem means the reply had none.
 type bulkItem struct {
 	Status int      `json:"status"`
 	Error  *esError `json:"error"`
@@ -37,7 +37,8 @@ type bulkItem struct {
 // checkBulk reads. The whole reply is about 200 bytes per item (index, id,
 // version, shards, sequence number), which Elasticsearch wrote and the adapter
 // decoded for every message: 1.3 KB allocated per message, against 0.1 KB.
-var bulkReplyFields = []string{"errors", "items.*.status", "items.*.error"}
+// Error replies are never filtered.
+var bulkReplyFields = []string{"items.*.status", "items.*.error"}
 
 // maxReportedFailures bounds the items an Append error lists.
 const maxReportedFailures = 5
@@ -153,7 +154,7 @@ func checkBulk(msgs []domain.Message, first int, reply bulkReply) error {
 	failed, retryable, busy := 0, true, true
 	for i, entry := range reply.Items {
 		item := entry.Create
-		ok := item.Status != 0
+		ok := item.Status != 0 || item.Error != nil
 		if ok && (item.Status == http.StatusCreated || item.Status == http.StatusConflict) {
 			continue // stored now, or stored before: idempotent either way
 		}

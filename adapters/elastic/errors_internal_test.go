@@ -3,6 +3,7 @@ package elastic
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/reqlog/reqlog/domain"
@@ -57,6 +58,37 @@ func TestBusyIsOverloadedAndDownIsUnavailable(t *testing.T) {
 	}
 	if err := checkBulk(msgs, 0, reply(201, 429, 400)); errors.Is(err, ports.ErrOverloaded) || errors.Is(err, ports.ErrUnavailable) {
 		t.Errorf("bulk items with a refused document: %v, want neither transient error", err)
+	}
+}
+
+// A reply that does not account for every message never counts as stored: an
+// item without a create result, or too few items, fails the batch.
+func TestBulkReplyWithoutEveryOutcomeFails(t *testing.T) {
+	msgs := []domain.Message{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	created := bulkEntry{Create: bulkItem{Status: http.StatusCreated}}
+	blocked := &esError{Type: "cluster_block_exception", Reason: "index read-only"}
+	for _, c := range []struct {
+		name  string
+		items []bulkEntry
+		want  error // nil: failed, and not worth retrying
+		says  string
+	}{
+		{"an item without a create result", []bulkEntry{created, {}, created}, nil, "message 1 (id b): no create result"},
+		{"an item without a status", []bulkEntry{created, created, {Create: bulkItem{Error: blocked}}}, ports.ErrUnavailable, "cluster_block_exception"},
+		{"one item short", []bulkEntry{created, created}, nil, "2 items for 3 messages"},
+		{"no items", nil, nil, "0 items for 3 messages"},
+	} {
+		err := checkBulk(msgs, 0, bulkReply{Items: c.items})
+		switch {
+		case err == nil:
+			t.Errorf("%s: the batch counted as stored", c.name)
+		case c.want == nil && (errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrOverloaded)):
+			t.Errorf("%s: %v, want neither transient error", c.name, err)
+		case c.want != nil && !errors.Is(err, c.want):
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		case !strings.Contains(err.Error(), c.says):
+			t.Errorf("%s: %q, want it to say %q", c.name, err, c.says)
+		}
 	}
 }
 
