@@ -26,6 +26,7 @@ type Ingester struct {
 	store     ports.MessageWriter
 	lookup    ports.MessageLookup // nil: an Idempotency-Key is not checked against earlier uses
 	policy    domain.Policy
+	parser    domain.Parser // policy's, built once
 	clock     ports.Clock
 	admission *admission
 }
@@ -36,7 +37,7 @@ type Ingester struct {
 // request is refused (see CheckReplaysIn).
 func NewIngester(store ports.MessageWriter, policy domain.Policy, clock ports.Clock) *Ingester {
 	lookup, _ := store.(ports.MessageLookup)
-	return &Ingester{store: store, lookup: lookup, policy: policy, clock: clock,
+	return &Ingester{store: store, lookup: lookup, policy: policy, parser: policy.Parser(), clock: clock,
 		admission: newAdmission(DefaultAdmissionOptions())}
 }
 
@@ -231,7 +232,7 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body
 	}
 	defer release()
 	now := in.clock.Now()
-	batch, err := in.policy.ParseSubmissions(body, now)
+	batch, err := in.parser.ParseSubmissions(body, now)
 	if err != nil {
 		return nil, SubmitResult{}, err
 	}

@@ -43,13 +43,36 @@ type Batch struct {
 // shapes (one submission, an array of them, or {"messages": [...]}) at time now.
 // Either every item is valid or a *ValidationError lists each bad field; a batch over
 // MaxBatch items fails with an error wrapping ErrTooLarge.
+// It builds the sets of masked headers and redacted fields on each call; a
+// Parser builds them once.
 func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	return p.parseSubmissions(body, now, true)
+	return p.Parser().ParseSubmissions(body, now)
 }
 
-// parseSubmissions is ParseSubmissions; without skipping, it scans nested values
-// again instead of looking their ends up, as tests compare.
-func (p Policy) parseSubmissions(body []byte, now time.Time, skipping bool) (Batch, error) {
+// Parser parses POST bodies as Policy.ParseSubmissions does, with the policy's
+// sets of masked headers and redacted fields built once, for a server that
+// parses every POST under one policy.
+type Parser struct {
+	policy   Policy
+	masked   map[string]bool
+	redacted fieldSet
+}
+
+// Parser returns a Parser of p. It keeps the sets p has now: later changes to
+// p's MaskedHeaders or RedactedFields do not reach it.
+func (p Policy) Parser() Parser {
+	return Parser{policy: p, masked: p.maskSet(), redacted: p.redactSet()}
+}
+
+// ParseSubmissions is Policy.ParseSubmissions under the parser's policy.
+func (ps Parser) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
+	return ps.parse(body, now, true)
+}
+
+// parse is ParseSubmissions; without skipping, it scans nested values again
+// instead of looking their ends up, as tests compare.
+func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error) {
+	p := ps.policy
 	shape, err := splitBody(body, p.MaxBatch, skipping)
 	if err != nil {
 		return Batch{}, err
@@ -57,7 +80,7 @@ func (p Policy) parseSubmissions(body []byte, now time.Time, skipping bool) (Bat
 	if shape.multiple && len(shape.items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
-	v := validator{now: Micro(now), policy: p, masked: p.maskSet(), redacted: p.redactSet(), sniff: p.Sniff, ends: shape.ends,
+	v := validator{now: Micro(now), policy: p, masked: ps.masked, redacted: ps.redacted, sniff: p.Sniff, ends: shape.ends,
 		scratch: scratchPool.Get().(*scratch)}
 	defer v.scratch.giveBack()
 	if v.sniff == nil {

@@ -30,7 +30,7 @@ func checkParse(t *testing.T, p Policy, body []byte) {
 	if string(body) != original {
 		t.Fatalf("ParseSubmissions changed its input")
 	}
-	scanned, scanErr := p.parseSubmissions(body, testNow, false)
+	scanned, scanErr := p.Parser().parse(body, testNow, false)
 	if !reflect.DeepEqual(batch, scanned) || fmt.Sprint(err) != fmt.Sprint(scanErr) {
 		t.Fatalf("skipping and scanning disagree on %q:\n%+v, %v\n%+v, %v", body, batch, err, scanned, scanErr)
 	}

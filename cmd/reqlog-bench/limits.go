@@ -42,6 +42,7 @@ var benchScope = domain.Scope{Account: "bench", Domain: domain.DomainTest}
 // builds the messages a store would get and answers the identities as the API
 // does; no authentication, routing, middleware, group commit or store.
 func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
+	parser := policy.Parser() // as the ingest use case holds one
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer // sized from Content-Length, as the API reads it
 		buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
@@ -52,7 +53,7 @@ func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
 			return
 		}
 		now := time.Now()
-		batch, err := policy.ParseSubmissions(raw, now)
+		batch, err := parser.ParseSubmissions(raw, now)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
