@@ -10,7 +10,7 @@ import (
 
 // Exchange is one HTTP exchange as a client submits it: plain input, not yet
 // validated. Every way in (HTTP or in-process) renders it with EncodeExchanges and
-// goes through Policy.ParseSubmissions, so there is one validator.
+// goes through ParseSubmissions (Policy's or Parser's), so there is one validator.
 type Exchange struct {
 	// Name is the application the exchange belongs to.
 	Name string

@@ -51,7 +51,8 @@ func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
 
 // Parser parses POST bodies as Policy.ParseSubmissions does, with the policy's
 // sets of masked headers and redacted fields built once, for a server that
-// parses every POST under one policy.
+// parses every POST under one policy. Get one from Policy.Parser: the zero
+// Parser is the zero Policy's, which masks and redacts nothing.
 type Parser struct {
 	policy   Policy
 	masked   map[string]bool

@@ -22,6 +22,7 @@ func TestServeUsesTheSuitesSettings(t *testing.T) {
 	policy := domain.DefaultPolicy()
 	policy.VisibilityDelay = 10 * time.Second
 	policy.MaskedHeaders = []string{"X-Custom-Secret"}
+	policy.RedactedFields = []string{"pin"}
 	h := httpapitest.Serve(t, memory.New(), conformance.APIConfig{
 		Keys:         []conformance.APIKey{{Account: "acme", Domain: "test", Key: "rk_suite_key"}},
 		Policy:       policy,
@@ -36,7 +37,7 @@ func TestServeUsesTheSuitesSettings(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	item := `{"name":"shop","created_at":"2025-03-14T11:00:00Z","method":"GET","path":"/","request":{"header":{"X-Custom-Secret":"s","Authorization":"kept"}},"response":{"status_code":200}}`
+	item := `{"name":"shop","created_at":"2025-03-14T11:00:00Z","method":"GET","path":"/","request":{"header":{"X-Custom-Secret":"s","Authorization":"kept"},"body":"{\"pin\":\"1234\",\"password\":\"kept\"}"},"response":{"status_code":200}}`
 	if rec := do(http.MethodPost, "/v1/messages", item); rec.Code != http.StatusOK {
 		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
 	}
@@ -49,6 +50,7 @@ func TestServeUsesTheSuitesSettings(t *testing.T) {
 			UpdatedAt string `json:"updated_at"`
 			Request   struct {
 				Header map[string][]string `json:"header"`
+				Body   string              `json:"body"`
 			} `json:"request"`
 		} `json:"messages"`
 	}
@@ -72,5 +74,8 @@ func TestServeUsesTheSuitesSettings(t *testing.T) {
 	}
 	if got := m.Request.Header; got["X-Custom-Secret"][0] != domain.Mask || got["Authorization"][0] != "kept" {
 		t.Errorf("headers %v: not masked by the suite's policy", got)
+	}
+	if got, want := m.Request.Body, `{"pin":"`+domain.Mask+`","password":"kept"}`; got != want {
+		t.Errorf("body %s: not redacted by the suite's policy, want %s", got, want)
 	}
 }
