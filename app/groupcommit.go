@@ -220,6 +220,7 @@ func callerGone(err error) error {
 func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.observe() // once, whether the reservation became queued messages or was given back
 	reserved := r != nil && r.release()
 	if g.closed {
 		return errShuttingDown
@@ -237,7 +238,6 @@ func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	g.queue = append(g.queue, req)
 	g.waiting.add(req.size)
 	g.held.add(req.size)
-	g.observe()
 	g.signal()
 	return nil
 }
@@ -356,17 +356,19 @@ func (r *Reservation) Cancel() {
 	}
 	r.g.mu.Lock()
 	defer r.g.mu.Unlock()
-	r.release()
+	if r.release() {
+		r.g.observe()
+	}
 }
 
-// release gives the room back once, reporting whether it was still held; g.mu is held.
+// release gives the room back once, reporting whether it was still held; g.mu is
+// held, and the caller reports the change.
 func (r *Reservation) release() bool {
 	if r.done {
 		return false
 	}
 	r.done = true
 	r.g.reserved.sub(r.size)
-	r.g.observe()
 	if r.probe {
 		r.probe = false
 		r.g.probes--

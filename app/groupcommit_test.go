@@ -609,6 +609,57 @@ func TestGroupCommitReportsReservedRoom(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// reportLog is a QueueMetrics that keeps every report of the queue and the
+// reserved room, in order.
+type reportLog struct {
+	mu      sync.Mutex
+	held    int
+	reports [][2]int // messages held, messages reserved
+}
+
+func (l *reportLog) ObserveQueue(messages int, _ int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = messages
+}
+
+func (l *reportLog) ObserveReserved(messages int, _ int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reports = append(l.reports, [2]int{l.held, messages})
+}
+
+// A reservation becoming queued messages is one report: a scrape between two
+// would see neither, a queue emptier than it is.
+func TestGroupCommitReportsAReservationQueuedAtOnce(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	metrics, store := &reportLog{}, newGateStore()
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Metrics: metrics})
+	r, err := g.Reserve(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	go func() { appended <- r.Append(t.Context(), msgs("queued")) }()
+	waitFor(t, "the messages to be queued", func() bool {
+		metrics.mu.Lock()
+		defer metrics.mu.Unlock()
+		return metrics.held > 0
+	})
+	metrics.mu.Lock()
+	reports := slices.Clone(metrics.reports)
+	metrics.mu.Unlock()
+	want := [][2]int{{0, 1}, {1, 0}}
+	if !slices.Equal(reports, want) {
+		t.Errorf("reports (held, reserved) %v, want %v", reports, want)
+	}
+	store.open()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	closeCommitter(t, g)
+}
+
 // answeredStore holds each Append, by the id of its first message, until the
 // test answers it: batches written at the same time finish in the order chosen.
 type answeredStore struct {
