@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"mime"
 	"strings"
@@ -54,7 +55,7 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			text = text[:e.name.start]
 			continue
 		}
-		e.masked = v.masked[string(canonical)]
+		e.masked = masks(v.masked, canonical)
 		entries = append(entries, e)
 	}
 	spans := make([]valueSpan, 0, 32)
@@ -140,13 +141,53 @@ func appendHeaderScalar(text []byte, spans []valueSpan, raw json.RawMessage) ([]
 // maskHeader replaces every value of the masked names so secrets are never stored.
 func maskHeader(h Header, masked map[string]bool) {
 	for name, values := range h {
-		if !masked[name] {
+		if !masks(masked, name) {
 			continue
 		}
 		for i := range values {
 			values[i] = Mask
 		}
 	}
+}
+
+// HeaderMaskKey is the form in which a header name is compared with the masked
+// ones: canonical, with '_' read as '-', since CGI, Rack, Django and PHP hand a
+// request's X_Api_Key to the application as its X-Api-Key.
+func HeaderMaskKey(name string) string {
+	var buf [64]byte
+	if key := appendHeaderMaskKey(buf[:0], name); string(key) != name {
+		return string(key)
+	}
+	return name
+}
+
+func appendHeaderMaskKey[T string | []byte](dst []byte, name T) []byte {
+	for i := range len(name) {
+		c := name[i]
+		if c == '_' {
+			c = '-'
+		}
+		switch upper := i == 0 || name[i-1] == '-' || name[i-1] == '_'; {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// masks reports whether a canonical header name is masked, masked holding
+// HeaderMaskKey's forms. Only a name with '_' differs from its key.
+func masks[T string | []byte](masked map[string]bool, canonical T) bool {
+	for i := range len(canonical) {
+		if canonical[i] == '_' {
+			var buf [64]byte
+			return masked[string(appendHeaderMaskKey(buf[:0], canonical))]
+		}
+	}
+	return masked[string(canonical)]
 }
 
 // CanonicalHeaderName writes a header token the way net/textproto does
@@ -193,8 +234,8 @@ func plainSniff(body []byte) string {
 }
 
 // contentType is the media type of the Content-Type header without parameters;
-// without the header it is application/json for a JSON body, "" for an empty body,
-// and the sniffed media type otherwise.
+// without the header it is application/json for a JSON body (after a byte order
+// mark, if any), "" for an empty body, and the sniffed media type otherwise.
 func contentType(h Header, body []byte, sniff Sniffer) string {
 	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
 		return mediaType(values[0])
@@ -202,7 +243,7 @@ func contentType(h Header, body []byte, sniff Sniffer) string {
 	switch {
 	case len(body) == 0:
 		return ""
-	case validJSON(body):
+	case validJSON(bytes.TrimPrefix(body, byteOrderMark)):
 		return "application/json"
 	default:
 		return mediaType(sniff(body))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,40 @@ func TestMaskingIsConfigurable(t *testing.T) {
 	h := b.Submissions[0].Request.Header
 	if h["X-Secret"][0] != Mask || h["Authorization"][0] != "kept" {
 		t.Errorf("header = %v: want only X-Secret masked", h)
+	}
+}
+
+// A header reaches CGI, Rack, Django and PHP applications with '_' read as '-',
+// so X_Api_Key is an API key there: masked names match with '_' as '-', in any
+// case, and the name is kept as sent.
+func TestMaskingReadsUnderscoresAsDashes(t *testing.T) {
+	p := DefaultPolicy()
+	p.MaskedHeaders = append(p.MaskedHeaders, "My_Token")
+	b, err := p.ParseSubmissions([]byte(validItem("request",
+		`{"header":{"X_Api_Key":"s1","x_API_key":"s2","SET_COOKIE":"s3","proxy_authorization":"s4","my-token":"s5",`+
+			`"X_Visible":"kept","X_Api_Keys":"kept"}}`)), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := b.Submissions[0].Request.Header
+	for _, name := range []string{"X_api_key", "Set_cookie", "Proxy_authorization", "My-Token"} {
+		if values := h[name]; len(values) == 0 || slices.ContainsFunc(values, func(v string) bool { return v != Mask }) {
+			t.Errorf("%s = %q, want every value masked (header %v)", name, values, h)
+		}
+	}
+	for _, name := range []string{"X_visible", "X_api_keys"} {
+		if values := h[name]; len(values) != 1 || values[0] != "kept" {
+			t.Errorf("%s = %q, want kept", name, values)
+		}
+	}
+}
+
+func TestHeaderMaskKey(t *testing.T) {
+	for name, want := range map[string]string{"x_api_key": "X-Api-Key", "X-API-KEY": "X-Api-Key", "Authorization": "Authorization",
+		"_a_": "-A-", "a__b": "A--B", "X-Api-Key": "X-Api-Key"} {
+		if got := HeaderMaskKey(name); got != want {
+			t.Errorf("HeaderMaskKey(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 

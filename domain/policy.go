@@ -72,11 +72,11 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// maskSet returns the canonical names to mask.
+// maskSet returns the names to mask, as HeaderMaskKey writes them.
 func (p Policy) maskSet() map[string]bool {
 	set := make(map[string]bool, len(p.MaskedHeaders))
 	for _, name := range p.MaskedHeaders {
-		set[CanonicalHeaderName(name)] = true
+		set[HeaderMaskKey(name)] = true
 	}
 	return set
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -59,9 +60,33 @@ func (f fieldSet) holds(folded []byte) bool {
 
 var dropSeparators = strings.NewReplacer("-", "", "_", "")
 
-// redactionKey folds a field name for matching: lower case, without '-' and '_'.
+// redactionKey folds a field name for matching, without '-' and '_': two names
+// fold alike when strings.EqualFold says they are equal, as encoding/json matches
+// keys to struct fields, so a Go service reads "paſſword" (a long s) and
+// "\u212Aey" (the Kelvin sign) as password and key. Each rune becomes the smallest
+// of its case-folding orbit, and an ASCII letter then its lower case, so ASCII
+// names fold as foldPlain folds them.
 func redactionKey(name string) string {
-	return strings.ToLower(dropSeparators.Replace(name))
+	name = dropSeparators.Replace(name)
+	var folded strings.Builder
+	folded.Grow(len(name))
+	for _, r := range name {
+		folded.WriteRune(foldRune(r))
+	}
+	return folded.String()
+}
+
+// foldRune returns the smallest rune that unicode.SimpleFold cycles through from
+// r, lower-cased when that is an ASCII letter.
+func foldRune(r rune) rune {
+	smallest := r
+	for next := unicode.SimpleFold(r); next != r; next = unicode.SimpleFold(next) {
+		smallest = min(smallest, next)
+	}
+	if 'A' <= smallest && smallest <= 'Z' {
+		return smallest + 'a' - 'A'
+	}
+	return smallest
 }
 
 // has reports whether name folds to a redacted field.
@@ -118,25 +143,41 @@ func (p Policy) redactSet() fieldSet { return newFieldSet(p.RedactedFields) }
 const formMediaType = "application/x-www-form-urlencoded"
 
 // redactBody returns body as a message keeps it: the values of redacted fields
-// replaced in a form body (by its derived content type, or by its shape) or in
-// any JSON body, whatever type it declares. JSON sent as text/plain, text/json or
-// under two Content-Types carries the same secrets, and so do JSON cut short and
-// a form sent without its Content-Type. Other bodies are kept as they are. The
-// result never refers to body, which is the caller's to reuse afterwards.
+// replaced in a form body (by its shape, or by its derived content type unless it
+// starts like JSON) or in any JSON body, whatever type it declares. JSON sent as
+// text/plain, text/json, under two Content-Types or as a form (curl -d and
+// jQuery send JSON as a form by default) carries the same secrets, and so do
+// JSON cut short, JSON after a byte order mark and a form sent without its
+// Content-Type. Other bodies are kept as they are. The result never refers to
+// body, which is the caller's to reuse afterwards.
 func redactBody(body []byte, contentType string, fields fieldSet) string {
 	switch {
 	case fields.empty() || len(body) == 0:
 		return string(body)
-	case contentType == formMediaType || formShaped(body):
+	case bytes.HasPrefix(body, byteOrderMark):
+		return string(byteOrderMark) + redactBody(body[len(byteOrderMark):], contentType, fields)
+	case formShaped(body) || (contentType == formMediaType && !startsLikeJSON(body)):
 		return redactForm(string(body), fields)
 	}
 	return redactJSON(body, fields)
 }
 
+// byteOrderMark is UTF-8's; RFC 8259 lets a JSON parser ignore it, and many do.
+var byteOrderMark = []byte("\uFEFF")
+
+// startsLikeJSON reports whether body's first byte after whitespace opens an
+// object or an array.
+func startsLikeJSON(body []byte) bool {
+	start := skipJSONSpace(body, 0)
+	return start < len(body) && (body[start] == '{' || body[start] == '[')
+}
+
 // formShaped reports whether body can only be a form: nothing but the characters
 // of a URL query (no spaces, quotes or braces, so never JSON or prose) and an =
-// in every &-separated pair.
+// in every &-separated pair. Line ends after the last pair, as a file or a
+// heredoc leaves them, do not count.
 func formShaped(body []byte) bool {
+	body = bytes.TrimRight(body, "\r\n")
 	for i := range len(body) {
 		if !queryChar[body[i]] {
 			return false // JSON and prose stop here, mostly at their first byte
@@ -197,7 +238,7 @@ func masked(body []byte, spans []valueSpan) string {
 // it ends, or to the end of the body when it does not end. Other bodies are
 // returned unchanged.
 func redactBrokenJSON(body []byte, fields fieldSet) string {
-	if start := skipJSONSpace(body, 0); start == len(body) || (body[start] != '{' && body[start] != '[') {
+	if !startsLikeJSON(body) {
 		return string(body)
 	}
 	var spans []valueSpan
@@ -254,7 +295,8 @@ func redactsKey[T string | []byte](fields fieldSet, data T, keyStart, keyEnd int
 // redactForm replaces the values of redacted keys in an urlencoded form, keeping
 // the order of the pairs and every other byte.
 func redactForm(body string, fields fieldSet) string {
-	pairs := strings.Split(body, "&")
+	pairsEnd := len(strings.TrimRight(body, "\r\n")) // line ends after the last pair are kept as sent
+	pairs := strings.Split(body[:pairsEnd], "&")
 	changed := false
 	for i, pair := range pairs {
 		key, _, hasValue := strings.Cut(pair, "=")
@@ -273,5 +315,5 @@ func redactForm(body string, fields fieldSet) string {
 	if !changed {
 		return body
 	}
-	return strings.Join(pairs, "&")
+	return strings.Join(pairs, "&") + body[pairsEnd:]
 }

@@ -44,10 +44,18 @@ func FuzzRedactJSON(f *testing.F) {
 	})
 }
 
+func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
+	for _, seed := range []string{"password", "paſſword", "CLIENT_ſECRET", "Api_Key", "tok\u212Aen", "ToKeN"} {
+		f.Add(seed)
+	}
+	f.Fuzz(checkEncodingJSONAgrees)
+}
+
 func FuzzRedactForm(f *testing.F) {
 	for _, seed := range []string{
 		"user=bob&password=hunter2&next=%2Fhome", "pass%77ord=x&pass+word=y", "password&&token=t=u",
 		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%", "user[password]=x&a%5Btoken%5D[]=y",
+		`{"password":"x"}`, "\uFEFFpassword=x\n", "[a]=1&token=2\r\n",
 	} {
 		f.Add(seed)
 	}

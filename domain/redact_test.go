@@ -35,6 +35,8 @@ func TestRedactJSON(t *testing.T) {
 			`{"token_type":"bearer","passwords_count":2,"username":"bob"}`},
 		{"scalar document", `"password"`, `"password"`},
 		{"duplicate keys", `{"password":"a","password":"b"}`, `{"password":` + m + `,"password":` + m + `}`},
+		{"names encoding/json matches by Unicode folding", `{"paſſword":"a","client_\u017fecret":"b","\u212A":1}`,
+			`{"paſſword":` + m + `,"client_\u017fecret":` + m + `,"\u212A":1}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := redactBody([]byte(c.in), "application/json", defaultFields)
@@ -73,6 +75,19 @@ func TestRedactBodyByContentType(t *testing.T) {
 		{"text/plain", "see password=hunter2 here", false}, // prose: spaces
 		{"text/plain", "password=hunter2&note", false},     // a pair without =
 		{"text/html", `<a href="/?password=hunter2">`, false},
+		// JSON declared as a form, as curl -d and jQuery send it by default
+		{"application/x-www-form-urlencoded", secretJSON, true},
+		{"application/x-www-form-urlencoded", ` [{"user":"bob"},{"password":"hunter2"}]`, true},
+		{"application/x-www-form-urlencoded", `{"password":"hunter2"`, true},
+		{"application/x-www-form-urlencoded", "[a]=1&password=hunter2", true}, // a form whose first key is bracketed
+		{"application/x-www-form-urlencoded", "password=hunter2&note=caf\u00e9 au lait", true},
+		// JSON after a UTF-8 byte order mark
+		{"application/json", "\uFEFF" + secretJSON, true},
+		{"", "\uFEFF" + `[{"password":"hunter2"}`, true},
+		{"text/plain", "\uFEFFpassword: hunter2", false},
+		// a form without its Content-Type, ended by a line end
+		{"", "user=bob&password=hunter2\n", true},
+		{"", "user=bob&password=hunter2\r\n", true},
 	} {
 		got := redactBody([]byte(c.body), c.contentType, defaultFields)
 		if c.redacted == strings.Contains(got, "hunter2") {
@@ -81,6 +96,38 @@ func TestRedactBodyByContentType(t *testing.T) {
 	}
 	if got := redactBody([]byte(secretJSON), "application/json", fieldSet{}); got != secretJSON {
 		t.Errorf("with no redacted fields the body changed to %q", got)
+	}
+}
+
+// Whatever key encoding/json reads into a redacted field, as a Go service behind
+// reqlog would, is redacted.
+func TestRedactsWhatEncodingJSONReadsAsRedacted(t *testing.T) {
+	for _, key := range []string{"password", "PASSWORD", "Password", "paſſword", "PAſſWORD", "pasſword",
+		"client_secret", "CLIENT_ſECRET", "api_key", "API_KEY", "\u0070assword"} {
+		checkEncodingJSONAgrees(t, key)
+	}
+}
+
+// checkEncodingJSONAgrees fails if encoding/json reads key into a field tagged
+// with a default redacted name and redaction keeps its value.
+func checkEncodingJSONAgrees(t *testing.T, key string) {
+	t.Helper()
+	body, err := json.Marshal(map[string]string{key: "hunter2"})
+	if err != nil {
+		return
+	}
+	var target struct {
+		Password     string `json:"password"`
+		ClientSecret string `json:"client_secret"`
+		APIKey       string `json:"api_key"`
+		Token        string `json:"token"`
+	}
+	if json.Unmarshal(body, &target) != nil {
+		return
+	}
+	read := target.Password + target.ClientSecret + target.APIKey + target.Token
+	if got := redactBody(body, "application/json", defaultFields); read != "" && strings.Contains(got, "hunter2") {
+		t.Errorf("encoding/json reads %q as a redacted field, but %s was stored as %s", key, body, got)
 	}
 }
 
@@ -97,6 +144,8 @@ func TestRedactForm(t *testing.T) {
 		{"password[]=a&password[]=b", "password[]=" + Mask + "&password[]=" + Mask},
 		{"a[credentials][api_key]=k&a[b]=c&[]=d", "a[credentials][api_key]=" + Mask + "&a[b]=c&[]=d"},
 		{"passwords[0]=x", "passwords[0]=x"},
+		{"a=1&password=x\r\n", "a=1&password=" + Mask + "\r\n"},
+		{"a=1\n", "a=1\n"},
 	} {
 		if got := redactBody([]byte(c.in), formMediaType, defaultFields); got != c.want {
 			t.Errorf("redacted %q to %q, want %q", c.in, got, c.want)
@@ -155,13 +204,25 @@ func jsonTree(t testing.TB, s string) any {
 	return v
 }
 
+// isRedactedName is the oracle's matching: a name equal to a redacted one by
+// strings.EqualFold (as encoding/json matches keys), ignoring '-' and '_'.
+func isRedactedName(fields fieldSet, name string) bool {
+	name = strings.NewReplacer("-", "", "_", "").Replace(name)
+	for redacted := range fields.names {
+		if strings.EqualFold(name, redacted) {
+			return true
+		}
+	}
+	return false
+}
+
 // maskTree is the redaction oracle: v with every value under a redacted key masked.
 func maskTree(v any, fields fieldSet) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, item := range v {
-			if fields.names[redactionKey(k)] {
+			if isRedactedName(fields, k) {
 				out[k] = Mask
 			} else {
 				out[k] = maskTree(item, fields)
@@ -181,8 +242,9 @@ func maskTree(v any, fields fieldSet) any {
 // checkRedacted fails unless out is in redacted with exactly the values of redacted
 // fields masked, for a body of content type ct.
 // looksLikeForm is the oracle's formShaped: URL query characters only, and an =
-// in every non-empty pair.
+// in every non-empty pair, before any line ends at the end.
 func looksLikeForm(body string) bool {
+	body = strings.TrimRight(body, "\r\n")
 	if !regexp.MustCompile(`^[A-Za-z0-9\-._~%!$&'()*+,;=:@/?\[\]]*$`).MatchString(body) {
 		return false
 	}
@@ -196,16 +258,29 @@ func looksLikeForm(body string) bool {
 
 func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 	t.Helper()
+	const bom = "\uFEFF"
+	if strings.HasPrefix(in, bom) {
+		if !strings.HasPrefix(out, bom) {
+			t.Fatalf("%q lost its byte order mark: %q", in, out)
+		}
+		checkRedacted(t, in[len(bom):], out[len(bom):], ct, fields)
+		return
+	}
+	jsonStart := startsLikeJSON([]byte(in))
 	switch {
-	case ct != formMediaType && json.Valid([]byte(in)):
+	case json.Valid([]byte(in)) && (ct != formMediaType || jsonStart):
 		if !json.Valid([]byte(out)) {
 			t.Fatalf("valid JSON %q was redacted to invalid JSON %q", in, out)
 		}
 		if want, got := maskTree(jsonTree(t, in), fields), jsonTree(t, out); !reflect.DeepEqual(got, want) {
 			t.Fatalf("redacting %q gave %q: decoded %#v, want %#v", in, out, got, want)
 		}
-	case ct == formMediaType || looksLikeForm(in):
-		inPairs, outPairs := strings.Split(in, "&"), strings.Split(out, "&")
+	case looksLikeForm(in) || (ct == formMediaType && !jsonStart):
+		pairs := strings.TrimRight(in, "\r\n")
+		if lineEnd := in[len(pairs):]; !strings.HasSuffix(out, lineEnd) {
+			t.Fatalf("form %q redacted to %q: the line end %q is lost", in, out, lineEnd)
+		}
+		inPairs, outPairs := strings.Split(pairs, "&"), strings.Split(strings.TrimRight(out, "\r\n"), "&")
 		if len(inPairs) != len(outPairs) {
 			t.Fatalf("form %q redacted to %q: pairs changed", in, out)
 		}
@@ -217,14 +292,14 @@ func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 			}
 			want := pair
 			segments := append([]string{name}, strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' })...)
-			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return fields.names[redactionKey(s)] }) {
+			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return isRedactedName(fields, s) }) {
 				want = key + "=" + Mask
 			}
 			if outPairs[i] != want {
 				t.Fatalf("form %q redacted to %q: pair %d is %q, want %q", in, out, i, outPairs[i], want)
 			}
 		}
-	case startsLikeJSON(in):
+	case jsonStart:
 		// Broken JSON is redacted as far as it goes: TestBrokenJSONIsRedacted.
 	default:
 		if in != out {
@@ -276,11 +351,6 @@ func BenchmarkRedactJSON(b *testing.B) {
 	for b.Loop() {
 		redactBody(body, "application/json", defaultFields)
 	}
-}
-
-func startsLikeJSON(body string) bool {
-	trimmed := strings.TrimLeft(body, " \t\r\n")
-	return strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")
 }
 
 // A JSON body cut anywhere (as a client's size cap cuts it), a stream of

@@ -259,3 +259,15 @@ func assertFields(t *testing.T, err error, fields ...string) {
 		t.Errorf("fields = %q, want %q (%v)", got, fields, err)
 	}
 }
+
+// JSON after a UTF-8 byte order mark, which RFC 8259 lets parsers ignore, is
+// JSON to the derived content_type too.
+func TestContentTypeOfJSONAfterAByteOrderMark(t *testing.T) {
+	s := mustParse(t, validItem("request", `{"body":"\ufeff{\"a\":1}"}`, "response", `{"status_code":200,"body":"\ufeffa"}`)).Submissions[0]
+	if s.Request.ContentType != "application/json" {
+		t.Errorf("request content_type = %q, want application/json", s.Request.ContentType)
+	}
+	if s.Response.ContentType != "text/plain" {
+		t.Errorf("response content_type = %q, want text/plain", s.Response.ContentType)
+	}
+}

@@ -154,7 +154,7 @@ func New(submitter ports.ExchangeSubmitter, opts Options) *Recorder {
 		cancel:    cancel,
 	}
 	for _, name := range opts.MaskedHeaders {
-		r.masked[http.CanonicalHeaderKey(name)] = true
+		r.masked[domain.HeaderMaskKey(name)] = true
 	}
 	go r.run()
 	return r

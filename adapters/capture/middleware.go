@@ -267,7 +267,7 @@ func (r *Recorder) exchange(rec *record) domain.Exchange {
 // mask replaces the values of masked headers in h, a copy the recorder owns.
 func (r *Recorder) mask(h http.Header) {
 	for name, values := range h {
-		if r.masked[http.CanonicalHeaderKey(name)] {
+		if r.masked[domain.HeaderMaskKey(name)] {
 			for i := range values {
 				values[i] = domain.Mask
 			}

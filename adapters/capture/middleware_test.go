@@ -312,6 +312,23 @@ func TestMaskedHeadersAreConfigurable(t *testing.T) {
 	}
 }
 
+// The recorder masks as the service does: X_Api_Key is X-Api-Key to CGI, Rack,
+// Django and PHP applications.
+func TestMaskedHeadersMatchWithUnderscores(t *testing.T) {
+	sub := &fakeSubmitter{}
+	rec, srv := startRecorder(t, sub, capture.Options{}, http.HandlerFunc(okHandler))
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header["X_api_key"] = []string{secret}
+	req.Header["X_visible"] = []string{"kept"}
+	send(t, req)
+	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	closeRecorder(t, rec)
+	h := sub.exchanges()[0].Request.Header
+	if h["X_api_key"][0] != domain.Mask || h["X_visible"][0] != "kept" {
+		t.Errorf("captured %v: want X_api_key masked and X_visible kept", h)
+	}
+}
+
 func TestSkipAndName(t *testing.T) {
 	sub := &fakeSubmitter{}
 	rec, srv := startRecorder(t, sub, capture.Options{

@@ -74,6 +74,11 @@ func secretExchanges() string {
 		item(`{}`, `{"cvc":"SECRET-cvc"}`, `{"Content-Type":"application/problem+json"}`, `{"detail":{"ssn":"SECRET-ssn"}}`),
 		// forms without their Content-Type: redacted by their shape
 		item(`{}`, "user=VISIBLE-form&password=SECRET-bareform", `{"Content-Type":"text/plain"}`, "token=SECRET-plainform"),
+		// JSON sent as a form (curl -d), JSON after a byte order mark, a name
+		// encoding/json folds to password, a header CGI reads as X-Api-Key
+		item(`{"Content-Type":"application/x-www-form-urlencoded; charset=UTF-8","X_Api_Key":"SECRET-underscore"}`,
+			`{"user":"VISIBLE-user","password":"SECRET-formjson"}`, `{}`, "\uFEFF"+`{"token":"SECRET-bom"}`),
+		item(`{}`, `{"paſſword":"SECRET-longs"}`, `{}`, `{}`),
 	}, ",") + "]"
 }
 
