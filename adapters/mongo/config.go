@@ -3,6 +3,7 @@ package mongo
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -102,8 +103,7 @@ func (cfg Config) withDefaults() (Config, error) {
 func (cfg Config) clientOptions() (*options.ClientOptions, error) {
 	opts := options.Client().ApplyURI(cfg.URI)
 	if err := opts.Validate(); err != nil {
-		// The driver's reasons name options, never the password.
-		return nil, fmt.Errorf("mongo: config: URI is not a valid MongoDB connection string: %w", err)
+		return nil, fmt.Errorf("mongo: config: URI is not a valid MongoDB connection string: %s", withoutQuotedValues(err))
 	}
 	timeout := func(configured time.Duration, fromURI *time.Duration, fallback time.Duration, set func(time.Duration) *options.ClientOptions) {
 		switch {
@@ -117,4 +117,26 @@ func (cfg Config) clientOptions() (*options.ClientOptions, error) {
 	timeout(cfg.ServerSelectionTimeout, opts.ServerSelectionTimeout, DefaultServerSelectionTimeout, opts.SetServerSelectionTimeout)
 	timeout(cfg.OperationTimeout, opts.Timeout, DefaultOperationTimeout, opts.SetTimeout)
 	return opts, nil
+}
+
+var quoted = regexp.MustCompile(`"[^"]*"`)
+
+// withoutQuotedValues is err's text with what it quotes from the URI elided,
+// but option names (quoted after "for"): the driver quotes a bad escape in a
+// password ("%Q7") and an option's bad value, which may be a secret, and the
+// error reaches the logs.
+func withoutQuotedValues(err error) string {
+	reason := err.Error()
+	var out strings.Builder
+	copied := 0
+	for _, at := range quoted.FindAllStringIndex(reason, -1) {
+		if strings.HasSuffix(reason[:at[0]], "for ") {
+			continue
+		}
+		out.WriteString(reason[copied:at[0]])
+		out.WriteString(`"…"`)
+		copied = at[1]
+	}
+	out.WriteString(reason[copied:])
+	return out.String()
 }

@@ -2,6 +2,7 @@ package mongo_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,26 @@ func TestModuleStartFailsWithoutServer(t *testing.T) {
 	}
 	if err := app.Start(opCtx(t)); !errors.Is(err, ports.ErrUnavailable) {
 		t.Errorf("Start without a server = %v, want ErrUnavailable", err)
+	}
+}
+
+// A URI the driver refuses is reported without what the driver quotes from it:
+// a bad escape in a password, or an option's value, may be part of a secret.
+func TestBadURIReasonQuotesNoSecret(t *testing.T) {
+	t.Parallel()
+	for uri, want := range map[string]string{
+		"mongodb://app:Xy%Q7secret@db.example:27017":          "invalid password",
+		"mongodb://u:p@db.example/?connectTimeoutMS=Q7secret": `"connectTimeoutMS"`,
+		"mongodb://a:b/Q7secret@db":                           "unescaped slash in password",
+	} {
+		app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{URI: uri}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+		err := app.Err()
+		if err == nil {
+			t.Errorf("%s: accepted", uri)
+			continue
+		}
+		if strings.Contains(err.Error(), "Q7") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q in it and nothing of the URI's secret", uri, err, want)
+		}
 	}
 }
