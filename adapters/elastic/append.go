@@ -48,9 +48,10 @@ const maxReportedFailures = 5
 // index is a function of CreatedAt and the domain never changes a message's
 // CreatedAt, an id always lands in the same index, where _id is unique: a retry
 // finds its message already there (409) and counts that as success, leaving it
-// unchanged. Every message is encoded and checked before the first request, so
-// a message the cluster cannot take fails the batch with nothing written; the
-// encoded batch is then sent in requests of at most MaxRequestBytes, in order,
+// unchanged, once that message is durable (confirmDurable). Every message is
+// encoded and checked before the first request, so a message the cluster cannot
+// take fails the batch with nothing written; the encoded batch is then sent in
+// requests of at most MaxRequestBytes, in order,
 // stopping at the first that fails. Every item's status is checked; the batch
 // succeeds only if all did. Writes are not refreshed: they become searchable
 // within ReadLag.
@@ -130,7 +131,8 @@ func appendBulkEntry(dst []byte, index string, m domain.Message) []byte {
 }
 
 // bulk sends one bulk request holding the entries of msgs, the messages from
-// index first of the caller's batch, and checks every item.
+// index first of the caller's batch, and checks every item; messages that
+// already existed count once they are durable (confirmDurable).
 func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, first int) error {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
@@ -138,10 +140,29 @@ func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, fi
 	if err := s.do(ctx, "append", esapi.BulkRequest{Body: bytes.NewReader(body), FilterPath: bulkReplyFields}, &reply); err != nil {
 		return err
 	}
-	return checkBulk(msgs, first, reply)
+	if err := checkBulk(msgs, first, reply); err != nil {
+		return err
+	}
+	if existed := alreadyExisting(msgs, reply); len(existed) > 0 {
+		return s.confirmDurable(ctx, existed)
+	}
+	return nil
 }
 
-// checkBulk fails unless every message's item was created or already existed.
+// alreadyExisting returns the messages of a checked reply whose create found
+// them there (409).
+func alreadyExisting(msgs []domain.Message, reply bulkReply) []domain.Message {
+	var existed []domain.Message
+	for i, entry := range reply.Items {
+		if entry.Create.Status == http.StatusConflict {
+			existed = append(existed, msgs[i])
+		}
+	}
+	return existed
+}
+
+// checkBulk fails unless every message's item was created or already existed
+// (which bulk then confirms durable).
 // A batch whose failures are all transient wraps ports.ErrUnavailable, or
 // ports.ErrOverloaded when they are all 429 (the cluster's write queue is full),
 // so the caller retries it as a whole; items that did succeed then report 409.

@@ -112,6 +112,38 @@ func TestAppendExistingIsSuccess(t *testing.T) {
 	}
 }
 
+// A create that finds its message there counts only once that message is
+// durable: the write that created it may still be running, unsynced. Here the
+// first write is left unsynced by the index's async translog, as a write still
+// running would be; the retry is unavailable until a sync covers it.
+func TestAppendExistingCountsOnceDurable(t *testing.T) {
+	c := newCluster(t)
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = 2 * time.Second })
+	now := time.Now()
+	first := message(t, now)
+	index := dayIndex(cfg.IndexPrefix, first.CreatedAt)
+	c.must(http.MethodPut, "/"+index, map[string]any{"settings": map[string]any{
+		"index.translog.durability": "async", "index.translog.sync_interval": "1h"}}, nil)
+	if err := s.Append(t.Context(), []domain.Message{first}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Append(t.Context(), []domain.Message{first})
+	wantUnavailable(t, "Append again before the first write was synced", err)
+	if err != nil && !strings.Contains(err.Error(), "global checkpoint of "+index) {
+		t.Errorf("Append error %q should say which index's checkpoint is behind", err)
+	}
+
+	// A write of the index's default durability syncs the translog, the first
+	// write's operation with it.
+	c.must(http.MethodPut, "/"+index+"/_settings", map[string]any{"index.translog.durability": "request"}, nil)
+	if err := s.Append(t.Context(), []domain.Message{message(t, now.Add(time.Millisecond))}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Append of the synced message", 30*time.Second, func() error {
+		return s.Append(t.Context(), []domain.Message{first})
+	})
+}
+
 func TestAppendRefusesUnstorableMessages(t *testing.T) {
 	s, cfg := newStore(t)
 	now := time.Now()

@@ -19,7 +19,8 @@ const (
 	DefaultPingTimeout     = 2 * time.Second
 	// DefaultMaxRetries is how often the client retries a request that failed on
 	// the network or with 429, 502, 503 or 504. Retrying writes is safe: every
-	// bulk action is a create with the message id as _id.
+	// bulk action is a create with the message id as _id, and a create that
+	// finds its message there counts once that message is durable.
 	DefaultMaxRetries = 3
 	// DefaultMaxRequestBytes is Elasticsearch's default http.max_content_length.
 	DefaultMaxRequestBytes = 100 << 20

@@ -28,9 +28,10 @@
 // # Writes
 //
 // Append sends one bulk request of create actions, each into its day's index
-// with the message id as _id, and checks every item: 201 (created) and 409
-// (already there) succeed, anything else fails the batch and the error names
-// the messages. The index is a function of CreatedAt, which the domain never
+// with the message id as _id, and checks every item: 201 (created) succeeds,
+// and 409 (already there) once the document is durable (the write that created
+// it may still be running: see durable.go); anything else fails the batch and
+// the error names the messages. The index is a function of CreatedAt, which the domain never
 // changes for an id, so an id always goes to the same index, where _id is
 // unique: retries are idempotent. Transport errors, 5xx and index blocks wrap
 // ports.ErrUnavailable; 429 (a full queue: busy, not down) wraps
