@@ -72,6 +72,24 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// DroppedDefaults returns the default masked headers and redacted fields that p
+// does not mask or redact. A configured list replaces the defaults, so a deployer
+// listing a header of their own may stop masking Authorization unawares.
+func (p Policy) DroppedDefaults() (headers, fields []string) {
+	masked, redacted := p.maskSet(), p.redactSet()
+	for _, name := range DefaultMaskedHeaders {
+		if !masked[HeaderMaskKey(name)] {
+			headers = append(headers, name)
+		}
+	}
+	for _, name := range DefaultRedactedFields {
+		if !redacted.has(name) {
+			fields = append(fields, name)
+		}
+	}
+	return headers, fields
+}
+
 // maskSet returns the names to mask, as HeaderMaskKey writes them.
 func (p Policy) maskSet() map[string]bool {
 	set := make(map[string]bool, len(p.MaskedHeaders))

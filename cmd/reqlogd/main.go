@@ -23,6 +23,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Exit codes.
@@ -58,6 +59,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	logger := app.NewLogger(cfg)
 	defer func() { _ = logger.Sync() }()
 	warnShortKeys(logger, cfg.APIKeys)
+	warnDroppedDefaults(logger, cfg.Policy())
 
 	graph, err := options(cfg, logger)
 	if err != nil {
@@ -142,6 +144,23 @@ func warnShortKeys(logger *zap.Logger, keys []app.APIKey) {
 			logger.Warn(fmt.Sprintf("an API key is short: use random keys of at least %d characters, and check "+
 				"the entry's order (account:domain:key)", app.MinKeyLength), zap.Int("entry", i+1))
 		}
+	}
+}
+
+// warnDroppedDefaults names the default masked headers and redacted fields that
+// the configured lists leave out: their values will be stored.
+func warnDroppedDefaults(logger *zap.Logger, policy domain.Policy) {
+	headers, fields := policy.DroppedDefaults()
+	if len(headers) > 0 {
+		logger.Warn("REQLOG_MASKED_HEADERS leaves out default masked headers: their values will be stored",
+			zap.Strings("headers", headers))
+	}
+	switch {
+	case len(policy.RedactedFields) == 0:
+		logger.Warn("body redaction is off (REQLOG_REDACTED_FIELDS=none): passwords and tokens in bodies will be stored")
+	case len(fields) > 0:
+		logger.Warn("REQLOG_REDACTED_FIELDS leaves out default redacted fields: their values will be stored",
+			zap.Strings("fields", fields))
 	}
 }
 

@@ -204,3 +204,49 @@ func TestShortKeysAreWarnedAboutByPosition(t *testing.T) {
 		t.Errorf("the warning %q names a field of the entry", line)
 	}
 }
+
+// A configured list replaces the defaults: start-up names the default masked
+// headers and redacted fields it leaves out, and says when redaction is off.
+func TestDroppedDefaultsAreWarnedAbout(t *testing.T) {
+	for _, c := range []struct {
+		name, headers, fields string
+		want                  []string // one per warning, each in its message and fields
+	}{
+		{"defaults", "", "", nil},
+		{"defaults and more", "Authorization,Proxy-Authorization,cookie,SET-COOKIE,x_api_key,X-Tenant-Token", "password,passwd,secret,client_secret,private_key,api_key,access_token,refresh_token,id_token,token,authorization,card_number,cvv,cvc,ssn,pin", nil},
+		{"own lists", "X-Tenant-Token,Authorization", "pin,PassWord", []string{
+			"REQLOG_MASKED_HEADERS [Proxy-Authorization Cookie Set-Cookie X-Api-Key]",
+			"REQLOG_REDACTED_FIELDS [passwd secret client_secret private_key api_key access_token refresh_token id_token token authorization card_number cvv cvc ssn]"}},
+		{"redaction off", "", "none", []string{"redaction is off"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			if c.headers != "" {
+				env["REQLOG_MASKED_HEADERS"] = c.headers
+			}
+			if c.fields != "" {
+				env["REQLOG_REDACTED_FIELDS"] = c.fields
+			}
+			cfg, err := app.LoadConfig(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			warnDroppedDefaults(zap.New(core), cfg.Policy())
+			var got []string
+			for _, e := range logs.All() {
+				got = append(got, e.Message+" "+fmt.Sprint(e.ContextMap()))
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("warnings %q, want %d", got, len(c.want))
+			}
+			for i, want := range c.want {
+				for _, part := range strings.SplitN(want, " ", 2) {
+					if !strings.Contains(got[i], part) {
+						t.Errorf("warning %q lacks %q", got[i], part)
+					}
+				}
+			}
+		})
+	}
+}
