@@ -45,7 +45,8 @@ func DefaultRetryPolicy() RetryPolicy {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sends requests through hc (timeouts, proxies, TLS, transport).
+// WithHTTPClient sends requests through hc (timeouts, proxies, TLS, transport);
+// its CheckRedirect is replaced: the client follows no redirect.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
 // WithUserAgent sets the User-Agent header.
@@ -102,7 +103,18 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if c.http == nil {
 		c.http = http.DefaultClient
 	}
+	c.http = withoutRedirects(c.http)
 	return c, nil
+}
+
+// withoutRedirects is a copy of hc that follows no redirect: the API never
+// answers one, and net/http keeps Authorization on a redirect to the same host,
+// from https to http too, so following one could send the key in clear. A
+// redirect is returned as the reply it is, an *APIError.
+func withoutRedirects(hc *http.Client) *http.Client {
+	copied := *hc
+	copied.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &copied
 }
 
 // call is one logical API call; do may send it several times.

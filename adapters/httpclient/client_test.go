@@ -274,3 +274,37 @@ func TestBaseURLWithPathPrefix(t *testing.T) {
 		t.Errorf("Get through the prefix: %+v, %v", m, err)
 	}
 }
+
+// The client follows no redirect: net/http would send the API key along to the
+// same host, over plain http too. The redirect comes back as an APIError, and a
+// caller's own http.Client is left as it was.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var reached sync.Map // Authorization values the redirect target saw
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(r.Header.Get("Authorization"), true)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(target.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	own := &http.Client{Timeout: 10 * time.Second}
+	for name, c := range map[string]*httpclient.Client{
+		"default client": newClient(t, redirecting.URL),
+		"own client":     newClient(t, redirecting.URL, httpclient.WithHTTPClient(own)),
+	} {
+		_, err := c.List(context.Background(), httpclient.ListOptions{})
+		var apiErr *httpclient.APIError
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTemporaryRedirect {
+			t.Errorf("%s: List through a redirect: %v, want a 307 APIError", name, err)
+		}
+	}
+	reached.Range(func(auth, _ any) bool {
+		t.Errorf("the redirect was followed, with Authorization %q", auth)
+		return true
+	})
+	if own.CheckRedirect != nil {
+		t.Error("the caller's http.Client was changed")
+	}
+}
