@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
 	"mime"
 	"strings"
@@ -234,8 +233,8 @@ func plainSniff(body []byte) string {
 }
 
 // contentType is the media type of the Content-Type header without parameters;
-// without the header it is application/json for a JSON body (after a byte order
-// mark, if any), "" for an empty body, and the sniffed media type otherwise.
+// without the header it is application/json for a JSON body (after byte order
+// marks, if any), "" for an empty body, and the sniffed media type otherwise.
 func contentType(h Header, body []byte, sniff Sniffer) string {
 	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
 		return mediaType(values[0])
@@ -243,7 +242,7 @@ func contentType(h Header, body []byte, sniff Sniffer) string {
 	switch {
 	case len(body) == 0:
 		return ""
-	case validJSON(bytes.TrimPrefix(body, byteOrderMark)):
+	case validJSON(body[byteOrderMarks(body):]):
 		return "application/json"
 	default:
 		return mediaType(sniff(body))

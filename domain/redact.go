@@ -119,8 +119,10 @@ func foldPlain[T string | []byte](buf *[64]byte, name T) (folded []byte, ok bool
 
 // hasFormKey reports whether a form key names a redacted field, itself or in the
 // bracket notation of Rails, PHP and qs (user[password], password[],
-// user[credentials][token]): any of its segments counts.
+// user[credentials][token]): any of its segments counts. Spaces and line ends
+// around it do not count, as PHP drops leading spaces.
 func (f fieldSet) hasFormKey(name string) bool {
+	name = strings.TrimSpace(name)
 	if f.has(name) {
 		return true
 	}
@@ -143,27 +145,55 @@ func (p Policy) redactSet() fieldSet { return newFieldSet(p.RedactedFields) }
 const formMediaType = "application/x-www-form-urlencoded"
 
 // redactBody returns body as a message keeps it: the values of redacted fields
-// replaced in a form body (by its shape, or by its derived content type unless it
-// starts like JSON) or in any JSON body, whatever type it declares. JSON sent as
-// text/plain, text/json, under two Content-Types or as a form (curl -d and
-// jQuery send JSON as a form by default) carries the same secrets, and so do
-// JSON cut short, JSON after a byte order mark and a form sent without its
-// Content-Type. Other bodies are kept as they are. The result never refers to
-// body, which is the caller's to reuse afterwards.
+// replaced in a form body (by its shape or its derived content type) or in any
+// JSON body, whatever type it declares. JSON sent as text/plain, text/json,
+// under two Content-Types or as a form (curl -d and jQuery send JSON as a form
+// by default) carries the same secrets, and so do JSON cut short, JSON after
+// byte order marks and a form sent without its Content-Type. Other bodies are
+// kept as they are. The result never refers to body, which is the caller's to
+// reuse afterwards.
 func redactBody(body []byte, contentType string, fields fieldSet) string {
-	switch {
-	case fields.empty() || len(body) == 0:
+	if fields.empty() || len(body) == 0 {
 		return string(body)
-	case bytes.HasPrefix(body, byteOrderMark):
-		return string(byteOrderMark) + redactBody(body[len(byteOrderMark):], contentType, fields)
-	case formShaped(body) || (contentType == formMediaType && !startsLikeJSON(body)):
+	}
+	// The marks are kept, and skipped in one step: a call each would copy the
+	// rest of the body each time.
+	if marks := byteOrderMarks(body); marks > 0 {
+		return string(body[:marks]) + redactBody(body[marks:], contentType, fields)
+	}
+	switch {
+	case formShaped(body):
 		return redactForm(string(body), fields)
+	case contentType == formMediaType:
+		return redactDeclaredForm(body, fields)
 	}
 	return redactJSON(body, fields)
 }
 
+// redactDeclaredForm redacts a body whose content type is a form: as JSON when
+// it is valid JSON, as a form otherwise, and as both when it starts like JSON
+// without being valid (JSON cut short, or a form whose first key has a bracket).
+func redactDeclaredForm(body []byte, fields fieldSet) string {
+	if !startsLikeJSON(body) {
+		return redactForm(string(body), fields)
+	}
+	if redacted, valid := redactValidJSON(body, fields); valid {
+		return redacted
+	}
+	return redactForm(redactBrokenJSON(body, fields), fields)
+}
+
 // byteOrderMark is UTF-8's; RFC 8259 lets a JSON parser ignore it, and many do.
 var byteOrderMark = []byte("\uFEFF")
+
+// byteOrderMarks is the length of the byte order marks body starts with.
+func byteOrderMarks(body []byte) int {
+	n := 0
+	for bytes.HasPrefix(body[n:], byteOrderMark) {
+		n += len(byteOrderMark)
+	}
+	return n
+}
 
 // startsLikeJSON reports whether body's first byte after whitespace opens an
 // object or an array.
@@ -174,10 +204,10 @@ func startsLikeJSON(body []byte) bool {
 
 // formShaped reports whether body can only be a form: nothing but the characters
 // of a URL query (no spaces, quotes or braces, so never JSON or prose) and an =
-// in every &-separated pair. Line ends after the last pair, as a file or a
-// heredoc leaves them, do not count.
+// in every &-separated pair. Line ends around the pairs, as a file or a heredoc
+// leaves them, do not count.
 func formShaped(body []byte) bool {
-	body = bytes.TrimRight(body, "\r\n")
+	body = bytes.Trim(body, "\r\n")
 	for i := range len(body) {
 		if !queryChar[body[i]] {
 			return false // JSON and prose stop here, mostly at their first byte
@@ -206,11 +236,19 @@ var queryChar = func() (t [256]bool) {
 // (key order, whitespace, number spelling) is kept, which decoding and
 // re-encoding would not do.
 func redactJSON(body []byte, fields fieldSet) string {
+	if redacted, valid := redactValidJSON(body, fields); valid {
+		return redacted
+	}
+	return redactBrokenJSON(body, fields)
+}
+
+// redactValidJSON redacts body if it is valid JSON, reporting whether it was.
+func redactValidJSON(body []byte, fields fieldSet) (redacted string, valid bool) {
 	rec := jsonRecorder{redact: fields}
 	if checkJSON(body, maxJSONDepth, &rec) != jsonValid {
-		return redactBrokenJSON(body, fields)
+		return "", false
 	}
-	return masked(body, rec.masked)
+	return masked(body, rec.masked), true
 }
 
 // masked copies body with each of the ordered, disjoint spans replaced by the mask.

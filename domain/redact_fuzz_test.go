@@ -51,11 +51,29 @@ func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
 	f.Fuzz(checkEncodingJSONAgrees)
 }
 
+// FuzzRedactBody redacts any body under the content types that decide its
+// path: none, prose, a form, JSON.
+func FuzzRedactBody(f *testing.F) {
+	for _, seed := range []string{`{"password":"x"}`, "password=x\n", "\uFEFF\uFEFF[a]=1&token=2", " password=x", `[{"cvv":1}`, "a b"} {
+		for kind := range uint8(4) {
+			f.Add(seed, kind)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body string, kind uint8) {
+		ct := []string{"", "text/plain", formMediaType, "application/json"}[kind%4]
+		out := redactBody([]byte(body), ct, defaultFields)
+		checkRedacted(t, body, out, ct, defaultFields)
+		if again := redactBody([]byte(out), ct, defaultFields); again != out {
+			t.Fatalf("redacting %q as %q twice changed %q to %q", body, ct, out, again)
+		}
+	})
+}
+
 func FuzzRedactForm(f *testing.F) {
 	for _, seed := range []string{
 		"user=bob&password=hunter2&next=%2Fhome", "pass%77ord=x&pass+word=y", "password&&token=t=u",
 		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%", "user[password]=x&a%5Btoken%5D[]=y",
-		`{"password":"x"}`, "\uFEFFpassword=x\n", "[a]=1&token=2\r\n",
+		`{"password":"x"}`, "\uFEFFpassword=x\n", "[a]=1&token=2\r\n", "[pAsswd=0 0", "{a}=1&password=2&n=\u00e9",
 	} {
 		f.Add(seed)
 	}

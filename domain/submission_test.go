@@ -263,7 +263,7 @@ func assertFields(t *testing.T, err error, fields ...string) {
 // JSON after a UTF-8 byte order mark, which RFC 8259 lets parsers ignore, is
 // JSON to the derived content_type too.
 func TestContentTypeOfJSONAfterAByteOrderMark(t *testing.T) {
-	s := mustParse(t, validItem("request", `{"body":"\ufeff{\"a\":1}"}`, "response", `{"status_code":200,"body":"\ufeffa"}`)).Submissions[0]
+	s := mustParse(t, validItem("request", `{"body":"\ufeff\ufeff{\"a\":1}"}`, "response", `{"status_code":200,"body":"\ufeffa"}`)).Submissions[0]
 	if s.Request.ContentType != "application/json" {
 		t.Errorf("request content_type = %q, want application/json", s.Request.ContentType)
 	}
