@@ -103,7 +103,7 @@ func (cfg Config) withDefaults() (Config, error) {
 func (cfg Config) clientOptions() (*options.ClientOptions, error) {
 	opts := options.Client().ApplyURI(cfg.URI)
 	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("mongo: config: URI is not a valid MongoDB connection string: %s", withoutQuotedValues(err))
+		return nil, fmt.Errorf("mongo: config: URI is not a valid MongoDB connection string: %s", withoutURIParts(cfg.URI, err))
 	}
 	timeout := func(configured time.Duration, fromURI *time.Duration, fallback time.Duration, set func(time.Duration) *options.ClientOptions) {
 		switch {
@@ -119,14 +119,26 @@ func (cfg Config) clientOptions() (*options.ClientOptions, error) {
 	return opts, nil
 }
 
-var quoted = regexp.MustCompile(`"[^"]*"`)
+// quoted is a string as Go's %q writes it, escaped quotes included.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
-// withoutQuotedValues is err's text with what it quotes from the URI elided,
-// but option names (quoted after "for"): the driver quotes a bad escape in a
-// password ("%Q7") and an option's bad value, which may be a secret, and the
-// error reaches the logs.
-func withoutQuotedValues(err error) string {
+// withoutURIParts is err's text, about uri, without what it may quote of uri's
+// secrets: the user information (the whole authority when it has no '@', since
+// a forgotten host leaves the password there, which net.AddrError repeats), and
+// every quoted part but option names (quoted after "for"): the driver quotes a
+// bad escape in a password ("%Q7") and an option's bad value, which may be a
+// secret. The error reaches the logs.
+func withoutURIParts(uri string, err error) string {
 	reason := err.Error()
+	if _, rest, found := strings.Cut(uri, "://"); found {
+		authority := rest[:strings.IndexAny(rest+"/", "/?")]
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			authority = authority[:at]
+		}
+		if authority != "" {
+			reason = strings.ReplaceAll(reason, authority, "…")
+		}
+	}
 	var out strings.Builder
 	copied := 0
 	for _, at := range quoted.FindAllStringIndex(reason, -1) {

@@ -75,9 +75,12 @@ func TestModuleStartFailsWithoutServer(t *testing.T) {
 func TestBadURIReasonQuotesNoSecret(t *testing.T) {
 	t.Parallel()
 	for uri, want := range map[string]string{
-		"mongodb://app:Xy%Q7secret@db.example:27017":          "invalid password",
-		"mongodb://u:p@db.example/?connectTimeoutMS=Q7secret": `"connectTimeoutMS"`,
-		"mongodb://a:b/Q7secret@db":                           "unescaped slash in password",
+		"mongodb://app:Xy%Q7secret@db.example:27017":                         "invalid password",
+		"mongodb://u:p@db.example/?connectTimeoutMS=Q7secret":                `"connectTimeoutMS"`,
+		"mongodb://a:b/Q7secret@db":                                          "unescaped slash in password",
+		`mongodb://db.example/?connectTimeoutMS=ab"Q7secret`:                 `"connectTimeoutMS"`,
+		"mongodb://db.example/?tlsCertificateKeyFilePassword=x%zz\"Q7secret": "invalid",
+		"mongodb://user:SE:CRETQ7":                                           "too many colons",
 	} {
 		app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{URI: uri}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
 		err := app.Err()
