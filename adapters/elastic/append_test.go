@@ -129,7 +129,7 @@ func TestAppendExistingCountsOnceDurable(t *testing.T) {
 	}
 	err := s.Append(t.Context(), []domain.Message{first})
 	wantUnavailable(t, "Append again before the first write was synced", err)
-	if err != nil && !strings.Contains(err.Error(), "global checkpoint of "+index) {
+	if err != nil && !strings.Contains(err.Error(), "of "+index+", the global checkpoint is") {
 		t.Errorf("Append error %q should say which index's checkpoint is behind", err)
 	}
 

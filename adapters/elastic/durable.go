@@ -107,20 +107,28 @@ func (s *Store) seqNos(ctx context.Context, msgs []domain.Message) (map[string]i
 // statsReply is what notYetDurable reads of shard-level index stats.
 type statsReply struct {
 	Indices map[string]struct {
-		Shards map[string][]struct {
-			Routing struct {
-				Primary bool `json:"primary"`
-			} `json:"routing"`
-			SeqNo struct {
-				GlobalCheckpoint int64 `json:"global_checkpoint"`
-			} `json:"seq_no"`
-		} `json:"shards"`
+		Shards map[string][]shardCopy `json:"shards"`
 	} `json:"indices"`
 }
 
-// notYetDurable says which indices' global checkpoints are still below the
-// sequence number needed, or "" when none is. Daily indices have one shard, so
-// its primary's global checkpoint is the index's.
+// shardCopy is one copy of a shard in the stats.
+type shardCopy struct {
+	Routing struct {
+		Primary bool `json:"primary"`
+	} `json:"routing"`
+	SeqNo struct { // absent while the copy's engine is closed
+		GlobalCheckpoint *int64 `json:"global_checkpoint"`
+		MaxSeqNo         *int64 `json:"max_seq_no"`
+	} `json:"seq_no"`
+}
+
+// notYetDurable says which indices still have a shard whose global checkpoint is
+// below the sequence number needed, or "" when none has. Sequence numbers are
+// per shard, and the reply does not say which shard holds a document, so every
+// primary must reach the number needed or its own highest one: the document's
+// shard holds the number needed, so its checkpoint must reach it, and a shard
+// with fewer operations is done once all of its own are durable. Daily indices
+// have one shard, but an index created otherwise may have more.
 func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (string, error) {
 	indices := make([]string, 0, len(need))
 	for index := range need {
@@ -129,23 +137,41 @@ func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (strin
 	var reply statsReply
 	if err := s.do(ctx, "read global checkpoints", esapi.IndicesStatsRequest{
 		Index: indices, Metric: []string{"docs"}, Level: "shards",
-		FilterPath: []string{"indices.*.shards.*.routing.primary", "indices.*.shards.*.seq_no.global_checkpoint"},
+		FilterPath: []string{"indices.*.shards.*.routing.primary", "indices.*.shards.*.seq_no.global_checkpoint",
+			"indices.*.shards.*.seq_no.max_seq_no"},
 	}, &reply); err != nil {
 		return "", err
 	}
 	var behind []string
 	for index, seqNo := range need {
-		checkpoint, found := int64(-1), false
-		for _, copies := range reply.Indices[index].Shards {
-			for _, c := range copies {
-				if c.Routing.Primary {
-					checkpoint, found = c.SeqNo.GlobalCheckpoint, true
-				}
-			}
+		shards := reply.Indices[index].Shards
+		if len(shards) == 0 {
+			behind = append(behind, fmt.Sprintf("the stats of %s have no shards", index))
 		}
-		if !found || checkpoint < seqNo {
-			behind = append(behind, fmt.Sprintf("the global checkpoint of %s is %d, below %d", index, checkpoint, seqNo))
+		for shard, copies := range shards {
+			if reason := shardBehind(copies, seqNo); reason != "" {
+				behind = append(behind, fmt.Sprintf("in shard %s of %s, %s", shard, index, reason))
+			}
 		}
 	}
 	return strings.Join(behind, "; "), nil
+}
+
+// shardBehind says why a shard's primary does not yet show every operation up to
+// seqNo, or up to its own highest one if lower, durable; "" when it does.
+func shardBehind(copies []shardCopy, seqNo int64) string {
+	for _, c := range copies {
+		if !c.Routing.Primary {
+			continue
+		}
+		global, highest := c.SeqNo.GlobalCheckpoint, c.SeqNo.MaxSeqNo
+		switch {
+		case global == nil || highest == nil:
+			return "the primary reports no sequence numbers"
+		case *global < min(seqNo, *highest):
+			return fmt.Sprintf("the global checkpoint is %d, below %d", *global, min(seqNo, *highest))
+		}
+		return ""
+	}
+	return "no primary is reported"
 }
