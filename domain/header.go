@@ -161,18 +161,17 @@ func HeaderMaskKey(name string) string {
 }
 
 func appendHeaderMaskKey[T string | []byte](dst []byte, name T) []byte {
+	start := len(dst)
 	for i := range len(name) {
-		c := name[i]
-		if c == '_' {
-			c = '-'
+		if c := name[i]; c == '_' {
+			dst = append(dst, '-')
+		} else {
+			dst = append(dst, c)
 		}
-		switch upper := i == 0 || name[i-1] == '-' || name[i-1] == '_'; {
-		case upper && 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case !upper && 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
+	}
+	key := dst[start:]
+	for i := range key {
+		key[i] = canonicalHeaderByte(key, i) // reads key[i-1] only to find a '-'
 	}
 	return dst
 }

@@ -132,3 +132,24 @@ func TestMaskedHeaderValuesAreNotKept(t *testing.T) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+// HeaderMaskKey is textproto's canonical form of the name with '_' as '-', and
+// masks agrees with it on every canonical name.
+func FuzzHeaderMaskKey(f *testing.F) {
+	for _, seed := range []string{"x_api_key", "X-API-KEY", "_a_", "a__b", strings.Repeat("a_", 40)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if !isToken(name) {
+			return
+		}
+		key := HeaderMaskKey(name)
+		if want := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(name, "_", "-")); key != want {
+			t.Fatalf("HeaderMaskKey(%q) = %q, want %q", name, key, want)
+		}
+		canonical := CanonicalHeaderName(name)
+		if !masks(map[string]bool{key: true}, canonical) || !masks(map[string]bool{key: true}, []byte(canonical)) {
+			t.Fatalf("masks does not find %q (canonical %q) under its key %q", name, canonical, key)
+		}
+	})
+}
