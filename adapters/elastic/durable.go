@@ -32,7 +32,8 @@ const (
 
 // confirmDurable returns once every message of existed, each one a create found
 // already there, is durable, or fails with ports.ErrUnavailable when ctx ends
-// first or a message cannot be found (it may have been purged since).
+// first or a message cannot be read back (a replica without it yet, or purged
+// since).
 func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) error {
 	seqNos, err := s.seqNos(ctx, existed)
 	if err != nil {
@@ -94,8 +95,8 @@ func (s *Store) seqNos(ctx context.Context, msgs []domain.Message) (map[string]i
 	highest := make(map[string]int64)
 	for i, d := range reply.Docs {
 		if !d.Found || d.SeqNo == nil {
-			return nil, fmt.Errorf("elastic: append: %w: message %s already existed when created, and is gone now",
-				ports.ErrUnavailable, msgs[i].ID)
+			return nil, fmt.Errorf("elastic: append: %w: message %s already existed when created, but a read does not "+
+				"find it (not yet on the copy read, or purged since)", ports.ErrUnavailable, msgs[i].ID)
 		}
 		if seqNo, seen := highest[d.Index]; !seen || *d.SeqNo > seqNo {
 			highest[d.Index] = *d.SeqNo
