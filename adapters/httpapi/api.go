@@ -87,24 +87,27 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 // routes registers every endpoint; openapi.json must list exactly these (a test
 // walks them).
 func (a *api) routes(r *mux.Router) {
-	r.HandleFunc("/healthz", a.healthz).Methods(readMethods...)
-	r.HandleFunc("/readyz", a.readyz).Methods(readMethods...)
-	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods...)
-	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods...)
+	r.HandleFunc("/healthz", a.healthz).Methods(readMethods()...)
+	r.HandleFunc("/readyz", a.readyz).Methods(readMethods()...)
+	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods()...)
+	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods()...)
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
 	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods...)
-	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods...)
+	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
+	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods()...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
-	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods...)
-	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods...)
+	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
+	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC
 // 9110 §9.3.2), as load balancers' health checks expect. The handler runs in full
-// and net/http drops the body, so status and headers are those of the GET.
-var readMethods = []string{http.MethodGet, http.MethodHead}
+// and net/http drops the body, so status and headers are those of the GET. The
+// slice is new at each call: mux upper-cases the slice it is given in place and
+// keeps it, so one shared slice was written by each router being built while
+// another router read it (a data race between two servers in one process).
+func readMethods() []string { return []string{http.MethodGet, http.MethodHead} }
 
 func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgHealthy})

@@ -531,3 +531,21 @@ func flipFirstLetter(s string) string {
 	}
 	return "msg_" + string(b)
 }
+
+// Handlers built while another serves share nothing mux writes to: under -race
+// this failed while every router was given one package-level slice of methods,
+// which mux upper-cases in place.
+func TestHandlersBuiltWhileAnotherServes(t *testing.T) {
+	serving := newFixture(t, setup{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			serving.do(t, request{method: http.MethodGet, target: "/healthz"})
+		}
+	}()
+	for range 20 {
+		newFixture(t, setup{})
+	}
+	<-done
+}
