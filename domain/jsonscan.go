@@ -259,15 +259,7 @@ func appendUnquoted(b, s []byte) []byte {
 func hex4(s []byte) rune {
 	var r rune
 	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		default:
-			c = c - 'A' + 10
-		}
-		r = r<<4 | rune(c)
+		r = r<<4 | rune(unhex(c))
 	}
 	return r
 }

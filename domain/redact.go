@@ -2,7 +2,6 @@ package domain
 
 import (
 	"bytes"
-	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -180,7 +179,60 @@ func redactDeclaredForm(body []byte, fields fieldSet) string {
 	if redacted, valid := redactValidJSON(body, fields); valid {
 		return redacted
 	}
-	return redactForm(redactBrokenJSON(body, fields), fields)
+	// A pass can uncover what the other reads anew (masking a form value can drop
+	// the quote that opened a JSON string), so they run until neither changes
+	// anything, and redacting the result again changes nothing either.
+	redacted := redactForm(redactBrokenJSON(body, fields), fields)
+	for range maxBothWaysPasses {
+		again := redactForm(redactBrokenJSON([]byte(redacted), fields), fields)
+		if again == redacted {
+			break
+		}
+		redacted = again
+	}
+	return redacted
+}
+
+// maxBothWaysPasses bounds redactDeclaredForm's further passes; each masks more,
+// and the fuzzer's worst case settles after two.
+const maxBothWaysPasses = 8
+
+// formKeyName decodes a form key as the most lenient server reads it (PHP): '+'
+// is a space, a valid %XX its byte, a bad escape kept as written, and the name
+// ends at a decoded NUL. A strict decoder that gave up on a bad escape elsewhere
+// in the key would miss pass%77ord[%zz].
+func formKeyName(key string) string {
+	if !strings.ContainsAny(key, "+%") {
+		return key
+	}
+	name := make([]byte, 0, len(key))
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c == '+':
+			name = append(name, ' ')
+		case c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]):
+			b := unhex(key[i+1])<<4 | unhex(key[i+2])
+			if b == 0 {
+				return string(name)
+			}
+			name = append(name, b)
+			i += 2
+		default:
+			name = append(name, c)
+		}
+	}
+	return string(name)
+}
+
+// unhex is the value of the hex digit c.
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 // byteOrderMark is UTF-8's; RFC 8259 lets a JSON parser ignore it, and many do.
@@ -341,11 +393,7 @@ func redactForm(body string, fields fieldSet) string {
 		if !hasValue {
 			continue
 		}
-		name, err := url.QueryUnescape(key)
-		if err != nil {
-			name = key
-		}
-		if fields.hasFormKey(name) {
+		if fields.hasFormKey(formKeyName(key)) {
 			pairs[i] = key + "=" + Mask
 			changed = true
 		}

@@ -54,7 +54,8 @@ func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
 // FuzzRedactBody redacts any body under the content types that decide its
 // path: none, prose, a form, JSON.
 func FuzzRedactBody(f *testing.F) {
-	for _, seed := range []string{`{"password":"x"}`, "password=x\n", "\uFEFF\uFEFF[a]=1&token=2", " password=x", `[{"cvv":1}`, "a b"} {
+	for _, seed := range []string{`{"password":"x"}`, "password=x\n", "\uFEFF\uFEFF[a]=1&token=2", " password=x", `[{"cvv":1}`, "a b",
+		`[token]="&{"password":1`, "pass%77ord[%zz]=1", "password%00x=1"} {
 		for kind := range uint8(4) {
 			f.Add(seed, kind)
 		}
