@@ -3,7 +3,10 @@ package mongo
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,24 +122,42 @@ func (cfg Config) clientOptions() (*options.ClientOptions, error) {
 	return opts, nil
 }
 
+// minElided is the shortest part of a URI elided from an error: shorter ones
+// would cut up the words around them, and give nothing away.
+const minElided = 3
+
 // quoted is a string as Go's %q writes it, escaped quotes included.
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
-// withoutURIParts is err's text, about uri, without what it may quote of uri's
-// secrets: the user information (the whole authority when it has no '@', since
-// a forgotten host leaves the password there, which net.AddrError repeats), and
-// every quoted part but option names (quoted after "for"): the driver quotes a
-// bad escape in a password ("%Q7") and an option's bad value, which may be a
-// secret. The error reaches the logs.
+// withoutURIParts is err's text, about uri, without what it may repeat of uri's
+// secrets: the user information, and every host when there is no '@' (a
+// forgotten host leaves the password there), raw and percent-decoded as the
+// driver decodes hosts; the address of a net.AddrError; and every quoted part
+// but option names (quoted after "for"), since the driver quotes a bad escape
+// in a password ("%Q7") and an option's bad value. The error reaches the logs.
 func withoutURIParts(uri string, err error) string {
 	reason := err.Error()
+	var secrets []string
 	if _, rest, found := strings.Cut(uri, "://"); found {
 		authority := rest[:strings.IndexAny(rest+"/", "/?")]
 		if at := strings.LastIndex(authority, "@"); at >= 0 {
-			authority = authority[:at]
+			secrets = append(secrets, authority[:at])
+		} else {
+			secrets = append(secrets, strings.Split(authority, ",")...)
 		}
-		if authority != "" {
-			reason = strings.ReplaceAll(reason, authority, "…")
+		for _, raw := range secrets {
+			if decoded, err := url.QueryUnescape(raw); err == nil {
+				secrets = append(secrets, decoded)
+			}
+		}
+	}
+	if addrErr := (*net.AddrError)(nil); errors.As(err, &addrErr) {
+		secrets = append(secrets, addrErr.Addr)
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) }) // longest first: one may hold another
+	for _, secret := range secrets {
+		if len(secret) >= minElided {
+			reason = strings.ReplaceAll(reason, secret, "…")
 		}
 	}
 	var out strings.Builder

@@ -81,6 +81,13 @@ func TestBadURIReasonQuotesNoSecret(t *testing.T) {
 		`mongodb://db.example/?connectTimeoutMS=ab"Q7secret`:                 `"connectTimeoutMS"`,
 		"mongodb://db.example/?tlsCertificateKeyFilePassword=x%zz\"Q7secret": "invalid",
 		"mongodb://user:SE:CRETQ7":                                           "too many colons",
+		"mongodb://app:p%3AssQ7":                                             "too many colons",
+		"mongodb+srv://app:p%3AssQ7":                                         "invalid",
+		"mongodb://app:Q7sec%40ret:x":                                        "invalid",
+		"mongodb://app:%5BQ7secret":                                          "invalid",
+		"mongodb://app:Q7+se:cret":                                           "invalid",
+		"mongodb://app:SE:CRETQ7,db2":                                        "invalid",
+		"mongodb://app:SE:CRETQ7,db2:27017":                                  "invalid",
 	} {
 		app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{URI: uri}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
 		err := app.Err()
