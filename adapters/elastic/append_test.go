@@ -144,6 +144,57 @@ func TestAppendExistingCountsOnceDurable(t *testing.T) {
 	})
 }
 
+// A document replaced while its durability is awaited (as a failed-over
+// primary's successor reuses a lost operation's place) is not counted: the
+// document is read again once its checkpoint passes, and must be the one read
+// before.
+func TestAppendExistingMustBeTheDocumentAwaited(t *testing.T) {
+	c := newCluster(t)
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = time.Minute })
+	now := time.Now()
+	first := message(t, now)
+	index := dayIndex(cfg.IndexPrefix, first.CreatedAt)
+	c.must(http.MethodPut, "/"+index, map[string]any{"settings": map[string]any{
+		"index.translog.durability": "async", "index.translog.sync_interval": "1h"}}, nil)
+	if err := s.Append(t.Context(), []domain.Message{first}); err != nil {
+		t.Fatal(err)
+	}
+	gets := func() int64 {
+		var stats struct {
+			All struct {
+				Total struct {
+					Get struct {
+						Total int64 `json:"total"`
+					} `json:"get"`
+				} `json:"total"`
+			} `json:"_all"`
+		}
+		c.must(http.MethodGet, "/"+index+"/_stats/get", nil, &stats)
+		return stats.All.Total.Get.Total
+	}
+	before := gets()
+	retried := make(chan error, 1)
+	go func() { retried <- s.Append(t.Context(), []domain.Message{first}) }()
+	waitFor(t, "the retry to read the document", 30*time.Second, func() error {
+		if gets() == before {
+			return errors.New("no realtime get yet")
+		}
+		return nil
+	})
+	// The document is replaced, then everything is synced: the checkpoint passes
+	// the sequence number the retry awaits.
+	c.must(http.MethodPut, "/"+index+"/_doc/"+first.ID+"?refresh=false", map[string]any{"id": first.ID}, nil)
+	c.must(http.MethodPut, "/"+index+"/_settings", map[string]any{"index.translog.durability": "request"}, nil)
+	if err := s.Append(t.Context(), []domain.Message{message(t, now.Add(time.Millisecond))}); err != nil {
+		t.Fatal(err)
+	}
+	err := <-retried
+	wantUnavailable(t, "a retry whose document was replaced", err)
+	if err != nil && !strings.Contains(err.Error(), "changed from sequence number") {
+		t.Errorf("Append error %q should say the document changed", err)
+	}
+}
+
 func TestAppendRefusesUnstorableMessages(t *testing.T) {
 	s, cfg := newStore(t)
 	now := time.Now()

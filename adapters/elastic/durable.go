@@ -20,8 +20,10 @@ import (
 // given the same Idempotency-Key. Counting the 409 as stored would acknowledge
 // what a crash can still lose, so Append first waits until the document's
 // operation is at or below its shard's global checkpoint, which Elasticsearch
-// advances only once every in-sync copy has fsynced the operations below it.
-// Retries are rare, and so are the two requests this costs.
+// advances only once every in-sync copy has fsynced the operations below it,
+// and then reads the document again: a primary that failed before copying it
+// loses it, and its successor may reuse its sequence number under a new term.
+// Retries are rare, and so are the requests this costs.
 
 // durabilityPoll is the first wait between two reads of the global checkpoint;
 // it doubles up to durabilityPollMax.
@@ -32,18 +34,25 @@ const (
 
 // confirmDurable returns once every message of existed, each one a create found
 // already there, is durable, or fails with ports.ErrUnavailable when ctx ends
-// first or a message cannot be read back (a replica without it yet, or purged
-// since).
+// first or a message cannot be read back as it was (a replica without it yet, a
+// primary that lost it, or purged since).
 func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) error {
-	seqNos, err := s.seqNos(ctx, existed)
+	versions, err := s.readVersions(ctx, existed)
 	if err != nil {
 		return err
 	}
+	need := make(map[string]int64) // index: the highest sequence number to be durable
+	for _, v := range versions {
+		need[v.index] = max(need[v.index], v.seqNo)
+	}
 	wait := durabilityPoll
 	for {
-		behind, err := s.notYetDurable(ctx, seqNos)
-		if err != nil || behind == "" {
+		behind, err := s.notYetDurable(ctx, need)
+		if err != nil {
 			return err
+		}
+		if behind == "" {
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -53,22 +62,39 @@ func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) er
 		}
 		wait = min(2*wait, durabilityPollMax)
 	}
+	again, err := s.readVersions(ctx, existed)
+	if err != nil {
+		return err
+	}
+	for i, v := range again {
+		if v != versions[i] {
+			return fmt.Errorf("elastic: append: %w: message %s changed from sequence number %d (term %d) to %d (term %d) "+
+				"while its durability was confirmed: a primary failed over", ports.ErrUnavailable, existed[i].ID,
+				versions[i].seqNo, versions[i].primaryTerm, v.seqNo, v.primaryTerm)
+		}
+	}
+	return nil
+}
+
+// version is where a document's operation stands in its shard's history.
+type version struct {
+	index              string
+	seqNo, primaryTerm int64
 }
 
 // mgetReply is what confirmDurable reads of a realtime multi-get.
 type mgetReply struct {
 	Docs []struct {
-		Index string `json:"_index"`
-		ID    string `json:"_id"`
-		Found bool   `json:"found"`
-		SeqNo *int64 `json:"_seq_no"`
+		Index       string `json:"_index"`
+		Found       bool   `json:"found"`
+		SeqNo       *int64 `json:"_seq_no"`
+		PrimaryTerm *int64 `json:"_primary_term"`
 	} `json:"docs"`
 }
 
-// seqNos reads the sequence number of each message's document in realtime (from
-// the translog if need be, so before a refresh) and returns the highest of each
-// index.
-func (s *Store) seqNos(ctx context.Context, msgs []domain.Message) (map[string]int64, error) {
+// readVersions reads each message's document in realtime (from the translog if
+// need be, so before a refresh): its index, sequence number and primary term.
+func (s *Store) readVersions(ctx context.Context, msgs []domain.Message) ([]version, error) {
 	type doc struct {
 		Index string `json:"_index"`
 		ID    string `json:"_id"`
@@ -84,7 +110,7 @@ func (s *Store) seqNos(ctx context.Context, msgs []domain.Message) (map[string]i
 	var reply mgetReply
 	if err := s.do(ctx, "confirm existing messages", esapi.MgetRequest{
 		Body: body, Realtime: ptr(true), Source: []string{"false"},
-		FilterPath: []string{"docs._index", "docs._id", "docs.found", "docs._seq_no"},
+		FilterPath: []string{"docs._index", "docs.found", "docs._seq_no", "docs._primary_term"},
 	}, &reply); err != nil {
 		return nil, err
 	}
@@ -92,17 +118,15 @@ func (s *Store) seqNos(ctx context.Context, msgs []domain.Message) (map[string]i
 		return nil, fmt.Errorf("elastic: append: confirming existing messages: %d documents in the reply for %d messages",
 			len(reply.Docs), len(msgs))
 	}
-	highest := make(map[string]int64)
+	versions := make([]version, len(msgs))
 	for i, d := range reply.Docs {
-		if !d.Found || d.SeqNo == nil {
+		if !d.Found || d.SeqNo == nil || d.PrimaryTerm == nil {
 			return nil, fmt.Errorf("elastic: append: %w: message %s already existed when created, but a read does not "+
-				"find it (not yet on the copy read, or purged since)", ports.ErrUnavailable, msgs[i].ID)
+				"find it (not yet on the copy read, lost by a failed primary, or purged since)", ports.ErrUnavailable, msgs[i].ID)
 		}
-		if seqNo, seen := highest[d.Index]; !seen || *d.SeqNo > seqNo {
-			highest[d.Index] = *d.SeqNo
-		}
+		versions[i] = version{index: d.Index, seqNo: *d.SeqNo, primaryTerm: *d.PrimaryTerm}
 	}
-	return highest, nil
+	return versions, nil
 }
 
 // statsReply is what notYetDurable reads of shard-level index stats.
@@ -119,17 +143,15 @@ type shardCopy struct {
 	} `json:"routing"`
 	SeqNo struct { // absent while the copy's engine is closed
 		GlobalCheckpoint *int64 `json:"global_checkpoint"`
-		MaxSeqNo         *int64 `json:"max_seq_no"`
 	} `json:"seq_no"`
 }
 
 // notYetDurable says which indices still have a shard whose global checkpoint is
-// below the sequence number needed, or "" when none has. Sequence numbers are
-// per shard, and the reply does not say which shard holds a document, so every
-// primary must reach the number needed or its own highest one: the document's
-// shard holds the number needed, so its checkpoint must reach it, and a shard
-// with fewer operations is done once all of its own are durable. Daily indices
-// have one shard, but an index created otherwise may have more.
+// below the sequence number needed, or "" when none has. Daily indices have one
+// shard. Sequence numbers are per shard, and neither reply says which shard
+// holds a document, so on an index created with more, every primary must reach
+// the number: safe, but a shard with fewer operations keeps the wait going until
+// it gets them, or until the request's deadline.
 func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (string, error) {
 	indices := make([]string, 0, len(need))
 	for index := range need {
@@ -138,8 +160,7 @@ func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (strin
 	var reply statsReply
 	if err := s.do(ctx, "read global checkpoints", esapi.IndicesStatsRequest{
 		Index: indices, Metric: []string{"docs"}, Level: "shards",
-		FilterPath: []string{"indices.*.shards.*.routing.primary", "indices.*.shards.*.seq_no.global_checkpoint",
-			"indices.*.shards.*.seq_no.max_seq_no"},
+		FilterPath: []string{"indices.*.shards.*.routing.primary", "indices.*.shards.*.seq_no.global_checkpoint"},
 	}, &reply); err != nil {
 		return "", err
 	}
@@ -159,18 +180,17 @@ func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (strin
 }
 
 // shardBehind says why a shard's primary does not yet show every operation up to
-// seqNo, or up to its own highest one if lower, durable; "" when it does.
+// seqNo durable; "" when it does.
 func shardBehind(copies []shardCopy, seqNo int64) string {
 	for _, c := range copies {
 		if !c.Routing.Primary {
 			continue
 		}
-		global, highest := c.SeqNo.GlobalCheckpoint, c.SeqNo.MaxSeqNo
-		switch {
-		case global == nil || highest == nil:
+		switch global := c.SeqNo.GlobalCheckpoint; {
+		case global == nil:
 			return "the primary reports no sequence numbers"
-		case *global < min(seqNo, *highest):
-			return fmt.Sprintf("the global checkpoint is %d, below %d", *global, min(seqNo, *highest))
+		case *global < seqNo:
+			return fmt.Sprintf("the global checkpoint is %d, below %d", *global, seqNo)
 		}
 		return ""
 	}
