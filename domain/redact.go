@@ -199,15 +199,18 @@ const maxBothWaysPasses = 8
 
 // formKeyName decodes a form key as the most lenient server reads it (PHP): '+'
 // is a space, a valid %XX its byte, a bad escape kept as written, and the name
-// ends at a decoded NUL. A strict decoder that gave up on a bad escape elsewhere
-// in the key would miss pass%77ord[%zz].
+// ends at a NUL, sent or decoded (PHP takes the C string's length). A strict
+// decoder that gave up on a bad escape elsewhere in the key would miss
+// pass%77ord[%zz].
 func formKeyName(key string) string {
-	if !strings.ContainsAny(key, "+%") {
+	if !strings.ContainsAny(key, "+%\x00") {
 		return key
 	}
 	name := make([]byte, 0, len(key))
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; {
+		case c == 0:
+			return string(name)
 		case c == '+':
 			name = append(name, ' ')
 		case c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]):

@@ -182,6 +182,7 @@ func TestRedactForm(t *testing.T) {
 		{"user%5Bpass%77ord%5D[%]=x", "user%5Bpass%77ord%5D[%]=" + Mask},
 		{"password%00=x&a=1", "password%00=" + Mask + "&a=1"},
 		{"user=bob&password%00x=x", "user=bob&password%00x=" + Mask},
+		{"token\x00=x&a=1", "token\x00=" + Mask + "&a=1"},
 		{"pass+word=x&%20password=y", "pass+word=x&%20password=" + Mask},
 		{"a=1&password=x\r\n", "a=1&password=" + Mask + "\r\n"},
 		{"a=1\n", "a=1\n"},
