@@ -112,21 +112,29 @@ func TestAppendExistingIsSuccess(t *testing.T) {
 	}
 }
 
-// A create that finds its message there counts only once that message is
-// durable: the write that created it may still be running, unsynced. Here the
-// first write is left unsynced by the index's async translog, as a write still
-// running would be; the retry is unavailable until a sync covers it.
-func TestAppendExistingCountsOnceDurable(t *testing.T) {
-	c := newCluster(t)
-	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = 2 * time.Second })
-	now := time.Now()
-	first := message(t, now)
-	index := dayIndex(cfg.IndexPrefix, first.CreatedAt)
+// appendedUnsynced opens a store with requestTimeout and appends one message
+// into a day index whose translog is synced only hourly: the write stays
+// unsynced, as one still running would be.
+func appendedUnsynced(t *testing.T, requestTimeout time.Duration) (c cluster, s *elastic.Store, index string, first domain.Message) {
+	t.Helper()
+	c = newCluster(t)
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = requestTimeout })
+	first = message(t, time.Now())
+	index = dayIndex(cfg.IndexPrefix, first.CreatedAt)
 	c.must(http.MethodPut, "/"+index, map[string]any{"settings": map[string]any{
 		"index.translog.durability": "async", "index.translog.sync_interval": "1h"}}, nil)
 	if err := s.Append(t.Context(), []domain.Message{first}); err != nil {
 		t.Fatal(err)
 	}
+	return c, s, index, first
+}
+
+// A create that finds its message there counts only once that message is
+// durable: the write that created it may still be running, unsynced. Here the
+// first write is left unsynced by the index's async translog, as a write still
+// running would be; the retry is unavailable until a sync covers it.
+func TestAppendExistingCountsOnceDurable(t *testing.T) {
+	c, s, index, first := appendedUnsynced(t, 2*time.Second)
 	err := s.Append(t.Context(), []domain.Message{first})
 	wantUnavailable(t, "Append again before the first write was synced", err)
 	if err != nil && !strings.Contains(err.Error(), "of "+index+", the global checkpoint is") {
@@ -136,7 +144,7 @@ func TestAppendExistingCountsOnceDurable(t *testing.T) {
 	// A write of the index's default durability syncs the translog, the first
 	// write's operation with it.
 	c.must(http.MethodPut, "/"+index+"/_settings", map[string]any{"index.translog.durability": "request"}, nil)
-	if err := s.Append(t.Context(), []domain.Message{message(t, now.Add(time.Millisecond))}); err != nil {
+	if err := s.Append(t.Context(), []domain.Message{message(t, first.CreatedAt.Add(time.Millisecond))}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "Append of the synced message", 30*time.Second, func() error {
@@ -149,16 +157,7 @@ func TestAppendExistingCountsOnceDurable(t *testing.T) {
 // document is read again once its checkpoint passes, and must be the one read
 // before.
 func TestAppendExistingMustBeTheDocumentAwaited(t *testing.T) {
-	c := newCluster(t)
-	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = time.Minute })
-	now := time.Now()
-	first := message(t, now)
-	index := dayIndex(cfg.IndexPrefix, first.CreatedAt)
-	c.must(http.MethodPut, "/"+index, map[string]any{"settings": map[string]any{
-		"index.translog.durability": "async", "index.translog.sync_interval": "1h"}}, nil)
-	if err := s.Append(t.Context(), []domain.Message{first}); err != nil {
-		t.Fatal(err)
-	}
+	c, s, index, first := appendedUnsynced(t, time.Minute)
 	gets := func() int64 {
 		var stats struct {
 			All struct {
@@ -185,7 +184,7 @@ func TestAppendExistingMustBeTheDocumentAwaited(t *testing.T) {
 	// the sequence number the retry awaits.
 	c.must(http.MethodPut, "/"+index+"/_doc/"+first.ID+"?refresh=false", map[string]any{"id": first.ID}, nil)
 	c.must(http.MethodPut, "/"+index+"/_settings", map[string]any{"index.translog.durability": "request"}, nil)
-	if err := s.Append(t.Context(), []domain.Message{message(t, now.Add(time.Millisecond))}); err != nil {
+	if err := s.Append(t.Context(), []domain.Message{message(t, first.CreatedAt.Add(time.Millisecond))}); err != nil {
 		t.Fatal(err)
 	}
 	err := <-retried
