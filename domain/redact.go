@@ -2,6 +2,7 @@ package domain
 
 import (
 	"bytes"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -227,6 +228,20 @@ func formKeyName(key string) string {
 	return string(name)
 }
 
+// strictFormKeyName decodes a form key as url.ParseQuery does where that differs
+// from formKeyName: a NUL, sent or decoded, is kept. A key it cannot decode it
+// skips, so that key is read by formKeyName alone.
+func strictFormKeyName(key string) string {
+	if !strings.Contains(key, "\x00") && !strings.Contains(key, "%00") {
+		return "" // as formKeyName reads it, or skipped
+	}
+	name, err := url.QueryUnescape(key)
+	if err != nil {
+		return ""
+	}
+	return name
+}
+
 // unhex is the value of the hex digit c.
 func unhex(c byte) byte {
 	switch {
@@ -396,7 +411,7 @@ func redactForm(body string, fields fieldSet) string {
 		if !hasValue {
 			continue
 		}
-		if fields.hasFormKey(formKeyName(key)) {
+		if fields.hasFormKey(formKeyName(key)) || fields.hasFormKey(strictFormKeyName(key)) {
 			pairs[i] = key + "=" + Mask
 			changed = true
 		}

@@ -74,7 +74,7 @@ func FuzzRedactForm(f *testing.F) {
 	for _, seed := range []string{
 		"user=bob&password=hunter2&next=%2Fhome", "pass%77ord=x&pass+word=y", "password&&token=t=u",
 		"a=1;password=2", "%zz=1&secret=2", "", "=", "&", "API-KEY=%", "user[password]=x&a%5Btoken%5D[]=y",
-		`{"password":"x"}`, "\uFEFFpassword=x\n", "[a]=1&token=2\r\n", "[pAsswd=0 0", "{a}=1&password=2&n=\u00e9", "token\x00=",
+		`{"password":"x"}`, "\uFEFFpassword=x\n", "[a]=1&token=2\r\n", "[pAsswd=0 0", "{a}=1&password=2&n=\u00e9", "token\x00=", "\x00%5Btoken=0",
 	} {
 		f.Add(seed)
 	}

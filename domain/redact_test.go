@@ -183,6 +183,7 @@ func TestRedactForm(t *testing.T) {
 		{"password%00=x&a=1", "password%00=" + Mask + "&a=1"},
 		{"user=bob&password%00x=x", "user=bob&password%00x=" + Mask},
 		{"token\x00=x&a=1", "token\x00=" + Mask + "&a=1"},
+		{"\x00%5Btoken=0&a%00[secret]=1", "\x00%5Btoken=" + Mask + "&a%00[secret]=" + Mask}, // Go reads past the NUL
 		{"pass+word=x&%20password=y", "pass+word=x&%20password=" + Mask},
 		{"a=1&password=x\r\n", "a=1&password=" + Mask + "\r\n"},
 		{"a=1\n", "a=1\n"},
@@ -326,8 +327,15 @@ func checkRedacted(t testing.TB, in, out, ct string, fields fieldSet) {
 		}
 		for i, pair := range inPairs {
 			key, _, hasValue := strings.Cut(pair, "=")
-			want, name := pair, phpKey(key)
-			segments := append([]string{name}, strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' })...)
+			want, names := pair, []string{phpKey(key)} // as PHP reads it, and as Go does
+			if name, err := url.QueryUnescape(key); err == nil {
+				names = append(names, strings.TrimSpace(name))
+			}
+			var segments []string
+			for _, name := range names {
+				segments = append(segments, name)
+				segments = append(segments, strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' })...)
+			}
 			if hasValue && slices.ContainsFunc(segments, func(s string) bool { return isRedactedName(fields, s) }) {
 				want = key + "=" + Mask
 			}
