@@ -228,18 +228,16 @@ func formKeyName(key string) string {
 	return string(name)
 }
 
-// strictFormKeyName decodes a form key as url.ParseQuery does where that differs
-// from formKeyName: a NUL, sent or decoded, is kept. A key it cannot decode it
-// skips, so that key is read by formKeyName alone.
-func strictFormKeyName(key string) string {
+// strictFormKeyName decodes a form key as url.ParseQuery does, reporting
+// whether that can differ from formKeyName's reading: only past a NUL, sent or
+// decoded. A key url.ParseQuery cannot decode it skips, so then formKeyName's
+// reading is the only one.
+func strictFormKeyName(key string) (name string, readsOtherwise bool) {
 	if !strings.Contains(key, "\x00") && !strings.Contains(key, "%00") {
-		return "" // as formKeyName reads it, or skipped
+		return "", false
 	}
 	name, err := url.QueryUnescape(key)
-	if err != nil {
-		return ""
-	}
-	return name
+	return name, err == nil
 }
 
 // unhex is the value of the hex digit c.
@@ -411,7 +409,8 @@ func redactForm(body string, fields fieldSet) string {
 		if !hasValue {
 			continue
 		}
-		if fields.hasFormKey(formKeyName(key)) || fields.hasFormKey(strictFormKeyName(key)) {
+		strict, readsOtherwise := strictFormKeyName(key)
+		if fields.hasFormKey(formKeyName(key)) || (readsOtherwise && fields.hasFormKey(strict)) {
 			pairs[i] = key + "=" + Mask
 			changed = true
 		}
