@@ -183,7 +183,7 @@ func redactDeclaredForm(body []byte, fields fieldSet) string {
 	// A pass can uncover what the other reads anew (masking a form value can drop
 	// the quote that opened a JSON string), so they run until neither changes
 	// anything, and redacting the result again changes nothing either.
-	redacted := redactForm(redactBrokenJSON(body, fields), fields)
+	redacted := string(body)
 	for range maxBothWaysPasses {
 		again := redactForm(redactBrokenJSON([]byte(redacted), fields), fields)
 		if again == redacted {
@@ -194,9 +194,9 @@ func redactDeclaredForm(body []byte, fields fieldSet) string {
 	return redacted
 }
 
-// maxBothWaysPasses bounds redactDeclaredForm's further passes; each masks more,
-// and the fuzzer's worst case settles after two.
-const maxBothWaysPasses = 8
+// maxBothWaysPasses bounds redactDeclaredForm's passes; each masks more, and
+// the fuzzer's worst case settles after three.
+const maxBothWaysPasses = 9
 
 // formKeyName decodes a form key as the most lenient server reads it (PHP): '+'
 // is a space, a valid %XX its byte, a bad escape kept as written, and the name
