@@ -45,11 +45,13 @@ func TestEncodeExchangesGoesThroughTheValidator(t *testing.T) {
 		Request: Content{
 			Header:      Header{"Content-Type": {"application/json"}, "Authorization": {Mask}},
 			Body:        `{"a":1}`,
+			Size:        7,
 			ContentType: "application/json",
 		},
 		Response: Content{
 			Header:      Header{"Set-Cookie": {Mask, Mask}, "X-Trace": {"abc"}},
 			Body:        "created",
+			Size:        7,
 			ContentType: "text/plain",
 		},
 	}

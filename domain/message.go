@@ -58,6 +58,9 @@ type Content struct {
 	Header      Header
 	Body        string
 	ContentType string
+	// Size is the length in bytes of the body as submitted: after JSON
+	// unescaping, before redaction.
+	Size int
 }
 
 // Message is one stored HTTP exchange.
@@ -73,10 +76,14 @@ type Message struct {
 	StatusCode int
 	Request    Content
 	Response   Content
-	CreatedAt  time.Time // the submission's time (UTC, microseconds)
-	UpdatedAt  time.Time // when the service stored it
-	VisibleAt  time.Time // UpdatedAt + visibility delay
-	ExpiresAt  time.Time // CreatedAt + retention
+	// Duration is how long the server took to answer, in whole microseconds;
+	// HasDuration is false when the submission did not say.
+	Duration    time.Duration
+	HasDuration bool
+	CreatedAt   time.Time // the submission's time (UTC, microseconds)
+	UpdatedAt   time.Time // when the service stored it
+	VisibleAt   time.Time // UpdatedAt + visibility delay
+	ExpiresAt   time.Time // CreatedAt + retention
 }
 
 // Scope returns the tenant the message belongs to.
@@ -102,11 +109,12 @@ func (m Message) Clone() Message {
 func SameSubmission(a, b Message) bool {
 	return a.ID == b.ID && a.Reference == b.Reference && a.Scope() == b.Scope() && a.Name == b.Name &&
 		a.IPAddress == b.IPAddress && a.Method == b.Method && a.Path == b.Path && a.StatusCode == b.StatusCode &&
-		a.CreatedAt.Equal(b.CreatedAt) && sameContent(a.Request, b.Request) && sameContent(a.Response, b.Response)
+		a.CreatedAt.Equal(b.CreatedAt) && a.HasDuration == b.HasDuration && a.Duration == b.Duration &&
+		sameContent(a.Request, b.Request) && sameContent(a.Response, b.Response)
 }
 
 func sameContent(a, b Content) bool {
-	if a.Body != b.Body || a.ContentType != b.ContentType || len(a.Header) != len(b.Header) {
+	if a.Body != b.Body || a.ContentType != b.ContentType || a.Size != b.Size || len(a.Header) != len(b.Header) {
 		return false
 	}
 	for name, values := range a.Header {
@@ -126,3 +134,9 @@ type Identity struct {
 
 // Identity returns the message's id and reference.
 func (m Message) Identity() Identity { return Identity{ID: m.ID, Reference: m.Reference} }
+
+// DurationMS is the duration in milliseconds as the API writes it (three
+// decimals exactly), and false when the message has none.
+func (m Message) DurationMS() (float64, bool) {
+	return float64(m.Duration.Microseconds()) / 1000, m.HasDuration
+}

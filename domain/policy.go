@@ -102,19 +102,21 @@ func (p Policy) maskSet() map[string]bool {
 // NewMessage turns a validated submission into the message to store at now.
 func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time) Message {
 	m := Message{
-		ID:         id.ID,
-		Reference:  id.Reference,
-		Account:    scope.Account,
-		Domain:     scope.Domain,
-		Name:       s.Name,
-		IPAddress:  s.IPAddress,
-		Method:     s.Method,
-		Path:       s.Path,
-		StatusCode: s.StatusCode,
-		Request:    s.Request,
-		Response:   s.Response,
-		CreatedAt:  s.CreatedAt,
-		ExpiresAt:  s.CreatedAt.Add(p.Retention),
+		ID:          id.ID,
+		Reference:   id.Reference,
+		Account:     scope.Account,
+		Domain:      scope.Domain,
+		Name:        s.Name,
+		IPAddress:   s.IPAddress,
+		Method:      s.Method,
+		Path:        s.Path,
+		StatusCode:  s.StatusCode,
+		Request:     s.Request,
+		Response:    s.Response,
+		Duration:    s.Duration,
+		HasDuration: s.HasDuration,
+		CreatedAt:   s.CreatedAt,
+		ExpiresAt:   s.CreatedAt.Add(p.Retention),
 	}
 	p.stamp(&m, now)
 	return m

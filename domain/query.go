@@ -35,10 +35,32 @@ type Filter struct {
 	StatusMin, StatusMax int
 	// From and To bound created_at as [From, To) (zero: unbounded).
 	From, To time.Time
+	// Text is q: see Search for what it matches.
+	Text string
+	// MinDuration and MaxDuration bound the duration inclusively when set; a
+	// message without a duration then never matches.
+	MinDuration, MaxDuration *time.Duration
 }
 
-// Matches reports whether m passes every filter.
-func (f Filter) Matches(m Message) bool {
+// Matches reports whether m passes every filter. It compiles f's search on
+// each call: Matcher compiles it once for many messages.
+func (f Filter) Matches(m Message) bool { return f.Matcher()(m) }
+
+// Matcher returns Matches with f's search compiled once.
+func (f Filter) Matcher() func(Message) bool {
+	search := NewSearch(f.Text)
+	return func(m Message) bool { return f.matchesFields(m) && search.Matches(m) }
+}
+
+// HasDurationBounds reports whether f bounds the duration.
+func (f Filter) HasDurationBounds() bool { return f.MinDuration != nil || f.MaxDuration != nil }
+
+// matchesFields is Matches without the search.
+func (f Filter) matchesFields(m Message) bool {
+	if f.HasDurationBounds() && (!m.HasDuration ||
+		(f.MinDuration != nil && m.Duration < *f.MinDuration) || (f.MaxDuration != nil && m.Duration > *f.MaxDuration)) {
+		return false
+	}
 	return (f.Name == "" || m.Name == f.Name) &&
 		(f.Method == "" || m.Method == f.Method) &&
 		(f.IPAddress == "" || m.IPAddress == f.IPAddress) &&
@@ -129,93 +151,147 @@ func DecodeCursor(s string) (Cursor, error) {
 // reported by parameter name; unknown parameters are ignored.
 func ParseQuery(values map[string][]string) (Query, error) {
 	q := Query{Limit: DefaultLimit}
-	fe := &fieldErrors{}
-	get := func(name string) (string, bool) {
-		vs, ok := values[name]
-		switch {
-		case !ok:
-			return "", false
-		case len(vs) > 1:
-			fe.add(name, "must be given at most once")
-			return "", false
-		case strings.TrimSpace(vs[0]) == "":
-			fe.add(name, "must not be empty")
-			return "", false
-		case !utf8.ValidString(vs[0]):
-			// Stored text is valid UTF-8, so such a value matches nothing; and a
-			// store's query language would turn it into U+FFFD or refuse it.
-			fe.add(name, "must be valid UTF-8 (percent-decoded)")
-			return "", false
-		}
-		return vs[0], true
-	}
-	if v, ok := get("limit"); ok {
+	p := params{values: values}
+	if v, ok := p.get("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxLimit {
-			fe.add("limit", "must be an integer from 1 to %d", MaxLimit)
+			p.fe.add("limit", "must be an integer from 1 to %d", MaxLimit)
 		} else {
 			q.Limit = n
 		}
 	}
-	if v, ok := get("cursor"); ok {
-		c, err := DecodeCursor(v)
-		if err != nil {
-			fe.add("cursor", "%s", err.Error())
-		} else {
-			q.After = &c
-		}
+	q.After = p.cursor()
+	q.Filter = p.filter()
+	if err := p.err(); err != nil {
+		return Query{}, err
 	}
-	if v, ok := get("name"); ok {
-		q.Filter.Name = strings.TrimSpace(v)
+	return q, nil
+}
+
+// params reads query parameters, collecting every problem by parameter name.
+type params struct {
+	values map[string][]string
+	fe     fieldErrors
+}
+
+// get returns the one non-empty, valid UTF-8 value of name, if given.
+func (p *params) get(name string) (string, bool) {
+	vs, ok := p.values[name]
+	switch {
+	case !ok:
+		return "", false
+	case len(vs) > 1:
+		p.fe.add(name, "must be given at most once")
+		return "", false
+	case strings.TrimSpace(vs[0]) == "":
+		p.fe.add(name, "must not be empty")
+		return "", false
+	case !utf8.ValidString(vs[0]):
+		// Stored text is valid UTF-8, so such a value matches nothing; and a
+		// store's query language would turn it into U+FFFD or refuse it.
+		p.fe.add(name, "must be valid UTF-8 (percent-decoded)")
+		return "", false
 	}
-	if v, ok := get("method"); ok {
+	return vs[0], true
+}
+
+func (p *params) err() error {
+	if len(p.fe.list) > 0 {
+		return &ValidationError{Message: "the query parameters are invalid", Fields: p.fe.list}
+	}
+	return nil
+}
+
+func (p *params) cursor() *Cursor {
+	v, ok := p.get("cursor")
+	if !ok {
+		return nil
+	}
+	c, err := DecodeCursor(v)
+	if err != nil {
+		p.fe.add("cursor", "%s", err.Error())
+		return nil
+	}
+	return &c
+}
+
+// filter reads the filter parameters that fetch, statistics and export share.
+func (p *params) filter() Filter {
+	var f Filter
+	if v, ok := p.get("name"); ok {
+		f.Name = strings.TrimSpace(v)
+	}
+	if v, ok := p.get("method"); ok {
 		if !isToken(v) {
-			fe.add("method", "must be an HTTP method token such as GET")
+			p.fe.add("method", "must be an HTTP method token such as GET")
 		}
-		q.Filter.Method = strings.ToUpper(v)
+		f.Method = strings.ToUpper(v)
 	}
-	if v, ok := get("ip_address"); ok {
-		if q.Filter.IPAddress, ok = canonicalIP(v); !ok {
-			fe.add("ip_address", "%s", errIPAddress)
+	if v, ok := p.get("ip_address"); ok {
+		if f.IPAddress, ok = canonicalIP(v); !ok {
+			p.fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
-	if v, ok := get("status_code"); ok {
-		q.Filter.StatusMin, q.Filter.StatusMax, ok = parseStatusFilter(v)
+	if v, ok := p.get("status_code"); ok {
+		f.StatusMin, f.StatusMax, ok = parseStatusFilter(v)
 		if !ok {
-			fe.add("status_code", "must be a status code from 100 to 599 (404) or a class (4xx)")
+			p.fe.add("status_code", "must be a status code from 100 to 599 (404) or a class (4xx)")
 		}
 	}
 	for _, name := range []string{"path", "path_prefix"} {
-		if v, ok := get(name); ok {
+		if v, ok := p.get(name); ok {
 			if !strings.HasPrefix(v, "/") {
-				fe.add(name, "must start with /")
+				p.fe.add(name, "must start with /")
 			} else if name == "path_prefix" && len(v) > MaxPathPrefixBytes {
-				fe.add(name, "must be at most %d bytes", MaxPathPrefixBytes)
+				p.fe.add(name, "must be at most %d bytes", MaxPathPrefixBytes)
 			} else if name == "path" {
-				q.Filter.Path = v
+				f.Path = v
 			} else {
-				q.Filter.PathPrefix = v
+				f.PathPrefix = v
 			}
 		}
 	}
 	for _, bound := range []struct {
 		name string
 		t    *time.Time
-	}{{"from", &q.Filter.From}, {"to", &q.Filter.To}} {
-		if v, ok := get(bound.name); ok {
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v, ok := p.get(bound.name); ok {
 			var err error
 			if *bound.t, err = ParseUnixOrRFC3339(v); err != nil {
-				fe.add(bound.name, "%s", err.Error())
+				p.fe.add(bound.name, "%s", err.Error())
 			}
 		}
 	}
-	if !q.Filter.From.IsZero() && !q.Filter.To.IsZero() && !q.Filter.From.Before(q.Filter.To) {
-		fe.add("to", "must be after from")
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		p.fe.add("to", "must be after from")
 	}
-	if len(fe.list) > 0 {
-		return Query{}, &ValidationError{Message: "the query parameters are invalid", Fields: fe.list}
+	if v, ok := p.get("q"); ok {
+		if problem := checkSearch(v); problem != "" {
+			p.fe.add("q", "%s", problem)
+		} else {
+			f.Text = v
+		}
 	}
-	return q, nil
+	f.MinDuration = p.duration("min_duration_ms")
+	f.MaxDuration = p.duration("max_duration_ms")
+	if f.MinDuration != nil && f.MaxDuration != nil && *f.MinDuration > *f.MaxDuration {
+		p.fe.add("max_duration_ms", "must not be less than min_duration_ms")
+	}
+	return f
+}
+
+// duration reads a duration bound in milliseconds.
+func (p *params) duration(name string) *time.Duration {
+	v, ok := p.get(name)
+	if !ok {
+		return nil
+	}
+	d, ok := parseDurationMS(v, true)
+	if !ok {
+		p.fe.add(name, errDurationMS)
+		return nil
+	}
+	return &d
 }
 
 // parseStatusFilter reads "404" or a class such as "4xx" as an inclusive range.

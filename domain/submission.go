@@ -29,6 +29,9 @@ type Submission struct {
 	CreatedAt  time.Time
 	Request    Content
 	Response   Content
+	// Duration and HasDuration: duration_ms, when submitted.
+	Duration    time.Duration
+	HasDuration bool
 }
 
 // Batch is a decoded POST body.
@@ -218,6 +221,7 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 	if envelope {
 		topStatus = obj["status_code"]
 	}
+	s.Duration, s.HasDuration = durationMS(obj["duration_ms"], fe)
 	s.Request, _ = v.content(obj, "request", false, nil, fe)
 	s.Response, s.StatusCode = v.content(obj, "response", true, topStatus, fe)
 	return s
@@ -284,6 +288,7 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 	body := v.decodeBody(inner["body"], field+".body", fe)
 	c.Header = v.header(inner["header"], field+".header", fe)
 	c.ContentType = contentType(c.Header, body, v.sniff)
+	c.Size = len(body)
 	c.Body = redactBody(body, c.ContentType, v.redacted)
 	maskHeader(c.Header, v.masked)
 
@@ -296,6 +301,41 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 		status = statusCode(statusRaw, statusField, fe)
 	}
 	return c, status
+}
+
+// MaxDuration bounds duration_ms: one day.
+const MaxDuration = 24 * time.Hour
+
+const errDurationMS = "must be a number of milliseconds from 0 to 86400000 (decimals allowed)"
+
+// durationMS reads the optional duration_ms, kept to the microsecond (further
+// decimals are dropped, as created_at's are).
+func durationMS(raw json.RawMessage, fe *fieldErrors) (time.Duration, bool) {
+	if isAbsent(raw) {
+		return 0, false
+	}
+	d, ok := parseDurationMS(string(raw), kindOf(raw) == kindNumber)
+	if !ok {
+		fe.add("duration_ms", errDurationMS)
+	}
+	return d, ok
+}
+
+// parseDurationMS reads a non-negative decimal number of milliseconds up to
+// MaxDuration; isNumber is false for anything but a JSON number.
+func parseDurationMS(text string, isNumber bool) (time.Duration, bool) {
+	if !isNumber {
+		return 0, false
+	}
+	d, ok := parseDecimal(text)
+	if !ok {
+		return 0, false
+	}
+	micros, fits := d.micros(millisToMicros, truncate)
+	if !fits || time.Duration(micros)*time.Microsecond > MaxDuration {
+		return 0, false
+	}
+	return time.Duration(micros) * time.Microsecond, true
 }
 
 func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {

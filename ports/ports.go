@@ -53,6 +53,12 @@ type MessageReader interface {
 	// (VisibleAt <= now < ExpiresAt) and pass q.Filter, newest first by CreatedAt,
 	// ties broken by ID descending, starting strictly after q.After when set.
 	//
+	// q.Filter.Text is the q search: a message MUST match when the text occurs,
+	// ignoring case, in its path, a body (the first domain.SearchedBodyBytes at
+	// least) or a header value, starting and ending on word boundaries; it MUST
+	// NOT match when the text occurs in none of them and its words do not occur
+	// there as consecutive words. domain.Search meets both.
+	//
 	// List MUST NOT return a message before its VisibleAt nor at or after its
 	// ExpiresAt, nor one from another scope. It MUST return at most q.Limit messages,
 	// MUST end the page early once it holds domain.PageBytes (domain.FillPage does
@@ -65,6 +71,17 @@ type MessageReader interface {
 	// Get returns the message of scope whose ID or Reference is idOrReference and
 	// that is readable at now; otherwise an error wrapping ErrNotFound.
 	Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error)
+
+	// Stats returns the traffic statistics of q.Scope's messages that are
+	// readable at now and pass q.Filter (q.Filter.From and To included), in
+	// q's buckets: domain.NewStats gives their shape, and domain.StatsBuilder
+	// computes them exactly from the messages (the reference).
+	//
+	// Stats MUST count every such message once, in the bucket of its
+	// CreatedAt, and no other. Percentiles MAY be approximate within the
+	// contract's bounds. TopPaths and TopNames MUST be ranked as
+	// domain.CompareKeyCounts orders them.
+	Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error)
 }
 
 // MessageLookup finds stored messages by id, for telling a retry from a new

@@ -155,23 +155,51 @@ func (s *Store) scan(q domain.Query, now time.Time) []*domain.Message {
 	if index == nil {
 		return nil
 	}
-	f := q.Filter
 	found := make([]*domain.Message, 0, min(q.Limit+1, index.Len()))
+	walk(index, q, now, func(m *domain.Message) bool {
+		found = append(found, m)
+		return len(found) <= q.Limit
+	})
+	return found
+}
+
+// walk calls visit, newest first, with each message of index on q's page or
+// after it that is readable at now and passes q.Filter, until visit returns false.
+func walk(index *btree.BTreeG[*domain.Message], q domain.Query, now time.Time, visit func(*domain.Message) bool) {
+	from, matches := q.Filter.From, q.Filter.Matcher()
 	collect := func(m *domain.Message) bool {
-		if !f.From.IsZero() && m.CreatedAt.Before(f.From) {
+		if !from.IsZero() && m.CreatedAt.Before(from) {
 			return false // everything further on is older still
 		}
-		if (q.After == nil || q.After.Admits(*m)) && m.Readable(now) && f.Matches(*m) {
-			found = append(found, m)
+		if (q.After == nil || q.After.Admits(*m)) && m.Readable(now) && matches(*m) {
+			return visit(m)
 		}
-		return len(found) <= q.Limit
+		return true
 	}
 	if start := pageStart(q); start != nil {
 		index.AscendGreaterOrEqual(start, collect)
 	} else {
 		index.Ascend(collect)
 	}
-	return found
+}
+
+// Stats walks the narrowest index over the range, counting each match as it
+// goes: nothing of the store is copied.
+func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
+	}
+	builder := domain.NewStatsBuilder(q)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	list := domain.Query{Scope: q.Scope, Filter: q.Filter}
+	if index := s.index(list); index != nil {
+		walk(index, list, now, func(m *domain.Message) bool {
+			builder.Add(domain.SampleOf(*m))
+			return true
+		})
+	}
+	return builder.Stats(), nil
 }
 
 // index is the narrowest index that holds every candidate of q, or nil.

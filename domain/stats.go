@@ -1,0 +1,306 @@
+package domain
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Interval is a bucket width of the statistics.
+type Interval struct {
+	Name  string // as the API writes it: "15m"
+	Width time.Duration
+}
+
+// Intervals are the bucket widths the statistics offer, narrowest first. Each
+// divides a day, so buckets aligned on Unix time are aligned in UTC.
+var Intervals = []Interval{
+	{"1m", time.Minute}, {"5m", 5 * time.Minute}, {"15m", 15 * time.Minute},
+	{"1h", time.Hour}, {"6h", 6 * time.Hour}, {"1d", 24 * time.Hour},
+}
+
+// Bucket counts of the statistics.
+const (
+	// DefaultBuckets is the most buckets the default interval gives.
+	DefaultBuckets = 100
+	// MaxBuckets is the most buckets a query may ask for.
+	MaxBuckets = 1500
+	// DefaultStatsRange is the range of the statistics when from is not given.
+	DefaultStatsRange = 24 * time.Hour
+	// TopPaths and TopNames are how many paths and applications the statistics rank.
+	TopPaths = 10
+	TopNames = 20
+)
+
+// StatsQuery asks for a scope's traffic statistics over [From, To) in buckets
+// of Interval, starting at From rounded down to the interval.
+type StatsQuery struct {
+	Scope Scope
+	// From and To are the range the buckets cover.
+	From, To time.Time
+	// Filter selects the messages counted. Its From and To start as the
+	// range's; the service may narrow them (retention), never widen them.
+	Filter   Filter
+	Interval Interval
+}
+
+// FirstBucket is the start of the first bucket: From rounded down to the interval.
+func (q StatsQuery) FirstBucket() time.Time { return alignDown(q.From, q.Interval.Width) }
+
+// BucketCount is how many buckets the range spans.
+func (q StatsQuery) BucketCount() int { return bucketCount(q.From, q.To, q.Interval.Width) }
+
+// BucketIndex is the bucket t falls in; t must lie in the range.
+func (q StatsQuery) BucketIndex(t time.Time) int {
+	return int(t.Sub(q.FirstBucket()) / q.Interval.Width)
+}
+
+func alignDown(t time.Time, width time.Duration) time.Time {
+	return time.Unix(0, 0).UTC().Add(t.Sub(time.Unix(0, 0)).Truncate(width))
+}
+
+func bucketCount(from, to time.Time, width time.Duration) int {
+	span := to.Sub(alignDown(from, width))
+	return int((span + width - 1) / width)
+}
+
+// ParseStatsQuery reads the statistics' query parameters at now: every fetch
+// filter, the range (default: the last DefaultStatsRange, with from rounded
+// down to the interval) and the interval (default: the narrowest that gives at
+// most DefaultBuckets buckets).
+func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, error) {
+	p := params{values: values}
+	q := StatsQuery{Filter: p.filter()}
+	var named bool
+	if v, ok := p.get("interval"); ok {
+		if q.Interval, named = intervalNamed(v); !named {
+			p.fe.add("interval", "must be one of 1m, 5m, 15m, 1h, 6h, 1d")
+		}
+	}
+	if err := p.err(); err != nil {
+		return StatsQuery{}, err
+	}
+	f := &q.Filter
+	if f.To.IsZero() {
+		f.To = Micro(now)
+	}
+	defaultFrom := f.From.IsZero()
+	if defaultFrom {
+		f.From = f.To.Add(-DefaultStatsRange)
+	}
+	if !f.From.Before(f.To) {
+		p.fe.add("from", "must be before to (to defaults to now)")
+		return StatsQuery{}, p.err()
+	}
+	if !named {
+		q.Interval = Intervals[len(Intervals)-1]
+		for _, iv := range Intervals {
+			if bucketCount(f.From, f.To, iv.Width) <= DefaultBuckets {
+				q.Interval = iv
+				break
+			}
+		}
+	}
+	if n := bucketCount(f.From, f.To, q.Interval.Width); n > MaxBuckets {
+		p.fe.add("interval", "gives %d buckets over this range, more than %d: choose a wider interval or a shorter range", n, MaxBuckets)
+		return StatsQuery{}, p.err()
+	}
+	q.From, q.To = f.From, f.To
+	if defaultFrom {
+		q.From = q.FirstBucket()
+		f.From = q.From
+	}
+	return q, nil
+}
+
+func intervalNamed(name string) (Interval, bool) {
+	for _, iv := range Intervals {
+		if iv.Name == name {
+			return iv, true
+		}
+	}
+	return Interval{}, false
+}
+
+// StatusCounts counts messages by status class: StatusCounts[0] holds the 1xx,
+// StatusCounts[4] the 5xx.
+type StatusCounts [5]int64
+
+// Add counts one message of status code.
+func (c *StatusCounts) Add(code int) { c[min(max(code/100, 1), 5)-1]++ }
+
+// DurationSummary summarises the durations of some messages, in milliseconds.
+// Count 0 means none had a duration, and the percentiles are meaningless.
+type DurationSummary struct {
+	Count         int64
+	P50, P95, P99 float64
+}
+
+// StatsBucket is the traffic of one bucket, or of the whole range.
+type StatsBucket struct {
+	Start    time.Time // zero for the whole range
+	Count    int64
+	Status   StatusCounts
+	Duration DurationSummary
+}
+
+// KeyCount ranks a path or an application: how many messages it has, and how
+// many of them have a status of 400 or more.
+type KeyCount struct {
+	Key           string
+	Count, Errors int64
+}
+
+// Stats is the reply of the statistics.
+type Stats struct {
+	From, To time.Time
+	Interval Interval
+	Total    StatsBucket
+	Buckets  []StatsBucket // every bucket of the range, oldest first
+	TopPaths []KeyCount    // paths without their query string
+	TopNames []KeyCount
+}
+
+// NewStats returns q's statistics with every bucket present and empty, for a
+// store to fill.
+func NewStats(q StatsQuery) Stats {
+	s := Stats{From: q.From, To: q.To, Interval: q.Interval,
+		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}}
+	first := q.FirstBucket()
+	for i := range s.Buckets {
+		s.Buckets[i].Start = first.Add(time.Duration(i) * q.Interval.Width)
+	}
+	return s
+}
+
+// RouteOf is a path without its query string, as statistics rank paths.
+func RouteOf(path string) string {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// IsError reports whether a status counts as an error in the statistics.
+func IsError(code int) bool { return code >= 400 }
+
+// StatsBuilder computes statistics from the messages themselves, exactly: the
+// memory store's way, and a fallback for a store that cannot aggregate.
+type StatsBuilder struct {
+	q         StatsQuery
+	stats     Stats
+	durations [][]float64 // per bucket, in milliseconds
+	paths     map[string]*KeyCount
+	names     map[string]*KeyCount
+}
+
+// NewStatsBuilder returns an empty builder of q's statistics.
+func NewStatsBuilder(q StatsQuery) *StatsBuilder {
+	s := NewStats(q)
+	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets)),
+		paths: map[string]*KeyCount{}, names: map[string]*KeyCount{}}
+}
+
+// Add counts one message that passed the query's filter. A message outside the
+// range is ignored.
+func (b *StatsBuilder) Add(m StatsSample) {
+	if m.CreatedAt.Before(b.q.From) || !m.CreatedAt.Before(b.q.To) {
+		return
+	}
+	i := b.q.BucketIndex(m.CreatedAt)
+	bucket := &b.stats.Buckets[i]
+	bucket.Count++
+	bucket.Status.Add(m.StatusCode)
+	if m.HasDuration {
+		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
+	}
+	for _, rank := range []struct {
+		counts map[string]*KeyCount
+		key    string
+	}{{b.paths, RouteOf(m.Path)}, {b.names, m.Name}} {
+		kc := rank.counts[rank.key]
+		if kc == nil {
+			kc = &KeyCount{Key: rank.key}
+			rank.counts[rank.key] = kc
+		}
+		kc.Count++
+		if IsError(m.StatusCode) {
+			kc.Errors++
+		}
+	}
+}
+
+// StatsSample is what the statistics read of one message.
+type StatsSample struct {
+	CreatedAt   time.Time
+	StatusCode  int
+	Duration    time.Duration
+	HasDuration bool
+	Path, Name  string
+}
+
+// SampleOf is what the statistics read of m.
+func SampleOf(m Message) StatsSample {
+	return StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
+		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name}
+}
+
+// Stats returns the statistics of what was added.
+func (b *StatsBuilder) Stats() Stats {
+	s := b.stats
+	s.Buckets = slices.Clone(s.Buckets)
+	var all []float64
+	for i := range s.Buckets {
+		bucket := &s.Buckets[i]
+		s.Total.Count += bucket.Count
+		for c := range bucket.Status {
+			s.Total.Status[c] += bucket.Status[c]
+		}
+		bucket.Duration = Summarise(b.durations[i])
+		all = append(all, b.durations[i]...)
+	}
+	s.Total.Duration = Summarise(all)
+	s.TopPaths = Top(b.paths, TopPaths)
+	s.TopNames = Top(b.names, TopNames)
+	return s
+}
+
+// Top returns the n keys of most messages, by count descending then key ascending.
+func Top(counts map[string]*KeyCount, n int) []KeyCount {
+	all := make([]KeyCount, 0, len(counts))
+	for _, kc := range counts {
+		all = append(all, *kc)
+	}
+	slices.SortFunc(all, CompareKeyCounts)
+	return all[:min(n, len(all))]
+}
+
+// CompareKeyCounts orders rankings: count descending, then key ascending.
+func CompareKeyCounts(a, b KeyCount) int {
+	if c := cmp.Compare(b.Count, a.Count); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// Summarise returns the count and exact percentiles of durations (in any
+// order; it sorts them in place), interpolating between neighbouring ranks.
+func Summarise(durations []float64) DurationSummary {
+	if len(durations) == 0 {
+		return DurationSummary{}
+	}
+	slices.Sort(durations)
+	return DurationSummary{Count: int64(len(durations)),
+		P50: Percentile(durations, 0.50), P95: Percentile(durations, 0.95), P99: Percentile(durations, 0.99)}
+}
+
+// Percentile is the p-th percentile (0 to 1) of sorted values, interpolated
+// linearly between ranks ⌊p·(n−1)⌋ and ⌈p·(n−1)⌉, rounded to the microsecond.
+func Percentile(sorted []float64, p float64) float64 {
+	rank := p * float64(len(sorted)-1)
+	lo, hi := int(math.Floor(rank)), int(math.Ceil(rank))
+	v := sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
+	return math.Round(v*1000) / 1000
+}
