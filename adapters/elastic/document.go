@@ -3,7 +3,10 @@ package elastic
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
@@ -13,21 +16,27 @@ import (
 // mappings.json. Times are the API's strings (UTC, six fractional digits), exact
 // at the microsecond the domain keeps, and indexed as date_nanos.
 type document struct {
-	ID         string  `json:"id"`
-	Reference  string  `json:"reference"`
-	Account    string  `json:"account"`
-	Domain     string  `json:"domain"`
-	Name       string  `json:"name"`
-	IPAddress  string  `json:"ip_address,omitempty"` // "" is no address, not a value of type ip
-	Method     string  `json:"method"`
-	Path       string  `json:"path"`
-	StatusCode int     `json:"status_code"`
-	Request    content `json:"request"`
-	Response   content `json:"response"`
-	CreatedAt  string  `json:"created_at"`
-	UpdatedAt  string  `json:"updated_at"`
-	VisibleAt  string  `json:"visible_at"`
-	ExpiresAt  string  `json:"expires_at"`
+	ID         string `json:"id"`
+	Reference  string `json:"reference"`
+	Account    string `json:"account"`
+	Domain     string `json:"domain"`
+	Name       string `json:"name"`
+	IPAddress  string `json:"ip_address,omitempty"` // "" is no address, not a value of type ip
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Route      string `json:"route"` // the path without its query string, for top paths
+	StatusCode int    `json:"status_code"`
+	// DurationMS is absent when the message has none: such messages fall out
+	// of every duration range and percentile.
+	DurationMS *float64 `json:"duration_ms,omitempty"`
+	Request    content  `json:"request"`
+	Response   content  `json:"response"`
+	CreatedAt  string   `json:"created_at"`
+	UpdatedAt  string   `json:"updated_at"`
+	VisibleAt  string   `json:"visible_at"`
+	ExpiresAt  string   `json:"expires_at"`
+	// The full-text field "text" follows, indexed but left out of _source
+	// (searchedTexts), so it is never read back.
 }
 
 // content is one side of the exchange, kept in _source only (enabled: false).
@@ -37,6 +46,7 @@ type content struct {
 	Header      []headerField `json:"header"`
 	Body        string        `json:"body"`
 	ContentType string        `json:"content_type"`
+	Size        int           `json:"size"`
 }
 
 type headerField struct {
@@ -65,7 +75,12 @@ func appendDocument(dst []byte, m domain.Message) []byte {
 	}
 	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
+	dst = jsonwire.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
 	dst = jsonwire.IntMember(dst, `,"status_code":`, m.StatusCode)
+	if ms, ok := m.DurationMS(); ok {
+		dst = append(dst, `,"duration_ms":`...)
+		dst = strconv.AppendFloat(dst, ms, 'f', -1, 64) // as encoding/json writes it
+	}
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
@@ -74,7 +89,51 @@ func appendDocument(dst []byte, m domain.Message) []byte {
 	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
 	dst = jsonwire.TimeMember(dst, `,"visible_at":`, m.VisibleAt)
 	dst = jsonwire.TimeMember(dst, `,"expires_at":`, m.ExpiresAt)
-	return append(dst, '}')
+	dst = append(dst, `,"text":[`...)
+	first := true
+	searchedTexts(m, func(text string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = jsonwire.AppendString(dst, text)
+	})
+	return append(dst, "]}"...)
+}
+
+// searchedTexts calls yield with each value of the full-text field: the texts
+// q searches (domain.SearchedTexts: path, bodies, header values), each cut to
+// its first domain.SearchedBodyBytes, empty texts left out, headers in name
+// order so documents are deterministic. They are separate values of one
+// array, so a phrase never spans two of them (position_increment_gap).
+func searchedTexts(m domain.Message, yield func(string)) {
+	for _, text := range []string{m.Path, m.Request.Body, m.Response.Body} {
+		if text != "" {
+			yield(headOf(text, domain.SearchedBodyBytes))
+		}
+	}
+	var onStack [32]string
+	for _, h := range []domain.Header{m.Request.Header, m.Response.Header} {
+		for _, name := range jsonwire.SortedNames(onStack[:0], h) {
+			for _, v := range h[name] {
+				if v != "" {
+					yield(headOf(v, domain.SearchedBodyBytes))
+				}
+			}
+		}
+	}
+}
+
+// headOf is the longest prefix of s of at most n bytes that does not split a
+// UTF-8 sequence.
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func appendContent(dst []byte, c domain.Content) []byte {
@@ -96,6 +155,7 @@ func appendContent(dst []byte, c domain.Content) []byte {
 	}
 	dst = jsonwire.StringMember(dst, `],"body":`, c.Body)
 	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonwire.IntMember(dst, `,"size":`, c.Size)
 	return append(dst, '}')
 }
 
@@ -148,6 +208,11 @@ func decodeMessage(source json.RawMessage) (domain.Message, error) {
 		Request:    fromContent(d.Request),
 		Response:   fromContent(d.Response),
 	}
+	if d.DurationMS != nil {
+		// Exact: the stored number has at most three decimals.
+		m.Duration = time.Duration(math.Round(*d.DurationMS*1000)) * time.Microsecond
+		m.HasDuration = true
+	}
 	for _, ts := range []struct {
 		raw string
 		t   *time.Time
@@ -166,7 +231,7 @@ func fromContent(c content) domain.Content {
 	for _, f := range c.Header {
 		h[f.Name] = append([]string{}, f.Values...)
 	}
-	return domain.Content{Header: h, Body: c.Body, ContentType: c.ContentType}
+	return domain.Content{Header: h, Body: c.Body, ContentType: c.ContentType, Size: c.Size}
 }
 
 // queryTime renders an instant for queries with all nine fractional digits, so

@@ -185,6 +185,28 @@ func (f *filters) matching(filter domain.Filter) {
 	if !filter.To.IsZero() {
 		f.bound("created_at", "lt", filter.To)
 	}
+	if filter.HasDurationBounds() {
+		bounds := object{}
+		if filter.MinDuration != nil {
+			bounds["gte"] = durationMS(*filter.MinDuration)
+		}
+		if filter.MaxDuration != nil {
+			bounds["lte"] = durationMS(*filter.MaxDuration)
+		}
+		// A message without a duration has no value, so no range holds it.
+		f.add(object{"range": object{"duration_ms": bounds}})
+	}
+	if filter.Text != "" {
+		// The standard analyzer splits q into words as it split the texts;
+		// the phrase keeps them consecutive, within one text.
+		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
+	}
+}
+
+// durationMS is d in milliseconds, the same double as the stored
+// duration_ms of a message of duration d, so bounds compare exactly.
+func durationMS(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }
 
 // List runs one search over every daily index: the filters, newest first, from

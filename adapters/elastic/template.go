@@ -10,9 +10,25 @@ import (
 //go:embed mappings.json
 var mappings json.RawMessage
 
+// existingMappings are mappings without _source, for PUT _mapping on the
+// indices that exist already: Elasticsearch refuses to change an index's
+// _source excludes, while fields may be added to it.
+var existingMappings = func() json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(mappings, &m); err != nil {
+		panic("elastic: mappings.json: " + err.Error())
+	}
+	delete(m, "_source")
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic("elastic: mappings.json: " + err.Error())
+	}
+	return raw
+}()
+
 // templateVersion changes whenever the template body does, so operators can
-// tell which reqlog wrote it.
-const templateVersion = 1
+// tell which reqlog wrote it. 2: duration_ms, route and the full-text field.
+const templateVersion = 2
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a
