@@ -53,14 +53,16 @@ func testDurationAndSizes(t *testing.T, s ports.MessageStore) {
 // searchFixtures are messages each holding one searched text somewhere the
 // contract names, plus texts that must not be found, keyed by label.
 func searchFixtures(f fixtures) (map[string]domain.Message, []domain.Message) {
-	// A body of about 100 KiB with a word ending 100 bytes before its 64 KiB.
+	// A body of about 100 KiB with a word ending 100 bytes before its 64 KiB,
+	// spaces around it so that it is a word of its own.
 	filler := strings.Repeat("lorem ipsum dolor sit amet ", 4000)
-	large := filler[:domain.SearchedBodyBytes-100-len("zebra_quokka_7")] + "zebra_quokka_7" + filler[:100*1024-domain.SearchedBodyBytes+100]
+	word := " zebra_quokka_7 "
+	large := filler[:domain.SearchedBodyBytes-100-len(word)+1] + word + filler[:100*1024-domain.SearchedBodyBytes+100]
 	labelled := map[string]func(*domain.Message){
 		"json":       func(m *domain.Message) { m.Response.Body = `{"order":"ord_8f7d","status":"paid"}` },
 		"path":       func(m *domain.Message) { m.Path = "/v1/orders?ref=inv_20931&page=2" },
 		"reqHeader":  func(m *domain.Message) { m.Request.Header["X-Tenant"] = []string{"eu-west", "blue-heron-17"} },
-		"respHeader": func(m *domain.Message) { m.Response.Header["X-Cache-Key"] = []string{"k:sunny-otter-42"} },
+		"respHeader": func(m *domain.Message) { m.Response.Header["X-Cache-Key"] = []string{"sunny-otter-42; max-age=60"} },
 		"reqBody":    func(m *domain.Message) { m.Request.Body = `{"customer":"cus_Q81xv","amount":1250}` },
 		"phrase": func(m *domain.Message) {
 			m.StatusCode = 402
