@@ -141,8 +141,42 @@ func (f *filters) bound(field, op string, t time.Time) {
 	case t.After(maxStorableTime):
 		f.empty = f.empty || lower
 	default:
-		f.add(object{"range": object{field: object{op: queryTime(t)}}})
+		f.addBound(field, op, queryTime(t))
 	}
+}
+
+// closeRange bounds field on both sides, with the storable range where f
+// leaves a side open (see addBound).
+func (f *filters) closeRange(field string) {
+	var bounds object
+	for _, c := range f.clauses {
+		if r, ok := c["range"].(object); ok {
+			if b, ok := r[field].(object); ok {
+				bounds = b
+			}
+		}
+	}
+	if bounds["gt"] == nil && bounds["gte"] == nil {
+		f.addBound(field, "gte", queryTime(minStorableTime))
+	}
+	if bounds["lt"] == nil && bounds["lte"] == nil {
+		f.addBound(field, "lte", queryTime(maxStorableTime))
+	}
+}
+
+// addBound adds op to the range clause on field, creating it if needed: one
+// clause holding both bounds lets a date_histogram over the field see the
+// range whole (it fails on a date_nanos range open on one side).
+func (f *filters) addBound(field, op string, value any) {
+	for _, c := range f.clauses {
+		if r, ok := c["range"].(object); ok {
+			if bounds, ok := r[field].(object); ok {
+				bounds[op] = value
+				return
+			}
+		}
+	}
+	f.add(object{"range": object{field: object{op: value}}})
 }
 
 // readable keeps scope's messages readable at now: VisibleAt <= now < ExpiresAt.

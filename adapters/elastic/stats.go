@@ -70,6 +70,7 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 	stats := domain.NewStats(q)
 	f := readable(q.Scope, now)
 	f.matching(q.Filter)
+	f.closeRange("created_at")
 	if f.empty {
 		return stats, nil
 	}
