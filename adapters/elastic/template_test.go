@@ -86,7 +86,7 @@ func TestNewInstallsTemplate(t *testing.T) {
 					Settings struct {
 						Index struct {
 							Shards   string `json:"number_of_shards"`
-							Replicas string `json:"number_of_replicas"`
+							Replicas string `json:"auto_expand_replicas"`
 							Refresh  string `json:"refresh_interval"`
 						} `json:"index"`
 					} `json:"settings"`
@@ -104,8 +104,8 @@ func TestNewInstallsTemplate(t *testing.T) {
 		t.Errorf("index patterns %q, want %q", tpl.IndexPatterns, want)
 	}
 	settings := tpl.Template.Settings.Index
-	if settings.Shards != "1" || settings.Replicas != "0" || settings.Refresh != "250ms" {
-		t.Errorf("settings: %s shards, %s replicas, refresh %s; want 1, 0, 250ms", settings.Shards, settings.Replicas, settings.Refresh)
+	if settings.Shards != "1" || settings.Replicas != "0-1" || settings.Refresh != "250ms" {
+		t.Errorf("settings: %s shards, %s replicas, refresh %s; want 1, 0-1, 250ms", settings.Shards, settings.Replicas, settings.Refresh)
 	}
 	checkMapping(t, "template", tpl.Template.Mappings)
 	if lag := s.ReadLag(); lag != testRefresh {
@@ -137,12 +137,14 @@ func TestNewIsIdempotentAndUpdatesExistingIndices(t *testing.T) {
 	c.must(http.MethodPut, "/"+index+"/_block/write", nil, nil)
 
 	cfg.RefreshInterval = 300 * time.Millisecond
+	cfg.Replicas = 2
 	second := openStore(t.Context(), t, cfg)
 	var settings map[string]struct {
 		Settings struct {
 			Index struct {
-				Refresh string `json:"refresh_interval"`
-				Blocks  struct {
+				Refresh  string `json:"refresh_interval"`
+				Replicas string `json:"auto_expand_replicas"`
+				Blocks   struct {
 					Write string `json:"write"`
 				} `json:"blocks"`
 			} `json:"index"`
@@ -155,6 +157,17 @@ func TestNewIsIdempotentAndUpdatesExistingIndices(t *testing.T) {
 	}
 	if got.Blocks.Write == "true" {
 		t.Errorf("the existing index %s is still write-blocked after New", index)
+	}
+	if got.Replicas != "0-2" {
+		t.Errorf("auto_expand_replicas of the existing index %s = %q after New with 2 replicas", index, got.Replicas)
+	}
+	// A single node holds no replica: auto-expansion keeps the index green.
+	var health struct {
+		Status string `json:"status"`
+	}
+	c.must(http.MethodGet, "/_cluster/health/"+index+"?wait_for_status=green&timeout=10s", nil, &health)
+	if health.Status != "green" {
+		t.Errorf("health of %s on one node = %s, want green", index, health.Status)
 	}
 	again := message(t, m.CreatedAt.Add(time.Microsecond))
 	if err := second.Append(t.Context(), []domain.Message{m, again}); err != nil {
