@@ -1,7 +1,6 @@
 package elastic
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -189,12 +188,8 @@ func checkStorable(m domain.Message) error {
 	return nil
 }
 
-// decodeMessage reads a hit's _source back into a message.
-func decodeMessage(source json.RawMessage) (domain.Message, error) {
-	var d document
-	if err := json.Unmarshal(source, &d); err != nil {
-		return domain.Message{}, fmt.Errorf("decode stored message: %w", err)
-	}
+// messageOf is the message d stores, d as read from a hit's _source.
+func messageOf(d *document) (domain.Message, error) {
 	m := domain.Message{
 		ID:         d.ID,
 		Reference:  d.Reference,
@@ -226,10 +221,14 @@ func decodeMessage(source json.RawMessage) (domain.Message, error) {
 	return m, nil
 }
 
+// fromContent takes c's slices, which the decoder made for it alone.
 func fromContent(c content) domain.Content {
 	h := make(domain.Header, len(c.Header))
 	for _, f := range c.Header {
-		h[f.Name] = append([]string{}, f.Values...)
+		if f.Values == nil {
+			f.Values = []string{} // stored as [], read as an empty list as before
+		}
+		h[f.Name] = f.Values
 	}
 	return domain.Content{Header: h, Body: c.Body, ContentType: c.ContentType, Size: c.Size}
 }

@@ -54,13 +54,14 @@ func (p *pageReader) readHits(dec *json.Decoder) error {
 	}
 	var syntax error
 	p.page, p.badHit = domain.FillPage(p.limit, 0, dec.More, func() (domain.Message, error) {
+		// One pass: the hit straight into the stored document's fields.
 		var hit struct {
-			Source json.RawMessage `json:"_source"`
+			Source document `json:"_source"`
 		}
 		if syntax = dec.Decode(&hit); syntax != nil {
 			return domain.Message{}, syntax
 		}
-		return decodeMessage(hit.Source)
+		return messageOf(&hit.Source)
 	})
 	if syntax != nil {
 		return syntax
