@@ -9,7 +9,11 @@
 //     milliseconds and the contract round-trips microseconds); expireAt repeats
 //     expiresAt as a BSON date, rounded up to the millisecond, for the TTL index.
 //     Headers are an array of {name, values} sorted by name, never BSON keys:
-//     header names may hold '.' and '$'.
+//     header names may hold '.' and '$'. The document is record.Record
+//     (adapters/internal/record), shared with Elasticsearch: it also holds
+//     durationMicros (absent without a duration), request/response.size and
+//     route (the path without its query string). Older documents without
+//     them still read (see the record package).
 //   - Indexes, created at start-up one command each (idempotent): reference
 //     (unique); (account, domain, createdAt desc, _id desc) and (account, domain,
 //     name, createdAt desc, _id desc), equality fields then the sort, serving the

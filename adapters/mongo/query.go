@@ -91,3 +91,12 @@ func readableAt(now time.Time) bson.D {
 func prefixPattern(prefix string) string {
 	return "^" + strings.ReplaceAll(regexp.QuoteMeta(prefix), "\x00", `\x00`)
 }
+
+// roundUp rounds t up to a multiple of unit.
+func roundUp(t time.Time, unit time.Duration) time.Time {
+	down := t.Truncate(unit)
+	if down.Before(t) {
+		return down.Add(unit)
+	}
+	return down
+}
