@@ -62,4 +62,3 @@ func encodeDocuments(msgs []domain.Message) ([]bson.Raw, error) {
 	}
 	return docs, nil
 }
-
