@@ -24,7 +24,9 @@ func TestSearchAndDurationMatchTheDomain(t *testing.T) {
 		func(m *domain.Message) {
 			m.Request.Header = domain.Header{"X-Trace": {"first", "Ünïcode Straße"}, "X-Empty": {}}
 		},
-		func(m *domain.Message) { m.Response.Header = domain.Header{"Set-Cookie": {"a=1", "session=ada@example.com"}} },
+		func(m *domain.Message) {
+			m.Response.Header = domain.Header{"Set-Cookie": {"a=1", "session=ada@example.com"}}
+		},
 		func(m *domain.Message) { m.Request.Header = domain.Header{"Ord_8f7d-Name": {"value"}} }, // a name only
 		func(m *domain.Message) { m.Request.Body = "nul\x00byte and tab\there" },
 		func(m *domain.Message) { m.Duration, m.HasDuration = 1500*time.Microsecond, true },
