@@ -31,6 +31,8 @@ type Store struct {
 	coll   *mongodrv.Collection
 	// ttlRefused says why the server has no TTL index (nil: it has one).
 	ttlRefused error
+	// statsMethod is statsPipeline or statsStreaming, set at start-up.
+	statsMethod string
 }
 
 // New connects to cfg.URI, checks that the server answers and creates the
@@ -78,6 +80,9 @@ func (s *Store) open(ctx context.Context) error {
 
 func (s *Store) setUp(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if err := s.detectStatsMethod(ctx); err != nil {
 		return err
 	}
 	if err := ensureIndexes(ctx, s.coll); err != nil {
