@@ -30,8 +30,8 @@ const (
 	fieldVisibleAt = "visibleAt"
 	fieldExpiresAt = "expiresAt"
 	fieldExpireAt  = "expireAt"
-	fieldRoute     = "route"
-	fieldDuration  = "durationMicros"
+	fieldRoute     = record.BSONRoute
+	fieldDuration  = record.BSONDuration
 	fieldRequest   = "request"
 	fieldResponse  = "response"
 	// Within request and response.

@@ -40,6 +40,15 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
+// Stored names of the fields queries use, beside the struct tags below
+// (record_test.go checks they agree).
+const (
+	BSONRoute    = "route"
+	JSONRoute    = "route"
+	BSONDuration = "durationMicros"
+	JSONDuration = "duration_micros"
+)
+
 // Record is a message as stored. Its json encoding is what AppendJSON writes.
 type Record struct {
 	ID         string `bson:"_id" json:"id"`

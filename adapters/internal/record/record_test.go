@@ -220,3 +220,18 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestFieldNamesAreTheTags(t *testing.T) {
+	typ := reflect.TypeFor[record.Record]()
+	for field, names := range map[string][2]string{
+		"Route":    {record.BSONRoute, record.JSONRoute},
+		"Duration": {record.BSONDuration, record.JSONDuration},
+	} {
+		f, _ := typ.FieldByName(field)
+		bsonName, _, _ := strings.Cut(f.Tag.Get("bson"), ",")
+		jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if bsonName != names[0] || jsonName != names[1] {
+			t.Errorf("%s is stored as %q / %q, the constants say %q / %q", field, bsonName, jsonName, names[0], names[1])
+		}
+	}
+}
