@@ -186,7 +186,7 @@ func (s Search) In(text string) bool {
 // inUnicode is In for a q that is not all ASCII: it finds each form of the
 // anchor rune, then compares the runes before and after it, lowered.
 func (s Search) inUnicode(text string) bool {
-	var buf [4]int // a rune has at most three forms: k, K and the Kelvin sign
+	var buf [4]int  // a rune has at most three forms: k, K and the Kelvin sign
 	next := buf[:0] // where each form occurs next, -1: never
 	for _, form := range s.anchorForms {
 		next = append(next, strings.Index(text, form))
