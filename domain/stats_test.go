@@ -89,7 +89,7 @@ func TestParseStatsQueryErrors(t *testing.T) {
 	for raw, field := range map[string]string{
 		"from=2026-11-22T00:00:00Z&to=2026-11-24T00:00:00Z&interval=1m": "interval", // 2,880 buckets
 		"from=2026-11-23T00:00:00Z&to=2026-11-24T01:01:00Z&interval=1m": "interval", // 1,501 buckets
-		"from=2020-01-01T00:00:00Z&to=2026-11-24T00:00:00Z":              "interval", // over 1,500 days
+		"from=2020-01-01T00:00:00Z&to=2026-11-24T00:00:00Z":             "interval", // over 1,500 days
 		"interval=2h": "interval", "interval=": "interval", "interval=1H": "interval", "interval=60m": "interval",
 		"from=2026-11-24T00:00:00Z&to=2026-11-24T00:00:00Z": "to",
 		"from=2026-11-24T01:00:00Z&to=2026-11-24T00:00:00Z": "to",
