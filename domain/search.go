@@ -2,6 +2,7 @@ package domain
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -50,6 +51,10 @@ func SearchedTexts(m Message, yield func(string) bool) {
 // every rule of the contract (any occurrence bounded by words is a substring;
 // no substring means no match). It is the memory store's search and the
 // reference the conformance suite states its examples against.
+//
+// Case is ignored rune by rune with unicode.ToLower, as strings.ToLower does,
+// except that an ASCII q ignores only ASCII case: it does not find "k" in the
+// Kelvin sign (U+212A) nor "i" in "İ" (U+0130), whose lower cases are ASCII.
 type Search struct {
 	folded string // q in lower case
 	ascii  bool
@@ -57,6 +62,14 @@ type Search struct {
 	// by byteRank), its offset in folded, and its upper-case form.
 	anchor, anchorUpper byte
 	anchorAt            int
+	// For any other q: its runes in lower case, the one the scan looks for
+	// first, and the UTF-8 of every rune whose lower case that one is.
+	runes       []rune
+	anchorRune  int
+	anchorForms []string
+	// lowerEach is set for a q holding U+FFFD or invalid UTF-8, which
+	// strings.ToLower finds in a text's invalid bytes: each text is lowered.
+	lowerEach bool
 }
 
 // NewSearch compiles q; the zero Search (q "") matches everything.
@@ -65,6 +78,7 @@ func NewSearch(q string) Search {
 	for i := 0; i < len(q); i++ {
 		if q[i] >= utf8.RuneSelf {
 			s.ascii = false
+			s.compileUnicode()
 			return s
 		}
 	}
@@ -79,6 +93,55 @@ func NewSearch(q string) Search {
 		s.anchorUpper = asciiUpperByte(s.anchor)
 	}
 	return s
+}
+
+// compileUnicode prepares the scan of a q that is not all ASCII: it anchors on
+// a non-ASCII rune (rare in logged text), else on the rarest byte.
+func (s *Search) compileUnicode() {
+	s.runes = []rune(s.folded)
+	if strings.ContainsRune(s.folded, utf8.RuneError) {
+		s.lowerEach = true
+		return
+	}
+	rank := func(r rune) int {
+		if r >= utf8.RuneSelf {
+			return -1
+		}
+		return byteRank(byte(r))
+	}
+	for i, r := range s.runes {
+		if rank(r) < rank(s.runes[s.anchorRune]) {
+			s.anchorRune = i
+		}
+	}
+	for _, r := range runesLoweringTo(s.runes[s.anchorRune]) {
+		s.anchorForms = append(s.anchorForms, string(r))
+	}
+}
+
+var (
+	lowerPreimagesOnce sync.Once
+	lowerPreimages     map[rune][]rune // lower case -> the other runes lowering to it
+)
+
+// runesLoweringTo lists every rune r with unicode.ToLower(r) == lower.
+func runesLoweringTo(lower rune) []rune {
+	lowerPreimagesOnce.Do(func() {
+		// unicode.ToLower changes only runes of unicode.CaseRanges.
+		lowerPreimages = map[rune][]rune{}
+		for _, cr := range unicode.CaseRanges {
+			for r := rune(cr.Lo); r <= rune(cr.Hi); r++ {
+				if l := unicode.ToLower(r); l != r {
+					lowerPreimages[l] = append(lowerPreimages[l], r)
+				}
+			}
+		}
+	})
+	forms := lowerPreimages[lower]
+	if unicode.ToLower(lower) == lower {
+		forms = append([]rune{lower}, forms...)
+	}
+	return forms
 }
 
 // Matches reports whether m holds q in one of its searched texts.
@@ -99,8 +162,11 @@ func (s Search) In(text string) bool {
 	if s.folded == "" {
 		return true
 	}
-	if !s.ascii {
+	if s.lowerEach {
 		return strings.Contains(strings.ToLower(text), s.folded)
+	}
+	if !s.ascii {
+		return s.inUnicode(text)
 	}
 	n := len(s.folded)
 	for from := s.anchorAt; from+n-s.anchorAt <= len(text); {
@@ -115,6 +181,57 @@ func (s Search) In(text string) bool {
 		from = i + 1
 	}
 	return false
+}
+
+// inUnicode is In for a q that is not all ASCII: it finds each form of the
+// anchor rune, then compares the runes before and after it, lowered.
+func (s Search) inUnicode(text string) bool {
+	var buf [4]int  // a rune has at most three forms: k, K and the Kelvin sign
+	next := buf[:0] // where each form occurs next, -1: never
+	for _, form := range s.anchorForms {
+		next = append(next, strings.Index(text, form))
+	}
+	for {
+		at, form := -1, 0
+		for i, n := range next {
+			if n >= 0 && (at < 0 || n < at) {
+				at, form = n, i
+			}
+		}
+		if at < 0 {
+			return false
+		}
+		if s.matchesAround(text, at) {
+			return true
+		}
+		width := len(s.anchorForms[form])
+		if n := strings.Index(text[at+width:], s.anchorForms[form]); n >= 0 {
+			next[form] = at + width + n
+		} else {
+			next[form] = -1
+		}
+	}
+}
+
+// matchesAround reports whether text holds q with its anchor rune at byte at.
+func (s Search) matchesAround(text string, at int) bool {
+	pos := at
+	for k := s.anchorRune - 1; k >= 0; k-- {
+		r, width := utf8.DecodeLastRuneInString(text[:pos])
+		if width == 0 || unicode.ToLower(r) != s.runes[k] {
+			return false
+		}
+		pos -= width
+	}
+	pos = at
+	for _, want := range s.runes[s.anchorRune:] {
+		r, width := utf8.DecodeRuneInString(text[pos:])
+		if width == 0 || unicode.ToLower(r) != want {
+			return false
+		}
+		pos += width
+	}
+	return true
 }
 
 // nextAnchor is the first index at or after from where text holds the anchor
