@@ -19,11 +19,9 @@
 //	ip_address                                            ip, with an exact keyword sub-field;
 //	                                                      left out when the message has none
 //	status_code                                           integer
-//	duration_ms                                           double, left out when the message has
-//	                                                      none; written as the API's number (at
-//	                                                      most three decimals), so the stored
-//	                                                      double is the one a bound of the same
-//	                                                      microseconds is sent as: ranges are exact
+//	duration_micros                                       long: whole microseconds, exact in
+//	                                                      ranges and percentiles; left out when
+//	                                                      the message has none
 //	created_at, updated_at, visible_at, expires_at        date_nanos, stored as the API's strings
 //	                                                      (UTC, six fractional digits)
 //	request, response {header, body, content_type, size} in _source only (enabled: false); a
@@ -44,6 +42,9 @@
 //
 // # Indices of earlier versions
 //
+// Documents are the shared storage record of adapters/internal/record (the
+// MongoDB store encodes the same struct), plus the full-text field.
+//
 // The mapping is strict, so an index created by an earlier template would
 // refuse a document with the new fields. New puts the mappings on every
 // existing index (additive: new fields only) before anything is written, so
@@ -51,7 +52,8 @@
 // existing index's _source excludes: new documents of such an index keep their
 // full-text values in _source too (the index is read past them) until
 // retention drops it. Documents written before the upgrade have no duration
-// (null, outside every duration bound and percentile), sizes of 0, no route
+// (null, outside every duration bound and percentile), their stored body's
+// length as sizes (the record's rule), no route
 // (absent from top_paths, counted everywhere else in the statistics) and no
 // full-text values: q never finds them. Nothing rewrites them: the test
 // distribution has no update-by-query, and they age out with retention.
@@ -79,31 +81,37 @@
 //
 // List and Get are searches over the read pattern with every condition in
 // bool.filter: the scope's account and domain, VisibleAt <= now < ExpiresAt,
-// and the query's filters (terms, a prefix query on path, ranges on status_code,
-// created_at and duration_ms, and q as a match_phrase query on the full-text
-// field: q is split into words by the same analyzer, which must occur
-// consecutively in one text). List sorts by created_at then id, both descending, pages
-// with search_after and asks for one message more than the page to learn
-// HasMore. No index yet is an empty result; a shard that cannot answer is an
-// error, never a silently partial page.
+// and the query's filters (terms, a prefix query on path, ranges on
+// status_code, created_at and duration_micros, and q as a match_phrase query
+// on the full-text field: the standard analyzer splits q into words as it
+// split the texts, and they must occur consecutively in one text). List sorts
+// by created_at then id, both descending, pages with search_after and asks for
+// one message more than the page to learn HasMore. Each hit's _source is
+// decoded in one pass into the record as the reply streams in, and reading
+// stops where the page ends. Replies are not gzipped: un-gzipping was most of
+// the service's CPU per fetch, and the cluster is near the service. No index
+// yet is an empty result; a shard that cannot answer is an error, never a
+// silently partial page.
 //
 // # Statistics
 //
 // Stats is one search of size 0 with the same filters (readable at now, the
-// scope, the statistics' filter): a date_histogram on created_at with a fixed
-// interval (aligned on the Unix epoch, so on UTC days) and min_doc_count 1,
-// whose buckets go into domain.NewStats' buckets by their start (the empty ones
-// are already there); in each bucket and over the whole range, a range
-// aggregation of status_code into the five classes, a value_count and the
-// percentiles (50, 95, 99) of duration_ms; terms on route (10) and name (20),
-// ordered by count descending then key ascending, each shard reporting 1,000
-// keys, with a filter counting statuses of 400 or more. Percentiles use the
-// t-digest with compression 500: Elasticsearch keeps every value below 20 times
-// the compression (10,000 durations) and interpolates exactly as
-// domain.Percentile does; above, its error measured on log-normal latencies is
-// under 0.2 % (the default compression, 100, went past 1 %). A bucket whose
-// durations have a gap at a percentile's rank (two far-apart modes split
-// there) can be further off: the t-digest interpolates across the gap.
+// scope, the statistics' filter, created_at bounded on both sides): a
+// date_histogram on created_at with a fixed interval (aligned on the Unix
+// epoch, so on UTC days) and min_doc_count 1, whose buckets go into
+// domain.NewStats' buckets by their start (the empty ones are already there;
+// a start off the buckets is an error); in each bucket and over the whole
+// range, a range aggregation of status_code into the five classes, a
+// value_count and the percentiles (50, 95, 99) of duration_micros, rounded to
+// whole microseconds; terms on route (10) and name (20), ordered by count
+// descending then key ascending, each shard reporting 1,000 keys, with a
+// filter counting statuses of 400 or more. Percentiles use the t-digest with
+// compression 500: Elasticsearch keeps every value below 20 times the
+// compression (10,000 durations) and interpolates as domain.Percentile does;
+// above, its error measured on log-normal latencies is under 0.2 % (the
+// default compression, 100, went past 1 %). A bucket whose durations have a
+// gap at a percentile's rank (two far-apart modes split there) can be further
+// off: the t-digest interpolates across the gap.
 //
 // # Retention
 //

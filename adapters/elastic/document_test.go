@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -24,53 +25,31 @@ type bulkTarget struct {
 	ID    string `json:"_id"`
 }
 
-// storedDocument is a document as written: with the full-text field, which
-// _source leaves out.
+// storedDocument is a document as written: the record, then the full-text
+// field, which _source leaves out.
 type storedDocument struct {
-	document
+	record.Record
 	Text []string `json:"text"`
 }
 
 func toDocument(m domain.Message) storedDocument {
-	d := document{
-		ID: m.ID, Reference: m.Reference, Account: m.Account, Domain: m.Domain, Name: m.Name, IPAddress: m.IPAddress,
-		Method: m.Method, Path: m.Path, Route: domain.RouteOf(m.Path), StatusCode: m.StatusCode,
-		Request: toContent(m.Request), Response: toContent(m.Response),
-		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt),
-		VisibleAt: domain.FormatTime(m.VisibleAt), ExpiresAt: domain.FormatTime(m.ExpiresAt),
-	}
-	if ms, ok := m.DurationMS(); ok {
-		d.DurationMS = &ms
-	}
+	r := record.FromMessage(m)
 	text := []string{}
 	for _, v := range []string{m.Path, m.Request.Body, m.Response.Body} {
 		if v != "" {
 			text = append(text, headOf(v, domain.SearchedBodyBytes))
 		}
 	}
-	for _, side := range []content{d.Request, d.Response} {
-		for _, f := range side.Header {
-			for _, v := range f.Values {
+	for _, side := range []record.Content{r.Request, r.Response} {
+		for _, h := range side.Headers {
+			for _, v := range h.Values {
 				if v != "" {
 					text = append(text, headOf(v, domain.SearchedBodyBytes))
 				}
 			}
 		}
 	}
-	return storedDocument{document: d, Text: text}
-}
-
-func toContent(c domain.Content) content {
-	names := make([]string, 0, len(c.Header))
-	for name := range c.Header {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	fields := make([]headerField, len(names))
-	for i, name := range names {
-		fields[i] = headerField{Name: name, Values: append([]string{}, c.Header[name]...)}
-	}
-	return content{Header: fields, Body: c.Body, ContentType: c.ContentType, Size: c.Size}
+	return storedDocument{Record: r, Text: text}
 }
 
 // encodeReference writes values as json.Encoder wrote them into bulk bodies: one

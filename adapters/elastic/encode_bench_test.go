@@ -102,7 +102,7 @@ func benchSearchReply(b *testing.B) []byte {
 	msgs := benchMessages(domain.DefaultLimit + 1)
 	hits := make([]string, len(msgs))
 	for i, m := range msgs {
-		source, err := json.Marshal(toDocument(m).document)
+		source, err := json.Marshal(toDocument(m).Record)
 		if err != nil {
 			b.Fatal(err)
 		}

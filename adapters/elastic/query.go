@@ -11,6 +11,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -54,14 +55,12 @@ func (p *pageReader) readHits(dec *json.Decoder) error {
 	}
 	var syntax error
 	p.page, p.badHit = domain.FillPage(p.limit, 0, dec.More, func() (domain.Message, error) {
-		// One pass: the hit straight into the stored document's fields.
-		var hit struct {
-			Source document `json:"_source"`
-		}
+		// One pass: the hit straight into the record's fields.
+		var hit hitSource
 		if syntax = dec.Decode(&hit); syntax != nil {
 			return domain.Message{}, syntax
 		}
-		return messageOf(&hit.Source)
+		return hit.Source.Message(), nil
 	})
 	if syntax != nil {
 		return syntax
@@ -223,25 +222,19 @@ func (f *filters) matching(filter domain.Filter) {
 	if filter.HasDurationBounds() {
 		bounds := object{}
 		if filter.MinDuration != nil {
-			bounds["gte"] = durationMS(*filter.MinDuration)
+			bounds["gte"] = filter.MinDuration.Microseconds()
 		}
 		if filter.MaxDuration != nil {
-			bounds["lte"] = durationMS(*filter.MaxDuration)
+			bounds["lte"] = filter.MaxDuration.Microseconds()
 		}
 		// A message without a duration has no value, so no range holds it.
-		f.add(object{"range": object{"duration_ms": bounds}})
+		f.add(object{"range": object{record.JSONDuration: bounds}})
 	}
 	if filter.Text != "" {
 		// The standard analyzer splits q into words as it split the texts;
 		// the phrase keeps them consecutive, within one text.
 		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
 	}
-}
-
-// durationMS is d in milliseconds, the same double as the stored
-// duration_ms of a message of duration d, so bounds compare exactly.
-func durationMS(d time.Duration) float64 {
-	return float64(d.Microseconds()) / 1000
 }
 
 // List runs one search over every daily index: the filters, newest first, from

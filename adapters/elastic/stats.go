@@ -9,6 +9,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -41,9 +42,9 @@ var statusClasses = []object{
 func trafficAggs() object {
 	return object{
 		"status":    object{"range": object{"field": "status_code", "keyed": false, "ranges": statusClasses}},
-		"durations": object{"value_count": object{"field": "duration_ms"}},
+		"durations": object{"value_count": object{"field": record.JSONDuration}},
 		"percentiles": object{"percentiles": object{
-			"field": "duration_ms", "percents": []float64{50, 95, 99}, "keyed": false,
+			"field": record.JSONDuration, "percents": []float64{50, 95, 99}, "keyed": false,
 			"tdigest": object{"compression": percentileCompression},
 		}},
 	}
@@ -198,8 +199,8 @@ func (t *traffic) fill(bucket *domain.StatsBucket) error {
 		if p.Value == nil {
 			return fmt.Errorf("percentile %g is null over %d durations", p.Key, t.Durations.Value)
 		}
-		// Microseconds, as domain.Percentile rounds.
-		v := math.Round(*p.Value*1000) / 1000
+		// Whole microseconds, as domain.Percentile rounds, in milliseconds.
+		v := math.Round(*p.Value) / 1000
 		switch p.Key {
 		case 50:
 			bucket.Duration.P50 = v
