@@ -86,9 +86,10 @@
 // on the full-text field: the standard analyzer splits q into words as it
 // split the texts, and they must occur consecutively in one text). List sorts
 // by created_at then id, both descending, pages with search_after and asks for
-// one message more than the page to learn HasMore. Each hit's _source is
-// decoded in one pass into the record as the reply streams in, and reading
-// stops where the page ends. Replies are not gzipped: un-gzipping was most of
+// one message more than the page to learn HasMore. The reply is read in one
+// pass as it streams in (wire.go: each hit's _source straight into the
+// record, strings read as encoding/json reads them), and reading stops where
+// the page ends. Replies are not gzipped: un-gzipping was most of
 // the service's CPU per fetch, and the cluster is near the service. No index
 // yet is an empty result; a shard that cannot answer is an error, never a
 // silently partial page.
