@@ -86,7 +86,7 @@ func EncodeExchanges(exchanges []Exchange) ([]byte, error) {
 			items[i].CreatedAt = FormatTime(e.CreatedAt)
 		}
 		if e.HasDuration {
-			items[i].DurationMS = formatDurationMS(e.Duration)
+			items[i].DurationMS = json.Number(FormatDurationMS(e.Duration))
 		}
 	}
 	body, err := json.Marshal(items)
@@ -96,16 +96,17 @@ func EncodeExchanges(exchanges []Exchange) ([]byte, error) {
 	return body, nil
 }
 
-// formatDurationMS writes d in milliseconds with the microseconds as three
-// decimals ("1234.567"), which the parser reads back exactly. Out-of-range values
-// are written as they are, for the validator to refuse.
-func formatDurationMS(d time.Duration) json.Number {
+// FormatDurationMS writes d as the API's duration_ms: milliseconds with the
+// microseconds as three decimals ("1234.567"), which the parser reads back
+// exactly. Out-of-range values are written as they are, for the validator to
+// refuse.
+func FormatDurationMS(d time.Duration) string {
 	micros := d.Microseconds()
 	sign := ""
 	if micros < 0 {
 		sign, micros = "-", -micros
 	}
-	return json.Number(fmt.Sprintf("%s%d.%03d", sign, micros/1000, micros%1000))
+	return fmt.Sprintf("%s%d.%03d", sign, micros/1000, micros%1000)
 }
 
 // InvalidItems returns the indexes, in [0, n), of the batch items that err's fields
