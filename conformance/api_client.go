@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -476,4 +477,224 @@ func apiShow(v any) string {
 		return string(raw[:max]) + "…"
 	}
 	return string(raw)
+}
+
+// The explorer's fixed texts and forms.
+const apiStatsText = "successfully computed statistics"
+
+// apiExportColumns are exactly the columns of a CSV export, in order.
+var apiExportColumns = []string{"created_at", "id", "reference", "name", "method", "path", "status_code",
+	"duration_ms", "ip_address", "request.size", "response.size"}
+
+// apiStatusClasses are the keys of a statistics status object.
+var apiStatusClasses = []string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// apiIntervals are the bucket widths the statistics offer, by name.
+var apiIntervals = map[string]time.Duration{"1m": time.Minute, "5m": 5 * time.Minute, "15m": 15 * time.Minute,
+	"1h": time.Hour, "6h": 6 * time.Hour, "1d": 24 * time.Hour}
+
+// stats reads GET /v1/stats with query and checks everything the contract says of
+// any reply's shape: exactly its keys; buckets aligned to the interval in UTC,
+// contiguous from from rounded down to to, oldest first; counts that add up
+// (status classes to count, buckets to the total); duration summaries null or
+// ordered; top lists ranked by count then key. It returns data.
+func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]any {
+	t.Helper()
+	target := "/v1/stats"
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	r := e.get(t, key, target)
+	r.wantOK(t, apiStatsText, "data")
+	apiWantKeys(t, r.body, "data", "from", "to", "interval", "total", "buckets", "top_paths", "top_names")
+	data := apiMust[map[string]any](t, r.body, "data")
+	from, to := apiTime(t, data, "from"), apiTime(t, data, "to")
+	interval := apiMust[string](t, data, "interval")
+	width, ok := apiIntervals[interval]
+	if !ok {
+		t.Fatalf("interval %q is not one of the contract's: %s", interval, r)
+	}
+	if !from.Before(to) {
+		t.Fatalf("from %v is not before to %v: %s", from, to, r)
+	}
+	apiWantKeys(t, data, "total", "count", "status", "duration_ms")
+	total := apiStatsBucket(t, data, "total")
+
+	buckets := apiMust[[]any](t, data, "buckets")
+	first := from.Truncate(width) // Truncate works on absolute time: aligned in UTC for widths dividing a day
+	if want := int((to.Sub(first) + width - 1) / width); len(buckets) != want {
+		t.Fatalf("%d buckets of %s from %v to %v, want %d: %s", len(buckets), interval, from, to, want, r)
+	}
+	var sum int
+	var classes [5]int
+	for i := range buckets {
+		path := "buckets." + strconv.Itoa(i)
+		apiWantKeys(t, data, path, "start", "count", "status", "duration_ms")
+		if start, want := apiTime(t, data, path+".start"), first.Add(time.Duration(i)*width); !start.Equal(want) {
+			t.Fatalf("%s.start is %v, want %v (aligned, contiguous, oldest first): %s", path, start, want, r)
+		}
+		count := apiStatsBucket(t, data, path)
+		sum += count
+		for c, class := range apiStatusClasses {
+			classes[c] += apiInt(t, data, path+".status."+class)
+		}
+	}
+	if sum != total {
+		t.Errorf("buckets count %d messages, total.count is %d: %s", sum, total, r)
+	}
+	for c, class := range apiStatusClasses {
+		if got := apiInt(t, data, "total.status."+class); got != classes[c] {
+			t.Errorf("buckets count %d of %s, total.status.%s is %d: %s", classes[c], class, class, got, r)
+		}
+	}
+	apiWantRanking(t, data, "top_paths", "path", 10, total)
+	apiWantRanking(t, data, "top_names", "name", 20, total)
+	for i := range apiMust[[]any](t, data, "top_paths") {
+		if p := apiMust[string](t, data, fmt.Sprintf("top_paths.%d.path", i)); strings.Contains(p, "?") {
+			t.Errorf("top_paths.%d.path %q keeps its query string: %s", i, p, r)
+		}
+	}
+	return data
+}
+
+// apiStatsBucket checks the count, status and duration_ms of a bucket (or the
+// total) at path and returns its count.
+func apiStatsBucket(t *testing.T, data map[string]any, path string) int {
+	t.Helper()
+	count := apiInt(t, data, path+".count")
+	apiWantKeys(t, data, path+".status", apiStatusClasses...)
+	classes := 0
+	for _, class := range apiStatusClasses {
+		n := apiInt(t, data, path+".status."+class)
+		if n < 0 {
+			t.Errorf("%s.status.%s is %d", path, class, n)
+		}
+		classes += n
+	}
+	if count < 0 || classes != count {
+		t.Errorf("%s.count is %d, its status classes add up to %d: %s", path, count, classes, apiShow(data))
+	}
+	if d, _ := apiAt(data, path+".duration_ms"); d != nil {
+		apiWantKeys(t, data, path+".duration_ms", "count", "p50", "p95", "p99")
+		if n := apiInt(t, data, path+".duration_ms.count"); n < 1 || n > count {
+			t.Errorf("%s.duration_ms.count is %d of %d messages (a bucket without durations has null): %s", path, n, count, apiShow(d))
+		}
+		p50, p95, p99 := apiFloat(t, data, path+".duration_ms.p50"), apiFloat(t, data, path+".duration_ms.p95"), apiFloat(t, data, path+".duration_ms.p99")
+		if p50 < 0 || p50 > p95 || p95 > p99 {
+			t.Errorf("%s.duration_ms percentiles out of order: %s", path, apiShow(d))
+		}
+	}
+	return count
+}
+
+// apiWantRanking checks a top list: at most most entries of exactly keyName,
+// count and errors, by count descending then key ascending, with errors at most
+// count and no more messages than total.
+func apiWantRanking(t *testing.T, data map[string]any, path, keyName string, most, total int) {
+	t.Helper()
+	list := apiMust[[]any](t, data, path)
+	if len(list) > most {
+		t.Errorf("%s has %d entries, at most %d: %s", path, len(list), most, apiShow(list))
+	}
+	sum, prevCount, prevKey := 0, 0, ""
+	for i := range list {
+		at := fmt.Sprintf("%s.%d", path, i)
+		apiWantKeys(t, data, at, keyName, "count", "errors")
+		k, count, errs := apiMust[string](t, data, at+"."+keyName), apiInt(t, data, at+".count"), apiInt(t, data, at+".errors")
+		if count < 1 || errs < 0 || errs > count {
+			t.Errorf("%s counts %d with %d errors: %s", at, count, errs, apiShow(list))
+		}
+		if i > 0 && (count > prevCount || count == prevCount && k <= prevKey) {
+			t.Errorf("%s is not ranked by count descending then %s ascending: %s", path, keyName, apiShow(list))
+		}
+		sum, prevCount, prevKey = sum+count, count, k
+	}
+	if sum > total {
+		t.Errorf("%s counts %d messages of %d: %s", path, sum, total, apiShow(list))
+	}
+}
+
+// apiTime reads the timestamp at path, in the contract's form.
+func apiTime(t *testing.T, v any, path string) time.Time {
+	t.Helper()
+	s := apiMust[string](t, v, path)
+	if !apiTimePattern.MatchString(s) {
+		t.Fatalf("%s %q does not match %s", path, s, apiTimePattern)
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("%s %q: %v", path, s, err)
+	}
+	return at
+}
+
+// apiFloat returns the JSON number at path.
+func apiFloat(t *testing.T, v any, path string) float64 {
+	t.Helper()
+	f, err := apiMust[json.Number](t, v, path).Float64()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f
+}
+
+// apiExport is a successful export: the reply, and its messages (NDJSON) or its
+// rows keyed by column (CSV).
+type apiExport struct {
+	reply    apiReply
+	messages []map[string]any
+	rows     []map[string]string
+}
+
+// export reads GET /v1/messages/export with query and checks the reply: 200, an
+// attachment, and for NDJSON (format absent or ndjson) one message of the fetch
+// shape per line, each line ended; for CSV exactly apiExportColumns as the header
+// and a full row per message.
+func (e *apiEnv) export(t *testing.T, key APIKey, query url.Values) apiExport {
+	t.Helper()
+	target := "/v1/messages/export"
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	r := e.get(t, key, target)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", r.status, r)
+	}
+	if disposition, _, err := mime.ParseMediaType(r.header.Get("Content-Disposition")); err != nil || disposition != "attachment" {
+		t.Errorf("Content-Disposition %q, want an attachment: %s", r.header.Get("Content-Disposition"), r)
+	}
+	out := apiExport{reply: r}
+	if query.Get("format") == "csv" {
+		rows, err := csv.NewReader(bytes.NewReader(r.raw)).ReadAll()
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("not CSV with a header (%v): %s", err, r)
+		}
+		if !slices.Equal(rows[0], apiExportColumns) {
+			t.Fatalf("CSV columns %q, want %q: %s", rows[0], apiExportColumns, r)
+		}
+		for _, row := range rows[1:] {
+			byColumn := make(map[string]string, len(row))
+			for i, column := range apiExportColumns {
+				byColumn[column] = row[i]
+			}
+			out.rows = append(out.rows, byColumn)
+		}
+		return out
+	}
+	if len(r.raw) > 0 && !bytes.HasSuffix(r.raw, []byte("\n")) {
+		t.Errorf("the NDJSON export's last line has no newline: %s", r)
+	}
+	for i, line := range bytes.Split(bytes.TrimSuffix(r.raw, []byte("\n")), []byte("\n")) {
+		if len(r.raw) == 0 {
+			break
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		var m any
+		if err := dec.Decode(&m); err != nil || dec.More() {
+			t.Fatalf("line %d is not one JSON value (%v): %q", i+1, err, line)
+		}
+		out.messages = append(out.messages, apiCheckMessage(t, map[string]any{"m": m}, "m"))
+	}
+	return out
 }
