@@ -98,8 +98,8 @@ func TestDurationAndSizesRoundTrip(t *testing.T) {
 	}
 	bad := withDuration(2, -time.Millisecond)
 	var apiErr *httpclient.APIError
-	if _, err := c.Submit(ctx, bad); !errors.As(err, &apiErr) || len(apiErr.Fields) != 1 || apiErr.Fields[0].Field != "duration_ms" {
-		t.Errorf("a negative duration: %v, want a 400 naming duration_ms", err)
+	if _, err := c.Submit(ctx, bad); !errors.As(err, &apiErr) || len(apiErr.Fields) != 1 || apiErr.Fields[0].Field != "[0].duration_ms" {
+		t.Errorf("a negative duration: %v, want a 400 naming [0].duration_ms", err)
 	}
 }
 
