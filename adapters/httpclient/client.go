@@ -1,5 +1,6 @@
 // Package httpclient is a Go client for reqlog's HTTP API (shared/spec/CONTRACT.md):
-// submit exchanges, list messages page by page or with an iterator, get one message.
+// submit exchanges, list and search messages page by page or with an iterator, get
+// one message, compute traffic statistics, and stream an export.
 // Replies 429 and 503 and transport failures are retried with capped, jittered
 // backoff that honours Retry-After; every submission carries an Idempotency-Key, so
 // a retry cannot store anything twice.
