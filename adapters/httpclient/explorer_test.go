@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,5 +330,30 @@ func TestExportStreams(t *testing.T) {
 	}
 	if last == nil || !errors.Is(last, ports.ErrUnavailable) {
 		t.Errorf("a cut stream ended with %v, want an error matching ports.ErrUnavailable", last)
+	}
+}
+
+// Until the stream starts, an export is retried as any GET is.
+func TestExportRetriesBeforeTheStream(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"status":false,"message":"the store is unavailable"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"m1","duration_ms":null}`+"\n")
+	}))
+	t.Cleanup(srv.Close)
+	var got []string
+	for m, err := range newClient(t, srv.URL).Export(context.Background(), httpclient.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.ID)
+	}
+	if !slices.Equal(got, []string{"m1"}) || calls.Load() != 2 {
+		t.Errorf("yielded %v after %d calls, want m1 after a retry", got, calls.Load())
 	}
 }
