@@ -110,7 +110,14 @@ type exportRun struct {
 func (s *server) export(ctx context.Context, title string, o options, stdout io.Writer) error {
 	query := url.Values{"format": {o.format}}
 	rssBefore, heapBefore := s.memory()
-	resetPeak := o.pid > 0 && resetPeakRSS(o.pid) == nil
+	resetPeak := false
+	if o.pid > 0 {
+		if err := resetPeakRSS(o.pid); err != nil {
+			fmt.Fprintf(stdout, "warning: no exact peak for process %d: %v\n", o.pid, err)
+		} else {
+			resetPeak = true
+		}
+	}
 	peak := s.watchMemory(50 * time.Millisecond)
 	began := time.Now()
 	var runs []exportRun

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Shape of the generated traffic: bodies of 200 B to 20 KB (log-uniform, so small
@@ -142,7 +144,7 @@ func (g *generator) submission(createdAt time.Time) submission {
 	}
 	if r.IntN(durationUnknown) > 0 {
 		micros := g.logUniform(minDurationMS*1000, maxDurationMS*1000)
-		s.DurationMS = json.Number(fmt.Sprintf("%d.%03d", micros/1000, micros%1000))
+		s.DurationMS = json.Number(domain.FormatDurationMS(time.Duration(micros) * time.Microsecond))
 	}
 	total := g.logUniform(minBodyBytes, maxBodyBytes)
 	hasRequestBody := method == "POST" || method == "PUT" || method == "PATCH"
