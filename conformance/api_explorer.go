@@ -318,6 +318,8 @@ func apiExplorerBadQueries(now time.Time) []struct{ target, field string } {
 			{"min_duration_ms=86400000.5", "min_duration_ms"},
 			{"min_duration_ms=1e400", "min_duration_ms"},
 			{"min_duration_ms=NaN", "min_duration_ms"},
+			{"min_duration_ms=18446744073709.552", "min_duration_ms"}, // wraps around in int64 nanoseconds
+			{"max_duration_ms=86400000.0000001", "max_duration_ms"},
 			{"max_duration_ms=", "max_duration_ms"},
 			{"max_duration_ms=ten", "max_duration_ms"},
 			{"max_duration_ms=-0.001", "max_duration_ms"},
@@ -377,6 +379,8 @@ func apiTestExplorerBadInput(t *testing.T, s apiSuite) {
 		{"duration_ms true", apiItem(at, map[string]any{"duration_ms": true}), "duration_ms"},
 		{"duration_ms an object", apiItem(at, map[string]any{"duration_ms": map[string]any{"ms": 1}}), "duration_ms"},
 		{"duration_ms 1e400", apiItem(at, map[string]any{"duration_ms": apiRaw("1e400")}), "duration_ms"},
+		{"duration_ms just over a day", apiItem(at, map[string]any{"duration_ms": apiRaw("86400000.0000001")}), "duration_ms"},
+		{"duration_ms wrapping in nanoseconds", apiItem(at, map[string]any{"duration_ms": apiRaw("18446744073709.552")}), "duration_ms"},
 		{"duration_ms in a batch", []any{apiItem(at, nil), apiItem(at, map[string]any{"duration_ms": "fast"})}, "[1].duration_ms"},
 		{"duration_ms in an envelope", map[string]any{"messages": []any{apiItem(at, map[string]any{"duration_ms": -3})}}, "[0].duration_ms"},
 	} {
