@@ -59,6 +59,48 @@ func TestSessionReadsOnlyItsApplication(t *testing.T) {
 	}
 }
 
+// A session created without a name reads every application of its account and
+// domain (the owner's support team), and still nothing of another domain or
+// account; it stays read-only.
+func TestWholeAccountSession(t *testing.T) {
+	s := startService(t, nil)
+	shop := s.submit(t, acmeLive, "shop", "/orders/1", 200)
+	blog := s.submit(t, acmeLive, "blog", "/posts/1", 500)
+	testShop := s.submit(t, acmeTest, "shop", "/orders/1", 200)
+	globexShop := s.submit(t, globexLive, "shop", "/orders/1", 200)
+
+	for _, body := range []string{`{}`, `{"expires_in":600}`, `{"name":null}`} {
+		token := s.session(t, acmeLive, body)["token"].(string)
+		listed := s.listedIDs(t, token, "")
+		slices.Sort(listed)
+		want := []string{shop, blog}
+		slices.Sort(want)
+		if !slices.Equal(listed, want) {
+			t.Errorf("%s: the session lists %v, want every acme live message %v", body, listed, want)
+		}
+		if ids := s.listedIDs(t, token, "name=blog"); !slices.Equal(ids, []string{blog}) {
+			t.Errorf("%s: name=blog lists %v, want [%s]", body, ids, blog)
+		}
+		for _, id := range []string{shop, blog} {
+			s.call(t, http.MethodGet, "/v1/messages/"+id, token, "").want(t, http.StatusOK)
+		}
+		for name, id := range map[string]string{"another domain": testShop, "another account": globexShop} {
+			if r := s.call(t, http.MethodGet, "/v1/messages/"+id, token, ""); r.status != http.StatusNotFound {
+				t.Errorf("%s: %s's message: status %d, want 404", body, name, r.status)
+			}
+		}
+		for _, tc := range []struct{ path, body string }{
+			{"/v1/messages", `{"name":"shop"}`},
+			{"/v1/portal/sessions", `{}`},
+			{"/v1/portal/sessions", `{"name":"shop"}`},
+		} {
+			if r := s.call(t, http.MethodPost, tc.path, token, tc.body); r.status != http.StatusForbidden {
+				t.Errorf("%s: POST %s with the session: %d %s, want 403", body, tc.path, r.status, r.raw)
+			}
+		}
+	}
+}
+
 // A session may read, nothing more: no submission, no new session.
 func TestSessionIsReadOnly(t *testing.T) {
 	s := startService(t, nil)
@@ -180,7 +222,7 @@ func TestSessionRequestErrors(t *testing.T) {
 		status     int
 		fields     []string
 	}{
-		{"no name", `{"expires_in":3600}`, http.StatusBadRequest, []string{"name"}},
+		{"empty name", `{"name":"","expires_in":3600}`, http.StatusBadRequest, []string{"name"}},
 		{"blank name", `{"name":"   "}`, http.StatusBadRequest, []string{"name"}},
 		{"too short", `{"name":"shop","expires_in":59}`, http.StatusBadRequest, []string{"expires_in"}},
 		{"too long", `{"name":"shop","expires_in":604801}`, http.StatusBadRequest, []string{"expires_in"}},
