@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func TestPageAssetsAreSelfContained(t *testing.T) {
 		t.Errorf("app.css loads another resource: %q", m)
 	}
 	for _, m := range regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`).FindAllStringSubmatch(html, -1) {
-		if strings.TrimSpace(m[1]) != "" || !strings.Contains(m[0], `src="portal/app.js"`) {
+		if strings.TrimSpace(m[1]) != "" || !strings.Contains(m[0], `src="portal/app.js"`) && !strings.Contains(m[0], `src="portal/uplot.js"`) {
 			t.Errorf("inline or unexpected script: %q", m[0])
 		}
 	}
@@ -65,4 +66,45 @@ func TestServeHTTP(t *testing.T) {
 			t.Errorf("%s: %d (Serves %v), want 404", path, resp.StatusCode, portal.Serves(path))
 		}
 	}
+}
+
+// Browsers that accept gzip get the precompressed asset; others the plain one.
+// The whole page, chart library included, stays under 150 KB compressed.
+func TestServesGzip(t *testing.T) {
+	p, _ := newPortal(t, portal.Config{})
+	total := 0
+	for _, path := range []string{"/portal", "/portal/app.js", "/portal/app.css", "/portal/uplot.js", "/portal/uplot.css"} {
+		plain, body := fetch(t, p, path)
+		if plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("%s without Accept-Encoding: %v", path, plain.Header)
+		}
+		for accept, want := range map[string]bool{"gzip, deflate, br": true, "br;q=1.0, gzip;q=0.5": true, "gzip;q=0": false, "identity": false} {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("Accept-Encoding", accept)
+			rec := httptest.NewRecorder()
+			p.ServeHTTP(rec, req)
+			if got := rec.Header().Get("Content-Encoding") == "gzip"; got != want {
+				t.Errorf("%s with %q: gzip %v, want %v", path, accept, got, want)
+				continue
+			}
+			if !want {
+				continue
+			}
+			if accept == "gzip, deflate, br" {
+				total += rec.Body.Len()
+			}
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unzipped, err := io.ReadAll(zr)
+			if err != nil || string(unzipped) != body {
+				t.Errorf("%s: the gzipped body does not decode to the plain one (%v)", path, err)
+			}
+		}
+	}
+	if total >= 150_000 {
+		t.Errorf("the page weighs %d bytes compressed, want under 150 KB", total)
+	}
+	t.Logf("page weight, gzip: %d bytes", total)
 }
