@@ -490,7 +490,7 @@ function describeBucket(stats, i) {
   const b = stats.buckets[i];
   const parts = CLASSES.filter((c) => b.status[c.key]).map((c) => `${c.key} ${formatCount(b.status[c.key])}`);
   const p95 = b.duration_ms ? `, p95 ${formatDuration(b.duration_ms.p95)}` : "";
-  return `${bucketLabel(stats, i)}: ${formatCount(b.count)} requests${parts.length ? ` (${parts.join(", ")})` : ""}, ` +
+  return `${bucketLabel(stats, i)}: ${formatCount(b.count)} ${b.count === 1 ? "request" : "requests"}${parts.length ? ` (${parts.join(", ")})` : ""}, ` +
     `error rate ${percent(errorsOf(b.status), b.count)}${p95}`;
 }
 
