@@ -84,6 +84,19 @@ func (s *sliceStore) PurgeExpired(_ context.Context, now time.Time) (int64, erro
 	return int64(before - len(s.msgs)), nil
 }
 
+// Stats counts every readable match with the domain's exact reference builder.
+func (s *sliceStore) Stats(_ context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b := domain.NewStatsBuilder(q)
+	for _, m := range s.msgs {
+		if m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) {
+			b.Add(domain.SampleOf(m))
+		}
+	}
+	return b.Stats(), nil
+}
+
 func (s *sliceStore) ReadLag() time.Duration { return 0 }
 
 // newSliceStore gives every subtest a fresh, empty store, as the suites require.

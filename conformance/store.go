@@ -67,6 +67,16 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "PurgeExpiredExactBoundary", run: testPurgeBoundary,
 			skip: skipIf(caveats.coarsePurge, "the store purges whole days (CoarsePurge)")},
 		{name: "ConcurrentWritersAndReaders", run: testConcurrentWritersAndReaders},
+		// The explorer additions (store_explorer.go, store_stats.go).
+		{name: "DurationAndSizesRoundTrip", run: testDurationAndSizes},
+		{name: "Search", run: testSearch},
+		{name: "SearchWithFiltersAndPaging", run: testSearchWithFiltersAndPaging},
+		{name: "DurationBounds", run: testDurationBounds},
+		{name: "StatsBuckets", run: testStatsBuckets},
+		{name: "StatsTopPathsAndNames", run: testStatsTop},
+		{name: "StatsReadableAt", run: testStatsReadableAt},
+		{name: "StatsScopeIsolation", run: testStatsScopeIsolation},
+		{name: "StatsFilters", run: testStatsFilters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

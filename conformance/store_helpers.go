@@ -310,6 +310,8 @@ func messageDiff(want, got domain.Message) []string {
 	field("Method", want.Method, got.Method)
 	field("Path", want.Path, got.Path)
 	field("StatusCode", want.StatusCode, got.StatusCode)
+	field("HasDuration", want.HasDuration, got.HasDuration)
+	field("Duration", want.Duration, got.Duration)
 	for _, side := range []struct {
 		name      string
 		want, got domain.Content
@@ -319,6 +321,7 @@ func messageDiff(want, got domain.Message) []string {
 			diff = append(diff, side.name+".Body: "+d)
 		}
 		field(side.name+".ContentType", side.want.ContentType, side.got.ContentType)
+		field(side.name+".Size", side.want.Size, side.got.Size)
 	}
 	for _, ts := range []struct {
 		name      string
@@ -394,6 +397,13 @@ func describeFilter(f domain.Filter) string {
 	add("status_max", f.StatusMax != 0, f.StatusMax)
 	add("from", !f.From.IsZero(), domain.FormatTime(f.From))
 	add("to", !f.To.IsZero(), domain.FormatTime(f.To))
+	add("q", f.Text != "", f.Text)
+	if f.MinDuration != nil {
+		add("min_duration", true, *f.MinDuration)
+	}
+	if f.MaxDuration != nil {
+		add("max_duration", true, *f.MaxDuration)
+	}
 	if len(parts) == 0 {
 		return "no filter"
 	}

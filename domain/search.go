@@ -103,8 +103,14 @@ func (s Search) In(text string) bool {
 		return strings.Contains(strings.ToLower(text), s.folded)
 	}
 	n := len(s.folded)
+	lower, upper := anchorScan{c: s.anchor}, anchorScan{c: s.anchorUpper}
 	for from := s.anchorAt; from+n-s.anchorAt <= len(text); {
-		i := s.nextAnchor(text, from)
+		i := lower.next(text, from)
+		if s.anchorUpper != s.anchor {
+			if j := upper.next(text, from); j >= 0 && (i < 0 || j < i) {
+				i = j
+			}
+		}
 		if i < 0 {
 			return false
 		}
@@ -117,27 +123,24 @@ func (s Search) In(text string) bool {
 	return false
 }
 
-// nextAnchor is the first index at or after from where text holds the anchor
-// byte in either case, or -1.
-func (s Search) nextAnchor(text string, from int) int {
-	lower := strings.IndexByte(text[from:], s.anchor)
-	if s.anchorUpper == s.anchor {
-		if lower < 0 {
-			return -1
-		}
-		return from + lower
+// anchorScan finds one byte's occurrences in order, remembering the last one
+// found, so that text is scanned once per byte whatever the other byte does.
+type anchorScan struct {
+	c     byte
+	at    int  // the last occurrence found
+	known bool // at holds an occurrence, or -1 once there is none
+}
+
+// next is the first index at or after from holding c, or -1.
+func (a *anchorScan) next(text string, from int) int {
+	if a.known && (a.at < 0 || a.at >= from) {
+		return a.at
 	}
-	limit := text[from:]
-	if lower >= 0 {
-		limit = limit[:lower]
+	a.known, a.at = true, strings.IndexByte(text[from:], a.c)
+	if a.at >= 0 {
+		a.at += from
 	}
-	if upper := strings.IndexByte(limit, s.anchorUpper); upper >= 0 {
-		return from + upper
-	}
-	if lower < 0 {
-		return -1
-	}
-	return from + lower
+	return a.at
 }
 
 func equalASCIIFold(text, folded string) bool {

@@ -74,6 +74,13 @@ func (l *laggingStore) Lookup(ctx context.Context, scope domain.Scope, ids []str
 	return l.Store.Lookup(ctx, scope, ids)
 }
 
+func (l *laggingStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	if err := l.refresh(ctx); err != nil {
+		return domain.Stats{}, err
+	}
+	return l.Store.Stats(ctx, q, now)
+}
+
 func (l *laggingStore) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	if err := l.refresh(ctx); err != nil {
 		return 0, err
