@@ -454,6 +454,7 @@ async function loadStats() {
     const to = query.get("to") ? new Date(query.get("to")) : new Date();
     query.set("from", new Date(to.getTime() - RANGES["30d"]).toISOString());
   }
+  query.set("interval", intervalFor(query, $("chart").clientWidth));
   const url = new URL(STATS);
   url.search = query.toString();
   try {
@@ -479,6 +480,15 @@ async function loadStats() {
 }
 
 const INTERVALS = { "1m": 60, "5m": 300, "15m": 900, "1h": 3600, "6h": 21600, "1d": 86400 };
+
+// intervalFor is the narrowest interval whose bars stay at least about 9 px
+// wide on a chart this wide (24 to 100 bars), so a phone gets fewer, wider bars.
+function intervalFor(query, width) {
+  const span = (query.get("to") ? Date.parse(query.get("to")) : Date.now()) - Date.parse(query.get("from"));
+  const most = Math.max(24, Math.min(100, Math.floor((width || 800) / 9)));
+  const names = Object.keys(INTERVALS);
+  return names.find((name) => Math.ceil(span / (INTERVALS[name] * 1000)) + 1 <= most) || names.at(-1);
+}
 
 function bucketLabel(stats, i) {
   const start = new Date(stats.buckets[i].start);

@@ -720,7 +720,7 @@ async function main() {
       assert.equal(await page.getByRole("button", { name: "More filters" }).getAttribute("aria-expanded"), "true");
       assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), "open filters fit");
       await page.getByRole("button", { name: "More filters" }).click();
-      if (width === 420 && SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "portal-narrow.png"), fullPage: false });
+      if (width === 420 && SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "portal-narrow.png"), fullPage: true, clip: { x: 0, y: 0, width, height: 1400 } });
     }
     await page.setViewportSize({ width: 1440, height: 900 });
   });
