@@ -2,9 +2,13 @@ package portal_test
 
 import (
 	"compress/gzip"
+	"crypto/sha256"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,4 +111,31 @@ func TestServesGzip(t *testing.T) {
 		t.Errorf("the page weighs %d bytes compressed, want under 150 KB", total)
 	}
 	t.Logf("page weight, gzip: %d bytes", total)
+}
+
+// The vendored chart library is the release its VERSION file names, unmodified.
+func TestVendoredUPlotIsUnmodified(t *testing.T) {
+	version, err := os.ReadFile("assets/uplot/VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := regexp.MustCompile(`(?m)^([0-9a-f]{64})  (\S+)$`).FindAllStringSubmatch(string(version), -1)
+	if len(sums) != 3 {
+		t.Fatalf("VERSION lists %d checksums, want 3 (script, style, licence)", len(sums))
+	}
+	for _, m := range sums {
+		content, err := os.ReadFile(filepath.Join("assets/uplot", m[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(content)); got != m[1] {
+			t.Errorf("%s: sha256 %s, VERSION says %s", m[2], got, m[1])
+		}
+	}
+	p, _ := newPortal(t, portal.Config{})
+	for path, want := range map[string]string{"/portal/uplot.js": "uPlot", "/portal/uplot.css": ".uplot", "/portal/uplot-LICENSE": "MIT"} {
+		if resp, body := fetch(t, p, path); resp.StatusCode != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, %.60q", path, resp.StatusCode, body)
+		}
+	}
 }

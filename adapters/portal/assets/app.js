@@ -233,7 +233,9 @@ function urlParams() {
 function viewOf(params) {
   const view = new URLSearchParams(params);
   view.delete("message");
-  if (!view.get("range")) view.set("range", view.get("from") || view.get("to") ? "custom" : DEFAULT_RANGE);
+  const range = view.get("range");
+  if (!(range in RANGES) && range !== "custom") view.set("range", view.get("from") || view.get("to") ? "custom" : DEFAULT_RANGE);
+  if (view.get("range") !== "custom") { view.delete("from"); view.delete("to"); }
   return view;
 }
 
@@ -573,7 +575,7 @@ function drawChart(stats) {
     width: Math.max(240, el.clientWidth),
     height: el.clientWidth < 500 ? 150 : 190,
     legend: { show: false },
-    padding: [8, 8, 0, 0],
+    padding: [8, 18, 0, 0], // room for the last time label
     cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false }, y: false },
     select: { show: true },
     scales: {
