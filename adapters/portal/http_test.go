@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -97,6 +98,60 @@ func TestWholeAccountSession(t *testing.T) {
 			if r := s.call(t, http.MethodPost, tc.path, token, tc.body); r.status != http.StatusForbidden {
 				t.Errorf("%s: POST %s with the session: %d %s, want 403", body, tc.path, r.status, r.raw)
 			}
+		}
+	}
+}
+
+// Statistics and exports keep to a session's scope like the list does: one
+// application's for a named session, every application of the account and domain
+// for a session without a name, nothing of another domain or account.
+func TestSessionsScopeStatsAndExport(t *testing.T) {
+	s := startService(t, nil)
+	shop := []string{
+		s.submit(t, acmeLive, "shop", "/orders/1", 200),
+		s.submit(t, acmeLive, "shop", "/orders/2", 500),
+	}
+	blog := s.submit(t, acmeLive, "blog", "/posts/1", 404)
+	s.submit(t, acmeTest, "shop", "/orders/1", 200)
+	s.submit(t, globexLive, "blog", "/orders/1", 200)
+
+	for _, tc := range []struct {
+		body  string
+		ids   []string
+		names []string
+	}{
+		{`{"name":"shop"}`, shop, []string{"shop"}},
+		{`{}`, append([]string{blog}, shop...), []string{"blog", "shop"}},
+	} {
+		token := s.session(t, acmeLive, tc.body)["token"].(string)
+		stats := s.call(t, http.MethodGet, "/v1/stats", token, "").want(t, http.StatusOK).body["data"].(map[string]any)
+		total := stats["total"].(map[string]any)
+		if total["count"] != float64(len(tc.ids)) {
+			t.Errorf("%s: stats count %v, want %d", tc.body, total["count"], len(tc.ids))
+		}
+		var names []string
+		for _, n := range stats["top_names"].([]any) {
+			names = append(names, n.(map[string]any)["name"].(string))
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.names) {
+			t.Errorf("%s: top_names %v, want %v", tc.body, names, tc.names)
+		}
+
+		export := s.call(t, http.MethodGet, "/v1/messages/export?format=ndjson", token, "").want(t, http.StatusOK)
+		var exported []string
+		for _, line := range strings.Split(strings.TrimSpace(string(export.raw)), "\n") {
+			var m struct{ ID string }
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%s: export line %q: %v", tc.body, line, err)
+			}
+			exported = append(exported, m.ID)
+		}
+		slices.Sort(exported)
+		want := slices.Clone(tc.ids)
+		slices.Sort(want)
+		if !slices.Equal(exported, want) {
+			t.Errorf("%s: export %v, want %v", tc.body, exported, want)
 		}
 	}
 }
