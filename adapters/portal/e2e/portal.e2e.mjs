@@ -713,6 +713,10 @@ async function main() {
         return out;
       });
       assert.ok(fit.scroll <= 0, `${width}px: scrolls sideways by ${fit.scroll}px`);
+      // Readable: fewer, wider bars than on a desktop, and the seeded ones drawn.
+      const bars = Number(await page.locator("#chart").getAttribute("data-buckets"));
+      assert.ok(bars > 0 && bars <= width / 9, `${width}px: ${bars} bars`);
+      assert.ok((await drawnBars(page, bars)).some(Boolean), `${width}px: no bar drawn`);
       assert.deepEqual(fit.cut, [], `${width}px`);
       assert.ok(await page.getByLabel("Status").isHidden(), "filters fold behind one control");
       await page.getByRole("button", { name: "More filters" }).click();
