@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -186,15 +187,21 @@ func (e *exportWriter) start() {
 	}
 	e.w.WriteHeader(http.StatusOK)
 	if e.format == domain.ExportCSV {
+		// Lines end in LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv also
+		// turns a newline inside a quoted field into CRLF, changing the data.
+		// Spreadsheets and CSV readers take either.
 		e.csv = csv.NewWriter(e.w)
-		e.csv.UseCRLF = true // RFC 4180
 		e.record = make([]string, len(exportColumns))
 		_ = e.csv.Write(exportColumns)
 	}
 }
 
-// page writes and flushes one page of the export.
+// page writes and flushes one page of the export. Each page gets the server's
+// whole write timeout, so a long export is cut only when a client stops reading.
 func (e *exportWriter) page(msgs []domain.Message) error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errClientGone
+	}
 	if !e.started {
 		e.start()
 	}
