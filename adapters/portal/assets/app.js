@@ -531,6 +531,8 @@ function renderStats(stats) {
   body.replaceChildren();
   stats.buckets.forEach((b, i) => {
     const row = body.insertRow();
+    row.dataset.start = b.start;
+    row.dataset.count = String(b.count);
     const th = document.createElement("th");
     th.scope = "row";
     th.textContent = bucketLabel(stats, i);
@@ -547,7 +549,11 @@ function renderStats(stats) {
 
 function drawChart(stats) {
   const el = $("chart");
+  // What the chart shows, for tests and tools that cannot read a canvas.
   el.dataset.buckets = String(stats.buckets.length);
+  el.dataset.interval = stats.interval;
+  el.dataset.from = stats.from;
+  el.dataset.to = stats.to;
   if (state.chart) { state.chart.destroy(); state.chart = null; }
   if (typeof uPlot !== "function") {
     $("chart-readout").textContent = "The chart library did not load; the table of intervals below still has the counts.";

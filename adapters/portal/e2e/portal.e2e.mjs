@@ -310,8 +310,8 @@ async function checkChart(page, base, params, stats, name = "shop") {
   assert.deepEqual(shape(stats), shape(reference), "the page's statistics are the API's");
   const n = reference.buckets.length;
   assert.equal(await page.locator("#chart").getAttribute("data-buckets"), String(n), "one bar slot per bucket");
-  const tableCounts = await page.$$eval("#buckets tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
-  assert.deepEqual(tableCounts, reference.buckets.map((b) => b.count.toLocaleString("en")), "the accessible table");
+  const table = await page.$$eval("#buckets tbody tr", (trs) => trs.map((tr) => [tr.dataset.start, tr.cells[1].textContent]));
+  assert.deepEqual(table, reference.buckets.map((b) => [b.start, b.count.toLocaleString("en")]), "the accessible table");
   assert.deepEqual(await drawnBars(page, n), reference.buckets.map((b) => b.count > 0), "bars drawn where the buckets have requests");
   assert.equal(await page.locator("#tile-total").textContent(), reference.total.count.toLocaleString("en"), "total tile");
   return reference;
