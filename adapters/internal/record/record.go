@@ -194,7 +194,7 @@ func fromContent(c domain.Content) Content {
 	return Content{Headers: headers, Body: c.Body, ContentType: c.ContentType, Size: &size}
 }
 
-// Message is the stored message.
+// Message is the stored message. It shares r's header value slices.
 func (r Record) Message() domain.Message {
 	m := domain.Message{
 		ID:         r.ID,
@@ -219,14 +219,20 @@ func (r Record) Message() domain.Message {
 	return m
 }
 
+// content takes c's value slices, without a copy: a decoded record is read
+// once. A name listed twice gets a new slice of both entries' values.
 func (c Content) content() domain.Content {
 	h := make(domain.Header, len(c.Headers))
 	for _, field := range c.Headers {
-		values := h[field.Name]
-		if values == nil {
-			values = []string{} // a header without values reads back as [] and not null
+		values, seen := h[field.Name]
+		switch {
+		case seen:
+			h[field.Name] = append(values[:len(values):len(values)], field.Values...)
+		case field.Values == nil:
+			h[field.Name] = []string{} // a header without values reads back as [] and not null
+		default:
+			h[field.Name] = field.Values
 		}
-		h[field.Name] = append(values, field.Values...)
 	}
 	size := len(c.Body) // older documents: the stored body's length
 	if c.Size != nil {
