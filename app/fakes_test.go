@@ -16,6 +16,7 @@ type recordingStore struct {
 	mu        sync.Mutex
 	appended  []domain.Message
 	queries   []domain.Query
+	stats     []domain.StatsQuery
 	gets      []string
 	purges    []time.Time
 	err       error          // returned by every call when set
@@ -46,6 +47,13 @@ func (s *recordingStore) List(_ context.Context, q domain.Query, _ time.Time) (d
 	defer s.mu.Unlock()
 	s.queries = append(s.queries, q)
 	return s.page, s.err
+}
+
+func (s *recordingStore) Stats(_ context.Context, q domain.StatsQuery, _ time.Time) (domain.Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats = append(s.stats, q)
+	return domain.NewStats(q), s.err
 }
 
 func (s *recordingStore) Lookup(_ context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {

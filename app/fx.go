@@ -24,6 +24,8 @@ var Module = fx.Module("app",
 			return NewIngester(w.MessageWriter, p, c).LimitDecoding(cfg.Admission).CheckReplaysIn(s)
 		},
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
+		func(s useCaseStore, p domain.Policy, c ports.Clock) *Statistics { return NewStatistics(s, p, c) },
+		func(s useCaseStore, p domain.Policy, c ports.Clock) *Exporter { return NewExporter(s, p, c) },
 		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
 			return NewPurger(s, c, cfg.PurgeInterval, log)
 		},

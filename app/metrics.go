@@ -16,6 +16,7 @@ const (
 	OpGet    = "get"
 	OpLookup = "lookup"
 	OpPurge  = "purge"
+	OpStats  = "stats"
 )
 
 // Kinds of store errors, as Metrics names them.
@@ -73,6 +74,11 @@ func (s observedStore) List(ctx context.Context, q domain.Query, now time.Time) 
 func (s observedStore) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	m, err := s.MessageStore.Get(ctx, scope, idOrReference, now)
 	return m, s.observe(OpGet, err)
+}
+
+func (s observedStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	stats, err := s.MessageStore.Stats(ctx, q, now)
+	return stats, s.observe(OpStats, err)
 }
 
 func (s observedStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {

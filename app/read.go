@@ -30,11 +30,8 @@ func (r *Reader) List(ctx context.Context, principal domain.Principal, q domain.
 	if oldest := r.policy.OldestReadable(now); q.Filter.From.Before(oldest) {
 		q.Filter.From = oldest
 	}
-	if principal.Name != "" {
-		if q.Filter.Name != "" && q.Filter.Name != principal.Name {
-			return domain.Page{Messages: []domain.Message{}}, nil
-		}
-		q.Filter.Name = principal.Name
+	if !narrowToPrincipal(&q.Filter, principal) {
+		return domain.Page{Messages: []domain.Message{}}, nil
 	}
 	if !q.Filter.To.IsZero() && !q.Filter.From.Before(q.Filter.To) {
 		return domain.Page{Messages: []domain.Message{}}, nil

@@ -47,6 +47,14 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"SizeLimits", apiTestSizeLimits},
 		{"IdempotencyKey", apiTestIdempotencyKey},
 		{"StoreUnavailable", apiTestStoreUnavailable},
+		{"DurationAndSizes", apiTestDurationAndSizes},
+		{"Search", apiTestSearch},
+		{"DurationBounds", apiTestDurationBounds},
+		{"ExplorerScoping", apiTestExplorerScoping},
+		{"Stats", apiTestStats},
+		{"Export", apiTestExport},
+		{"ExplorerBadInput", apiTestExplorerBadInput},
+		{"ExplorerRoutes", apiTestExplorerRoutes},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

@@ -248,6 +248,13 @@ func (s *apiFlakyStore) Get(ctx context.Context, scope domain.Scope, idOrReferen
 	return s.MessageStore.Get(ctx, scope, idOrReference, now)
 }
 
+func (s *apiFlakyStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	if s.down.Load() {
+		return domain.Stats{}, apiErrDown
+	}
+	return s.MessageStore.Stats(ctx, q, now)
+}
+
 func apiTestStoreUnavailable(t *testing.T, s apiSuite) {
 	flaky := &apiFlakyStore{}
 	e := s.startWrapped(t, func(store ports.MessageStore) ports.MessageStore {
@@ -261,6 +268,9 @@ func apiTestStoreUnavailable(t *testing.T, s apiSuite) {
 		e.post(t, apiAcmeLive, batch),
 		e.get(t, apiAcmeLive, "/v1/messages"),
 		e.get(t, apiAcmeLive, "/v1/messages/msg_AAAAAAAAAAAA"),
+		e.get(t, apiAcmeLive, "/v1/stats"),
+		e.get(t, apiAcmeLive, "/v1/messages/export"),
+		e.get(t, apiAcmeLive, "/v1/messages/export?format=csv"),
 	} {
 		r.wantError(t, http.StatusServiceUnavailable)
 		apiWantRetryAfter(t, r)

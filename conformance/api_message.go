@@ -22,7 +22,7 @@ var (
 
 // apiMessageKeys are exactly the keys of a fetched message: nothing internal
 // (account, visibility, expiry) leaks.
-var apiMessageKeys = []string{"id", "reference", "name", "domain", "ip_address", "status_code",
+var apiMessageKeys = []string{"id", "reference", "name", "domain", "ip_address", "status_code", "duration_ms",
 	"request", "response", "path", "method", "created_at", "updated_at"}
 
 // apiCheckMessage checks the wire format of the message at path and returns it.
@@ -52,8 +52,16 @@ func apiCheckMessage(t *testing.T, v any, path string) map[string]any {
 	if code := apiInt(t, m, "status_code"); code < 100 || code > 599 {
 		t.Errorf("%s.status_code is %d", path, code)
 	}
+	if d, _ := apiAt(m, "duration_ms"); d != nil {
+		if ms, err := apiMust[json.Number](t, m, "duration_ms").Float64(); err != nil || ms < 0 || ms > 86_400_000 {
+			t.Errorf("%s.duration_ms is %v, want null or 0 to 86400000", path, d)
+		}
+	}
 	for _, side := range []string{"request", "response"} {
-		apiWantKeys(t, m, side, "header", "body", "content_type")
+		apiWantKeys(t, m, side, "header", "body", "content_type", "size")
+		if size := apiInt(t, m, side+".size"); size < 0 {
+			t.Errorf("%s.%s.size is %d", path, side, size)
+		}
 		apiMust[string](t, m, side+".body")
 		apiMust[string](t, m, side+".content_type")
 		apiHeader(t, m, side)

@@ -18,6 +18,7 @@ func TestParseQuerySearchAndDurations(t *testing.T) {
 		{query: "q=" + url.QueryEscape("Payment declined: card"), text: "Payment declined: card"},
 		{query: "q=" + url.QueryEscape(strings.Repeat("é", MaxSearchLength)), text: strings.Repeat("é", MaxSearchLength)}, // characters, not bytes
 		{query: "q=7", text: "7"},
+		{query: "q=%20a%20", text: " a "}, // surrounding spaces are kept (docs/contract.md)
 		{query: "min_duration_ms=12.345", min: micros(12345)},
 		{query: "min_duration_ms=12.3456789", min: micros(12345)}, // beyond microseconds dropped
 		{query: "max_duration_ms=86400000", max: micros(86_400_000_000)},

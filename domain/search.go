@@ -168,19 +168,48 @@ func (s Search) In(text string) bool {
 	if !s.ascii {
 		return s.inUnicode(text)
 	}
+	return s.inASCII(text)
+}
+
+// inASCII is In for an ASCII q: it finds each occurrence of the anchor byte in
+// either case and compares q around it. Where each case occurs next is kept,
+// so the text is scanned once however many candidates fail.
+func (s Search) inASCII(text string) bool {
 	n := len(s.folded)
-	for from := s.anchorAt; from+n-s.anchorAt <= len(text); {
-		i := s.nextAnchor(text, from)
+	if len(text) < n {
+		return false
+	}
+	next := func(b byte, from int) int {
+		if i := strings.IndexByte(text[from:], b); i >= 0 {
+			return from + i
+		}
+		return -1
+	}
+	lower, upper := next(s.anchor, s.anchorAt), -1
+	if s.anchorUpper != s.anchor {
+		upper = next(s.anchorUpper, s.anchorAt)
+	}
+	for {
+		i := lower
+		if upper >= 0 && (i < 0 || upper < i) {
+			i = upper
+		}
 		if i < 0 {
 			return false
 		}
 		start := i - s.anchorAt
-		if start+n <= len(text) && equalASCIIFold(text[start:start+n], s.folded) {
+		if start+n > len(text) {
+			return false // every later candidate ends later still
+		}
+		if equalASCIIFold(text[start:start+n], s.folded) {
 			return true
 		}
-		from = i + 1
+		if i == lower {
+			lower = next(s.anchor, i+1)
+		} else {
+			upper = next(s.anchorUpper, i+1)
+		}
 	}
-	return false
 }
 
 // inUnicode is In for a q that is not all ASCII: it finds each form of the
@@ -232,29 +261,6 @@ func (s Search) matchesAround(text string, at int) bool {
 		pos += width
 	}
 	return true
-}
-
-// nextAnchor is the first index at or after from where text holds the anchor
-// byte in either case, or -1.
-func (s Search) nextAnchor(text string, from int) int {
-	lower := strings.IndexByte(text[from:], s.anchor)
-	if s.anchorUpper == s.anchor {
-		if lower < 0 {
-			return -1
-		}
-		return from + lower
-	}
-	limit := text[from:]
-	if lower >= 0 {
-		limit = limit[:lower]
-	}
-	if upper := strings.IndexByte(limit, s.anchorUpper); upper >= 0 {
-		return from + upper
-	}
-	if lower < 0 {
-		return -1
-	}
-	return from + lower
 }
 
 func equalASCIIFold(text, folded string) bool {

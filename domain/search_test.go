@@ -155,13 +155,22 @@ func FuzzSearch(f *testing.F) {
 }
 
 func BenchmarkSearchIn(b *testing.B) {
-	text := strings.Repeat(`{"id":"ord_0001234","status":"shipped","total":{"amount":125,"currency":"EUR"}} `, 50)
-	for _, q := range []string{"ord_needle", "ORD_NEEDLE", "Zürich", "café au lait"} {
-		s := NewSearch(q)
-		b.Run(q, func(b *testing.B) {
-			b.SetBytes(int64(len(text)))
+	logged := strings.Repeat(`{"id":"ord_0001234","status":"shipped","total":{"amount":125,"currency":"EUR"}} `, 50)
+	for _, c := range []struct{ name, q, text string }{
+		{"ASCII", "ord_needle", logged},
+		{"ASCII upper", "ORD_NEEDLE", logged},
+		{"non-ASCII", "Zürich", logged},
+		{"non-ASCII phrase", "café au lait", logged},
+		// Every byte a failing candidate, in the case other than q's: the scan
+		// must stay linear (it once searched the rest of the text each time).
+		{"ASCII every byte an anchor", "zab", strings.Repeat("Z", 64<<10)},
+		{"non-ASCII every rune an anchor", "zéb", strings.Repeat("ZÉ", 32<<10)},
+	} {
+		s := NewSearch(c.q)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
 			for b.Loop() {
-				if s.In(text) {
+				if s.In(c.text) {
 					b.Fatal("found")
 				}
 			}

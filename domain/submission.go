@@ -332,7 +332,10 @@ func parseDurationMS(text string, isNumber bool) (time.Duration, bool) {
 		return 0, false
 	}
 	micros, fits := d.micros(millisToMicros, truncate)
-	if !fits || time.Duration(micros)*time.Microsecond > MaxDuration {
+	// The bound holds for the exact value (86400000.0001 is over it) and is
+	// checked in microseconds: in nanoseconds a huge value would wrap around.
+	exact, _ := d.micros(millisToMicros, roundUp)
+	if !fits || exact > MaxDuration.Microseconds() {
 		return 0, false
 	}
 	return time.Duration(micros) * time.Microsecond, true

@@ -1,5 +1,6 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
-// POST and GET /v1/messages, GET /v1/messages/{idOrReference}, /healthz, /readyz,
+// POST and GET /v1/messages, GET /v1/messages/{idOrReference}, GET /v1/stats,
+// GET /v1/messages/export, /healthz, /readyz,
 // /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
@@ -8,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +39,10 @@ type Options struct {
 	// endpoints answer 404). Its tokens authenticate only through a KeyStore that
 	// Portal.KeyStore decorated.
 	Portal *portal.Portal
+	// Statistics and Exporter serve GET /v1/stats and GET /v1/messages/export
+	// (nil: made from the reader).
+	Statistics *app.Statistics
+	Exporter   *app.Exporter
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -47,15 +51,17 @@ const readinessTimeout = 2 * time.Second
 const authChallenge = `Bearer realm="reqlog"`
 
 type api struct {
-	ingest    *app.Ingester
-	reader    *app.Reader
-	keys      ports.KeyStore
-	maxBody   int64
-	log       *zap.Logger
-	readiness func(context.Context) error
-	metrics   *Metrics
-	limiter   *RateLimiter
-	portal    *portal.Portal
+	ingest     *app.Ingester
+	reader     *app.Reader
+	statistics *app.Statistics
+	exporter   *app.Exporter
+	keys       ports.KeyStore
+	maxBody    int64
+	log        *zap.Logger
+	readiness  func(context.Context) error
+	metrics    *Metrics
+	limiter    *RateLimiter
+	portal     *portal.Portal
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -63,7 +69,13 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter}
+	if a.statistics == nil {
+		a.statistics = reader.Statistics()
+	}
+	if a.exporter == nil {
+		a.exporter = reader.Exporter()
+	}
 	if a.maxBody <= 0 {
 		a.maxBody = app.DefaultMaxBodyBytes
 	}
@@ -94,7 +106,10 @@ func (a *api) routes(r *mux.Router) {
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
 	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
 	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
+	// Before {idOrReference}, which would take "export" for an id.
+	r.Handle("/v1/messages/export", a.authenticate(a.rateLimit(a.export))).Methods(readMethods()...)
 	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods()...)
+	r.Handle("/v1/stats", a.authenticate(a.rateLimit(a.stats))).Methods(readMethods()...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
@@ -199,9 +214,8 @@ func idempotencyKeyOf(h http.Header) (string, error) {
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
-	values, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		writeError(w, apiError{status: http.StatusBadRequest, message: "the query string is malformed"})
+	values, ok := queryValues(w, r)
+	if !ok {
 		return
 	}
 	q, err := domain.ParseQuery(values)

@@ -333,6 +333,10 @@ func (s flakyStore) List(context.Context, domain.Query, time.Time) (domain.Page,
 	return domain.Page{}, s.err
 }
 
+func (s flakyStore) Stats(context.Context, domain.StatsQuery, time.Time) (domain.Stats, error) {
+	return domain.Stats{}, s.err
+}
+
 func TestStoreErrors(t *testing.T) {
 	for _, tc := range []struct {
 		err        error
@@ -406,6 +410,9 @@ func TestRoutingErrors(t *testing.T) {
 		{http.MethodPut, "/v1/messages/msg_AAAAAAAAAAAA", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodHead, "/v1/portal/sessions", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/v1/messages/export", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodDelete, "/v1/stats", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/v1/stats/", http.StatusNotFound, ""},
 	} {
 		rec := f.do(t, request{method: tc.method, target: tc.target, header: authed()})
 		decodeError(t, rec, tc.status)
@@ -431,9 +438,9 @@ func TestSubmitAndRead(t *testing.T) {
 		t.Fatalf("get: %d %s", rec.Code, rec.Body)
 	}
 	want := `{"status":true,"message":"successfully fetched message","data":{"id":"` + submitted.Data.ID +
-		`","reference":"` + submitted.Data.Reference + `","name":"shop","domain":"live","ip_address":"203.0.113.9","status_code":201,` +
-		`"request":{"header":{"X-Card":["4111"]},"body":"SECRET-REQUEST-BODY","content_type":"text/plain"},` +
-		`"response":{"header":{},"body":"{}","content_type":"application/json"},"path":"/pay","method":"POST",` +
+		`","reference":"` + submitted.Data.Reference + `","name":"shop","domain":"live","ip_address":"203.0.113.9","status_code":201,"duration_ms":null,` +
+		`"request":{"header":{"X-Card":["4111"]},"body":"SECRET-REQUEST-BODY","content_type":"text/plain","size":19},` +
+		`"response":{"header":{},"body":"{}","content_type":"application/json","size":2},"path":"/pay","method":"POST",` +
 		`"created_at":"2025-03-14T11:59:00.000000Z","updated_at":"2025-03-14T12:00:00.000000Z"}}` + "\n"
 	if rec.Body.String() != want {
 		t.Errorf("get body\n%s\nwant\n%s", rec.Body, want)

@@ -70,6 +70,7 @@ func appendMessage(dst []byte, m domain.Message) []byte {
 	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
 	dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
 	dst = jsonwire.IntMember(dst, `,"status_code":`, m.StatusCode)
+	dst = appendDurationMS(append(dst, `,"duration_ms":`...), m)
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
@@ -86,7 +87,20 @@ func appendContent(dst []byte, c domain.Content) []byte {
 	dst = appendHeader(dst, c.Header)
 	dst = jsonwire.StringMember(dst, `,"body":`, c.Body)
 	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonwire.IntMember(dst, `,"size":`, c.Size)
 	return append(dst, '}')
+}
+
+// appendDurationMS writes m's duration in milliseconds, null when it has none.
+// 'f' with the shortest precision is what encoding/json writes for a float64 in
+// this range, and a whole number of microseconds over 1000 has at most three
+// decimals.
+func appendDurationMS(dst []byte, m domain.Message) []byte {
+	ms, ok := m.DurationMS()
+	if !ok {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendFloat(dst, ms, 'f', -1, 64)
 }
 
 // appendHeader writes the names in byte order, as encoding/json sorts map keys; a

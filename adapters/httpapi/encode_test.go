@@ -40,6 +40,7 @@ type messageJSON struct {
 	Domain     string      `json:"domain"`
 	IPAddress  string      `json:"ip_address"`
 	StatusCode int         `json:"status_code"`
+	DurationMS *float64    `json:"duration_ms"`
 	Request    contentJSON `json:"request"`
 	Response   contentJSON `json:"response"`
 	Path       string      `json:"path"`
@@ -52,10 +53,15 @@ type contentJSON struct {
 	Header      map[string][]string `json:"header"`
 	Body        string              `json:"body"`
 	ContentType string              `json:"content_type"`
+	Size        int                 `json:"size"`
 }
 
 func toMessageJSON(m domain.Message) messageJSON {
-	return messageJSON{
+	var duration *float64
+	if ms, ok := m.DurationMS(); ok {
+		duration = &ms
+	}
+	return messageJSON{DurationMS: duration,
 		ID: m.ID, Reference: m.Reference, Name: m.Name, Domain: m.Domain, IPAddress: m.IPAddress,
 		StatusCode: m.StatusCode, Request: toContentJSON(m.Request), Response: toContentJSON(m.Response),
 		Path: m.Path, Method: m.Method,
@@ -71,7 +77,7 @@ func toContentJSON(c domain.Content) contentJSON {
 		}
 		header[name] = values
 	}
-	return contentJSON{Header: header, Body: c.Body, ContentType: c.ContentType}
+	return contentJSON{Header: header, Body: c.Body, ContentType: c.ContentType, Size: c.Size}
 }
 
 func referenceListReply(page domain.Page, limit int) listReply {
@@ -132,6 +138,12 @@ var trickyStrings = func() []string {
 	}
 }()
 
+// trickyDurations are whole microseconds with every number of decimals, up to
+// domain.MaxDuration.
+var trickyDurations = []time.Duration{0, time.Microsecond, 999 * time.Microsecond, time.Millisecond,
+	41200 * time.Microsecond, 380 * time.Millisecond, 1210500 * time.Microsecond, 12345678 * time.Microsecond,
+	domain.MaxDuration - time.Microsecond, domain.MaxDuration}
+
 func trickyMessage(i int, s string) domain.Message {
 	at := time.Date(2025, 3, 14, 12, 0, 0, 123456789, time.FixedZone("east", 3600)).Add(time.Duration(i) * time.Minute)
 	return domain.Message{
@@ -139,9 +151,10 @@ func trickyMessage(i int, s string) domain.Message {
 		Method: s, Path: "/p/" + s, StatusCode: 100 + i,
 		Request: domain.Content{
 			Header: domain.Header{"Z-Last": {s}, s: {s, "second"}, "A-First": nil, "M-Empty": {}, "b-lower": {"x"}},
-			Body:   s, ContentType: s,
+			Body:   s, ContentType: s, Size: len(s),
 		},
-		Response:  domain.Content{Header: nil, Body: strings.Repeat(s, 3), ContentType: "application/json"},
+		Response: domain.Content{Header: nil, Body: strings.Repeat(s, 3), ContentType: "application/json", Size: 1000 * i},
+		Duration: trickyDurations[i%len(trickyDurations)], HasDuration: i%5 != 4,
 		CreatedAt: at, UpdatedAt: at.Add(time.Second),
 		VisibleAt: at, ExpiresAt: at.Add(time.Hour),
 	}
@@ -272,6 +285,9 @@ func FuzzAppendMessage(f *testing.F) {
 				Body: body, ContentType: text},
 			Response:  domain.Content{Header: domain.Header{headerValue: {body}}, Body: body + text, ContentType: headerValue},
 			CreatedAt: created, UpdatedAt: created.Add(time.Duration(status)),
+			// Any whole number of microseconds up to domain.MaxDuration.
+			Duration:    time.Duration(uint64(createdMicro)%uint64(domain.MaxDuration/time.Microsecond+1)) * time.Microsecond,
+			HasDuration: status%3 != 0,
 		}
 		assertSameBytes(t, "message", appendFetchedReply(nil, m), encodeReference(t, referenceFetchedReply(m)))
 		page := domain.Page{Messages: []domain.Message{m, m}, HasMore: status%2 == 0}

@@ -45,10 +45,14 @@ type handlerParams struct {
 	Logger   *zap.Logger
 	Metrics  *Metrics
 	Portal   *portal.Portal `optional:"true"`
+	// Made from the Reader when the graph lacks them.
+	Statistics *app.Statistics `optional:"true"`
+	Exporter   *app.Exporter   `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
-	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal}
+	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
+		Statistics: p.Statistics, Exporter: p.Exporter}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

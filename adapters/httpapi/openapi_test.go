@@ -160,7 +160,7 @@ type openAPIChecker struct {
 // registerTextDecoders lets the validator read the portal's page and assets, as
 // it reads text/plain.
 var registerTextDecoders = sync.OnceFunc(func() {
-	for _, mediaType := range []string{"text/html", "text/javascript", "text/css"} {
+	for _, mediaType := range []string{"text/html", "text/javascript", "text/css", "application/x-ndjson", "text/csv"} {
 		openapi3filter.RegisterBodyDecoder(mediaType, openapi3filter.PlainBodyDecoder)
 	}
 })
@@ -297,6 +297,8 @@ func TestRepliesMatchOpenAPI(t *testing.T) {
 	c.check(t, openAPICase{method: http.MethodPost, target: "/v1/messages", body: envelope, status: 200, requestValid: true})
 	c.check(t, openAPICase{method: http.MethodPost, target: "/v1/messages", body: openAPIItem(now, `"created_at":`+fmt.Sprint(now.Unix()), `"created_at":"`+now.UTC().Format(time.RFC3339Nano)+`"`),
 		header: []string{"Idempotency-Key", "order-42"}, status: 200, requestValid: true})
+	c.check(t, openAPICase{method: http.MethodPost, target: "/v1/messages", body: openAPIItem(now, `"method":"post",`, `"method":"post","duration_ms":12.5,`),
+		status: 200, requestValid: true})
 
 	var stored struct {
 		Data struct{ ID, Reference string }
@@ -318,8 +320,15 @@ func TestRepliesMatchOpenAPI(t *testing.T) {
 		"/v1/messages?cursor=" + cursor,
 		"/v1/messages?" + url.Values{"name": {"shop"}, "method": {"post"}, "ip_address": {"2001:db8::1"}, "status_code": {"2xx"},
 			"path": {"/pay?x=1"}, "path_prefix": {"/p"}, "from": {fmt.Sprint(now.Add(-time.Hour).Unix())}, "to": {now.Add(time.Hour).Format(time.RFC3339)}}.Encode(),
+		"/v1/messages?q=pay&min_duration_ms=0&max_duration_ms=12.5",
 		"/v1/messages/" + id,
 		"/v1/messages/" + strings.ToUpper(id),
+		"/v1/stats",
+		"/v1/stats?" + url.Values{"from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {fmt.Sprint(now.Add(time.Hour).Unix())},
+			"interval": {"5m"}, "name": {"shop"}, "status_code": {"2xx"}, "q": {"pay"}}.Encode(),
+		"/v1/messages/export",
+		"/v1/messages/export?format=csv&limit=2&path_prefix=/pay",
+		"/v1/messages/export?format=ndjson&min_duration_ms=1",
 		"/v1/messages/" + reference,
 		"/healthz",
 		"/readyz",
@@ -347,6 +356,14 @@ func TestRepliesMatchOpenAPI(t *testing.T) {
 		{name: "bad cursor", method: http.MethodGet, target: "/v1/messages?cursor=%25%25", status: 400},
 		{name: "bad from", method: http.MethodGet, target: "/v1/messages?from=yesterday", status: 400},
 		{name: "blank name", method: http.MethodGet, target: "/v1/messages?name=%20", status: 400},
+		{name: "q too long", method: http.MethodGet, target: "/v1/messages?q=" + strings.Repeat("a", 201), status: 400},
+		{name: "q without a word", method: http.MethodGet, target: "/v1/messages?q=%21%21", status: 400, replyOnly: true},
+		{name: "negative duration", method: http.MethodGet, target: "/v1/messages?min_duration_ms=-1", status: 400},
+		{name: "min above max", method: http.MethodGet, target: "/v1/messages?min_duration_ms=5&max_duration_ms=4", status: 400, replyOnly: true},
+		{name: "unknown interval", method: http.MethodGet, target: "/v1/stats?interval=2m", status: 400},
+		{name: "too many buckets", method: http.MethodGet, target: "/v1/stats?interval=1m&from=" + fmt.Sprint(now.Add(-48*time.Hour).Unix()), status: 400, replyOnly: true},
+		{name: "unknown format", method: http.MethodGet, target: "/v1/messages/export?format=xml", status: 400},
+		{name: "export limit too high", method: http.MethodGet, target: "/v1/messages/export?limit=100001", status: 400},
 		{name: "not JSON content", method: http.MethodPost, target: "/v1/messages", body: item, header: []string{"Content-Type", "text/plain"}, status: 415},
 		{name: "not UTF-8", method: http.MethodPost, target: "/v1/messages", body: item, header: []string{"Content-Type", "application/json; charset=latin1"}, status: 415, replyOnly: true},
 		{name: "compressed", method: http.MethodPost, target: "/v1/messages", body: item, header: []string{"Content-Encoding", "br"}, status: 415, replyOnly: true},
@@ -377,6 +394,8 @@ func TestFailureRepliesMatchOpenAPI(t *testing.T) {
 			{method: http.MethodPost, target: "/v1/messages", body: item},
 			{method: http.MethodGet, target: "/v1/messages"},
 			{method: http.MethodGet, target: "/v1/messages/msg_AAAAAAAAAAAA"},
+			{method: http.MethodGet, target: "/v1/stats"},
+			{method: http.MethodGet, target: "/v1/messages/export"},
 		} {
 			r.status, r.requestValid = tc.status, true
 			c.check(t, r)
@@ -421,7 +440,8 @@ func TestPortalRepliesMatchOpenAPI(t *testing.T) {
 		{method: http.MethodGet, target: "/v1/messages", header: []string{"Authorization", "Bearer " + session.Data.Token}, status: 200, requestValid: true},
 		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":"shop"}`, header: []string{"Authorization", "Bearer " + session.Data.Token}, status: 403, requestValid: true},
 		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":"shop","expires_in":1}`, status: 400},
-		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"expires_in":600}`, status: 400},
+		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"expires_in":600}`, status: 200, requestValid: true},
+		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":""}`, status: 400},
 		{method: http.MethodPost, target: "/v1/dashboard_access", body: `{"app":"shop"}`, header: []string{"Content-Type", "text/plain"}, status: 415},
 	} {
 		c.check(t, tc)

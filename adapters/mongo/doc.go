@@ -35,7 +35,9 @@
 //     scans what the scope and range leave; FerretDB (Go regexp) and MongoDB
 //     (PCRE) both take it. Duration bounds: $gte/$lte on durationMicros, which
 //     documents without a duration lack, so they are excluded.
-//   - Stats: chosen at start-up from buildInfo (StatsMethod). MongoDB 7.0+:
+//   - Stats: chosen at start-up from buildInfo and, on MongoDB 7.0+, a probe
+//     that $percentile runs (an older featureCompatibilityVersion refuses
+//     it) (StatsMethod). MongoDB 7.0+:
 //     one aggregation ($match = the list filter over the range; $project of
 //     the bucket index, computed from the int64 createdAt micros as
 //     (x - x mod w) / w, the status class and the route; one $facet of

@@ -30,7 +30,8 @@ type serverInfo struct {
 	FerretDBVersion string `bson:"ferretdbVersion"`
 }
 
-// statsMethodOf picks the statistics' method for a server.
+// statsMethodOf picks the statistics' method for a server from its
+// buildInfo; detectStatsMethod then checks that $percentile really runs.
 func statsMethodOf(info serverInfo, streamAnyway bool) string {
 	if streamAnyway || info.FerretDBVersion != "" || len(info.VersionArray) == 0 || info.VersionArray[0] < 7 {
 		return statsStreaming
@@ -46,7 +47,26 @@ func (s *Store) detectStatsMethod(ctx context.Context) error {
 		return storeError(ctx, "buildInfo", err)
 	}
 	s.statsMethod = statsMethodOf(info, s.cfg.StreamStats)
-	return nil
+	if s.statsMethod != statsPipeline {
+		return nil
+	}
+	// A 7.0 server still on an older featureCompatibilityVersion refuses
+	// $percentile: one tiny aggregation tells.
+	probe := bson.A{
+		bson.D{{Key: "$limit", Value: 1}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "p", Value: bson.D{{Key: "$percentile", Value: bson.D{
+			{Key: "input", Value: "$" + fieldDuration}, {Key: "p", Value: percentiles}, {Key: "method", Value: "approximate"}}}}}}}},
+	}
+	cur, err := s.coll.Aggregate(ctx, probe)
+	switch {
+	case err == nil:
+		return cur.Close(ctx)
+	case unavailable(err) || ctx.Err() != nil:
+		return storeError(ctx, "probing $percentile", err)
+	default:
+		s.statsMethod = statsStreaming
+		return nil
+	}
 }
 
 // StatsMethod says how Stats computes on this server: "pipeline" (one

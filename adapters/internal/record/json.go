@@ -3,7 +3,6 @@ package record
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
@@ -33,7 +32,7 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonwire.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
 	dst = jsonwire.IntMember(dst, `,"status_code":`, int(int32(m.StatusCode)))
 	if m.HasDuration {
-		dst = strconv.AppendInt(append(dst, `,"duration_micros":`...), m.Duration.Microseconds(), 10)
+		dst = appendMillis(append(dst, `,"duration_ms":`...), DurationMicros(m.Duration.Microseconds()))
 	}
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)

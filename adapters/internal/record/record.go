@@ -20,8 +20,10 @@
 // stored is lost.
 //
 // Fields added with the explorer (issue 19), absent from older documents:
-//   - duration (durationMicros, duration_micros): whole microseconds, absent
-//     when the message has none. An older document has no duration.
+//   - duration, absent when the message has none (an older document has
+//     none): MongoDB's durationMicros is whole microseconds (int64);
+//     Elasticsearch's duration_ms is milliseconds with up to three decimals
+//     (a double, what its range queries and percentiles read).
 //   - request.size, response.size: the body's length as submitted. An older
 //     document reads the length of its stored body, the best estimate left
 //     (they differ only where redaction changed the body).
@@ -32,6 +34,7 @@ package record
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -46,7 +49,7 @@ const (
 	BSONRoute    = "route"
 	JSONRoute    = "route"
 	BSONDuration = "durationMicros"
-	JSONDuration = "duration_micros"
+	JSONDuration = "duration_ms"
 )
 
 // Record is a message as stored. Its json encoding is what AppendJSON writes.
@@ -61,15 +64,15 @@ type Record struct {
 	Path       string `bson:"path" json:"path"`
 	Route      string `bson:"route" json:"route"`
 	StatusCode int32  `bson:"statusCode" json:"status_code"`
-	// Duration is in whole microseconds; nil when the message has none.
-	Duration  *int64    `bson:"durationMicros,omitempty" json:"duration_micros,omitempty"`
-	Request   Content   `bson:"request" json:"request"`
-	Response  Content   `bson:"response" json:"response"`
-	CreatedAt Micros    `bson:"createdAt" json:"created_at"`
-	UpdatedAt Micros    `bson:"updatedAt" json:"updated_at"`
-	VisibleAt Micros    `bson:"visibleAt" json:"visible_at"`
-	ExpiresAt Micros    `bson:"expiresAt" json:"expires_at"`
-	ExpireAt  time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	// Duration is nil when the message has none.
+	Duration  *DurationMicros `bson:"durationMicros,omitempty" json:"duration_ms,omitempty"`
+	Request   Content         `bson:"request" json:"request"`
+	Response  Content         `bson:"response" json:"response"`
+	CreatedAt Micros          `bson:"createdAt" json:"created_at"`
+	UpdatedAt Micros          `bson:"updatedAt" json:"updated_at"`
+	VisibleAt Micros          `bson:"visibleAt" json:"visible_at"`
+	ExpiresAt Micros          `bson:"expiresAt" json:"expires_at"`
+	ExpireAt  time.Time       `bson:"expireAt" json:"-"` // MongoDB's TTL index only
 }
 
 // Content is one side of the exchange.
@@ -114,6 +117,28 @@ func (us *Micros) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// DurationMicros is a duration in whole microseconds: an int64 in BSON,
+// milliseconds in JSON (a number with up to three decimals).
+type DurationMicros int64
+
+// MarshalJSON writes milliseconds as encoding/json writes a float64 (always
+// without an exponent in the range of durations).
+func (us DurationMicros) MarshalJSON() ([]byte, error) { return appendMillis(nil, us), nil }
+
+func appendMillis(dst []byte, us DurationMicros) []byte {
+	return strconv.AppendFloat(dst, float64(us)/1000, 'f', -1, 64)
+}
+
+// UnmarshalJSON reads milliseconds, exact to the microsecond.
+func (us *DurationMicros) UnmarshalJSON(data []byte) error {
+	ms, err := strconv.ParseFloat(string(data), 64)
+	if err != nil {
+		return fmt.Errorf("record: a duration must be a JSON number of milliseconds, got %s", data)
+	}
+	*us = DurationMicros(math.Round(ms * 1000))
+	return nil
+}
+
 // FromMessage is m as stored.
 func FromMessage(m domain.Message) Record {
 	r := Record{
@@ -137,7 +162,7 @@ func FromMessage(m domain.Message) Record {
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
 	}
 	if m.HasDuration {
-		us := m.Duration.Microseconds()
+		us := DurationMicros(m.Duration.Microseconds())
 		r.Duration = &us
 	}
 	return r
@@ -169,7 +194,7 @@ func fromContent(c domain.Content) Content {
 	return Content{Headers: headers, Body: c.Body, ContentType: c.ContentType, Size: &size}
 }
 
-// Message is the stored message.
+// Message is the stored message. It shares r's header value slices.
 func (r Record) Message() domain.Message {
 	m := domain.Message{
 		ID:         r.ID,
@@ -194,14 +219,20 @@ func (r Record) Message() domain.Message {
 	return m
 }
 
+// content takes c's value slices, without a copy: a decoded record is read
+// once. A name listed twice gets a new slice of both entries' values.
 func (c Content) content() domain.Content {
 	h := make(domain.Header, len(c.Headers))
 	for _, field := range c.Headers {
-		values := h[field.Name]
-		if values == nil {
-			values = []string{} // a header without values reads back as [] and not null
+		values, seen := h[field.Name]
+		switch {
+		case seen:
+			h[field.Name] = append(values[:len(values):len(values)], field.Values...)
+		case field.Values == nil:
+			h[field.Name] = []string{} // a header without values reads back as [] and not null
+		default:
+			h[field.Name] = field.Values
 		}
-		h[field.Name] = append(values, field.Values...)
 	}
 	size := len(c.Body) // older documents: the stored body's length
 	if c.Size != nil {

@@ -136,7 +136,7 @@ func TestStoredNames(t *testing.T) {
 		t.Errorf("bson request.size = %v (%v), want 3", v, err)
 	}
 	want := `{"id":"i","reference":"","account":"","domain":"","name":"","method":"","path":"/p?q=1","route":"/p",` +
-		`"status_code":201,"duration_micros":2500,"request":{"header":[{"name":"A","values":["1"]}],"body":"ab","content_type":"","size":3},` +
+		`"status_code":201,"duration_ms":2.5,"request":{"header":[{"name":"A","values":["1"]}],"body":"ab","content_type":"","size":3},` +
 		`"response":{"header":[],"body":"","content_type":"","size":0},"created_at":"2025-03-14T12:00:00.123456Z",` +
 		`"updated_at":"2025-03-14T12:00:00.123456Z","visible_at":"2025-03-14T12:00:00.123456Z","expires_at":"2025-03-14T12:00:00.123456Z"}`
 	if got := record.AppendJSON(nil, m); string(got) != want {
@@ -191,8 +191,8 @@ func TestOlderDocuments(t *testing.T) {
 	}
 }
 
-func TestDecodeJSONRefusesBadTimes(t *testing.T) {
-	for _, doc := range []string{`{"created_at":12}`, `{"created_at":"yesterday"}`, `{"id":`} {
+func TestDecodeJSONRefusesBadValues(t *testing.T) {
+	for _, doc := range []string{`{"created_at":12}`, `{"created_at":"yesterday"}`, `{"id":`, `{"duration_ms":"12"}`} {
 		if _, err := record.DecodeJSON([]byte(doc)); err == nil {
 			t.Errorf("DecodeJSON(%s) succeeded", doc)
 		}

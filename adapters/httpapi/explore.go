@@ -1,0 +1,258 @@
+package httpapi
+
+import (
+	"encoding/csv"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+const msgStats = "successfully computed statistics"
+
+// queryValues parses the raw query string, answering a malformed one itself.
+func queryValues(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, apiError{status: http.StatusBadRequest, message: "the query string is malformed"})
+		return nil, false
+	}
+	return values, true
+}
+
+// stats answers GET /v1/stats.
+func (a *api) stats(w http.ResponseWriter, r *http.Request) {
+	values, ok := queryValues(w, r)
+	if !ok {
+		return
+	}
+	q, err := a.statistics.ParseQuery(values)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	s, err := a.statistics.Compute(r.Context(), principalOf(r.Context()), q)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgStats, Data: toStatsJSON(s)})
+}
+
+type statsJSON struct {
+	From     string        `json:"from"`
+	To       string        `json:"to"`
+	Interval string        `json:"interval"`
+	Total    totalJSON     `json:"total"`
+	Buckets  []bucketJSON  `json:"buckets"`
+	TopPaths []topPathJSON `json:"top_paths"`
+	TopNames []topNameJSON `json:"top_names"`
+}
+
+type totalJSON struct {
+	Count    int64          `json:"count"`
+	Status   statusJSON     `json:"status"`
+	Duration *durationsJSON `json:"duration_ms"`
+}
+
+type bucketJSON struct {
+	Start string `json:"start"`
+	totalJSON
+}
+
+type statusJSON struct {
+	C1xx int64 `json:"1xx"`
+	C2xx int64 `json:"2xx"`
+	C3xx int64 `json:"3xx"`
+	C4xx int64 `json:"4xx"`
+	C5xx int64 `json:"5xx"`
+}
+
+type durationsJSON struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+}
+
+type topPathJSON struct {
+	Path   string `json:"path"`
+	Count  int64  `json:"count"`
+	Errors int64  `json:"errors"`
+}
+
+type topNameJSON struct {
+	Name   string `json:"name"`
+	Count  int64  `json:"count"`
+	Errors int64  `json:"errors"`
+}
+
+func toStatsJSON(s domain.Stats) statsJSON {
+	out := statsJSON{From: domain.FormatTime(s.From), To: domain.FormatTime(s.To), Interval: s.Interval.Name,
+		Total: toTotalJSON(s.Total), Buckets: make([]bucketJSON, len(s.Buckets)),
+		TopPaths: make([]topPathJSON, len(s.TopPaths)), TopNames: make([]topNameJSON, len(s.TopNames))}
+	for i, b := range s.Buckets {
+		out.Buckets[i] = bucketJSON{Start: domain.FormatTime(b.Start), totalJSON: toTotalJSON(b)}
+	}
+	for i, kc := range s.TopPaths {
+		out.TopPaths[i] = topPathJSON{Path: kc.Key, Count: kc.Count, Errors: kc.Errors}
+	}
+	for i, kc := range s.TopNames {
+		out.TopNames[i] = topNameJSON{Name: kc.Key, Count: kc.Count, Errors: kc.Errors}
+	}
+	return out
+}
+
+func toTotalJSON(b domain.StatsBucket) totalJSON {
+	t := totalJSON{Count: b.Count, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
+	if d := b.Duration; d.Count > 0 {
+		t.Duration = &durationsJSON{Count: d.Count, P50: d.P50, P95: d.P95, P99: d.P99}
+	}
+	return t
+}
+
+// exportColumns are the CSV export's columns, in order.
+var exportColumns = []string{"created_at", "id", "reference", "name", "method", "path", "status_code",
+	"duration_ms", "ip_address", "request.size", "response.size"}
+
+// export answers GET /v1/messages/export: the export's pages are encoded and
+// flushed one by one, so memory stays bounded whatever the count. Status and
+// headers wait for the first page, so a store that fails at once still gets its
+// error reply. A store that fails later, with the 200 sent, cuts the connection:
+// the reply then lacks its end (the last chunk of HTTP/1.1, END_STREAM of
+// HTTP/2), so no client takes a partial export for a whole one.
+func (a *api) export(w http.ResponseWriter, r *http.Request) {
+	values, ok := queryValues(w, r)
+	if !ok {
+		return
+	}
+	q, err := domain.ParseExportQuery(values)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if r.Method == http.MethodHead {
+		q.Max = 1 // the same status and headers as GET, without reading everything
+	}
+	out := newExportWriter(w, q.Format)
+	_, err = a.exporter.Export(r.Context(), principalOf(r.Context()), q, out.page)
+	switch {
+	case err == nil:
+		out.finish()
+	case !out.started:
+		a.fail(w, r, err)
+	case errors.Is(err, errClientGone):
+		// Nobody left to tell.
+	default:
+		a.log.Warn("export failed after its reply began; connection cut", zap.Error(err),
+			zap.String("request_id", requestID(r.Context())))
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// errClientGone is a failed write of the export: the client left.
+var errClientGone = errors.New("export: client gone")
+
+// exportWriter encodes export pages onto the reply.
+type exportWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	format  string
+	started bool
+	buf     []byte
+	csv     *csv.Writer
+	record  []string
+}
+
+func newExportWriter(w http.ResponseWriter, format string) *exportWriter {
+	return &exportWriter{w: w, rc: http.NewResponseController(w), format: format}
+}
+
+// start sends status and headers, and the CSV header line.
+func (e *exportWriter) start() {
+	e.started = true
+	h := e.w.Header()
+	switch e.format {
+	case domain.ExportCSV:
+		h.Set("Content-Type", "text/csv; charset=utf-8; header=present")
+		h.Set("Content-Disposition", `attachment; filename="reqlog-export.csv"`)
+	default:
+		h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="reqlog-export.ndjson"`)
+	}
+	e.w.WriteHeader(http.StatusOK)
+	if e.format == domain.ExportCSV {
+		// Lines end in LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv also
+		// turns a newline inside a quoted field into CRLF, changing the data.
+		// Spreadsheets and CSV readers take either.
+		e.csv = csv.NewWriter(e.w)
+		e.record = make([]string, len(exportColumns))
+		_ = e.csv.Write(exportColumns)
+	}
+}
+
+// page writes and flushes one page of the export. Each page gets the server's
+// whole write timeout, so a long export is cut only when a client stops reading.
+func (e *exportWriter) page(msgs []domain.Message) error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errClientGone
+	}
+	if !e.started {
+		e.start()
+	}
+	if e.format == domain.ExportCSV {
+		for _, m := range msgs {
+			if err := e.csv.Write(e.csvRecord(m)); err != nil {
+				return errClientGone
+			}
+		}
+		e.csv.Flush()
+		if e.csv.Error() != nil {
+			return errClientGone
+		}
+	} else {
+		e.buf = e.buf[:0]
+		for _, m := range msgs {
+			e.buf = append(appendMessage(e.buf, m), '\n')
+		}
+		if _, err := e.w.Write(e.buf); err != nil {
+			return errClientGone
+		}
+		if cap(e.buf) > maxPooledBuffer {
+			e.buf = nil
+		}
+	}
+	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errClientGone
+	}
+	return nil
+}
+
+// finish ends an export; one of nothing still has its headers (and CSV header).
+func (e *exportWriter) finish() {
+	if !e.started {
+		e.start()
+	}
+	if e.csv != nil {
+		e.csv.Flush()
+	}
+}
+
+func (e *exportWriter) csvRecord(m domain.Message) []string {
+	rec := e.record
+	rec[0] = domain.FormatTime(m.CreatedAt)
+	rec[1], rec[2], rec[3], rec[4], rec[5] = m.ID, m.Reference, m.Name, m.Method, m.Path
+	rec[6] = strconv.Itoa(m.StatusCode)
+	rec[7] = ""
+	if ms, ok := m.DurationMS(); ok {
+		rec[7] = strconv.FormatFloat(ms, 'f', -1, 64)
+	}
+	rec[8] = m.IPAddress
+	rec[9], rec[10] = strconv.Itoa(m.Request.Size), strconv.Itoa(m.Response.Size)
+	return rec
+}

@@ -1,0 +1,138 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// pagedStore answers List with pages of one message each, failing from call
+// failFrom on (0: never), and records the limits it was asked for.
+type pagedStore struct {
+	ports.MessageStore
+	failFrom int
+	mu       sync.Mutex
+	limits   []int
+}
+
+func (s *pagedStore) List(_ context.Context, q domain.Query, _ time.Time) (domain.Page, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = append(s.limits, q.Limit)
+	if s.failFrom > 0 && len(s.limits) >= s.failFrom {
+		return domain.Page{}, fmt.Errorf("backend gone: %w", ports.ErrUnavailable)
+	}
+	at := start.Add(-time.Duration(len(s.limits)) * time.Second)
+	id := fmt.Sprintf("01959000-0000-7000-8000-%012d", 1000-len(s.limits))
+	m := domain.Message{ID: id, Reference: "msg_AAAAAAAAAAA" + fmt.Sprint(len(s.limits)%10), Account: "acme", Domain: domain.DomainLive,
+		Name: "shop", Method: "GET", Path: "/p", StatusCode: 200, CreatedAt: at, UpdatedAt: at}
+	return domain.Page{Messages: []domain.Message{m}, HasMore: true}, nil
+}
+
+func (s *pagedStore) calls() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.limits...)
+}
+
+// A store failing once the export's 200 has gone out cuts the connection: the
+// client reads the pages sent so far, then an error, never a clean end.
+func TestExportFailingMidStreamCutsTheConnection(t *testing.T) {
+	for _, format := range []string{"ndjson", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			store := &pagedStore{MessageStore: memory.New(), failFrom: 3}
+			f := newFixture(t, setup{store: store})
+			srv := httptest.NewServer(f.handler)
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/messages/export?format="+format, nil)
+			req.Header.Set("Authorization", "Bearer "+liveKey)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("status %d, read error %v; want 200 and an unexpected EOF", resp.StatusCode, err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+			if format == "csv" {
+				lines = lines[1:] // the header
+			}
+			if len(lines) != 2 {
+				t.Errorf("read %d records before the cut, want the 2 pages sent: %q", len(lines), body)
+			}
+			if f.logs.FilterMessage("export failed after its reply began; connection cut").Len() != 1 {
+				t.Errorf("the cut was not logged: %v", f.logs.All())
+			}
+		})
+	}
+}
+
+// A store failing before anything is sent gets the usual error reply.
+func TestExportFailingAtOnceIsAnErrorReply(t *testing.T) {
+	f := newFixture(t, setup{store: &pagedStore{MessageStore: memory.New(), failFrom: 1}})
+	rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/export?format=csv", header: authed()})
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Content-Disposition") != "" || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("%d %v %s; want a 503 JSON reply with Retry-After", rec.Code, rec.Header(), rec.Body)
+	}
+	decodeError(t, rec, http.StatusServiceUnavailable)
+}
+
+// HEAD answers with GET's status and headers but reads one message, not all.
+func TestExportHeadReadsOneMessage(t *testing.T) {
+	store := &pagedStore{MessageStore: memory.New()}
+	f := newFixture(t, setup{store: store})
+	rec := f.do(t, request{method: http.MethodHead, target: "/v1/messages/export?format=csv", header: authed()})
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/csv") ||
+		!strings.HasPrefix(rec.Header().Get("Content-Disposition"), "attachment;") {
+		t.Errorf("HEAD: %d %v", rec.Code, rec.Header())
+	}
+	if got := store.calls(); len(got) != 1 || got[0] != 1 {
+		t.Errorf("HEAD asked the store for limits %v, want one page of 1", got)
+	}
+}
+
+// A GET export pages through the store until it has the limit.
+func TestExportPagesUpToTheLimit(t *testing.T) {
+	store := &pagedStore{MessageStore: memory.New()}
+	f := newFixture(t, setup{store: store})
+	rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/export?limit=4", header: authed()})
+	if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), "\n") != 4 {
+		t.Fatalf("%d %q, want 4 lines", rec.Code, rec.Body)
+	}
+	if got := store.calls(); fmt.Sprint(got) != "[4 3 2 1]" {
+		t.Errorf("the store was asked for limits %v, want [4 3 2 1] (what remains each time)", got)
+	}
+}
+
+// CSV fields that need quoting are quoted as RFC 4180 says; a newline inside a
+// field is kept as it is.
+func TestExportCSVQuoting(t *testing.T) {
+	store := memory.New()
+	at := start.Add(-time.Minute)
+	m := domain.Message{ID: "01959000-0000-7000-8000-000000000001", Reference: "msg_AAAAAAAAAAAB", Account: "acme", Domain: domain.DomainLive,
+		Name: "shop, \"eu\"\nline", Method: "GET", Path: "/p?a=1,2", StatusCode: 200, Duration: 41200 * time.Microsecond, HasDuration: true,
+		Request: domain.Content{Size: 12}, CreatedAt: at, UpdatedAt: at, VisibleAt: at, ExpiresAt: at.Add(time.Hour)}
+	if err := store.Append(context.Background(), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, setup{store: store})
+	rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/export?format=csv", header: authed()})
+	want := "created_at,id,reference,name,method,path,status_code,duration_ms,ip_address,request.size,response.size\n" +
+		"2025-03-14T11:59:00.000000Z,01959000-0000-7000-8000-000000000001,msg_AAAAAAAAAAAB,\"shop, \"\"eu\"\"\nline\",GET,\"/p?a=1,2\",200,41.2,,12,0\n"
+	if rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("%d\n%q\nwant\n%q", rec.Code, rec.Body, want)
+	}
+}
