@@ -199,10 +199,10 @@ func (f *filters) matching(filter domain.Filter) {
 	if filter.HasDurationBounds() {
 		bounds := object{}
 		if filter.MinDuration != nil {
-			bounds["gte"] = filter.MinDuration.Microseconds()
+			bounds["gte"] = durationMS(*filter.MinDuration)
 		}
 		if filter.MaxDuration != nil {
-			bounds["lte"] = filter.MaxDuration.Microseconds()
+			bounds["lte"] = durationMS(*filter.MaxDuration)
 		}
 		// A message without a duration has no value, so no range holds it.
 		f.add(object{"range": object{record.JSONDuration: bounds}})
@@ -212,6 +212,13 @@ func (f *filters) matching(filter domain.Filter) {
 		// the phrase keeps them consecutive, within one text.
 		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
 	}
+}
+
+// durationMS is d in milliseconds: the double a document of duration d
+// stores (record.DurationMicros writes float64(µs)/1000 in its shortest
+// form, which parses back to the same double), so bounds compare exactly.
+func durationMS(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }
 
 // List runs one search over every daily index: the filters, newest first, from

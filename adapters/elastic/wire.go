@@ -424,7 +424,10 @@ func (w *wire) record(r *record.Record) error {
 			}
 			r.StatusCode = int32(n)
 		case record.JSONDuration:
-			us := w.int64()
+			var us record.DurationMicros
+			if err := us.UnmarshalJSON(w.number()); err != nil {
+				return w.fail(fmt.Errorf("%w: %w", errSyntax, err))
+			}
 			r.Duration = &us
 		case "request":
 			return w.content(&r.Request)

@@ -46,11 +46,11 @@ func TestWireReadsDocumentsAsEncodingJSON(t *testing.T) {
 	// Documents of template version 1: no route, duration or sizes; and null
 	// where encoding/json leaves the zero value.
 	sources = append(sources,
-		[]byte(`{"id":"old","reference":"r","account":"a","domain":"live","name":"n","method":"GET","path":"/p?q","status_code":200,`+
+		[]byte(`{"id":"old","duration_ms":12.345,"reference":"r","account":"a","domain":"live","name":"n","method":"GET","path":"/p?q","status_code":200,`+
 			`"request":{"header":[{"name":"A","values":["1"]},{"name":"A","values":["2"]},{"name":"B","values":[]}],"body":"{\"x\":1}","content_type":"t"},`+
 			`"response":{"header":[],"body":"\u00e9\ud83d\ude80\ud800 \\/","content_type":""},`+
 			`"created_at":"2025-03-14T12:00:00.000001Z","updated_at":"2025-03-14T12:00:00Z","visible_at":"2025-03-14T12:00:01+00:00","expires_at":"2025-04-14T12:00:00.5Z"}`),
-		[]byte(`{"id":null,"extra":{"a":[1,true,false,null,-2.5e3,"s"]},"ip_address":null,"duration_micros":null,"request":{"header":null,"size":null},`+
+		[]byte(`{"id":null,"extra":{"a":[1,true,false,null,-2.5e3,"s"]},"ip_address":null,"duration_ms":null,"request":{"header":null,"size":null},`+
 			`"response":{"header":[{"name":"N","values":[null,"v"]}],"size":7},"status_code":-1,`+
 			`"created_at":"2025-03-14T12:00:00Z","updated_at":"2025-03-14T12:00:00Z","visible_at":"2025-03-14T12:00:00Z","expires_at":"2025-03-14T12:00:00Z"}`),
 	)
