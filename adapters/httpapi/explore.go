@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/csv"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,10 +112,15 @@ func toStatsJSON(s domain.Stats) statsJSON {
 func toTotalJSON(b domain.StatsBucket) totalJSON {
 	t := totalJSON{Count: b.Count, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
 	if d := b.Duration; d.Count > 0 {
-		t.Duration = &durationsJSON{Count: d.Count, P50: d.P50, P95: d.P95, P99: d.P99}
+		t.Duration = &durationsJSON{Count: d.Count, P50: roundMicro(d.P50), P95: roundMicro(d.P95), P99: roundMicro(d.P99)}
 	}
 	return t
 }
+
+// roundMicro rounds milliseconds to the microsecond, as durations are stored: an
+// aggregating store's estimate (41.20000000001) is written as 41.2, never with
+// an exponent.
+func roundMicro(ms float64) float64 { return math.Round(ms*1000) / 1000 }
 
 // exportColumns are the CSV export's columns, in order.
 var exportColumns = []string{"created_at", "id", "reference", "name", "method", "path", "status_code",
