@@ -164,6 +164,9 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 // errClientGone is a failed write of the export: the client left.
 var errClientGone = errors.New("export: client gone")
 
+// exportChunkBytes is how much encoded NDJSON an export gathers before writing it.
+const exportChunkBytes = 64 << 10
+
 // exportWriter encodes export pages onto the reply.
 type exportWriter struct {
 	w       http.ResponseWriter
@@ -222,15 +225,19 @@ func (e *exportWriter) page(msgs []domain.Message) error {
 			return errClientGone
 		}
 	} else {
+		// Written in chunks, so the buffer stays small whatever the page holds.
 		e.buf = e.buf[:0]
 		for _, m := range msgs {
 			e.buf = append(appendMessage(e.buf, m), '\n')
+			if len(e.buf) >= exportChunkBytes {
+				if _, err := e.w.Write(e.buf); err != nil {
+					return errClientGone
+				}
+				e.buf = e.buf[:0]
+			}
 		}
 		if _, err := e.w.Write(e.buf); err != nil {
 			return errClientGone
-		}
-		if cap(e.buf) > maxPooledBuffer {
-			e.buf = nil
 		}
 	}
 	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
