@@ -152,8 +152,8 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 		out.finish()
 	case !out.started:
 		a.fail(w, r, err)
-	case errors.Is(err, errClientGone):
-		// Nobody left to tell.
+	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
+		// The client left: nobody to tell.
 	default:
 		a.log.Warn("export failed after its reply began; connection cut", zap.Error(err),
 			zap.String("request_id", requestID(r.Context())))
