@@ -24,6 +24,10 @@ type Exchange struct {
 	Path     string
 	Request  ExchangeRequest
 	Response ExchangeResponse
+	// Duration is how long the server took to answer, sent as duration_ms to the
+	// microsecond; HasDuration false leaves it out (unknown).
+	Duration    time.Duration
+	HasDuration bool
 }
 
 // ExchangeRequest is the captured request side. http.Header assigns to Header as is.
@@ -41,13 +45,15 @@ type ExchangeResponse struct {
 
 // exchangeJSON is a submission object of the contract (spec section 2.1).
 type exchangeJSON struct {
-	Name      string               `json:"name"`
-	CreatedAt string               `json:"created_at,omitempty"`
-	IPAddress string               `json:"ip_address,omitempty"`
-	Method    string               `json:"method"`
-	Path      string               `json:"path"`
-	Request   exchangeRequestJSON  `json:"request"`
-	Response  exchangeResponseJSON `json:"response"`
+	Name      string `json:"name"`
+	CreatedAt string `json:"created_at,omitempty"`
+	IPAddress string `json:"ip_address,omitempty"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	// DurationMS is a json.Number so that it is written exactly as formatted.
+	DurationMS json.Number          `json:"duration_ms,omitempty"`
+	Request    exchangeRequestJSON  `json:"request"`
+	Response   exchangeResponseJSON `json:"response"`
 }
 
 type exchangeRequestJSON struct {
@@ -79,12 +85,28 @@ func EncodeExchanges(exchanges []Exchange) ([]byte, error) {
 		if !e.CreatedAt.IsZero() {
 			items[i].CreatedAt = FormatTime(e.CreatedAt)
 		}
+		if e.HasDuration {
+			items[i].DurationMS = json.Number(FormatDurationMS(e.Duration))
+		}
 	}
 	body, err := json.Marshal(items)
 	if err != nil {
 		return nil, fmt.Errorf("encode %d exchanges: %w", len(exchanges), err)
 	}
 	return body, nil
+}
+
+// FormatDurationMS writes d as the API's duration_ms: milliseconds with the
+// microseconds as three decimals ("1234.567"), which the parser reads back
+// exactly. Out-of-range values are written as they are, for the validator to
+// refuse.
+func FormatDurationMS(d time.Duration) string {
+	micros := d.Microseconds()
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, micros/1000, micros%1000)
 }
 
 // InvalidItems returns the indexes, in [0, n), of the batch items that err's fields

@@ -3,6 +3,7 @@ package domain
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,4 +88,55 @@ func TestInvalidItems(t *testing.T) {
 	if got := InvalidItems(&ValidationError{Message: "the request body is not valid JSON"}, 5); len(got) != 0 {
 		t.Errorf("an error naming no item gave %v", got)
 	}
+}
+
+// A duration goes out as duration_ms to the microsecond and comes back through
+// the validator as it went; an unknown one is left out.
+func TestEncodeExchangesDuration(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		duration time.Duration
+		has      bool
+		want     time.Duration
+		wantJSON string
+	}{
+		{"sub-millisecond", 789 * time.Microsecond, true, 789 * time.Microsecond, `"duration_ms":0.789`},
+		{"nanoseconds dropped", 1234567891 * time.Nanosecond, true, 1234567 * time.Microsecond, `"duration_ms":1234.567`},
+		{"zero is known", 0, true, 0, `"duration_ms":0.000`},
+		{"the maximum", MaxDuration, true, MaxDuration, `"duration_ms":86400000.000`},
+		{"unknown", 5 * time.Second, false, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := sampleExchange()
+			e.Duration, e.HasDuration = tc.duration, tc.has
+			body, err := EncodeExchanges([]Exchange{e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantJSON != "" && !strings.Contains(string(body), tc.wantJSON) {
+				t.Errorf("encoded %s, want it to hold %s", body, tc.wantJSON)
+			}
+			if !tc.has && strings.Contains(string(body), "duration_ms") {
+				t.Errorf("an unknown duration was sent: %s", body)
+			}
+			got := mustParse(t, string(body)).Submissions[0]
+			if got.HasDuration != tc.has || got.Duration != tc.want {
+				t.Errorf("parsed duration %v (known %t), want %v (known %t)", got.Duration, got.HasDuration, tc.want, tc.has)
+			}
+		})
+	}
+}
+
+// Out-of-range durations are not clamped on the way out: the one validator
+// names them.
+func TestEncodeExchangesLeavesBadDurationsToTheValidator(t *testing.T) {
+	negative, tooLong := sampleExchange(), sampleExchange()
+	negative.Duration, negative.HasDuration = -time.Millisecond, true
+	tooLong.Duration, tooLong.HasDuration = MaxDuration+time.Microsecond, true
+	body, err := EncodeExchanges([]Exchange{sampleExchange(), negative, tooLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = parse(t, string(body))
+	assertFields(t, err, "[1].duration_ms", "[2].duration_ms")
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -50,6 +51,10 @@ func SearchedTexts(m Message, yield func(string) bool) {
 // every rule of the contract (any occurrence bounded by words is a substring;
 // no substring means no match). It is the memory store's search and the
 // reference the conformance suite states its examples against.
+//
+// Case is ignored rune by rune with unicode.ToLower, as strings.ToLower does,
+// except that an ASCII q ignores only ASCII case: it does not find "k" in the
+// Kelvin sign (U+212A) nor "i" in "İ" (U+0130), whose lower cases are ASCII.
 type Search struct {
 	folded string // q in lower case
 	ascii  bool
@@ -57,6 +62,14 @@ type Search struct {
 	// by byteRank), its offset in folded, and its upper-case form.
 	anchor, anchorUpper byte
 	anchorAt            int
+	// For any other q: its runes in lower case, the one the scan looks for
+	// first, and the UTF-8 of every rune whose lower case that one is.
+	runes       []rune
+	anchorRune  int
+	anchorForms []string
+	// lowerEach is set for a q holding U+FFFD or invalid UTF-8, which
+	// strings.ToLower finds in a text's invalid bytes: each text is lowered.
+	lowerEach bool
 }
 
 // NewSearch compiles q; the zero Search (q "") matches everything.
@@ -65,6 +78,7 @@ func NewSearch(q string) Search {
 	for i := 0; i < len(q); i++ {
 		if q[i] >= utf8.RuneSelf {
 			s.ascii = false
+			s.compileUnicode()
 			return s
 		}
 	}
@@ -79,6 +93,55 @@ func NewSearch(q string) Search {
 		s.anchorUpper = asciiUpperByte(s.anchor)
 	}
 	return s
+}
+
+// compileUnicode prepares the scan of a q that is not all ASCII: it anchors on
+// a non-ASCII rune (rare in logged text), else on the rarest byte.
+func (s *Search) compileUnicode() {
+	s.runes = []rune(s.folded)
+	if strings.ContainsRune(s.folded, utf8.RuneError) {
+		s.lowerEach = true
+		return
+	}
+	rank := func(r rune) int {
+		if r >= utf8.RuneSelf {
+			return -1
+		}
+		return byteRank(byte(r))
+	}
+	for i, r := range s.runes {
+		if rank(r) < rank(s.runes[s.anchorRune]) {
+			s.anchorRune = i
+		}
+	}
+	for _, r := range runesLoweringTo(s.runes[s.anchorRune]) {
+		s.anchorForms = append(s.anchorForms, string(r))
+	}
+}
+
+var (
+	lowerPreimagesOnce sync.Once
+	lowerPreimages     map[rune][]rune // lower case -> the other runes lowering to it
+)
+
+// runesLoweringTo lists every rune r with unicode.ToLower(r) == lower.
+func runesLoweringTo(lower rune) []rune {
+	lowerPreimagesOnce.Do(func() {
+		// unicode.ToLower changes only runes of unicode.CaseRanges.
+		lowerPreimages = map[rune][]rune{}
+		for _, cr := range unicode.CaseRanges {
+			for r := rune(cr.Lo); r <= rune(cr.Hi); r++ {
+				if l := unicode.ToLower(r); l != r {
+					lowerPreimages[l] = append(lowerPreimages[l], r)
+				}
+			}
+		}
+	})
+	forms := lowerPreimages[lower]
+	if unicode.ToLower(lower) == lower {
+		forms = append([]rune{lower}, forms...)
+	}
+	return forms
 }
 
 // Matches reports whether m holds q in one of its searched texts.
@@ -99,48 +162,105 @@ func (s Search) In(text string) bool {
 	if s.folded == "" {
 		return true
 	}
-	if !s.ascii {
+	if s.lowerEach {
 		return strings.Contains(strings.ToLower(text), s.folded)
 	}
+	if !s.ascii {
+		return s.inUnicode(text)
+	}
+	return s.inASCII(text)
+}
+
+// inASCII is In for an ASCII q: it finds each occurrence of the anchor byte in
+// either case and compares q around it. Where each case occurs next is kept,
+// so the text is scanned once however many candidates fail.
+func (s Search) inASCII(text string) bool {
 	n := len(s.folded)
-	lower, upper := anchorScan{c: s.anchor}, anchorScan{c: s.anchorUpper}
-	for from := s.anchorAt; from+n-s.anchorAt <= len(text); {
-		i := lower.next(text, from)
-		if s.anchorUpper != s.anchor {
-			if j := upper.next(text, from); j >= 0 && (i < 0 || j < i) {
-				i = j
-			}
+	if len(text) < n {
+		return false
+	}
+	next := func(b byte, from int) int {
+		if i := strings.IndexByte(text[from:], b); i >= 0 {
+			return from + i
+		}
+		return -1
+	}
+	lower, upper := next(s.anchor, s.anchorAt), -1
+	if s.anchorUpper != s.anchor {
+		upper = next(s.anchorUpper, s.anchorAt)
+	}
+	for {
+		i := lower
+		if upper >= 0 && (i < 0 || upper < i) {
+			i = upper
 		}
 		if i < 0 {
 			return false
 		}
 		start := i - s.anchorAt
-		if start+n <= len(text) && equalASCIIFold(text[start:start+n], s.folded) {
+		if start+n > len(text) {
+			return false // every later candidate ends later still
+		}
+		if equalASCIIFold(text[start:start+n], s.folded) {
 			return true
 		}
-		from = i + 1
+		if i == lower {
+			lower = next(s.anchor, i+1)
+		} else {
+			upper = next(s.anchorUpper, i+1)
+		}
 	}
-	return false
 }
 
-// anchorScan finds one byte's occurrences in order, remembering the last one
-// found, so that text is scanned once per byte whatever the other byte does.
-type anchorScan struct {
-	c     byte
-	at    int  // the last occurrence found
-	known bool // at holds an occurrence, or -1 once there is none
+// inUnicode is In for a q that is not all ASCII: it finds each form of the
+// anchor rune, then compares the runes before and after it, lowered.
+func (s Search) inUnicode(text string) bool {
+	var buf [4]int  // a rune has at most three forms: k, K and the Kelvin sign
+	next := buf[:0] // where each form occurs next, -1: never
+	for _, form := range s.anchorForms {
+		next = append(next, strings.Index(text, form))
+	}
+	for {
+		at, form := -1, 0
+		for i, n := range next {
+			if n >= 0 && (at < 0 || n < at) {
+				at, form = n, i
+			}
+		}
+		if at < 0 {
+			return false
+		}
+		if s.matchesAround(text, at) {
+			return true
+		}
+		width := len(s.anchorForms[form])
+		if n := strings.Index(text[at+width:], s.anchorForms[form]); n >= 0 {
+			next[form] = at + width + n
+		} else {
+			next[form] = -1
+		}
+	}
 }
 
-// next is the first index at or after from holding c, or -1.
-func (a *anchorScan) next(text string, from int) int {
-	if a.known && (a.at < 0 || a.at >= from) {
-		return a.at
+// matchesAround reports whether text holds q with its anchor rune at byte at.
+func (s Search) matchesAround(text string, at int) bool {
+	pos := at
+	for k := s.anchorRune - 1; k >= 0; k-- {
+		r, width := utf8.DecodeLastRuneInString(text[:pos])
+		if width == 0 || unicode.ToLower(r) != s.runes[k] {
+			return false
+		}
+		pos -= width
 	}
-	a.known, a.at = true, strings.IndexByte(text[from:], a.c)
-	if a.at >= 0 {
-		a.at += from
+	pos = at
+	for _, want := range s.runes[s.anchorRune:] {
+		r, width := utf8.DecodeRuneInString(text[pos:])
+		if width == 0 || unicode.ToLower(r) != want {
+			return false
+		}
+		pos += width
 	}
-	return a.at
+	return true
 }
 
 func equalASCIIFold(text, folded string) bool {

@@ -10,6 +10,10 @@
 // batches by one background goroutine; when the queue is full they are dropped and
 // counted, never waited for.
 //
+// Each exchange carries duration_ms: from the moment the handler is called to its
+// last write or flush of the reply (to its return if it writes nothing, to the
+// hijack if it takes the connection over).
+//
 // A captured body longer than Options.MaxBodyBytes is cut (at a UTF-8 character
 // boundary) and followed by a visible marker:
 //
@@ -83,7 +87,16 @@ type Options struct {
 	// OnError, if set, hears of every failed submission, from the background
 	// goroutine; it should return quickly.
 	OnError func(error)
+
+	// Clock times exchanges: created_at and duration_ms (nil: the system clock).
+	Clock ports.Clock
 }
+
+// systemClock is time.Now, whose monotonic reading keeps durations exact across
+// wall-clock changes.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 func (o Options) withDefaults() Options {
 	set := func(v *int, def int) {
@@ -106,6 +119,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaskedHeaders == nil {
 		o.MaskedHeaders = domain.DefaultMaskedHeaders
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
 	}
 	return o
 }

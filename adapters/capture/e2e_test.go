@@ -84,3 +84,48 @@ func TestEndToEndThroughTheHTTPClient(t *testing.T) {
 		t.Errorf("a skipped route was stored")
 	}
 }
+
+// The measured duration reaches the service and comes back to the microsecond,
+// and with it the sizes of both bodies.
+func TestDurationEndToEnd(t *testing.T) {
+	svc := httpclienttest.Start(t, nil)
+	client, err := httpclient.New(svc.URL, httpclienttest.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Now().Add(-time.Minute)}
+	p := newPauser()
+	rec, app := startRecorder(t, client, capture.Options{Clock: clock}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		p.pause()
+		_, _ = io.WriteString(w, "slow answer")
+	}))
+	replied := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(app.URL+"/report", "text/plain", strings.NewReader("twelve bytes"))
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		replied <- err
+	}()
+	p.drive(t, clock, []time.Duration{1234567891 * time.Nanosecond})
+	if err := <-replied; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	if s := closeRecorder(t, rec); s.Submitted != 1 {
+		t.Fatalf("stats %+v, want one submitted", s)
+	}
+	page, err := client.List(context.Background(), httpclient.ListOptions{Path: "/report"})
+	if err != nil || len(page.Messages) != 1 {
+		t.Fatalf("listed %+v, %v", page, err)
+	}
+	m := page.Messages[0]
+	if !m.HasDuration || m.Duration != 1234567*time.Microsecond {
+		t.Errorf("duration %v (known %t), want 1234.567ms", m.Duration, m.HasDuration)
+	}
+	if m.Request.Size != len("twelve bytes") || m.Response.Size != len("slow answer") {
+		t.Errorf("sizes %d / %d", m.Request.Size, m.Response.Size)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/felixge/httpsnoop"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 // record is what the middleware collects for one exchange; the background goroutine
@@ -31,6 +32,10 @@ type record struct {
 	status     int
 	respHeader http.Header
 	respBody   *cappedBuffer
+	// duration is from the handler's start to its last write; hasDuration is false
+	// when it cannot be told (see responseCapture.finish).
+	duration    time.Duration
+	hasDuration bool
 }
 
 // Middleware records every exchange of next that Options.Skip does not skip. A
@@ -41,7 +46,7 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		started := time.Now()
+		started := r.opts.Clock.Now()
 		rec := &record{
 			name:      r.name(req),
 			createdAt: started,
@@ -56,7 +61,7 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
 		}
-		resp := &responseCapture{header: w.Header, rec: rec}
+		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started}
 		next.ServeHTTP(httpsnoop.Wrap(w, resp.hooks()), req)
 		resp.finish()
 		r.enqueue(rec)
@@ -90,9 +95,18 @@ func requestHeader(req *http.Request) http.Header {
 type responseCapture struct {
 	header    func() http.Header
 	rec       *record
+	clock     ports.Clock
+	started   time.Time
 	committed bool
 	hijacked  bool
+	// answered is when the handler last handed the reply bytes (header, body,
+	// flush) or handed the connection over; zero until then.
+	answered time.Time
 }
+
+// wrote notes that the reply moved on now, after the call to the original
+// returned: a write blocked by a slow client counts until it is done.
+func (c *responseCapture) wrote() { c.answered = c.clock.Now() }
 
 // commit notes the status and takes the header as the client gets it. The first
 // call wins, as in net/http.
@@ -110,16 +124,21 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 		WriteHeader: func(next httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc {
 			return func(code int) {
 				// Informational replies (103 Early Hints) precede the real one.
-				if code >= 200 || code == http.StatusSwitchingProtocols {
+				final := code >= 200 || code == http.StatusSwitchingProtocols
+				if final {
 					c.commit(code)
 				}
 				next(code)
+				if final {
+					c.wrote()
+				}
 			}
 		},
 		Write: func(next httpsnoop.WriteFunc) httpsnoop.WriteFunc {
 			return func(b []byte) (int, error) {
 				c.commit(http.StatusOK)
 				n, err := next(b)
+				c.wrote()
 				c.rec.respBody.Write(b[:n])
 				return n, err
 			}
@@ -127,6 +146,7 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 		ReadFrom: func(next httpsnoop.ReadFromFunc) httpsnoop.ReadFromFunc {
 			return func(src io.Reader) (int64, error) {
 				c.commit(http.StatusOK)
+				defer c.wrote()
 				return c.rec.respBody.readFrom(next, src)
 			}
 		},
@@ -134,12 +154,16 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 			return func() {
 				c.commit(http.StatusOK)
 				next()
+				c.wrote()
 			}
 		},
 		Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
 			return func() (net.Conn, *bufio.ReadWriter, error) {
 				conn, rw, err := next()
-				c.hijacked = c.hijacked || err == nil
+				if err == nil && !c.hijacked {
+					c.hijacked = true
+					c.wrote()
+				}
 				return conn, rw, err
 			}
 		},
@@ -149,12 +173,23 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 // finish settles the status of a handler that wrote nothing (net/http sends 200)
 // or took over the connection, whose reply the recorder cannot see (recorded as
 // 101 Switching Protocols, the usual reason to hijack).
+//
+// It also settles the duration: up to the handler's last write or flush, so that
+// work after the reply (logging, cleanup) is not counted; up to its return when it
+// committed no reply, since net/http writes it then; up to the hijack, the last
+// the recorder sees of the reply. A duration over domain.MaxDuration (a stream
+// left open for days) is left unknown rather than have the exchange refused.
 func (c *responseCapture) finish() {
+	if !c.committed && !c.hijacked {
+		c.answered = c.clock.Now()
+	}
 	if c.hijacked {
 		c.commit(http.StatusSwitchingProtocols)
 	}
 	c.commit(http.StatusOK)
 	c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+	d := c.answered.Sub(c.started)
+	c.rec.duration, c.rec.hasDuration = d, d >= 0 && d <= domain.MaxDuration
 }
 
 // teeBody copies what the handler reads from the request body.
@@ -254,13 +289,15 @@ func (r *Recorder) exchange(rec *record) domain.Exchange {
 	r.mask(rec.reqHeader)
 	r.mask(rec.respHeader)
 	return domain.Exchange{
-		Name:      rec.name,
-		CreatedAt: rec.createdAt,
-		IPAddress: rec.ip,
-		Method:    rec.method,
-		Path:      rec.path,
-		Request:   domain.ExchangeRequest{Header: rec.reqHeader, Body: rec.reqBody.text(rec.reqLength)},
-		Response:  domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: rec.respBody.text(-1)},
+		Name:        rec.name,
+		CreatedAt:   rec.createdAt,
+		IPAddress:   rec.ip,
+		Method:      rec.method,
+		Path:        rec.path,
+		Request:     domain.ExchangeRequest{Header: rec.reqHeader, Body: rec.reqBody.text(rec.reqLength)},
+		Response:    domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: rec.respBody.text(-1)},
+		Duration:    rec.duration,
+		HasDuration: rec.hasDuration,
 	}
 }
 

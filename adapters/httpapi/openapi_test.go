@@ -440,7 +440,8 @@ func TestPortalRepliesMatchOpenAPI(t *testing.T) {
 		{method: http.MethodGet, target: "/v1/messages", header: []string{"Authorization", "Bearer " + session.Data.Token}, status: 200, requestValid: true},
 		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":"shop"}`, header: []string{"Authorization", "Bearer " + session.Data.Token}, status: 403, requestValid: true},
 		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":"shop","expires_in":1}`, status: 400},
-		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"expires_in":600}`, status: 400},
+		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"expires_in":600}`, status: 200, requestValid: true},
+		{method: http.MethodPost, target: "/v1/portal/sessions", body: `{"name":""}`, status: 400},
 		{method: http.MethodPost, target: "/v1/dashboard_access", body: `{"app":"shop"}`, header: []string{"Content-Type", "text/plain"}, status: 415},
 	} {
 		c.check(t, tc)

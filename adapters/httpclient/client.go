@@ -1,5 +1,6 @@
 // Package httpclient is a Go client for reqlog's HTTP API (shared/spec/CONTRACT.md):
-// submit exchanges, list messages page by page or with an iterator, get one message.
+// submit exchanges, list and search messages page by page or with an iterator, get
+// one message, compute traffic statistics, and stream an export.
 // Replies 429 and 503 and transport failures are retried with capped, jittered
 // backoff that honours Retry-After; every submission carries an Idempotency-Key, so
 // a retry cannot store anything twice.
@@ -132,24 +133,53 @@ func (r call) retryable() bool {
 
 func (r call) String() string { return r.method + " " + r.url.Path }
 
-// do sends c until it gets a reply that is not worth retrying, and returns that
+// do sends r until it gets a reply that is not worth retrying, and returns that
 // reply's body; any non-2xx reply is returned as an *APIError. The caller decodes
-// the body.
+// the body. A reply cut short is retried like no reply.
 func (c *Client) do(ctx context.Context, r call) ([]byte, error) {
+	var raw []byte
+	err := c.retrying(ctx, r, func() (time.Duration, error) {
+		resp, retryAfter, err := c.attempt(ctx, r)
+		if err != nil {
+			return retryAfter, err
+		}
+		defer resp.Body.Close()
+		if raw, err = io.ReadAll(resp.Body); err != nil {
+			return 0, fmt.Errorf("httpclient: %s: read the reply: %w: %w", r, ports.ErrUnavailable, err)
+		}
+		return 0, nil
+	})
+	return raw, err
+}
+
+// open is do for a reply to stream: it returns a 2xx reply with its body unread,
+// for the caller to close.
+func (c *Client) open(ctx context.Context, r call) (*http.Response, error) {
+	var resp *http.Response
+	err := c.retrying(ctx, r, func() (retryAfter time.Duration, err error) {
+		resp, retryAfter, err = c.attempt(ctx, r)
+		return retryAfter, err
+	})
+	return resp, err
+}
+
+// retrying runs try, which sends r once, until it succeeds or fails in a way not
+// worth retrying; try returns how long the service asked to wait.
+func (c *Client) retrying(ctx context.Context, r call, try func() (time.Duration, error)) error {
 	for attempt := 1; ; attempt++ {
-		body, retryAfter, err := c.attempt(ctx, r)
+		retryAfter, err := try()
 		if err == nil {
-			return body, nil
+			return nil
 		}
 		wait := max(c.backoff(attempt), retryAfter)
 		if !r.retryable() || !shouldRetry(err) || attempt >= c.retry.MaxAttempts || wait > c.retry.MaxDelay {
-			return nil, err
+			return err
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, fmt.Errorf("%w (stopped retrying: %w)", err, ctx.Err())
+			return fmt.Errorf("%w (stopped retrying: %w)", err, ctx.Err())
 		case <-timer.C:
 		}
 	}
@@ -177,9 +207,9 @@ func shouldRetry(err error) bool {
 // maxErrorBody bounds how much of an error reply is read.
 const maxErrorBody = 1 << 20
 
-// attempt sends r once. It returns the body of a 2xx reply, or an error and how
-// long the service asked to wait before a retry.
-func (c *Client) attempt(ctx context.Context, r call) ([]byte, time.Duration, error) {
+// attempt sends r once. It returns a 2xx reply, its body unread, or an error and
+// how long the service asked to wait before a retry.
+func (c *Client) attempt(ctx context.Context, r call) (*http.Response, time.Duration, error) {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
@@ -188,11 +218,11 @@ func (c *Client) attempt(ctx context.Context, r call) ([]byte, time.Duration, er
 	if err != nil {
 		return nil, 0, fmt.Errorf("httpclient: %s: %w", r, err)
 	}
+	req.Header.Set("Accept", "application/json")
 	for name, values := range r.header {
 		req.Header[name] = values
 	}
 	req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -202,14 +232,10 @@ func (c *Client) attempt(ctx context.Context, r call) ([]byte, time.Duration, er
 		// No reply: the service may be down or restarting; worth another try.
 		return nil, 0, fmt.Errorf("httpclient: %s: %w: %w", r, ports.ErrUnavailable, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, 0, fmt.Errorf("httpclient: %s: read the reply: %w: %w", r, ports.ErrUnavailable, err)
-		}
-		return raw, 0, nil
+		return resp, 0, nil
 	}
+	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // lets the connection be reused
 	apiErr := newAPIError(resp, raw)

@@ -72,3 +72,50 @@ func ExampleClient() {
 	// /orders/1 *************** application/json
 	// true
 }
+
+// Find an exchange by an order id, see how slow it was, and export the slow ones.
+func ExampleClient_Export() {
+	srv := exampleService("rk_example_live_key")
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := httpclient.New(srv.URL, "rk_example_live_key")
+	if err != nil {
+		panic(err)
+	}
+	start := time.Now().Add(-time.Minute)
+	_, err = client.Submit(ctx,
+		httpclient.Exchange{Name: "shop", CreatedAt: start, Method: "POST", Path: "/orders",
+			Response: httpclient.ExchangeResponse{StatusCode: 500, Body: `{"order":"ord_8f7d","error":"timeout"}`},
+			Duration: 2500 * time.Millisecond, HasDuration: true},
+		httpclient.Exchange{Name: "shop", CreatedAt: start.Add(time.Second), Method: "GET", Path: "/orders/ord_1a2b",
+			Response: httpclient.ExchangeResponse{StatusCode: 200, Body: `{"order":"ord_1a2b"}`},
+			Duration: 42 * time.Millisecond, HasDuration: true},
+	)
+	if err != nil {
+		panic(err)
+	}
+
+	page, err := client.List(ctx, httpclient.ListOptions{Search: "ord_8f7d"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(page.Messages[0].StatusCode, page.Messages[0].Duration, page.Messages[0].Response.Size)
+
+	slow := time.Second
+	for m, err := range client.Export(ctx, httpclient.ListOptions{Name: "shop", MinDuration: &slow}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(m.Method, m.Path, m.Duration)
+	}
+
+	stats, err := client.Stats(ctx, httpclient.StatsOptions{Interval: "1h"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(stats.Interval, stats.Total.Count, stats.Total.Status.ServerError, stats.TopPaths[0].Key)
+	// Output:
+	// 500 2.5s 38
+	// POST /orders 2.5s
+	// 1h 2 1 /orders
+}

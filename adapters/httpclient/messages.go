@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,7 +29,8 @@ type (
 // Identity is a stored message's id (a UUID) and reference ("msg_…").
 type Identity = domain.Identity
 
-// Message is one stored exchange as the service returns it.
+// Message is one stored exchange as the service returns it. It encodes to and
+// decodes from the API's JSON, duration_ms included.
 type Message struct {
 	ID         string    `json:"id"`
 	Reference  string    `json:"reference"`
@@ -42,6 +44,56 @@ type Message struct {
 	Method     string    `json:"method"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Duration is how long the server took to answer (duration_ms, to the
+	// microsecond); HasDuration is false when the submission did not say (null).
+	Duration    time.Duration `json:"-"`
+	HasDuration bool          `json:"-"`
+}
+
+// messageJSON is Message with duration_ms as it is on the wire.
+type messageJSON struct {
+	messageFields
+	DurationMS json.RawMessage `json:"duration_ms"`
+}
+
+// messageFields has Message's fields but not its methods, so that encoding it
+// does not recurse.
+type messageFields Message
+
+// MarshalJSON writes duration_ms as a number of milliseconds, or null.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := messageJSON{messageFields: messageFields(m), DurationMS: json.RawMessage("null")}
+	if m.HasDuration {
+		w.DurationMS = json.RawMessage(domain.FormatDurationMS(m.Duration))
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads duration_ms; null or absent leaves the duration unknown.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w messageJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*m = Message(w.messageFields)
+	if len(w.DurationMS) > 0 && string(w.DurationMS) != "null" {
+		d, err := parseMS(string(w.DurationMS)) // a JSON string fails here too
+		if err != nil {
+			return fmt.Errorf("duration_ms: %w", err)
+		}
+		m.Duration, m.HasDuration = d, true
+	}
+	return nil
+}
+
+// parseMS reads a number of milliseconds, rounded to the microsecond as the
+// service keeps it.
+func parseMS(s string) (time.Duration, error) {
+	ms, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(math.Round(ms*1000)) * time.Microsecond, nil
 }
 
 // Content is one side of a stored exchange.
@@ -49,6 +101,8 @@ type Content struct {
 	Header      http.Header `json:"header"`
 	Body        string      `json:"body"`
 	ContentType string      `json:"content_type"`
+	// Size is the body's length in bytes as submitted, before redaction.
+	Size int `json:"size"`
 }
 
 // ListOptions filter and page a listing; zero fields are not sent.
@@ -60,6 +114,12 @@ type ListOptions struct {
 	StatusCode string
 	Path       string
 	PathPrefix string
+	// Search (q) is text to find in the path, the bodies and header values: 1 to
+	// 200 characters with a letter or digit, matched case-insensitively.
+	Search string
+	// MinDuration and MaxDuration bound duration_ms, inclusive, to the
+	// microsecond; setting either leaves out messages without a duration.
+	MinDuration, MaxDuration *time.Duration
 	// From and To bound created_at as [From, To).
 	From, To time.Time
 	// Limit is the page size, 1 to 100 (0: the service's default of 20).
@@ -81,6 +141,13 @@ func (o ListOptions) values() url.Values {
 	set("status_code", o.StatusCode)
 	set("path", o.Path)
 	set("path_prefix", o.PathPrefix)
+	set("q", o.Search)
+	if o.MinDuration != nil {
+		v.Set("min_duration_ms", domain.FormatDurationMS(*o.MinDuration))
+	}
+	if o.MaxDuration != nil {
+		v.Set("max_duration_ms", domain.FormatDurationMS(*o.MaxDuration))
+	}
 	set("cursor", o.Cursor)
 	if !o.From.IsZero() {
 		v.Set("from", o.From.UTC().Format(time.RFC3339Nano))

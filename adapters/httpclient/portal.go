@@ -9,7 +9,7 @@ import (
 )
 
 // PortalSession is a read-only session on one application's messages, for the
-// customer portal.
+// customer portal, or on every application of the key's account and domain.
 type PortalSession struct {
 	// Token reads the application's messages: New(baseURL, Token) gives a client
 	// that may List and Get them, and nothing else.
@@ -22,11 +22,15 @@ type PortalSession struct {
 
 // CreatePortalSession creates a portal session on application's messages that
 // lasts expiresIn, in whole seconds from one minute to seven days (0: the
-// service's default of one hour). Only an API key may; with a portal token the
+// service's default of one hour). An empty application gives a session on every
+// application of the key's account and domain, for the owner's own support team. Only an API key may; with a portal token the
 // error is a 403 *APIError. It is not retried: issuing a session stores nothing,
 // so calling again is always safe.
 func (c *Client) CreatePortalSession(ctx context.Context, application string, expiresIn time.Duration) (*PortalSession, error) {
-	request := map[string]any{"name": application}
+	request := map[string]any{}
+	if application != "" {
+		request["name"] = application
+	}
 	if expiresIn != 0 {
 		request["expires_in"] = int64(expiresIn / time.Second)
 	}

@@ -2,8 +2,11 @@ package httpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -59,5 +62,31 @@ func TestCreatePortalSession(t *testing.T) {
 	session, err = c.CreatePortalSession(ctx, "shop", 0)
 	if err != nil || session.ExpiresAt.Before(before.Add(time.Hour)) {
 		t.Errorf("the default lifetime: %+v, %v; want an hour", session, err)
+	}
+}
+
+// An empty application asks for a session on the whole account: the request
+// carries no name at all, which the contract distinguishes from an empty one.
+func TestCreatePortalSessionForTheWholeAccount(t *testing.T) {
+	bodies := make(chan map[string]any, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		bodies <- body
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":true,"message":"ok","data":{"token":"t","url":"u","expires_at":"2026-11-24T07:00:00.000000Z"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, srv.URL)
+	for application, want := range map[string]string{"": `{}`, "shop": `{"name":"shop"}`} {
+		if _, err := c.CreatePortalSession(context.Background(), application, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(<-bodies)
+		if string(got) != want {
+			t.Errorf("application %q sent %s, want %s", application, got, want)
+		}
 	}
 }

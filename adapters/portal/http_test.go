@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -56,6 +57,102 @@ func TestSessionReadsOnlyItsApplication(t *testing.T) {
 	testToken := s.session(t, acmeTest, `{"name":"shop"}`)["token"].(string)
 	if ids := s.listedIDs(t, testToken, ""); !slices.Equal(ids, []string{testShop}) {
 		t.Errorf("the test-domain session lists %v, want [%s]", ids, testShop)
+	}
+}
+
+// A session created without a name reads every application of its account and
+// domain (the owner's support team), and still nothing of another domain or
+// account; it stays read-only.
+func TestWholeAccountSession(t *testing.T) {
+	s := startService(t, nil)
+	shop := s.submit(t, acmeLive, "shop", "/orders/1", 200)
+	blog := s.submit(t, acmeLive, "blog", "/posts/1", 500)
+	testShop := s.submit(t, acmeTest, "shop", "/orders/1", 200)
+	globexShop := s.submit(t, globexLive, "shop", "/orders/1", 200)
+
+	for _, body := range []string{`{}`, `{"expires_in":600}`, `{"name":null}`} {
+		token := s.session(t, acmeLive, body)["token"].(string)
+		listed := s.listedIDs(t, token, "")
+		slices.Sort(listed)
+		want := []string{shop, blog}
+		slices.Sort(want)
+		if !slices.Equal(listed, want) {
+			t.Errorf("%s: the session lists %v, want every acme live message %v", body, listed, want)
+		}
+		if ids := s.listedIDs(t, token, "name=blog"); !slices.Equal(ids, []string{blog}) {
+			t.Errorf("%s: name=blog lists %v, want [%s]", body, ids, blog)
+		}
+		for _, id := range []string{shop, blog} {
+			s.call(t, http.MethodGet, "/v1/messages/"+id, token, "").want(t, http.StatusOK)
+		}
+		for name, id := range map[string]string{"another domain": testShop, "another account": globexShop} {
+			if r := s.call(t, http.MethodGet, "/v1/messages/"+id, token, ""); r.status != http.StatusNotFound {
+				t.Errorf("%s: %s's message: status %d, want 404", body, name, r.status)
+			}
+		}
+		for _, tc := range []struct{ path, body string }{
+			{"/v1/messages", `{"name":"shop"}`},
+			{"/v1/portal/sessions", `{}`},
+			{"/v1/portal/sessions", `{"name":"shop"}`},
+		} {
+			if r := s.call(t, http.MethodPost, tc.path, token, tc.body); r.status != http.StatusForbidden {
+				t.Errorf("%s: POST %s with the session: %d %s, want 403", body, tc.path, r.status, r.raw)
+			}
+		}
+	}
+}
+
+// Statistics and exports keep to a session's scope like the list does: one
+// application's for a named session, every application of the account and domain
+// for a session without a name, nothing of another domain or account.
+func TestSessionsScopeStatsAndExport(t *testing.T) {
+	s := startService(t, nil)
+	shop := []string{
+		s.submit(t, acmeLive, "shop", "/orders/1", 200),
+		s.submit(t, acmeLive, "shop", "/orders/2", 500),
+	}
+	blog := s.submit(t, acmeLive, "blog", "/posts/1", 404)
+	s.submit(t, acmeTest, "shop", "/orders/1", 200)
+	s.submit(t, globexLive, "blog", "/orders/1", 200)
+
+	for _, tc := range []struct {
+		body  string
+		ids   []string
+		names []string
+	}{
+		{`{"name":"shop"}`, shop, []string{"shop"}},
+		{`{}`, append([]string{blog}, shop...), []string{"blog", "shop"}},
+	} {
+		token := s.session(t, acmeLive, tc.body)["token"].(string)
+		stats := s.call(t, http.MethodGet, "/v1/stats", token, "").want(t, http.StatusOK).body["data"].(map[string]any)
+		total := stats["total"].(map[string]any)
+		if total["count"] != float64(len(tc.ids)) {
+			t.Errorf("%s: stats count %v, want %d", tc.body, total["count"], len(tc.ids))
+		}
+		var names []string
+		for _, n := range stats["top_names"].([]any) {
+			names = append(names, n.(map[string]any)["name"].(string))
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.names) {
+			t.Errorf("%s: top_names %v, want %v", tc.body, names, tc.names)
+		}
+
+		export := s.call(t, http.MethodGet, "/v1/messages/export?format=ndjson", token, "").want(t, http.StatusOK)
+		var exported []string
+		for _, line := range strings.Split(strings.TrimSpace(string(export.raw)), "\n") {
+			var m struct{ ID string }
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%s: export line %q: %v", tc.body, line, err)
+			}
+			exported = append(exported, m.ID)
+		}
+		slices.Sort(exported)
+		want := slices.Clone(tc.ids)
+		slices.Sort(want)
+		if !slices.Equal(exported, want) {
+			t.Errorf("%s: export %v, want %v", tc.body, exported, want)
+		}
 	}
 }
 
@@ -180,7 +277,7 @@ func TestSessionRequestErrors(t *testing.T) {
 		status     int
 		fields     []string
 	}{
-		{"no name", `{"expires_in":3600}`, http.StatusBadRequest, []string{"name"}},
+		{"empty name", `{"name":"","expires_in":3600}`, http.StatusBadRequest, []string{"name"}},
 		{"blank name", `{"name":"   "}`, http.StatusBadRequest, []string{"name"}},
 		{"too short", `{"name":"shop","expires_in":59}`, http.StatusBadRequest, []string{"expires_in"}},
 		{"too long", `{"name":"shop","expires_in":604801}`, http.StatusBadRequest, []string{"expires_in"}},

@@ -1,8 +1,10 @@
 // Package portal is reqlog's customer portal: read-only sessions that show one
-// application's messages to that application's owner, and the page that shows them.
+// application's messages to that application's owner (or, without an
+// application, every application of the account and domain to the account's own
+// support team), and the page that shows them.
 //
 // A session is a signed token (TokenPrefix + an HS256 JWT carrying account,
-// domain, application and expiry). It is stateless, so every replica that shares
+// domain, application or the whole-account claim, and expiry). It is stateless, so every replica that shares
 // the secret accepts it, and it cannot be revoked except by changing the secret.
 // KeyStore decorates the API-key store so that the API's ordinary read endpoints
 // accept such tokens as read-only principals; the page (served at /portal, assets
@@ -84,7 +86,8 @@ func (p *Portal) Authorize(principal domain.Principal) error {
 	return nil
 }
 
-// CreateSession issues a session on req.Name's messages in principal's scope. Only
+// CreateSession issues a session on req.Name's messages in principal's scope (on
+// every application's when req.Name is ""). Only
 // an API key may: a portal session (a read-only principal) gets ports.ErrForbidden.
 // Invalid requests get a *domain.ValidationError. r is the HTTP request asking,
 // whose scheme and Host make the link when no public URL is configured.

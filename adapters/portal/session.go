@@ -19,9 +19,12 @@ const (
 	MaxSessionTTL     = 7 * 24 * time.Hour
 )
 
-// SessionRequest asks for a portal session on one application's messages.
+// SessionRequest asks for a portal session on one application's messages, or on
+// every application of the account and domain.
 type SessionRequest struct {
 	// Name is the application; surrounding spaces are ignored, as on submission.
+	// "" (name absent or null) asks for the whole account and domain, for the
+	// owner's own support team.
 	Name string
 	// ExpiresIn is the session's lifetime in whole seconds, from MinSessionTTL to
 	// MaxSessionTTL (0: DefaultSessionTTL).
@@ -38,8 +41,11 @@ type Session struct {
 }
 
 // ParseSessionRequest reads {"name": "...", "expires_in": seconds} ("app" is
-// accepted for "name", as the existing SDKs send it). Every problem is a
-// *domain.ValidationError naming the field.
+// accepted for "name", as the existing SDKs send it). Without a name (absent or
+// null) the session covers every application; a name that is present must be 1
+// to domain.MaxNameLength characters, so a blank name is an error rather than
+// silently the whole account. Every problem is a *domain.ValidationError naming
+// the field.
 func ParseSessionRequest(body []byte) (SessionRequest, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
@@ -54,7 +60,7 @@ func ParseSessionRequest(body []byte) (SessionRequest, error) {
 	}
 	switch raw := fields[nameField]; {
 	case isAbsent(raw):
-		problems = append(problems, nameRequired(nameField))
+		// The whole account and domain.
 	case json.Unmarshal(raw, &req.Name) != nil:
 		problems = append(problems, domain.FieldError{Field: nameField, Message: "must be a string"})
 	default:
@@ -74,11 +80,12 @@ func ParseSessionRequest(body []byte) (SessionRequest, error) {
 	return req, nil
 }
 
-// validate checks a request built in Go, where ExpiresIn 0 means the default.
+// validate checks a request built in Go, where ExpiresIn 0 means the default and
+// Name "" the whole account.
 func (req SessionRequest) validate() error {
-	problems := checkName("name", req.Name)
-	if req.Name == "" {
-		problems = []domain.FieldError{nameRequired("name")}
+	var problems []domain.FieldError
+	if req.Name != "" {
+		problems = checkName("name", req.Name)
 	}
 	if req.ExpiresIn != 0 && !validTTL(req.ExpiresIn) {
 		problems = append(problems, expiresInProblem())
@@ -87,10 +94,6 @@ func (req SessionRequest) validate() error {
 		return &domain.ValidationError{Message: "the session request is invalid", Fields: problems}
 	}
 	return nil
-}
-
-func nameRequired(field string) domain.FieldError {
-	return domain.FieldError{Field: field, Message: "is required: the application whose messages the portal shows"}
 }
 
 func checkName(field, name string) []domain.FieldError {

@@ -29,6 +29,9 @@ func TestParseSessionRequest(t *testing.T) {
 		{`{"name":"shop","expires_in":3600.0,"extra":true}`, portal.SessionRequest{Name: "shop", ExpiresIn: time.Hour}},
 		{`{"name":"shop","expires_in":null}`, portal.SessionRequest{Name: "shop"}},
 		{`{"name":"` + strings.Repeat("é", 200) + `"}`, portal.SessionRequest{Name: strings.Repeat("é", 200)}},
+		// Without a name: the whole account and domain.
+		{`{}`, portal.SessionRequest{}},
+		{`{"name":null,"expires_in":600}`, portal.SessionRequest{ExpiresIn: 10 * time.Minute}},
 	} {
 		got, err := portal.ParseSessionRequest([]byte(tc.body))
 		if err != nil || got != tc.want {
@@ -47,7 +50,6 @@ func TestParseSessionRequestErrors(t *testing.T) {
 		{`[]`, nil},
 		{`"shop"`, nil},
 		{`{"name":"shop"`, nil},
-		{`{}`, []string{"name"}},
 		{`{"name":""}`, []string{"name"}},
 		{`{"name":" \t "}`, []string{"name"}},
 		{`{"app":""}`, []string{"app"}},
@@ -60,7 +62,8 @@ func TestParseSessionRequestErrors(t *testing.T) {
 		{`{"name":"shop","expires_in":90.5}`, []string{"expires_in"}},
 		{`{"name":"shop","expires_in":"3600"}`, []string{"expires_in"}},
 		{`{"name":"shop","expires_in":1e300}`, []string{"expires_in"}},
-		{`{"expires_in":true}`, []string{"name", "expires_in"}},
+		{`{"expires_in":true}`, []string{"expires_in"}},
+		{`{"name":7,"expires_in":true}`, []string{"name", "expires_in"}},
 	} {
 		_, err := portal.ParseSessionRequest([]byte(tc.body))
 		var invalid *domain.ValidationError
@@ -114,6 +117,16 @@ func TestCreateSession(t *testing.T) {
 		t.Errorf("the token authenticates as %+v, %v; want application shop", principal, err)
 	}
 
+	// Without a name: a read-only session over the whole account and domain.
+	all, err := p.CreateSession(key, portal.SessionRequest{}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	principal, err = p.KeyStore(nil).Authenticate(t.Context(), all.Token)
+	if want := (domain.Principal{Scope: acme, ReadOnly: true}); err != nil || principal != want {
+		t.Errorf("the whole-account token authenticates as %+v, %v; want %+v", principal, err, want)
+	}
+
 	r.TLS = &tls.ConnectionState{}
 	if s, _ := p.CreateSession(key, portal.SessionRequest{Name: "shop"}, r); !strings.HasPrefix(s.URL, "https://reqlog.internal:8080/portal#") {
 		t.Errorf("over TLS: URL %q", s.URL)
@@ -126,7 +139,7 @@ func TestCreateSession(t *testing.T) {
 	}{
 		"read-only principal":   {domain.Principal{Scope: acme, ReadOnly: true}, portal.SessionRequest{Name: "shop"}, ports.ErrForbidden},
 		"one application's":     {domain.Principal{Scope: acme, Name: "shop"}, portal.SessionRequest{Name: "shop"}, ports.ErrForbidden},
-		"no name":               {key, portal.SessionRequest{}, nil},
+		"blank name":            {key, portal.SessionRequest{Name: " \t "}, nil},
 		"lifetime out of range": {key, portal.SessionRequest{Name: "shop", ExpiresIn: 8 * 24 * time.Hour}, nil},
 		"fractional lifetime":   {key, portal.SessionRequest{Name: "shop", ExpiresIn: 90500 * time.Millisecond}, nil},
 	} {

@@ -30,10 +30,13 @@ const (
 var signingMethod = jwt.SigningMethodHS256
 
 // sessionClaims is what a token carries: whose messages it reads, and until when.
+// A whole-account session says so with AllApplications rather than by an empty
+// application, so a token that merely lacks "app" never reads more than meant.
 type sessionClaims struct {
-	Account     string `json:"acc"`
-	Domain      string `json:"dom"`
-	Application string `json:"app"`
+	Account         string `json:"acc"`
+	Domain          string `json:"dom"`
+	Application     string `json:"app,omitempty"`
+	AllApplications bool   `json:"all,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -66,14 +69,16 @@ func NewSigner(secret []byte, clock ports.Clock) (*Signer, error) {
 	}, nil
 }
 
-// Issue returns a token that reads scope's messages of application until
-// expiresAt, which it rounds down to whole seconds (the token's precision).
+// Issue returns a token that reads scope's messages of application (of every
+// application when it is "") until expiresAt, which it rounds down to whole
+// seconds (the token's precision).
 func (s *Signer) Issue(scope domain.Scope, application string, expiresAt time.Time) (string, time.Time, error) {
 	expiresAt = expiresAt.UTC().Truncate(time.Second)
 	claims := sessionClaims{
-		Account:     scope.Account,
-		Domain:      scope.Domain,
-		Application: application,
+		Account:         scope.Account,
+		Domain:          scope.Domain,
+		Application:     application,
+		AllApplications: application == "",
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    tokenIssuer,
 			Audience:  jwt.ClaimStrings{tokenAudience},
@@ -88,7 +93,8 @@ func (s *Signer) Issue(scope domain.Scope, application string, expiresAt time.Ti
 	return TokenPrefix + signed, expiresAt, nil
 }
 
-// Verify returns the read-only principal of a valid, unexpired token, or an error
+// Verify returns the read-only principal of a valid, unexpired token (Name "" for
+// a whole-account session), or an error
 // wrapping ports.ErrUnauthenticated (and jwt.ErrTokenExpired for an expired one).
 func (s *Signer) Verify(token string) (domain.Principal, error) {
 	raw, ok := strings.CutPrefix(token, TokenPrefix)
@@ -99,7 +105,7 @@ func (s *Signer) Verify(token string) (domain.Principal, error) {
 	if _, err := s.parser.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return s.secret, nil }); err != nil {
 		return domain.Principal{}, fmt.Errorf("portal token: %w: %w", ports.ErrUnauthenticated, err)
 	}
-	if claims.Account == "" || !domain.ValidDomain(claims.Domain) || claims.Application == "" {
+	if claims.Account == "" || !domain.ValidDomain(claims.Domain) || (claims.Application == "") != claims.AllApplications {
 		return domain.Principal{}, fmt.Errorf("portal token: %w: %w", ports.ErrUnauthenticated, errIncompleteClaims)
 	}
 	return domain.Principal{
@@ -109,6 +115,7 @@ func (s *Signer) Verify(token string) (domain.Principal, error) {
 	}, nil
 }
 
-// errIncompleteClaims: a correctly signed token without a scope or an application
-// (never issued by Issue) reads nothing.
-var errIncompleteClaims = errors.New("the token does not name an account, a domain and an application")
+// errIncompleteClaims: a correctly signed token without a scope, or without
+// exactly one of an application and the whole-account claim (never issued by
+// Issue), reads nothing.
+var errIncompleteClaims = errors.New("the token does not name an account, a domain and either an application or all of them")

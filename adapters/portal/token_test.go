@@ -45,6 +45,14 @@ func TestSignerRoundTrip(t *testing.T) {
 		t.Errorf("principal %+v, want %+v", p, want)
 	}
 
+	whole, _, err := s.Issue(acme, "", clock.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Verify(whole); err != nil || p != (domain.Principal{Scope: acme, ReadOnly: true}) {
+		t.Errorf("whole-account token: %+v, %v; want the read-only principal of acme without a name", p, err)
+	}
+
 	clock.Set(expiresAt)
 	_, err = s.Verify(token)
 	if !errors.Is(err, ports.ErrUnauthenticated) || !errors.Is(err, jwt.ErrTokenExpired) {
@@ -87,6 +95,9 @@ func TestSignerRefusesForeignTokens(t *testing.T) {
 	if _, err := s.Verify(hs(nil)); err != nil {
 		t.Fatalf("the baseline token is refused: %v", err)
 	}
+	if p, err := s.Verify(hs(jwt.MapClaims{"app": nil, "all": true})); err != nil || p.Name != "" {
+		t.Fatalf("the whole-account token is refused: %+v, %v", p, err)
+	}
 	for name, token := range map[string]string{
 		"alg none":          sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, nil),
 		"HS512":             sign(jwt.SigningMethodHS512, []byte(secret), nil),
@@ -95,6 +106,9 @@ func TestSignerRefusesForeignTokens(t *testing.T) {
 		"no expiry":         hs(jwt.MapClaims{"exp": nil}),
 		"issued later":      hs(jwt.MapClaims{"iat": now.Add(time.Minute).Unix()}),
 		"no application":    hs(jwt.MapClaims{"app": nil}),
+		"empty application": hs(jwt.MapClaims{"app": ""}),
+		"app and all":       hs(jwt.MapClaims{"all": true}),
+		"all false, no app": hs(jwt.MapClaims{"app": nil, "all": false}),
 		"no account":        hs(jwt.MapClaims{"acc": ""}),
 		"unknown domain":    hs(jwt.MapClaims{"dom": "staging"}),
 		"without prefix":    strings.TrimPrefix(hs(nil), portal.TokenPrefix),

@@ -243,6 +243,8 @@ const (
 	kindStatus = "list:status"
 	kindLarge  = "list:limit100"
 	kindFirst  = "list:first"
+	kindSearch = "list:q"
+	kindStats  = "stats"
 	kindOther  = "other"
 )
 
@@ -250,8 +252,12 @@ func kindOf(method, url string) string {
 	switch {
 	case method == http.MethodPost:
 		return kindIngest
+	case strings.Contains(url, "/v1/stats"):
+		return kindStats
 	case strings.Contains(url, "/v1/messages/"):
 		return kindGet
+	case strings.Contains(url, "?q=") || strings.Contains(url, "&q="):
+		return kindSearch
 	case strings.Contains(url, "cursor="):
 		return kindPage
 	case strings.Contains(url, "name="):

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpclient/httpclienttest"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -32,6 +34,8 @@ func TestOnlyLoopbackTargets(t *testing.T) {
 		{"-limit", "mongodb", "-mongodb-uri", "mongodb://db.example.com:27017", "ingest"},
 		{"-duration", "100h", "ingest"},
 		{"-n", "0", "seed"},
+		{"-rare", "0", "seed"},
+		{"-format", "xml", "export"},
 		{"hammer"},
 	} {
 		if _, _, err := parse(args, &stderr); err == nil {
@@ -160,5 +164,56 @@ func TestRatiosIncludeTheSharedCoreBound(t *testing.T) {
 	printRatios(&out, 1200, []string{"mongodb"}, []float64{2000})
 	if strings.Contains(out.String(), "bound") {
 		t.Errorf("a bound without the bare handler measured:\n%s", out.String())
+	}
+}
+
+// search, stats and export against a real service seeded by the tool: the search
+// finds the planted messages, and every request of the three workloads succeeds.
+func TestExplorerWorkloads(t *testing.T) {
+	svc := httpclienttest.Start(t, nil)
+	srv, err := newServer(svc.URL, httpclienttest.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	o, _, err := parse([]string{"-n", "300", "-rare", "100", "-connections", "2", "-duration", "1ms", "seed"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := seed(ctx, srv, newGenerator(o.seed), o, &out); err != nil {
+		t.Fatalf("seed: %v\n%s", err, out.String())
+	}
+
+	out.Reset()
+	search, err := srv.prepareSearch(ctx, &out)
+	if err != nil || !strings.Contains(out.String(), "finds 3 messages on its first page\n") {
+		t.Fatalf("prepare search: %v\n%s", err, out.String())
+	}
+	l := load{connections: 2, duration: 10 * time.Second, timeout: 5 * time.Second, maxWorkers: 2}
+	rep := attack("search", l, 1, limited(20, srv.getTargets(search)), false, nil)
+	if m := rep.byKind[kindSearch]; m == nil || m.Requests != 20 || m.StatusCodes["200"] != 20 {
+		t.Errorf("search: %v, errors %v", rep.all.StatusCodes, rep.errors)
+	}
+
+	out.Reset()
+	stats, err := srv.prepareStats(ctx, &out)
+	if err != nil || !strings.Contains(out.String(), ": 300 messages, ") {
+		t.Fatalf("prepare stats: %v\n%s", err, out.String())
+	}
+	rep = attack("stats", l, 1, limited(10, srv.getTargets(stats)), false, nil)
+	if m := rep.byKind[kindStats]; m == nil || m.Requests != 10 || m.StatusCodes["200"] != 10 {
+		t.Errorf("stats: %v, errors %v", rep.all.StatusCodes, rep.errors)
+	}
+
+	for _, format := range []string{"ndjson", "csv"} {
+		out.Reset()
+		o.format = format
+		if err := srv.export(ctx, "export", o, &out); err != nil {
+			t.Fatalf("export %s: %v", format, err)
+		}
+		if !strings.Contains(out.String(), "export: 300 messages in ") {
+			t.Errorf("export %s:\n%s", format, out.String())
+		}
 	}
 }

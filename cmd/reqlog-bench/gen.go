@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Shape of the generated traffic: bodies of 200 B to 20 KB (log-uniform, so small
@@ -84,15 +86,30 @@ var (
 		city country street zip tags items created_at updated_at discount coupon customer_id plan token password`)
 )
 
+// Durations of the generated traffic: log-uniform from 1 ms to 2 s, to the
+// microsecond; one exchange in durationUnknown has none.
+const (
+	minDurationMS   = 1
+	maxDurationMS   = 2000
+	durationUnknown = 10
+)
+
+// rareToken is what the search workload looks for: seed plants it in one message
+// in -rare. It is one word under UAX #29 (letters, digits, an underscore), found
+// by every store, and no other generated text holds it: random tokens have no
+// underscore, and body words and keys are lower-case dictionary words.
+const rareToken = "ord_zq7x3k9w"
+
 // submission is one generated exchange in the contract's JSON shape.
 type submission struct {
-	Name      string `json:"name"`
-	CreatedAt int64  `json:"created_at"` // Unix milliseconds
-	IPAddress string `json:"ip_address,omitempty"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
-	Request   side   `json:"request"`
-	Response  side   `json:"response"`
+	Name       string      `json:"name"`
+	CreatedAt  int64       `json:"created_at"` // Unix milliseconds
+	IPAddress  string      `json:"ip_address,omitempty"`
+	Method     string      `json:"method"`
+	Path       string      `json:"path"`
+	DurationMS json.Number `json:"duration_ms,omitempty"`
+	Request    side        `json:"request"`
+	Response   side        `json:"response"`
 }
 
 type side struct {
@@ -125,6 +142,10 @@ func (g *generator) submission(createdAt time.Time) submission {
 	if r.IntN(10) > 0 {
 		s.IPAddress = g.ip()
 	}
+	if r.IntN(durationUnknown) > 0 {
+		micros := g.logUniform(minDurationMS*1000, maxDurationMS*1000)
+		s.DurationMS = json.Number(domain.FormatDurationMS(time.Duration(micros) * time.Microsecond))
+	}
 	total := g.logUniform(minBodyBytes, maxBodyBytes)
 	hasRequestBody := method == "POST" || method == "PUT" || method == "PATCH"
 	hasResponseBody := method != "HEAD" && code != 204 && code != 304
@@ -149,6 +170,30 @@ func (g *generator) submission(createdAt time.Time) submission {
 		s.Response.Header["Set-Cookie"] = []string{"session=" + g.token(32) + "; Path=/; HttpOnly", "seen=1"}
 	}
 	return s
+}
+
+// seedSubmission is message i (from 0) of a seed: created within spread before
+// now, and carrying rareToken when i is a multiple of rare.
+func (g *generator) seedSubmission(i int, now time.Time, spread time.Duration, rare int) submission {
+	s := g.submission(now.Add(-time.Duration(g.rng.Int64N(int64(spread)))))
+	if i%rare == 0 {
+		s.plant(rareToken)
+	}
+	return s
+}
+
+// plant puts token in s where a support team would look for an order id: a
+// field of the response body, or a response header when there is no body.
+func (s *submission) plant(token string) {
+	field := `"order_ref":"` + token + `"`
+	switch body := s.Response.Body; {
+	case body == "" || body[0] != '{':
+		s.Response.Header["X-Order-Ref"] = token
+	case strings.TrimSpace(body[1:]) == "}":
+		s.Response.Body = "{" + field + "}"
+	default:
+		s.Response.Body = "{" + field + "," + body[1:]
+	}
 }
 
 // headers picks n distinct names from pool (Content-Type first when there is a body).

@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // The generated traffic is reproducible from its seed, valid for the service's
@@ -22,7 +27,7 @@ func TestGeneratedSubmissions(t *testing.T) {
 	policy := servicePolicy()
 	gen := newGenerator(7)
 	methods, codes := map[string]bool{}, map[int]bool{}
-	var contentBytes, bodyTotal int
+	var contentBytes, bodyTotal, timed int
 	const n = 2000
 	for i := range n {
 		s := gen.submission(now)
@@ -40,11 +45,80 @@ func TestGeneratedSubmissions(t *testing.T) {
 			t.Errorf("submission %d has %d bytes of bodies, want %d to %d", i, bodies, minBodyBytes, maxBodyBytes)
 		}
 		bodyTotal += bodies
+		if m.HasDuration {
+			timed++
+			if m.Duration < minDurationMS*time.Millisecond || m.Duration > maxDurationMS*time.Millisecond {
+				t.Errorf("submission %d lasted %v, want %dms to %dms", i, m.Duration, minDurationMS, maxDurationMS)
+			}
+		}
 		contentBytes += len(body([]submission{s}))
 		methods[m.Method], codes[m.StatusCode] = true, true
+	}
+	if share := float64(timed) / n; share < 0.85 || share > 0.95 {
+		t.Errorf("%.0f%% of submissions have a duration, want about 90%%", share*100)
 	}
 	if len(methods) < 5 || len(codes) < 10 {
 		t.Errorf("%d methods and %d status codes in %d submissions: not a mix", len(methods), len(codes), n)
 	}
 	t.Logf("average POST body %d bytes, of which bodies %d", contentBytes/n, bodyTotal/n)
+}
+
+// seed plants rareToken in exactly one message in -rare, where the service's own
+// search finds it, in any case, and finds it nowhere else.
+func TestSeedPlantsTheRareToken(t *testing.T) {
+	const rare = 10_000
+	const n = 2*rare + 1 // 0, rare and 2*rare carry it
+	now := time.Now()
+	policy := servicePolicy()
+	searches := []domain.Search{domain.NewSearch(rareToken), domain.NewSearch(strings.ToUpper(rareToken))}
+	gen := newGenerator(1)
+	var found []int
+	for i := range n {
+		raw := body([]submission{gen.seedSubmission(i, now, 24*time.Hour, rare)})
+		// Generated JSON escapes no letter, digit or underscore: without the
+		// token in the raw body, no decoded text holds it.
+		if !bytes.Contains(bytes.ToLower(raw), []byte(rareToken)) {
+			continue
+		}
+		batch, err := policy.ParseSubmissions(raw, now)
+		if err != nil {
+			t.Fatalf("seed submission %d is refused: %v", i, err)
+		}
+		s := batch.Submissions[0]
+		m := domain.Message{Path: s.Path, Request: s.Request, Response: s.Response}
+		if searches[0].Matches(m) && searches[1].Matches(m) {
+			found = append(found, i)
+		} else {
+			t.Errorf("submission %d holds the token in %s, but the search finds it in neither case", i, raw)
+		}
+	}
+	if want := []int{0, rare, 2 * rare}; !slices.Equal(found, want) {
+		t.Errorf("the token is found in submissions %v, want %v", found, want)
+	}
+}
+
+// Wherever the response leaves room, the token lands as a whole word the service
+// keeps (a redacted field or a masked header would hide it).
+func TestPlantFitsEveryResponse(t *testing.T) {
+	now := time.Now()
+	for _, resp := range []side{
+		{Header: map[string]any{}, Body: "", StatusCode: 204},
+		{Header: map[string]any{}, Body: "{}", StatusCode: 200},
+		{Header: map[string]any{}, Body: `{"id_0":1}`, StatusCode: 200},
+		{Header: map[string]any{}, Body: "plain text", StatusCode: 200},
+	} {
+		s := submission{Name: "shop", CreatedAt: now.UnixMilli(), Method: "GET", Path: "/", Response: resp}
+		s.plant(rareToken)
+		batch, err := servicePolicy().ParseSubmissions(body([]submission{s}), now)
+		if err != nil {
+			t.Fatalf("planted in %q: refused: %v", resp.Body, err)
+		}
+		got := batch.Submissions[0]
+		if !domain.NewSearch(rareToken).Matches(domain.Message{Response: got.Response}) {
+			t.Errorf("planted in %q: not found in %q / %v", resp.Body, got.Response.Body, got.Response.Header)
+		}
+		if resp.Body != "" && resp.Body[0] == '{' && !json.Valid([]byte(got.Response.Body)) {
+			t.Errorf("planted in %q: the body is no longer JSON: %s", resp.Body, got.Response.Body)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -12,8 +12,12 @@
 // store adapter appending the same messages in large batches from concurrent
 // goroutines, no service in between). -verify looks up every acknowledged message
 // afterwards; -sample reads the server's memory from its /metrics as it goes.
-// seed preloads -n messages in batches; soak runs the mixed load for -duration
-// and reports errors and memory over time. See docs/benchmarks.md.
+// seed preloads -n messages in batches, one in -rare carrying a token that
+// search then looks for with q (latency, at -rate or -connections, like fetch);
+// stats asks for the last 24 hours' statistics the same way; export streams
+// GET /v1/messages/export one request at a time for -duration and reports
+// messages per second and the server's peak memory. soak runs the mixed load for
+// -duration and reports errors and memory over time. See docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
 package main
@@ -71,6 +75,9 @@ type options struct {
 	spread       time.Duration
 	label        string
 	wait         time.Duration
+	rare         int
+	format       string
+	pid          int
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -127,10 +134,13 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.Float64Var(&o.writeShare, "write-share", 0.8, "mixed and soak: share of requests that submit")
 	fs.IntVar(&o.n, "n", 100_000, "seed: messages to store")
 	fs.DurationVar(&o.spread, "spread", 24*time.Hour, "seed: created_at spread over this much of the past")
+	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
+	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
+	fs.IntVar(&o.pid, "pid", 0, "export: the server's process id, to report its exact peak resident size (Linux)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -182,10 +192,13 @@ func intList(flagName, list string, most int) ([]int, error) {
 	return out, nil
 }
 
+// modes are the workloads, in the order the usage lists them.
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export"}
+
 func (o options) check(mode string) error {
 	switch {
-	case !slices.Contains([]string{"ingest", "fetch", "mixed", "seed", "soak"}, mode):
-		return fmt.Errorf("unknown mode %q: use ingest, fetch, mixed, seed or soak", mode)
+	case !slices.Contains(modes, mode):
+		return fmt.Errorf("unknown mode %q: use %s", mode, strings.Join(modes, ", "))
 	case o.load.duration <= 0 || o.load.duration > maxDuration:
 		return fmt.Errorf("-duration must be from 1s to %s", maxDuration)
 	case o.load.connections < 1 || o.load.connections > maxConnections:
@@ -206,6 +219,10 @@ func (o options) check(mode string) error {
 		return errors.New("-write-share must be from 0 to 1")
 	case o.verifyWithin <= 0 || o.verifyWithin > maxDuration:
 		return fmt.Errorf("-verify-within must be from 1s to %s", maxDuration)
+	case o.rare < 1:
+		return errors.New("-rare must be at least 1")
+	case o.format != "ndjson" && o.format != "csv":
+		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
 	if o.verifyIn != "" && o.verifyIn != "mongodb" && o.verifyIn != "elasticsearch" {
 		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
@@ -249,6 +266,22 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		}
 		attack(title, o.load, o.items, srv.fetchTargets(mix, o.seed), false, sm).print(stdout)
 		return nil
+	case "search":
+		target, err := srv.prepareSearch(ctx, stdout)
+		if err != nil {
+			return err
+		}
+		attack(title, o.load, o.items, srv.getTargets(target), false, sm).print(stdout)
+		return nil
+	case "stats":
+		target, err := srv.prepareStats(ctx, stdout)
+		if err != nil {
+			return err
+		}
+		attack(title, o.load, o.items, srv.getTargets(target), false, sm).print(stdout)
+		return nil
+	case "export":
+		return srv.export(ctx, title, o, stdout)
 	}
 	bodies := gen.pool(o.poolSize, o.items, time.Now())
 	targets := srv.ingestTargets(bodies)
@@ -355,8 +388,7 @@ func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io
 		for i := 0; i < requests && ctx.Err() == nil; i++ {
 			batch := make([]submission, min(items, o.n-i*items))
 			for j := range batch {
-				back := time.Duration(gen.rng.Int64N(int64(o.spread)))
-				batch[j] = gen.submission(now.Add(-back))
+				batch[j] = gen.seedSubmission(i*items+j, now, o.spread, o.rare)
 			}
 			next <- body(batch)
 		}

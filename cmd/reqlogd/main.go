@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -66,7 +67,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return fail(stderr, err)
 	}
 	var server *httpapi.Server
-	svc := fx.New(graph, fx.Populate(&server))
+	var site *portal.Portal
+	svc := fx.New(graph, fx.Populate(&server, &site))
 	if err := svc.Err(); err != nil {
 		return fail(stderr, err)
 	}
@@ -79,7 +81,11 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	if devKey != "" {
 		logger.Warn("REQLOG_API_KEYS is not set: generated a development key, printed on standard output",
 			zap.String("account", devAccount), zap.String("domain", devDomain))
-		printDevKey(stdout, devKey, server.Addr(), cfg.VisibilityDelay)
+		link, err := devPortalLink(site, server.Addr())
+		if err != nil {
+			return fail(stderr, err)
+		}
+		printDevKey(stdout, devKey, server.Addr(), cfg.VisibilityDelay, link)
 	}
 	signal := <-shutdown
 	logger.Info("shutting down", zap.String("signal", signal.Signal.String()))
@@ -175,8 +181,24 @@ func addDevKey(cfg *app.Config) (string, error) {
 	return key, nil
 }
 
-// printDevKey shows the generated key once, on stdout rather than in the log.
-func printDevKey(w io.Writer, key string, addr net.Addr, delay time.Duration) {
+// devPortalTTL is how long the printed development portal link works.
+const devPortalTTL = 24 * time.Hour
+
+// devPortalLink is a portal link over the whole development account, so a
+// newcomer sees the page right after submitting the printed example.
+func devPortalLink(site *portal.Portal, addr net.Addr) (string, error) {
+	r, err := http.NewRequest(http.MethodGet, "http://"+reachable(addr)+"/", nil)
+	if err != nil {
+		return "", err
+	}
+	principal := domain.Principal{Scope: domain.Scope{Account: devAccount, Domain: devDomain}}
+	s, err := site.CreateSession(principal, portal.SessionRequest{ExpiresIn: devPortalTTL}, r)
+	return s.URL, err
+}
+
+// printDevKey shows the generated key and a portal link once, on stdout rather
+// than in the log.
+func printDevKey(w io.Writer, key string, addr net.Addr, delay time.Duration, portalLink string) {
 	base := "http://" + reachable(addr)
 	fmt.Fprintf(w, `
 ================================================================================
@@ -194,8 +216,12 @@ Submit a message:
 List messages (visible %s after submission):
 
     curl -sS -H 'Authorization: Bearer %s' %s/v1/messages
+
+See them in the portal (every application of the account, for %d hours):
+
+    %s
 ================================================================================
-`, devAccount, devDomain, key, base, key, delay, key, base)
+`, devAccount, devDomain, key, base, key, delay, key, base, int(devPortalTTL.Hours()), portalLink)
 }
 
 // reachable turns a listening address into one a local client can dial.

@@ -57,6 +57,24 @@ func roundTrip(t *testing.T, base, key string) map[string]any {
 	return fetched.Data
 }
 
+// roundTripList lists the ids of the messages credential reads.
+func roundTripList(t *testing.T, base, credential string) []any {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/messages", nil)
+	req.Header.Set("Authorization", "Bearer "+credential)
+	var listed struct {
+		Messages []map[string]any
+	}
+	if status := call(t, req, &listed); status != http.StatusOK {
+		t.Fatalf("GET /v1/messages: status %d", status)
+	}
+	var ids []any
+	for _, m := range listed.Messages {
+		ids = append(ids, m["id"])
+	}
+	return ids
+}
+
 func call(t *testing.T, req *http.Request, into any) int {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
@@ -154,9 +172,9 @@ func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
 	}()
 	var printed strings.Builder
 	lines := bufio.NewScanner(out)
-	for lines.Scan() { // up to the last curl example
+	for lines.Scan() { // up to the portal link
 		printed.WriteString(lines.Text() + "\n")
-		if strings.HasPrefix(strings.TrimSpace(lines.Text()), "curl -sS -H") {
+		if strings.Contains(lines.Text(), "/portal#token=") {
 			break
 		}
 	}
@@ -170,8 +188,17 @@ func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
 	if n := strings.Count(text, key); n != 3 {
 		t.Errorf("the key appears %d times, want once plus in the two curl examples", n)
 	}
-	if msg := roundTrip(t, base, key); msg["domain"] != "test" {
+	msg := roundTrip(t, base, key)
+	if msg["domain"] != "test" {
 		t.Errorf("the development key is not a test key: %v", msg)
+	}
+	// The portal link reads the whole development account: the message just sent.
+	link := regexp.MustCompile(`http://\S+/portal#token=(rlp_\S+)`).FindStringSubmatch(text)
+	if link == nil || !strings.HasPrefix(link[0], base+"/portal#") {
+		t.Fatalf("no portal link on %s in the banner:\n%s", base, text)
+	}
+	if got := roundTripList(t, base, link[1]); len(got) != 1 || got[0] != msg["id"] {
+		t.Errorf("the portal link's token lists %v, want the submitted message %v", got, msg["id"])
 	}
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
