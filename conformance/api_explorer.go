@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // The explorer additions of the contract through HTTP: duration_ms, request.size
@@ -419,5 +421,36 @@ func apiTestExplorerRoutes(t *testing.T, s apiSuite) {
 			t.Errorf("HEAD %s: %d %q with %d bytes; GET: %d %q", target, head.status, head.header.Get("Content-Type"),
 				len(head.raw), get.status, get.header.Get("Content-Type"))
 		}
+	}
+}
+
+// Statistics, search and export never count an expired message, while the
+// statistics' range and buckets stay those asked for.
+func apiTestExplorerRetention(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	retention := e.cfg.Policy.Retention
+	now := e.clock.Now()
+	oldAt := domain.Micro(now.Add(-retention + time.Hour))
+	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
+	old := e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
+	fresh := e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
+	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+
+	e.clock.Set(oldAt.Add(retention).Add(time.Microsecond))
+	e.awaitListed(t, apiAcmeLive, fresh.ID)
+	from := oldAt.Add(-24 * time.Hour).UTC().Truncate(24 * time.Hour)
+	query := url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}, "q": {"ord_0ld7"}}
+	stats := e.stats(t, apiAcmeLive, query)
+	if got := apiInt(t, stats, "total.count"); got != 1 {
+		t.Errorf("statistics count %d messages, want 1: the other expired at %s", got, oldAt.Add(retention))
+	}
+	if stats["from"] != apiWire(from) || apiMust[string](t, stats, "buckets.0.start") != apiWire(from) {
+		t.Errorf("statistics from %v, first bucket %v; want both %s, the range asked for", stats["from"], apiMust[string](t, stats, "buckets.0.start"), apiWire(from))
+	}
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, url.Values{"q": {"ord_0ld7"}})); !slices.Equal(got, []string{fresh.ID}) {
+		t.Errorf("q lists %q, want only %s", got, fresh.ID)
+	}
+	if got := apiListedIDs(e.exportNDJSON(t, apiAcmeLive, nil)); !slices.Equal(got, []string{fresh.ID}) {
+		t.Errorf("the export holds %q, want only %s", got, fresh.ID)
 	}
 }
