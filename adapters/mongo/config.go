@@ -54,6 +54,11 @@ type Config struct {
 	// Tests that write messages created in the real past need it on servers
 	// with a TTL monitor, which would otherwise delete them behind the test.
 	DisableTTLIndex bool
+	// StreamStats computes statistics by streaming the matching messages'
+	// needed fields even on a server that could run the aggregation pipeline
+	// (MongoDB 7.0+): for tests of the fallback, or a server whose pipeline
+	// misbehaves.
+	StreamStats bool
 }
 
 // withDefaults returns cfg with every unset field at its default, or an error

@@ -9,7 +9,11 @@
 //     milliseconds and the contract round-trips microseconds); expireAt repeats
 //     expiresAt as a BSON date, rounded up to the millisecond, for the TTL index.
 //     Headers are an array of {name, values} sorted by name, never BSON keys:
-//     header names may hold '.' and '$'.
+//     header names may hold '.' and '$'. The document is record.Record
+//     (adapters/internal/record), shared with Elasticsearch: it also holds
+//     durationMicros (absent without a duration), request/response.size and
+//     route (the path without its query string). Older documents without
+//     them still read (see the record package).
 //   - Indexes, created at start-up one command each (idempotent): reference
 //     (unique); (account, domain, createdAt desc, _id desc) and (account, domain,
 //     name, createdAt desc, _id desc), equality fields then the sort, serving the
@@ -25,6 +29,25 @@
 //     readable window on microseconds), the cursor as a keyset condition, sorted
 //     by the index, limit+1 documents to tell HasMore. Reads go to the primary:
 //     ReadLag is zero.
+//   - Search (q): a case-insensitive regex of the quoted text on path, both
+//     bodies and headers.values of both sides (values, never names), inside an
+//     $and beside the other filters (the keyset holds the top-level $or). It
+//     scans what the scope and range leave; FerretDB (Go regexp) and MongoDB
+//     (PCRE) both take it. Duration bounds: $gte/$lte on durationMicros, which
+//     documents without a duration lack, so they are excluded.
+//   - Stats: chosen at start-up from buildInfo and, on MongoDB 7.0+, a probe
+//     that $percentile runs (an older featureCompatibilityVersion refuses
+//     it) (StatsMethod). MongoDB 7.0+:
+//     one aggregation ($match = the list filter over the range; $project of
+//     the bucket index, computed from the int64 createdAt micros as
+//     (x - x mod w) / w, the status class and the route; one $facet of
+//     $group by bucket with per-class counts and $percentile "approximate",
+//     $group of the whole range for its percentiles, and route and name
+//     counts sorted by count then key and cut to the top). FerretDB (no
+//     $percentile, $toLong, $dateTrunc) and MongoDB < 7.0: the matching
+//     messages are streamed with a five-field projection into
+//     domain.StatsBuilder (exact; memory grows with the durations only).
+//     Config.StreamStats forces the fallback.
 //   - Outages: network errors, timeouts, server selection failures, a closed
 //     client and transient server codes wrap ports.ErrUnavailable. Server
 //     selection, connecting and every operation are bounded (Config timeouts and
@@ -42,6 +65,9 @@
 // write and read concerns (so durability there is SQLite's, not a replica set
 // majority), and panics on a createIndexes command re-creating two existing
 // indexes at once (hence one command per index). The TTL branch, a real majority
-// write concern and the real query planner's use of the page indexes are
-// exercised only on a real MongoDB through REQLOG_TEST_MONGODB_URI.
+// write concern, the real query planner's use of the page indexes and the
+// statistics pipeline (its run; its stages are unit-tested by evaluating the
+// $project expressions and reading a result document) are exercised only on a
+// real MongoDB through REQLOG_TEST_MONGODB_URI, where
+// TestStoreConformanceStreamingStats also runs the fallback.
 package mongo

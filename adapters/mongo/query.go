@@ -34,6 +34,13 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 		filter = append(filter, bson.E{Key: fieldPath, Value: bson.Regex{Pattern: prefixPattern(f.PathPrefix)}})
 	}
 
+	if f.Text != "" {
+		filter = append(filter, searchFilter(f.Text))
+	}
+	if f.HasDurationBounds() {
+		filter = append(filter, durationFilter(f.MinDuration, f.MaxDuration))
+	}
+
 	var status bson.D
 	if f.StatusMin != 0 {
 		status = append(status, bson.E{Key: "$gte", Value: int32(f.StatusMin)})
@@ -88,6 +95,54 @@ func readableAt(now time.Time) bson.D {
 // prefixPattern matches strings that start with prefix. A BSON regex cannot hold
 // a NUL byte, so NUL is written as the escape \x00, which both MongoDB's PCRE
 // and FerretDB's Go regexp read.
-func prefixPattern(prefix string) string {
-	return "^" + strings.ReplaceAll(regexp.QuoteMeta(prefix), "\x00", `\x00`)
+func prefixPattern(prefix string) string { return "^" + quotePattern(prefix) }
+
+// quotePattern is a regex matching s literally.
+func quotePattern(s string) string {
+	return strings.ReplaceAll(regexp.QuoteMeta(s), "\x00", `\x00`)
+}
+
+// roundUp rounds t up to a multiple of unit.
+func roundUp(t time.Time, unit time.Duration) time.Time {
+	down := t.Truncate(unit)
+	if down.Before(t) {
+		return down.Add(unit)
+	}
+	return down
+}
+
+// searchFilter finds q, case-insensitively, as a substring of the path, either
+// body or any header value (never a name: a regex on headers.values reaches
+// each value of every header). A substring search meets the contract: every
+// occurrence on word boundaries is a substring, and no substring is no match.
+// The regex is unanchored, so it scans: no index serves it, but the rest of the
+// filter (scope, range) narrows what it scans.
+func searchFilter(q string) bson.E {
+	pattern := bson.Regex{Pattern: quotePattern(q), Options: "i"}
+	var texts bson.A
+	for _, field := range []string{
+		fieldPath,
+		fieldRequest + "." + fieldBody, fieldResponse + "." + fieldBody,
+		fieldRequest + "." + fieldHeaders + "." + fieldHeaderValues,
+		fieldResponse + "." + fieldHeaders + "." + fieldHeaderValues,
+	} {
+		texts = append(texts, bson.D{{Key: field, Value: pattern}})
+	}
+	// Under $and: the keyset condition holds the filter's one top-level $or.
+	return bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "$or", Value: texts}}}}
+}
+
+// durationFilter bounds the duration inclusively; a document without one has
+// no durationMicros and fails any comparison, so it is excluded. Stored
+// durations are whole microseconds: min rounds up and max down without
+// changing what matches.
+func durationFilter(least, most *time.Duration) bson.E {
+	var bounds bson.D
+	if least != nil {
+		bounds = append(bounds, bson.E{Key: "$gte", Value: int64((*least + time.Microsecond - 1) / time.Microsecond)})
+	}
+	if most != nil {
+		bounds = append(bounds, bson.E{Key: "$lte", Value: int64(*most / time.Microsecond)})
+	}
+	return bson.E{Key: fieldDuration, Value: bounds}
 }

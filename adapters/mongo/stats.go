@@ -2,13 +2,292 @@ package mongo
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"math"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/reqlog/reqlog/domain"
 )
 
-// Stats is being written (issue 19): this placeholder keeps the build whole.
-func (s *Store) Stats(context.Context, domain.StatsQuery, time.Time) (domain.Stats, error) {
-	return domain.Stats{}, errors.New("mongo: stats: not implemented yet")
+// How Stats computes, chosen once at start-up by statsMethodOf.
+const (
+	// statsPipeline: one aggregation does it all (MongoDB 7.0+: $percentile).
+	statsPipeline = "pipeline"
+	// statsStreaming: the matching messages' few needed fields are streamed
+	// into domain.StatsBuilder (FerretDB, which has no $percentile; MongoDB
+	// before 7.0; Config.StreamStats).
+	statsStreaming = "streaming"
+)
+
+// serverInfo is what buildInfo tells of the server.
+type serverInfo struct {
+	VersionArray []int32 `bson:"versionArray"`
+	// FerretDBVersion is set by FerretDB, which reports a MongoDB version of
+	// its own too, so it is checked first.
+	FerretDBVersion string `bson:"ferretdbVersion"`
+}
+
+// statsMethodOf picks the statistics' method for a server from its
+// buildInfo; detectStatsMethod then checks that $percentile really runs.
+func statsMethodOf(info serverInfo, streamAnyway bool) string {
+	if streamAnyway || info.FerretDBVersion != "" || len(info.VersionArray) == 0 || info.VersionArray[0] < 7 {
+		return statsStreaming
+	}
+	return statsPipeline
+}
+
+// detectStatsMethod asks the server what it is.
+func (s *Store) detectStatsMethod(ctx context.Context) error {
+	var info serverInfo
+	err := s.client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info)
+	if err != nil {
+		return storeError(ctx, "buildInfo", err)
+	}
+	s.statsMethod = statsMethodOf(info, s.cfg.StreamStats)
+	if s.statsMethod != statsPipeline {
+		return nil
+	}
+	// A 7.0 server still on an older featureCompatibilityVersion refuses
+	// $percentile: one tiny aggregation tells.
+	probe := bson.A{
+		bson.D{{Key: "$limit", Value: 1}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "p", Value: bson.D{{Key: "$percentile", Value: bson.D{
+			{Key: "input", Value: "$" + fieldDuration}, {Key: "p", Value: percentiles}, {Key: "method", Value: "approximate"}}}}}}}},
+	}
+	cur, err := s.coll.Aggregate(ctx, probe)
+	switch {
+	case err == nil:
+		return cur.Close(ctx)
+	case unavailable(err) || ctx.Err() != nil:
+		return storeError(ctx, "probing $percentile", err)
+	default:
+		s.statsMethod = statsStreaming
+		return nil
+	}
+}
+
+// StatsMethod says how Stats computes on this server: "pipeline" (one
+// aggregation, MongoDB 7.0+) or "streaming" (the needed fields of each matching
+// message, counted here).
+func (s *Store) StatsMethod() string { return s.statsMethod }
+
+// Stats computes q's statistics over the messages readable at now.
+func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	filter, possible := statsFilter(q, now)
+	if !possible {
+		return domain.NewStats(q), nil
+	}
+	if s.statsMethod == statsPipeline {
+		return s.aggregateStats(ctx, q, filter)
+	}
+	return s.streamStats(ctx, q, filter)
+}
+
+// statsFilter is List's filter over the statistics' range, [q.From, q.To)
+// within the filter's own range.
+func statsFilter(q domain.StatsQuery, now time.Time) (bson.D, bool) {
+	f := q.Filter
+	if f.From.IsZero() || f.From.Before(q.From) {
+		f.From = q.From
+	}
+	if f.To.IsZero() || f.To.After(q.To) {
+		f.To = q.To
+	}
+	if !f.From.Before(f.To) {
+		return nil, false
+	}
+	return listFilter(domain.Query{Scope: q.Scope, Filter: f}, now)
+}
+
+// statsSample is what the statistics read of a stored message.
+type statsSample struct {
+	CreatedAt  int64  `bson:"createdAt"`
+	StatusCode int32  `bson:"statusCode"`
+	Duration   *int64 `bson:"durationMicros"`
+	Path       string `bson:"path"`
+	Name       string `bson:"name"`
+}
+
+// streamStats reads only the fields the statistics need of each matching
+// message, in the server's natural order (no sort to pay for), and counts
+// them exactly with domain.StatsBuilder. Memory grows with the number of
+// durations (for exact percentiles), not with the messages' size.
+func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bson.D) (domain.Stats, error) {
+	projection := bson.D{{Key: fieldID, Value: 0}}
+	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName} {
+		projection = append(projection, bson.E{Key: field, Value: 1})
+	}
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
+	if err != nil {
+		return domain.Stats{}, storeError(ctx, "stats", err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	b := domain.NewStatsBuilder(q)
+	for cur.Next(ctx) {
+		var m statsSample
+		if err := cur.Decode(&m); err != nil {
+			return domain.Stats{}, storeError(ctx, "stats", err)
+		}
+		sample := domain.StatsSample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
+			Path: m.Path, Name: m.Name}
+		if m.Duration != nil {
+			sample.Duration, sample.HasDuration = time.Duration(*m.Duration)*time.Microsecond, true
+		}
+		b.Add(sample)
+	}
+	if err := cur.Err(); err != nil {
+		return domain.Stats{}, storeError(ctx, "stats", err)
+	}
+	return b.Stats(), nil
+}
+
+// statsBatchSize is how many projected messages one reply of the stream
+// carries: each is about a hundred bytes.
+const statsBatchSize = 10000
+
+// aggregateStats runs statsPipeline and reads its one result document.
+func (s *Store) aggregateStats(ctx context.Context, q domain.StatsQuery, filter bson.D) (domain.Stats, error) {
+	cur, err := s.coll.Aggregate(ctx, statsPipelineOf(q, filter), options.Aggregate().SetAllowDiskUse(true))
+	if err != nil {
+		return domain.Stats{}, storeError(ctx, "stats", err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var result facetResult
+	if cur.Next(ctx) {
+		if err := cur.Decode(&result); err != nil {
+			return domain.Stats{}, storeError(ctx, "stats", err)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return domain.Stats{}, storeError(ctx, "stats", err)
+	}
+	return result.stats(q)
+}
+
+// percentiles are the ranks the statistics report, in DurationSummary's order.
+var percentiles = bson.A{0.5, 0.95, 0.99}
+
+// statsPipelineOf is the aggregation of q's statistics over the messages
+// filter selects: every message gets its bucket index (computed from the int64
+// createdAt micros, which needs neither $dateTrunc nor a BSON date), its status
+// class and its route; one $facet then groups by bucket (counts per class,
+// duration count and $percentile), the whole range (percentiles), route and
+// name (counts and errors, sorted and cut to the top).
+func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
+	first := q.FirstBucket().UnixMicro()
+	width := q.Interval.Width.Microseconds()
+	sinceFirst := bson.D{{Key: "$subtract", Value: bson.A{"$" + fieldCreatedAt, first}}}
+	// Whole-number division without a double: (x - x mod w) / w is exact.
+	bucket := bson.D{{Key: "$toLong", Value: bson.D{{Key: "$divide", Value: bson.A{
+		bson.D{{Key: "$subtract", Value: bson.A{sinceFirst, bson.D{{Key: "$mod", Value: bson.A{sinceFirst, width}}}}}},
+		width,
+	}}}}}
+	// domain.StatusCounts.Add: the class clamped to 1xx..5xx.
+	class := bson.D{{Key: "$min", Value: bson.A{5, bson.D{{Key: "$max", Value: bson.A{1,
+		bson.D{{Key: "$floor", Value: bson.D{{Key: "$divide", Value: bson.A{"$" + fieldStatus, 100}}}}},
+	}}}}}}
+	// Documents stored before route was added: the path up to its '?'.
+	route := bson.D{{Key: "$ifNull", Value: bson.A{"$" + fieldRoute,
+		bson.D{{Key: "$arrayElemAt", Value: bson.A{bson.D{{Key: "$split", Value: bson.A{"$" + fieldPath, "?"}}}, 0}}}}}}
+	countIf := func(cond any) bson.D {
+		return bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{cond, 1, 0}}}}}
+	}
+	durationStats := bson.D{
+		{Key: "durations", Value: countIf(bson.D{{Key: "$isNumber", Value: "$d"}})},
+		{Key: "p", Value: bson.D{{Key: "$percentile", Value: bson.D{
+			{Key: "input", Value: "$d"}, {Key: "p", Value: percentiles}, {Key: "method", Value: "approximate"}}}}},
+	}
+	byBucket := bson.D{{Key: "_id", Value: "$b"}, {Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}}}
+	for c := 1; c <= 5; c++ {
+		byBucket = append(byBucket, bson.E{Key: fmt.Sprintf("c%d", c), Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$c", c}}})})
+	}
+	byBucket = append(byBucket, durationStats...)
+	top := func(key string, n int) bson.A {
+		return bson.A{
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$" + key}, {Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
+				{Key: "errors", Value: countIf(bson.D{{Key: "$gte", Value: bson.A{"$" + fieldStatus, 400}}})}}}},
+			bson.D{{Key: "$sort", Value: bson.D{{Key: "count", Value: -1}, {Key: "_id", Value: 1}}}},
+			bson.D{{Key: "$limit", Value: n}},
+		}
+	}
+	return bson.A{
+		bson.D{{Key: "$match", Value: filter}},
+		bson.D{{Key: "$project", Value: bson.D{
+			{Key: "_id", Value: 0}, {Key: "b", Value: bucket}, {Key: "c", Value: class}, {Key: fieldStatus, Value: 1},
+			{Key: "d", Value: "$" + fieldDuration}, {Key: "r", Value: route}, {Key: fieldName, Value: 1},
+		}}},
+		bson.D{{Key: "$facet", Value: bson.D{
+			{Key: "buckets", Value: bson.A{bson.D{{Key: "$group", Value: byBucket}}}},
+			{Key: "total", Value: bson.A{bson.D{{Key: "$group", Value: append(bson.D{{Key: "_id", Value: nil}}, durationStats...)}}}},
+			{Key: "paths", Value: top("r", domain.TopPaths)},
+			{Key: "names", Value: top(fieldName, domain.TopNames)},
+		}}},
+	}
+}
+
+// facetResult is the pipeline's one result document.
+type facetResult struct {
+	Buckets []struct {
+		Index              int64 `bson:"_id"`
+		Count              int64
+		C1, C2, C3, C4, C5 int64
+		Durations          int64
+		P                  []*float64
+	}
+	Total []struct {
+		Durations int64
+		P         []*float64
+	}
+	Paths []keyGroup
+	Names []keyGroup
+}
+
+type keyGroup struct {
+	Key    string `bson:"_id"`
+	Count  int64  `bson:"count"`
+	Errors int64  `bson:"errors"`
+}
+
+// stats turns the pipeline's result into q's statistics.
+func (r facetResult) stats(q domain.StatsQuery) (domain.Stats, error) {
+	s := domain.NewStats(q)
+	for _, g := range r.Buckets {
+		if g.Index < 0 || g.Index >= int64(len(s.Buckets)) {
+			return domain.Stats{}, fmt.Errorf("mongo: stats: the pipeline gave bucket %d of %d", g.Index, len(s.Buckets))
+		}
+		b := &s.Buckets[g.Index]
+		b.Count = g.Count
+		b.Status = domain.StatusCounts{g.C1, g.C2, g.C3, g.C4, g.C5}
+		b.Duration = durationSummary(g.Durations, g.P)
+		s.Total.Count += b.Count
+		for c := range b.Status {
+			s.Total.Status[c] += b.Status[c]
+		}
+	}
+	if len(r.Total) == 1 {
+		s.Total.Duration = durationSummary(r.Total[0].Durations, r.Total[0].P)
+	}
+	s.TopPaths, s.TopNames = keyCounts(r.Paths), keyCounts(r.Names)
+	return s, nil
+}
+
+// durationSummary reads a group's duration count and its percentiles in
+// microseconds ($percentile gives null for a group without a duration).
+func durationSummary(count int64, p []*float64) domain.DurationSummary {
+	if count == 0 || len(p) != len(percentiles) || p[0] == nil || p[1] == nil || p[2] == nil {
+		return domain.DurationSummary{}
+	}
+	ms := func(us *float64) float64 { return math.Round(*us) / 1000 }
+	return domain.DurationSummary{Count: count, P50: ms(p[0]), P95: ms(p[1]), P99: ms(p[2])}
+}
+
+func keyCounts(groups []keyGroup) []domain.KeyCount {
+	out := make([]domain.KeyCount, len(groups))
+	for i, g := range groups {
+		out[i] = domain.KeyCount{Key: g.Key, Count: g.Count, Errors: g.Errors}
+	}
+	return out
 }

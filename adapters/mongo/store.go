@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -30,6 +31,8 @@ type Store struct {
 	coll   *mongodrv.Collection
 	// ttlRefused says why the server has no TTL index (nil: it has one).
 	ttlRefused error
+	// statsMethod is statsPipeline or statsStreaming, set at start-up.
+	statsMethod string
 }
 
 // New connects to cfg.URI, checks that the server answers and creates the
@@ -77,6 +80,9 @@ func (s *Store) open(ctx context.Context) error {
 
 func (s *Store) setUp(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if err := s.detectStatsMethod(ctx); err != nil {
 		return err
 	}
 	if err := ensureIndexes(ctx, s.coll); err != nil {
@@ -229,9 +235,9 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	// (domain.FillPage) and a page of large messages costs no more than the page.
 	defer cur.Close(context.WithoutCancel(ctx))
 	page, err := domain.FillPage(q.Limit, cur.RemainingBatchLength(), func() bool { return cur.Next(ctx) }, func() (domain.Message, error) {
-		var d document
-		err := cur.Decode(&d)
-		return d.message(), err
+		var r record.Record
+		err := cur.Decode(&r)
+		return r.Message(), err
 	})
 	if err == nil {
 		err = cur.Err()
@@ -252,13 +258,13 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	if err != nil {
 		return nil, storeError(ctx, "lookup", err)
 	}
-	var docs []document
-	if err := cur.All(ctx, &docs); err != nil {
+	var records []record.Record
+	if err := cur.All(ctx, &records); err != nil {
 		return nil, storeError(ctx, "lookup", err)
 	}
-	found := make([]domain.Message, len(docs))
-	for i, d := range docs {
-		found[i] = d.message()
+	found := make([]domain.Message, len(records))
+	for i, r := range records {
+		found[i] = r.Message()
 	}
 	return found, nil
 }
@@ -270,15 +276,15 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 		bson.D{{Key: fieldID, Value: idOrReference}},
 		bson.D{{Key: fieldReference, Value: idOrReference}},
 	}})
-	var d document
-	err := s.coll.FindOne(ctx, filter).Decode(&d)
+	var r record.Record
+	err := s.coll.FindOne(ctx, filter).Decode(&r)
 	switch {
 	case errors.Is(err, mongodrv.ErrNoDocuments):
 		return domain.Message{}, fmt.Errorf("mongo: message %q: %w", idOrReference, ports.ErrNotFound)
 	case err != nil:
 		return domain.Message{}, storeError(ctx, "get", err)
 	}
-	return d.message(), nil
+	return r.Message(), nil
 }
 
 // PurgeExpired deletes every message whose ExpiresAt is at or before now. It
