@@ -516,7 +516,7 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 	g.stamp(buf)
 	err := g.store.Append(g.writeTo, buf)
 	results := make([]error, len(batch))
-	if err != nil && len(batch) > 1 && !transient(err) {
+	if err != nil && len(batch) > 1 && !ports.KindOf(err).Transient() {
 		start := 0
 		for i, req := range batch {
 			end := start + len(req.msgs)
@@ -575,12 +575,6 @@ func (g *GroupCommitter) drain() []*commitRequest {
 		g.held.sub(req.size)
 	}
 	return drained
-}
-
-// transient errors say nothing about the messages: the same batch may succeed later.
-func transient(err error) bool {
-	return errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrOverloaded) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // Close stops accepting messages (Append then fails with ErrUnavailable), writes

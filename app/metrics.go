@@ -19,18 +19,18 @@ const (
 	OpStats  = "stats"
 )
 
-// Kinds of store errors, as Metrics names them.
-const (
+// Kinds of store errors, as Metrics names them: ports.ErrorKind's names.
+var (
 	// ErrorUnavailable: the store could not be reached or did not answer in time
 	// (ports.ErrUnavailable, a deadline); the service answered 503.
-	ErrorUnavailable = "unavailable"
+	ErrorUnavailable = ports.KindUnavailable.String()
 	// ErrorOverloaded: the store is busy and asks to be called later (an
 	// Elasticsearch 429).
-	ErrorOverloaded = "overloaded"
+	ErrorOverloaded = ports.KindOverloaded.String()
 	// ErrorCanceled: the caller went away before the store answered.
-	ErrorCanceled = "canceled"
+	ErrorCanceled = ports.KindCanceled.String()
 	// ErrorOther: anything else, a bug or a refusal of the store.
-	ErrorOther = "other"
+	ErrorOther = ports.KindOther.String()
 )
 
 // Metrics receives what the use cases measure of the store. An adapter exports
@@ -40,7 +40,7 @@ type Metrics interface {
 	// whether it failed or not.
 	ObserveAppend(size int, took time.Duration)
 	// ObserveStoreError reports a failed store call: operation is one of the Op
-	// constants, kind one of the Error constants. A lookup that finds nothing
+	// constants, kind the name of its ports.ErrorKind (the Error variables). A lookup that finds nothing
 	// is not a failure.
 	ObserveStoreError(operation, kind string)
 }
@@ -94,20 +94,7 @@ func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, 
 // observe reports err, if it is a failure, and returns it unchanged.
 func (s observedStore) observe(operation string, err error) error {
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {
-		s.metrics.ObserveStoreError(operation, storeErrorKind(err))
+		s.metrics.ObserveStoreError(operation, ports.KindOf(err).String())
 	}
 	return err
-}
-
-func storeErrorKind(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ErrorCanceled
-	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return ErrorUnavailable
-	case errors.Is(err, ports.ErrOverloaded):
-		return ErrorOverloaded
-	default:
-		return ErrorOther
-	}
 }
