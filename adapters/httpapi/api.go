@@ -58,6 +58,7 @@ type api struct {
 	keys       ports.KeyStore
 	maxBody    int64
 	log        *zap.Logger
+	successLog *zap.Logger // a.log, sampled: the access lines of successful submissions
 	readiness  func(context.Context) error
 	metrics    *Metrics
 	limiter    *RateLimiter
@@ -82,6 +83,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
+	a.successLog = sampled(a.log)
 	if a.metrics == nil {
 		a.metrics = privateMetrics()
 	}
@@ -96,6 +98,9 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	return withRequestID(a.accessLog(a.measure(a.recoverPanics(limitHeaderBytes(r)))))
 }
 
+// submitRoute is the route of POST (and GET) /v1/messages.
+const submitRoute = "/v1/messages"
+
 // routes registers every endpoint; openapi.json must list exactly these (a test
 // walks them).
 func (a *api) routes(r *mux.Router) {
@@ -104,8 +109,8 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods()...)
 	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods()...)
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
+	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
+	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
 	// Before {idOrReference}, which would take "export" for an id.
 	r.Handle("/v1/messages/export", a.authenticate(a.rateLimit(a.export))).Methods(readMethods()...)
 	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods()...)
