@@ -178,9 +178,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	defer admitted.Release()
 	buf, giveBack := pooledBuffer()
-	body, ok := a.readBody(w, r, a.maxBody, buf)
-	if !ok {
+	body, err := readBody(w, r, a.maxBody, buf)
+	if err != nil {
 		giveBack()
+		admitted.Release() // not held while the rest of the body is dropped
+		a.refuseBody(w, r, a.maxBody, err)
 		return
 	}
 	decoded, err := admitted.Decode(r.Context(), body, idempotencyKey)
