@@ -318,7 +318,11 @@ func (r *Reservation) Append(ctx context.Context, msgs []domain.Message) error {
 
 // Shrink lowers the reserved bytes to bodyBytes, once the body turned out shorter
 // than reserved (a chunked body reserves the body limit); it never raises them.
+// On a nil Reservation it does nothing.
 func (r *Reservation) Shrink(bodyBytes int64) {
+	if r == nil {
+		return
+	}
 	r.g.mu.Lock()
 	defer r.g.mu.Unlock()
 	if !r.done && bodyBytes < r.size.bytes {
@@ -333,8 +337,11 @@ func (r *Reservation) Shrink(bodyBytes int64) {
 // request has it. Call it before any other store call made for the request (an
 // Idempotency-Key lookup), which would otherwise wait out the store's timeout
 // outside the queue, where no one sees it probing. The claim ends with Append or
-// Cancel; while the store is up, Probe does nothing.
+// Cancel; while the store is up, or on a nil Reservation, Probe does nothing.
 func (r *Reservation) Probe() error {
+	if r == nil {
+		return nil
+	}
 	r.g.mu.Lock()
 	defer r.g.mu.Unlock()
 	if r.done || r.probe || !r.g.storeDown {

@@ -490,6 +490,17 @@ func TestGroupCommitProbeClaimedBeforeALookup(t *testing.T) {
 	closeCommitter(t, g)
 }
 
+// queuedIngester writes through g and checks Idempotency-Keys in lookup.
+func queuedIngester(t *testing.T, g *app.GroupCommitter, lookup ports.MessageLookup) *app.Ingester {
+	t.Helper()
+	in, err := app.NewIngesterWith(app.IngestPorts{Queue: g, Lookup: lookup, Clock: fixedClock{testNow}},
+		domain.DefaultPolicy(), app.DefaultAdmissionOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // blockingLookup is a ports.MessageLookup that waits for release, counting calls.
 type blockingLookup struct {
 	calls   atomic.Int32
@@ -514,7 +525,7 @@ func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g, _ := downCommitter(t)
 	lookup := &blockingLookup{entered: make(chan struct{}, 2), release: make(chan struct{})}
-	in := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow}).CheckReplaysIn(lookup)
+	in := queuedIngester(t, g, lookup)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // a regression fails, not hangs
 	defer cancel()
 	probe := make(chan error, 1)
@@ -825,7 +836,7 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	store := newGateStore()
 	depth := &depthRecorder{}
 	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth})
-	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	ingester := queuedIngester(t, g, &recordingStore{})
 	first := startBlocked(t, g, store)
 	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
 	if !errors.Is(err, ports.ErrOverloaded) {
@@ -848,9 +859,9 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2})
-	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	ingester := queuedIngester(t, g, &recordingStore{})
 	body := []byte("[" + submitted + "," + submitted + "]")
-	admitted, err := ingester.Admit(acmeLive, int64(len(body)))
+	admitted, err := ingester.Admit(acmeLive, app.IdempotencyKey{}, int64(len(body)))
 	if err != nil {
 		t.Fatalf("Admit with room for one more message: %v", err)
 	}
@@ -861,13 +872,13 @@ func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	if err := g.Append(ctx, msgs("late")); !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Append with the last room reserved: %v, want ErrOverloaded", err)
 	}
-	if _, err := ingester.Admit(acmeLive, 1); !errors.Is(err, ports.ErrOverloaded) {
+	if _, err := ingester.Admit(acmeLive, app.IdempotencyKey{}, 1); !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Admit with the last room reserved: %v, want ErrOverloaded", err)
 	}
 	// Two messages join the first: three, past the bound of two, as admitted.
 	result := make(chan error, 1)
 	go func() {
-		_, err := admitted.Submit(t.Context(), body, "")
+		_, err := admitted.Submit(t.Context(), body)
 		result <- err
 	}()
 	waitQueued(t, depth, 3)

@@ -13,7 +13,7 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-func newIngester(store ports.MessageWriter) *app.Ingester {
+func newIngester(store ports.MessageStore) *app.Ingester {
 	return app.NewIngester(store, app.DefaultConfig().Policy(), fixedClock{testNow})
 }
 
@@ -49,18 +49,21 @@ func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
 	body := `{"messages":[` + submitted + "," + varied + "]}"
 	reused := []byte(body)
 	kept, fresh := &recordingStore{}, &recordingStore{}
-	admitted, err := newIngester(kept).Admit(acmeLive, int64(len(reused)))
+	key, err := app.ParseIdempotencyKey("k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded, err := admitted.Decode(context.Background(), reused, "k")
+	admitted, err := newIngester(kept).Admit(acmeLive, key, int64(len(reused)))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admitted.Decode(context.Background(), reused); err != nil {
 		t.Fatal(err)
 	}
 	for i := range reused {
 		reused[i] = 'x'
 	}
-	if _, err := decoded.Store(context.Background()); err != nil {
+	if _, err := admitted.Store(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, []byte(body), "k"); err != nil {
@@ -143,12 +146,19 @@ func TestSubmitWithIdempotencyKeyDerivesIdentities(t *testing.T) {
 }
 
 // A key already used for other submissions cannot carry a retry: the request is
-// refused before anything is written, whether the store is given directly or, as
-// behind a GroupCommitter, through CheckReplaysIn.
+// refused before anything is written, whether the store is given directly or
+// written to and looked up in as two collaborators.
 func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 	for name, wire := range map[string]func(*recordingStore) *app.Ingester{
-		"store that looks up":   func(s *recordingStore) *app.Ingester { return newIngester(s) },
-		"lookup set separately": func(s *recordingStore) *app.Ingester { return newIngester(writerOnly{s}).CheckReplaysIn(s) },
+		"store that looks up": func(s *recordingStore) *app.Ingester { return newIngester(s) },
+		"lookup set separately": func(s *recordingStore) *app.Ingester {
+			in, err := app.NewIngesterWith(app.IngestPorts{Store: writerOnly{s}, Lookup: s, Clock: fixedClock{testNow}},
+				app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return in
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := &recordingStore{}
@@ -173,6 +183,15 @@ func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 
 // writerOnly hides every method of a store but Append.
 type writerOnly struct{ ports.MessageWriter }
+
+// Without a lookup a reused Idempotency-Key would go unchecked: refused at start-up.
+func TestIngesterNeedsALookup(t *testing.T) {
+	_, err := app.NewIngesterWith(app.IngestPorts{Store: &recordingStore{}, Clock: fixedClock{testNow}},
+		app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+	if err == nil {
+		t.Error("an ingester without a ports.MessageLookup was built")
+	}
+}
 
 func TestSubmitRefusals(t *testing.T) {
 	tooMany := "[" + strings.TrimSuffix(strings.Repeat(submitted+",", domain.DefaultMaxBatch+1), ",") + "]"
@@ -230,6 +249,27 @@ func TestValidateIdempotencyKey(t *testing.T) {
 	} {
 		if err := app.ValidateIdempotencyKey(key); (err == nil) != ok {
 			t.Errorf("ValidateIdempotencyKey(%q) = %v, want ok=%v", key, err, ok)
+		}
+	}
+}
+
+// The header's values are checked once, here: none is no key, two are invalid.
+func TestParseIdempotencyKey(t *testing.T) {
+	for _, tc := range []struct {
+		values []string
+		want   string
+		ok     bool
+	}{
+		{nil, "", true},
+		{[]string{"order-1"}, "order-1", true},
+		{[]string{""}, "", false},
+		{[]string{"has space"}, "", false},
+		{[]string{"a", "b"}, "", false},
+	} {
+		key, err := app.ParseIdempotencyKey(tc.values...)
+		var invalid *domain.ValidationError
+		if (err == nil) != tc.ok || key.String() != tc.want || (err != nil && !errors.As(err, &invalid)) {
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q, ok=%v", tc.values, key, err, tc.want, tc.ok)
 		}
 	}
 }
