@@ -21,7 +21,12 @@ var Module = fx.Module("app",
 		newUseCaseStore,
 		newIngestQueue,
 		func(q ingestQueue, s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) (*Ingester, error) {
-			return NewIngesterWith(IngestPorts{Store: s, Queue: q.GroupCommitter, Lookup: s, Clock: c}, p, cfg.Admission)
+			var next ports.MessageWriter = s
+			if q.GroupCommitter != nil {
+				next = q.GroupCommitter
+			}
+			return NewIngesterWith(IngestPorts{Store: s, Queue: q.GroupCommitter, Breaker: NewBreaker(next), Lookup: s, Clock: c},
+				p, cfg.Admission)
 		},
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Statistics { return NewStatistics(s, p, c) },

@@ -23,14 +23,15 @@ type SubmitResult struct {
 }
 
 // Ingester is the submit use case, the one straight line from a submission's
-// bytes to the store: Admit (permission, Idempotency-Key, load), then on the
-// Admission: Decode (parse, validate, normalise, mask, redact), Store (the
-// Idempotency-Key's earlier request looked up, then Append through the queue or
-// to the store) and Release. The Admission is the one object that holds the
+// bytes to the store: Admit (permission, a down store, load), then on the
+// Admission: Decode (parse, validate, normalise, mask, redact), Store (past the
+// breaker, the Idempotency-Key's earlier request looked up, then Append through
+// the queue or to the store) and Release. The Admission is the one object that holds the
 // submission's place and gives it back.
 type Ingester struct {
 	store     ports.MessageWriter // written to when queue is nil
 	queue     *GroupCommitter     // nil: each submission writes on its own, unbounded
+	breaker   *Breaker            // nil: none
 	lookup    ports.MessageLookup
 	policy    domain.Policy
 	parser    domain.Parser // policy's, built once
@@ -47,6 +48,9 @@ type IngestPorts struct {
 	// admitted submission reserves room in it, so its bound is the one byte
 	// budget of ingest (AdmissionOptions.MaxBytes then counts nothing).
 	Queue *GroupCommitter
+	// Breaker, if set, keeps submissions off a store found down, but one at a
+	// time that probes it (lookup and write).
+	Breaker *Breaker
 	// Lookup finds what an Idempotency-Key stored before; required, since
 	// without it a reused key would store nothing and answer 200.
 	Lookup ports.MessageLookup
@@ -65,7 +69,7 @@ func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOpt
 	case p.Clock == nil:
 		return nil, errors.New("the ingest use case needs a clock")
 	}
-	in := &Ingester{store: p.Store, queue: p.Queue, lookup: p.Lookup, policy: policy, parser: policy.Parser(), clock: p.Clock}
+	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, parser: policy.Parser(), clock: p.Clock}
 	in.LimitDecoding(admission)
 	return in, nil
 }
@@ -127,14 +131,19 @@ type Admission struct {
 
 // Admit decides, before its body is read, whether a submission whose body has at
 // most bodyBytes may go ahead: it refuses read-only principals (ports.ErrForbidden);
-// wrapping ports.ErrOverloaded, a full queue or a full waiting room; and,
 // wrapping ports.ErrUnavailable, a store found down while another request probes
-// it. An admitted submission holds room in the queue (GroupCommitter.Reserve),
+// it (Breaker.Refusing); and wrapping ports.ErrOverloaded, a full queue or a full
+// waiting room. An admitted submission holds room in the queue (GroupCommitter.Reserve),
 // so it is not refused for load later. Call Release unless Submit or Store is
 // called; deferring it is safe, as a second Release does nothing.
 func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBytes int64) (*Admission, error) {
 	if principal.ReadOnly {
 		return nil, fmt.Errorf("this credential may only read messages: %w", ports.ErrForbidden)
+	}
+	if in.breaker != nil {
+		if err := in.breaker.Refusing(); err != nil {
+			return nil, err
+		}
 	}
 	ticket, err := in.admission.admit(bodyBytes)
 	if err != nil {
@@ -195,13 +204,30 @@ func (a *Admission) Decode(ctx context.Context, body []byte) error {
 // Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
 func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 	defer a.Release()
-	if a.key != (IdempotencyKey{}) {
-		// The lookup calls the store: claim the probe first, if it is down.
-		if err := a.reservation.Probe(); err != nil {
+	// One pass for the lookup and the write: both call the store, so while it
+	// is down they are the probe, or wait for none.
+	var pass *Pass
+	if a.in.breaker != nil {
+		var err error
+		if pass, err = a.in.breaker.Enter(); err != nil {
 			return SubmitResult{}, err
 		}
+	}
+	defer pass.Abandon()
+	err := a.store(ctx)
+	pass.Done(err)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return a.result, nil
+}
+
+// store checks a reused Idempotency-Key, then appends through the queue or to
+// the store.
+func (a *Admission) store(ctx context.Context) error {
+	if a.key != (IdempotencyKey{}) {
 		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
-			return SubmitResult{}, err
+			return err
 		}
 	}
 	var err error
@@ -211,9 +237,9 @@ func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 		err = a.in.store.Append(ctx, a.msgs)
 	}
 	if err != nil {
-		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(a.msgs), err)
+		return fmt.Errorf("store %d messages: %w", len(a.msgs), err)
 	}
-	return a.result, nil
+	return nil
 }
 
 // Submit is Admit followed by Admission.Submit, for callers that hold the body
