@@ -74,9 +74,10 @@ const (
 	// read to its end; a longer one is cut off at once (the client may see a
 	// reset), as reading it would cost more than the refusal is worth.
 	drainSlack = 8 << 20
-	// drainTimeout bounds the time spent reading it.
-	drainTimeout = 10 * time.Second
 )
+
+// drainTimeout bounds the time spent reading it (a variable for tests).
+var drainTimeout = 10 * time.Second
 
 // refuseTooLarge answers 413 at once, then reads and drops the rest of a
 // declared body, within drainSlack and drainTimeout, before the connection

@@ -76,3 +76,42 @@ func TestOversizedBodyRefusalIsReadByAClientThatWritesFirst(t *testing.T) {
 		})
 	}
 }
+
+// A client that stops sending does not hold the connection: after the 413,
+// what it sends is read for a bounded time only.
+func TestOversizedBodyIsDrainedForABoundedTime(t *testing.T) {
+	httpapi.SetDrainTimeoutForTest(t.Cleanup, 200*time.Millisecond)
+	const limit = 64 << 10
+	ts := httptest.NewServer(apiHandler(httpapi.Options{MaxBodyBytes: limit}))
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // a guard against hanging, not a measurement
+	// Declares 1 MiB, sends a tenth of it, then stalls without closing.
+	fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: reqlog\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", liveKey, 1<<20)
+	if _, err := conn.Write(bytes.Repeat([]byte("["), 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	reader := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(reader, nil)
+	if err != nil {
+		t.Fatalf("reading the refusal: %v", err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("status %d, closing %v; want 413 and the connection closed", resp.StatusCode, resp.Close)
+	}
+	// The server hangs up once the drain's time is out, long before the guard.
+	began := time.Now()
+	if _, err := reader.ReadByte(); err == nil {
+		t.Fatal("the server sent more after the 413")
+	}
+	if waited := time.Since(began); waited > 30*time.Second {
+		t.Errorf("the server held the stalled connection for %v", waited)
+	}
+}
