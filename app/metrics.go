@@ -19,18 +19,19 @@ const (
 	OpStats  = "stats"
 )
 
-// Kinds of store errors, as Metrics names them: ports.ErrorKind's names.
-var (
+// Kinds of store errors, as Metrics names them: the names of their
+// ports.ErrorKind (ports.KindOf(err).String()).
+const (
 	// ErrorUnavailable: the store could not be reached or did not answer in time
 	// (ports.ErrUnavailable, a deadline); the service answered 503.
-	ErrorUnavailable = ports.KindUnavailable.String()
+	ErrorUnavailable = "unavailable"
 	// ErrorOverloaded: the store is busy and asks to be called later (an
 	// Elasticsearch 429).
-	ErrorOverloaded = ports.KindOverloaded.String()
+	ErrorOverloaded = "overloaded"
 	// ErrorCanceled: the caller went away before the store answered.
-	ErrorCanceled = ports.KindCanceled.String()
+	ErrorCanceled = "canceled"
 	// ErrorOther: anything else, a bug or a refusal of the store.
-	ErrorOther = ports.KindOther.String()
+	ErrorOther = "other"
 )
 
 // Metrics receives what the use cases measure of the store. An adapter exports
