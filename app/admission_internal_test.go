@@ -128,7 +128,8 @@ func (discardWriter) Lookup(context.Context, domain.Scope, []string) ([]domain.M
 }
 
 func TestAQueueRefusalCountsAsRefusing(t *testing.T) {
-	g := NewGroupCommitter(discardWriter{}, GroupCommitOptions{MaxQueueBytes: 10})
+	g := NewGroupCommitter(discardWriter{}, GroupCommitOptions{MaxQueueBytes: 10,
+		Stamper: &StoredTimeStamper{Policy: domain.DefaultPolicy(), Clock: SystemClock{}}})
 	in, err := NewIngesterWith(IngestPorts{Store: discardWriter{}, Queue: g, Lookup: discardWriter{}, Clock: SystemClock{}},
 		domain.DefaultPolicy(), DefaultAdmissionOptions())
 	if err != nil {

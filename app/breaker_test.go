@@ -23,7 +23,7 @@ var outage = fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
 func downBreaker(t *testing.T) (*app.Breaker, *app.GroupCommitter, *gateStore) {
 	t.Helper()
 	store := newGateStore()
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1})
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Stamper: testStamper()})
 	b := app.NewBreaker(g)
 	store.fail = poisonOn("down", outage)
 	store.open()

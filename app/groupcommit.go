@@ -177,6 +177,10 @@ func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *Grou
 	return g
 }
 
+// Stamps reports whether the committer stamps each batch before writing it
+// (GroupCommitOptions.Stamper).
+func (g *GroupCommitter) Stamps() bool { return g.opts.Stamper != nil }
+
 // Append queues msgs for the next batch and waits until it was written.
 func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) error {
 	return g.append(ctx, msgs, nil)

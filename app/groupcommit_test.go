@@ -391,6 +391,11 @@ func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 	}
 }
 
+// testStamper stamps batches as stored at testNow.
+func testStamper() *app.StoredTimeStamper {
+	return &app.StoredTimeStamper{Policy: domain.DefaultPolicy(), Clock: fixedClock{testNow}}
+}
+
 // queuedIngester writes through g and checks Idempotency-Keys in lookup.
 func queuedIngester(t *testing.T, g *app.GroupCommitter, lookup ports.MessageLookup) *app.Ingester {
 	t.Helper()
@@ -583,7 +588,7 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	store := newGateStore()
 	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth})
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth, Stamper: testStamper()})
 	ingester := queuedIngester(t, g, &recordingStore{})
 	first := startBlocked(t, g, store)
 	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
@@ -606,7 +611,7 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 // although the queue filled meanwhile: refusals come from the headers only.
 func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2})
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2, Stamper: testStamper()})
 	ingester := queuedIngester(t, g, &recordingStore{})
 	body := []byte("[" + submitted + "," + submitted + "]")
 	admitted, err := ingester.Admit(acmeLive, app.IdempotencyKey{}, int64(len(body)))

@@ -46,7 +46,9 @@ type IngestPorts struct {
 	// Queue, if set, is written through instead: it coalesces concurrent
 	// submissions into store batches and bounds what waits for the store. An
 	// admitted submission reserves room in it, so its bound is the one byte
-	// budget of ingest (AdmissionOptions.MaxBytes then counts nothing).
+	// budget of ingest (AdmissionOptions.MaxBytes then counts nothing). It must
+	// stamp each batch as it writes it (a StoredTimeStamper), the only time a
+	// message is stamped; without a queue the Ingester stamps just before Append.
 	Queue *GroupCommitter
 	// Breaker, if set, keeps submissions off a store found down, but one at a
 	// time that probes it (lookup and write).
@@ -68,6 +70,10 @@ func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOpt
 		return nil, errors.New("the ingest use case needs a ports.MessageLookup to check Idempotency-Keys")
 	case p.Clock == nil:
 		return nil, errors.New("the ingest use case needs a clock")
+	case p.Queue != nil && !p.Queue.Stamps():
+		// Messages are stamped once, when written: a queue that does not stamp
+		// would store them without their stored and visible times.
+		return nil, errors.New("the ingest use case needs a queue that stamps each batch (GroupCommitOptions.Stamper)")
 	}
 	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, parser: policy.Parser(), clock: p.Clock}
 	in.LimitDecoding(admission)
@@ -232,8 +238,9 @@ func (a *Admission) store(ctx context.Context) error {
 	}
 	var err error
 	if a.reservation != nil {
-		err = a.reservation.Append(ctx, a.msgs)
+		err = a.reservation.Append(ctx, a.msgs) // the queue stamps them as it writes them
 	} else {
+		a.in.policy.StampStored(a.msgs, a.in.clock.Now())
 		err = a.in.store.Append(ctx, a.msgs)
 	}
 	if err != nil {
@@ -299,7 +306,7 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body
 		if ids[i], err = identity(principal.Scope, key, i); err != nil {
 			return nil, SubmitResult{}, err
 		}
-		msgs[i] = in.policy.NewMessage(principal.Scope, s, ids[i], now)
+		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
 }

@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -184,6 +186,17 @@ func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 // writerOnly hides every method of a store but Append.
 type writerOnly struct{ ports.MessageWriter }
 
+// A queue that does not stamp would store messages without their stored and
+// visible times, which are set once, when written: refused at start-up.
+func TestIngesterNeedsAStampingQueue(t *testing.T) {
+	g := app.NewGroupCommitter(&recordingStore{}, app.GroupCommitOptions{})
+	_, err := app.NewIngesterWith(app.IngestPorts{Queue: g, Lookup: &recordingStore{}, Clock: fixedClock{testNow}},
+		app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+	if err == nil {
+		t.Error("an ingester on a queue without a stamper was built")
+	}
+}
+
 // Without a lookup a reused Idempotency-Key would go unchecked: refused at start-up.
 func TestIngesterNeedsALookup(t *testing.T) {
 	_, err := app.NewIngesterWith(app.IngestPorts{Store: &recordingStore{}, Clock: fixedClock{testNow}},
@@ -271,5 +284,31 @@ func TestParseIdempotencyKey(t *testing.T) {
 		if (err == nil) != tc.ok || key.String() != tc.want || (err != nil && !errors.As(err, &invalid)) {
 			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q, ok=%v", tc.values, key, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// Without a queue a message is stamped once, when written: its stored time and
+// visible time are those of Store, not of Decode.
+func TestSubmissionIsStampedWhenWritten(t *testing.T) {
+	store := &recordingStore{}
+	clock := conformance.NewFakeClock(testNow)
+	policy := app.DefaultConfig().Policy()
+	in := app.NewIngester(store, policy, clock)
+	admitted, err := in.Admit(acmeLive, app.IdempotencyKey{}, int64(len(submitted)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admitted.Decode(context.Background(), []byte(submitted)); err != nil {
+		t.Fatal(err)
+	}
+	written := testNow.Add(time.Minute)
+	clock.Set(written)
+	if _, err := admitted.Store(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := store.appended[0]
+	if !m.UpdatedAt.Equal(written) || !m.VisibleAt.Equal(written.Add(policy.VisibilityDelay)) {
+		t.Errorf("stored with updated_at %v and visible from %v, want %v and %v (the write's time)",
+			m.UpdatedAt, m.VisibleAt, written, written.Add(policy.VisibilityDelay))
 	}
 }
