@@ -28,9 +28,11 @@ type AdmissionOptions struct {
 	MaxWaiting int
 	// MaxBytes bounds the bodies of the submissions admitted and not yet decoded,
 	// by their declared length (a chunked body: the body limit, until it is read),
-	// so the bodies being read fit in memory whatever the store. Beyond it a
-	// submission is refused like beyond MaxWaiting, unless none is admitted. 0 or
-	// less: DefaultAdmissionBytes.
+	// so the bodies being read fit in memory. Beyond it a submission is refused
+	// like beyond MaxWaiting, unless none is admitted. 0 or less:
+	// DefaultAdmissionBytes. It applies only without a queue: an Ingester that
+	// writes through a GroupCommitter reserves each body in the queue instead,
+	// whose bound is then the one byte budget.
 	MaxBytes int64
 }
 

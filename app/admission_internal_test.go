@@ -123,9 +123,18 @@ type discardWriter struct{}
 
 func (discardWriter) Append(context.Context, []domain.Message) error { return nil }
 
+func (discardWriter) Lookup(context.Context, domain.Scope, []string) ([]domain.Message, error) {
+	return nil, nil
+}
+
 func TestAQueueRefusalCountsAsRefusing(t *testing.T) {
-	g := NewGroupCommitter(discardWriter{}, GroupCommitOptions{MaxQueueBytes: 10})
-	in := NewIngester(g, domain.DefaultPolicy(), SystemClock{})
+	g := NewGroupCommitter(discardWriter{}, GroupCommitOptions{MaxQueueBytes: 10,
+		Stamper: &StoredTimeStamper{Policy: domain.DefaultPolicy(), Clock: SystemClock{}}})
+	in, err := NewIngesterWith(IngestPorts{Store: discardWriter{}, Queue: g, Lookup: discardWriter{}, Clock: SystemClock{}},
+		domain.DefaultPolicy(), DefaultAdmissionOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
 	held, err := g.Reserve(100)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +143,7 @@ func TestAQueueRefusalCountsAsRefusing(t *testing.T) {
 	if in.admission.refusing() {
 		t.Fatal("refusing before any refusal")
 	}
-	if _, err := in.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}, 100); !errors.Is(err, ports.ErrOverloaded) {
+	if _, err := in.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}, IdempotencyKey{}, 100); !errors.Is(err, ports.ErrOverloaded) {
 		t.Fatalf("Admit behind a full queue: %v, want ErrOverloaded", err)
 	}
 	if !in.admission.refusing() {

@@ -16,24 +16,24 @@ func limitedIngester(store *recordingStore, decoders, waiting int) *app.Ingester
 
 func TestAdmissionRefusesBeyondTheWaitingRoomAtOnce(t *testing.T) {
 	in := limitedIngester(&recordingStore{}, 1, 1)
-	first, err := in.Admit(acmeLive, -1)
+	first, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := in.Admit(acmeLive, -1)
+	second, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1)
 	if err != nil {
 		t.Fatalf("Admit with one decoder and room for one more: %v", err)
 	}
-	if _, err := in.Admit(acmeLive, -1); !errors.Is(err, ports.ErrOverloaded) {
+	if _, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1); !errors.Is(err, ports.ErrOverloaded) {
 		t.Fatalf("Admit with the decoder and the waiting room taken: %v, want ErrOverloaded", err)
 	}
 	first.Release()
 	first.Release() // a second Release must not make room held by another
-	third, err := in.Admit(acmeLive, -1)
+	third, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1)
 	if err != nil {
 		t.Fatalf("Admit after a Release: %v", err)
 	}
-	if _, err := in.Admit(acmeLive, -1); !errors.Is(err, ports.ErrOverloaded) {
+	if _, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1); !errors.Is(err, ports.ErrOverloaded) {
 		t.Fatalf("Admit with two admitted again: %v, want ErrOverloaded", err)
 	}
 	second.Release()
@@ -51,7 +51,7 @@ func TestSubmitCountsTheSubmissionOutBeforeTheStoreAnswers(t *testing.T) {
 	// The one place frees up while the first submission still waits for the store.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		admitted, err := in.Admit(acmeLive, -1)
+		admitted, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1)
 		if err == nil {
 			admitted.Release()
 			break
@@ -74,7 +74,7 @@ func TestSubmitCountsTheSubmissionOutBeforeTheStoreAnswers(t *testing.T) {
 func TestNoDecoderLimit(t *testing.T) {
 	in := limitedIngester(&recordingStore{}, 0, 0)
 	for range 100 {
-		if _, err := in.Admit(acmeLive, -1); err != nil {
+		if _, err := in.Admit(acmeLive, app.IdempotencyKey{}, -1); err != nil {
 			t.Fatalf("Admit without a limit: %v", err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestNoDecoderLimit(t *testing.T) {
 func TestAdmitRefusesReadOnlyPrincipals(t *testing.T) {
 	reader := acmeLive
 	reader.ReadOnly = true
-	if _, err := newIngester(&recordingStore{}).Admit(reader, -1); !errors.Is(err, ports.ErrForbidden) {
+	if _, err := newIngester(&recordingStore{}).Admit(reader, app.IdempotencyKey{}, -1); !errors.Is(err, ports.ErrForbidden) {
 		t.Fatalf("Admit of a read-only principal: %v, want ErrForbidden", err)
 	}
 }

@@ -278,7 +278,7 @@ var settings = []setting{
 	intSetting("group_commit_queue_bytes", "most bytes (estimated) waiting for the store or reserved by admitted POSTs (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.GroupCommit.MaxQueueBytes }),
 	countSetting("ingest_decoders", "submissions decoded at the same time (0: no limit)", func(c *Config) *int { return &c.Admission.Decoders }),
 	countSetting("ingest_max_waiting", "submissions admitted beyond the decoders, being read or waiting for one (429 with Retry-After beyond)", func(c *Config) *int { return &c.Admission.MaxWaiting }),
-	intSetting("ingest_max_bytes", "bytes of bodies admitted and not yet decoded, by declared length (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.Admission.MaxBytes }),
+	intSetting("ingest_max_bytes", "bytes of bodies admitted and not yet decoded, by declared length, when group_commit is false (429 with Retry-After beyond); with group commit the queue's bytes count them", func(c *Config) *int64 { return &c.Admission.MaxBytes }),
 	{key: "log_level", usage: "debug, info, warn or error",
 		parse: func(c *Config, v string) (err error) {
 			if c.LogLevel, err = zapcore.ParseLevel(strings.TrimSpace(v)); err != nil {

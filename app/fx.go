@@ -19,9 +19,14 @@ var Module = fx.Module("app",
 		Config.Policy,
 		fx.Annotate(func() SystemClock { return SystemClock{} }, fx.As(new(ports.Clock))),
 		newUseCaseStore,
-		newIngestWriter,
-		func(w ingestWriter, s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) *Ingester {
-			return NewIngester(w.MessageWriter, p, c).LimitDecoding(cfg.Admission).CheckReplaysIn(s)
+		newIngestQueue,
+		func(q ingestQueue, s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) (*Ingester, error) {
+			var next ports.MessageWriter = s
+			if q.GroupCommitter != nil {
+				next = q.GroupCommitter
+			}
+			return NewIngesterWith(IngestPorts{Store: s, Queue: q.GroupCommitter, Breaker: NewBreaker(next), Lookup: s, Clock: c},
+				p, cfg.Admission)
 		},
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
 		func(s useCaseStore, p domain.Policy, c ports.Clock) *Statistics { return NewStatistics(s, p, c) },
@@ -55,11 +60,11 @@ func newUseCaseStore(p useCaseStoreParams) useCaseStore {
 	return useCaseStore{Observe(p.Store, p.Metrics)}
 }
 
-// ingestWriter is where the Ingester writes: the use-case store, through a
-// GroupCommitter when enabled.
-type ingestWriter struct{ ports.MessageWriter }
+// ingestQueue is the GroupCommitter the Ingester writes through, nil when group
+// commit is off.
+type ingestQueue struct{ *GroupCommitter }
 
-type ingestWriterParams struct {
+type ingestQueueParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Store     useCaseStore
@@ -69,14 +74,14 @@ type ingestWriterParams struct {
 	Metrics   Metrics `optional:"true"`
 }
 
-func newIngestWriter(p ingestWriterParams) ingestWriter {
+func newIngestQueue(p ingestQueueParams) ingestQueue {
 	if !p.Config.GroupCommit.Enabled {
-		return ingestWriter{p.Store}
+		return ingestQueue{}
 	}
 	opts := p.Config.GroupCommit.GroupCommitOptions
 	opts.Metrics, _ = p.Metrics.(QueueMetrics)
 	opts.Stamper = &StoredTimeStamper{Policy: p.Policy, Clock: p.Clock}
 	committer := NewGroupCommitter(p.Store, opts)
 	p.Lifecycle.Append(fx.Hook{OnStop: committer.Close})
-	return ingestWriter{committer}
+	return ingestQueue{committer}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -121,9 +120,10 @@ type ReservationMetrics interface {
 //
 // Its queue is bounded: when it holds MaxQueueMessages or MaxQueueBytes, Append
 // fails at once with an error wrapping ports.ErrOverloaded, and so does Reserve,
-// which lets a caller be refused before it decodes anything. After a batch found
-// the store unavailable, both fail at once with ports.ErrUnavailable while
-// another request probes the store, until a batch reaches it. A caller whose ctx ends
+// which lets a caller be refused before it decodes anything. When a batch finds
+// the store unavailable, what is queued behind it fails at once with
+// ports.ErrUnavailable rather than wait out the store's timeout in turn; keeping
+// new requests off a down store is a Breaker's part. A caller whose ctx ends
 // while its messages wait is taken out of the queue (they will not be written) and
 // gets an error wrapping ports.ErrUnavailable and ctx.Err(); once its batch is being
 // written, it waits for the outcome, so Append keeps no reference to msgs after it
@@ -138,15 +138,10 @@ type GroupCommitter struct {
 	waiting  load             // in queue
 	held     load             // in queue or being written
 	reserved load             // held for admitted requests whose messages are not queued yet
-	// storeDown: the latest batch to finish found the store unavailable. While a
-	// request is queued or being written, as the probe, others fail at once with
-	// ErrUnavailable instead of each waiting out the store's timeout.
-	storeDown bool
-	probes    int    // reservations that claimed the probe (Reservation.Probe)
-	taken     uint64 // batches taken from the queue, numbering them
-	settled   uint64 // the number of the latest batch whose outcome set storeDown
-	started   bool
-	closed    bool
+	taken    uint64           // batches taken from the queue, numbering them
+	settled  uint64           // the number of the latest batch to finish, or of an older one
+	started  bool
+	closed   bool
 
 	wake    chan struct{} // a token: the queue or closed changed
 	writeTo context.Context
@@ -181,6 +176,10 @@ func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *Grou
 	g.reservedMetrics, _ = opts.Metrics.(ReservationMetrics)
 	return g
 }
+
+// Stamps reports whether the committer stamps each batch before writing it
+// (GroupCommitOptions.Stamper).
+func (g *GroupCommitter) Stamps() bool { return g.opts.Stamper != nil }
 
 // Append queues msgs for the next batch and waits until it was written.
 func (g *GroupCommitter) Append(ctx context.Context, msgs []domain.Message) error {
@@ -225,9 +224,6 @@ func (g *GroupCommitter) enqueue(req *commitRequest, r *Reservation) error {
 	if g.closed {
 		return errShuttingDown
 	}
-	if err := g.probing(); err != nil {
-		return err
-	}
 	if !reserved && !g.fits(req.size) {
 		return g.overloaded()
 	}
@@ -254,17 +250,6 @@ func (g *GroupCommitter) fits(size load) bool {
 		total.bytes+size.bytes <= g.opts.MaxQueueBytes)
 }
 
-// probing refuses a request while the store is down and another request, queued
-// or being written or claiming it, is already the probe; g.mu is held. Plain
-// reservations do not count: a slow upload must not stop the others from probing.
-func (g *GroupCommitter) probing() error {
-	if g.storeDown && (g.held.messages > 0 || g.probes > 0) {
-		return fmt.Errorf("group commit: the last batch found the store unavailable, and a request probing it is under way: %w",
-			ports.ErrUnavailable)
-	}
-	return nil
-}
-
 // overloaded is the refusal of a full queue; g.mu is held.
 func (g *GroupCommitter) overloaded() error {
 	return fmt.Errorf("group commit: %d messages (%d bytes) already wait for the store, and %d bytes are reserved: %w",
@@ -276,10 +261,9 @@ func (g *GroupCommitter) overloaded() error {
 // headers, or not at all: it does not wait for a decoder, spend one and then learn
 // that the queue filled meanwhile.
 type Reservation struct {
-	g     *GroupCommitter
-	size  load
-	done  bool // appended or cancelled; g.mu guards it
-	probe bool // it claimed the probe; g.mu guards it
+	g    *GroupCommitter
+	size load
+	done bool // appended or cancelled; g.mu guards it
 }
 
 // Reserve holds room for a request whose body has at most bodyBytes, counted as
@@ -290,18 +274,13 @@ type Reservation struct {
 // message each: in bytes, the memory estimate's overhead per message and header
 // (domain.EstimatedBytes; about half again of a typical body); in messages, up to
 // the batch limit per admitted request. The number of admitted requests
-// (AdmissionOptions) keeps both finite. While the store is down and another
-// request probes it (see GroupCommitter), Reserve, and Append through the
-// reservation, fail at once with ports.ErrUnavailable.
+// (AdmissionOptions) keeps both finite.
 func (g *GroupCommitter) Reserve(bodyBytes int64) (*Reservation, error) {
 	size := load{messages: 1, bytes: max(bodyBytes, 0)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return nil, errShuttingDown
-	}
-	if err := g.probing(); err != nil {
-		return nil, err
 	}
 	if !g.fits(size) {
 		return nil, g.overloaded()
@@ -318,7 +297,11 @@ func (r *Reservation) Append(ctx context.Context, msgs []domain.Message) error {
 
 // Shrink lowers the reserved bytes to bodyBytes, once the body turned out shorter
 // than reserved (a chunked body reserves the body limit); it never raises them.
+// On a nil Reservation it does nothing.
 func (r *Reservation) Shrink(bodyBytes int64) {
+	if r == nil {
+		return
+	}
 	r.g.mu.Lock()
 	defer r.g.mu.Unlock()
 	if !r.done && bodyBytes < r.size.bytes {
@@ -326,26 +309,6 @@ func (r *Reservation) Shrink(bodyBytes int64) {
 		r.size.bytes = max(bodyBytes, 0)
 		r.g.observe()
 	}
-}
-
-// Probe, while the store is down, claims the right to reach it for this request,
-// or fails at once with an error wrapping ports.ErrUnavailable when another
-// request has it. Call it before any other store call made for the request (an
-// Idempotency-Key lookup), which would otherwise wait out the store's timeout
-// outside the queue, where no one sees it probing. The claim ends with Append or
-// Cancel; while the store is up, Probe does nothing.
-func (r *Reservation) Probe() error {
-	r.g.mu.Lock()
-	defer r.g.mu.Unlock()
-	if r.done || r.probe || !r.g.storeDown {
-		return nil
-	}
-	if err := r.g.probing(); err != nil {
-		return err
-	}
-	r.probe = true
-	r.g.probes++
-	return nil
 }
 
 // Cancel gives the room back; after Append, a second time, or on a nil
@@ -369,10 +332,6 @@ func (r *Reservation) release() bool {
 	}
 	r.done = true
 	r.g.reserved.sub(r.size)
-	if r.probe {
-		r.probe = false
-		r.g.probes--
-	}
 	return true
 }
 
@@ -516,7 +475,7 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 	g.stamp(buf)
 	err := g.store.Append(g.writeTo, buf)
 	results := make([]error, len(batch))
-	if err != nil && len(batch) > 1 && !transient(err) {
+	if err != nil && len(batch) > 1 && !ports.KindOf(err).Transient() {
 		start := 0
 		for i, req := range batch {
 			end := start + len(req.msgs)
@@ -537,14 +496,12 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 	}
 	// The store is down: what waits behind this batch would fail the same way,
 	// each after the store's own timeout. Fail it now, so its callers get their
-	// 503 at once and retry (with the same Idempotency-Key) later; and until a
-	// batch reaches the store again, let one request at a time probe it. Only
-	// the latest batch taken says how the store is: with several writers, an
-	// older batch may finish after a newer one.
+	// 503 at once and retry (with the same Idempotency-Key) later. Only the
+	// latest batch taken says how the store is: with several writers, an older
+	// batch may finish after a newer one.
 	if number > g.settled {
 		g.settled = number
-		g.storeDown = errors.Is(err, ports.ErrUnavailable)
-		if g.storeDown {
+		if ports.KindOf(err) == ports.KindUnavailable {
 			failed = g.drain()
 		}
 	}
@@ -575,12 +532,6 @@ func (g *GroupCommitter) drain() []*commitRequest {
 		g.held.sub(req.size)
 	}
 	return drained
-}
-
-// transient errors say nothing about the messages: the same batch may succeed later.
-func transient(err error) bool {
-	return errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrOverloaded) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // Close stops accepting messages (Append then fails with ErrUnavailable), writes

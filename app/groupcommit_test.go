@@ -391,149 +391,20 @@ func TestGroupCommitTransientFailureFailsTheWholeBatch(t *testing.T) {
 	}
 }
 
-// downCommitter returns a committer with one writer whose first batch found its
-// store unavailable, and the store, open again.
-func downCommitter(t *testing.T) (*app.GroupCommitter, *gateStore) {
+// testStamper stamps batches as stored at testNow.
+func testStamper() *app.StoredTimeStamper {
+	return &app.StoredTimeStamper{Policy: domain.DefaultPolicy(), Clock: fixedClock{testNow}}
+}
+
+// queuedIngester writes through g and checks Idempotency-Keys in lookup.
+func queuedIngester(t *testing.T, g *app.GroupCommitter, lookup ports.MessageLookup) *app.Ingester {
 	t.Helper()
-	g, store, _, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1})
-	store.fail = poisonOn("first", fmt.Errorf("connection refused: %w", ports.ErrUnavailable))
-	store.open()
-	if err := <-first.done; !errors.Is(err, ports.ErrUnavailable) {
-		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
-	}
-	return g, store
-}
-
-// Once a batch found the store down, one request at a time probes it; the others
-// get ErrUnavailable at once instead of each waiting out the store's timeout.
-func TestGroupCommitProbesADownStoreWithOneRequest(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, store := downCommitter(t)
-	store.shut()
-	// Deadlines, so that a wrong refusal or wait fails the test instead of hanging it.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	atOnce := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s while a probe is under way: %v, want ErrUnavailable at once", what, err)
-		}
-	}
-	// A reservation is not a probe: a slow upload must not hold the others off.
-	slow, err := g.Reserve(10)
-	if err != nil {
-		t.Fatalf("Reserve with the store down and nothing queued: %v", err)
-	}
-	probe := appendAsync(ctx, g, "probe")
-	enteredStore(t, ctx, store, probe)
-	atOnce("Append", g.Append(ctx, msgs("other")))
-	_, err = g.Reserve(10)
-	atOnce("Reserve", err)
-	atOnce("Append through a reservation", slow.Append(ctx, msgs("slow")))
-	store.open()
-	if err := <-probe.done; err != nil {
-		t.Fatalf("the probe, once the store is back: %v", err)
-	}
-	// The store answered: with a request being written, others get in again.
-	store.shut()
-	after := appendAsync(ctx, g, "after")
-	enteredStore(t, ctx, store, after)
-	if r, err := g.Reserve(10); err != nil {
-		t.Errorf("Reserve once a batch reached the store: %v", err)
-	} else {
-		r.Cancel()
-	}
-	store.open()
-	if err := <-after.done; err != nil {
-		t.Error(err)
-	}
-	if store.has("other") || store.has("slow") {
-		t.Error("a refused message was stored")
-	}
-	closeCommitter(t, g)
-}
-
-// While a request claims the probe before a lookup of its own, the others are
-// refused at once: a lookup waiting out the store's timeout outside the queue
-// must not let everyone else do the same.
-func TestGroupCommitProbeClaimedBeforeALookup(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, _ := downCommitter(t)
-	keyed, err := g.Reserve(10)
+	in, err := app.NewIngesterWith(app.IngestPorts{Queue: g, Lookup: lookup, Clock: fixedClock{testNow}},
+		domain.DefaultPolicy(), app.DefaultAdmissionOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := g.Reserve(10) // plain reservations are not probes
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keyed.Probe(); err != nil {
-		t.Fatalf("the first Probe with the store down: %v", err)
-	}
-	if _, err := g.Reserve(10); !errors.Is(err, ports.ErrUnavailable) {
-		t.Errorf("Reserve with the probe claimed: %v, want ErrUnavailable", err)
-	}
-	if err := other.Probe(); !errors.Is(err, ports.ErrUnavailable) {
-		t.Errorf("a second Probe: %v, want ErrUnavailable", err)
-	}
-	if err := g.Append(t.Context(), msgs("plain")); !errors.Is(err, ports.ErrUnavailable) {
-		t.Errorf("Append with the probe claimed: %v, want ErrUnavailable", err)
-	}
-	// The claim passes to the queue with its Append, and is given up with Cancel.
-	if err := keyed.Append(t.Context(), msgs("keyed")); err != nil {
-		t.Fatalf("the probe's Append: %v", err)
-	}
-	if err := other.Probe(); err != nil {
-		t.Errorf("Probe once a batch reached the store: %v", err)
-	}
-	other.Cancel()
-	closeCommitter(t, g)
-}
-
-// blockingLookup is a ports.MessageLookup that waits for release, counting calls.
-type blockingLookup struct {
-	calls   atomic.Int32
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (l *blockingLookup) Lookup(ctx context.Context, _ domain.Scope, _ []string) ([]domain.Message, error) {
-	l.calls.Add(1)
-	l.entered <- struct{}{}
-	select {
-	case <-l.release:
-		return nil, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// With the store down, a keyed submission's Idempotency-Key lookup is the probe:
-// a second keyed submission does not wait out a lookup of its own.
-func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, _ := downCommitter(t)
-	lookup := &blockingLookup{entered: make(chan struct{}, 2), release: make(chan struct{})}
-	in := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow}).CheckReplaysIn(lookup)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // a regression fails, not hangs
-	defer cancel()
-	probe := make(chan error, 1)
-	go func() {
-		_, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-1")
-		probe <- err
-	}()
-	<-lookup.entered
-	if _, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-2"); !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a keyed Submit while another probes: %v, want ErrUnavailable at once", err)
-	}
-	if n := lookup.calls.Load(); n != 1 {
-		t.Errorf("%d lookups, want only the probe's", n)
-	}
-	close(lookup.release)
-	if err := <-probe; err != nil {
-		t.Errorf("the probing Submit: %v", err)
-	}
-	closeCommitter(t, g)
+	return in
 }
 
 // A busy store (ErrOverloaded) fails its batch but is not down: nothing queued
@@ -660,113 +531,6 @@ func TestGroupCommitReportsAReservationQueuedAtOnce(t *testing.T) {
 	closeCommitter(t, g)
 }
 
-// answeredStore holds each Append, by the id of its first message, until the
-// test answers it: batches written at the same time finish in the order chosen.
-type answeredStore struct {
-	mu      sync.Mutex
-	answers map[string]chan error
-	entered chan string
-}
-
-func newAnsweredStore() *answeredStore {
-	return &answeredStore{answers: map[string]chan error{}, entered: make(chan string, 10)}
-}
-
-func (s *answeredStore) answerFor(id string) chan error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.answers[id] == nil {
-		s.answers[id] = make(chan error, 1)
-	}
-	return s.answers[id]
-}
-
-func (s *answeredStore) Append(ctx context.Context, msgs []domain.Message) error {
-	answer := s.answerFor(msgs[0].ID)
-	s.entered <- msgs[0].ID
-	select {
-	case err := <-answer:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("answered store: %w: %w", ports.ErrUnavailable, ctx.Err())
-	}
-}
-
-// reached waits until c's batch is at the store.
-func (s *answeredStore) reached(t *testing.T, ctx context.Context, c call) {
-	t.Helper()
-	select {
-	case id := <-s.entered:
-		if id != c.id {
-			t.Fatalf("%s reached the store, want %s", id, c.id)
-		}
-	case err := <-c.done:
-		t.Fatalf("Append of %s returned (%v) before reaching the store", c.id, err)
-	case <-ctx.Done():
-		t.Fatalf("Append of %s never reached the store", c.id)
-	}
-}
-
-// With two writers an older batch can finish after a newer one; only the newer
-// outcome says whether the store is down. The test lets a third call reach the
-// store and sees whether a fourth is refused at once (the store is down, and the
-// third is its probe) or reaches the store too.
-func TestGroupCommitTheNewestBatchSaysWhetherTheStoreIsDown(t *testing.T) {
-	unavailable := fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
-	for _, tc := range []struct {
-		name         string
-		older, newer error // the outcomes, the newer batch's first
-		downAfter    bool
-	}{
-		{"older fails after newer succeeded", unavailable, nil, false},
-		{"older succeeds after newer failed", nil, unavailable, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			store := newAnsweredStore()
-			g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 2})
-			older := appendAsync(ctx, g, "older")
-			store.reached(t, ctx, older)
-			newer := appendAsync(ctx, g, "newer")
-			store.reached(t, ctx, newer)
-			store.answerFor("newer") <- tc.newer
-			if err := <-newer.done; !errors.Is(err, tc.newer) {
-				t.Fatalf("newer batch: %v, want %v", err, tc.newer)
-			}
-			store.answerFor("older") <- tc.older
-			if err := <-older.done; !errors.Is(err, tc.older) {
-				t.Fatalf("older batch: %v, want %v", err, tc.older)
-			}
-			third := appendAsync(ctx, g, "third")
-			store.reached(t, ctx, third)
-			fourth := appendAsync(ctx, g, "fourth")
-			select {
-			case err := <-fourth.done:
-				if !tc.downAfter || !errors.Is(err, ports.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("a call while the third is written: %v; the store is down: %v", err, tc.downAfter)
-				}
-			case id := <-store.entered:
-				if tc.downAfter {
-					t.Errorf("%s reached the store while the third probed a store found down", id)
-				}
-				store.answerFor(id) <- nil
-				if err := <-fourth.done; err != nil {
-					t.Error(err)
-				}
-			case <-ctx.Done():
-				t.Fatal("the fourth call was neither refused nor written")
-			}
-			store.answerFor("third") <- nil
-			if err := <-third.done; err != nil {
-				t.Error(err)
-			}
-			closeCommitter(t, g)
-		})
-	}
-}
-
 // enteredStore waits until c's batch is at the store's gate.
 func enteredStore(t *testing.T, ctx context.Context, store *gateStore, c call) {
 	t.Helper()
@@ -824,8 +588,8 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	store := newGateStore()
 	depth := &depthRecorder{}
-	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth})
-	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth, Stamper: testStamper()})
+	ingester := queuedIngester(t, g, &recordingStore{})
 	first := startBlocked(t, g, store)
 	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
 	if !errors.Is(err, ports.ErrOverloaded) {
@@ -847,10 +611,10 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 // although the queue filled meanwhile: refusals come from the headers only.
 func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2})
-	ingester := app.NewIngester(g, domain.DefaultPolicy(), fixedClock{testNow})
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 2, Stamper: testStamper()})
+	ingester := queuedIngester(t, g, &recordingStore{})
 	body := []byte("[" + submitted + "," + submitted + "]")
-	admitted, err := ingester.Admit(acmeLive, int64(len(body)))
+	admitted, err := ingester.Admit(acmeLive, app.IdempotencyKey{}, int64(len(body)))
 	if err != nil {
 		t.Fatalf("Admit with room for one more message: %v", err)
 	}
@@ -861,13 +625,13 @@ func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	if err := g.Append(ctx, msgs("late")); !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Append with the last room reserved: %v, want ErrOverloaded", err)
 	}
-	if _, err := ingester.Admit(acmeLive, 1); !errors.Is(err, ports.ErrOverloaded) {
+	if _, err := ingester.Admit(acmeLive, app.IdempotencyKey{}, 1); !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Admit with the last room reserved: %v, want ErrOverloaded", err)
 	}
 	// Two messages join the first: three, past the bound of two, as admitted.
 	result := make(chan error, 1)
 	go func() {
-		_, err := admitted.Submit(t.Context(), body, "")
+		_, err := admitted.Submit(t.Context(), body)
 		result <- err
 	}()
 	waitQueued(t, depth, 3)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -21,84 +22,144 @@ type SubmitResult struct {
 	Multiple bool
 }
 
-// Ingester is the submit use case.
+// Ingester is the submit use case, the one straight line from a submission's
+// bytes to the store: Admit (permission, a down store, load), then on the
+// Admission: Decode (parse, validate, normalise, mask, redact), Store (past the
+// breaker, the Idempotency-Key's earlier request looked up, then Append through
+// the queue or to the store) and Release. The Admission is the one object that holds the
+// submission's place and gives it back.
 type Ingester struct {
-	store     ports.MessageWriter
-	lookup    ports.MessageLookup // nil: an Idempotency-Key is not checked against earlier uses
+	store     ports.MessageWriter // written to when queue is nil
+	queue     *GroupCommitter     // nil: each submission writes on its own, unbounded
+	breaker   *Breaker            // nil: none
+	lookup    ports.MessageLookup
 	policy    domain.Policy
 	parser    domain.Parser // policy's, built once
 	clock     ports.Clock
 	admission *admission
 }
 
-// NewIngester returns the submit use case writing to store under policy, admitting
-// submissions with DefaultAdmissionOptions. When store is also a
-// ports.MessageLookup, a request whose Idempotency-Key already stored a different
-// request is refused (see CheckReplaysIn).
-func NewIngester(store ports.MessageWriter, policy domain.Policy, clock ports.Clock) *Ingester {
-	lookup, _ := store.(ports.MessageLookup)
-	return &Ingester{store: store, lookup: lookup, policy: policy, parser: policy.Parser(), clock: clock,
-		admission: newAdmission(DefaultAdmissionOptions())}
+// IngestPorts are the ingest use case's collaborators, passed explicitly.
+type IngestPorts struct {
+	// Store is written to when Queue is nil; one of them is required.
+	Store ports.MessageWriter
+	// Queue, if set, is written through instead: it coalesces concurrent
+	// submissions into store batches and bounds what waits for the store. An
+	// admitted submission reserves room in it, so its bound is the one byte
+	// budget of ingest (AdmissionOptions.MaxBytes then counts nothing). It must
+	// stamp each batch as it writes it (a StoredTimeStamper), the only time a
+	// message is stamped; without a queue the Ingester stamps just before Append.
+	Queue *GroupCommitter
+	// Breaker, if set, keeps submissions off a store found down, but one at a
+	// time that probes it (lookup and write).
+	Breaker *Breaker
+	// Lookup finds what an Idempotency-Key stored before; required, since
+	// without it a reused key would store nothing and answer 200.
+	Lookup ports.MessageLookup
+	// Clock stamps the messages; required.
+	Clock ports.Clock
 }
 
-// CheckReplaysIn sets where a request with an Idempotency-Key is compared with
-// the earlier requests under that key, for a store written through a wrapper
-// such as a GroupCommitter: a retry must carry the same submissions, or it gets
-// an error wrapping ports.ErrConflict and nothing is stored.
-func (in *Ingester) CheckReplaysIn(lookup ports.MessageLookup) *Ingester {
-	in.lookup = lookup
+// NewIngesterWith returns the submit use case on p under policy, admitting
+// submissions within admission; a missing collaborator is an error.
+func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOptions) (*Ingester, error) {
+	switch {
+	case p.Store == nil && p.Queue == nil:
+		return nil, errors.New("the ingest use case needs a store or a queue to write to")
+	case p.Lookup == nil:
+		return nil, errors.New("the ingest use case needs a ports.MessageLookup to check Idempotency-Keys")
+	case p.Clock == nil:
+		return nil, errors.New("the ingest use case needs a clock")
+	case p.Queue != nil && !p.Queue.Stamps():
+		// Messages are stamped once, when written: a queue that does not stamp
+		// would store them without their stored and visible times.
+		return nil, errors.New("the ingest use case needs a queue that stamps each batch (GroupCommitOptions.Stamper)")
+	}
+	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, parser: policy.Parser(), clock: p.Clock}
+	in.LimitDecoding(admission)
+	return in, nil
+}
+
+// NewIngester returns the submit use case writing to store, and checking
+// Idempotency-Keys in it, with each submission written on its own and
+// DefaultAdmissionOptions.
+func NewIngester(store ports.MessageStore, policy domain.Policy, clock ports.Clock) *Ingester {
+	in, err := NewIngesterWith(IngestPorts{Store: store, Lookup: store, Clock: clock}, policy, DefaultAdmissionOptions())
+	if err != nil {
+		panic("app: " + err.Error()) // a nil store or clock: a programming error
+	}
 	return in
 }
 
 // LimitDecoding replaces the admission options; call it before the first submission.
 func (in *Ingester) LimitDecoding(o AdmissionOptions) *Ingester {
+	if in.queue != nil {
+		o.MaxBytes = math.MaxInt64 // the queue's reservations count the bodies
+	}
 	in.admission = newAdmission(o)
 	return in
 }
 
-// Authorize reports ports.ErrForbidden for principals that may not submit.
-func (in *Ingester) Authorize(principal domain.Principal) error {
-	if principal.ReadOnly {
-		return fmt.Errorf("this credential may only read messages: %w", ports.ErrForbidden)
+// IdempotencyKey is a valid Idempotency-Key, or none (the zero value). Only
+// ParseIdempotencyKey makes one, so a key is checked once, where it comes in.
+type IdempotencyKey struct{ key string }
+
+// ParseIdempotencyKey reads the values of the Idempotency-Key header: none is
+// no key; one must be 1 to 255 visible ASCII characters; anything else is a
+// *domain.ValidationError naming the Idempotency-Key header.
+func ParseIdempotencyKey(values ...string) (IdempotencyKey, error) {
+	switch {
+	case len(values) == 0:
+		return IdempotencyKey{}, nil
+	case len(values) == 1 && ValidateIdempotencyKey(values[0]) == nil:
+		return IdempotencyKey{values[0]}, nil
+	default:
+		return IdempotencyKey{}, ValidateIdempotencyKey("") // the same error for every invalid key
 	}
-	return nil
 }
 
-// Admission is a submission let in by Ingester.Admit: it counts against the
-// admission bounds until its body is decoded, and holds room in the store's
-// queue until its messages are queued, or until Release.
+// String is the key, "" for none.
+func (k IdempotencyKey) String() string { return k.key }
+
+// Admission is a submission let in by Ingester.Admit, and the one object that
+// holds its place: it counts against the admission bounds until its body is
+// decoded, and holds room in the queue until its messages are queued, or until
+// Release. Use it from one goroutine.
 type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
+	key         IdempotencyKey
 	ticket      *ticket      // its place among the admitted submissions
-	reservation *Reservation // nil: the store has no bounded queue
-}
-
-// reserver is a writer with a bounded queue, such as a GroupCommitter.
-type reserver interface {
-	Reserve(bodyBytes int64) (*Reservation, error)
+	reservation *Reservation // nil without a queue
+	msgs        []domain.Message
+	result      SubmitResult
 }
 
 // Admit decides, before its body is read, whether a submission whose body has at
 // most bodyBytes may go ahead: it refuses read-only principals (ports.ErrForbidden);
-// wrapping ports.ErrOverloaded, a full store queue or a full waiting room; and,
 // wrapping ports.ErrUnavailable, a store found down while another request probes
-// it. An admitted submission holds room in the store's queue (GroupCommitter.Reserve),
+// it (Breaker.Refusing); and wrapping ports.ErrOverloaded, a full queue or a full
+// waiting room. An admitted submission holds room in the queue (GroupCommitter.Reserve),
 // so it is not refused for load later. Call Release unless Submit or Store is
 // called; deferring it is safe, as a second Release does nothing.
-func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admission, error) {
-	if err := in.Authorize(principal); err != nil {
-		return nil, err
+func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBytes int64) (*Admission, error) {
+	if principal.ReadOnly {
+		return nil, fmt.Errorf("this credential may only read messages: %w", ports.ErrForbidden)
+	}
+	if in.breaker != nil {
+		if err := in.breaker.Refusing(); err != nil {
+			return nil, err
+		}
 	}
 	ticket, err := in.admission.admit(bodyBytes)
 	if err != nil {
 		return nil, err
 	}
-	admitted := &Admission{in: in, principal: principal, ticket: ticket}
-	if r, ok := in.store.(reserver); ok {
-		if admitted.reservation, err = r.Reserve(bodyBytes); err != nil {
+	admitted := &Admission{in: in, principal: principal, key: key, ticket: ticket}
+	if in.queue != nil {
+		if admitted.reservation, err = in.queue.Reserve(bodyBytes); err != nil {
 			ticket.leave()
-			if errors.Is(err, ports.ErrOverloaded) {
+			if ports.KindOf(err) == ports.KindOverloaded {
 				in.admission.refused()
 			}
 			return nil, err
@@ -112,86 +173,97 @@ func (in *Ingester) Admit(principal domain.Principal, bodyBytes int64) (*Admissi
 func (a *Admission) Release() {
 	a.ticket.leave()
 	a.reservation.Cancel()
+	a.msgs = nil
 }
 
 // Submit validates body (one submission, an array or an envelope) and stores every
 // message, or nothing: Decode, then Store. Errors: *domain.ValidationError,
 // domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
 // ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
-func (a *Admission) Submit(ctx context.Context, body []byte, idempotencyKey string) (SubmitResult, error) {
+func (a *Admission) Submit(ctx context.Context, body []byte) (SubmitResult, error) {
 	defer a.Release() // also if decoding panics and the caller recovers
-	decoded, err := a.Decode(ctx, body, idempotencyKey)
-	if err != nil {
+	if err := a.Decode(ctx, body); err != nil {
 		return SubmitResult{}, err
 	}
-	return decoded.Store(ctx)
-}
-
-// Decoded is an admitted submission whose body was decoded: its messages wait
-// for Store.
-type Decoded struct {
-	admitted       *Admission
-	msgs           []domain.Message
-	result         SubmitResult
-	idempotencyKey string
+	return a.Store(ctx)
 }
 
 // Decode validates body and turns it into the messages to store. With an
-// idempotencyKey the identities are derived from it, so a retried request stores
+// Idempotency-Key the identities are derived from it, so a retried request stores
 // nothing twice. It waits for a decoder and gives it back before returning. It
 // keeps nothing of body, so the caller may reuse its memory at once, while the
-// messages wait for the store. After an error the submission is released.
-func (a *Admission) Decode(ctx context.Context, body []byte, idempotencyKey string) (*Decoded, error) {
+// messages wait for Store. After an error the submission is released.
+func (a *Admission) Decode(ctx context.Context, body []byte) error {
 	a.ticket.bodyRead(int64(len(body)))
-	if a.reservation != nil {
-		a.reservation.Shrink(int64(len(body)))
-	}
-	msgs, result, err := a.in.decode(ctx, a.principal, body, idempotencyKey)
+	a.reservation.Shrink(int64(len(body)))
+	var err error
+	a.msgs, a.result, err = a.in.decode(ctx, a.principal, body, a.key)
 	a.ticket.leave()
 	if err != nil {
 		a.Release()
-		return nil, err
 	}
-	return &Decoded{admitted: a, msgs: msgs, result: result, idempotencyKey: idempotencyKey}, nil
+	return err
 }
 
-// Store stores every message, or nothing, and releases the submission; call it
-// once. Errors: ports.ErrConflict (a reused Idempotency-Key), ports.ErrUnavailable
-// and ports.ErrOverloaded (wrapped).
-func (d *Decoded) Store(ctx context.Context) (SubmitResult, error) {
-	a := d.admitted
+// Store stores every decoded message, or nothing, and releases the submission;
+// call it once, after Decode. Errors: ports.ErrConflict (a reused
+// Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
+func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 	defer a.Release()
-	in := a.in
-	if d.idempotencyKey != "" {
-		if a.reservation != nil {
-			if err := a.reservation.Probe(); err != nil { // the lookup calls the store
-				return SubmitResult{}, err
-			}
-		}
-		if err := in.checkReplay(ctx, a.principal.Scope, d.msgs); err != nil {
+	// One pass for the lookup and the write: both call the store, so while it
+	// is down they are the probe, or wait for none.
+	var pass *Pass
+	if a.in.breaker != nil {
+		var err error
+		if pass, err = a.in.breaker.Enter(); err != nil {
 			return SubmitResult{}, err
+		}
+	}
+	defer pass.Abandon()
+	err := a.store(ctx)
+	pass.Done(err)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return a.result, nil
+}
+
+// store checks a reused Idempotency-Key, then appends through the queue or to
+// the store.
+func (a *Admission) store(ctx context.Context) error {
+	if a.key != (IdempotencyKey{}) {
+		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
+			return err
 		}
 	}
 	var err error
 	if a.reservation != nil {
-		err = a.reservation.Append(ctx, d.msgs)
+		err = a.reservation.Append(ctx, a.msgs) // the queue stamps them as it writes them
 	} else {
-		err = in.store.Append(ctx, d.msgs)
+		a.in.policy.StampStored(a.msgs, a.in.clock.Now())
+		err = a.in.store.Append(ctx, a.msgs)
 	}
 	if err != nil {
-		return SubmitResult{}, fmt.Errorf("store %d messages: %w", len(d.msgs), err)
+		return fmt.Errorf("store %d messages: %w", len(a.msgs), err)
 	}
-	return d.result, nil
+	return nil
 }
 
 // Submit is Admit followed by Admission.Submit, for callers that hold the body
-// already.
+// already; idempotencyKey "" is none.
 func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
-	admitted, err := in.Admit(principal, int64(len(body)))
+	var key IdempotencyKey
+	if idempotencyKey != "" {
+		var err error
+		if key, err = ParseIdempotencyKey(idempotencyKey); err != nil {
+			return SubmitResult{}, err
+		}
+	}
+	admitted, err := in.Admit(principal, key, int64(len(body)))
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	return admitted.Submit(ctx, body, idempotencyKey)
+	return admitted.Submit(ctx, body)
 }
 
 // checkReplay refuses msgs, derived from an Idempotency-Key, when one of their
@@ -199,9 +271,6 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body
 // request, and storing nothing while answering 200 would drop this one silently.
 // The same submissions are a retry; Append then stores what is missing, if any.
 func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) error {
-	if in.lookup == nil {
-		return nil
-	}
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -220,12 +289,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 }
 
 // decode turns body into the messages to store and the reply, on a decoder.
-func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) ([]domain.Message, SubmitResult, error) {
-	if idempotencyKey != "" {
-		if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
-			return nil, SubmitResult{}, err
-		}
-	}
+func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body []byte, key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
 	release, err := in.admission.decoder(ctx)
 	if err != nil {
 		return nil, SubmitResult{}, err
@@ -239,17 +303,17 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body
 	msgs := make([]domain.Message, len(batch.Submissions))
 	ids := make([]domain.Identity, len(batch.Submissions))
 	for i, s := range batch.Submissions {
-		if ids[i], err = identity(principal.Scope, idempotencyKey, i); err != nil {
+		if ids[i], err = identity(principal.Scope, key, i); err != nil {
 			return nil, SubmitResult{}, err
 		}
-		msgs[i] = in.policy.NewMessage(principal.Scope, s, ids[i], now)
+		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
 }
 
-func identity(scope domain.Scope, idempotencyKey string, index int) (domain.Identity, error) {
-	if idempotencyKey != "" {
-		return domain.DerivedIdentity(scope, idempotencyKey, index), nil
+func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {
+	if key != (IdempotencyKey{}) {
+		return domain.DerivedIdentity(scope, key.key, index), nil
 	}
 	return domain.NewIdentity()
 }

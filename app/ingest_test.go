@@ -7,13 +7,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
-func newIngester(store ports.MessageWriter) *app.Ingester {
+func newIngester(store ports.MessageStore) *app.Ingester {
 	return app.NewIngester(store, app.DefaultConfig().Policy(), fixedClock{testNow})
 }
 
@@ -49,18 +51,21 @@ func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
 	body := `{"messages":[` + submitted + "," + varied + "]}"
 	reused := []byte(body)
 	kept, fresh := &recordingStore{}, &recordingStore{}
-	admitted, err := newIngester(kept).Admit(acmeLive, int64(len(reused)))
+	key, err := app.ParseIdempotencyKey("k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded, err := admitted.Decode(context.Background(), reused, "k")
+	admitted, err := newIngester(kept).Admit(acmeLive, key, int64(len(reused)))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admitted.Decode(context.Background(), reused); err != nil {
 		t.Fatal(err)
 	}
 	for i := range reused {
 		reused[i] = 'x'
 	}
-	if _, err := decoded.Store(context.Background()); err != nil {
+	if _, err := admitted.Store(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, []byte(body), "k"); err != nil {
@@ -143,12 +148,19 @@ func TestSubmitWithIdempotencyKeyDerivesIdentities(t *testing.T) {
 }
 
 // A key already used for other submissions cannot carry a retry: the request is
-// refused before anything is written, whether the store is given directly or, as
-// behind a GroupCommitter, through CheckReplaysIn.
+// refused before anything is written, whether the store is given directly or
+// written to and looked up in as two collaborators.
 func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 	for name, wire := range map[string]func(*recordingStore) *app.Ingester{
-		"store that looks up":   func(s *recordingStore) *app.Ingester { return newIngester(s) },
-		"lookup set separately": func(s *recordingStore) *app.Ingester { return newIngester(writerOnly{s}).CheckReplaysIn(s) },
+		"store that looks up": func(s *recordingStore) *app.Ingester { return newIngester(s) },
+		"lookup set separately": func(s *recordingStore) *app.Ingester {
+			in, err := app.NewIngesterWith(app.IngestPorts{Store: writerOnly{s}, Lookup: s, Clock: fixedClock{testNow}},
+				app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return in
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := &recordingStore{}
@@ -173,6 +185,26 @@ func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 
 // writerOnly hides every method of a store but Append.
 type writerOnly struct{ ports.MessageWriter }
+
+// A queue that does not stamp would store messages without their stored and
+// visible times, which are set once, when written: refused at start-up.
+func TestIngesterNeedsAStampingQueue(t *testing.T) {
+	g := app.NewGroupCommitter(&recordingStore{}, app.GroupCommitOptions{})
+	_, err := app.NewIngesterWith(app.IngestPorts{Queue: g, Lookup: &recordingStore{}, Clock: fixedClock{testNow}},
+		app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+	if err == nil {
+		t.Error("an ingester on a queue without a stamper was built")
+	}
+}
+
+// Without a lookup a reused Idempotency-Key would go unchecked: refused at start-up.
+func TestIngesterNeedsALookup(t *testing.T) {
+	_, err := app.NewIngesterWith(app.IngestPorts{Store: &recordingStore{}, Clock: fixedClock{testNow}},
+		app.DefaultConfig().Policy(), app.DefaultAdmissionOptions())
+	if err == nil {
+		t.Error("an ingester without a ports.MessageLookup was built")
+	}
+}
 
 func TestSubmitRefusals(t *testing.T) {
 	tooMany := "[" + strings.TrimSuffix(strings.Repeat(submitted+",", domain.DefaultMaxBatch+1), ",") + "]"
@@ -231,5 +263,52 @@ func TestValidateIdempotencyKey(t *testing.T) {
 		if err := app.ValidateIdempotencyKey(key); (err == nil) != ok {
 			t.Errorf("ValidateIdempotencyKey(%q) = %v, want ok=%v", key, err, ok)
 		}
+	}
+}
+
+// The header's values are checked once, here: none is no key, two are invalid.
+func TestParseIdempotencyKey(t *testing.T) {
+	for _, tc := range []struct {
+		values []string
+		want   string
+		ok     bool
+	}{
+		{nil, "", true},
+		{[]string{"order-1"}, "order-1", true},
+		{[]string{""}, "", false},
+		{[]string{"has space"}, "", false},
+		{[]string{"a", "b"}, "", false},
+	} {
+		key, err := app.ParseIdempotencyKey(tc.values...)
+		var invalid *domain.ValidationError
+		if (err == nil) != tc.ok || key.String() != tc.want || (err != nil && !errors.As(err, &invalid)) {
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q, ok=%v", tc.values, key, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// Without a queue a message is stamped once, when written: its stored time and
+// visible time are those of Store, not of Decode.
+func TestSubmissionIsStampedWhenWritten(t *testing.T) {
+	store := &recordingStore{}
+	clock := conformance.NewFakeClock(testNow)
+	policy := app.DefaultConfig().Policy()
+	in := app.NewIngester(store, policy, clock)
+	admitted, err := in.Admit(acmeLive, app.IdempotencyKey{}, int64(len(submitted)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admitted.Decode(context.Background(), []byte(submitted)); err != nil {
+		t.Fatal(err)
+	}
+	written := testNow.Add(time.Minute)
+	clock.Set(written)
+	if _, err := admitted.Store(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := store.appended[0]
+	if !m.UpdatedAt.Equal(written) || !m.VisibleAt.Equal(written.Add(policy.VisibilityDelay)) {
+		t.Errorf("stored with updated_at %v and visible from %v, want %v and %v (the write's time)",
+			m.UpdatedAt, m.VisibleAt, written, written.Add(policy.VisibilityDelay))
 	}
 }

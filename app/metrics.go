@@ -19,7 +19,8 @@ const (
 	OpStats  = "stats"
 )
 
-// Kinds of store errors, as Metrics names them.
+// Kinds of store errors, as Metrics names them: the names of their
+// ports.ErrorKind (ports.KindOf(err).String()).
 const (
 	// ErrorUnavailable: the store could not be reached or did not answer in time
 	// (ports.ErrUnavailable, a deadline); the service answered 503.
@@ -40,7 +41,7 @@ type Metrics interface {
 	// whether it failed or not.
 	ObserveAppend(size int, took time.Duration)
 	// ObserveStoreError reports a failed store call: operation is one of the Op
-	// constants, kind one of the Error constants. A lookup that finds nothing
+	// constants, kind the name of its ports.ErrorKind (the Error variables). A lookup that finds nothing
 	// is not a failure.
 	ObserveStoreError(operation, kind string)
 }
@@ -94,20 +95,7 @@ func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, 
 // observe reports err, if it is a failure, and returns it unchanged.
 func (s observedStore) observe(operation string, err error) error {
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {
-		s.metrics.ObserveStoreError(operation, storeErrorKind(err))
+		s.metrics.ObserveStoreError(operation, ports.KindOf(err).String())
 	}
 	return err
-}
-
-func storeErrorKind(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ErrorCanceled
-	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return ErrorUnavailable
-	case errors.Is(err, ports.ErrOverloaded):
-		return ErrorOverloaded
-	default:
-		return ErrorOther
-	}
 }

@@ -131,3 +131,15 @@ func TestModuleReportsToGraphMetrics(t *testing.T) {
 		t.Errorf("append batch sizes %v, want [5]", appends)
 	}
 }
+
+// The metric's kinds are the classifier's names.
+func TestStoreErrorKindsAreTheClassifiersNames(t *testing.T) {
+	for kind, name := range map[ports.ErrorKind]string{
+		ports.KindUnavailable: app.ErrorUnavailable, ports.KindOverloaded: app.ErrorOverloaded,
+		ports.KindCanceled: app.ErrorCanceled, ports.KindOther: app.ErrorOther,
+	} {
+		if kind.String() != name {
+			t.Errorf("%v is named %q in the metrics", kind, name)
+		}
+	}
+}

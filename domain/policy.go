@@ -101,7 +101,16 @@ func (p Policy) maskSet() map[string]bool {
 
 // NewMessage turns a validated submission into the message to store at now.
 func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time) Message {
-	m := Message{
+	m := p.NewUnstoredMessage(scope, s, id)
+	p.stamp(&m, now)
+	return m
+}
+
+// NewUnstoredMessage is NewMessage without the stored time (UpdatedAt) and so
+// the visible time, for a writer that stamps them once, when it writes
+// (StampStored).
+func (p Policy) NewUnstoredMessage(scope Scope, s Submission, id Identity) Message {
+	return Message{
 		ID:          id.ID,
 		Reference:   id.Reference,
 		Account:     scope.Account,
@@ -118,8 +127,6 @@ func (p Policy) NewMessage(scope Scope, s Submission, id Identity, now time.Time
 		CreatedAt:   s.CreatedAt,
 		ExpiresAt:   s.CreatedAt.Add(p.Retention),
 	}
-	p.stamp(&m, now)
-	return m
 }
 
 // StampStored sets each message's stored time (updated_at) to now, and so the time

@@ -58,6 +58,7 @@ type api struct {
 	keys       ports.KeyStore
 	maxBody    int64
 	log        *zap.Logger
+	successLog *zap.Logger // a.log, sampled: the access lines of successful submissions
 	readiness  func(context.Context) error
 	metrics    *Metrics
 	limiter    *RateLimiter
@@ -82,6 +83,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
+	a.successLog = sampled(a.log)
 	if a.metrics == nil {
 		a.metrics = privateMetrics()
 	}
@@ -96,6 +98,9 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	return withRequestID(a.accessLog(a.measure(a.recoverPanics(limitHeaderBytes(r)))))
 }
 
+// submitRoute is the route of POST (and GET) /v1/messages.
+const submitRoute = "/v1/messages"
+
 // routes registers every endpoint; openapi.json must list exactly these (a test
 // walks them).
 func (a *api) routes(r *mux.Router) {
@@ -104,8 +109,8 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods()...)
 	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods()...)
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
-	r.Handle("/v1/messages", a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
+	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
+	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
 	// Before {idOrReference}, which would take "export" for an id.
 	r.Handle("/v1/messages/export", a.authenticate(a.rateLimit(a.export))).Methods(readMethods()...)
 	r.Handle("/v1/messages/{idOrReference}", a.authenticate(a.rateLimit(a.get))).Methods(readMethods()...)
@@ -141,20 +146,19 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgReady})
 }
 
-// submit checks, in order: permission, content type (charset and coding
-// included), Idempotency-Key, declared body size, load, then the body. Everything
-// before the body costs no more than its headers, so an overloaded service refuses
-// fast; a request it admits holds room for its body in the store's queue, so it
-// is not refused for load once its body is read.
+// submit is the HTTP end of the one ingest line: it checks what only HTTP knows
+// (content type, charset and coding included; the Idempotency-Key header; the
+// declared body size), then app.Ingester.Admit decides from the headers
+// (permission, load), the body is read, and the Admission decodes it (Decode)
+// and writes its messages to the store (Store). Everything before the body costs
+// no more than its headers, so an overloaded service refuses fast; an admitted
+// request holds room for its body in the store's queue, so it is not refused for
+// load once its body is read.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
-	if err := a.ingest.Authorize(principalOf(r.Context())); err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	if !requireJSON(w, r) {
 		return
 	}
-	idempotencyKey, err := idempotencyKeyOf(r.Header)
+	key, err := app.ParseIdempotencyKey(r.Header.Values("Idempotency-Key")...)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -166,25 +170,27 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	if bodyBytes < 0 {
 		bodyBytes = a.maxBody // chunked: room for the largest body it may be
 	}
-	admitted, err := a.ingest.Admit(principalOf(r.Context()), bodyBytes)
+	admitted, err := a.ingest.Admit(principalOf(r.Context()), key, bodyBytes)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	defer admitted.Release()
 	buf, giveBack := pooledBuffer()
-	body, ok := a.readBody(w, r, a.maxBody, buf)
-	if !ok {
+	body, err := readBody(w, r, a.maxBody, buf)
+	if err != nil {
 		giveBack()
+		admitted.Release() // not held while the rest of the body is dropped
+		a.refuseBody(w, r, a.maxBody, err)
 		return
 	}
-	decoded, err := admitted.Decode(r.Context(), body, idempotencyKey)
+	err = admitted.Decode(r.Context(), body)
 	giveBack() // before the store is waited for: the messages hold copies
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	result, err := decoded.Store(r.Context())
+	result, err := admitted.Store(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -198,19 +204,6 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		data = ids[0]
 	}
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgIngested, Data: data})
-}
-
-// idempotencyKeyOf returns the Idempotency-Key header, "" when absent; a header
-// that is present must be valid.
-func idempotencyKeyOf(h http.Header) (string, error) {
-	values, present := h[http.CanonicalHeaderKey("Idempotency-Key")]
-	if !present {
-		return "", nil
-	}
-	if len(values) != 1 {
-		return "", app.ValidateIdempotencyKey("") // the same error as any invalid key
-	}
-	return values[0], app.ValidateIdempotencyKey(values[0])
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

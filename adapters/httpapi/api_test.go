@@ -556,3 +556,30 @@ func TestHandlersBuiltWhileAnotherServes(t *testing.T) {
 	}
 	<-done
 }
+
+// At full load the access lines of successful submissions are sampled; an error's
+// line never is, however many successes surround it.
+func TestAccessLogSamplesSuccessesNeverErrors(t *testing.T) {
+	f := newFixture(t, setup{})
+	const successes, failures = 1000, 300
+	for i := range successes {
+		if rec := f.do(t, request{method: http.MethodPost, target: "/v1/messages", body: submission(start), header: authed()}); rec.Code != http.StatusOK {
+			t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+		}
+		if i%(successes/failures) == 0 && i/(successes/failures) < failures {
+			f.do(t, request{method: http.MethodPost, target: "/v1/messages", body: `{"name":1}`, header: authed()})
+		}
+	}
+	byStatus := map[int64]int{}
+	for _, e := range f.logs.FilterMessage("request").All() {
+		byStatus[e.ContextMap()["status"].(int64)]++
+	}
+	if byStatus[http.StatusBadRequest] != failures {
+		t.Errorf("%d access lines of %d refused submissions, want every one", byStatus[http.StatusBadRequest], failures)
+	}
+	// The sampler's second may end during the loop: at most two firsts and the
+	// one-in-a-hundred of the rest, and at least one second's first.
+	if n := byStatus[http.StatusOK]; n < 100 || n > 2*100+successes/100 {
+		t.Errorf("%d access lines of %d successful submissions, want a sample", n, successes)
+	}
+}

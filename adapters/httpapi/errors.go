@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,8 +29,8 @@ type apiError struct {
 	header     http.Header // extra response headers, e.g. Allow
 }
 
-// errorFor maps a use-case error to its reply. Anything unexpected is a 500; the
-// caller logs it.
+// errorFor maps a use-case error to its reply: bad input by its own type, the
+// rest by its ports.ErrorKind. Anything unexpected is a 500; the caller logs it.
 func errorFor(err error) apiError {
 	var invalid *domain.ValidationError
 	var tooBig *http.MaxBytesError
@@ -47,17 +46,21 @@ func errorFor(err error) apiError {
 		return unauthorized("the API key is not valid")
 	case errors.Is(err, ports.ErrForbidden):
 		return apiError{status: http.StatusForbidden, message: "this API key may not submit messages"}
-	case errors.Is(err, ports.ErrConflict):
+	case errors.Is(err, ports.ErrNotFound):
+		return apiError{status: http.StatusNotFound, message: "message not found"}
+	}
+	switch ports.KindOf(err) {
+	case ports.KindConflict:
 		return apiError{status: http.StatusBadRequest,
 			message: "this Idempotency-Key was already used for a different request; nothing was stored. " +
 				"Retry with the same body, or send new data with a new key",
 			fields: []domain.FieldError{{Field: "Idempotency-Key", Message: "was already used for a different request"}}}
-	case errors.Is(err, ports.ErrNotFound):
-		return apiError{status: http.StatusNotFound, message: "message not found"}
-	case errors.Is(err, ports.ErrOverloaded):
+	case ports.KindOverloaded:
 		return apiError{status: http.StatusTooManyRequests, message: "too many requests; retry later",
 			retryAfter: retryOverloaded}
-	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case ports.KindUnavailable, ports.KindCanceled:
+		// Canceled: the client went away, or the server is stopping; whoever
+		// reads this may retry.
 		return apiError{status: http.StatusServiceUnavailable, message: "the store is unavailable; retry later",
 			retryAfter: retryUnavailable}
 	default:

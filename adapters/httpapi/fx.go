@@ -13,7 +13,7 @@ import (
 )
 
 // HandlerModule provides the API's http.Handler. It needs app's use cases, an
-// app.Config, a *zap.Logger, a ports.KeyStore and the ports.MessageStore (whose
+// httpapi.Config, a *zap.Logger, a ports.KeyStore and the ports.MessageStore (whose
 // optional ports.HealthChecker backs /readyz). It also provides the service's
 // *prometheus.Registry, which /metrics serves and where other modules register
 // their collectors, and the app.Metrics the use cases report to. With a
@@ -41,7 +41,7 @@ type handlerParams struct {
 	Reader   *app.Reader
 	Keys     ports.KeyStore
 	Store    ports.MessageStore
-	Config   app.Config
+	Config   Config
 	Logger   *zap.Logger
 	Metrics  *Metrics
 	Portal   *portal.Portal `optional:"true"`
@@ -57,12 +57,12 @@ func newHandler(p handlerParams) http.Handler {
 		opts.Readiness = hc.Ping
 	}
 	if p.Config.RateLimit > 0 {
-		opts.RateLimiter = NewRateLimiter(p.Config.RateLimit, int(p.Config.RateBurst), nil)
+		opts.RateLimiter = NewRateLimiter(p.Config.RateLimit, p.Config.RateBurst, nil)
 	}
 	return New(p.Ingester, p.Reader, p.Keys, opts)
 }
 
-func newServer(lc fx.Lifecycle, sd fx.Shutdowner, cfg app.Config, handler http.Handler, log *zap.Logger) *Server {
+func newServer(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, handler http.Handler, log *zap.Logger) *Server {
 	s := NewServer(cfg.Addr, handler, log.Named("http"), func(error) {
 		_ = sd.Shutdown(fx.ExitCode(1))
 	})

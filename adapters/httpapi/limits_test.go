@@ -178,7 +178,7 @@ func TestHeaderFloodIsRefused(t *testing.T) {
 // read, so the refusal costs no more than the headers did.
 func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 	handler, ingest := apiAdmitting(httpapi.Options{}, app.AdmissionOptions{Decoders: 1})
-	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, -1)
+	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, app.IdempotencyKey{}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestOverloadIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 // 429 would tell the client to send it again.
 func TestDeclaredOversizeIsRefusedBeforeLoad(t *testing.T) {
 	handler, ingest := apiAdmitting(httpapi.Options{MaxBodyBytes: 1000}, app.AdmissionOptions{Decoders: 1})
-	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, -1)
+	busy, err := ingest.Admit(domain.Principal{Scope: domain.Scope{Account: "acme", Domain: "live"}}, app.IdempotencyKey{}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

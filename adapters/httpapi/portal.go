@@ -65,8 +65,9 @@ func (a *api) issuePortalSession(w http.ResponseWriter, r *http.Request) (portal
 	if !requireJSON(w, r) || !a.declaresAtMost(w, r, maxSessionBody) {
 		return portal.Session{}, false
 	}
-	body, ok := a.readBody(w, r, maxSessionBody, new(bytes.Buffer))
-	if !ok {
+	body, err := readBody(w, r, maxSessionBody, new(bytes.Buffer))
+	if err != nil {
+		a.refuseBody(w, r, maxSessionBody, err)
 		return portal.Session{}, false
 	}
 	req, err := portal.ParseSessionRequest(body)

@@ -175,10 +175,9 @@ func TestRateLimitSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.APIKeys = []app.APIKey{key}
-			cfg.RateLimit, cfg.RateBurst = c.rate, 1
 			var handler http.Handler
 			svc := fxtest.New(t, fx.NopLogger, app.Module, keyring.Module, httpapi.HandlerModule,
-				fx.Supply(cfg, zap.NewNop()),
+				fx.Supply(cfg, zap.NewNop(), httpapi.Config{RateLimit: c.rate, RateBurst: 1}),
 				fx.Provide(func() ports.MessageStore { return memory.New() }),
 				fx.Populate(&handler),
 			)

@@ -89,7 +89,6 @@ func TestSecretsReachNeitherStoreNorLogs(t *testing.T) {
 	logger := zap.New(core)
 	store := &spyStore{Store: memory.New()}
 	cfg := app.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.VisibilityDelay = 0
 	key, err := app.NewAPIKey("acme", "live", secretAPIKey)
 	if err != nil {
@@ -99,7 +98,7 @@ func TestSecretsReachNeitherStoreNorLogs(t *testing.T) {
 	var server *httpapi.Server
 	svc := fxtest.New(t,
 		fx.WithLogger(func() fxevent.Logger { return &fxevent.ZapLogger{Logger: logger.Named("fx")} }),
-		fx.Supply(cfg, logger),
+		fx.Supply(cfg, logger, httpapi.Config{Addr: "127.0.0.1:0"}),
 		fx.Provide(func() ports.MessageStore { return store }),
 		app.Module, keyring.Module, httpapi.Module,
 		fx.Populate(&server),

@@ -195,13 +195,10 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// shouldRetry: rate limiting, an unavailable store, or no reply at all.
+// shouldRetry: rate limiting, an unavailable store, or no reply at all
+// (ports.ErrorKind.Retryable; an *APIError wraps the sentinel of its status).
 func shouldRetry(err error) bool {
-	var apiErr *APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode == http.StatusServiceUnavailable
-	}
-	return errors.Is(err, ports.ErrUnavailable)
+	return ports.KindOf(err).Retryable()
 }
 
 // maxErrorBody bounds how much of an error reply is read.

@@ -73,7 +73,8 @@ func startService(t *testing.T, edit func(*app.Config)) *service {
 		keyring.Module,
 		portal.Module,
 		httpapi.HandlerModule,
-		fx.Supply(cfg, zap.New(core)),
+		fx.Supply(cfg, zap.New(core), httpapi.Config{
+			MaxBodyBytes: cfg.MaxBodyBytes, RateLimit: cfg.RateLimit, RateBurst: int(cfg.RateBurst)}),
 		fx.Provide(func() ports.MessageStore { return memory.New() }),
 		fx.Replace(fx.Annotate(ports.Clock(clock), fx.As(new(ports.Clock)))),
 		fx.Populate(&handler),

@@ -119,6 +119,7 @@ func options(cfg app.Config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		fx.Supply(cfg, logger),
+		fx.Provide(httpConfig),
 		store,
 		app.Module,
 		keyring.Module,

@@ -65,7 +65,8 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		keyring.Module,
 		portal.Module,
 		httpapi.HandlerModule,
-		fx.Supply(conf, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
+		fx.Supply(conf, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), httpapi.Config{
+			MaxBodyBytes: conf.MaxBodyBytes, RateLimit: conf.RateLimit, RateBurst: int(conf.RateBurst)}),
 		fx.Provide(func() ports.MessageStore { return store }),
 		fx.Replace(policy),
 		fx.Populate(&handler),
