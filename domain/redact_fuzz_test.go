@@ -167,7 +167,7 @@ func jsonDepth(data []byte) int {
 // repeated keys, and array elements, found by scanning or by checkJSON's spans.
 func FuzzJSONDecode(f *testing.F) {
 	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud83d"`,
-		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`,
+		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`, `{"name":1,"na\u006de":"x","path\u0000":2,"app":null}`,
 		` { "k" : [ 1 , "2" , { } ] , "z" : null } `, `[1, "two", [3], {"four": 4}, true, null]`, `{}`, `[]`} {
 		f.Add([]byte(seed))
 	}
@@ -196,13 +196,22 @@ func FuzzJSONDecode(f *testing.F) {
 			if err := json.Unmarshal(trimmed, &want); err != nil {
 				t.Fatal(err)
 			}
-			got := objectMap(trimmed, ends)
+			got := map[string]json.RawMessage{}
+			for key, value := range memberLiterals(trimmed, ends) {
+				got[unquote(key)] = value
+			}
 			if len(got) != len(want) {
-				t.Fatalf("objectMap(%q) = %q, want %q", trimmed, got, want)
+				t.Fatalf("memberLiterals(%q) = %q, want %q", trimmed, got, want)
 			}
 			for key, value := range want {
 				if !bytes.Equal(got[key], value) {
-					t.Fatalf("objectMap(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
+					t.Fatalf("memberLiterals(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
+				}
+			}
+			known := readMembers(trimmed, ends)
+			for key, name := range memberKeyNames {
+				if !bytes.Equal(known[key], want[name]) || (known[key] == nil) != (want[name] == nil) {
+					t.Fatalf("readMembers(%q)[%s] = %q, want %q", trimmed, name, known[key], want[name])
 				}
 			}
 		case kindArray:
@@ -222,6 +231,12 @@ func FuzzJSONDecode(f *testing.F) {
 		}
 	})
 }
+
+// memberKeyNames spells each memberKey, as memberKeyOf reads it.
+var memberKeyNames = [memberKeys]string{keyName: "name", keyApp: "app", keyCreatedAt: "created_at",
+	keyIPAddress: "ip_address", keyMethod: "method", keyPath: "path", keyDurationMS: "duration_ms",
+	keyStatusCode: "status_code", keyRequest: "request", keyResponse: "response", keyHeader: "header",
+	keyBody: "body", keyMessages: "messages"}
 
 // walkRedactJSON is the redaction of valid JSON as it was written before the
 // validator's pass found the masks: validate, then walk the body again, byte by

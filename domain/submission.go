@@ -92,7 +92,7 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 	}
 	if !shape.multiple {
 		fe := fieldErrors{}
-		s := v.submission(shape.single, false, &fe)
+		s := v.submission(&shape.single, false, &fe)
 		if len(fe.list) > 0 {
 			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.list}
 		}
@@ -105,7 +105,8 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 		if kindOf(raw) != kindObject {
 			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
 		} else {
-			batch.Submissions[i] = v.submission(objectMap(raw, v.ends), shape.envelope, &fe)
+			obj := readMembers(raw, v.ends)
+			batch.Submissions[i] = v.submission(&obj, shape.envelope, &fe)
 		}
 		all = append(all, fe.list...)
 	}
@@ -120,7 +121,7 @@ type bodyShape struct {
 	items []json.RawMessage // the array's or envelope's items
 	// single holds the members of a lone submission, read once while looking for
 	// "messages".
-	single   map[string]json.RawMessage
+	single   members
 	multiple bool // an array or an envelope
 	envelope bool
 	ends     valueEnds
@@ -149,11 +150,11 @@ func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 		items, err := batchItems(trimmed, maxBatch, ends)
 		return bodyShape{items: items, multiple: true, ends: ends}, err
 	case '{':
-		// A map, not a struct: encoding/json matches struct tags case-insensitively,
-		// and only the exact key "messages" makes an envelope.
-		obj := objectMap(trimmed, ends)
-		messages, isEnvelope := obj["messages"]
-		if !isEnvelope {
+		// Members by their exact keys, not a struct: encoding/json matches struct
+		// tags case-insensitively, and only the exact key "messages" makes an envelope.
+		obj := readMembers(trimmed, ends)
+		messages := obj[keyMessages]
+		if messages == nil {
 			return bodyShape{single: obj, ends: ends}, nil
 		}
 		if kindOf(messages) != kindArray {
@@ -179,20 +180,20 @@ type validator struct {
 
 // submission validates the members of one item. envelope items may use "app" for
 // "name" and a top-level "status_code" for "response.status_code".
-func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe *fieldErrors) Submission {
+func (v validator) submission(obj *members, envelope bool, fe *fieldErrors) Submission {
 	var s Submission
-	nameField := "name"
-	if envelope && isAbsent(obj["name"]) && !isAbsent(obj["app"]) {
-		nameField = "app"
+	nameField, nameKey := "name", keyName
+	if envelope && isAbsent(obj[keyName]) && !isAbsent(obj[keyApp]) {
+		nameField, nameKey = "app", keyApp
 	}
-	if name, ok := stringField(obj, nameField, nameField, true, fe); ok {
+	if name, ok := stringField(obj[nameKey], nameField, true, fe); ok {
 		s.Name = strings.TrimSpace(name)
 		if n := utf8.RuneCountInString(s.Name); n < 1 || n > MaxNameLength {
 			fe.add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
 		}
 	}
-	s.CreatedAt = v.createdAt(obj["created_at"], fe)
-	if method, ok := stringField(obj, "method", "method", true, fe); ok {
+	s.CreatedAt = v.createdAt(obj[keyCreatedAt], fe)
+	if method, ok := stringField(obj[keyMethod], "method", true, fe); ok {
 		switch {
 		case !isToken(method):
 			fe.add("method", "must be an HTTP method token such as GET or POST")
@@ -202,7 +203,7 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 			s.Method = strings.ToUpper(method)
 		}
 	}
-	if path, ok := stringField(obj, "path", "path", true, fe); ok {
+	if path, ok := stringField(obj[keyPath], "path", true, fe); ok {
 		switch {
 		case !strings.HasPrefix(path, "/"):
 			fe.add("path", "must start with /")
@@ -212,18 +213,18 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 			s.Path = path
 		}
 	}
-	if ip, ok := stringField(obj, "ip_address", "ip_address", false, fe); ok && ip != "" {
+	if ip, ok := stringField(obj[keyIPAddress], "ip_address", false, fe); ok && ip != "" {
 		if s.IPAddress, ok = canonicalIP(ip); !ok {
 			fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
 	var topStatus json.RawMessage
 	if envelope {
-		topStatus = obj["status_code"]
+		topStatus = obj[keyStatusCode]
 	}
-	s.Duration, s.HasDuration = durationMS(obj["duration_ms"], fe)
-	s.Request, _ = v.content(obj, "request", false, nil, fe)
-	s.Response, s.StatusCode = v.content(obj, "response", true, topStatus, fe)
+	s.Duration, s.HasDuration = durationMS(obj[keyDurationMS], fe)
+	s.Request, _ = v.content(obj[keyRequest], "request", false, nil, fe)
+	s.Response, s.StatusCode = v.content(obj[keyResponse], "response", true, topStatus, fe)
 	return s
 }
 
@@ -269,12 +270,10 @@ func (s *scratch) giveBack() {
 
 // content validates the request or response object. For the response it also
 // returns status_code, which an envelope item may carry at its top level instead.
-func (v validator) content(obj map[string]json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
-	raw := obj[field]
-	var inner map[string]json.RawMessage
+func (v validator) content(raw json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
+	var inner members
 	switch {
 	case isAbsent(raw) && isResponse && !isAbsent(topStatus):
-		inner = map[string]json.RawMessage{}
 	case isAbsent(raw):
 		fe.add(field, "is required")
 		return Content{}, 0
@@ -282,11 +281,11 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 		fe.add(field, "must be an object")
 		return Content{}, 0
 	default:
-		inner = objectMap(raw, v.ends)
+		inner = readMembers(raw, v.ends)
 	}
 	var c Content
-	body := v.decodeBody(inner["body"], field+".body", fe)
-	c.Header = v.header(inner["header"], field+".header", fe)
+	body := v.decodeBody(inner[keyBody], field+".body", fe)
+	c.Header = v.header(inner[keyHeader], field+".header", fe)
 	c.ContentType = contentType(c.Header, body, v.sniff)
 	c.Size = len(body)
 	c.Body = redactBody(body, c.ContentType, v.redacted)
@@ -294,7 +293,7 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 
 	status := 0
 	if isResponse {
-		statusRaw, statusField := inner["status_code"], field+".status_code"
+		statusRaw, statusField := inner[keyStatusCode], field+".status_code"
 		if isAbsent(statusRaw) && !isAbsent(topStatus) {
 			statusRaw, statusField = topStatus, "status_code"
 		}
@@ -358,10 +357,9 @@ func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {
 	return int(code)
 }
 
-// stringField reads obj[key], reporting problems under path. An absent or null
-// optional field is "".
-func stringField(obj map[string]json.RawMessage, key, path string, required bool, fe *fieldErrors) (string, bool) {
-	raw := obj[key]
+// stringField reads the member raw, reporting problems under path. An absent or
+// null optional field is "".
+func stringField(raw json.RawMessage, path string, required bool, fe *fieldErrors) (string, bool) {
 	if isAbsent(raw) {
 		if required {
 			fe.add(path, "is required")
