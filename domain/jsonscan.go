@@ -48,10 +48,15 @@ type valueEnds map[*byte]int
 // valueEndsOf indexes the spans checkJSON found in body.
 func valueEndsOf(body []byte, spans []valueSpan) valueEnds {
 	ends := make(valueEnds, len(spans))
-	for _, span := range spans {
-		ends[&body[span.start]] = span.end - span.start
-	}
+	ends.add(body, spans)
 	return ends
+}
+
+// add indexes the spans checkJSON found in body.
+func (e valueEnds) add(body []byte, spans []valueSpan) {
+	for _, span := range spans {
+		e[&body[span.start]] = span.end - span.start
+	}
 }
 
 // valueEnd returns the index just after the value starting at s[i].

@@ -77,7 +77,9 @@ func (ps Parser) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
 // instead of looking their ends up, as tests compare.
 func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error) {
 	p := ps.policy
-	shape, err := splitBody(body, p.MaxBatch, skipping)
+	sc := scratchPool.Get().(*scratch)
+	defer sc.giveBack()
+	shape, err := splitBody(body, p.MaxBatch, skipping, sc)
 	if err != nil {
 		return Batch{}, err
 	}
@@ -85,8 +87,7 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
 	v := validator{now: Micro(now), policy: p, masked: ps.masked, redacted: ps.redacted, sniff: p.Sniff, ends: shape.ends,
-		scratch: scratchPool.Get().(*scratch)}
-	defer v.scratch.giveBack()
+		scratch: sc}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
@@ -128,14 +129,17 @@ type bodyShape struct {
 }
 
 // splitBody finds the shape of body, refusing more than maxBatch items.
-// With skipping, the shape carries the ends of body's nested values.
-func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
+// With skipping, the shape carries the ends of body's nested values, kept in
+// sc until it is given back.
+func splitBody(body []byte, maxBatch int, skipping bool, sc *scratch) (bodyShape, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
-	rec := jsonRecorder{values: skipping}
-	switch checkJSON(trimmed, MaxNesting, &rec) {
+	rec := jsonRecorder{values: skipping, spans: sc.spans[:0]}
+	verdict := checkJSON(trimmed, MaxNesting, &rec)
+	sc.spans = rec.spans
+	switch verdict {
 	case jsonTooDeep:
 		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	case jsonInvalid:
@@ -143,7 +147,11 @@ func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 	}
 	var ends valueEnds
 	if skipping {
-		ends = valueEndsOf(trimmed, rec.spans)
+		if sc.ends == nil {
+			sc.ends = make(valueEnds, len(rec.spans))
+		}
+		ends = sc.ends
+		ends.add(trimmed, rec.spans)
 	}
 	switch trimmed[0] {
 	case '[':
@@ -253,17 +261,29 @@ func presized(buf []byte, n int) []byte {
 	return buf
 }
 
-// scratch holds what decoding writes before it makes the strings a message keeps;
-// pooled, it is reused from one POST to the next. A buffer that grew past
-// maxPooledScratch is left to the collector.
-type scratch struct{ body, header []byte }
+// scratch holds what decoding writes before it makes the strings a message keeps,
+// and the index of the body's values; pooled, it is reused from one POST to the
+// next. A buffer that grew past maxPooledScratch bytes, or an index past
+// maxPooledEnds values (a map never shrinks), is left to the collector.
+type scratch struct {
+	body, header []byte
+	spans        []valueSpan
+	ends         valueEnds
+}
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-const maxPooledScratch = 1 << 20
+const (
+	maxPooledScratch = 1 << 20
+	maxPooledEnds    = 1 << 14
+)
 
 func (s *scratch) giveBack() {
-	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch {
+	if len(s.ends) > maxPooledEnds {
+		s.ends = nil
+	}
+	clear(s.ends) // it points into the body, which must not be kept alive
+	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch && cap(s.spans)*16 <= maxPooledScratch {
 		scratchPool.Put(s)
 	}
 }
