@@ -14,8 +14,9 @@ import (
 // The names and values of one object share one string, and its values one slice:
 // decoding allocates a few times per header object instead of four times per
 // header, and a queued or stored message holds that many fewer objects. The values
-// of masked names are decoded into a string of their own, which masking then
-// drops, so the string a message keeps holds no secret and no room for one.
+// of masked names are not decoded: each is Mask at once, so no secret is ever
+// copied. Only a masked Content-Type is decoded, into a string of its own that
+// masking drops once contentType has read it.
 func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
 	if isAbsent(raw) {
 		return Header{}
@@ -59,11 +60,17 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 	spans := make([]valueSpan, 0, 32)
 	decodeValues := func(masked bool) {
 		for i := range entries {
-			if e := &entries[i]; e.masked == masked {
-				e.first = len(spans)
-				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
-				e.last = len(spans)
+			e := &entries[i]
+			if e.masked != masked {
+				continue
 			}
+			e.first = len(spans)
+			if masked && string(text[e.name.start:e.name.end]) != "Content-Type" {
+				spans = appendMaskSpans(spans, e.value, v.ends)
+			} else {
+				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+			}
+			e.last = len(spans)
 		}
 	}
 	decodeValues(false)
@@ -80,7 +87,11 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			from, offset = secret, keptEnd
 		}
 		for i, at := range spans[e.first:e.last] {
-			values[e.first+i] = from[at.start-offset : at.end-offset]
+			if at == maskSpan {
+				values[e.first+i] = Mask
+			} else {
+				values[e.first+i] = from[at.start-offset : at.end-offset]
+			}
 		}
 		name := kept[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
@@ -90,6 +101,20 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		}
 	}
 	return h
+}
+
+// maskSpan stands for a value that is masked without being decoded.
+var maskSpan = valueSpan{-1, -1}
+
+// appendMaskSpans appends a maskSpan for each value of the valid header value raw.
+func appendMaskSpans(spans []valueSpan, raw json.RawMessage, ends valueEnds) []valueSpan {
+	if kindOf(raw) != kindArray {
+		return append(spans, maskSpan)
+	}
+	for range elements(raw, ends) {
+		spans = append(spans, maskSpan)
+	}
+	return spans
 }
 
 // validHeaderValue accepts a scalar or an array of scalars; null and objects are refused.

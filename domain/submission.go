@@ -201,16 +201,7 @@ func (v validator) submission(obj *members, envelope bool, fe *fieldErrors) Subm
 		}
 	}
 	s.CreatedAt = v.createdAt(obj[keyCreatedAt], fe)
-	if method, ok := stringField(obj[keyMethod], "method", true, fe); ok {
-		switch {
-		case !isToken(method):
-			fe.add("method", "must be an HTTP method token such as GET or POST")
-		case len(method) > maxMethodLen:
-			fe.add("method", "must be at most %d characters", maxMethodLen)
-		default:
-			s.Method = strings.ToUpper(method)
-		}
-	}
+	s.Method = method(obj[keyMethod], fe)
 	if path, ok := stringField(obj[keyPath], "path", true, fe); ok {
 		switch {
 		case !strings.HasPrefix(path, "/"):
@@ -309,7 +300,9 @@ func (v validator) content(raw json.RawMessage, field string, isResponse bool, t
 	c.ContentType = contentType(c.Header, body, v.sniff)
 	c.Size = len(body)
 	c.Body = redactBody(body, c.ContentType, v.redacted)
-	maskHeader(c.Header, v.masked)
+	if v.masked["Content-Type"] { // the header decoded every other masked value as Mask
+		maskHeader(c.Header, v.masked)
+	}
 
 	status := 0
 	if isResponse {
@@ -321,6 +314,48 @@ func (v validator) content(raw json.RawMessage, field string, isResponse bool, t
 	}
 	return c, status
 }
+
+// method reads the required method, upper-cased. The standard methods come
+// without allocating: nearly every submission has one.
+func method(raw json.RawMessage, fe *fieldErrors) string {
+	var name []byte
+	switch {
+	case isAbsent(raw):
+		fe.add("method", "is required")
+		return ""
+	case kindOf(raw) != kindString:
+		fe.add("method", "must be a string")
+		return ""
+	case bytes.IndexByte(raw, '\\') >= 0:
+		name = []byte(unquote(raw))
+	default: // it decodes to itself, or holds invalid UTF-8, which no token does
+		name = raw[1 : len(raw)-1]
+	}
+	switch {
+	case !isToken(name):
+		fe.add("method", "must be an HTTP method token such as GET or POST")
+		return ""
+	case len(name) > maxMethodLen:
+		fe.add("method", "must be at most %d characters", maxMethodLen)
+		return ""
+	}
+	var buf [maxMethodLen]byte
+	upper := buf[:len(name)]
+	for i, c := range name {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper[i] = c
+	}
+	for _, standard := range standardMethods {
+		if string(upper) == standard {
+			return standard
+		}
+	}
+	return string(upper)
+}
+
+var standardMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT"}
 
 // MaxDuration bounds duration_ms: one day.
 const MaxDuration = 24 * time.Hour
