@@ -259,8 +259,8 @@ func plainSniff(body []byte) string {
 // without the header it is application/json for a JSON body (after byte order
 // marks, if any), "" for an empty body, and the sniffed media type otherwise.
 func contentType(h Header, body []byte, sniff Sniffer) string {
-	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
-		return mediaType(values[0])
+	if declared, ok := declaredType(h); ok {
+		return declared
 	}
 	switch {
 	case len(body) == 0:
@@ -270,6 +270,34 @@ func contentType(h Header, body []byte, sniff Sniffer) string {
 	default:
 		return mediaType(sniff(body))
 	}
+}
+
+// declaredType is the media type of a Content-Type header, if h has one.
+func declaredType(h Header) (string, bool) {
+	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
+		return mediaType(values[0]), true
+	}
+	return "", false
+}
+
+// typeAndRedact returns contentType(h, body, sniff) and redactBody(body, that
+// type, fields). A body without a Content-Type is checked as JSON once for both:
+// the pass that finds it valid also finds what to mask.
+func typeAndRedact(h Header, body []byte, sniff Sniffer, fields fieldSet) (string, string) {
+	if declared, ok := declaredType(h); ok {
+		return declared, redactBody(body, declared, fields)
+	}
+	if len(body) == 0 {
+		return "", ""
+	}
+	marks := byteOrderMarks(body)
+	if redacted, valid := redactValidJSON(body[marks:], fields); valid {
+		// JSON is never form-shaped (a form's pairs hold '=', which JSON keeps
+		// inside strings), so this is redactBody's JSON path.
+		return "application/json", string(body[:marks]) + redacted
+	}
+	sniffed := mediaType(sniff(body))
+	return sniffed, redactBody(body, sniffed, fields)
 }
 
 // mediaType drops parameters and lower-cases: the media type mime.ParseMediaType

@@ -46,6 +46,31 @@ func FuzzRedactJSON(f *testing.F) {
 	})
 }
 
+// FuzzTypeAndRedact: the parser's one check of a body without a Content-Type
+// gives what contentType and then redactBody give.
+func FuzzTypeAndRedact(f *testing.F) {
+	for _, seed := range []string{`{"password":"x"}`, "\uFEFF{\"token\":1}", "\uFEFF\uFEFF[1]", "password=x", `[{"cvv":1}`,
+		"a b", "", "1", " [] ", "\xff\xfe", `"token"`, "\uFEFF"} {
+		f.Add([]byte(seed), "")
+		f.Add([]byte(seed), "application/x-www-form-urlencoded")
+	}
+	f.Add([]byte(`{"a":1}`), " ")
+	sniffers := []Sniffer{plainSniff, func([]byte) string { return formMediaType }}
+	f.Fuzz(func(t *testing.T, body []byte, declared string) {
+		h := Header{}
+		if declared != "" {
+			h["Content-Type"] = []string{declared}
+		}
+		for _, sniff := range sniffers {
+			wantType := contentType(h, body, sniff)
+			want := redactBody(body, wantType, defaultFields)
+			if gotType, got := typeAndRedact(h, body, sniff, defaultFields); gotType != wantType || got != want {
+				t.Fatalf("typeAndRedact(%q, %q) = %q, %q; want %q, %q", declared, body, gotType, got, wantType, want)
+			}
+		}
+	})
+}
+
 func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
 	for _, seed := range []string{"password", "paſſword", "CLIENT_ſECRET", "Api_Key", "tok\u212Aen", "ToKeN"} {
 		f.Add(seed)

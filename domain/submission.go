@@ -297,9 +297,8 @@ func (v validator) content(raw json.RawMessage, field string, isResponse bool, t
 	var c Content
 	body := v.decodeBody(inner[keyBody], field+".body", fe)
 	c.Header = v.header(inner[keyHeader], field+".header", fe)
-	c.ContentType = contentType(c.Header, body, v.sniff)
 	c.Size = len(body)
-	c.Body = redactBody(body, c.ContentType, v.redacted)
+	c.ContentType, c.Body = typeAndRedact(c.Header, body, v.sniff, v.redacted)
 	if v.masked["Content-Type"] { // the header decoded every other masked value as Mask
 		maskHeader(c.Header, v.masked)
 	}
