@@ -2,7 +2,6 @@ package domain
 
 import (
 	"encoding/json"
-	"mime"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,8 +14,9 @@ import (
 // The names and values of one object share one string, and its values one slice:
 // decoding allocates a few times per header object instead of four times per
 // header, and a queued or stored message holds that many fewer objects. The values
-// of masked names are decoded into a string of their own, which masking then
-// drops, so the string a message keeps holds no secret and no room for one.
+// of masked names are not decoded: each is Mask at once, so no secret is ever
+// copied. Only a masked Content-Type is decoded, into a string of its own that
+// masking drops once contentType has read it.
 func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
 	if isAbsent(raw) {
 		return Header{}
@@ -60,11 +60,17 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 	spans := make([]valueSpan, 0, 32)
 	decodeValues := func(masked bool) {
 		for i := range entries {
-			if e := &entries[i]; e.masked == masked {
-				e.first = len(spans)
-				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
-				e.last = len(spans)
+			e := &entries[i]
+			if e.masked != masked {
+				continue
 			}
+			e.first = len(spans)
+			if masked && string(text[e.name.start:e.name.end]) != "Content-Type" {
+				spans = appendMaskSpans(spans, e.value, v.ends)
+			} else {
+				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+			}
+			e.last = len(spans)
 		}
 	}
 	decodeValues(false)
@@ -81,7 +87,11 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			from, offset = secret, keptEnd
 		}
 		for i, at := range spans[e.first:e.last] {
-			values[e.first+i] = from[at.start-offset : at.end-offset]
+			if at == maskSpan {
+				values[e.first+i] = Mask
+			} else {
+				values[e.first+i] = from[at.start-offset : at.end-offset]
+			}
 		}
 		name := kept[e.name.start:e.name.end]
 		if existing, seen := h[name]; seen {
@@ -91,6 +101,20 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 		}
 	}
 	return h
+}
+
+// maskSpan stands for a value that is masked without being decoded.
+var maskSpan = valueSpan{-1, -1}
+
+// appendMaskSpans appends a maskSpan for each value of the valid header value raw.
+func appendMaskSpans(spans []valueSpan, raw json.RawMessage, ends valueEnds) []valueSpan {
+	if kindOf(raw) != kindArray {
+		return append(spans, maskSpan)
+	}
+	for range elements(raw, ends) {
+		spans = append(spans, maskSpan)
+	}
+	return spans
 }
 
 // validHeaderValue accepts a scalar or an array of scalars; null and objects are refused.
@@ -235,8 +259,8 @@ func plainSniff(body []byte) string {
 // without the header it is application/json for a JSON body (after byte order
 // marks, if any), "" for an empty body, and the sniffed media type otherwise.
 func contentType(h Header, body []byte, sniff Sniffer) string {
-	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
-		return mediaType(values[0])
+	if declared, ok := declaredType(h); ok {
+		return declared
 	}
 	switch {
 	case len(body) == 0:
@@ -248,11 +272,39 @@ func contentType(h Header, body []byte, sniff Sniffer) string {
 	}
 }
 
-// mediaType drops parameters and lower-cases; a value mime cannot parse is cut at ';'.
-func mediaType(value string) string {
-	if mt, _, err := mime.ParseMediaType(value); err == nil {
-		return mt
+// declaredType is the media type of a Content-Type header, if h has one.
+func declaredType(h Header) (string, bool) {
+	if values := h["Content-Type"]; len(values) > 0 && strings.TrimSpace(values[0]) != "" {
+		return mediaType(values[0]), true
 	}
+	return "", false
+}
+
+// typeAndRedact returns contentType(h, body, sniff) and redactBody(body, that
+// type, fields). A body without a Content-Type is checked as JSON once for both:
+// the pass that finds it valid also finds what to mask.
+func typeAndRedact(h Header, body []byte, sniff Sniffer, fields fieldSet) (string, string) {
+	if declared, ok := declaredType(h); ok {
+		return declared, redactBody(body, declared, fields)
+	}
+	if len(body) == 0 {
+		return "", ""
+	}
+	marks := byteOrderMarks(body)
+	if redacted, valid := redactValidJSON(body[marks:], fields); valid {
+		// JSON is never form-shaped (a form's pairs hold '=', which JSON keeps
+		// inside strings), so this is redactBody's JSON path.
+		return "application/json", string(body[:marks]) + redacted
+	}
+	sniffed := mediaType(sniff(body))
+	return sniffed, redactBody(body, sniffed, fields)
+}
+
+// mediaType drops parameters and lower-cases: the media type mime.ParseMediaType
+// returns when it parses value, which is its part before ';', and that part for
+// any other value. Parsing the parameters, which are dropped, would cost three
+// allocations per body.
+func mediaType(value string) string {
 	mt, _, _ := strings.Cut(value, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
 }

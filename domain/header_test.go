@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"mime"
 	"net/textproto"
 	"runtime"
 	"slices"
@@ -150,6 +151,25 @@ func FuzzHeaderMaskKey(f *testing.F) {
 		canonical := CanonicalHeaderName(name)
 		if !masks(map[string]bool{key: true}, canonical) || !masks(map[string]bool{key: true}, []byte(canonical)) {
 			t.Fatalf("masks does not find %q (canonical %q) under its key %q", name, canonical, key)
+		}
+	})
+}
+
+// mediaType is what mime.ParseMediaType makes of a value it parses, and the
+// value cut at ';' otherwise, as the contentType of a body has always been.
+func FuzzMediaType(f *testing.F) {
+	for _, seed := range []string{"application/json; charset=utf-8", " Text/HTML ;q=1", "APPLICATION/X-WWW-FORM-URLENCODED",
+		"text/plain; charset", "multipart/form-data; boundary=\"a;b\"", "not a type", ";", "\u00a0text/plain", "\xff/\xfe"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		want, _, err := mime.ParseMediaType(value)
+		if err != nil {
+			before, _, _ := strings.Cut(value, ";")
+			want = strings.ToLower(strings.TrimSpace(before))
+		}
+		if got := mediaType(value); got != want {
+			t.Fatalf("mediaType(%q) = %q, want %q", value, got, want)
 		}
 	})
 }

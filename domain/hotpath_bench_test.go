@@ -3,6 +3,7 @@ package domain_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +42,35 @@ func benchSubmission() map[string]any {
 		"response": map[string]any{"status_code": 201, "header": responseHeader, "body": string(responseBody)}}
 }
 
+// benchSmallSubmission returns one submission of about 1.8 KB, the size of the
+// realistic one-per-POST load of issue 21: a dozen headers each way, a small
+// request body and a 900-byte JSON response body with a field to redact.
+func benchSmallSubmission() map[string]any {
+	requestHeader := map[string]any{"Authorization": "Bearer sk_live_0123456789abcdef", "Accept": "application/json",
+		"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36", "X-Request-Id": "9f1c2a7e-4b1d-4c55-9a8e-3e2f1d0c9b8a",
+		"Accept-Encoding": "gzip, br", "Content-Type": "application/json", "Cookie": "session=abc; theme=dark"}
+	responseHeader := map[string]any{"Content-Type": "application/json; charset=utf-8", "Date": "Fri, 14 Mar 2025 12:00:00 GMT",
+		"Server": "envoy", "Vary": "Accept-Encoding", "X-Ratelimit-Remaining": 998, "Set-Cookie": []any{"session=def; HttpOnly"}}
+	items := make([]map[string]any, 12)
+	for i := range items {
+		items[i] = map[string]any{"sku": fmt.Sprintf("SKU-%05d", i), "name": "standard item", "qty": i, "price": 12.5 + float64(i)}
+	}
+	responseBody, _ := json.Marshal(map[string]any{"id": 4711, "status": "shipped", "customer": map[string]any{
+		"email": "ada@example.com", "token": "tok_abc"}, "items": items})
+	return map[string]any{"name": "shop-frontend", "created_at": benchNow.Add(-time.Minute).Unix(),
+		"ip_address": "203.0.113.9", "method": "post", "path": "/v1/orders?page=2", "duration_ms": 12.345,
+		"request":  map[string]any{"header": requestHeader, "body": `{"sku":42,"qty":1,"password":"hunter2"}`},
+		"response": map[string]any{"status_code": 201, "header": responseHeader, "body": string(responseBody)}}
+}
+
 func benchBody(b *testing.B, items int) []byte {
 	b.Helper()
-	var v any = benchSubmission()
+	return benchBodyOf(b, benchSubmission(), items)
+}
+
+func benchBodyOf(b *testing.B, submission map[string]any, items int) []byte {
+	b.Helper()
+	var v any = submission
 	if items > 1 {
 		batch := make([]any, items)
 		for i := range batch {
@@ -76,8 +103,13 @@ func BenchmarkParseSubmissions(b *testing.B) {
 		{"decode+validate+mask", masked, 1},
 		{"decode+validate+mask+redact", full, 1},
 		{"batch of 100", full, 100},
+		{"1.8 KB", full, 1},
+		{"1.8 KB batch of 100", full, 100},
 	} {
 		body := benchBody(b, bc.items)
+		if strings.HasPrefix(bc.name, "1.8 KB") {
+			body = benchBodyOf(b, benchSmallSubmission(), bc.items)
+		}
 		parser := bc.policy.Parser() // as the ingest use case holds one
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -6,6 +6,7 @@ package domain
 // value again). The functions expect well-formed JSON.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -47,10 +48,15 @@ type valueEnds map[*byte]int
 // valueEndsOf indexes the spans checkJSON found in body.
 func valueEndsOf(body []byte, spans []valueSpan) valueEnds {
 	ends := make(valueEnds, len(spans))
-	for _, span := range spans {
-		ends[&body[span.start]] = span.end - span.start
-	}
+	ends.add(body, spans)
 	return ends
+}
+
+// add indexes the spans checkJSON found in body.
+func (e valueEnds) add(body []byte, spans []valueSpan) {
+	for _, span := range spans {
+		e[&body[span.start]] = span.end - span.start
+	}
 }
 
 // valueEnd returns the index just after the value starting at s[i].
@@ -121,24 +127,6 @@ func skipJSONSpace[T string | []byte](s T, i int) int {
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// memberName decodes a key literal; the member names of the contract's documents
-// come without allocating, since every submission repeats them.
-func memberName(lit []byte) string {
-	if name, ok := contractNames[string(lit[1:len(lit)-1])]; ok {
-		return name
-	}
-	return unquote(lit)
-}
-
-var contractNames = func() map[string]string {
-	names := map[string]string{}
-	for _, name := range []string{"messages", "name", "app", "created_at", "ip_address", "method",
-		"path", "request", "response", "status_code", "header", "body"} {
-		names[name] = name
-	}
-	return names
-}()
-
 // memberLiterals yields the keys, as literals with their quotes, and the raw
 // values of the well-formed object obj in the order sent. Decoding walks the body
 // once this way instead of re-validating every nested value as json.Unmarshal
@@ -159,14 +147,81 @@ func memberLiterals(obj []byte, ends valueEnds) iter.Seq2[[]byte, json.RawMessag
 	}
 }
 
-// objectMap collects the members of the well-formed object obj; a repeated key
-// keeps its last value, as with json.Unmarshal into a map.
-func objectMap(obj []byte, ends valueEnds) map[string]json.RawMessage {
-	m := make(map[string]json.RawMessage, 8)
+// memberKey names a member of the contract's documents that the parser reads.
+type memberKey uint8
+
+const (
+	keyName memberKey = iota
+	keyApp
+	keyCreatedAt
+	keyIPAddress
+	keyMethod
+	keyPath
+	keyDurationMS
+	keyStatusCode
+	keyRequest
+	keyResponse
+	keyHeader
+	keyBody
+	keyMessages
+	memberKeys // how many there are
+)
+
+// members holds the values of an object's members that the parser reads, by
+// key; nil for an absent member. An array rather than a map: reading an object
+// allocates nothing and hashes no key.
+type members [memberKeys]json.RawMessage
+
+// readMembers collects the members of the well-formed object obj that the
+// contract names, skipping the others; a repeated key keeps its last value, as
+// json.Unmarshal into a map does.
+func readMembers(obj []byte, ends valueEnds) members {
+	var m members
 	for key, value := range memberLiterals(obj, ends) {
-		m[memberName(key)] = value
+		if k, ok := memberKeyOf(key); ok {
+			m[k] = value
+		}
 	}
 	return m
+}
+
+// memberKeyOf reads a key literal as json.Unmarshal decodes it. Only an escape
+// can make a literal decode to a contract name it does not spell: invalid UTF-8
+// decodes to U+FFFD, which no name holds.
+func memberKeyOf(lit []byte) (memberKey, bool) {
+	name := lit[1 : len(lit)-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		name = []byte(unquote(lit))
+	}
+	switch string(name) {
+	case "name":
+		return keyName, true
+	case "app":
+		return keyApp, true
+	case "created_at":
+		return keyCreatedAt, true
+	case "ip_address":
+		return keyIPAddress, true
+	case "method":
+		return keyMethod, true
+	case "path":
+		return keyPath, true
+	case "duration_ms":
+		return keyDurationMS, true
+	case "status_code":
+		return keyStatusCode, true
+	case "request":
+		return keyRequest, true
+	case "response":
+		return keyResponse, true
+	case "header":
+		return keyHeader, true
+	case "body":
+		return keyBody, true
+	case "messages":
+		return keyMessages, true
+	}
+	return 0, false
 }
 
 // unquote decodes the well-formed JSON string literal lit exactly as

@@ -46,6 +46,31 @@ func FuzzRedactJSON(f *testing.F) {
 	})
 }
 
+// FuzzTypeAndRedact: the parser's one check of a body without a Content-Type
+// gives what contentType and then redactBody give.
+func FuzzTypeAndRedact(f *testing.F) {
+	for _, seed := range []string{`{"password":"x"}`, "\uFEFF{\"token\":1}", "\uFEFF\uFEFF[1]", "password=x", `[{"cvv":1}`,
+		"a b", "", "1", " [] ", "\xff\xfe", `"token"`, "\uFEFF"} {
+		f.Add([]byte(seed), "")
+		f.Add([]byte(seed), "application/x-www-form-urlencoded")
+	}
+	f.Add([]byte(`{"a":1}`), " ")
+	sniffers := []Sniffer{plainSniff, func([]byte) string { return formMediaType }}
+	f.Fuzz(func(t *testing.T, body []byte, declared string) {
+		h := Header{}
+		if declared != "" {
+			h["Content-Type"] = []string{declared}
+		}
+		for _, sniff := range sniffers {
+			wantType := contentType(h, body, sniff)
+			want := redactBody(body, wantType, defaultFields)
+			if gotType, got := typeAndRedact(h, body, sniff, defaultFields); gotType != wantType || got != want {
+				t.Fatalf("typeAndRedact(%q, %q) = %q, %q; want %q, %q", declared, body, gotType, got, wantType, want)
+			}
+		}
+	})
+}
+
 func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
 	for _, seed := range []string{"password", "paſſword", "CLIENT_ſECRET", "Api_Key", "tok\u212Aen", "ToKeN"} {
 		f.Add(seed)
@@ -167,7 +192,7 @@ func jsonDepth(data []byte) int {
 // repeated keys, and array elements, found by scanning or by checkJSON's spans.
 func FuzzJSONDecode(f *testing.F) {
 	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud83d"`,
-		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`,
+		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`, `{"name":1,"na\u006de":"x","path\u0000":2,"app":null}`,
 		` { "k" : [ 1 , "2" , { } ] , "z" : null } `, `[1, "two", [3], {"four": 4}, true, null]`, `{}`, `[]`} {
 		f.Add([]byte(seed))
 	}
@@ -196,13 +221,22 @@ func FuzzJSONDecode(f *testing.F) {
 			if err := json.Unmarshal(trimmed, &want); err != nil {
 				t.Fatal(err)
 			}
-			got := objectMap(trimmed, ends)
+			got := map[string]json.RawMessage{}
+			for key, value := range memberLiterals(trimmed, ends) {
+				got[unquote(key)] = value
+			}
 			if len(got) != len(want) {
-				t.Fatalf("objectMap(%q) = %q, want %q", trimmed, got, want)
+				t.Fatalf("memberLiterals(%q) = %q, want %q", trimmed, got, want)
 			}
 			for key, value := range want {
 				if !bytes.Equal(got[key], value) {
-					t.Fatalf("objectMap(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
+					t.Fatalf("memberLiterals(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
+				}
+			}
+			known := readMembers(trimmed, ends)
+			for key, name := range memberKeyNames {
+				if !bytes.Equal(known[key], want[name]) || (known[key] == nil) != (want[name] == nil) {
+					t.Fatalf("readMembers(%q)[%s] = %q, want %q", trimmed, name, known[key], want[name])
 				}
 			}
 		case kindArray:
@@ -222,6 +256,12 @@ func FuzzJSONDecode(f *testing.F) {
 		}
 	})
 }
+
+// memberKeyNames spells each memberKey, as memberKeyOf reads it.
+var memberKeyNames = [memberKeys]string{keyName: "name", keyApp: "app", keyCreatedAt: "created_at",
+	keyIPAddress: "ip_address", keyMethod: "method", keyPath: "path", keyDurationMS: "duration_ms",
+	keyStatusCode: "status_code", keyRequest: "request", keyResponse: "response", keyHeader: "header",
+	keyBody: "body", keyMessages: "messages"}
 
 // walkRedactJSON is the redaction of valid JSON as it was written before the
 // validator's pass found the masks: validate, then walk the body again, byte by

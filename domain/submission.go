@@ -77,7 +77,9 @@ func (ps Parser) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
 // instead of looking their ends up, as tests compare.
 func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error) {
 	p := ps.policy
-	shape, err := splitBody(body, p.MaxBatch, skipping)
+	sc := scratchPool.Get().(*scratch)
+	defer sc.giveBack()
+	shape, err := splitBody(body, p.MaxBatch, skipping, sc)
 	if err != nil {
 		return Batch{}, err
 	}
@@ -85,14 +87,13 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
 	v := validator{now: Micro(now), policy: p, masked: ps.masked, redacted: ps.redacted, sniff: p.Sniff, ends: shape.ends,
-		scratch: scratchPool.Get().(*scratch)}
-	defer v.scratch.giveBack()
+		scratch: sc}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
 	if !shape.multiple {
 		fe := fieldErrors{}
-		s := v.submission(shape.single, false, &fe)
+		s := v.submission(&shape.single, false, &fe)
 		if len(fe.list) > 0 {
 			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.list}
 		}
@@ -105,7 +106,8 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 		if kindOf(raw) != kindObject {
 			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
 		} else {
-			batch.Submissions[i] = v.submission(objectMap(raw, v.ends), shape.envelope, &fe)
+			obj := readMembers(raw, v.ends)
+			batch.Submissions[i] = v.submission(&obj, shape.envelope, &fe)
 		}
 		all = append(all, fe.list...)
 	}
@@ -120,21 +122,24 @@ type bodyShape struct {
 	items []json.RawMessage // the array's or envelope's items
 	// single holds the members of a lone submission, read once while looking for
 	// "messages".
-	single   map[string]json.RawMessage
+	single   members
 	multiple bool // an array or an envelope
 	envelope bool
 	ends     valueEnds
 }
 
 // splitBody finds the shape of body, refusing more than maxBatch items.
-// With skipping, the shape carries the ends of body's nested values.
-func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
+// With skipping, the shape carries the ends of body's nested values, kept in
+// sc until it is given back.
+func splitBody(body []byte, maxBatch int, skipping bool, sc *scratch) (bodyShape, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
 	}
-	rec := jsonRecorder{values: skipping}
-	switch checkJSON(trimmed, MaxNesting, &rec) {
+	rec := jsonRecorder{values: skipping, spans: sc.spans[:0]}
+	verdict := checkJSON(trimmed, MaxNesting, &rec)
+	sc.spans = rec.spans
+	switch verdict {
 	case jsonTooDeep:
 		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
 	case jsonInvalid:
@@ -142,18 +147,22 @@ func splitBody(body []byte, maxBatch int, skipping bool) (bodyShape, error) {
 	}
 	var ends valueEnds
 	if skipping {
-		ends = valueEndsOf(trimmed, rec.spans)
+		if sc.ends == nil {
+			sc.ends = make(valueEnds, len(rec.spans))
+		}
+		ends = sc.ends
+		ends.add(trimmed, rec.spans)
 	}
 	switch trimmed[0] {
 	case '[':
 		items, err := batchItems(trimmed, maxBatch, ends)
 		return bodyShape{items: items, multiple: true, ends: ends}, err
 	case '{':
-		// A map, not a struct: encoding/json matches struct tags case-insensitively,
-		// and only the exact key "messages" makes an envelope.
-		obj := objectMap(trimmed, ends)
-		messages, isEnvelope := obj["messages"]
-		if !isEnvelope {
+		// Members by their exact keys, not a struct: encoding/json matches struct
+		// tags case-insensitively, and only the exact key "messages" makes an envelope.
+		obj := readMembers(trimmed, ends)
+		messages := obj[keyMessages]
+		if messages == nil {
 			return bodyShape{single: obj, ends: ends}, nil
 		}
 		if kindOf(messages) != kindArray {
@@ -179,30 +188,21 @@ type validator struct {
 
 // submission validates the members of one item. envelope items may use "app" for
 // "name" and a top-level "status_code" for "response.status_code".
-func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe *fieldErrors) Submission {
+func (v validator) submission(obj *members, envelope bool, fe *fieldErrors) Submission {
 	var s Submission
-	nameField := "name"
-	if envelope && isAbsent(obj["name"]) && !isAbsent(obj["app"]) {
-		nameField = "app"
+	nameField, nameKey := "name", keyName
+	if envelope && isAbsent(obj[keyName]) && !isAbsent(obj[keyApp]) {
+		nameField, nameKey = "app", keyApp
 	}
-	if name, ok := stringField(obj, nameField, nameField, true, fe); ok {
+	if name, ok := stringField(obj[nameKey], nameField, true, fe); ok {
 		s.Name = strings.TrimSpace(name)
 		if n := utf8.RuneCountInString(s.Name); n < 1 || n > MaxNameLength {
 			fe.add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
 		}
 	}
-	s.CreatedAt = v.createdAt(obj["created_at"], fe)
-	if method, ok := stringField(obj, "method", "method", true, fe); ok {
-		switch {
-		case !isToken(method):
-			fe.add("method", "must be an HTTP method token such as GET or POST")
-		case len(method) > maxMethodLen:
-			fe.add("method", "must be at most %d characters", maxMethodLen)
-		default:
-			s.Method = strings.ToUpper(method)
-		}
-	}
-	if path, ok := stringField(obj, "path", "path", true, fe); ok {
+	s.CreatedAt = v.createdAt(obj[keyCreatedAt], fe)
+	s.Method = method(obj[keyMethod], fe)
+	if path, ok := stringField(obj[keyPath], "path", true, fe); ok {
 		switch {
 		case !strings.HasPrefix(path, "/"):
 			fe.add("path", "must start with /")
@@ -212,18 +212,18 @@ func (v validator) submission(obj map[string]json.RawMessage, envelope bool, fe 
 			s.Path = path
 		}
 	}
-	if ip, ok := stringField(obj, "ip_address", "ip_address", false, fe); ok && ip != "" {
+	if ip, ok := stringField(obj[keyIPAddress], "ip_address", false, fe); ok && ip != "" {
 		if s.IPAddress, ok = canonicalIP(ip); !ok {
 			fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
 	var topStatus json.RawMessage
 	if envelope {
-		topStatus = obj["status_code"]
+		topStatus = obj[keyStatusCode]
 	}
-	s.Duration, s.HasDuration = durationMS(obj["duration_ms"], fe)
-	s.Request, _ = v.content(obj, "request", false, nil, fe)
-	s.Response, s.StatusCode = v.content(obj, "response", true, topStatus, fe)
+	s.Duration, s.HasDuration = durationMS(obj[keyDurationMS], fe)
+	s.Request, _ = v.content(obj[keyRequest], "request", false, nil, fe)
+	s.Response, s.StatusCode = v.content(obj[keyResponse], "response", true, topStatus, fe)
 	return s
 }
 
@@ -252,29 +252,39 @@ func presized(buf []byte, n int) []byte {
 	return buf
 }
 
-// scratch holds what decoding writes before it makes the strings a message keeps;
-// pooled, it is reused from one POST to the next. A buffer that grew past
-// maxPooledScratch is left to the collector.
-type scratch struct{ body, header []byte }
+// scratch holds what decoding writes before it makes the strings a message keeps,
+// and the index of the body's values; pooled, it is reused from one POST to the
+// next. A buffer that grew past maxPooledScratch bytes, or an index past
+// maxPooledEnds values (a map never shrinks), is left to the collector.
+type scratch struct {
+	body, header []byte
+	spans        []valueSpan
+	ends         valueEnds
+}
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-const maxPooledScratch = 1 << 20
+const (
+	maxPooledScratch = 1 << 20
+	maxPooledEnds    = 1 << 14
+)
 
 func (s *scratch) giveBack() {
-	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch {
+	if len(s.ends) > maxPooledEnds {
+		s.ends = nil
+	}
+	clear(s.ends) // it points into the body, which must not be kept alive
+	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch && cap(s.spans)*16 <= maxPooledScratch {
 		scratchPool.Put(s)
 	}
 }
 
 // content validates the request or response object. For the response it also
 // returns status_code, which an envelope item may carry at its top level instead.
-func (v validator) content(obj map[string]json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
-	raw := obj[field]
-	var inner map[string]json.RawMessage
+func (v validator) content(raw json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
+	var inner members
 	switch {
 	case isAbsent(raw) && isResponse && !isAbsent(topStatus):
-		inner = map[string]json.RawMessage{}
 	case isAbsent(raw):
 		fe.add(field, "is required")
 		return Content{}, 0
@@ -282,19 +292,20 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 		fe.add(field, "must be an object")
 		return Content{}, 0
 	default:
-		inner = objectMap(raw, v.ends)
+		inner = readMembers(raw, v.ends)
 	}
 	var c Content
-	body := v.decodeBody(inner["body"], field+".body", fe)
-	c.Header = v.header(inner["header"], field+".header", fe)
-	c.ContentType = contentType(c.Header, body, v.sniff)
+	body := v.decodeBody(inner[keyBody], field+".body", fe)
+	c.Header = v.header(inner[keyHeader], field+".header", fe)
 	c.Size = len(body)
-	c.Body = redactBody(body, c.ContentType, v.redacted)
-	maskHeader(c.Header, v.masked)
+	c.ContentType, c.Body = typeAndRedact(c.Header, body, v.sniff, v.redacted)
+	if v.masked["Content-Type"] { // the header decoded every other masked value as Mask
+		maskHeader(c.Header, v.masked)
+	}
 
 	status := 0
 	if isResponse {
-		statusRaw, statusField := inner["status_code"], field+".status_code"
+		statusRaw, statusField := inner[keyStatusCode], field+".status_code"
 		if isAbsent(statusRaw) && !isAbsent(topStatus) {
 			statusRaw, statusField = topStatus, "status_code"
 		}
@@ -302,6 +313,48 @@ func (v validator) content(obj map[string]json.RawMessage, field string, isRespo
 	}
 	return c, status
 }
+
+// method reads the required method, upper-cased. The standard methods come
+// without allocating: nearly every submission has one.
+func method(raw json.RawMessage, fe *fieldErrors) string {
+	var name []byte
+	switch {
+	case isAbsent(raw):
+		fe.add("method", "is required")
+		return ""
+	case kindOf(raw) != kindString:
+		fe.add("method", "must be a string")
+		return ""
+	case bytes.IndexByte(raw, '\\') >= 0:
+		name = []byte(unquote(raw))
+	default: // it decodes to itself, or holds invalid UTF-8, which no token does
+		name = raw[1 : len(raw)-1]
+	}
+	switch {
+	case !isToken(name):
+		fe.add("method", "must be an HTTP method token such as GET or POST")
+		return ""
+	case len(name) > maxMethodLen:
+		fe.add("method", "must be at most %d characters", maxMethodLen)
+		return ""
+	}
+	var buf [maxMethodLen]byte
+	upper := buf[:len(name)]
+	for i, c := range name {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper[i] = c
+	}
+	for _, standard := range standardMethods {
+		if string(upper) == standard {
+			return standard
+		}
+	}
+	return string(upper)
+}
+
+var standardMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT"}
 
 // MaxDuration bounds duration_ms: one day.
 const MaxDuration = 24 * time.Hour
@@ -358,10 +411,9 @@ func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {
 	return int(code)
 }
 
-// stringField reads obj[key], reporting problems under path. An absent or null
-// optional field is "".
-func stringField(obj map[string]json.RawMessage, key, path string, required bool, fe *fieldErrors) (string, bool) {
-	raw := obj[key]
+// stringField reads the member raw, reporting problems under path. An absent or
+// null optional field is "".
+func stringField(raw json.RawMessage, path string, required bool, fe *fieldErrors) (string, bool) {
 	if isAbsent(raw) {
 		if required {
 			fe.add(path, "is required")

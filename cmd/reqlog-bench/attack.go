@@ -104,7 +104,16 @@ func (r *report) ingestRate() float64 {
 	if m == nil || m.Duration+m.Wait <= 0 {
 		return 0
 	}
-	return float64(m.StatusCodes["200"]*r.items) / (m.Duration + m.Wait).Seconds()
+	return r.ingested() / (m.Duration + m.Wait).Seconds()
+}
+
+// ingested is the number of acknowledged messages.
+func (r *report) ingested() float64 {
+	m := r.byKind[kindIngest]
+	if m == nil {
+		return 0
+	}
+	return float64(m.StatusCodes["200"] * r.items)
 }
 
 // counters are read by the sampler while an attack runs.

@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,17 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpclient/httpclienttest"
 	"github.com/reqlog/reqlog/app"
 )
+
+// TestMain serves a limit's handler when the tool starts this test binary as
+// its child process (startChild runs os.Executable with the handler's name).
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 {
+		if _, ok := childHandlers[os.Args[1]]; ok {
+			os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		}
+	}
+	os.Exit(m.Run())
+}
 
 func TestOnlyLoopbackTargets(t *testing.T) {
 	for _, url := range []string{"http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9"} {
@@ -36,6 +50,7 @@ func TestOnlyLoopbackTargets(t *testing.T) {
 		{"-n", "0", "seed"},
 		{"-rare", "0", "seed"},
 		{"-format", "xml", "export"},
+		{"-limit", "unmarshal", "ingest"},
 		{"hammer"},
 	} {
 		if _, _, err := parse(args, &stderr); err == nil {
@@ -70,6 +85,87 @@ func TestIngestAgainstTheBareHandler(t *testing.T) {
 	if !strings.Contains(out.String(), "ingest") || !strings.Contains(out.String(), "p99") {
 		t.Errorf("report:\n%s", out.String())
 	}
+}
+
+// The decode handler answers 200 with its fixed reply to any JSON body, and
+// 400 to anything else, storing nothing.
+func TestDecodeHandler(t *testing.T) {
+	srv := httptest.NewServer(decodeHandler(1 << 10))
+	defer srv.Close()
+	for body, want := range map[string]int{
+		`{"name":"a"}`:                         http.StatusOK,
+		`[1, "two", {"three": [null]}]`:        http.StatusOK,
+		`{"name":`:                             http.StatusBadRequest,
+		`"` + strings.Repeat("x", 2<<10) + `"`: http.StatusRequestEntityTooLarge,
+	} {
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%.20s: %d %s, want %d", body, resp.StatusCode, reply, want)
+		}
+		if want == http.StatusOK && !bytes.Equal(reply, decodeReply) {
+			t.Errorf("%.20s: reply %s", body, reply)
+		}
+	}
+}
+
+// An ingest run with -limit decode,bare: each handler runs in a child process
+// (this test binary, see TestMain), and the run prints the server's rate and
+// CPU per message against both. The test process stands in for reqlogd.
+func TestIngestAgainstTheDecodeLimit(t *testing.T) {
+	svc := httptest.NewServer(bareHandler(servicePolicy(), app.DefaultMaxBodyBytes))
+	defer svc.Close()
+	o, mode, err := parse([]string{"-url", svc.URL, "-limit", "decode,bare", "-duration", "1s", "-connections", "2",
+		"-pool", "20", "-pid", strconv.Itoa(os.Getpid()), "ingest"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := execute(t.Context(), mode, o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`== limit: decode handler: 2 connections for 1s`),
+		regexp.MustCompile(`status codes: map\[200:\d+\]`),
+		regexp.MustCompile(`cpu: the decode handler spent \d+\.\dµs per message`),
+		regexp.MustCompile(`cpu: the bare handler spent \d+\.\dµs per message`),
+		regexp.MustCompile(`cpu: the server \(pid \d+\) spent \d+\.\dµs per message`),
+		regexp.MustCompile(`ratio to the decode limit: \d+ / \d+ messages/s = \d+%`),
+		regexp.MustCompile(`cpu per message against the decode handler: [\d.]+µs / [\d.]+µs = [\d.]+ times`),
+		regexp.MustCompile(`ratio to the bare limit: \d+ / \d+ messages/s = \d+%`),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "shared-core bound") {
+		t.Errorf("a shared-core bound without a store:\n%s", out.String())
+	}
+}
+
+// The CPU time of this process grows as it works, read from /proc.
+func TestProcessCPU(t *testing.T) {
+	before, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc/<pid>/stat here: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		after, err := processCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after > before {
+			return
+		}
+		for i := range 1_000_000 { // work, so that the clock ticks
+			_ = strconv.Itoa(i)
+		}
+	}
+	t.Error("the process's CPU time did not grow in 10s of work")
 }
 
 // With -rate, each worker keeps its connection between requests, as clients with
@@ -150,7 +246,7 @@ func TestVerifyFindsWhatTheServerHas(t *testing.T) {
 // 1/6000 + 1/2000 s of the machine together: 1,500 messages/s at most.
 func TestRatiosIncludeTheSharedCoreBound(t *testing.T) {
 	var out strings.Builder
-	printRatios(&out, 1200, []string{"bare", "mongodb"}, []float64{6000, 2000})
+	printRatios(&out, 1200, 0, []string{"bare", "mongodb"}, []ceiling{{rate: 6000}, {rate: 2000}})
 	for _, want := range []string{
 		"ratio to the bare limit: 1200 / 6000 messages/s = 20%",
 		"ratio to the mongodb limit: 1200 / 2000 messages/s = 60%",
@@ -161,7 +257,7 @@ func TestRatiosIncludeTheSharedCoreBound(t *testing.T) {
 		}
 	}
 	out.Reset()
-	printRatios(&out, 1200, []string{"mongodb"}, []float64{2000})
+	printRatios(&out, 1200, 0, []string{"mongodb"}, []ceiling{{rate: 2000}})
 	if strings.Contains(out.String(), "bound") {
 		t.Errorf("a bound without the bare handler measured:\n%s", out.String())
 	}

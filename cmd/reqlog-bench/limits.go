@@ -84,14 +84,44 @@ func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
 	})
 }
 
-// serveBare runs the bare handler on a free loopback port, prints its URL, and
-// serves until its standard input closes (the parent tool ended).
-func serveBare(stdin io.Reader, stdout io.Writer) error {
+// decodeReply is what the decode handler answers every accepted body.
+var decodeReply = []byte(`{"status":true,"message":"Logs were successfully ingested and should show up shortly"}` + "\n")
+
+// decodeHandler is the plain-decode anchor: what any JSON API costs. It reads
+// the body under the service's limit, json.Unmarshals it into any and answers a
+// fixed reply, storing nothing: no validation, normalisation or identities.
+func decodeHandler(maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer // read as the bare handler reads
+		buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
+		if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		var v any
+		if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = w.Write(decodeReply)
+	})
+}
+
+// Handlers the tool serves in a child process, by the argument that starts it.
+var childHandlers = map[string]func() http.Handler{
+	"serve-bare":   func() http.Handler { return bareHandler(servicePolicy(), app.DefaultMaxBodyBytes) },
+	"serve-decode": func() http.Handler { return decodeHandler(app.DefaultMaxBodyBytes) },
+}
+
+// serveChild runs handler on a free loopback port, prints its URL, and serves
+// until its standard input closes (the parent tool ended).
+func serveChild(handler http.Handler, stdin io.Reader, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: bareHandler(servicePolicy(), app.DefaultMaxBodyBytes), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		_, _ = io.Copy(io.Discard, stdin)
 		_ = srv.Close()
@@ -103,20 +133,21 @@ func serveBare(stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// bareProcess is the bare handler in a child process, so that, like reqlogd, it
-// does not share a Go runtime with the load generator.
-type bareProcess struct {
+// childProcess is a limit's handler in a child process, so that, like reqlogd,
+// it does not share a Go runtime with the load generator.
+type childProcess struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	url   string
 }
 
-func startBare() (*bareProcess, error) {
+// startChild starts the tool again with the argument mode, one of childHandlers.
+func startChild(mode string) (*childProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "serve-bare")
+	cmd := exec.Command(self, mode)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -133,14 +164,16 @@ func startBare() (*bareProcess, error) {
 	if err != nil {
 		_ = stdin.Close()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("bare handler: %w", err)
+		return nil, fmt.Errorf("%s: %w", mode, err)
 	}
-	return &bareProcess{cmd: cmd, stdin: stdin, url: strings.TrimSpace(line)}, nil
+	return &childProcess{cmd: cmd, stdin: stdin, url: strings.TrimSpace(line)}, nil
 }
 
-func (b *bareProcess) stop() error {
-	_ = b.stdin.Close()
-	return b.cmd.Wait()
+func (c *childProcess) pid() int { return c.cmd.Process.Pid }
+
+func (c *childProcess) stop() error {
+	_ = c.stdin.Close()
+	return c.cmd.Wait()
 }
 
 // baseline is a direct connection to a backend through its store adapter.

@@ -7,10 +7,13 @@
 // request when the last one is answered) or at a fixed -rate, and report
 // throughput and p50/p90/p99/max latency by request kind and outcome. With -limit
 // the same run first measures the workload's ceiling and prints the ratio to it:
-// "bare" (an in-process HTTP handler, in a child process, that reads and decodes
-// the same bodies and answers, with no store) or "mongodb"/"elasticsearch" (the
-// store adapter appending the same messages in large batches from concurrent
-// goroutines, no service in between). -verify looks up every acknowledged message
+// "decode" (a plain net/http handler, in a child process, that json.Unmarshals
+// the same bodies into any and answers a fixed reply: what any JSON API costs),
+// "bare" (the same in a child process with the service's own parser and
+// identities, no store) or "mongodb"/"elasticsearch" (the store adapter
+// appending the same messages in large batches from concurrent goroutines, no
+// service in between). With -pid, the server's CPU per message is printed
+// against each handler's. -verify looks up every acknowledged message
 // afterwards; -sample reads the server's memory from its /metrics as it goes.
 // seed preloads -n messages in batches, one in -rare carrying a token that
 // search then looks for with q (latency, at -rate or -connections, like fetch);
@@ -81,9 +84,9 @@ type options struct {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 1 && args[0] == "serve-bare" {
-		if err := serveBare(stdin, stdout); err != nil {
-			fmt.Fprintln(stderr, "reqlog-bench serve-bare:", err)
+	if handler, ok := childHandlers[strings.Join(args, " ")]; ok {
+		if err := serveChild(handler(), stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "reqlog-bench %s: %v\n", args[0], err)
 			return 1
 		}
 		return 0
@@ -119,7 +122,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
 	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
 	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
-	limits := fs.String("limit", "", "also measure ceilings, comma-separated: bare (in-memory path), mongodb or elasticsearch (direct store)")
+	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb or elasticsearch (direct store)")
 	fs.StringVar(&o.mongoURI, "mongodb-uri", "mongodb://127.0.0.1:27017", "MongoDB of -limit mongodb")
 	fs.StringVar(&o.esURL, "elasticsearch-url", "http://127.0.0.1:9200", "Elasticsearch of -limit elasticsearch")
 	batches := fs.String("baseline-batches", "100,500,1000", "batch sizes the direct store baseline tries")
@@ -136,7 +139,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.DurationVar(&o.spread, "spread", 24*time.Hour, "seed: created_at spread over this much of the past")
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
-	fs.IntVar(&o.pid, "pid", 0, "export: the server's process id, to report its exact peak resident size (Linux)")
+	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest, fetch and mixed report its CPU per message, export its exact peak resident size")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
@@ -228,8 +231,8 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
 	}
 	for _, limit := range o.limits {
-		if !slices.Contains([]string{"bare", "mongodb", "elasticsearch"}, limit) {
-			return fmt.Errorf("-limit %q: use bare, mongodb or elasticsearch", limit)
+		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch"}, limit) {
+			return fmt.Errorf("-limit %q: use decode, bare, mongodb or elasticsearch", limit)
 		}
 		target := map[string]string{"mongodb": o.mongoURI, "elasticsearch": o.esURL}[limit]
 		if u, err := url.Parse(target); target != "" && (err != nil || !isLoopback(u.Hostname())) {
@@ -292,15 +295,18 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		}
 		targets = mixedTargets(targets, srv.fetchTargets(mix, o.seed), o.writeShare, o.seed)
 	}
-	ceilings := make([]float64, len(o.limits))
+	ceilings := make([]ceiling, len(o.limits))
 	for i, limit := range o.limits {
 		if ceilings[i], err = measureLimit(ctx, limit, o, bodies, stdout); err != nil {
 			return err
 		}
 	}
+	cpu := startCPU(o.pid)
 	rep := attack(title, o.load, o.items, targets, o.verify, sm)
 	rep.print(stdout)
-	printRatios(stdout, rep.ingestRate(), o.limits, ceilings)
+	serverCPU := cpu.perMessage(rep.ingested())
+	printCPU(stdout, fmt.Sprintf("the server (pid %d)", o.pid), serverCPU)
+	printRatios(stdout, rep.ingestRate(), serverCPU, o.limits, ceilings)
 	if o.verify {
 		var v verification
 		switch o.verifyIn {
@@ -323,21 +329,31 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	return nil
 }
 
-// measureLimit measures the ingest ceiling named limit, in messages per second.
-func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte, stdout io.Writer) (float64, error) {
-	if limit == "bare" {
-		bare, err := startBare()
+// ceiling is what a limit measured: messages per second, and for a handler in
+// a child process its CPU per message (0: not measured).
+type ceiling struct {
+	rate float64
+	cpu  time.Duration
+}
+
+// measureLimit measures the ingest ceiling named limit.
+func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte, stdout io.Writer) (ceiling, error) {
+	if limit == "bare" || limit == "decode" {
+		child, err := startChild("serve-" + limit)
 		if err != nil {
-			return 0, err
+			return ceiling{}, err
 		}
-		defer bare.stop()
-		bareSrv, err := newServer(bare.url, "")
+		defer child.stop()
+		childSrv, err := newServer(child.url, "")
 		if err != nil {
-			return 0, err
+			return ceiling{}, err
 		}
-		rep := attack("limit: bare handler", o.load, o.items, bareSrv.ingestTargets(bodies), false, nil)
+		cpu := startCPU(child.pid())
+		rep := attack("limit: "+limit+" handler", o.load, o.items, childSrv.ingestTargets(bodies), false, nil)
 		rep.print(stdout)
-		return rep.ingestRate(), nil
+		c := ceiling{rate: rep.ingestRate(), cpu: cpu.perMessage(rep.ingested())}
+		printCPU(stdout, "the "+limit+" handler", c.cpu)
+		return c, nil
 	}
 	var b *baseline
 	var err error
@@ -347,14 +363,14 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 		b, err = openElasticBaseline(ctx, o.esURL)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("-limit %s: %w", limit, err)
+		return ceiling{}, fmt.Errorf("-limit %s: %w", limit, err)
 	}
 	runs, err := measureBaseline(ctx, b, bodies, o.batches, o.workers, o.baselineEach)
 	if cleanupErr := b.cleanup(context.WithoutCancel(ctx)); cleanupErr != nil {
 		fmt.Fprintf(stdout, "warning: cleaning up the %s baseline: %v\n", limit, cleanupErr)
 	}
 	if err != nil {
-		return 0, err
+		return ceiling{}, err
 	}
 	fmt.Fprintf(stdout, "\n== limit: direct %s store, %s per combination\n", limit, o.baselineEach)
 	best := 0.0
@@ -363,7 +379,7 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 			r.rate, r.failures)
 		best = max(best, r.rate)
 	}
-	return best, nil
+	return ceiling{rate: best}, nil
 }
 
 // seedBatch is seed's default submissions per request: about 1 MB of the
@@ -419,25 +435,32 @@ func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io
 	return nil
 }
 
-// printRatios prints rate against each limit. With the bare handler and a store
-// measured in one run it also prints the most the service can reach when the
-// store shares its cores: sharedCoreBound.
-func printRatios(w io.Writer, rate float64, limits []string, ceilings []float64) {
+// printRatios prints rate against each limit, and the server's CPU per message
+// (serverCPU, 0 if unknown) against each handler's. With the bare handler and a
+// store measured in one run it also prints the most the service can reach when
+// the store shares its cores: sharedCoreBound.
+func printRatios(w io.Writer, rate float64, serverCPU time.Duration, limits []string, ceilings []ceiling) {
 	bare := 0.0
 	for i, limit := range limits {
-		fmt.Fprintf(w, "ratio to the %s limit: %.0f / %.0f messages/s = %.0f%%\n", limit, rate, ceilings[i],
-			100*rate/ceilings[i])
+		c := ceilings[i]
+		fmt.Fprintf(w, "ratio to the %s limit: %.0f / %.0f messages/s = %.0f%%\n", limit, rate, c.rate, 100*rate/c.rate)
+		if serverCPU > 0 && c.cpu > 0 {
+			fmt.Fprintf(w, "cpu per message against the %s handler: %.1fµs / %.1fµs = %.2f times\n", limit,
+				float64(serverCPU)/float64(time.Microsecond), float64(c.cpu)/float64(time.Microsecond),
+				float64(serverCPU)/float64(c.cpu))
+		}
 		if limit == "bare" {
-			bare = ceilings[i]
+			bare = c.rate
 		}
 	}
 	for i, limit := range limits {
-		if limit == "bare" || bare == 0 {
+		if limit == "bare" || limit == "decode" || bare == 0 {
 			continue
 		}
-		bound := sharedCoreBound(bare, ceilings[i])
+		direct := ceilings[i].rate
+		bound := sharedCoreBound(bare, direct)
 		fmt.Fprintf(w, "shared-core bound with %s: %.0f messages/s (%.0f%% of the direct store) if it is CPU-bound; reached %.0f%% of it\n",
-			limit, bound, 100*bound/ceilings[i], 100*rate/bound)
+			limit, bound, 100*bound/direct, 100*rate/bound)
 	}
 }
 

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: USER_HZ, 100 on
+// every Linux architecture the tool runs on.
+const userHZ = 100
+
+// processCPU reads the CPU time (user and system, every thread) that process pid
+// has used so far, from /proc/<pid>/stat (Linux).
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields are counted after it.
+	end := strings.LastIndexByte(string(raw), ')')
+	if end < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(string(raw[end+1:]))
+	// fields[0] is the state, field 3 of proc(5); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// cpuMeter measures the CPU a process spends between start and its stop
+// function. A meter of pid 0, or of a process whose /proc the tool cannot read,
+// measures nothing.
+type cpuMeter struct {
+	pid    int
+	before time.Duration
+	ok     bool
+}
+
+func startCPU(pid int) *cpuMeter {
+	m := &cpuMeter{pid: pid}
+	if pid > 0 {
+		var err error
+		m.before, err = processCPU(pid)
+		m.ok = err == nil
+	}
+	return m
+}
+
+// perMessage is the CPU spent since start divided by messages; 0 when unknown.
+func (m *cpuMeter) perMessage(messages float64) time.Duration {
+	if !m.ok || messages <= 0 {
+		return 0
+	}
+	after, err := processCPU(m.pid)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(float64(after-m.before) / messages)
+}
+
+// printCPU writes a process's CPU per acknowledged message, if measured.
+func printCPU(w io.Writer, who string, perMessage time.Duration) {
+	if perMessage > 0 {
+		fmt.Fprintf(w, "cpu: %s spent %.1fµs per message (user and system, /proc/<pid>/stat)\n", who,
+			float64(perMessage)/float64(time.Microsecond))
+	}
+}
