@@ -1,0 +1,127 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Messages kept longer than their neighbours do not keep mostly expired chunks
+// mapped: purging moves them together, and they read back unchanged.
+func TestPurgeCompactsSparseChunks(t *testing.T) {
+	s := New()
+	now := time.Now()
+	body := strings.Repeat("x", 10_000)
+	var kept []domain.Message
+	var all []domain.Message
+	for i := range 4000 { // about ten chunks
+		id, err := domain.NewIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := domain.Micro(now.Add(-time.Duration(i) * time.Millisecond))
+		m := domain.Message{ID: id.ID, Reference: id.Reference, Account: "acme", Domain: domain.DomainLive,
+			Name: "shop", Path: fmt.Sprintf("/v1/orders/%d", i), StatusCode: 200,
+			Request:   domain.Content{Header: domain.Header{"Accept": {"application/json"}}, Body: body},
+			Response:  domain.Content{Header: domain.Header{}},
+			CreatedAt: created, UpdatedAt: created, VisibleAt: created, ExpiresAt: created.Add(time.Hour)}
+		if i%10 == 0 {
+			m.ExpiresAt = created.Add(48 * time.Hour)
+			kept = append(kept, m)
+		}
+		all = append(all, m)
+	}
+	if err := s.Append(t.Context(), all); err != nil {
+		t.Fatal(err)
+	}
+	before := s.arena.mapped
+	purged, err := s.PurgeExpired(t.Context(), now.Add(2*time.Hour))
+	if err != nil || purged != int64(len(all)-len(kept)) {
+		t.Fatalf("PurgeExpired = %d, %v; want %d, nil", purged, err, len(all)-len(kept))
+	}
+	if after := s.arena.mapped; after*4 > before {
+		t.Errorf("after purging 90 %% of the messages %d of %d bytes are still mapped", after, before)
+	}
+	for _, m := range kept {
+		got, err := s.Get(t.Context(), m.Scope(), m.ID, now)
+		if err != nil {
+			t.Fatalf("Get(%s) after compaction: %v", m.ID, err)
+		}
+		if !domain.SameSubmission(m, got) || !got.ExpiresAt.Equal(m.ExpiresAt) {
+			t.Fatalf("Get(%s) after compaction: %+v, want %+v", m.ID, got, m)
+		}
+	}
+}
+
+// Ids other than canonical UUIDs, which tests and other callers may use, sort
+// by their text among canonical ones, cursors included.
+func TestOddIDsKeepTheOrder(t *testing.T) {
+	s := New()
+	created := domain.Micro(time.Now())
+	ids := []string{"b", "0190c3a4-0000-7000-8000-000000000000", "a", "zzz",
+		"ffffffff-ffff-ffff-ffff-ffffffffffff", "0190C3A4-0000-7000-8000-000000000000", ""}
+	var msgs []domain.Message
+	for i, id := range ids[:len(ids)-1] {
+		msgs = append(msgs, domain.Message{ID: id, Reference: fmt.Sprintf("ref-%d", i), Account: "acme",
+			Domain: domain.DomainLive, Name: "shop", CreatedAt: created, VisibleAt: created, ExpiresAt: created.Add(time.Hour)})
+	}
+	if err := s.Append(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ids[:len(ids)-1])
+	slices.Sort(want)
+	slices.Reverse(want)
+	scope := msgs[0].Scope()
+	var got []string
+	q := domain.Query{Scope: scope, Limit: 2}
+	for {
+		page, err := s.List(t.Context(), q, created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			got = append(got, m.ID)
+		}
+		if q.After = page.Next(); q.After == nil {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %q, want %q", got, want)
+	}
+	for i, m := range msgs {
+		if got, err := s.Get(t.Context(), scope, fmt.Sprintf("ref-%d", i), created); err != nil || got.ID != m.ID {
+			t.Errorf("Get(ref-%d) = %q, %v; want %q", i, got.ID, err, m.ID)
+		}
+	}
+}
+
+func TestPackUUIDKeepsTheTextOrder(t *testing.T) {
+	var prev string
+	for range 1000 {
+		id, err := domain.NewIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, ok := packUUID(id.ID)
+		if !ok || formatUUID(packed) != id.ID {
+			t.Fatalf("packUUID(%q) = %x, %v; formats back as %q", id.ID, packed, ok, formatUUID(packed))
+		}
+		if prev != "" {
+			p, _ := packUUID(prev)
+			if (string(p[:]) < string(packed[:])) != (prev < id.ID) {
+				t.Fatalf("%q and %q: packed order differs from text order", prev, id.ID)
+			}
+		}
+		prev = id.ID
+	}
+	for _, odd := range []string{"", "x", "0190c3a4-0000-7000-8000-00000000000g", "0190c3a4+0000-7000-8000-000000000000"} {
+		if _, ok := packUUID(odd); ok {
+			t.Errorf("packUUID(%q) packed an id that is not a canonical UUID", odd)
+		}
+	}
+}
