@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,40 @@ func TestPackUUIDKeepsTheTextOrder(t *testing.T) {
 		if _, ok := packUUID(odd); ok {
 			t.Errorf("packUUID(%q) packed an id that is not a canonical UUID", odd)
 		}
+	}
+}
+
+// Header names are numbered up to maxHeaderNames; beyond, records spell them
+// out, and both read back the same.
+func TestHeaderNamesBeyondTheTable(t *testing.T) {
+	s := New()
+	now := domain.Micro(time.Now())
+	header := domain.Header{}
+	for i := range maxHeaderNames + 100 {
+		header[fmt.Sprintf("X-Name-%d", i)] = []string{strconv.Itoa(i)}
+	}
+	id, err := domain.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := domain.Message{ID: id.ID, Reference: id.Reference, Account: "acme", Domain: domain.DomainLive, Name: "shop",
+		Request: domain.Content{Header: header}, Response: domain.Content{Header: domain.Header{"X-Name-7": {"a", "b"}, "X-Late": nil}},
+		CreatedAt: now, VisibleAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.Append(t.Context(), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.headerNames.len(); n != maxHeaderNames {
+		t.Errorf("%d header names numbered, want %d", n, maxHeaderNames)
+	}
+	got, err := s.Get(t.Context(), m.Scope(), m.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !domain.SameSubmission(got, m) {
+		t.Errorf("the message read back differs in its headers: %d request names, response %v", len(got.Request.Header), got.Response.Header)
+	}
+	page, err := s.List(t.Context(), domain.Query{Scope: m.Scope(), Limit: 1, Filter: domain.Filter{Text: strconv.Itoa(maxHeaderNames + 99)}}, now)
+	if err != nil || len(page.Messages) != 1 {
+		t.Errorf("searching a value of a header spelled out: %d messages, %v; want 1", len(page.Messages), err)
 	}
 }

@@ -101,19 +101,24 @@ func packReference(ref string) ([16]byte, bool) {
 	return b, true
 }
 
-// interner numbers values, so that slots hold a small id instead of a string.
-// Values are never forgotten: a store has few scopes and application names.
+// interner numbers values, so that slots and records hold a small id instead
+// of a string. Values are never forgotten: a store has few scopes, application
+// and header names.
 type interner[T comparable] struct {
 	ids    map[T]uint32
 	values []T
+	keep   func(T) T // a copy of a caller's value that shares no memory with it
 }
 
-func newInterner[T comparable]() interner[T] { return interner[T]{ids: map[T]uint32{}} }
+func newInterner[T comparable](keep func(T) T) interner[T] {
+	return interner[T]{ids: map[T]uint32{}, keep: keep}
+}
 
 func (in *interner[T]) id(v T) uint32 {
 	if n, ok := in.ids[v]; ok {
 		return n
 	}
+	v = in.keep(v)
 	in.values = append(in.values, v)
 	in.ids[v] = uint32(len(in.values) - 1)
 	return uint32(len(in.values) - 1)
@@ -125,6 +130,8 @@ func (in *interner[T]) lookup(v T) (uint32, bool) {
 }
 
 func (in *interner[T]) value(n uint32) T { return in.values[n] }
+
+func (in *interner[T]) len() int { return len(in.values) }
 
 // Times in the indexes are Unix nanoseconds, exact from 1678 to 2262; times
 // outside sort as the nearest bound (the zero time, never a message's, first).

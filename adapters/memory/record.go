@@ -18,10 +18,17 @@ import (
 //	request, then response: content type, size (varint), body, the number of
 //	header names, then each name, its number of values and the values.
 //
+// A header name is a uvarint: 1 + its number in the store's headerNames, or 0
+// followed by the name itself once maxHeaderNames are numbered.
+//
 // The fields filters read come first, so a filter reads no further than it needs.
 
-// appendRecord appends m's record to b.
-func appendRecord(b []byte, m *domain.Message) []byte {
+// maxHeaderNames bounds the header names a store numbers: a client sending
+// ever new names gets them written out instead of growing the table forever.
+const maxHeaderNames = 4096
+
+// appendRecord appends m's record to b, numbering new header names in names.
+func appendRecord(b []byte, m *domain.Message, names *interner[string]) []byte {
 	for _, s := range []string{m.ID, m.Reference, m.IPAddress, m.Method, m.Path} {
 		b = appendString(b, s)
 	}
@@ -42,7 +49,14 @@ func appendRecord(b []byte, m *domain.Message) []byte {
 		b = appendString(b, c.Body)
 		b = binary.AppendUvarint(b, uint64(len(c.Header)))
 		for name, vs := range c.Header {
-			b = appendString(b, name)
+			if n, ok := names.lookup(name); ok || names.len() < maxHeaderNames {
+				if !ok {
+					n = names.id(name)
+				}
+				b = binary.AppendUvarint(b, uint64(n)+1)
+			} else {
+				b = appendString(binary.AppendUvarint(b, 0), name)
+			}
 			b = binary.AppendUvarint(b, uint64(len(vs)))
 			for _, v := range vs {
 				b = appendString(b, v)
@@ -136,7 +150,9 @@ func searchRecord(rec []byte, search domain.Search) bool {
 			return true
 		}
 		for range r.uvarint() {
-			r.skip(1)
+			if r.uvarint() == 0 {
+				r.skip(1)
+			}
 			for range r.uvarint() {
 				if search.In(r.str()) {
 					return true
@@ -148,8 +164,8 @@ func searchRecord(rec []byte, search domain.Search) bool {
 }
 
 // decode fills m's fields from a record that belongs to m: its strings are
-// views of rec, which must not change afterwards.
-func decode(rec []byte, m *domain.Message) {
+// views of rec, which must not change afterwards, or interned header names.
+func decode(rec []byte, m *domain.Message, names *interner[string]) {
 	r := reader{b: rec}
 	m.ID, m.Reference, m.IPAddress, m.Method, m.Path = r.str(), r.str(), r.str(), r.str(), r.str()
 	m.CreatedAt, m.UpdatedAt, m.VisibleAt, m.ExpiresAt = r.time(), r.time(), r.time(), r.time()
@@ -159,10 +175,15 @@ func decode(rec []byte, m *domain.Message) {
 		c.ContentType = r.str()
 		c.Size = int(r.varint())
 		c.Body = r.str()
-		names := int(r.uvarint())
-		c.Header = make(domain.Header, names)
-		for range names {
-			name := r.str()
+		count := int(r.uvarint())
+		c.Header = make(domain.Header, count)
+		for range count {
+			var name string
+			if n := r.uvarint(); n > 0 {
+				name = names.value(uint32(n - 1))
+			} else {
+				name = r.str()
+			}
 			n := int(r.uvarint())
 			if n == 0 {
 				c.Header[name] = nil

@@ -50,6 +50,38 @@ type slot struct {
 	hasDuration, used         bool
 }
 
+// slotTable holds the slots in pages of fixed size, so that growing never
+// copies them nor leaves a doubled array half empty.
+type slotTable struct {
+	pages [][]slot
+	spare []uint32 // numbers of freed slots
+	next  uint32   // the first number never used
+}
+
+const slotPageBits = 14
+
+func (t *slotTable) at(n uint32) *slot { return &t.pages[n>>slotPageBits][n&(1<<slotPageBits-1)] }
+
+func (t *slotTable) add(sl slot) uint32 {
+	var n uint32
+	if k := len(t.spare); k > 0 {
+		n, t.spare = t.spare[k-1], t.spare[:k-1]
+	} else {
+		n = t.next
+		t.next++
+		if int(n>>slotPageBits) == len(t.pages) {
+			t.pages = append(t.pages, make([]slot, 1<<slotPageBits))
+		}
+	}
+	*t.at(n) = sl
+	return n
+}
+
+func (t *slotTable) free(n uint32) {
+	*t.at(n) = slot{}
+	t.spare = append(t.spare, n)
+}
+
 // entry is a message's key in the List-order indexes: newest first, ties by
 // id descending. id holds the 16 bytes of a canonical UUID, whose order is its
 // text's; oddID marks any other id, compared by its text in the record. top is
@@ -93,29 +125,33 @@ func statusClass(code int) int { return min(max(code/100, 0), 5) }
 // Store is the in-memory ports.MessageStore: messages last as long as the process.
 // It is safe for concurrent use.
 type Store struct {
-	mu        sync.RWMutex
-	arena     arena
-	slots     []slot
-	freeSlots []uint32
-	ids       keyIndex // id -> slot
-	refs      keyIndex // reference -> slot
-	scopes    map[domain.Scope]*scopeIndex
-	scopeIDs  interner[domain.Scope]
-	names     interner[string]
-	expires   *btree.BTreeG[expiry]
-	scratch   []byte // the record being encoded
+	mu       sync.RWMutex
+	arena    arena
+	slots    slotTable
+	ids      keyIndex // id -> slot
+	refs     keyIndex // reference -> slot
+	scopes   map[domain.Scope]*scopeIndex
+	scopeIDs interner[domain.Scope]
+	names    interner[string]
+	// headerNames numbers the header names records share (record.go).
+	headerNames interner[string]
+	expires     *btree.BTreeG[expiry]
+	scratch     []byte // the record being encoded
 }
 
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		arena:    newArena(),
-		ids:      newKeyIndex(packUUID),
-		refs:     newKeyIndex(packReference),
-		scopes:   map[domain.Scope]*scopeIndex{},
-		scopeIDs: newInterner[domain.Scope](),
-		names:    newInterner[string](),
-		expires:  btree.NewG(btreeDegree, expiresFirst),
+		arena:  newArena(),
+		ids:    newKeyIndex(packUUID),
+		refs:   newKeyIndex(packReference),
+		scopes: map[domain.Scope]*scopeIndex{},
+		scopeIDs: newInterner(func(sc domain.Scope) domain.Scope {
+			return domain.Scope{Account: strings.Clone(sc.Account), Domain: strings.Clone(sc.Domain)}
+		}),
+		names:       newInterner(strings.Clone),
+		headerNames: newInterner(strings.Clone),
+		expires:     btree.NewG(btreeDegree, expiresFirst),
 	}
 }
 
@@ -141,7 +177,7 @@ func (s *Store) idOf(e entry) string {
 	return recordID(s.record(e.slot))
 }
 
-func (s *Store) record(n uint32) []byte { return s.arena.bytes(s.slots[n].at) }
+func (s *Store) record(n uint32) []byte { return s.arena.bytes(s.slots.at(n).at) }
 
 func (s *Store) newTree() *tree { return btree.NewG(btreeDegree, s.newestFirst) }
 
@@ -168,11 +204,11 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 }
 
 func (s *Store) insert(m *domain.Message) {
-	s.scratch = appendRecord(s.scratch[:0], m)
+	s.scratch = appendRecord(s.scratch[:0], m, &s.headerNames)
 	at, rec := s.arena.alloc(len(s.scratch))
 	copy(rec, s.scratch)
 	scope := m.Scope()
-	n := s.newSlot(slot{
+	n := s.slots.add(slot{
 		at: at, created: nanos(m.CreatedAt), visible: nanos(m.VisibleAt), expires: nanos(m.ExpiresAt),
 		duration: m.Duration, hasDuration: m.HasDuration, status: int32(m.StatusCode),
 		scope: s.scopeIDs.id(scope), name: s.names.id(m.Name), used: true,
@@ -192,30 +228,20 @@ func (s *Store) insert(m *domain.Message) {
 	e := s.entryOf(n)
 	idx.all.ReplaceOrInsert(e)
 	idx.byClass[statusClass(m.StatusCode)].ReplaceOrInsert(e)
-	named := idx.byName[s.slots[n].name]
+	sl := s.slots.at(n)
+	named := idx.byName[sl.name]
 	if named == nil {
 		named = s.newTree()
-		idx.byName[s.slots[n].name] = named
+		idx.byName[sl.name] = named
 	}
 	named.ReplaceOrInsert(e)
-	s.expires.ReplaceOrInsert(expiry{expires: s.slots[n].expires, slot: n})
-}
-
-func (s *Store) newSlot(sl slot) uint32 {
-	if k := len(s.freeSlots); k > 0 {
-		n := s.freeSlots[k-1]
-		s.freeSlots = s.freeSlots[:k-1]
-		s.slots[n] = sl
-		return n
-	}
-	s.slots = append(s.slots, sl)
-	return uint32(len(s.slots) - 1)
+	s.expires.ReplaceOrInsert(expiry{expires: sl.expires, slot: n})
 }
 
 // entryOf is the index entry of stored slot n.
 func (s *Store) entryOf(n uint32) entry {
 	id, canonical := packUUID(recordID(s.record(n)))
-	return entry{created: s.slots[n].created, id: id, slot: n, oddID: !canonical}
+	return entry{created: s.slots.at(n).created, id: id, slot: n, oddID: !canonical}
 }
 
 // List walks the scope's index from the page's start, skipping what is not
@@ -244,11 +270,11 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 
 // message decodes stored slot n into a message of the caller's own.
 func (s *Store) message(n uint32) domain.Message {
-	sl := &s.slots[n]
+	sl := s.slots.at(n)
 	scope := s.scopeIDs.value(sl.scope)
 	m := domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
 		StatusCode: int(sl.status), Duration: sl.duration, HasDuration: sl.hasDuration}
-	decode(slices.Clone(s.record(n)), &m)
+	decode(slices.Clone(s.record(n)), &m, &s.headerNames)
 	return m
 }
 
@@ -261,7 +287,7 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	defer s.mu.RUnlock()
 	var found []domain.Message
 	for _, id := range ids {
-		if n, ok := s.ids.get(id); ok && s.scopeIDs.value(s.slots[n].scope) == scope {
+		if n, ok := s.ids.get(id); ok && s.scopeIDs.value(s.slots.at(n).scope) == scope {
 			found = append(found, s.message(n))
 		}
 	}
@@ -295,7 +321,7 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 		if e.created < from {
 			return false // everything further on is older still
 		}
-		sl := &s.slots[e.slot]
+		sl := s.slots.at(e.slot)
 		if e.created >= to || at < sl.visible || at >= sl.expires ||
 			(q.After != nil && (e.created > after || e.created == after && s.idOf(e) >= q.After.ID)) {
 			return true
@@ -396,7 +422,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	if !ok {
 		n, ok = s.refs.get(idOrReference)
 	}
-	if !ok || s.scopeIDs.value(s.slots[n].scope) != scope || !s.readable(n, now) {
+	if !ok || s.scopeIDs.value(s.slots.at(n).scope) != scope || !s.readable(n, now) {
 		return domain.Message{}, fmt.Errorf("memory: message %q: %w", idOrReference, ports.ErrNotFound)
 	}
 	return s.message(n), nil
@@ -404,8 +430,8 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 
 // readable is domain.Message.Readable on slot n.
 func (s *Store) readable(n uint32, now time.Time) bool {
-	at := nanos(now)
-	return at >= s.slots[n].visible && at < s.slots[n].expires
+	at, sl := nanos(now), s.slots.at(n)
+	return at >= sl.visible && at < sl.expires
 }
 
 // PurgeExpired deletes, oldest expiry first, every message whose ExpiresAt is at
@@ -433,7 +459,7 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) 
 }
 
 func (s *Store) remove(n uint32) {
-	sl := s.slots[n]
+	sl := *s.slots.at(n)
 	rec := s.record(n)
 	r := reader{b: rec}
 	id, ref := r.str(), r.str()
@@ -456,8 +482,7 @@ func (s *Store) remove(n uint32) {
 		delete(s.scopes, scope)
 	}
 	s.arena.free(sl.at)
-	s.slots[n] = slot{}
-	s.freeSlots = append(s.freeSlots, n)
+	s.slots.free(n)
 }
 
 // compact moves the records of sparse chunks to the chunk being filled, once
@@ -471,16 +496,18 @@ func (s *Store) compact() {
 	for c := range sparse {
 		sparse[c] = s.arena.sparse(uint32(c))
 	}
-	for n := range s.slots {
-		sl := &s.slots[n]
-		if !sl.used || !sparse[sl.at.chunk] {
-			continue
+	for _, page := range s.slots.pages {
+		for i := range page {
+			sl := &page[i]
+			if !sl.used || !sparse[sl.at.chunk] {
+				continue
+			}
+			old := sl.at
+			at, rec := s.arena.alloc(int(old.size))
+			copy(rec, s.arena.bytes(old))
+			sl.at = at
+			s.arena.free(old)
 		}
-		old := sl.at
-		at, rec := s.arena.alloc(int(old.size))
-		copy(rec, s.arena.bytes(old))
-		sl.at = at
-		s.arena.free(old)
 	}
 }
 
