@@ -13,15 +13,16 @@ import (
 // The scope, name, status and duration live in the record's slot instead.
 //
 //	id, reference, ip address, method, path,
-//	created, updated, visible, expires,
 //	the number of header values of both sides,
 //	request, then response: content type, size (varint), body, the number of
-//	header names, then each name, its number of values and the values.
+//	header names, then each name, its number of values and the values,
+//	created, updated, visible, expires.
 //
 // A header name is a uvarint: 1 + its number in the store's headerNames, or 0
 // followed by the name itself once maxHeaderNames are numbered.
 //
-// The fields filters read come first, so a filter reads no further than it needs.
+// The fields filters read come first and the times, which only decoding reads,
+// last, so a filter or search reads no further than it needs.
 
 // maxHeaderNames bounds the header names a store numbers: a client sending
 // ever new names gets them written out instead of growing the table forever.
@@ -31,10 +32,6 @@ const maxHeaderNames = 4096
 func appendRecord(b []byte, m *domain.Message, names *interner[string]) []byte {
 	for _, s := range []string{m.ID, m.Reference, m.IPAddress, m.Method, m.Path} {
 		b = appendString(b, s)
-	}
-	for _, t := range []time.Time{m.CreatedAt, m.UpdatedAt, m.VisibleAt, m.ExpiresAt} {
-		b = binary.AppendVarint(b, t.Unix())
-		b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
 	}
 	values := 0
 	for _, h := range []domain.Header{m.Request.Header, m.Response.Header} {
@@ -63,6 +60,10 @@ func appendRecord(b []byte, m *domain.Message, names *interner[string]) []byte {
 			}
 		}
 	}
+	for _, t := range []time.Time{m.CreatedAt, m.UpdatedAt, m.VisibleAt, m.ExpiresAt} {
+		b = binary.AppendVarint(b, t.Unix())
+		b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
+	}
 	return b
 }
 
@@ -81,6 +82,10 @@ type reader struct {
 }
 
 func (r *reader) uvarint() uint64 {
+	if c := r.b[r.i]; c < 0x80 { // most lengths and counts: one byte
+		r.i++
+		return uint64(c)
+	}
 	v, n := binary.Uvarint(r.b[r.i:])
 	r.i += n
 	return v
@@ -139,9 +144,6 @@ func searchRecord(rec []byte, search domain.Search) bool {
 	if search.In(r.str()) {
 		return true
 	}
-	for range 8 {
-		r.uvarint()
-	}
 	r.uvarint()
 	for range 2 {
 		r.skip(1)
@@ -168,7 +170,6 @@ func searchRecord(rec []byte, search domain.Search) bool {
 func decode(rec []byte, m *domain.Message, names *interner[string]) {
 	r := reader{b: rec}
 	m.ID, m.Reference, m.IPAddress, m.Method, m.Path = r.str(), r.str(), r.str(), r.str(), r.str()
-	m.CreatedAt, m.UpdatedAt, m.VisibleAt, m.ExpiresAt = r.time(), r.time(), r.time(), r.time()
 	// The values of both sides share one slice, as domain.Header.Clone does.
 	values := make([]string, 0, r.uvarint())
 	for _, c := range []*domain.Content{&m.Request, &m.Response} {
@@ -195,4 +196,5 @@ func decode(rec []byte, m *domain.Message, names *interner[string]) {
 			c.Header[name] = values[len(values)-n : len(values) : len(values)]
 		}
 	}
+	m.CreatedAt, m.UpdatedAt, m.VisibleAt, m.ExpiresAt = r.time(), r.time(), r.time(), r.time()
 }

@@ -317,6 +317,7 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 	if q.After != nil {
 		after = nanos(q.After.CreatedAt)
 	}
+	var m domain.Message // one for the walk: it escapes to visit
 	collect := func(e entry) bool {
 		if e.created < from {
 			return false // everything further on is older still
@@ -326,7 +327,7 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 			(q.After != nil && (e.created > after || e.created == after && s.idOf(e) >= q.After.ID)) {
 			return true
 		}
-		m := domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
+		m = domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
 			StatusCode: int(sl.status), CreatedAt: time.Unix(0, e.created).UTC(),
 			Duration: sl.duration, HasDuration: sl.hasDuration}
 		if readRecord {
