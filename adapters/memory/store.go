@@ -313,9 +313,20 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 	readRecord := q.Filter.Method != "" || q.Filter.IPAddress != "" || q.Filter.Path != "" ||
 		q.Filter.PathPrefix != "" || q.Filter.Text != ""
 	scope := q.Scope
-	var after int64
+	// A message is after the cursor if older, or as old with a lower id.
+	var after entry
 	if q.After != nil {
-		after = nanos(q.After.CreatedAt)
+		id, canonical := packUUID(q.After.ID)
+		after = entry{created: nanos(q.After.CreatedAt), id: id, oddID: !canonical}
+	}
+	admits := func(e entry) bool {
+		switch {
+		case e.created != after.created:
+			return e.created < after.created
+		case !e.oddID && !after.oddID:
+			return string(e.id[:]) < string(after.id[:])
+		}
+		return s.idOf(e) < q.After.ID
 	}
 	var m domain.Message // one for the walk: it escapes to visit
 	collect := func(e entry) bool {
@@ -324,7 +335,7 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 		}
 		sl := s.slots.at(e.slot)
 		if e.created >= to || at < sl.visible || at >= sl.expires ||
-			(q.After != nil && (e.created > after || e.created == after && s.idOf(e) >= q.After.ID)) {
+			(q.After != nil && !admits(e)) {
 			return true
 		}
 		m = domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
