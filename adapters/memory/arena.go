@@ -21,6 +21,8 @@ type arena struct {
 	spare  []uint32 // numbers of released chunks, for reuse
 	head   int      // the chunk being filled, -1 for none
 	mapped int      // bytes of all chunks held
+	// released counts the chunks unmapped, for tests.
+	released int
 }
 
 func newArena() arena { return arena{head: -1} }
@@ -73,6 +75,7 @@ func (a *arena) free(at location) {
 		unmapChunk(a.chunks[c])
 		a.chunks[c] = nil
 		a.spare = append(a.spare, uint32(c))
+		a.released++
 	}
 }
 
