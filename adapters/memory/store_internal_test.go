@@ -29,14 +29,14 @@ func TestPurgeDropsEmptyIndexes(t *testing.T) {
 		t.Fatalf("first purge = %d, %v; want 2, nil", n, err)
 	}
 	idx := s.scopes[msgs[0].Scope()]
-	if idx == nil || len(idx.byName) != 1 || idx.byName["a"] == nil {
+	if a, _ := s.names.lookup("a"); idx == nil || len(idx.byName) != 1 || idx.byName[a] == nil {
 		t.Fatalf("after purging application b: scope index %+v, want only application a", idx)
 	}
 	if n, err := s.PurgeExpired(t.Context(), msgs[0].ExpiresAt); err != nil || n != 1 {
 		t.Fatalf("second purge = %d, %v; want 1, nil", n, err)
 	}
-	if len(s.scopes) != 0 || len(s.byID) != 0 || len(s.byRef) != 0 || s.expires.Len() != 0 {
-		t.Errorf("after purging everything: %d scopes, %d ids, %d references, %d expiries; want none",
-			len(s.scopes), len(s.byID), len(s.byRef), s.expires.Len())
+	if len(s.scopes) != 0 || s.ids.len() != 0 || s.refs.len() != 0 || s.expires.Len() != 0 || s.arena.mapped != 0 {
+		t.Errorf("after purging everything: %d scopes, %d ids, %d references, %d expiries, %d bytes mapped; want none",
+			len(s.scopes), s.ids.len(), s.refs.len(), s.expires.Len(), s.arena.mapped)
 	}
 }
