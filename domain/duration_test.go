@@ -20,6 +20,7 @@ func TestDurationMSInSubmissions(t *testing.T) {
 		{"12.3456789", micros(12345), true}, // decimals beyond microseconds dropped
 		{"0.0009", 0, true},
 		{"0.001", micros(1), true},
+		{"-0", 0, true}, // zero, whatever its sign
 		{"250", micros(250_000), true},
 		{"2.5e2", micros(250_000), true},
 		{"86400000", MaxDuration, true},

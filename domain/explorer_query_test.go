@@ -20,7 +20,13 @@ func TestParseQuerySearchAndDurations(t *testing.T) {
 		{query: "q=7", text: "7"},
 		{query: "q=%20a%20", text: " a "}, // surrounding spaces are kept (docs/contract.md)
 		{query: "min_duration_ms=12.345", min: micros(12345)},
-		{query: "min_duration_ms=12.3456789", min: micros(12345)}, // beyond microseconds dropped
+		// Stored durations are whole microseconds: a lower bound between two
+		// rounds up, an upper one down, so neither admits what it excludes.
+		{query: "min_duration_ms=12.3456789", min: micros(12346)},
+		{query: "max_duration_ms=12.3456789", max: micros(12345)},
+		{query: "min_duration_ms=12.4995", min: micros(12500)},
+		{query: "min_duration_ms=1.0001&max_duration_ms=1.0004", min: micros(1001), max: micros(1000)},
+		{query: "min_duration_ms=-0", min: micros(0)},
 		{query: "max_duration_ms=86400000", max: micros(86_400_000_000)},
 		{query: "min_duration_ms=0&max_duration_ms=0", min: micros(0), max: micros(0)},
 		{query: "min_duration_ms=5&max_duration_ms=5", min: micros(5000), max: micros(5000)},
@@ -59,7 +65,8 @@ func TestSearchAndDurationParameterErrors(t *testing.T) {
 		"min_duration_ms=-0.001": "min_duration_ms", "min_duration_ms=86400000.001": "min_duration_ms", "min_duration_ms=1e9": "min_duration_ms",
 		"min_duration_ms=%2212%22": "min_duration_ms", "min_duration_ms=12ms": "min_duration_ms", "min_duration_ms=.5": "min_duration_ms",
 		"max_duration_ms=true": "max_duration_ms", "max_duration_ms=-5": "max_duration_ms", "max_duration_ms=86400001": "max_duration_ms",
-		"min_duration_ms=5&max_duration_ms=4.999": "max_duration_ms",
+		"min_duration_ms=5&max_duration_ms=4.999":       "max_duration_ms",
+		"min_duration_ms=1.0004&max_duration_ms=1.0001": "max_duration_ms", "min_duration_ms=-0.5": "min_duration_ms",
 	}
 	parsers := map[string]func(url.Values) error{
 		"fetch":      func(v url.Values) error { _, err := ParseQuery(v); return err },

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -272,26 +273,39 @@ func (p *params) filter() Filter {
 			f.Text = v
 		}
 	}
-	f.MinDuration = p.duration("min_duration_ms")
-	f.MaxDuration = p.duration("max_duration_ms")
-	if f.MinDuration != nil && f.MaxDuration != nil && *f.MinDuration > *f.MaxDuration {
+	// Stored durations are whole microseconds: a lower bound between two of
+	// them rounds up and an upper one down, so both stay exact. Whether min
+	// exceeds max is decided on the decimals as given.
+	var minOK, maxOK bool
+	f.MinDuration, minOK = p.duration("min_duration_ms", roundUp)
+	f.MaxDuration, maxOK = p.duration("max_duration_ms", truncate)
+	if minOK && maxOK && exceeds(p.values["min_duration_ms"][0], p.values["max_duration_ms"][0]) {
 		p.fe.add("max_duration_ms", "must not be less than min_duration_ms")
 	}
 	return f
 }
 
-// duration reads a duration bound in milliseconds.
-func (p *params) duration(name string) *time.Duration {
-	v, ok := p.get(name)
-	if !ok {
-		return nil
+// duration reads a duration bound in milliseconds, rounded to a microsecond
+// as round says; ok reports a valid bound.
+func (p *params) duration(name string, round rounding) (bound *time.Duration, ok bool) {
+	v, given := p.get(name)
+	if !given {
+		return nil, false
 	}
-	d, ok := parseDurationMS(v, true)
-	if !ok {
+	d, valid := parseMillis(v, round)
+	if !valid {
 		p.fe.add(name, errDurationMS)
-		return nil
+		return nil, false
 	}
-	return &d
+	return &d, true
+}
+
+// exceeds reports whether decimal a is greater than decimal b, exactly; both
+// were accepted by parseMillis.
+func exceeds(a, b string) bool {
+	x, okX := new(big.Rat).SetString(a)
+	y, okY := new(big.Rat).SetString(b)
+	return okX && okY && x.Cmp(y) > 0
 }
 
 // parseStatusFilter reads "404" or a class such as "4xx" as an inclusive range.

@@ -380,11 +380,21 @@ func parseDurationMS(text string, isNumber bool) (time.Duration, bool) {
 	if !isNumber {
 		return 0, false
 	}
-	d, ok := parseDecimal(text)
+	return parseMillis(text, truncate)
+}
+
+// parseMillis reads a decimal number of milliseconds from 0 to MaxDuration
+// ("-0" is 0), rounding what lies below a microsecond as round says.
+func parseMillis(text string, round rounding) (time.Duration, bool) {
+	negative := strings.HasPrefix(text, "-")
+	d, ok := parseDecimal(strings.TrimPrefix(text, "-"))
 	if !ok {
 		return 0, false
 	}
-	micros, fits := d.micros(millisToMicros, truncate)
+	if first, n := d.digits(); negative {
+		return 0, first == n // only a negative zero is allowed
+	}
+	micros, fits := d.micros(millisToMicros, round)
 	// The bound holds for the exact value (86400000.0001 is over it) and is
 	// checked in microseconds: in nanoseconds a huge value would wrap around.
 	exact, _ := d.micros(millisToMicros, roundUp)
