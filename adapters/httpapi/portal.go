@@ -62,7 +62,9 @@ func (a *api) issuePortalSession(w http.ResponseWriter, r *http.Request) (portal
 		a.failPortal(w, r, err)
 		return portal.Session{}, false
 	}
-	if !requireJSON(w, r) || !a.declaresAtMost(w, r, maxSessionBody) {
+	// A POST without a body (curl -X POST) asks for the defaults: it needs no
+	// Content-Type.
+	if r.ContentLength != 0 && !requireJSON(w, r) || !a.declaresAtMost(w, r, maxSessionBody) {
 		return portal.Session{}, false
 	}
 	body, err := readBody(w, r, maxSessionBody, new(bytes.Buffer))

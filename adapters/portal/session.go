@@ -47,6 +47,9 @@ type Session struct {
 // silently the whole account. Every problem is a *domain.ValidationError naming
 // the field.
 func ParseSessionRequest(body []byte) (SessionRequest, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return SessionRequest{}, nil // no body: the whole account, the default lifetime
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return SessionRequest{}, &domain.ValidationError{
