@@ -228,19 +228,38 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
-	for _, rank := range []struct {
-		counts map[string]*KeyCount
-		key    string
-	}{{b.paths, RouteOf(m.Path)}, {b.names, m.Name}} {
-		kc := rank.counts[rank.key]
-		if kc == nil {
-			kc = &KeyCount{Key: rank.key}
-			rank.counts[rank.key] = kc
+	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
+	countKey(b.names, m.Name, m.StatusCode)
+}
+
+// MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
+// once, so that a range of a million distinct paths cannot take a million
+// counters per request. Up to this many distinct keys the ranking is exact;
+// past it the least counted are dropped from time to time, and the ranking is
+// approximate, as Elasticsearch's terms aggregation is.
+const MaxRankedKeys = 10_000
+
+// countKey counts one message of status under key. A new key is copied, so
+// that a store may pass views of its own memory.
+func countKey(counts map[string]*KeyCount, key string, status int) {
+	kc := counts[key]
+	if kc == nil {
+		if len(counts) >= 2*MaxRankedKeys {
+			keepMostCounted(counts, MaxRankedKeys)
 		}
-		kc.Count++
-		if IsError(m.StatusCode) {
-			kc.Errors++
-		}
+		kc = &KeyCount{Key: strings.Clone(key)}
+		counts[kc.Key] = kc
+	}
+	kc.Count++
+	if IsError(status) {
+		kc.Errors++
+	}
+}
+
+// keepMostCounted drops all but the n keys of most messages.
+func keepMostCounted(counts map[string]*KeyCount, n int) {
+	for _, kc := range Top(counts, len(counts))[n:] {
+		delete(counts, kc.Key)
 	}
 }
 

@@ -267,10 +267,13 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 		return domain.Page{}, nil
 	}
 	found := make([]uint32, 0, min(q.Limit+1, index.Len()))
-	s.walk(index, q, now, func(n uint32, _ *domain.Message) bool {
+	err := s.walk(ctx, index, q, now, func(n uint32, _ *domain.Message) bool {
 		found = append(found, n)
 		return len(found) <= q.Limit
 	})
+	if err != nil {
+		return domain.Page{}, fmt.Errorf("memory: list: %w", err)
+	}
 	return domain.PageOf(q.Limit, found, s.message), nil
 }
 
@@ -305,7 +308,11 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 // false. visit gets the slot and the fields the filter read: scope, name,
 // status, created_at and duration always, ip address, method and path when
 // the filter needs them, as views valid during the call.
-func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint32, *domain.Message) bool) {
+//
+// A walk over millions of messages takes a while: it stops with ctx's error
+// once ctx is done (checked every walkCheckEvery messages), so a request whose
+// client left stops costing CPU and memory.
+func (s *Store) walk(ctx context.Context, index *tree, q domain.Query, now time.Time, visit func(uint32, *domain.Message) bool) error {
 	at, from, to := nanos(now), int64(math.MinInt64), int64(math.MaxInt64)
 	if !q.Filter.From.IsZero() {
 		from = nanos(q.Filter.From)
@@ -335,9 +342,16 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 		return s.idOf(e) < q.After.ID
 	}
 	var m domain.Message // one for the walk: it escapes to visit
+	var walked int
+	var stopped error
 	collect := func(e entry) bool {
 		if e.created < from {
 			return false // everything further on is older still
+		}
+		if walked++; walked%walkCheckEvery == 0 {
+			if stopped = ctx.Err(); stopped != nil {
+				return false
+			}
 		}
 		sl := s.slots.at(e.slot)
 		if e.created >= to || at < sl.visible || at >= sl.expires ||
@@ -363,7 +377,11 @@ func (s *Store) walk(index *tree, q domain.Query, now time.Time, visit func(uint
 	} else {
 		index.Ascend(collect)
 	}
+	return stopped
 }
+
+// walkCheckEvery is how many messages a walk reads between looks at its context.
+const walkCheckEvery = 4096
 
 // Stats walks the narrowest index over the range, counting each match as it
 // goes: no message is decoded or copied.
@@ -372,23 +390,19 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 		return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
 	}
 	builder := domain.NewStatsBuilder(q)
-	// The builder keeps the first path of each route: a copy, not a view.
-	paths := map[string]string{}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	list := domain.Query{Scope: q.Scope, Filter: q.Filter}
 	if index := s.index(list); index != nil {
-		s.walk(index, list, now, func(n uint32, m *domain.Message) bool {
-			path := recordPath(s.record(n))
-			owned, ok := paths[path]
-			if !ok {
-				owned = strings.Clone(path)
-				paths[owned] = owned
-			}
+		// The builder copies the paths it keeps: views are enough here.
+		err := s.walk(ctx, index, list, now, func(n uint32, m *domain.Message) bool {
 			builder.Add(domain.StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode,
-				Duration: m.Duration, HasDuration: m.HasDuration, Path: owned, Name: m.Name})
+				Duration: m.Duration, HasDuration: m.HasDuration, Path: recordPath(s.record(n)), Name: m.Name})
 			return true
 		})
+		if err != nil {
+			return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
+		}
 	}
 	return builder.Stats(), nil
 }

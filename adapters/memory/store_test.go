@@ -136,3 +136,41 @@ func BenchmarkList(b *testing.B) {
 		})
 	}
 }
+
+// cancelledOnSecondLook is a context whose Err is nil the first time it is
+// asked and Canceled from then on: the client leaves while a walk runs.
+type cancelledOnSecondLook struct {
+	context.Context
+	looks int
+}
+
+func (c *cancelledOnSecondLook) Err() error {
+	if c.looks++; c.looks > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A long search or statistics walk stops once its client has left, instead of
+// reading millions of messages for nobody.
+func TestLongWalkStopsWhenItsContextEnds(t *testing.T) {
+	s := memory.New()
+	now := time.Now()
+	msgs := make([]domain.Message, 20_000)
+	for i := range msgs {
+		msgs[i] = message(t, now.Add(-time.Duration(i)*time.Millisecond))
+	}
+	if err := s.Append(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Hour)
+	nowhere := domain.Filter{Text: "no message holds this text"}
+	if _, err := s.List(&cancelledOnSecondLook{Context: t.Context()}, domain.Query{Scope: scope, Limit: 20, Filter: nowhere}, later); !errors.Is(err, context.Canceled) {
+		t.Errorf("List walking every message after its client left: %v, want context.Canceled", err)
+	}
+	stats := domain.StatsQuery{Scope: scope, From: now.Add(-time.Hour), To: later, Interval: domain.Intervals[3]}
+	stats.Filter.From, stats.Filter.To = stats.From, stats.To
+	if _, err := s.Stats(&cancelledOnSecondLook{Context: t.Context()}, stats, later); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stats after its client left: %v, want context.Canceled", err)
+	}
+}

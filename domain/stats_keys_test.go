@@ -1,0 +1,32 @@
+package domain
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A range of many distinct paths keeps a bounded number of counters, and the
+// frequent paths still rank first with their exact counts.
+func TestStatsBuilderBoundsItsCounters(t *testing.T) {
+	from := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	q := StatsQuery{From: from, To: from.Add(time.Hour), Interval: Intervals[0]}
+	q.Filter.From, q.Filter.To = q.From, q.To
+	b := NewStatsBuilder(q)
+	add := func(path string) {
+		b.Add(StatsSample{CreatedAt: from.Add(time.Minute), StatusCode: 500, Path: path, Name: "shop"})
+	}
+	for i := range 5 * MaxRankedKeys {
+		add(fmt.Sprintf("/orders/%d", i))
+		if i%1000 == 0 {
+			add("/health")
+		}
+		if len(b.paths) > 2*MaxRankedKeys {
+			t.Fatalf("after %d paths the builder holds %d counters, more than %d", i+1, len(b.paths), 2*MaxRankedKeys)
+		}
+	}
+	top := b.Stats().TopPaths[0]
+	if want := (KeyCount{Key: "/health", Count: 50, Errors: 50}); top != want {
+		t.Errorf("top path %+v, want %+v", top, want)
+	}
+}
