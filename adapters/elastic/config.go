@@ -3,6 +3,7 @@ package elastic
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -22,6 +23,9 @@ const (
 	// bulk action is a create with the message id as _id, and a create that
 	// finds its message there counts once that message is durable.
 	DefaultMaxRetries = 3
+	// DefaultReplicas is the most replicas of a daily index by default: a
+	// copy wherever the cluster has a second node.
+	DefaultReplicas = 1
 	// DefaultMaxRequestBytes is Elasticsearch's default http.max_content_length.
 	DefaultMaxRequestBytes = 100 << 20
 )
@@ -43,9 +47,12 @@ type Config struct {
 	APIKey string
 	// IndexPrefix starts every index and template name; default "reqlog".
 	IndexPrefix string
-	// Replicas is the number of replicas of each new daily index; default 0,
-	// which suits a single node. Durability of an acknowledged write does not
-	// depend on it (the translog is fsynced before the bulk request returns).
+	// Replicas is the most replicas a daily index keeps; default 1
+	// (DefaultReplicas). Indices get index.auto_expand_replicas "0-Replicas":
+	// as many replicas as the cluster has other nodes for, up to Replicas, so
+	// an index stays green on a single node and survives the loss of a node
+	// on a cluster. New applies it to the existing indices too. Each replica
+	// costs its index's disk space again and the indexing work again.
 	Replicas int
 	// RefreshInterval is the indices' refresh interval and so the store's
 	// ReadLag; default 1s. It is kept to whole milliseconds, rounded up.
@@ -126,12 +133,27 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = DefaultReplicas
+	}
 	return cfg, nil
 }
 
+// maxIdleConnsPerNode keeps enough connections open for the service's
+// concurrent reads and bulk writes; Go's default of 2 closes and reopens
+// connections under any concurrency.
+const maxIdleConnsPerNode = 32
+
 // clientConfig is the official client's configuration for cfg.
 func (cfg Config) clientConfig() elasticsearch.Config {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// Replies come uncompressed: un-gzipping search replies was most of the
+	// service's CPU per fetch, and a cluster is near the service. Requests are
+	// not compressed either.
+	transport.DisableCompression = true
+	transport.MaxIdleConnsPerHost = maxIdleConnsPerNode
 	return elasticsearch.Config{
+		Transport:     transport,
 		Addresses:     cfg.Addresses,
 		Username:      cfg.Username,
 		Password:      cfg.Password,
@@ -141,6 +163,11 @@ func (cfg Config) clientConfig() elasticsearch.Config {
 		MaxRetries:    max(cfg.MaxRetries, 0),
 		RetryBackoff:  func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond },
 	}
+}
+
+// autoExpandReplicas is index.auto_expand_replicas for Replicas.
+func (cfg Config) autoExpandReplicas() string {
+	return fmt.Sprintf("0-%d", cfg.Replicas)
 }
 
 // refreshSetting is RefreshInterval in Elasticsearch's time unit syntax.

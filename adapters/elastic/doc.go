@@ -8,22 +8,55 @@
 // reads go to the pattern "<prefix>-messages-*". The names come from one type,
 // indexNames. At start-up New installs the composable index template
 // "<prefix>-messages" (PUT _index_template, idempotent) for that pattern: one
-// shard, Config.Replicas replicas (default 0), the refresh interval, segments
+// shard, up to Config.Replicas replicas (index.auto_expand_replicas "0-1" by
+// default: a copy wherever a second node can hold one, green on a single
+// node), the refresh interval, segments
 // sorted newest first, and the strict mappings of mappings.json (embedded):
 //
 //	id, reference, account, domain, name, method, path   keyword (exact, case-sensitive)
+//	route                                                 keyword: the path without its query
+//	                                                      string, ranked by the statistics
 //	ip_address                                            ip, with an exact keyword sub-field;
 //	                                                      left out when the message has none
 //	status_code                                           integer
+//	duration_micros                                       long: whole microseconds, exact in
+//	                                                      ranges and percentiles; left out when
+//	                                                      the message has none
 //	created_at, updated_at, visible_at, expires_at        date_nanos, stored as the API's strings
 //	                                                      (UTC, six fractional digits)
-//	request, response {header, body, content_type}        in _source only (enabled: false); a
+//	request, response {header, body, content_type, size} in _source only (enabled: false); a
 //	                                                      header is a {name, values} object, so
 //	                                                      names such as "X.Y" or "$x" are values,
 //	                                                      never field paths
+//	text                                                  text, standard analyzer, no norms,
+//	                                                      indexed only (_source excludes it)
 //
-// New also applies the refresh interval and any new mappings to the indices
-// that exist already, and lifts a write block a purge may have left behind.
+// The full-text field "text" holds, as separate values of one array, the path,
+// the first domain.SearchedBodyBytes (64 KiB, cut on a character boundary) of
+// each body and every header value (never a name); the 100 positions between
+// array values keep a phrase inside one text. The test distribution has the
+// standard analyzer only (no ngram tokenizer, no wildcard field type, no
+// scaled_float), and that is enough for the contract: words are UAX #29 words.
+// A production cluster could add a "wildcard" sub-field of path for infix
+// matches, or an edge-ngram sub-field for word prefixes; neither is needed.
+//
+// # Indices of earlier versions
+//
+// Documents are the shared storage record of adapters/internal/record (the
+// MongoDB store encodes the same struct), plus the full-text field.
+//
+// The mapping is strict, so an index created by an earlier template would
+// refuse a document with the new fields. New puts the mappings on every
+// existing index (additive: new fields only) before anything is written, so
+// today's index takes new documents at once. Elasticsearch cannot change an
+// existing index's _source excludes: new documents of such an index keep their
+// full-text values in _source too (the index is read past them) until
+// retention drops it. Documents written before the upgrade have no duration
+// (null, outside every duration bound and percentile), their stored body's
+// length as sizes (the record's rule), no route
+// (absent from top_paths, counted everywhere else in the statistics) and no
+// full-text values: q never finds them. Nothing rewrites them: the test
+// distribution has no update-by-query, and they age out with retention.
 //
 // # Writes
 //
@@ -48,11 +81,37 @@
 //
 // List and Get are searches over the read pattern with every condition in
 // bool.filter: the scope's account and domain, VisibleAt <= now < ExpiresAt,
-// and the query's filters (terms, a prefix query on path, ranges on status_code
-// and created_at). List sorts by created_at then id, both descending, pages
-// with search_after and asks for one message more than the page to learn
-// HasMore. No index yet is an empty result; a shard that cannot answer is an
-// error, never a silently partial page.
+// and the query's filters (terms, a prefix query on path, ranges on
+// status_code, created_at and duration_micros, and q as a match_phrase query
+// on the full-text field: the standard analyzer splits q into words as it
+// split the texts, and they must occur consecutively in one text). List sorts
+// by created_at then id, both descending, pages with search_after and asks for
+// one message more than the page to learn HasMore. Each hit's _source is
+// decoded in one pass into the record as the reply streams in, and reading
+// stops where the page ends. Replies are not gzipped: un-gzipping was most of
+// the service's CPU per fetch, and the cluster is near the service. No index
+// yet is an empty result; a shard that cannot answer is an error, never a
+// silently partial page.
+//
+// # Statistics
+//
+// Stats is one search of size 0 with the same filters (readable at now, the
+// scope, the statistics' filter, created_at bounded on both sides): a
+// date_histogram on created_at with a fixed interval (aligned on the Unix
+// epoch, so on UTC days) and min_doc_count 1, whose buckets go into
+// domain.NewStats' buckets by their start (the empty ones are already there;
+// a start off the buckets is an error); in each bucket and over the whole
+// range, a range aggregation of status_code into the five classes, a
+// value_count and the percentiles (50, 95, 99) of duration_micros, rounded to
+// whole microseconds; terms on route (10) and name (20), ordered by count
+// descending then key ascending, each shard reporting 1,000 keys, with a
+// filter counting statuses of 400 or more. Percentiles use the t-digest with
+// compression 500: Elasticsearch keeps every value below 20 times the
+// compression (10,000 durations) and interpolates as domain.Percentile does;
+// above, its error measured on log-normal latencies is under 0.2 % (the
+// default compression, 100, went past 1 %). A bucket whose durations have a
+// gap at a percentile's rank (two far-apart modes split there) can be further
+// off: the t-digest interpolates across the gap.
 //
 // # Retention
 //

@@ -1,48 +1,19 @@
 package elastic
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
-// document is a message as stored, read back from _source: the fields of
-// mappings.json. Times are the API's strings (UTC, six fractional digits), exact
-// at the microsecond the domain keeps, and indexed as date_nanos.
-type document struct {
-	ID         string  `json:"id"`
-	Reference  string  `json:"reference"`
-	Account    string  `json:"account"`
-	Domain     string  `json:"domain"`
-	Name       string  `json:"name"`
-	IPAddress  string  `json:"ip_address,omitempty"` // "" is no address, not a value of type ip
-	Method     string  `json:"method"`
-	Path       string  `json:"path"`
-	StatusCode int     `json:"status_code"`
-	Request    content `json:"request"`
-	Response   content `json:"response"`
-	CreatedAt  string  `json:"created_at"`
-	UpdatedAt  string  `json:"updated_at"`
-	VisibleAt  string  `json:"visible_at"`
-	ExpiresAt  string  `json:"expires_at"`
-}
-
-// content is one side of the exchange, kept in _source only (enabled: false).
-type content struct {
-	// Header is a list rather than an object: header names such as "X.Y" or
-	// "$x" would otherwise be read as object paths by Elasticsearch.
-	Header      []headerField `json:"header"`
-	Body        string        `json:"body"`
-	ContentType string        `json:"content_type"`
-}
-
-type headerField struct {
-	Name   string   `json:"name"`
-	Values []string `json:"values"`
-}
+// A message is stored as its record (adapters/internal/record: the fields of
+// mappings.json but the full-text field), read back from _source. Times are
+// the API's strings (UTC, six fractional digits), exact at the microsecond the
+// domain keeps, and indexed as date_nanos.
 
 // The range of date_nanos: a time outside it cannot be stored.
 var (
@@ -50,53 +21,56 @@ var (
 	maxStorableTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Microsecond)
 )
 
-// appendDocument appends m as stored: exactly what encoding/json writes for the
-// document struct (document_test.go checks that), written by hand because
-// encoding a bulk request was a quarter of the service's CPU under load.
-// Headers are written sorted by name, so documents are deterministic.
+// appendDocument appends m as stored: its record as record.AppendJSONMembers
+// writes it (by hand: encoding a bulk request was a quarter of the service's
+// CPU under load), then the full-text field, which _source leaves out.
 func appendDocument(dst []byte, m domain.Message) []byte {
-	dst = jsonwire.StringMember(dst, `{"id":`, m.ID)
-	dst = jsonwire.StringMember(dst, `,"reference":`, m.Reference)
-	dst = jsonwire.StringMember(dst, `,"account":`, m.Account)
-	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
-	dst = jsonwire.StringMember(dst, `,"name":`, m.Name)
-	if m.IPAddress != "" { // "" is no address, not a value of type ip
-		dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
-	}
-	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
-	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
-	dst = jsonwire.IntMember(dst, `,"status_code":`, m.StatusCode)
-	dst = append(dst, `,"request":`...)
-	dst = appendContent(dst, m.Request)
-	dst = append(dst, `,"response":`...)
-	dst = appendContent(dst, m.Response)
-	dst = jsonwire.TimeMember(dst, `,"created_at":`, m.CreatedAt)
-	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
-	dst = jsonwire.TimeMember(dst, `,"visible_at":`, m.VisibleAt)
-	dst = jsonwire.TimeMember(dst, `,"expires_at":`, m.ExpiresAt)
-	return append(dst, '}')
-}
-
-func appendContent(dst []byte, c domain.Content) []byte {
-	var onStack [32]string // enough for typical headers without a heap allocation
-	dst = append(dst, `{"header":[`...)
-	for i, name := range jsonwire.SortedNames(onStack[:0], c.Header) {
-		if i > 0 {
+	dst = record.AppendJSONMembers(dst, m)
+	dst = append(dst, `,"text":[`...)
+	first := true
+	searchedTexts(m, func(text string) {
+		if !first {
 			dst = append(dst, ',')
 		}
-		dst = jsonwire.StringMember(dst, `{"name":`, name)
-		dst = append(dst, `,"values":[`...)
-		for j, value := range c.Header[name] {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonwire.AppendString(dst, value)
+		first = false
+		dst = jsonwire.AppendString(dst, text)
+	})
+	return append(dst, "]}"...)
+}
+
+// searchedTexts calls yield with each value of the full-text field: the texts
+// q searches (domain.SearchedTexts: path, bodies, header values), each cut to
+// its first domain.SearchedBodyBytes, empty texts left out, headers in name
+// order so documents are deterministic. They are separate values of one
+// array, so a phrase never spans two of them (position_increment_gap).
+func searchedTexts(m domain.Message, yield func(string)) {
+	for _, text := range []string{m.Path, m.Request.Body, m.Response.Body} {
+		if text != "" {
+			yield(headOf(text, domain.SearchedBodyBytes))
 		}
-		dst = append(dst, "]}"...)
 	}
-	dst = jsonwire.StringMember(dst, `],"body":`, c.Body)
-	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
-	return append(dst, '}')
+	var onStack [32]string
+	for _, h := range []domain.Header{m.Request.Header, m.Response.Header} {
+		for _, name := range jsonwire.SortedNames(onStack[:0], h) {
+			for _, v := range h[name] {
+				if v != "" {
+					yield(headOf(v, domain.SearchedBodyBytes))
+				}
+			}
+		}
+	}
+}
+
+// headOf is the longest prefix of s of at most n bytes that does not split a
+// UTF-8 sequence.
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // maxKeywordBytes is the longest term Lucene indexes: a longer keyword value
@@ -129,44 +103,10 @@ func checkStorable(m domain.Message) error {
 	return nil
 }
 
-// decodeMessage reads a hit's _source back into a message.
-func decodeMessage(source json.RawMessage) (domain.Message, error) {
-	var d document
-	if err := json.Unmarshal(source, &d); err != nil {
-		return domain.Message{}, fmt.Errorf("decode stored message: %w", err)
-	}
-	m := domain.Message{
-		ID:         d.ID,
-		Reference:  d.Reference,
-		Account:    d.Account,
-		Domain:     d.Domain,
-		Name:       d.Name,
-		IPAddress:  d.IPAddress,
-		Method:     d.Method,
-		Path:       d.Path,
-		StatusCode: d.StatusCode,
-		Request:    fromContent(d.Request),
-		Response:   fromContent(d.Response),
-	}
-	for _, ts := range []struct {
-		raw string
-		t   *time.Time
-	}{{d.CreatedAt, &m.CreatedAt}, {d.UpdatedAt, &m.UpdatedAt}, {d.VisibleAt, &m.VisibleAt}, {d.ExpiresAt, &m.ExpiresAt}} {
-		t, err := time.Parse(time.RFC3339Nano, ts.raw)
-		if err != nil {
-			return domain.Message{}, fmt.Errorf("decode stored message %s: %w", d.ID, err)
-		}
-		*ts.t = t.UTC()
-	}
-	return m, nil
-}
-
-func fromContent(c content) domain.Content {
-	h := make(domain.Header, len(c.Header))
-	for _, f := range c.Header {
-		h[f.Name] = append([]string{}, f.Values...)
-	}
-	return domain.Content{Header: h, Body: c.Body, ContentType: c.ContentType}
+// hitSource is a search hit of which only _source is read, decoded in one
+// pass into the record.
+type hitSource struct {
+	Source record.Record `json:"_source"`
 }
 
 // queryTime renders an instant for queries with all nine fractional digits, so

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -24,27 +25,31 @@ type bulkTarget struct {
 	ID    string `json:"_id"`
 }
 
-func toDocument(m domain.Message) document {
-	return document{
-		ID: m.ID, Reference: m.Reference, Account: m.Account, Domain: m.Domain, Name: m.Name, IPAddress: m.IPAddress,
-		Method: m.Method, Path: m.Path, StatusCode: m.StatusCode,
-		Request: toContent(m.Request), Response: toContent(m.Response),
-		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt),
-		VisibleAt: domain.FormatTime(m.VisibleAt), ExpiresAt: domain.FormatTime(m.ExpiresAt),
-	}
+// storedDocument is a document as written: the record, then the full-text
+// field, which _source leaves out.
+type storedDocument struct {
+	record.Record
+	Text []string `json:"text"`
 }
 
-func toContent(c domain.Content) content {
-	names := make([]string, 0, len(c.Header))
-	for name := range c.Header {
-		names = append(names, name)
+func toDocument(m domain.Message) storedDocument {
+	r := record.FromMessage(m)
+	text := []string{}
+	for _, v := range []string{m.Path, m.Request.Body, m.Response.Body} {
+		if v != "" {
+			text = append(text, headOf(v, domain.SearchedBodyBytes))
+		}
 	}
-	slices.Sort(names)
-	fields := make([]headerField, len(names))
-	for i, name := range names {
-		fields[i] = headerField{Name: name, Values: append([]string{}, c.Header[name]...)}
+	for _, side := range []record.Content{r.Request, r.Response} {
+		for _, h := range side.Headers {
+			for _, v := range h.Values {
+				if v != "" {
+					text = append(text, headOf(v, domain.SearchedBodyBytes))
+				}
+			}
+		}
 	}
-	return content{Header: fields, Body: c.Body, ContentType: c.ContentType}
+	return storedDocument{Record: r, Text: text}
 }
 
 // encodeReference writes values as json.Encoder wrote them into bulk bodies: one
@@ -84,11 +89,17 @@ func documentMessages() []domain.Message {
 	for i, s := range documentStrings {
 		msgs = append(msgs, domain.Message{
 			ID: "id" + s, Reference: s, Account: s, Domain: s, Name: s, IPAddress: s, Method: s, Path: s, StatusCode: 100 + i,
-			Request:   domain.Content{Header: domain.Header{s: {s, "v"}, "Empty": {}, "Nil": nil}, Body: s, ContentType: s},
-			Response:  domain.Content{Body: s + s},
+			Request:  domain.Content{Header: domain.Header{s: {s, "v"}, "Empty": {}, "Nil": nil}, Body: s, ContentType: s, Size: len(s)},
+			Response: domain.Content{Body: s + s, Size: 2 * len(s)},
+			Duration: time.Duration(i*i*i) * 1234567 * time.Microsecond, HasDuration: i%3 != 1,
 			CreatedAt: at.AddDate(0, 0, i), UpdatedAt: at, VisibleAt: at.Add(time.Second), ExpiresAt: at.AddDate(0, 1, 0),
 		})
 	}
+	// Bodies past the searched length, cut inside a two-byte character.
+	long := "x" + strings.Repeat("é", domain.SearchedBodyBytes)
+	msgs = append(msgs, domain.Message{ID: "long", Path: "/long?q=1", Request: domain.Content{Body: long, Size: len(long)},
+		Response: domain.Content{Header: domain.Header{"X-Long": {long}}, Body: long[1:]}, Duration: domain.MaxDuration, HasDuration: true,
+		CreatedAt: at, UpdatedAt: at, VisibleAt: at, ExpiresAt: at})
 	many := domain.Header{}
 	for i := range 100 { // more names than appendContent sorts on the stack
 		many[fmt.Sprintf("X-%03d", 100-i)] = []string{strings.Repeat("v", i)}
@@ -144,4 +155,27 @@ func FuzzAppendDocument(f *testing.F) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// The full-text field holds exactly the texts q searches, each cut to the
+// searched length on a character boundary.
+func TestSearchedTextsAreTheDomainsTexts(t *testing.T) {
+	for _, m := range documentMessages() {
+		var want, got []string
+		domain.SearchedTexts(m, func(text string) bool {
+			if text != "" {
+				if len(text) > domain.SearchedBodyBytes {
+					text = strings.TrimRight(text[:domain.SearchedBodyBytes], "\xc3")
+				}
+				want = append(want, text)
+			}
+			return true
+		})
+		searchedTexts(m, func(text string) { got = append(got, text) })
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("message %q: full-text values %.80q, want %.80q", m.ID, got, want)
+		}
+	}
 }

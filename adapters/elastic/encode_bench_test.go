@@ -1,8 +1,11 @@
 package elastic
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +94,64 @@ func BenchmarkReadBulkReply(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSearchReply is the reply of a first page of 20 (21 hits asked) of
+// benchMessages, as Elasticsearch writes it: _source without the full-text field.
+func benchSearchReply(b *testing.B) []byte {
+	msgs := benchMessages(domain.DefaultLimit + 1)
+	hits := make([]string, len(msgs))
+	for i, m := range msgs {
+		source, err := json.Marshal(toDocument(m).Record)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hits[i] = fmt.Sprintf(`{"_index":"reqlog-messages-2025.03.14","_id":%q,"_score":null,"_source":%s,"sort":["2025-03-14T12:00:00.000000000Z",%q]}`,
+			m.ID, source, m.ID)
+	}
+	return []byte(`{"took":2,"timed_out":false,"_shards":{"total":2,"successful":2,"skipped":0,"failed":0},` +
+		`"hits":{"max_score":null,"hits":[` + strings.Join(hits, ",") + `]}}`)
+}
+
+// BenchmarkReadSearchReply: the CPU List spends on the reply of a first page,
+// sent plain and gzipped (as Elasticsearch answers a client accepting gzip).
+//
+//	go test -run '^$' -bench ReadSearchReply -benchmem ./adapters/elastic/
+func BenchmarkReadSearchReply(b *testing.B) {
+	reply := benchSearchReply(b)
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	if _, err := zw.Write(reply); err != nil {
+		b.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	read := func(b *testing.B, r io.Reader) {
+		p := &pageReader{limit: domain.DefaultLimit}
+		if err := p.readReply(json.NewDecoder(r)); err != nil || p.badHit != nil {
+			b.Fatal(err, p.badHit)
+		}
+		if len(p.page.Messages) != domain.DefaultLimit || !p.page.HasMore {
+			b.Fatalf("%d messages, has more %t", len(p.page.Messages), p.page.HasMore)
+		}
+	}
+	b.Run("plain", func(b *testing.B) {
+		b.SetBytes(int64(len(reply)))
+		b.ReportAllocs()
+		for b.Loop() {
+			read(b, bytes.NewReader(reply))
+		}
+	})
+	b.Run("gzip", func(b *testing.B) {
+		b.SetBytes(int64(len(reply)))
+		b.ReportAllocs()
+		for b.Loop() {
+			zr, err := gzip.NewReader(bytes.NewReader(zipped.Bytes()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			read(b, zr)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -54,13 +55,12 @@ func (p *pageReader) readHits(dec *json.Decoder) error {
 	}
 	var syntax error
 	p.page, p.badHit = domain.FillPage(p.limit, 0, dec.More, func() (domain.Message, error) {
-		var hit struct {
-			Source json.RawMessage `json:"_source"`
-		}
+		// One pass: the hit straight into the record's fields.
+		var hit hitSource
 		if syntax = dec.Decode(&hit); syntax != nil {
 			return domain.Message{}, syntax
 		}
-		return decodeMessage(hit.Source)
+		return hit.Source.Message(), nil
 	})
 	if syntax != nil {
 		return syntax
@@ -141,8 +141,42 @@ func (f *filters) bound(field, op string, t time.Time) {
 	case t.After(maxStorableTime):
 		f.empty = f.empty || lower
 	default:
-		f.add(object{"range": object{field: object{op: queryTime(t)}}})
+		f.addBound(field, op, queryTime(t))
 	}
+}
+
+// closeRange bounds field on both sides, with the storable range where f
+// leaves a side open (see addBound).
+func (f *filters) closeRange(field string) {
+	var bounds object
+	for _, c := range f.clauses {
+		if r, ok := c["range"].(object); ok {
+			if b, ok := r[field].(object); ok {
+				bounds = b
+			}
+		}
+	}
+	if bounds["gt"] == nil && bounds["gte"] == nil {
+		f.addBound(field, "gte", queryTime(minStorableTime))
+	}
+	if bounds["lt"] == nil && bounds["lte"] == nil {
+		f.addBound(field, "lte", queryTime(maxStorableTime))
+	}
+}
+
+// addBound adds op to the range clause on field, creating it if needed: one
+// clause holding both bounds lets a date_histogram over the field see the
+// range whole (it fails on a date_nanos range open on one side).
+func (f *filters) addBound(field, op string, value any) {
+	for _, c := range f.clauses {
+		if r, ok := c["range"].(object); ok {
+			if bounds, ok := r[field].(object); ok {
+				bounds[op] = value
+				return
+			}
+		}
+	}
+	f.add(object{"range": object{field: object{op: value}}})
 }
 
 // readable keeps scope's messages readable at now: VisibleAt <= now < ExpiresAt.
@@ -184,6 +218,22 @@ func (f *filters) matching(filter domain.Filter) {
 	}
 	if !filter.To.IsZero() {
 		f.bound("created_at", "lt", filter.To)
+	}
+	if filter.HasDurationBounds() {
+		bounds := object{}
+		if filter.MinDuration != nil {
+			bounds["gte"] = filter.MinDuration.Microseconds()
+		}
+		if filter.MaxDuration != nil {
+			bounds["lte"] = filter.MaxDuration.Microseconds()
+		}
+		// A message without a duration has no value, so no range holds it.
+		f.add(object{"range": object{record.JSONDuration: bounds}})
+	}
+	if filter.Text != "" {
+		// The standard analyzer splits q into words as it split the texts;
+		// the phrase keeps them consecutive, within one text.
+		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
 	}
 }
 

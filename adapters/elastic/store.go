@@ -75,7 +75,7 @@ func (s *Store) setUp(ctx context.Context) error {
 	}
 	existing := []string{s.names.ReadPattern()}
 	if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
-		return esapi.IndicesPutMappingRequest{Index: existing, Body: bytes.NewReader(mappings), AllowNoIndices: ptr(true)}
+		return esapi.IndicesPutMappingRequest{Index: existing, Body: bytes.NewReader(existingMappings), AllowNoIndices: ptr(true)}
 	}); err != nil {
 		return err
 	}

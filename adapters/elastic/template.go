@@ -10,9 +10,25 @@ import (
 //go:embed mappings.json
 var mappings json.RawMessage
 
+// existingMappings are mappings without _source, for PUT _mapping on the
+// indices that exist already: Elasticsearch refuses to change an index's
+// _source excludes, while fields may be added to it.
+var existingMappings = func() json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(mappings, &m); err != nil {
+		panic("elastic: mappings.json: " + err.Error())
+	}
+	delete(m, "_source")
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic("elastic: mappings.json: " + err.Error())
+	}
+	return raw
+}()
+
 // templateVersion changes whenever the template body does, so operators can
-// tell which reqlog wrote it.
-const templateVersion = 1
+// tell which reqlog wrote it. 2: duration_ms, route and the full-text field.
+const templateVersion = 2
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a
@@ -45,9 +61,10 @@ func newIndexTemplate(cfg Config) indexTemplate {
 			Settings: map[string]any{
 				"index": map[string]any{
 					// Daily indices keep one primary shard small.
-					"number_of_shards":   1,
-					"number_of_replicas": cfg.Replicas,
-					"refresh_interval":   cfg.refreshSetting(),
+					"number_of_shards": 1,
+					// Replicas follow the cluster's size (Config.Replicas).
+					"auto_expand_replicas": cfg.autoExpandReplicas(),
+					"refresh_interval":     cfg.refreshSetting(),
 					// Segments sorted newest first let a page stop early.
 					"sort.field": []string{"created_at", "id"},
 					"sort.order": []string{"desc", "desc"},
@@ -59,11 +76,13 @@ func newIndexTemplate(cfg Config) indexTemplate {
 }
 
 // liveSettings are applied at start-up to the indices that already exist, so
-// that ReadLag holds for them too; the block removal undoes a purge that died
-// between blocking an index and deleting it (see purge.go).
+// that ReadLag holds for them too and they keep as many copies as new ones;
+// the block removal undoes a purge that died between blocking an index and
+// deleting it (see purge.go).
 func liveSettings(cfg Config) map[string]any {
 	return map[string]any{"index": map[string]any{
-		"refresh_interval": cfg.refreshSetting(),
-		"blocks.write":     nil,
+		"refresh_interval":     cfg.refreshSetting(),
+		"auto_expand_replicas": cfg.autoExpandReplicas(),
+		"blocks.write":         nil,
 	}}
 }
