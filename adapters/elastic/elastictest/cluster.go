@@ -71,6 +71,13 @@ func SharedCluster(t testing.TB) *Cluster {
 	return sharedCluster.cluster
 }
 
+// StartCluster starts a cluster outside any test, e.g. to benchmark reqlogd on
+// it; Close stops it and removes its data.
+func StartCluster() (*Cluster, error) { return startCluster() }
+
+// Close stops every node and removes their data.
+func (c *Cluster) Close() error { return c.close() }
+
 // startCluster starts ClusterSize nodes at once and waits until they formed
 // one cluster.
 func startCluster() (*Cluster, error) {
