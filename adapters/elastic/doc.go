@@ -19,9 +19,11 @@
 //	ip_address                                            ip, with an exact keyword sub-field;
 //	                                                      left out when the message has none
 //	status_code                                           integer
-//	duration_micros                                       long: whole microseconds, exact in
-//	                                                      ranges and percentiles; left out when
-//	                                                      the message has none
+//	duration_ms                                           double: milliseconds with up to three
+//	                                                      decimals (record.DurationMicros), left
+//	                                                      out when the message has none; a bound
+//	                                                      of the same microseconds is sent as the
+//	                                                      same double, so ranges are exact
 //	created_at, updated_at, visible_at, expires_at        date_nanos, stored as the API's strings
 //	                                                      (UTC, six fractional digits)
 //	request, response {header, body, content_type, size} in _source only (enabled: false); a
@@ -82,13 +84,14 @@
 // List and Get are searches over the read pattern with every condition in
 // bool.filter: the scope's account and domain, VisibleAt <= now < ExpiresAt,
 // and the query's filters (terms, a prefix query on path, ranges on
-// status_code, created_at and duration_micros, and q as a match_phrase query
+// status_code, created_at and duration_ms, and q as a match_phrase query
 // on the full-text field: the standard analyzer splits q into words as it
 // split the texts, and they must occur consecutively in one text). List sorts
 // by created_at then id, both descending, pages with search_after and asks for
-// one message more than the page to learn HasMore. Each hit's _source is
-// decoded in one pass into the record as the reply streams in, and reading
-// stops where the page ends. Replies are not gzipped: un-gzipping was most of
+// one message more than the page to learn HasMore. The reply is read in one
+// pass as it streams in (wire.go: each hit's _source straight into the
+// record, strings read as encoding/json reads them), and reading stops where
+// the page ends. Replies are not gzipped: un-gzipping was most of
 // the service's CPU per fetch, and the cluster is near the service. No index
 // yet is an empty result; a shard that cannot answer is an error, never a
 // silently partial page.
@@ -102,7 +105,7 @@
 // domain.NewStats' buckets by their start (the empty ones are already there;
 // a start off the buckets is an error); in each bucket and over the whole
 // range, a range aggregation of status_code into the five classes, a
-// value_count and the percentiles (50, 95, 99) of duration_micros, rounded to
+// value_count and the percentiles (50, 95, 99) of duration_ms, rounded to
 // whole microseconds; terms on route (10) and name (20), ordered by count
 // descending then key ascending, each shard reporting 1,000 keys, with a
 // filter counting statuses of 400 or more. Percentiles use the t-digest with

@@ -103,12 +103,6 @@ func checkStorable(m domain.Message) error {
 	return nil
 }
 
-// hitSource is a search hit of which only _source is read, decoded in one
-// pass into the record.
-type hitSource struct {
-	Source record.Record `json:"_source"`
-}
-
 // queryTime renders an instant for queries with all nine fractional digits, so
 // that bounds compare exactly as the memory store compares time.Time values.
 func queryTime(t time.Time) string {

@@ -129,7 +129,7 @@ func BenchmarkReadSearchReply(b *testing.B) {
 	}
 	read := func(b *testing.B, r io.Reader) {
 		p := &pageReader{limit: domain.DefaultLimit}
-		if err := p.readReply(json.NewDecoder(r)); err != nil || p.badHit != nil {
+		if err := p.readReply(r); err != nil || p.badHit != nil {
 			b.Fatal(err, p.badHit)
 		}
 		if len(p.page.Messages) != domain.DefaultLimit || !p.page.HasMore {

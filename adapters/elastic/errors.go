@@ -93,7 +93,7 @@ func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) e
 		return nil
 	}
 	if r, ok := out.(replyReader); ok {
-		err = r.readReply(json.NewDecoder(res.Body))
+		err = r.readReply(res.Body)
 		// Reading on lets the connection be reused, unless much is left unread.
 		_, _ = io.CopyN(io.Discard, res.Body, maxDrainBytes)
 	} else {
@@ -107,7 +107,7 @@ func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) e
 
 // replyReader decodes a reply as it streams in, reading only what it needs.
 type replyReader interface {
-	readReply(dec *json.Decoder) error
+	readReply(r io.Reader) error
 }
 
 // maxDrainBytes bounds what is read past the part of a reply a replyReader

@@ -2,9 +2,9 @@ package elastic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -31,16 +31,17 @@ type pageReader struct {
 // errPageRead ends the reading of a reply once the page is full.
 var errPageRead = errors.New("page read")
 
-func (p *pageReader) readReply(dec *json.Decoder) error {
-	err := readObject(dec, func(key string) error {
+func (p *pageReader) readReply(r io.Reader) error {
+	w := newWire(r)
+	err := w.object(func(key string) error {
 		if key != "hits" {
-			return skipValue(dec)
+			return w.skip()
 		}
-		return readObject(dec, func(key string) error {
+		return w.object(func(key string) error {
 			if key != "hits" {
-				return skipValue(dec)
+				return w.skip()
 			}
-			return p.readHits(dec)
+			return p.readHits(w)
 		})
 	})
 	if errors.Is(err, errPageRead) {
@@ -49,65 +50,41 @@ func (p *pageReader) readReply(dec *json.Decoder) error {
 	return err
 }
 
-func (p *pageReader) readHits(dec *json.Decoder) error {
-	if err := readDelim(dec, '['); err != nil {
+func (p *pageReader) readHits(w *wire) error {
+	if err := w.arrayStart(); err != nil {
 		return err
 	}
+	first := true
+	more := func() bool {
+		m := w.more(first)
+		first = false
+		return m
+	}
 	var syntax error
-	p.page, p.badHit = domain.FillPage(p.limit, 0, dec.More, func() (domain.Message, error) {
-		// One pass: the hit straight into the record's fields.
-		var hit hitSource
-		if syntax = dec.Decode(&hit); syntax != nil {
+	p.page, p.badHit = domain.FillPage(p.limit, 0, more, func() (domain.Message, error) {
+		var rec record.Record
+		syntax = w.object(func(key string) error {
+			if key != "_source" {
+				return w.skip()
+			}
+			return w.record(&rec)
+		})
+		if syntax != nil {
 			return domain.Message{}, syntax
 		}
-		return hit.Source.Message(), nil
+		if w.bad != nil {
+			return domain.Message{}, w.bad
+		}
+		return rec.Message(), nil
 	})
 	if syntax != nil {
 		return syntax
 	}
-	if !p.page.HasMore && p.badHit == nil {
-		// dec.More answers false on a read error too: only the closing bracket
-		// tells the end of the hits from a reply cut short.
-		if err := readDelim(dec, ']'); err != nil {
-			return err
-		}
+	if w.err != nil {
+		// more answers false on a read error too: a reply cut short.
+		return w.err
 	}
 	return errPageRead
-}
-
-// readObject reads a JSON object, handing each member's key to member, which
-// must read the member's value.
-func readObject(dec *json.Decoder, member func(key string) error) error {
-	if err := readDelim(dec, '{'); err != nil {
-		return err
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		name, _ := key.(string)
-		if err := member(name); err != nil {
-			return err
-		}
-	}
-	return readDelim(dec, '}')
-}
-
-func readDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != want {
-		return fmt.Errorf("found %v where %v was expected", tok, want)
-	}
-	return nil
-}
-
-func skipValue(dec *json.Decoder) error {
-	var skipped json.RawMessage
-	return dec.Decode(&skipped)
 }
 
 // newestFirst is List's order; the nanosecond format makes the sort values,
@@ -222,10 +199,10 @@ func (f *filters) matching(filter domain.Filter) {
 	if filter.HasDurationBounds() {
 		bounds := object{}
 		if filter.MinDuration != nil {
-			bounds["gte"] = filter.MinDuration.Microseconds()
+			bounds["gte"] = durationMS(*filter.MinDuration)
 		}
 		if filter.MaxDuration != nil {
-			bounds["lte"] = filter.MaxDuration.Microseconds()
+			bounds["lte"] = durationMS(*filter.MaxDuration)
 		}
 		// A message without a duration has no value, so no range holds it.
 		f.add(object{"range": object{record.JSONDuration: bounds}})
@@ -235,6 +212,13 @@ func (f *filters) matching(filter domain.Filter) {
 		// the phrase keeps them consecutive, within one text.
 		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
 	}
+}
+
+// durationMS is d in milliseconds: the double a document of duration d
+// stores (record.DurationMicros writes float64(µs)/1000 in its shortest
+// form, which parses back to the same double), so bounds compare exactly.
+func durationMS(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }
 
 // List runs one search over every daily index: the filters, newest first, from

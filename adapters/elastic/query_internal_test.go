@@ -43,7 +43,7 @@ func TestPageReaderReadsHitsOnlyAsFarAsThePage(t *testing.T) {
 		if tc.hasMore {
 			reply = reply[:strings.LastIndex(reply, `{"_index"`)+len(`{"_index"`)]
 		}
-		if err := r.readReply(json.NewDecoder(strings.NewReader(reply))); err != nil || r.badHit != nil {
+		if err := r.readReply(strings.NewReader(reply)); err != nil || r.badHit != nil {
 			t.Fatalf("limit %d over %v: %v, %v", tc.limit, tc.ids, err, r.badHit)
 		}
 		if len(r.page.Messages) != tc.want || r.page.HasMore != tc.hasMore {
@@ -66,7 +66,7 @@ func TestPageReaderRefusesMalformedReplies(t *testing.T) {
 		`{"hits":{"hits":[`, afterFirstHit, afterFirstHit + ",",
 	} {
 		r := &pageReader{limit: 10}
-		if err := r.readReply(json.NewDecoder(strings.NewReader(reply))); err == nil && r.badHit == nil {
+		if err := r.readReply(strings.NewReader(reply)); err == nil && r.badHit == nil {
 			t.Errorf("reply %q was read as a page of %d", reply, len(r.page.Messages))
 		}
 	}

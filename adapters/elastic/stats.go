@@ -199,8 +199,8 @@ func (t *traffic) fill(bucket *domain.StatsBucket) error {
 		if p.Value == nil {
 			return fmt.Errorf("percentile %g is null over %d durations", p.Key, t.Durations.Value)
 		}
-		// Whole microseconds, as domain.Percentile rounds, in milliseconds.
-		v := math.Round(*p.Value) / 1000
+		// Whole microseconds, as domain.Percentile rounds.
+		v := math.Round(*p.Value*1000) / 1000
 		switch p.Key {
 		case 50:
 			bucket.Duration.P50 = v
