@@ -99,7 +99,8 @@ func startCluster() (*Cluster, error) {
 		}
 		c.nodes[name] = n
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	// Three JVMs start on cores a single node has to itself.
+	ctx, cancel := context.WithTimeout(context.Background(), ClusterSize*startTimeout)
 	defer cancel()
 	for _, name := range c.names {
 		n := c.nodes[name]
