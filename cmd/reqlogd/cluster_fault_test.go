@@ -28,8 +28,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(elastictest.Main(m)) }
 
 // refusalBound is the longest any request may take while the cluster loses a
-// node: the store's write deadline (elastic.DefaultWriteTimeout, 2 s) plus room
-// for a busy machine; the check gives up on a request after 3 s.
+// node: the client timeout of the check. A write whose shard has no
+// primary is refused by Elasticsearch after elastic.DefaultShardWait (1 s);
+// the rest is room for a busy machine.
 const refusalBound = 3 * time.Second
 
 // Load while the node dies: a modest rate, as a deployment's steady traffic.
