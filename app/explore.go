@@ -36,7 +36,7 @@ func (s *Statistics) ParseQuery(values map[string][]string) (domain.StatsQuery, 
 func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q domain.StatsQuery) (domain.Stats, error) {
 	if q.Interval.Width <= 0 || !q.From.Before(q.To) || q.BucketCount() > domain.MaxBuckets {
 		return domain.Stats{}, &domain.ValidationError{Message: "the statistics query is invalid",
-			Fields: []domain.FieldError{{Field: "interval", Message: "must give 1 to 1500 buckets over the range"}}}
+			Fields: []domain.FieldError{{Field: "interval", Message: fmt.Sprintf("must give 1 to %d buckets over the range", domain.MaxBuckets)}}}
 	}
 	now := s.clock.Now()
 	q.Scope = principal.Scope

@@ -55,6 +55,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"Export", apiTestExport},
 		{"ExplorerBadInput", apiTestExplorerBadInput},
 		{"ExplorerRoutes", apiTestExplorerRoutes},
+		{"ExplorerRetention", apiTestExplorerRetention},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // The explorer additions of the contract through HTTP: duration_ms, request.size
@@ -391,6 +393,14 @@ func apiTestExplorerBadInput(t *testing.T, s apiSuite) {
 	if n := len(apiMust[[]any](t, e.stats(t, apiAcmeLive, url.Values{"interval": {"1m"}}), "buckets")); n != 24*60+1 {
 		t.Errorf("interval=1m over the default range gives %d buckets, want %d", n, 24*60+1)
 	}
+	// Ranges far from now are counted right, never a server error.
+	for _, rng := range [][2]string{{"1", "86400"}, {"2500-01-01T00:30:00Z", "2500-01-02T00:00:00Z"},
+		{"9999-12-30T00:00:00Z", "9999-12-31T00:00:00Z"}} {
+		stats := e.stats(t, apiAcmeLive, url.Values{"from": {rng[0]}, "to": {rng[1]}, "interval": {"1h"}})
+		if n := len(apiMust[[]any](t, stats, "buckets")); n != 24 || apiInt(t, stats, "total.count") != 0 {
+			t.Errorf("from %s to %s by 1h: %d buckets, %d messages; want 24 empty ones", rng[0], rng[1], n, apiInt(t, stats, "total.count"))
+		}
+	}
 	// Nothing was stored, and the service still answers every route.
 	e.wantStoredExactly(t, apiAcmeLive)
 	e.stats(t, apiAcmeLive, nil)
@@ -419,5 +429,36 @@ func apiTestExplorerRoutes(t *testing.T, s apiSuite) {
 			t.Errorf("HEAD %s: %d %q with %d bytes; GET: %d %q", target, head.status, head.header.Get("Content-Type"),
 				len(head.raw), get.status, get.header.Get("Content-Type"))
 		}
+	}
+}
+
+// Statistics, search and export never count an expired message, while the
+// statistics' range and buckets stay those asked for.
+func apiTestExplorerRetention(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	retention := e.cfg.Policy.Retention
+	now := e.clock.Now()
+	oldAt := domain.Micro(now.Add(-retention + time.Hour))
+	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
+	old := e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
+	fresh := e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
+	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+
+	e.clock.Set(oldAt.Add(retention).Add(time.Microsecond))
+	e.awaitListed(t, apiAcmeLive, fresh.ID)
+	from := oldAt.Add(-24 * time.Hour).UTC().Truncate(24 * time.Hour)
+	query := url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}, "q": {"ord_0ld7"}}
+	stats := e.stats(t, apiAcmeLive, query)
+	if got := apiInt(t, stats, "total.count"); got != 1 {
+		t.Errorf("statistics count %d messages, want 1: the other expired at %s", got, oldAt.Add(retention))
+	}
+	if stats["from"] != apiWire(from) || apiMust[string](t, stats, "buckets.0.start") != apiWire(from) {
+		t.Errorf("statistics from %v, first bucket %v; want both %s, the range asked for", stats["from"], apiMust[string](t, stats, "buckets.0.start"), apiWire(from))
+	}
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, url.Values{"q": {"ord_0ld7"}})); !slices.Equal(got, []string{fresh.ID}) {
+		t.Errorf("q lists %q, want only %s", got, fresh.ID)
+	}
+	if got := apiListedIDs(e.exportNDJSON(t, apiAcmeLive, nil)); !slices.Equal(got, []string{fresh.ID}) {
+		t.Errorf("the export holds %q, want only %s", got, fresh.ID)
 	}
 }

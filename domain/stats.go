@@ -57,13 +57,25 @@ func (q StatsQuery) BucketIndex(t time.Time) int {
 	return int(t.Sub(q.FirstBucket()) / q.Interval.Width)
 }
 
+// alignDown and bucketCount count in Unix seconds (every interval is whole
+// seconds): a time.Duration since 1970 saturates past the year 2262, which
+// gave a year-9999 range a negative bucket count.
 func alignDown(t time.Time, width time.Duration) time.Time {
-	return time.Unix(0, 0).UTC().Add(t.Sub(time.Unix(0, 0)).Truncate(width))
+	secs, w := t.Unix(), int64(width/time.Second)
+	r := secs % w
+	if r < 0 {
+		r += w
+	}
+	return time.Unix(secs-r, 0).UTC()
 }
 
 func bucketCount(from, to time.Time, width time.Duration) int {
-	span := to.Sub(alignDown(from, width))
-	return int((span + width - 1) / width)
+	w := int64(width / time.Second)
+	span := to.Unix() - alignDown(from, width).Unix()
+	if to.Nanosecond() > 0 {
+		span++ // the partial second still needs its bucket
+	}
+	return int((span + w - 1) / w)
 }
 
 // ParseStatsQuery reads the statistics' query parameters at now: every fetch

@@ -10,8 +10,10 @@
 // "<prefix>-messages" (PUT _index_template, idempotent) for that pattern: one
 // shard, up to Config.Replicas replicas (index.auto_expand_replicas "0-1" by
 // default: a copy wherever a second node can hold one, green on a single
-// node), the refresh interval, segments
-// sorted newest first, and the strict mappings of mappings.json (embedded):
+// node), the refresh interval, segments sorted newest first, and the strict
+// mappings of mappings.json (embedded). Documents are the shared storage
+// record of adapters/internal/record (the MongoDB store encodes the same
+// struct) plus the full-text field:
 //
 //	id, reference, account, domain, name, method, path   keyword (exact, case-sensitive)
 //	route                                                 keyword: the path without its query
@@ -44,9 +46,6 @@
 //
 // # Indices of earlier versions
 //
-// Documents are the shared storage record of adapters/internal/record (the
-// MongoDB store encodes the same struct), plus the full-text field.
-//
 // The mapping is strict, so an index created by an earlier template would
 // refuse a document with the new fields. New puts the mappings on every
 // existing index (additive: new fields only) before anything is written, so
@@ -55,9 +54,9 @@
 // full-text values in _source too (the index is read past them) until
 // retention drops it. Documents written before the upgrade have no duration
 // (null, outside every duration bound and percentile), their stored body's
-// length as sizes (the record's rule), no route
-// (absent from top_paths, counted everywhere else in the statistics) and no
-// full-text values: q never finds them. Nothing rewrites them: the test
+// length as sizes (the record's rule), no route (absent from top_paths,
+// counted everywhere else in the statistics) and no full-text values: q never
+// finds them. Nothing rewrites them: the test
 // distribution has no update-by-query, and they age out with retention.
 //
 // # Writes

@@ -39,13 +39,13 @@ var statusClasses = []object{
 }
 
 // trafficAggs are the aggregations of one bucket, or of the whole range.
-func trafficAggs() object {
+func trafficAggs(compression int) object {
 	return object{
 		"status":    object{"range": object{"field": "status_code", "keyed": false, "ranges": statusClasses}},
 		"durations": object{"value_count": object{"field": record.JSONDuration}},
 		"percentiles": object{"percentiles": object{
 			"field": record.JSONDuration, "percents": []float64{50, 95, 99}, "keyed": false,
-			"tdigest": object{"compression": percentileCompression},
+			"tdigest": object{"compression": compression},
 		}},
 	}
 }
@@ -65,6 +65,11 @@ func ranking(field string, size int) object {
 // Stats runs one search over every daily index. Only buckets holding messages
 // come back (min_doc_count 1); domain.NewStats holds the others, empty.
 func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	return s.stats(ctx, q, now, percentileCompression)
+}
+
+// stats is Stats with percentiles of the given t-digest compression.
+func (s *Store) stats(ctx context.Context, q domain.StatsQuery, now time.Time, compression int) (domain.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}
@@ -75,7 +80,7 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 	if f.empty {
 		return stats, nil
 	}
-	aggs := trafficAggs()
+	aggs := trafficAggs(compression)
 	aggs["buckets"] = object{
 		"date_histogram": object{
 			"field": "created_at",
@@ -83,7 +88,7 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 			"fixed_interval": fmt.Sprintf("%dms", q.Interval.Width.Milliseconds()),
 			"min_doc_count":  1,
 		},
-		"aggs": trafficAggs(),
+		"aggs": trafficAggs(compression),
 	}
 	aggs["routes"] = ranking("route", domain.TopPaths)
 	aggs["names"] = ranking("name", domain.TopNames)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/csv"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,10 +112,15 @@ func toStatsJSON(s domain.Stats) statsJSON {
 func toTotalJSON(b domain.StatsBucket) totalJSON {
 	t := totalJSON{Count: b.Count, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
 	if d := b.Duration; d.Count > 0 {
-		t.Duration = &durationsJSON{Count: d.Count, P50: d.P50, P95: d.P95, P99: d.P99}
+		t.Duration = &durationsJSON{Count: d.Count, P50: roundMicro(d.P50), P95: roundMicro(d.P95), P99: roundMicro(d.P99)}
 	}
 	return t
 }
+
+// roundMicro rounds milliseconds to the microsecond, as durations are stored: an
+// aggregating store's estimate (41.20000000001) is written as 41.2, never with
+// an exponent.
+func roundMicro(ms float64) float64 { return math.Round(ms*1000) / 1000 }
 
 // exportColumns are the CSV export's columns, in order.
 var exportColumns = []string{"created_at", "id", "reference", "name", "method", "path", "status_code",
@@ -146,8 +152,8 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 		out.finish()
 	case !out.started:
 		a.fail(w, r, err)
-	case errors.Is(err, errClientGone):
-		// Nobody left to tell.
+	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
+		// The client left: nobody to tell.
 	default:
 		a.log.Warn("export failed after its reply began; connection cut", zap.Error(err),
 			zap.String("request_id", requestID(r.Context())))
@@ -157,6 +163,9 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 
 // errClientGone is a failed write of the export: the client left.
 var errClientGone = errors.New("export: client gone")
+
+// exportChunkBytes is how much encoded NDJSON an export gathers before writing it.
+const exportChunkBytes = 64 << 10
 
 // exportWriter encodes export pages onto the reply.
 type exportWriter struct {
@@ -216,15 +225,19 @@ func (e *exportWriter) page(msgs []domain.Message) error {
 			return errClientGone
 		}
 	} else {
+		// Written in chunks, so the buffer stays small whatever the page holds.
 		e.buf = e.buf[:0]
 		for _, m := range msgs {
 			e.buf = append(appendMessage(e.buf, m), '\n')
+			if len(e.buf) >= exportChunkBytes {
+				if _, err := e.w.Write(e.buf); err != nil {
+					return errClientGone
+				}
+				e.buf = e.buf[:0]
+			}
 		}
 		if _, err := e.w.Write(e.buf); err != nil {
 			return errClientGone
-		}
-		if cap(e.buf) > maxPooledBuffer {
-			e.buf = nil
 		}
 	}
 	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
