@@ -17,7 +17,12 @@ const (
 	DefaultIndexPrefix     = "reqlog"
 	DefaultRefreshInterval = time.Second
 	DefaultRequestTimeout  = 30 * time.Second
-	DefaultPingTimeout     = 2 * time.Second
+	// DefaultShardWait is how long a bulk request waits for a shard that has
+	// no primary for now (one being promoted after its node left) before its
+	// items fail with 503: long enough for a promotion on a healthy cluster,
+	// short enough that a client hears 503 long before it gives up.
+	DefaultShardWait   = time.Second
+	DefaultPingTimeout = 2 * time.Second
 	// DefaultMaxRetries is how often the client retries a request that failed on
 	// the network or with 429, 502, 503 or 504. Retrying writes is safe: every
 	// bulk action is a create with the message id as _id, and a create that
@@ -60,6 +65,10 @@ type Config struct {
 	// RequestTimeout bounds one operation whose context has no earlier deadline;
 	// default 30s.
 	RequestTimeout time.Duration
+	// ShardWait is the bulk requests' timeout: how long Elasticsearch holds a
+	// write whose shard has no active primary (or whose index is being created)
+	// before failing it with 503; default 1s (DefaultShardWait).
+	ShardWait time.Duration
 	// PingTimeout bounds a health check; default 2s.
 	PingTimeout time.Duration
 	// MaxRetries bounds the client's retries of one request; default 3, negative
@@ -108,6 +117,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		{"RefreshInterval", cfg.RefreshInterval},
 		{"RequestTimeout", cfg.RequestTimeout},
 		{"PingTimeout", cfg.PingTimeout},
+		{"ShardWait", cfg.ShardWait},
 	} {
 		if d.value < 0 {
 			return cfg, fmt.Errorf("elastic: config: %s must not be negative, got %s", d.name, d.value)
@@ -126,6 +136,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.PingTimeout == 0 {
 		cfg.PingTimeout = DefaultPingTimeout
+	}
+	if cfg.ShardWait == 0 {
+		cfg.ShardWait = DefaultShardWait
+	}
+	if cfg.ShardWait.Truncate(time.Millisecond) == 0 {
+		return cfg, fmt.Errorf("elastic: config: ShardWait must be at least 1ms, got %s", cfg.ShardWait)
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
