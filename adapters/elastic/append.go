@@ -147,7 +147,7 @@ func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, fi
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	var reply bulkReply
-	if err := s.do(ctx, "append", esapi.BulkRequest{
+	if err := s.doWith(ctx, s.bulks, "append", esapi.BulkRequest{
 		Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
 		Timeout: s.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
 	}, &reply); err != nil {

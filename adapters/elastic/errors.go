@@ -80,7 +80,12 @@ const maxReplyBytes = 64 << 10
 // do runs req and decodes a successful JSON reply into out (nil: discard it).
 // Error replies become errors of op.
 func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) error {
-	res, err := req.Do(ctx, s.client)
+	return s.doWith(ctx, s.client, op, req, out)
+}
+
+// doWith is do on client.
+func (s *Store) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any) error {
+	res, err := req.Do(ctx, client)
 	if err != nil {
 		return transportError(ctx, op, err)
 	}

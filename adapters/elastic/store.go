@@ -25,6 +25,7 @@ type Store struct {
 	cfg    Config
 	names  indexNames
 	client *elasticsearch.Client
+	bulks  *elasticsearch.Client // for bulk requests: no retry of a 503 (bulkClientConfig)
 }
 
 // New checks cfg, checks that the cluster answers, and installs the index
@@ -52,7 +53,11 @@ func newUnopened(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client: %w", err)
 	}
-	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client}, nil
+	bulks, err := elasticsearch.NewClient(cfg.bulkClientConfig())
+	if err != nil {
+		return nil, fmt.Errorf("elastic: client: %w", err)
+	}
+	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client, bulks: bulks}, nil
 }
 
 // setUp checks the cluster, installs the template, and brings the indices that
@@ -106,7 +111,7 @@ func (s *Store) updateExisting(ctx context.Context, op string, request func() es
 
 // Close releases the client; the store is unusable afterwards.
 func (s *Store) Close(ctx context.Context) error {
-	if err := s.client.Close(ctx); err != nil {
+	if err := errors.Join(s.client.Close(ctx), s.bulks.Close(ctx)); err != nil {
 		return fmt.Errorf("elastic: close: %w", err)
 	}
 	return nil
