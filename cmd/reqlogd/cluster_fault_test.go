@@ -29,8 +29,8 @@ func TestMain(m *testing.M) { os.Exit(elastictest.Main(m)) }
 
 // refusalBound is the longest any request may take while the cluster loses a
 // node: the client timeout of the check. A write whose shard has no
-// primary is refused by Elasticsearch after elastic.DefaultShardWait (1 s);
-// the rest is room for a busy machine.
+// primary is refused by Elasticsearch after elastic.DefaultShardWait (500 ms),
+// which a request may meet twice; the rest is room for a busy machine.
 const refusalBound = 3 * time.Second
 
 // Load while the node dies: a modest rate, as a deployment's steady traffic.
