@@ -109,6 +109,25 @@ func (s *Store) updateExisting(ctx context.Context, op string, request func() es
 	}
 }
 
+// createDays creates the daily indices of now's UTC day and the next if they
+// are missing, and waits until their primaries are active. Otherwise the first
+// write into a day's index creates it, which on a newly started or busy
+// cluster took several seconds, longer than ShardWait: that day's first
+// writes were refused, or held while the index was being created.
+func (s *Store) createDays(ctx context.Context, now time.Time) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	for _, day := range []time.Time{now, now.AddDate(0, 0, 1)} {
+		err := s.do(ctx, "create the day's index", esapi.IndicesCreateRequest{
+			Index: s.names.For(day), WaitForActiveShards: "1",
+		}, nil)
+		if err != nil && !errors.Is(err, errIndexExists) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close releases the client; the store is unusable afterwards.
 func (s *Store) Close(ctx context.Context) error {
 	if err := errors.Join(s.client.Close(ctx), s.bulks.Close(ctx)); err != nil {
