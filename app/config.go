@@ -55,6 +55,11 @@ const (
 // assumes (app cannot import the adapter, so cmd/reqlogd tests they agree).
 const DefaultElasticsearchMaxRequestBytes = 100 << 20
 
+// DefaultElasticsearchReplicas is the default of elasticsearch.replicas: the
+// most replicas of a daily index, one wherever the cluster has a second node
+// (cmd/reqlogd tests that the store has the same default).
+const DefaultElasticsearchReplicas = 1
+
 // redactionOff is the REQLOG_REDACTED_FIELDS value that turns redaction off, since
 // an empty environment variable counts as unset.
 const redactionOff = "none"
@@ -106,6 +111,9 @@ type ElasticsearchConfig struct {
 	IndexPrefix string
 	// MaxRequestBytes bounds one bulk request; 0 means the store's default.
 	MaxRequestBytes int64
+	// Replicas is the most replicas of a daily index (at least 1): indices keep
+	// as many as the cluster has other nodes for, up to this.
+	Replicas int
 }
 
 // PortalConfig is read by the customer portal (adapters/portal).
@@ -134,8 +142,9 @@ func DefaultConfig() Config {
 		LogFormat:       LogFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
 		MongoDB:         MongoDBConfig{Database: "reqlog"},
-		Elasticsearch:   ElasticsearchConfig{IndexPrefix: "reqlog", MaxRequestBytes: DefaultElasticsearchMaxRequestBytes},
-		Portal:          PortalConfig{FrameAncestors: []string{"'self'"}},
+		Elasticsearch: ElasticsearchConfig{IndexPrefix: "reqlog", MaxRequestBytes: DefaultElasticsearchMaxRequestBytes,
+			Replicas: DefaultElasticsearchReplicas},
+		Portal: PortalConfig{FrameAncestors: []string{"'self'"}},
 	}
 }
 
@@ -300,6 +309,7 @@ var settings = []setting{
 	stringSetting("elasticsearch.api_key", "Elasticsearch API key", true, func(c *Config) *string { return &c.Elasticsearch.APIKey }),
 	stringSetting("elasticsearch.index_prefix", "prefix of the Elasticsearch index names", false, func(c *Config) *string { return &c.Elasticsearch.IndexPrefix }),
 	intSetting("elasticsearch.max_request_bytes", "largest bulk request sent to Elasticsearch in bytes; keep it at most the cluster's http.max_content_length (0: the default)", func(c *Config) *int64 { return &c.Elasticsearch.MaxRequestBytes }),
+	countSetting("elasticsearch.replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *Config) *int { return &c.Elasticsearch.Replicas }),
 }
 
 // ConfigFileEnv names the environment variable holding the path of the YAML file;
@@ -550,6 +560,8 @@ func (c Config) Validate() error {
 		return bad("elasticsearch.index_prefix", "must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit")
 	case c.Elasticsearch.MaxRequestBytes < 0:
 		return bad("elasticsearch.max_request_bytes", "must not be negative (0 means the default, "+strconv.Itoa(DefaultElasticsearchMaxRequestBytes)+")")
+	case c.Elasticsearch.Replicas < 1:
+		return bad("elasticsearch.replicas", "must be at least 1 (an index has a replica only where the cluster has another node for it)")
 	}
 	if c.Admission.Decoders < 0 {
 		return bad("ingest_decoders", "must not be negative (0 turns the limit off)")

@@ -110,6 +110,7 @@ var settingCases = []struct {
 	{key: "elasticsearch.max_request_bytes", value: "1048576", check: func(c app.Config) bool { return c.Elasticsearch.MaxRequestBytes == 1<<20 }},
 	// 0 is passed on as such: the store reads it as its own default.
 	{key: "elasticsearch.max_request_bytes", value: "0", check: func(c app.Config) bool { return c.Elasticsearch.MaxRequestBytes == 0 }},
+	{key: "elasticsearch.replicas", value: "2", check: func(c app.Config) bool { return c.Elasticsearch.Replicas == 2 }},
 }
 
 func TestEachSettingFromEachSource(t *testing.T) {
@@ -262,6 +263,7 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"fractional request limit", nil, []string{"-elasticsearch-max-request-bytes", "1.5"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
 		{"negative request limit", nil, []string{"-elasticsearch-max-request-bytes=-1"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
 		{"negative request limit in file", map[string]string{app.ConfigFileEnv: writeYAML(t, "elasticsearch.max_request_bytes", "-1")}, nil, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
+		{"no replicas", map[string]string{"REQLOG_ELASTICSEARCH_REPLICAS": "0"}, nil, "REQLOG_ELASTICSEARCH_REPLICAS", ""},
 		{"missing config file", map[string]string{app.ConfigFileEnv: "/nonexistent/reqlog.yaml"}, nil, app.ConfigFileEnv, ""},
 		{"config file syntax", map[string]string{app.ConfigFileEnv: writeFile(t, "retention: [1d\n")}, nil, app.ConfigFileEnv, ""},
 		{"unknown key in file", map[string]string{app.ConfigFileEnv: writeFile(t, "retenton: 1d\n")}, nil, app.ConfigFileEnv, ""},

@@ -40,6 +40,16 @@ type bulkItem struct {
 // Error replies are never filtered.
 var bulkReplyFields = []string{"items.*.status", "items.*.error"}
 
+// waitForActiveShards is the bulk requests' wait_for_active_shards: a write
+// starts once its shard's primary is active, as by default. It is a check made
+// before the write, not what the write waits for: the primary answers only
+// after every in-sync copy applied the write (and fsynced its translog), so a
+// 201 means every in-sync copy has the message whatever this is. "all" would
+// refuse every write while a lost replica is being rebuilt, which after a
+// node's loss lasts until index.unassigned.node_left.delayed_timeout (1m) and
+// the copy's recovery.
+const waitForActiveShards = "1"
+
 // maxReportedFailures bounds the items an Append error lists.
 const maxReportedFailures = 5
 
@@ -137,7 +147,10 @@ func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, fi
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	var reply bulkReply
-	if err := s.do(ctx, "append", esapi.BulkRequest{Body: bytes.NewReader(body), FilterPath: bulkReplyFields}, &reply); err != nil {
+	if err := s.doWith(ctx, s.bulks, "append", esapi.BulkRequest{
+		Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
+		Timeout: s.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
+	}, &reply); err != nil {
 		return err
 	}
 	if err := checkBulk(msgs, first, reply); err != nil {

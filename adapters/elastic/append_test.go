@@ -118,7 +118,7 @@ func TestAppendExistingIsSuccess(t *testing.T) {
 func appendedUnsynced(t *testing.T, requestTimeout time.Duration) (c cluster, s *elastic.Store, index string, first domain.Message) {
 	t.Helper()
 	c = newCluster(t)
-	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout = requestTimeout })
+	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.RequestTimeout, cfg.DurabilityWait = requestTimeout, requestTimeout })
 	first = message(t, time.Now())
 	index = dayIndex(cfg.IndexPrefix, first.CreatedAt)
 	c.must(http.MethodPut, "/"+index, map[string]any{"settings": map[string]any{

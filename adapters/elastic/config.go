@@ -17,7 +17,17 @@ const (
 	DefaultIndexPrefix     = "reqlog"
 	DefaultRefreshInterval = time.Second
 	DefaultRequestTimeout  = 30 * time.Second
-	DefaultPingTimeout     = 2 * time.Second
+	// DefaultShardWait is how long a bulk request waits for a shard that has
+	// no primary for now (one being promoted after its node left) before its
+	// items fail with 503. A request can meet it twice (its batch queued
+	// behind one that waited, then waiting itself), and a client should hear
+	// 503 long before it gives up (often after 3s).
+	DefaultShardWait = 500 * time.Millisecond
+	// DefaultDurabilityWait bounds a retried write's wait for its shard's
+	// global checkpoint (durable.go); after a failover that can take seconds,
+	// and a 503 lets the client retry instead of waiting.
+	DefaultDurabilityWait = time.Second
+	DefaultPingTimeout    = 2 * time.Second
 	// DefaultMaxRetries is how often the client retries a request that failed on
 	// the network or with 429, 502, 503 or 504. Retrying writes is safe: every
 	// bulk action is a create with the message id as _id, and a create that
@@ -60,6 +70,14 @@ type Config struct {
 	// RequestTimeout bounds one operation whose context has no earlier deadline;
 	// default 30s.
 	RequestTimeout time.Duration
+	// ShardWait is the bulk requests' timeout: how long Elasticsearch holds a
+	// write whose shard has no active primary (or whose index is being created)
+	// before failing it with 503; default 500ms (DefaultShardWait).
+	ShardWait time.Duration
+	// DurabilityWait bounds how long Append waits for messages it found
+	// already stored (409) to become durable before failing with
+	// ports.ErrUnavailable; default 1s (DefaultDurabilityWait).
+	DurabilityWait time.Duration
 	// PingTimeout bounds a health check; default 2s.
 	PingTimeout time.Duration
 	// MaxRetries bounds the client's retries of one request; default 3, negative
@@ -108,6 +126,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		{"RefreshInterval", cfg.RefreshInterval},
 		{"RequestTimeout", cfg.RequestTimeout},
 		{"PingTimeout", cfg.PingTimeout},
+		{"ShardWait", cfg.ShardWait},
+		{"DurabilityWait", cfg.DurabilityWait},
 	} {
 		if d.value < 0 {
 			return cfg, fmt.Errorf("elastic: config: %s must not be negative, got %s", d.name, d.value)
@@ -127,6 +147,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.PingTimeout == 0 {
 		cfg.PingTimeout = DefaultPingTimeout
 	}
+	if cfg.ShardWait == 0 {
+		cfg.ShardWait = DefaultShardWait
+	}
+	if cfg.DurabilityWait == 0 {
+		cfg.DurabilityWait = DefaultDurabilityWait
+	}
+	if cfg.ShardWait.Truncate(time.Millisecond) == 0 {
+		return cfg, fmt.Errorf("elastic: config: ShardWait must be at least 1ms, got %s", cfg.ShardWait)
+	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
@@ -143,6 +172,17 @@ func (cfg Config) withDefaults() (Config, error) {
 // concurrent reads and bulk writes; Go's default of 2 closes and reopens
 // connections under any concurrency.
 const maxIdleConnsPerNode = 32
+
+// bulkClientConfig is clientConfig for bulk requests: a whole request
+// answered 503 (no elected master, a cluster block) already waited ShardWait
+// on the cluster, so it is not retried, or each retry would wait as long
+// again; a write refused that way is answered 503 and retried by its client.
+// Network errors are still retried on the next node.
+func (cfg Config) bulkClientConfig() elasticsearch.Config {
+	c := cfg.clientConfig()
+	c.RetryOnStatus = []int{429, 502, 504}
+	return c
+}
 
 // clientConfig is the official client's configuration for cfg.
 func (cfg Config) clientConfig() elasticsearch.Config {

@@ -17,12 +17,15 @@ func TestConfigDefaults(t *testing.T) {
 		RefreshInterval: DefaultRefreshInterval,
 		RequestTimeout:  DefaultRequestTimeout,
 		PingTimeout:     DefaultPingTimeout,
+		ShardWait:       DefaultShardWait,
+		DurabilityWait:  DefaultDurabilityWait,
 		MaxRetries:      DefaultMaxRetries,
 		MaxRequestBytes: DefaultMaxRequestBytes,
 	}
 	if cfg.IndexPrefix != want.IndexPrefix || cfg.RefreshInterval != want.RefreshInterval ||
 		cfg.RequestTimeout != want.RequestTimeout || cfg.PingTimeout != want.PingTimeout || cfg.MaxRetries != want.MaxRetries ||
-		cfg.MaxRequestBytes != want.MaxRequestBytes {
+		cfg.MaxRequestBytes != want.MaxRequestBytes || cfg.ShardWait != want.ShardWait ||
+		cfg.DurabilityWait != want.DurabilityWait {
 		t.Errorf("defaults = %+v, want %+v", cfg, want)
 	}
 	if got := cfg.refreshSetting(); got != "1000ms" {
@@ -68,6 +71,9 @@ func TestConfigRefusals(t *testing.T) {
 		{name: "negative refresh interval", edit: func(c *Config) { c.RefreshInterval = -time.Second }},
 		{name: "negative request timeout", edit: func(c *Config) { c.RequestTimeout = -time.Second }},
 		{name: "negative ping timeout", edit: func(c *Config) { c.PingTimeout = -time.Second }},
+		{name: "negative shard wait", edit: func(c *Config) { c.ShardWait = -time.Second }},
+		{name: "negative durability wait", edit: func(c *Config) { c.DurabilityWait = -time.Second }},
+		{name: "shard wait under a millisecond", edit: func(c *Config) { c.ShardWait = time.Microsecond }},
 		{name: "negative replicas", edit: func(c *Config) { c.Replicas = -1 }},
 		{name: "negative request size", edit: func(c *Config) { c.MaxRequestBytes = -1 }},
 	} {

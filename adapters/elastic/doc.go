@@ -72,6 +72,22 @@
 // ports.ErrOverloaded. Bulk requests return once the translog is fsynced
 // (Elasticsearch's default durability), so a nil error means durable.
 //
+// On a cluster, a created item means every in-sync copy of its shard applied
+// it and fsynced its translog: the primary answers only then, and a copy that
+// failed the write is first removed from the in-sync set by the master, so it
+// can never be promoted. Bulk requests send wait_for_active_shards=1 (a check
+// before the write, not what it waits for; "all" would refuse writes while a
+// lost replica is rebuilt) and a timeout of Config.ShardWait (500ms): an item
+// whose shard has no primary for now (its node died and a replica is being
+// promoted, or its index is being created), or a whole request while the
+// cluster has no elected master, fails with 503 after that long, which wraps
+// ports.ErrUnavailable, instead of holding the write for Elasticsearch's
+// default minute. Bulk requests go through a client that does not retry a 503
+// (each retry would wait as long again), only network errors, on the next
+// node. A 409's durability wait is bounded by Config.DurabilityWait (1s). No
+// shorter client-side deadline cuts a write: Elasticsearch goes on with a bulk
+// request its client gave up on.
+//
 // # Read lag
 //
 // Writes are not refreshed: a message becomes searchable at its index's next

@@ -34,9 +34,11 @@ const (
 
 // confirmDurable returns once every message of existed, each one a create found
 // already there, is durable, or fails with ports.ErrUnavailable when ctx ends
-// first or a message cannot be read back as it was (a replica without it yet, a
-// primary that lost it, or purged since).
+// or DurabilityWait passes first, or when a message cannot be read back as it
+// was (a replica without it yet, a primary that lost it, or purged since).
 func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DurabilityWait)
+	defer cancel()
 	versions, err := s.readVersions(ctx, existed)
 	if err != nil {
 		return err

@@ -44,6 +44,9 @@ func transient(status int, e *esError) bool {
 // errIndexNotFound marks a request that named an index that does not exist.
 var errIndexNotFound = errors.New("index not found")
 
+// errIndexExists marks the creation of an index that exists already.
+var errIndexExists = errors.New("index exists")
+
 // failure builds the error of op that failed with status and e, wrapping
 // ports.ErrOverloaded when the cluster is busy (429: its queues are full; not an
 // outage, so the service answers 429 and keeps its queue), ports.ErrUnavailable
@@ -60,6 +63,8 @@ func failure(op string, status int, e *esError) error {
 			"(its http.max_content_length is below MaxRequestBytes): %w", op, domain.ErrTooLarge)
 	case status == http.StatusNotFound && e != nil && e.Type == "index_not_found_exception":
 		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, errIndexNotFound, status, e)
+	case status == http.StatusBadRequest && e != nil && e.Type == "resource_already_exists_exception":
+		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, errIndexExists, status, e)
 	}
 	return fmt.Errorf("elastic: %s: status %d, %s", op, status, e)
 }
@@ -80,7 +85,12 @@ const maxReplyBytes = 64 << 10
 // do runs req and decodes a successful JSON reply into out (nil: discard it).
 // Error replies become errors of op.
 func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) error {
-	res, err := req.Do(ctx, s.client)
+	return s.doWith(ctx, s.client, op, req, out)
+}
+
+// doWith is do on client.
+func (s *Store) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any) error {
+	res, err := req.Do(ctx, client)
 	if err != nil {
 		return transportError(ctx, op, err)
 	}

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -12,8 +13,8 @@ import (
 // Module provides the Elasticsearch store as the service's ports.MessageStore,
 // as ports.HealthChecker (its Ping backs /readyz) and as *Store. It needs a
 // Config from the graph and uses a *zap.Logger if there is one. On start it
-// checks the cluster and installs the index template; on stop it closes the
-// client.
+// checks the cluster, installs the index template and creates the daily
+// indices of today and tomorrow; on stop it closes the client.
 var Module = fx.Module("elastic",
 	fx.Provide(fx.Annotate(provide,
 		fx.As(fx.Self()), fx.As(new(ports.MessageStore)), fx.As(new(ports.HealthChecker)))),
@@ -41,6 +42,10 @@ func provide(p moduleParams) (*Store, error) {
 		OnStart: func(ctx context.Context) error {
 			if err := store.setUp(ctx); err != nil {
 				return err
+			}
+			// Not fatal: the first write of a day creates its index anyway.
+			if err := store.createDays(ctx, time.Now()); err != nil {
+				log.Named("elastic").Warn("creating the daily indices of today and tomorrow", zap.Error(err))
 			}
 			log.Named("elastic").Info("Elasticsearch store ready",
 				zap.String("template", store.names.Template()),

@@ -3,6 +3,7 @@ package elastic_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -25,6 +26,12 @@ func TestModuleProvidesTheStore(t *testing.T) {
 	}
 	// Start installed the template.
 	newCluster(t).must(http.MethodGet, "/_index_template/"+cfg.IndexPrefix+"-messages", nil, nil)
+	// and created the indices of today and tomorrow (UTC), their primaries active.
+	now := time.Now()
+	for _, day := range []time.Time{now, now.AddDate(0, 0, 1)} {
+		index := cfg.IndexPrefix + "-messages-" + day.UTC().Format("2006.01.02")
+		newCluster(t).must(http.MethodGet, "/_cluster/health/"+index+"?wait_for_status=yellow&timeout=1s", nil, nil)
+	}
 	if err := health.Ping(t.Context()); err != nil {
 		t.Errorf("Ping: %v", err)
 	}

@@ -25,6 +25,7 @@ type Store struct {
 	cfg    Config
 	names  indexNames
 	client *elasticsearch.Client
+	bulks  *elasticsearch.Client // for bulk requests: no retry of a 503 (bulkClientConfig)
 }
 
 // New checks cfg, checks that the cluster answers, and installs the index
@@ -52,7 +53,11 @@ func newUnopened(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client: %w", err)
 	}
-	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client}, nil
+	bulks, err := elasticsearch.NewClient(cfg.bulkClientConfig())
+	if err != nil {
+		return nil, fmt.Errorf("elastic: client: %w", err)
+	}
+	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client, bulks: bulks}, nil
 }
 
 // setUp checks the cluster, installs the template, and brings the indices that
@@ -104,9 +109,28 @@ func (s *Store) updateExisting(ctx context.Context, op string, request func() es
 	}
 }
 
+// createDays creates the daily indices of now's UTC day and the next if they
+// are missing, and waits until their primaries are active. Otherwise the first
+// write into a day's index creates it, which on a newly started or busy
+// cluster took several seconds, longer than ShardWait: that day's first
+// writes were refused, or held while the index was being created.
+func (s *Store) createDays(ctx context.Context, now time.Time) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	for _, day := range []time.Time{now, now.AddDate(0, 0, 1)} {
+		err := s.do(ctx, "create the day's index", esapi.IndicesCreateRequest{
+			Index: s.names.For(day), WaitForActiveShards: "1",
+		}, nil)
+		if err != nil && !errors.Is(err, errIndexExists) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close releases the client; the store is unusable afterwards.
 func (s *Store) Close(ctx context.Context) error {
-	if err := s.client.Close(ctx); err != nil {
+	if err := errors.Join(s.client.Close(ctx), s.bulks.Close(ctx)); err != nil {
 		return fmt.Errorf("elastic: close: %w", err)
 	}
 	return nil

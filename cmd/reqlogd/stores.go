@@ -20,9 +20,10 @@ var stores = map[string]fx.Option{
 }
 
 // elasticConfig is the Elasticsearch store's configuration; app.Config.Validate
-// has refused a negative MaxRequestBytes, and 0 stays the store's default.
+// has refused a negative MaxRequestBytes, and 0 stays the store's default, and
+// Replicas below 1.
 func elasticConfig(c app.Config) elastic.Config {
 	es := c.Elasticsearch
 	return elastic.Config{Addresses: es.Addresses, Username: es.Username, Password: es.Password,
-		APIKey: es.APIKey, IndexPrefix: es.IndexPrefix, MaxRequestBytes: int(es.MaxRequestBytes)}
+		APIKey: es.APIKey, IndexPrefix: es.IndexPrefix, MaxRequestBytes: int(es.MaxRequestBytes), Replicas: es.Replicas}
 }

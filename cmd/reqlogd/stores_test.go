@@ -16,12 +16,13 @@ func TestElasticConfigFollowsTheSettings(t *testing.T) {
 		"REQLOG_ELASTICSEARCH_PASSWORD":          "pw",
 		"REQLOG_ELASTICSEARCH_INDEX_PREFIX":      "logs",
 		"REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES": "1048576",
+		"REQLOG_ELASTICSEARCH_REPLICAS":          "2",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := elastic.Config{Addresses: []string{"http://a:9200", "http://b:9200"}, Username: "elastic", Password: "pw",
-		IndexPrefix: "logs", MaxRequestBytes: 1 << 20}
+		IndexPrefix: "logs", MaxRequestBytes: 1 << 20, Replicas: 2}
 	if got := elasticConfig(cfg); !reflect.DeepEqual(got, want) {
 		t.Errorf("elastic.Config %+v, want %+v", got, want)
 	}
@@ -36,5 +37,8 @@ func TestElasticDefaultsMatchTheStore(t *testing.T) {
 	}
 	if got.IndexPrefix != elastic.DefaultIndexPrefix {
 		t.Errorf("default REQLOG_ELASTICSEARCH_INDEX_PREFIX %q, the store's default is %q", got.IndexPrefix, elastic.DefaultIndexPrefix)
+	}
+	if got.Replicas != elastic.DefaultReplicas {
+		t.Errorf("default REQLOG_ELASTICSEARCH_REPLICAS %d, the store's default is %d", got.Replicas, elastic.DefaultReplicas)
 	}
 }

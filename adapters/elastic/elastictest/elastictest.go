@@ -14,6 +14,11 @@
 // The node is started lazily by the first URL call (so `go test -run` of
 // unrelated tests pays nothing) and stopped when m.Run returns.
 //
+// Tests that lose a node use SharedCluster instead: three nodes of 384 MiB heap
+// on loopback forming one cluster, started by the first call and stopped by
+// Main, with Kill (SIGKILL one node by name) and PrimaryNode (which node holds
+// an index's primary).
+//
 // The node runs the integ-test-zip distribution from Maven Central, a
 // stripped Elasticsearch with only the x-pack-core, x-pack-security
 // (disabled), apm and transport-netty4 modules. Checked on 8.19: index, get,
@@ -22,7 +27,7 @@
 // the standard analyzer work. Missing: GET / (405: no rest-root module, so
 // read the version from /_nodes/_local), delete/update-by-query and reindex,
 // scripts (no painless), ingest processors, ILM, data streams and the
-// analysis-common tokenizers and filters. The cluster is a single node, so
+// analysis-common tokenizers and filters. URL's cluster is a single node, so
 // indices with replicas are yellow, not green.
 //
 // Environment:
@@ -89,6 +94,11 @@ func Main(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "elastictest: stopping Elasticsearch: %v\n", err)
 		}
 	}
+	if sharedCluster.cluster != nil {
+		if err := sharedCluster.cluster.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "elastictest: stopping the Elasticsearch cluster: %v\n", err)
+		}
+	}
 	return code
 }
 
@@ -127,7 +137,7 @@ func provision() (url string, node *Node, explicit bool, err error) {
 		url = strings.TrimRight(u, "/")
 		ctx, cancel := context.WithTimeout(context.Background(), externalTimeout)
 		defer cancel()
-		if err := waitHealthy(ctx, url, nil); err != nil {
+		if err := waitHealthy(ctx, url+"/_cluster/health?wait_for_status=yellow&timeout=1s", nil); err != nil {
 			return "", nil, true, fmt.Errorf("%s=%s is not usable: %w", envURL, u, err)
 		}
 		return url, nil, true, nil
@@ -154,11 +164,10 @@ func failOrSkip(t testing.TB, err error, explicit bool) {
 	}
 }
 
-// waitHealthy polls the cluster health until it is at least yellow, ctx ends,
-// or exited is closed (the node process died).
-func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
+// waitHealthy polls url, a _cluster/health request, until it answers 200, ctx
+// ends, or exited is closed (the node process died).
+func waitHealthy(ctx context.Context, url string, exited <-chan struct{}) error {
 	client := &http.Client{Timeout: 5 * time.Second}
-	url := base + "/_cluster/health?wait_for_status=yellow&timeout=1s"
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var last error

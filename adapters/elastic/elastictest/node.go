@@ -58,7 +58,16 @@ type Node struct {
 	mode          runMode
 	httpPort      int // 0 until the first start picked a free one
 	transportPort int
+	heap          string   // -Xms and -Xmx of the JVM, e.g. "512m"
+	member        *member  // nil for a single-node cluster
 	proc          *process // nil while stopped
+}
+
+// member is what a node of a Cluster knows of it: its own name, the cluster's
+// name, and every node's name and transport address, for discovery.
+type member struct {
+	name, cluster string
+	names, seeds  []string
 }
 
 type process struct {
@@ -110,6 +119,22 @@ func (n *Node) Close() error { return n.close() }
 func startNode() (*Node, error) { return startNodeOn(0) }
 
 func startNodeOn(httpPort int) (*Node, error) {
+	n, err := newNode(httpPort, 0, defaultHeap, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(); err != nil {
+		os.RemoveAll(n.dir)
+		return nil, err
+	}
+	return n, nil
+}
+
+// defaultHeap is the heap of a single node.
+const defaultHeap = "512m"
+
+// newNode prepares a stopped node: the distribution fetched, its directory made.
+func newNode(httpPort, transportPort int, heap string, m *member) (*Node, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
 	}
@@ -129,15 +154,11 @@ func startNodeOn(httpPort int) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{dir: dir, home: home, javaHome: jh, httpPort: httpPort}
+	n := &Node{dir: dir, home: home, javaHome: jh, httpPort: httpPort, transportPort: transportPort, heap: heap, member: m}
 	if os.Geteuid() == 0 {
 		n.mode = runUserNS
 	}
 	if err := n.prepare(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := n.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -203,6 +224,14 @@ func (n *Node) Start() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	if err := n.launchLocked(); err != nil {
+		return err
+	}
+	return n.awaitLocked(ctx, "")
+}
+
+// launchLocked starts the node's process without waiting for it.
+func (n *Node) launchLocked() error {
 	for _, f := range []string{"http.ports", "transport.ports"} {
 		os.Remove(filepath.Join(n.dir, "logs", f))
 	}
@@ -217,7 +246,15 @@ func (n *Node) Start() error {
 		return fmt.Errorf("starting Elasticsearch %s: %w", n.mode, err)
 	}
 	n.proc = p
-	if err := n.waitReady(ctx, p); err != nil {
+	return nil
+}
+
+// awaitLocked waits until the launched node answers and its cluster's health
+// is at least yellow, with extra conditions of _cluster/health (e.g.
+// "&wait_for_nodes=3"); on failure it stops the node and returns its output.
+func (n *Node) awaitLocked(ctx context.Context, extra string) error {
+	p := n.proc
+	if err := n.waitReady(ctx, p, extra); err != nil {
 		n.stopLocked()
 		status := ""
 		select {
@@ -271,24 +308,34 @@ func (n *Node) spawn() (*process, error) {
 }
 
 func (n *Node) args() []string {
-	s := []string{
-		"discovery.type=single-node",
+	var s []string
+	if m := n.member; m != nil {
+		s = []string{
+			"node.name=" + m.name,
+			"cluster.name=" + m.cluster,
+			"discovery.seed_hosts=" + strings.Join(m.seeds, ","),
+			"cluster.initial_master_nodes=" + strings.Join(m.names, ","),
+		}
+	} else {
+		s = []string{"discovery.type=single-node"}
+	}
+	s = append(s,
 		"xpack.security.enabled=false",
 		// Loopback only: keeps the node private and bootstrap checks
 		// (vm.max_map_count, file descriptors) as warnings.
 		"network.host=127.0.0.1",
 		// Port 0 on the first start picks free ports without a race;
 		// node.portsfile tells us which. Restarts reuse them.
-		"http.port=" + strconv.Itoa(n.httpPort),
-		"transport.port=" + strconv.Itoa(n.transportPort),
+		"http.port="+strconv.Itoa(n.httpPort),
+		"transport.port="+strconv.Itoa(n.transportPort),
 		"node.portsfile=true",
-		"path.data=" + filepath.Join(n.dir, "data"),
-		"path.logs=" + filepath.Join(n.dir, "logs"),
+		"path.data="+filepath.Join(n.dir, "data"),
+		"path.logs="+filepath.Join(n.dir, "logs"),
 		// A fullish disk must not turn indices read-only mid-test.
 		"cluster.routing.allocation.disk.threshold_enabled=false",
 		// Lets tests clean up with DELETE /prefix-*.
 		"action.destructive_requires_name=false",
-	}
+	)
 	args := make([]string, 0, 2*len(s))
 	for _, kv := range s {
 		args = append(args, "-E", kv)
@@ -301,7 +348,7 @@ func (n *Node) env() []string {
 		"ES_JAVA_HOME": n.javaHome,
 		"ES_PATH_CONF": filepath.Join(n.dir, "config"),
 		"ES_TMPDIR":    filepath.Join(n.dir, "tmp"),
-		"ES_JAVA_OPTS": strings.TrimSpace("-Xms512m -Xmx512m " + os.Getenv("ES_JAVA_OPTS")),
+		"ES_JAVA_OPTS": strings.TrimSpace("-Xms" + n.heap + " -Xmx" + n.heap + " " + os.Getenv("ES_JAVA_OPTS")),
 		"HOME":         n.dir,
 	}
 	drop := map[string]bool{"JAVA_HOME": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true} // the launcher warns about them
@@ -319,7 +366,7 @@ func (n *Node) env() []string {
 }
 
 // waitReady learns the ports (first start) and waits for cluster health.
-func (n *Node) waitReady(ctx context.Context, p *process) error {
+func (n *Node) waitReady(ctx context.Context, p *process, extra string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for n.httpPort == 0 || n.transportPort == 0 {
@@ -336,7 +383,7 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 		case <-tick.C:
 		}
 	}
-	return waitHealthy(ctx, n.urlLocked(), p.done)
+	return waitHealthy(ctx, n.urlLocked()+"/_cluster/health?wait_for_status=yellow&timeout=1s"+extra, p.done)
 }
 
 // readPort parses a ports file ("127.0.0.1:41234" lines); 0 if not there yet.
