@@ -282,6 +282,7 @@ var settings = []setting{
 	countSetting("group_commit_max_messages", "most messages in one store batch", func(c *Config) *int { return &c.GroupCommit.MaxBatchMessages }),
 	intSetting("group_commit_max_bytes", "most bytes (estimated) in one store batch", func(c *Config) *int64 { return &c.GroupCommit.MaxBatchBytes }),
 	durationSetting("group_commit_linger", "how long a batch waits for more submissions before it is written", func(c *Config) *time.Duration { return &c.GroupCommit.Linger }),
+	durationSetting("group_commit_max_wait", "how long a submission may wait in the queue for its store write to start (503 with Retry-After beyond; 0: no bound)", func(c *Config) *time.Duration { return &c.GroupCommit.MaxWait }),
 	countSetting("group_commit_writers", "store batches written at the same time", func(c *Config) *int { return &c.GroupCommit.Writers }),
 	countSetting("group_commit_queue_messages", "most messages waiting for the store or reserved by admitted POSTs (429 with Retry-After beyond)", func(c *Config) *int { return &c.GroupCommit.MaxQueueMessages }),
 	intSetting("group_commit_queue_bytes", "most bytes (estimated) waiting for the store or reserved by admitted POSTs (429 with Retry-After beyond)", func(c *Config) *int64 { return &c.GroupCommit.MaxQueueBytes }),

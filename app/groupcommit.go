@@ -18,6 +18,10 @@ const (
 	DefaultGroupQueueMessages = 10_000
 	DefaultGroupQueueBytes    = 64 << 20
 	DefaultGroupWriters       = 4
+	// DefaultGroupMaxWait bounds how long a request waits in the queue before
+	// its write starts: past it the store is not keeping up, and a refusal the
+	// client can retry beats an answer after the client has given up.
+	DefaultGroupMaxWait = 2 * time.Second
 )
 
 // Upper bounds the configuration accepts: beyond them a setting is a typo.
@@ -45,6 +49,13 @@ type GroupCommitOptions struct {
 	MaxQueueBytes    int64
 	// Writers is how many batches may be written to the store at the same time.
 	Writers int
+	// MaxWait, when positive, is how long a request may wait in the queue for
+	// its write to start; one still waiting then is withdrawn and fails with
+	// ports.ErrUnavailable, nothing of it written. A write that has started is
+	// always waited for: its outcome is the truth. 0 waits as long as the
+	// caller's context allows (DefaultGroupCommitOptions sets
+	// DefaultGroupMaxWait).
+	MaxWait time.Duration
 	// Stamper, if set, may update a batch's messages (copies of the callers')
 	// just before they are written. The fx module stamps their stored time there,
 	// so a message becomes visible a fixed delay after its write, however long it
@@ -56,7 +67,7 @@ type GroupCommitOptions struct {
 
 // DefaultGroupCommitOptions returns the defaults of every option.
 func DefaultGroupCommitOptions() GroupCommitOptions {
-	return GroupCommitOptions{}.withDefaults()
+	return GroupCommitOptions{MaxWait: DefaultGroupMaxWait}.withDefaults()
 }
 
 func (o GroupCommitOptions) withDefaults() GroupCommitOptions {
@@ -65,6 +76,7 @@ func (o GroupCommitOptions) withDefaults() GroupCommitOptions {
 	setDefault(&o.MaxQueueMessages, DefaultGroupQueueMessages)
 	setDefault(&o.MaxQueueBytes, DefaultGroupQueueBytes)
 	setDefault(&o.Writers, DefaultGroupWriters)
+	o.MaxWait = max(o.MaxWait, 0)
 	o.Linger = max(o.Linger, 0)
 	return o
 }
@@ -201,6 +213,12 @@ func (g *GroupCommitter) append(ctx context.Context, msgs []domain.Message, r *R
 	if err := g.enqueue(req, r); err != nil {
 		return err
 	}
+	var waitedTooLong <-chan time.Time
+	if g.opts.MaxWait > 0 {
+		waited := time.NewTimer(g.opts.MaxWait)
+		defer waited.Stop()
+		waitedTooLong = waited.C
+	}
 	select {
 	case err := <-req.done:
 		return err
@@ -208,8 +226,13 @@ func (g *GroupCommitter) append(ctx context.Context, msgs []domain.Message, r *R
 		if g.withdraw(req) {
 			return callerGone(ctx.Err())
 		}
-		return <-req.done // being written: the outcome is the truth
+	case <-waitedTooLong:
+		if g.withdraw(req) {
+			return fmt.Errorf("group commit: waited %s in the queue without the store taking the write: %w",
+				g.opts.MaxWait, ports.ErrUnavailable)
+		}
 	}
+	return <-req.done // being written: the outcome is the truth
 }
 
 func callerGone(err error) error {

@@ -33,6 +33,8 @@ func (c GroupCommitConfig) problem() (key, reason string) {
 		return "group_commit_queue_messages", "must be at least 1"
 	case c.MaxQueueBytes < 1:
 		return "group_commit_queue_bytes", "must be at least 1"
+	case c.MaxWait < 0:
+		return "group_commit_max_wait", "must not be negative (0: no bound)"
 	case c.Writers < 1 || c.Writers > maxGroupWriters:
 		return "group_commit_writers", fmt.Sprintf("must be from 1 to %d", maxGroupWriters)
 	}

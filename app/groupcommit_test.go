@@ -793,6 +793,27 @@ func TestGroupCommitCallerGivesUpWhileQueued(t *testing.T) {
 	}
 }
 
+// A request still queued after MaxWait is refused as unavailable, nothing of it
+// written, while the write that had started is waited for: a store that falls
+// behind refuses before its clients give up.
+func TestGroupCommitRefusesWhatWaitsTooLong(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g, store, depth, first := blockedCommitter(t, app.GroupCommitOptions{Writers: 1, MaxWait: 50 * time.Millisecond})
+	late := appendAsync(t.Context(), g, "late")
+	if err := <-late.done; !errors.Is(err, ports.ErrUnavailable) {
+		t.Errorf("Append queued past MaxWait: %v, want ErrUnavailable", err)
+	}
+	waitQueued(t, depth, 1)
+	store.open()
+	if err := <-first.done; err != nil {
+		t.Errorf("Append whose write had started: %v, want its success however long it took", err)
+	}
+	closeCommitter(t, g)
+	if store.has("late") {
+		t.Error("the message of a call refused for waiting was written")
+	}
+}
+
 // Once its batch is being written, a caller whose ctx ends gets the outcome.
 func TestGroupCommitCallerGivesUpDuringTheWrite(t *testing.T) {
 	store := newGateStore()
