@@ -180,26 +180,7 @@ func message(t testing.TB, createdAt time.Time) domain.Message {
 }
 
 // waitFor polls check until it returns nil or the deadline passes.
-func waitFor(t testing.TB, what string, deadline time.Duration, check func() error) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: still failing after %s: %v", what, deadline, err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: %v (last error: %v)", what, t.Context().Err(), err)
-		case <-tick.C:
-		}
-	}
-}
+var waitFor = elastic.WaitFor
 
 // waitReadable waits until Get finds every one of msgs at now.
 func waitReadable(t testing.TB, s ports.MessageStore, now time.Time, msgs ...domain.Message) {

@@ -61,20 +61,13 @@ func BenchmarkStats24Hours(b *testing.B) {
 	from := now.Add(-24 * time.Hour)
 	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
 		Interval: domain.Intervals[2], Filter: domain.Filter{From: from, To: now}}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	WaitFor(b, "every message counted after the refresh", 2*time.Minute, func() error {
 		stats, err := s.Stats(ctx, q, now.Add(time.Second))
-		if err != nil {
-			b.Fatal(err)
+		if err == nil && stats.Total.Count != n {
+			err = fmt.Errorf("Stats counts %d of %d messages", stats.Total.Count, n)
 		}
-		if stats.Total.Count == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("Stats counts %d of %d messages", stats.Total.Count, n)
-		}
-		time.Sleep(100 * time.Millisecond) // setup only: wait for the refresh
-	}
+		return err
+	})
 	// The store's compression, and Elasticsearch's default for comparison.
 	for _, compression := range []int{percentileCompression, 100} {
 		b.Run(fmt.Sprintf("compression=%d", compression), func(b *testing.B) {
