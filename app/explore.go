@@ -8,21 +8,18 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Statistics is the traffic statistics use case.
-type Statistics struct {
-	store  ports.MessageReader
-	policy domain.Policy
-	clock  ports.Clock
-}
+// Statistics is the traffic statistics use case: a Reader's store, policy and
+// clock, with methods of its own.
+type Statistics Reader
 
 // NewStatistics returns the statistics use case reading from store under policy.
 func NewStatistics(store ports.MessageReader, policy domain.Policy, clock ports.Clock) *Statistics {
-	return &Statistics{store: store, policy: policy, clock: clock}
+	return NewReader(store, policy, clock).Statistics()
 }
 
 // Statistics returns the statistics use case over the reader's store, policy
 // and clock.
-func (r *Reader) Statistics() *Statistics { return NewStatistics(r.store, r.policy, r.clock) }
+func (r *Reader) Statistics() *Statistics { return (*Statistics)(r) }
 
 // ParseQuery reads the statistics' query parameters at the current time.
 func (s *Statistics) ParseQuery(values map[string][]string) (domain.StatsQuery, error) {
@@ -74,20 +71,17 @@ func narrowToPrincipal(f *domain.Filter, principal domain.Principal) bool {
 // that one page's memory stays bounded.
 const ExportPageSize = 1000
 
-// Exporter is the export use case.
-type Exporter struct {
-	store  ports.MessageReader
-	policy domain.Policy
-	clock  ports.Clock
-}
+// Exporter is the export use case: a Reader's store, policy and clock, with
+// methods of its own.
+type Exporter Reader
 
 // NewExporter returns the export use case reading from store under policy.
 func NewExporter(store ports.MessageReader, policy domain.Policy, clock ports.Clock) *Exporter {
-	return &Exporter{store: store, policy: policy, clock: clock}
+	return NewReader(store, policy, clock).Exporter()
 }
 
 // Exporter returns the export use case over the reader's store, policy and clock.
-func (r *Reader) Exporter() *Exporter { return NewExporter(r.store, r.policy, r.clock) }
+func (r *Reader) Exporter() *Exporter { return (*Exporter)(r) }
 
 // Export hands every readable message of the principal that passes q.Filter to
 // write, newest first, at most q.Max of them, a page at a time, and returns how
