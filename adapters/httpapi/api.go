@@ -195,15 +195,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ids := make([]identityJSON, len(result.Identities))
-	for i, id := range result.Identities {
-		ids[i] = toIdentityJSON(id)
-	}
-	var data any = ids
-	if !result.Multiple && len(ids) == 1 {
-		data = ids[0]
-	}
-	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgIngested, Data: data})
+	writeEncoded(w, http.StatusOK, func(dst []byte) []byte { return appendIngestReply(dst, result) })
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
+	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -124,4 +125,31 @@ func appendHeader(dst []byte, h domain.Header) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
+}
+
+// appendIngestReply appends the reply to an accepted submission, as writeJSON
+// would encode reply{Status: true, Message: msgIngested, Data: ...}: by hand,
+// since it is written once per POST on the hot path.
+func appendIngestReply(dst []byte, result app.SubmitResult) []byte {
+	dst = append(dst, `{"status":true,"message":`...)
+	dst = jsonwire.AppendString(dst, msgIngested)
+	dst = append(dst, `,"data":`...)
+	single := !result.Multiple && len(result.Identities) == 1
+	if !single {
+		dst = append(dst, '[')
+	}
+	for i, id := range result.Identities {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = jsonwire.AppendString(dst, id.ID)
+		dst = append(dst, `,"reference":`...)
+		dst = jsonwire.AppendString(dst, id.Reference)
+		dst = append(dst, '}')
+	}
+	if !single {
+		dst = append(dst, ']')
+	}
+	return append(dst, "}\n"...)
 }

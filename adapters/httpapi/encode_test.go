@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -293,4 +294,31 @@ func FuzzAppendMessage(f *testing.F) {
 		page := domain.Page{Messages: []domain.Message{m, m}, HasMore: status%2 == 0}
 		assertSameBytes(t, "page", appendListReply(nil, page, status), encodeReference(t, referenceListReply(page, status)))
 	})
+}
+
+type identityJSON struct {
+	ID        string `json:"id"`
+	Reference string `json:"reference"`
+}
+
+func TestAppendIngestReplyMatchesEncodingJSON(t *testing.T) {
+	var ids []domain.Identity
+	for i, s := range trickyStrings {
+		ids = append(ids, domain.Identity{ID: s, Reference: trickyStrings[(i+1)%len(trickyStrings)]})
+	}
+	for _, result := range []app.SubmitResult{
+		{Identities: ids[:1]}, {Identities: ids[:1], Multiple: true}, {Identities: ids, Multiple: true}, {Multiple: true},
+	} {
+		var data any
+		refs := make([]identityJSON, len(result.Identities))
+		for i, id := range result.Identities {
+			refs[i] = identityJSON{ID: id.ID, Reference: id.Reference}
+		}
+		data = refs
+		if !result.Multiple && len(refs) == 1 {
+			data = refs[0]
+		}
+		assertSameBytes(t, fmt.Sprintf("%d identities, multiple %v", len(refs), result.Multiple),
+			appendIngestReply(nil, result), encodeReference(t, reply{Status: true, Message: msgIngested, Data: data}))
+	}
 }

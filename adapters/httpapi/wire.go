@@ -1,9 +1,5 @@
 package httpapi
 
-import (
-	"github.com/reqlog/reqlog/domain"
-)
-
 // Reply texts of the contract.
 const (
 	msgIngested   = "Logs were successfully ingested and should show up shortly"
@@ -32,13 +28,4 @@ type errorReply struct {
 type fieldErrorJSON struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
-}
-
-type identityJSON struct {
-	ID        string `json:"id"`
-	Reference string `json:"reference"`
-}
-
-func toIdentityJSON(id domain.Identity) identityJSON {
-	return identityJSON{ID: id.ID, Reference: id.Reference}
 }
