@@ -275,7 +275,7 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 
 // writeBody writes an encoded JSON reply.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header()["Content-Type"] = jsonType
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

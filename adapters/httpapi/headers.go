@@ -57,9 +57,8 @@ func headerBytes(r *http.Request) int {
 // spelling of it), without a content coding.
 // It looks only at headers, so it runs before the body is read.
 func requireJSON(w http.ResponseWriter, r *http.Request) bool {
-	accepted := http.Header{"Accept-Post": {"application/json"}}
 	mediaType, charset := parseContentType(r.Header.Get("Content-Type"))
-	var refusal string
+	var refusal, acceptEncoding string
 	switch {
 	case mediaType != "application/json":
 		refusal = "the request body must be JSON: send Content-Type: application/json"
@@ -73,7 +72,11 @@ func requireJSON(w http.ResponseWriter, r *http.Request) bool {
 		}
 		refusal = fmt.Sprintf("Content-Encoding %s is not supported; send the body uncompressed", coding)
 		// RFC 9110 §12.5.3: Accept-Encoding tells a coding problem from a media type one.
-		accepted["Accept-Encoding"] = []string{"identity"}
+		acceptEncoding = "identity"
+	}
+	accepted := http.Header{"Accept-Post": {"application/json"}}
+	if acceptEncoding != "" {
+		accepted["Accept-Encoding"] = []string{acceptEncoding}
 	}
 	writeError(w, apiError{status: http.StatusUnsupportedMediaType, message: refusal, header: accepted})
 	return false
@@ -84,6 +87,12 @@ func requireJSON(w http.ResponseWriter, r *http.Request) bool {
 // parameter when one is malformed ("application/json; charset=latin1; x"), so
 // the charset is then looked for by hand rather than assumed absent.
 func parseContentType(value string) (mediaType, charset string) {
+	switch value { // what nearly every client sends, without a parameter map
+	case "application/json":
+		return value, ""
+	case "application/json; charset=utf-8":
+		return "application/json", "utf-8"
+	}
 	mediaType, params, err := mime.ParseMediaType(value)
 	switch {
 	case err == nil:

@@ -49,6 +49,14 @@ func principalOf(ctx context.Context) domain.Principal {
 	return domain.Principal{}
 }
 
+// Header values every reply carries, shared: set as they are, not copied per
+// request (net/http only reads them; Set replaces, Add copies).
+var (
+	noStore  = []string{"no-store"}
+	noSniff  = []string{"nosniff"}
+	jsonType = []string{"application/json; charset=utf-8"}
+)
+
 // withRequestID adopts a well-formed incoming X-Request-Id or makes one, echoes it
 // and sets the headers every reply carries.
 func withRequestID(next http.Handler) http.Handler {
@@ -59,8 +67,7 @@ func withRequestID(next http.Handler) http.Handler {
 		}
 		h := w.Header()
 		h.Set(RequestIDHeader, id)
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
+		h["Cache-Control"], h["X-Content-Type-Options"] = noStore, noSniff
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey, &requestState{id: id})))
 	})
 }
