@@ -2,10 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -22,21 +18,4 @@ func CheckReadLag(policy domain.Policy, store ports.MessageStore) error {
 		}
 	}
 	return nil
-}
-
-// NewLogger builds the service's logger from REQLOG_LOG_LEVEL and
-// REQLOG_LOG_FORMAT; it writes to standard error.
-func NewLogger(cfg Config) *zap.Logger {
-	encoderCfg := zap.NewProductionEncoderConfig()
-	encoderCfg.EncodeTime = zapcore.ISO8601TimeEncoder
-	var encoder zapcore.Encoder
-	if cfg.LogFormat == LogFormatConsole {
-		encoderCfg.EncodeLevel = zapcore.CapitalLevelEncoder
-		encoder = zapcore.NewConsoleEncoder(encoderCfg)
-	} else {
-		encoder = zapcore.NewJSONEncoder(encoderCfg)
-	}
-	core := zapcore.NewCore(encoder, zapcore.Lock(os.Stderr), cfg.LogLevel)
-	// No automatic stack traces: fx's would show its own internals; panics log theirs.
-	return zap.New(core, zap.ErrorOutput(zapcore.Lock(os.Stderr)))
 }

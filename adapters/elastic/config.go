@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Defaults of Config.
@@ -40,9 +43,8 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 )
 
-// indexPrefixPattern is the rule the service's configuration applies too
-// (REQLOG_ELASTICSEARCH_INDEX_PREFIX): a valid start of an Elasticsearch index
-// name that cannot contain a wildcard or reach into another deployment's names.
+// indexPrefixPattern is a valid start of an Elasticsearch index name that cannot
+// contain a wildcard or reach into another deployment's names.
 var indexPrefixPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Config configures the Elasticsearch store. The zero value of every field but
@@ -110,15 +112,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.IndexPrefix == "" {
 		cfg.IndexPrefix = DefaultIndexPrefix
 	}
-	if !indexPrefixPattern.MatchString(cfg.IndexPrefix) {
-		return cfg, fmt.Errorf("elastic: config: index prefix %q must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit", cfg.IndexPrefix)
-	}
-	if cfg.MaxRequestBytes < 0 {
-		return cfg, fmt.Errorf("elastic: config: MaxRequestBytes must not be negative, got %d", cfg.MaxRequestBytes)
-	}
-	if cfg.Replicas < 0 {
-		return cfg, fmt.Errorf("elastic: config: Replicas must not be negative, got %d", cfg.Replicas)
-	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -165,7 +158,33 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = DefaultReplicas
 	}
-	return cfg, nil
+	return cfg, cfg.Validate()
+}
+
+// DefaultConfig returns the defaults of every field but Addresses.
+func DefaultConfig() Config {
+	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, RefreshInterval: DefaultRefreshInterval,
+		RequestTimeout: DefaultRequestTimeout, ShardWait: DefaultShardWait, DurabilityWait: DefaultDurabilityWait,
+		PingTimeout: DefaultPingTimeout, MaxRetries: DefaultMaxRetries, MaxRequestBytes: DefaultMaxRequestBytes}
+}
+
+// Validate reports the first unusable field that the service's settings set, of a
+// configuration with its defaults filled in (no zero is read as a default here,
+// but MaxRequestBytes'), as a *domain.ValidationError naming the field. Addresses
+// are left to the caller: the service requires them only of the store it runs on.
+func (cfg Config) Validate() error {
+	bad := func(field, reason string) error {
+		return &domain.ValidationError{Message: "elastic: config", Fields: []domain.FieldError{{Field: field, Message: reason}}}
+	}
+	switch {
+	case !indexPrefixPattern.MatchString(cfg.IndexPrefix):
+		return bad("IndexPrefix", "must be 1 to 64 characters from a-z 0-9 _ -, starting with a letter or digit")
+	case cfg.MaxRequestBytes < 0:
+		return bad("MaxRequestBytes", "must not be negative (0 means the default, "+strconv.Itoa(DefaultMaxRequestBytes)+")")
+	case cfg.Replicas < 1:
+		return bad("Replicas", "must be at least 1 (an index has a replica only where the cluster has another node for it)")
+	}
+	return nil
 }
 
 // maxIdleConnsPerNode keeps enough connections open for the service's

@@ -24,7 +24,7 @@ import (
 
 // Options tune the API; the zero value works.
 type Options struct {
-	// MaxBodyBytes limits a POST body (0: app.DefaultMaxBodyBytes).
+	// MaxBodyBytes limits a POST body (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Logger receives the access log and errors (nil: no logging).
 	Logger *zap.Logger
@@ -78,7 +78,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 		a.exporter = reader.Exporter()
 	}
 	if a.maxBody <= 0 {
-		a.maxBody = app.DefaultMaxBodyBytes
+		a.maxBody = DefaultMaxBodyBytes
 	}
 	if a.log == nil {
 		a.log = zap.NewNop()

@@ -169,15 +169,14 @@ func TestRateLimitSettings(t *testing.T) {
 		{0, http.StatusOK},                  // off
 	} {
 		t.Run(fmt.Sprint(c.rate), func(t *testing.T) {
-			cfg := app.DefaultConfig()
 			key, err := app.NewAPIKey("acme", "live", liveKey)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.APIKeys = []app.APIKey{key}
 			var handler http.Handler
 			svc := fxtest.New(t, fx.NopLogger, app.Module, keyring.Module, httpapi.HandlerModule,
-				fx.Supply(cfg, zap.NewNop(), httpapi.Config{RateLimit: c.rate, RateBurst: 1}),
+				fx.Supply(app.DefaultConfig(), keyring.Config{Keys: []app.APIKey{key}}, zap.NewNop(),
+					httpapi.Config{RateLimit: c.rate, RateBurst: 1}),
 				fx.Provide(func() ports.MessageStore { return memory.New() }),
 				fx.Populate(&handler),
 			)

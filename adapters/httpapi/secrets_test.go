@@ -94,11 +94,10 @@ func TestSecretsReachNeitherStoreNorLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.APIKeys = []app.APIKey{key}
 	var server *httpapi.Server
 	svc := fxtest.New(t,
 		fx.WithLogger(func() fxevent.Logger { return &fxevent.ZapLogger{Logger: logger.Named("fx")} }),
-		fx.Supply(cfg, logger, httpapi.Config{Addr: "127.0.0.1:0"}),
+		fx.Supply(cfg, keyring.Config{Keys: []app.APIKey{key}}, logger, httpapi.Config{Addr: "127.0.0.1:0"}),
 		fx.Provide(func() ports.MessageStore { return store }),
 		app.Module, keyring.Module, httpapi.Module,
 		fx.Populate(&server),

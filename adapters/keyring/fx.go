@@ -7,15 +7,21 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Module provides the configured keys (app.Config.APIKeys) as the ports.KeyStore.
+// Module provides the keys of the graph's Config as the ports.KeyStore.
 var Module = fx.Module("keyring",
 	fx.Provide(fx.Annotate(FromConfig, fx.As(new(ports.KeyStore)))),
 )
 
+// Config is the keys the service accepts: cmd/reqlogd parses them from
+// REQLOG_API_KEYS.
+type Config struct {
+	Keys []app.APIKey
+}
+
 // FromConfig returns a keyring of the configured keys.
-func FromConfig(cfg app.Config) *Keyring {
-	entries := make([]Entry, len(cfg.APIKeys))
-	for i, k := range cfg.APIKeys {
+func FromConfig(cfg Config) *Keyring {
+	entries := make([]Entry, len(cfg.Keys))
+	for i, k := range cfg.Keys {
 		entries[i] = Entry{Account: k.Account, Domain: k.Domain, Digest: k.Digest}
 	}
 	return New(entries)

@@ -66,9 +66,7 @@ func TestFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := app.DefaultConfig()
-	cfg.APIKeys = keys
-	ring := keyring.FromConfig(cfg)
+	ring := keyring.FromConfig(keyring.Config{Keys: keys})
 	for key, want := range map[string]domain.Scope{
 		"plain-key":  {Account: "acme", Domain: "live"},
 		"hashed-key": {Account: "globex", Domain: "test"},

@@ -12,6 +12,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Defaults of Config.
@@ -61,6 +63,25 @@ type Config struct {
 	StreamStats bool
 }
 
+// DefaultConfig returns the defaults of the fields that have one of their own;
+// the timeouts are left zero, which reads the URI's own first.
+func DefaultConfig() Config {
+	return Config{Database: DefaultDatabase, Collection: DefaultCollection, PingTimeout: DefaultPingTimeout}
+}
+
+// Validate reports the first unusable field of a configuration with its defaults
+// filled in (no zero is read as a default here) as a *domain.ValidationError
+// naming the field. URI is left to the caller: the service requires it only of
+// the store it runs on.
+func (cfg Config) Validate() error {
+	// MongoDB's own rules for names; refusing them here gives a clear start-up error.
+	if cfg.Database == "" || strings.ContainsAny(cfg.Database, "/\\. \"$\x00") {
+		return &domain.ValidationError{Message: "mongo: config", Fields: []domain.FieldError{
+			{Field: "Database", Message: `must be a non-empty name without / \ . " $ or spaces`}}}
+	}
+	return nil
+}
+
 // withDefaults returns cfg with every unset field at its default, or an error
 // naming the first unusable field.
 func (cfg Config) withDefaults() (Config, error) {
@@ -73,9 +94,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Collection == "" {
 		cfg.Collection = DefaultCollection
 	}
-	// MongoDB's own rules for names; refusing them here gives a clear start-up error.
-	if strings.ContainsAny(cfg.Database, "/\\. \"$\x00") {
-		return cfg, fmt.Errorf("mongo: config: database name %q must not contain / \\ . \" $ spaces or NUL", cfg.Database)
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
 	}
 	if strings.HasPrefix(cfg.Collection, "system.") || strings.ContainsAny(cfg.Collection, "$\x00") {
 		return cfg, fmt.Errorf("mongo: config: collection name %q must not contain $ or NUL nor start with system.", cfg.Collection)

@@ -4,12 +4,10 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Module provides the *Portal from app.Config (REQLOG_PORTAL_SECRET,
-// REQLOG_PUBLIC_URL, REQLOG_PORTAL_FRAME_ANCESTORS) and decorates the graph's
+// Module provides the *Portal from the graph's Config and decorates the graph's
 // ports.KeyStore to accept its session tokens. It needs a ports.Clock, a
 // *zap.Logger and a ports.KeyStore; httpapi serves the portal when the graph has it.
 var Module = fx.Options(
@@ -19,15 +17,13 @@ var Module = fx.Options(
 	fx.Decorate(func(keys ports.KeyStore, p *Portal) ports.KeyStore { return p.KeyStore(keys) }),
 )
 
-// FromConfig returns the portal of cfg. Without a configured secret it makes a
-// random one and warns: sessions then end with the process and other replicas
-// refuse them.
-func FromConfig(cfg app.Config, clock ports.Clock, log *zap.Logger) (*Portal, error) {
-	secret := []byte(cfg.Portal.Secret)
-	if len(secret) == 0 {
-		secret = RandomSecret()
+// FromConfig returns the portal of cfg. Without a secret it makes a random one and
+// warns: sessions then end with the process and other replicas refuse them.
+func FromConfig(cfg Config, clock ports.Clock, log *zap.Logger) (*Portal, error) {
+	if len(cfg.Secret) == 0 {
+		cfg.Secret = RandomSecret()
 		log.Warn("REQLOG_PORTAL_SECRET is not set: portal sessions are signed with a random secret, " +
 			"so they end when reqlogd restarts and other replicas refuse them")
 	}
-	return New(Config{Secret: secret, PublicURL: cfg.PublicURL, FrameAncestors: cfg.Portal.FrameAncestors}, clock)
+	return New(cfg, clock)
 }

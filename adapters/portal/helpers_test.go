@@ -43,13 +43,16 @@ type service struct {
 	logs  *observer.ObservedLogs
 }
 
-// startService starts a service; edit changes its configuration.
-func startService(t *testing.T, edit func(*app.Config)) *service {
+// startService starts a service; edit changes the portal's configuration.
+func startService(t *testing.T, edit func(*portal.Config)) *service {
 	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.VisibilityDelay = 0
-	cfg.RateLimit = 0
-	cfg.Portal.Secret = secret
+	site := portal.DefaultConfig()
+	site.Secret = []byte(secret)
+	api := httpapi.DefaultConfig()
+	api.RateLimit = 0
+	var keys keyring.Config
 	for _, k := range []struct{ account, domain, key string }{
 		{"acme", domain.DomainLive, acmeLive},
 		{"acme", domain.DomainTest, acmeTest},
@@ -59,10 +62,10 @@ func startService(t *testing.T, edit func(*app.Config)) *service {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.APIKeys = append(cfg.APIKeys, key)
+		keys.Keys = append(keys.Keys, key)
 	}
 	if edit != nil {
-		edit(&cfg)
+		edit(&site)
 	}
 	clock := conformance.NewFakeClock(time.Now())
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -73,8 +76,7 @@ func startService(t *testing.T, edit func(*app.Config)) *service {
 		keyring.Module,
 		portal.Module,
 		httpapi.HandlerModule,
-		fx.Supply(cfg, zap.New(core), httpapi.Config{
-			MaxBodyBytes: cfg.MaxBodyBytes, RateLimit: cfg.RateLimit, RateBurst: int(cfg.RateBurst)}),
+		fx.Supply(cfg, keys, site, api, zap.New(core)),
 		fx.Provide(func() ports.MessageStore { return memory.New() }),
 		fx.Replace(fx.Annotate(ports.Clock(clock), fx.As(new(ports.Clock)))),
 		fx.Populate(&handler),

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/portal"
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -227,7 +226,7 @@ func TestSessionExpires(t *testing.T) {
 func TestForgedTokensAreRefused(t *testing.T) {
 	s := startService(t, nil)
 	token := s.session(t, acmeLive, `{"name":"shop"}`)["token"].(string)
-	other := startService(t, func(c *app.Config) { c.Portal.Secret = strings.Repeat("x", portal.MinSecretBytes) })
+	other := startService(t, func(c *portal.Config) { c.Secret = []byte(strings.Repeat("x", portal.MinSecretBytes)) })
 	foreign := other.session(t, acmeLive, `{"name":"blog"}`)["token"].(string)
 
 	parts := strings.Split(token, ".")
@@ -313,7 +312,7 @@ func TestSessionRequestErrors(t *testing.T) {
 
 // Links start with REQLOG_PUBLIC_URL when it is set.
 func TestPublicURL(t *testing.T) {
-	s := startService(t, func(c *app.Config) { c.PublicURL = "https://logs.example.com/reqlog/" })
+	s := startService(t, func(c *portal.Config) { c.PublicURL = "https://logs.example.com/reqlog/" })
 	data := s.session(t, acmeLive, `{"name":"shop"}`)
 	if want := "https://logs.example.com/reqlog/portal#token=" + data["token"].(string); data["url"] != want {
 		t.Errorf("url %q, want %q", data["url"], want)
@@ -338,7 +337,7 @@ func TestTokensAreNotLogged(t *testing.T) {
 }
 
 func TestRandomSecretWarns(t *testing.T) {
-	s := startService(t, func(c *app.Config) { c.Portal.Secret = "" })
+	s := startService(t, func(c *portal.Config) { c.Secret = nil })
 	warnings := s.logs.FilterMessageSnippet("REQLOG_PORTAL_SECRET").All()
 	if len(warnings) != 1 || len(warnings[0].Context) != 0 {
 		t.Fatalf("want one warning about REQLOG_PORTAL_SECRET without fields, got %v", warnings)
@@ -346,12 +345,12 @@ func TestRandomSecretWarns(t *testing.T) {
 	token := s.session(t, acmeLive, `{"name":"shop"}`)["token"].(string)
 	s.call(t, http.MethodGet, "/v1/messages", token, "").want(t, http.StatusOK)
 	// Another process makes another secret.
-	startService(t, func(c *app.Config) { c.Portal.Secret = "" }).call(t, http.MethodGet, "/v1/messages", token, "").want(t, http.StatusUnauthorized)
+	startService(t, func(c *portal.Config) { c.Secret = nil }).call(t, http.MethodGet, "/v1/messages", token, "").want(t, http.StatusUnauthorized)
 }
 
 // The page and its assets, with their policy; unknown assets are a JSON 404.
 func TestServesThePage(t *testing.T) {
-	s := startService(t, func(c *app.Config) { c.Portal.FrameAncestors = []string{"'self' https://app.example.com"} })
+	s := startService(t, func(c *portal.Config) { c.FrameAncestors = []string{"'self' https://app.example.com"} })
 	for path, mediaType := range map[string]string{
 		"/portal":         "text/html",
 		"/portal/app.js":  "text/javascript",

@@ -25,7 +25,8 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Config sets up a Portal.
+// Config sets up a Portal; cmd/reqlogd fills it from REQLOG_PORTAL_SECRET,
+// REQLOG_PUBLIC_URL and REQLOG_PORTAL_FRAME_ANCESTORS.
 type Config struct {
 	// Secret signs and verifies session tokens; at least MinSecretBytes.
 	Secret []byte
@@ -36,6 +37,13 @@ type Config struct {
 	// FrameAncestors are the Content-Security-Policy sources allowed to embed the
 	// page in a frame (nil: 'self').
 	FrameAncestors []string
+}
+
+// DefaultConfig returns the defaults of the fields that have one: no secret (New
+// refuses that; FromConfig makes a random one) and the page framed by its own
+// origin only.
+func DefaultConfig() Config {
+	return Config{FrameAncestors: []string{"'self'"}}
 }
 
 // Portal issues sessions and serves the page.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/httpclient/httpclienttest"
-	"github.com/reqlog/reqlog/app"
 )
 
 // TestMain serves a limit's handler when the tool starts this test binary as
@@ -62,7 +62,7 @@ func TestOnlyLoopbackTargets(t *testing.T) {
 // An ingest attack on the bare handler: every request answers 200 with the
 // identities the API would give, and the report counts them.
 func TestIngestAgainstTheBareHandler(t *testing.T) {
-	srv := httptest.NewServer(bareHandler(servicePolicy(), app.DefaultMaxBodyBytes))
+	srv := httptest.NewServer(bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes))
 	defer srv.Close()
 	target, err := newServer(srv.URL, "")
 	if err != nil {
@@ -117,7 +117,7 @@ func TestDecodeHandler(t *testing.T) {
 // (this test binary, see TestMain), and the run prints the server's rate and
 // CPU per message against both. The test process stands in for reqlogd.
 func TestIngestAgainstTheDecodeLimit(t *testing.T) {
-	svc := httptest.NewServer(bareHandler(servicePolicy(), app.DefaultMaxBodyBytes))
+	svc := httptest.NewServer(bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes))
 	defer svc.Close()
 	o, mode, err := parse([]string{"-url", svc.URL, "-limit", "decode,bare", "-duration", "1s", "-connections", "2",
 		"-pool", "20", "-pid", strconv.Itoa(os.Getpid()), "ingest"}, io.Discard)

@@ -24,6 +24,7 @@ import (
 	mongooptions "go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
@@ -110,8 +111,8 @@ func decodeHandler(maxBody int64) http.Handler {
 
 // Handlers the tool serves in a child process, by the argument that starts it.
 var childHandlers = map[string]func() http.Handler{
-	"serve-bare":   func() http.Handler { return bareHandler(servicePolicy(), app.DefaultMaxBodyBytes) },
-	"serve-decode": func() http.Handler { return decodeHandler(app.DefaultMaxBodyBytes) },
+	"serve-bare":   func() http.Handler { return bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes) },
+	"serve-decode": func() http.Handler { return decodeHandler(httpapi.DefaultMaxBodyBytes) },
 }
 
 // serveChild runs handler on a free loopback port, prints its URL, and serves

@@ -60,18 +60,18 @@ type outcome struct {
 func TestClusterLosingThePrimaryUnderLoad(t *testing.T) {
 	cluster := elastictest.SharedCluster(t)
 	const key = "rk_cluster_fault_test"
-	cfg := app.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Store = app.StoreElasticsearch
+	cfg := defaultConfig()
+	cfg.HTTP.Addr = "127.0.0.1:0"
+	cfg.Store = storeElasticsearch
 	cfg.Elasticsearch.Addresses = cluster.URLs()
 	cfg.Elasticsearch.IndexPrefix = "fault"
-	cfg.VisibilityDelay = time.Second // the store's read lag
-	cfg.RateLimit = 0
+	cfg.App.VisibilityDelay = time.Second // the store's read lag
+	cfg.HTTP.RateLimit = 0
 	apiKey, err := app.NewAPIKey("acme", "live", key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.APIKeys = []app.APIKey{apiKey}
+	cfg.Keyring.Keys = []app.APIKey{apiKey}
 	graph, err := options(cfg, zaptest.NewLogger(t, zaptest.Level(zapcore.ErrorLevel)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,46 @@
 package main
 
 import (
+	"fmt"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 )
 
-// httpConfig is the HTTP API's configuration, from the settings app.Config
-// parsed; app.Config.Validate has checked them.
-func httpConfig(c app.Config) httpapi.Config {
-	return httpapi.Config{Addr: c.Addr, MaxBodyBytes: c.MaxBodyBytes, RateLimit: c.RateLimit, RateBurst: int(c.RateBurst)}
+// options is the whole service graph for cfg: each part's module with its own
+// Config, and the store REQLOG_STORE names.
+func options(cfg config, logger *zap.Logger) (fx.Option, error) {
+	store, err := storeModule(cfg.Store, stores)
+	if err != nil {
+		return nil, err
+	}
+	return fx.Options(
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.ZapLogger{Logger: logger.Named("fx")}
+			l.UseLogLevel(zapcore.DebugLevel) // wiring details only when debugging
+			return l
+		}),
+		// Every store's Config: the graph uses the chosen store's only.
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch),
+		store,
+		app.Module,
+		keyring.Module,
+		portal.Module,
+		httpapi.Module,
+	), nil
+}
+
+func storeModule(name string, registry map[string]fx.Option) (fx.Option, error) {
+	if m, ok := registry[name]; ok {
+		return m, nil
+	}
+	return nil, &app.ConfigError{Setting: "REQLOG_STORE", Value: name,
+		Reason: fmt.Sprintf("store %s is not available in this build", name)}
 }

@@ -1,6 +1,7 @@
 // Command reqlogd is the reqlog service: it reads its configuration (flags,
-// REQLOG_* environment, YAML file), wires the store chosen by REQLOG_STORE with the
-// use cases and the HTTP API, and serves until SIGINT or SIGTERM.
+// REQLOG_* environment, YAML file; the table in settings.go), wires the store
+// chosen by REQLOG_STORE with the use cases and the HTTP API, each with its own
+// Config (compose.go), and serves until SIGINT or SIGTERM.
 package main
 
 import (
@@ -16,12 +17,9 @@ import (
 	"time"
 
 	"go.uber.org/fx"
-	"go.uber.org/fx/fxevent"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
-	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
@@ -43,24 +41,24 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	cfg, err := app.LoadConfig(args, lookupEnv)
+	cfg, err := loadConfig(args, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, app.ConfigUsage())
+		fmt.Fprint(stdout, configUsage())
 		return exitOK
 	}
 	if err != nil {
 		return fail(stderr, err)
 	}
 	var devKey string
-	if len(cfg.APIKeys) == 0 {
+	if len(cfg.Keyring.Keys) == 0 {
 		if devKey, err = addDevKey(&cfg); err != nil {
 			return fail(stderr, err)
 		}
 	}
-	logger := app.NewLogger(cfg)
+	logger := newLogger(cfg)
 	defer func() { _ = logger.Sync() }()
-	warnShortKeys(logger, cfg.APIKeys)
-	warnDroppedDefaults(logger, cfg.Policy())
+	warnShortKeys(logger, cfg.Keyring.Keys)
+	warnDroppedDefaults(logger, cfg.App.Policy())
 
 	graph, err := options(cfg, logger)
 	if err != nil {
@@ -85,7 +83,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		if err != nil {
 			return fail(stderr, err)
 		}
-		printDevKey(stdout, devKey, server.Addr(), cfg.VisibilityDelay, link)
+		printDevKey(stdout, devKey, server.Addr(), cfg.App.VisibilityDelay, link)
 	}
 	signal := <-shutdown
 	logger.Info("shutting down", zap.String("signal", signal.Signal.String()))
@@ -104,36 +102,6 @@ func fail(stderr io.Writer, err error) int {
 		return exitConfig
 	}
 	return exitFailure
-}
-
-// options is the whole service graph for cfg.
-func options(cfg app.Config, logger *zap.Logger) (fx.Option, error) {
-	store, err := storeModule(cfg.Store, stores)
-	if err != nil {
-		return nil, err
-	}
-	return fx.Options(
-		fx.WithLogger(func() fxevent.Logger {
-			l := &fxevent.ZapLogger{Logger: logger.Named("fx")}
-			l.UseLogLevel(zapcore.DebugLevel) // wiring details only when debugging
-			return l
-		}),
-		fx.Supply(cfg, logger),
-		fx.Provide(httpConfig),
-		store,
-		app.Module,
-		keyring.Module,
-		portal.Module,
-		httpapi.Module,
-	), nil
-}
-
-func storeModule(name string, registry map[string]fx.Option) (fx.Option, error) {
-	if m, ok := registry[name]; ok {
-		return m, nil
-	}
-	return nil, &app.ConfigError{Setting: "REQLOG_STORE", Value: name,
-		Reason: fmt.Sprintf("store %s is not available in this build", name)}
 }
 
 // The generated development key's scope.
@@ -172,13 +140,13 @@ func warnDroppedDefaults(logger *zap.Logger, policy domain.Policy) {
 }
 
 // addDevKey makes a random test-domain key when none is configured.
-func addDevKey(cfg *app.Config) (string, error) {
+func addDevKey(cfg *config) (string, error) {
 	key := "rk_dev_" + rand.Text()
 	entry, err := app.NewAPIKey(devAccount, devDomain, key)
 	if err != nil {
 		return "", err
 	}
-	cfg.APIKeys = append(cfg.APIKeys, entry)
+	cfg.Keyring.Keys = append(cfg.Keyring.Keys, entry)
 	return key, nil
 }
 

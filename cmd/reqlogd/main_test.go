@@ -89,14 +89,14 @@ func call(t *testing.T, req *http.Request, into any) int {
 }
 
 func TestGraphServesOverHTTP(t *testing.T) {
-	cfg := app.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.VisibilityDelay = 0
+	cfg := defaultConfig()
+	cfg.HTTP.Addr = "127.0.0.1:0"
+	cfg.App.VisibilityDelay = 0
 	key, err := app.NewAPIKey("acme", "live", "rk_graph_test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.APIKeys = []app.APIKey{key}
+	cfg.Keyring.Keys = []app.APIKey{key}
 	graph, err := options(cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -112,10 +112,10 @@ func TestGraphServesOverHTTP(t *testing.T) {
 }
 
 func TestStoreRegistry(t *testing.T) {
-	if _, err := storeModule(app.StoreMemory, stores); err != nil {
+	if _, err := storeModule(storeMemory, stores); err != nil {
 		t.Fatalf("memory store: %v", err)
 	}
-	_, err := storeModule(app.StoreMongoDB, map[string]fx.Option{})
+	_, err := storeModule(storeMongoDB, map[string]fx.Option{})
 	var cfgErr *app.ConfigError
 	if !errors.As(err, &cfgErr) || cfgErr.Setting != "REQLOG_STORE" || !strings.Contains(err.Error(), "not available in this build") {
 		t.Fatalf("missing store: %v", err)
@@ -254,12 +254,12 @@ func TestDroppedDefaultsAreWarnedAbout(t *testing.T) {
 			if c.fields != "" {
 				env["REQLOG_REDACTED_FIELDS"] = c.fields
 			}
-			cfg, err := app.LoadConfig(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			cfg, err := loadConfig(nil, envOf(env))
 			if err != nil {
 				t.Fatal(err)
 			}
 			core, logs := observer.New(zap.WarnLevel)
-			warnDroppedDefaults(zap.New(core), cfg.Policy())
+			warnDroppedDefaults(zap.New(core), cfg.App.Policy())
 			var got []string
 			for _, e := range logs.All() {
 				got = append(got, e.Message+" "+fmt.Sprint(e.ContextMap()))

@@ -37,18 +37,19 @@ const portalSecret = "httpapitest-portal-secret-0123456789abcdef"
 // cleanup runs (the store maker registered that earlier).
 func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
 	t.Helper()
-	conf := app.DefaultConfig()
-	conf.APIKeys = make([]app.APIKey, len(cfg.Keys))
+	keys := keyring.Config{Keys: make([]app.APIKey, len(cfg.Keys))}
 	for i, k := range cfg.Keys {
 		key, err := app.NewAPIKey(k.Account, k.Domain, k.Key)
 		if err != nil {
 			t.Fatalf("httpapitest: key %d: %v", i, err)
 		}
-		conf.APIKeys[i] = key
+		keys.Keys[i] = key
 	}
-	conf.Portal.Secret = portalSecret
+	site := portal.DefaultConfig()
+	site.Secret = []byte(portalSecret)
+	api := httpapi.DefaultConfig()
 	if cfg.MaxBodyBytes > 0 {
-		conf.MaxBodyBytes = cfg.MaxBodyBytes
+		api.MaxBodyBytes = cfg.MaxBodyBytes
 	}
 	policy := cfg.Policy
 	if policy.Sniff == nil {
@@ -65,8 +66,7 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		keyring.Module,
 		portal.Module,
 		httpapi.HandlerModule,
-		fx.Supply(conf, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), httpapi.Config{
-			MaxBodyBytes: conf.MaxBodyBytes, RateLimit: conf.RateLimit, RateBurst: int(conf.RateBurst)}),
+		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
 		fx.Provide(func() ports.MessageStore { return store }),
 		fx.Replace(policy),
 		fx.Populate(&handler),

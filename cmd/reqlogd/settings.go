@@ -1,0 +1,513 @@
+package main
+
+// Every setting of reqlogd is a row of the table below: its YAML key gives its
+// environment variable and flag, and its field says which part's Config it sets,
+// where that field's meaning is documented (app.Config, httpapi.Config,
+// portal.Config, keyring.Config, mongo.Config, elastic.Config, or config below for
+// the process's own). Each part validates its Config; the table turns a refused
+// field back into the setting, with the value as given and where it came from.
+//
+// Configuration is hand-written on the standard flag package and yaml.v3 rather
+// than a configuration library: every setting needs custom parsing anyway (durations
+// in days, API key specs that must never be echoed, errors naming the REQLOG_*
+// variable), and one table derives the environment name, flag and YAML key of
+// each, so the four sources cannot drift apart.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"gopkg.in/yaml.v3"
+
+	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Store names REQLOG_STORE accepts.
+const (
+	storeMemory        = "memory"
+	storeMongoDB       = "mongodb"
+	storeElasticsearch = "elasticsearch"
+)
+
+// Log formats REQLOG_LOG_FORMAT accepts.
+const (
+	logFormatJSON    = "json"
+	logFormatConsole = "console"
+)
+
+// redactionOff is the REQLOG_REDACTED_FIELDS value that turns redaction off, since
+// an empty environment variable counts as unset.
+const redactionOff = "none"
+
+// configFileEnv names the environment variable holding the path of the YAML file;
+// the -config flag overrides it.
+const configFileEnv = "REQLOG_CONFIG"
+
+// config is every setting of reqlogd: the process's own, and each part's Config.
+// Load it with loadConfig; defaultConfig gives the defaults.
+type config struct {
+	// Store is the REQLOG_STORE whose module provides the ports.MessageStore.
+	Store string
+	// LogLevel and LogFormat configure the zap logger on standard error.
+	LogLevel  zapcore.Level
+	LogFormat string
+	// ShutdownTimeout bounds how long in-flight requests may take on shutdown.
+	ShutdownTimeout time.Duration
+
+	App           app.Config
+	HTTP          httpapi.Config
+	Keyring       keyring.Config
+	Portal        portal.Config
+	MongoDB       mongo.Config
+	Elasticsearch elastic.Config
+
+	// origins records, per setting key, the value as given and where it came from,
+	// so that validate can report both.
+	origins map[string]origin
+}
+
+type origin struct{ value, source string }
+
+// defaultConfig returns the defaults of every setting: each part's own.
+func defaultConfig() config {
+	return config{
+		Store:           storeMemory,
+		LogLevel:        zapcore.InfoLevel,
+		LogFormat:       logFormatJSON,
+		ShutdownTimeout: 15 * time.Second,
+		App:             app.DefaultConfig(),
+		HTTP:            httpapi.DefaultConfig(),
+		Portal:          portal.DefaultConfig(),
+		MongoDB:         mongo.DefaultConfig(),
+		Elasticsearch:   elastic.DefaultConfig(),
+	}
+}
+
+// setting is one row of the settings table. Its YAML key ("mongodb.uri") gives the
+// environment variable (REQLOG_MONGODB_URI) and the flag (-mongodb-uri).
+type setting struct {
+	key    string
+	field  string // the config field it sets, e.g. "MongoDB.URI"
+	usage  string
+	secret bool // never repeated in errors
+	parse  func(c *config, value string) error
+	show   func(c config) string // the default, for usage text
+}
+
+func (s setting) env() string {
+	return "REQLOG_" + strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))
+}
+
+func (s setting) flag() string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(s.key)
+}
+
+func durationSetting(key, field, usage string, ptr func(*config) *time.Duration) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) (err error) { *ptr(c), err = parseDuration(v); return err },
+		show:  func(c config) string { return formatDuration(*ptr(&c)) }}
+}
+
+func stringSetting(key, field, usage string, ptr func(*config) *string) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) error { *ptr(c) = strings.TrimSpace(v); return nil },
+		show:  func(c config) string { return *ptr(&c) }}
+}
+
+// secretSetting is a string setting never shown nor repeated in errors.
+func secretSetting(key, field, usage string, set func(*config, string)) setting {
+	return setting{key: key, field: field, usage: usage, secret: true,
+		parse: func(c *config, v string) error { set(c, strings.TrimSpace(v)); return nil },
+		show:  func(config) string { return "" }}
+}
+
+func listSetting(key, field, usage string, ptr func(*config) *[]string) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) error { *ptr(c) = splitList(v); return nil },
+		show:  func(c config) string { return strings.Join(*ptr(&c), ",") }}
+}
+
+func int64Setting(key, field, usage string, ptr func(*config) *int64) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) (err error) {
+			if *ptr(c), err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+				return errors.New("must be a whole number")
+			}
+			return nil
+		},
+		show: func(c config) string { return strconv.FormatInt(*ptr(&c), 10) }}
+}
+
+func intSetting(key, field, usage string, ptr func(*config) *int) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) (err error) {
+			if *ptr(c), err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				return errors.New("must be a whole number")
+			}
+			return nil
+		},
+		show: func(c config) string { return strconv.Itoa(*ptr(&c)) }}
+}
+
+func boolSetting(key, field, usage string, ptr func(*config) *bool) setting {
+	return setting{key: key, field: field, usage: usage,
+		parse: func(c *config, v string) (err error) {
+			if *ptr(c), err = strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+				return errors.New("must be true or false")
+			}
+			return nil
+		},
+		show: func(c config) string { return strconv.FormatBool(*ptr(&c)) }}
+}
+
+// settings is the single list of what can be configured.
+var settings = []setting{
+	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
+	stringSetting("store", "Store", "storage backend: memory, mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	{key: "api_keys", field: "Keyring.Keys", secret: true,
+		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
+		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
+		show:  func(config) string { return "" }},
+	durationSetting("visibility_delay", "App.VisibilityDelay", "delay before a stored message becomes readable (0 allowed)", func(c *config) *time.Duration { return &c.App.VisibilityDelay }),
+	durationSetting("retention", "App.Retention", "how long messages are kept, after created_at (e.g. 720h or 30d)", func(c *config) *time.Duration { return &c.App.Retention }),
+	durationSetting("purge_interval", "App.PurgeInterval", "how often expired messages are deleted", func(c *config) *time.Duration { return &c.App.PurgeInterval }),
+	int64Setting("max_body_bytes", "HTTP.MaxBodyBytes", "largest accepted POST body in bytes", func(c *config) *int64 { return &c.HTTP.MaxBodyBytes }),
+	intSetting("max_batch", "App.MaxBatch", "most messages in one POST", func(c *config) *int { return &c.App.MaxBatch }),
+	listSetting("masked_headers", "App.MaskedHeaders", "comma-separated headers whose values are masked before storing (replaces the default list)", func(c *config) *[]string { return &c.App.MaskedHeaders }),
+	{key: "redacted_fields", field: "App.RedactedFields",
+		usage: "comma-separated JSON and form body fields whose values are masked before storing, matched ignoring case, - and _ (replaces the default list; " + redactionOff + " turns redaction off)",
+		parse: func(c *config, v string) error {
+			c.App.RedactedFields = splitList(v)
+			if len(c.App.RedactedFields) == 1 && strings.EqualFold(c.App.RedactedFields[0], redactionOff) {
+				c.App.RedactedFields = []string{}
+			}
+			return nil
+		},
+		show: func(c config) string { return strings.Join(c.App.RedactedFields, ",") }},
+	{key: "rate_limit", field: "HTTP.RateLimit", usage: "requests per second each API key may make on average (0 turns rate limiting off)",
+		parse: func(c *config, v string) (err error) {
+			c.HTTP.RateLimit, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(c.HTTP.RateLimit) || math.IsInf(c.HTTP.RateLimit, 0) {
+				return errors.New("must be a number such as 100 or 0.5")
+			}
+			return nil
+		},
+		show: func(c config) string { return strconv.FormatFloat(c.HTTP.RateLimit, 'g', -1, 64) }},
+	intSetting("rate_burst", "HTTP.RateBurst", "requests an API key may make at once beyond its rate", func(c *config) *int { return &c.HTTP.RateBurst }),
+	boolSetting("group_commit", "App.GroupCommit.Enabled", "coalesce concurrent submissions into store batches behind a bounded queue (false: each request writes on its own, unbounded)", func(c *config) *bool { return &c.App.GroupCommit.Enabled }),
+	intSetting("group_commit_max_messages", "App.GroupCommit.MaxBatchMessages", "most messages in one store batch", func(c *config) *int { return &c.App.GroupCommit.MaxBatchMessages }),
+	int64Setting("group_commit_max_bytes", "App.GroupCommit.MaxBatchBytes", "most bytes (estimated) in one store batch", func(c *config) *int64 { return &c.App.GroupCommit.MaxBatchBytes }),
+	durationSetting("group_commit_linger", "App.GroupCommit.Linger", "how long a batch waits for more submissions before it is written", func(c *config) *time.Duration { return &c.App.GroupCommit.Linger }),
+	durationSetting("group_commit_max_wait", "App.GroupCommit.MaxWait", "how long a submission may wait in the queue for its store write to start (503 with Retry-After beyond; 0: no bound)", func(c *config) *time.Duration { return &c.App.GroupCommit.MaxWait }),
+	intSetting("group_commit_writers", "App.GroupCommit.Writers", "store batches written at the same time", func(c *config) *int { return &c.App.GroupCommit.Writers }),
+	intSetting("group_commit_queue_messages", "App.GroupCommit.MaxQueueMessages", "most messages waiting for the store or reserved by admitted POSTs (429 with Retry-After beyond)", func(c *config) *int { return &c.App.GroupCommit.MaxQueueMessages }),
+	int64Setting("group_commit_queue_bytes", "App.GroupCommit.MaxQueueBytes", "most bytes (estimated) waiting for the store or reserved by admitted POSTs (429 with Retry-After beyond)", func(c *config) *int64 { return &c.App.GroupCommit.MaxQueueBytes }),
+	intSetting("ingest_decoders", "App.Admission.Decoders", "submissions decoded at the same time (0: no limit)", func(c *config) *int { return &c.App.Admission.Decoders }),
+	intSetting("ingest_max_waiting", "App.Admission.MaxWaiting", "submissions admitted beyond the decoders, being read or waiting for one (429 with Retry-After beyond)", func(c *config) *int { return &c.App.Admission.MaxWaiting }),
+	int64Setting("ingest_max_bytes", "App.Admission.MaxBytes", "bytes of bodies admitted and not yet decoded, by declared length, when group_commit is false (429 with Retry-After beyond); with group commit the queue's bytes count them", func(c *config) *int64 { return &c.App.Admission.MaxBytes }),
+	{key: "log_level", field: "LogLevel", usage: "debug, info, warn or error",
+		parse: func(c *config, v string) (err error) {
+			if c.LogLevel, err = zapcore.ParseLevel(strings.TrimSpace(v)); err != nil {
+				return errors.New("must be debug, info, warn or error")
+			}
+			return nil
+		},
+		show: func(c config) string { return c.LogLevel.String() }},
+	stringSetting("log_format", "LogFormat", "json or console", func(c *config) *string { return &c.LogFormat }),
+	durationSetting("shutdown_timeout", "ShutdownTimeout", "how long in-flight requests may take to finish on shutdown", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
+	stringSetting("public_url", "Portal.PublicURL", "base URL of portal links, e.g. https://logs.example.com (default: the scheme and Host of each request; set it behind a proxy)", func(c *config) *string { return &c.Portal.PublicURL }),
+	secretSetting("portal.secret", "Portal.Secret", "secret of at least 32 bytes that signs portal session tokens; share it between replicas (default: random at start-up, so sessions end on restart)", func(c *config, v string) { c.Portal.Secret = []byte(v) }),
+	listSetting("portal.frame_ancestors", "Portal.FrameAncestors", "comma-separated CSP sources that may embed the portal page in a frame, e.g. https://app.example.com", func(c *config) *[]string { return &c.Portal.FrameAncestors }),
+	secretSetting("mongodb.uri", "MongoDB.URI", "MongoDB connection string (store mongodb)", func(c *config, v string) { c.MongoDB.URI = v }),
+	stringSetting("mongodb.database", "MongoDB.Database", "MongoDB database name", func(c *config) *string { return &c.MongoDB.Database }),
+	listSetting("elasticsearch.url", "Elasticsearch.Addresses", "comma-separated Elasticsearch addresses (store elasticsearch)", func(c *config) *[]string { return &c.Elasticsearch.Addresses }),
+	stringSetting("elasticsearch.username", "Elasticsearch.Username", "Elasticsearch user name", func(c *config) *string { return &c.Elasticsearch.Username }),
+	secretSetting("elasticsearch.password", "Elasticsearch.Password", "Elasticsearch password", func(c *config, v string) { c.Elasticsearch.Password = v }),
+	secretSetting("elasticsearch.api_key", "Elasticsearch.APIKey", "Elasticsearch API key", func(c *config, v string) { c.Elasticsearch.APIKey = v }),
+	stringSetting("elasticsearch.index_prefix", "Elasticsearch.IndexPrefix", "prefix of the Elasticsearch index names", func(c *config) *string { return &c.Elasticsearch.IndexPrefix }),
+	intSetting("elasticsearch.max_request_bytes", "Elasticsearch.MaxRequestBytes", "largest bulk request sent to Elasticsearch in bytes; keep it at most the cluster's http.max_content_length (0: the default)", func(c *config) *int { return &c.Elasticsearch.MaxRequestBytes }),
+	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
+}
+
+// loadConfig reads the configuration from, lowest to highest precedence: the
+// defaults, the YAML file named by -config or REQLOG_CONFIG, the REQLOG_*
+// environment variables (empty ones are ignored) and the command-line flags; then it
+// validates the result. lookupEnv is os.LookupEnv outside tests. -h gives
+// flag.ErrHelp; print configUsage then.
+func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, error) {
+	fs := flag.NewFlagSet("reqlogd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	configPath := fs.String("config", "", "path of a YAML configuration file")
+	flagValues := make([]*string, len(settings))
+	for i, s := range settings {
+		flagValues[i] = fs.String(s.flag(), "", s.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config{}, err
+		}
+		return config{}, fmt.Errorf("command line: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
+	}
+
+	cfg := defaultConfig()
+	path, fromEnv := lookupEnv(configFileEnv)
+	if explicit := flagSet(fs, "config"); explicit || !fromEnv {
+		path = *configPath
+	}
+	if path != "" {
+		if err := applyFile(&cfg, path); err != nil {
+			return config{}, err
+		}
+	}
+	for _, s := range settings {
+		if v, ok := lookupEnv(s.env()); ok && v != "" {
+			if err := apply(&cfg, s, v, "environment"); err != nil {
+				return config{}, err
+			}
+		}
+	}
+	for i, s := range settings {
+		if flagSet(fs, s.flag()) {
+			if err := apply(&cfg, s, *flagValues[i], "flag -"+s.flag()); err != nil {
+				return config{}, err
+			}
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func apply(cfg *config, s setting, value, source string) error {
+	if err := s.parse(cfg, value); err != nil {
+		return s.invalid(value, source, err.Error())
+	}
+	if cfg.origins == nil {
+		cfg.origins = map[string]origin{}
+	}
+	if s.secret {
+		value = "" // keys must not outlive start-up in plaintext
+	}
+	cfg.origins[s.key] = origin{value: value, source: source}
+	return nil
+}
+
+func (s setting) invalid(value, source, reason string) *app.ConfigError {
+	if s.secret {
+		value = ""
+	}
+	return &app.ConfigError{Setting: s.env(), Value: value, Source: source, Reason: reason}
+}
+
+// applyFile sets what the YAML file at path sets. Nested mappings are sections
+// ("mongodb: {uri: ...}"); a sequence is a list setting. Unknown keys are errors, so
+// a typo cannot silently fall back to a default.
+func applyFile(cfg *config, path string) error {
+	fileError := func(reason string) error {
+		return &app.ConfigError{Setting: configFileEnv, Value: path, Reason: reason}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fileError(err.Error())
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fileError(err.Error())
+	}
+	values := map[string]string{}
+	if len(doc.Content) > 0 {
+		if err := flattenYAML(doc.Content[0], "", values); err != nil {
+			return fileError(err.Error())
+		}
+	}
+	byKey := make(map[string]setting, len(settings))
+	for _, s := range settings {
+		byKey[s.key] = s
+	}
+	for key := range values {
+		if _, ok := byKey[key]; !ok {
+			return fileError(fmt.Sprintf("unknown setting %q", key))
+		}
+	}
+	for _, s := range settings {
+		if v, ok := values[s.key]; ok {
+			if err := apply(cfg, s, v, "config file "+path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func flattenYAML(n *yaml.Node, prefix string, out map[string]string) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: expected a mapping of settings", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := prefix+n.Content[i].Value, n.Content[i+1]
+		if _, twice := out[key]; twice {
+			return fmt.Errorf("line %d: %s is set twice", n.Content[i].Line, key)
+		}
+		switch value.Kind {
+		case yaml.MappingNode:
+			if err := flattenYAML(value, key+".", out); err != nil {
+				return err
+			}
+		case yaml.SequenceNode:
+			items := make([]string, len(value.Content))
+			for j, item := range value.Content {
+				if item.Kind != yaml.ScalarNode {
+					return fmt.Errorf("line %d: %s must be a list of plain values", item.Line, key)
+				}
+				items[j] = item.Value
+			}
+			out[key] = strings.Join(items, ",")
+		case yaml.ScalarNode:
+			if value.Tag == "!!null" {
+				out[key] = ""
+			} else {
+				out[key] = value.Value
+			}
+		default:
+			return fmt.Errorf("line %d: %s must be a plain value", value.Line, key)
+		}
+	}
+	return nil
+}
+
+// parseDuration reads a Go duration ("5s", "720h", "0") or whole days ("30d").
+func parseDuration(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n >= 0 && n <= 100*365 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	return 0, errors.New("must be a duration such as 5s, 720h or 30d")
+}
+
+// formatDuration prints whole hours as such ("720h"), others as Go does.
+func formatDuration(d time.Duration) string {
+	if d != 0 && d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
+}
+
+func splitList(v string) []string {
+	items := []string{}
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+// validate checks the process's own settings, requires the chosen store's
+// address, and has each part validate its Config.
+func (c config) validate() error {
+	if err := c.refused("HTTP", c.HTTP.Validate()); err != nil {
+		return err
+	}
+	switch c.Store {
+	case storeMemory:
+	case storeMongoDB:
+		if c.MongoDB.URI == "" {
+			return c.bad("mongodb.uri", "is required with REQLOG_STORE=mongodb")
+		}
+	case storeElasticsearch:
+		if len(c.Elasticsearch.Addresses) == 0 {
+			return c.bad("elasticsearch.url", "is required with REQLOG_STORE=elasticsearch")
+		}
+	default:
+		return c.bad("store", "must be memory, mongodb or elasticsearch")
+	}
+	if err := c.refused("App", c.App.Validate()); err != nil {
+		return err
+	}
+	switch {
+	case c.LogFormat != logFormatJSON && c.LogFormat != logFormatConsole:
+		return c.bad("log_format", "must be json or console")
+	case c.ShutdownTimeout <= 0:
+		return c.bad("shutdown_timeout", "must be positive")
+	}
+	// Every store's settings, whichever runs: a mistake shows before it is needed.
+	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
+		return err
+	}
+	return c.refused("Elasticsearch", c.Elasticsearch.Validate())
+}
+
+// refused turns a part's refusal of one field (a *domain.ValidationError
+// naming it) into the error of the setting that sets it; other errors pass as
+// they are.
+func (c config) refused(part string, err error) error {
+	var invalid *domain.ValidationError
+	if !errors.As(err, &invalid) || len(invalid.Fields) != 1 {
+		return err
+	}
+	for _, s := range settings {
+		if s.field == part+"."+invalid.Fields[0].Field {
+			return c.bad(s.key, invalid.Fields[0].Message)
+		}
+	}
+	return err
+}
+
+// bad is the error of the setting key: with its value and source as given, or
+// its default.
+func (c config) bad(key, reason string) error {
+	for _, s := range settings {
+		if s.key == key {
+			if o, ok := c.origins[key]; ok {
+				return s.invalid(o.value, o.source, reason)
+			}
+			return s.invalid(s.show(c), "", reason)
+		}
+	}
+	panic("reqlogd: unknown setting " + key) // a programming error in this file
+}
+
+// configUsage describes every setting: flag, environment variable, YAML key and
+// default.
+func configUsage() string {
+	var b strings.Builder
+	b.WriteString("Usage: reqlogd [flags]\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
+		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
+	defaults := defaultConfig()
+	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)
+	for _, s := range settings {
+		fmt.Fprintf(&b, "  -%s\n      %s, YAML %s: %s", s.flag(), s.env(), s.key, s.usage)
+		if d := s.show(defaults); d != "" {
+			fmt.Fprintf(&b, " (default %s)", d)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
