@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/reqlog/reqlog/app"
 )
 
 // PagePath is where the page is served; its assets are served under PagePath + "/".
@@ -122,14 +121,11 @@ func contentSecurityPolicy(sources []string) (string, error) {
 		list = []string{"'self'"}
 	}
 	for _, s := range list {
-		invalid := func(reason string) error {
-			return &app.ConfigError{Setting: "REQLOG_PORTAL_FRAME_ANCESTORS", Value: s, Reason: reason}
-		}
 		if !frameSource.MatchString(s) {
-			return "", invalid("must be 'self', 'none', a scheme such as https: or an origin such as https://app.example.com")
+			return "", errors.New(s + " must be 'self', 'none', a scheme such as https: or an origin such as https://app.example.com")
 		}
 		if s == "'none'" && len(list) > 1 {
-			return "", invalid("'none' cannot be combined with other sources")
+			return "", errors.New("'none' cannot be combined with other sources")
 		}
 	}
 	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +

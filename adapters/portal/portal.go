@@ -20,7 +20,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -54,23 +53,39 @@ type Portal struct {
 	csp       string
 }
 
-// New returns a portal. Invalid settings are *app.ConfigError naming the
-// REQLOG_* setting (REQLOG_PORTAL_SECRET, REQLOG_PUBLIC_URL,
-// REQLOG_PORTAL_FRAME_ANCESTORS).
+// New returns a portal. An invalid configuration is refused as Validate does;
+// an empty Secret too.
 func New(cfg Config, clock ports.Clock) (*Portal, error) {
-	signer, err := NewSigner(cfg.Secret, clock)
-	if err != nil {
-		return nil, &app.ConfigError{Setting: "REQLOG_PORTAL_SECRET", Reason: err.Error()}
-	}
-	publicURL, err := parsePublicURL(cfg.PublicURL)
-	if err != nil {
-		return nil, &app.ConfigError{Setting: "REQLOG_PUBLIC_URL", Value: cfg.PublicURL, Reason: err.Error()}
-	}
-	csp, err := contentSecurityPolicy(cfg.FrameAncestors)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	signer, err := NewSigner(cfg.Secret, clock)
+	if err != nil {
+		return nil, invalidField("Secret", err.Error())
+	}
+	publicURL, _ := parsePublicURL(cfg.PublicURL)
+	csp, _ := contentSecurityPolicy(cfg.FrameAncestors)
 	return &Portal{signer: signer, clock: clock, publicURL: publicURL, csp: csp}, nil
+}
+
+// Validate reports the first unusable field of cfg as a *domain.ValidationError
+// naming it. An empty Secret passes: FromConfig makes a random one (New refuses
+// it). The secret is never repeated.
+func (cfg Config) Validate() error {
+	if len(cfg.Secret) > 0 && len(cfg.Secret) < MinSecretBytes {
+		return invalidField("Secret", fmt.Sprintf("the portal secret must be at least %d bytes, got %d", MinSecretBytes, len(cfg.Secret)))
+	}
+	if _, err := parsePublicURL(cfg.PublicURL); err != nil {
+		return invalidField("PublicURL", err.Error())
+	}
+	if _, err := contentSecurityPolicy(cfg.FrameAncestors); err != nil {
+		return invalidField("FrameAncestors", err.Error())
+	}
+	return nil
+}
+
+func invalidField(field, reason string) error {
+	return &domain.ValidationError{Message: "portal: config", Fields: []domain.FieldError{{Field: field, Message: reason}}}
 }
 
 // RandomSecret returns a fresh secret, for a service that has none configured:

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/portal"
-	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -155,28 +155,29 @@ func TestCreateSession(t *testing.T) {
 func TestNewRefusesBadSettings(t *testing.T) {
 	clock := conformance.NewFakeClock(time.Now())
 	for _, tc := range []struct {
-		cfg     portal.Config
-		setting string
+		cfg   portal.Config
+		field string
 	}{
-		{portal.Config{Secret: []byte("short")}, "REQLOG_PORTAL_SECRET"},
-		{portal.Config{PublicURL: "logs.example.com"}, "REQLOG_PUBLIC_URL"},
-		{portal.Config{PublicURL: "ftp://logs.example.com"}, "REQLOG_PUBLIC_URL"},
-		{portal.Config{PublicURL: "https://logs.example.com/?x=1"}, "REQLOG_PUBLIC_URL"},
-		{portal.Config{PublicURL: "https://user:pw@logs.example.com"}, "REQLOG_PUBLIC_URL"},
-		{portal.Config{FrameAncestors: []string{"https://a.example.com; script-src *"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
-		{portal.Config{FrameAncestors: []string{"'unsafe-inline'"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
-		{portal.Config{FrameAncestors: []string{"'none'", "'self'"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
-		{portal.Config{FrameAncestors: []string{"https://a.example.com,https://b.example.com"}}, "REQLOG_PORTAL_FRAME_ANCESTORS"},
+		{portal.Config{Secret: []byte("short")}, "Secret"},
+		{portal.Config{Secret: []byte{}}, "Secret"},
+		{portal.Config{PublicURL: "logs.example.com"}, "PublicURL"},
+		{portal.Config{PublicURL: "ftp://logs.example.com"}, "PublicURL"},
+		{portal.Config{PublicURL: "https://logs.example.com/?x=1"}, "PublicURL"},
+		{portal.Config{PublicURL: "https://user:pw@logs.example.com"}, "PublicURL"},
+		{portal.Config{FrameAncestors: []string{"https://a.example.com; script-src *"}}, "FrameAncestors"},
+		{portal.Config{FrameAncestors: []string{"'unsafe-inline'"}}, "FrameAncestors"},
+		{portal.Config{FrameAncestors: []string{"'none'", "'self'"}}, "FrameAncestors"},
+		{portal.Config{FrameAncestors: []string{"https://a.example.com,https://b.example.com"}}, "FrameAncestors"},
 	} {
 		if tc.cfg.Secret == nil {
 			tc.cfg.Secret = []byte(secret)
 		}
 		_, err := portal.New(tc.cfg, clock)
-		var cfgErr *app.ConfigError
-		if !errors.As(err, &cfgErr) || cfgErr.Setting != tc.setting {
-			t.Errorf("%+v: %v, want a ConfigError on %s", tc.cfg, err, tc.setting)
+		var invalid *domain.ValidationError
+		if !errors.As(err, &invalid) || len(invalid.Fields) != 1 || invalid.Fields[0].Field != tc.field {
+			t.Errorf("%+v: %v, want a ValidationError on %s", tc.cfg, err, tc.field)
 		}
-		if cfgErr != nil && strings.Contains(err.Error(), string(tc.cfg.Secret)) {
+		if len(tc.cfg.Secret) > 0 && strings.Contains(fmt.Sprint(err), string(tc.cfg.Secret)) {
 			t.Errorf("the error repeats the secret: %v", err)
 		}
 	}

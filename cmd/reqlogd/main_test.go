@@ -132,6 +132,7 @@ func TestInvalidConfigurationExitsWith2(t *testing.T) {
 		{nil, map[string]string{"REQLOG_API_KEYS": "acme:prod:rk_hidden"}, "REQLOG_API_KEYS"},
 		{nil, map[string]string{"REQLOG_STORE": "cassandra"}, "REQLOG_STORE"},
 		{nil, map[string]string{"REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES": "-1"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES"},
+		{nil, map[string]string{"REQLOG_PORTAL_SECRET": "rk_hidden"}, "REQLOG_PORTAL_SECRET"},
 	} {
 		var stdout, stderr bytes.Buffer
 		// Should the configuration be accepted, the service starts and run never

@@ -451,6 +451,9 @@ func (c config) validate() error {
 	if err := c.refused("App", c.App.Validate()); err != nil {
 		return err
 	}
+	if err := c.refused("Portal", c.Portal.Validate()); err != nil {
+		return err
+	}
 	switch {
 	case c.LogFormat != logFormatJSON && c.LogFormat != logFormatConsole:
 		return c.bad("log_format", "must be json or console")
