@@ -168,9 +168,9 @@ func DefaultConfig() Config {
 		PingTimeout: DefaultPingTimeout, MaxRetries: DefaultMaxRetries, MaxRequestBytes: DefaultMaxRequestBytes}
 }
 
-// Validate reports the first unusable field that the service's settings set, of a
-// configuration with its defaults filled in (no zero is read as a default here,
-// but MaxRequestBytes'), as a *domain.ValidationError naming the field. Addresses
+// Validate reports the first unusable field among those the service's settings
+// set, as a *domain.ValidationError naming it. It checks a configuration with its
+// defaults filled in: a zero is no default here, but MaxRequestBytes' is. Addresses
 // are left to the caller: the service requires them only of the store it runs on.
 func (cfg Config) Validate() error {
 	bad := func(field, reason string) error {
