@@ -161,11 +161,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// DefaultConfig returns the defaults of every field but Addresses.
+// DefaultConfig returns a Config with the defaults of the fields reqlogd's
+// settings set written in (IndexPrefix, Replicas, MaxRequestBytes), so that its
+// usage shows them; every other field is zero, which New reads as its default.
 func DefaultConfig() Config {
-	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, RefreshInterval: DefaultRefreshInterval,
-		RequestTimeout: DefaultRequestTimeout, ShardWait: DefaultShardWait, DurabilityWait: DefaultDurabilityWait,
-		PingTimeout: DefaultPingTimeout, MaxRetries: DefaultMaxRetries, MaxRequestBytes: DefaultMaxRequestBytes}
+	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, MaxRequestBytes: DefaultMaxRequestBytes}
 }
 
 // Validate reports the first unusable field among those the service's settings
