@@ -33,6 +33,7 @@ var errPageRead = errors.New("page read")
 
 func (p *pageReader) readReply(r io.Reader) error {
 	w := newWire(r)
+	defer w.release()
 	err := w.object(func(key string) error {
 		if key != "hits" {
 			return w.skip()
