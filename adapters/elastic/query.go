@@ -28,11 +28,16 @@ type pageReader struct {
 	badHit error // a hit that is not a stored message
 }
 
+// maxPresized bounds the messages a page is sized for before its hits are
+// read: a page is usually full, but Lookup may ask for a thousand ids.
+const maxPresized = 100
+
 // errPageRead ends the reading of a reply once the page is full.
 var errPageRead = errors.New("page read")
 
 func (p *pageReader) readReply(r io.Reader) error {
 	w := newWire(r)
+	defer w.release()
 	err := w.object(func(key string) error {
 		if key != "hits" {
 			return w.skip()
@@ -61,7 +66,7 @@ func (p *pageReader) readHits(w *wire) error {
 		return m
 	}
 	var syntax error
-	p.page, p.badHit = domain.FillPage(p.limit, 0, more, func() (domain.Message, error) {
+	p.page, p.badHit = domain.FillPage(p.limit, min(p.limit, maxPresized), more, func() (domain.Message, error) {
 		var rec record.Record
 		syntax = w.object(func(key string) error {
 			if key != "_source" {
@@ -138,6 +143,38 @@ func (f *filters) closeRange(field string) {
 	}
 	if bounds["lt"] == nil && bounds["lte"] == nil {
 		f.addBound(field, "lte", queryTime(maxStorableTime))
+	}
+}
+
+// splitRange turns the range clause on field, closed on both sides by
+// closeRange, into two clauses each closed by the storable range on the side
+// it left open: [lower, max] and [min, upper]. Elasticsearch rewrites a range
+// that holds every value of a shard to match_all before it looks the request
+// up in its shard request cache, so a shard lying wholly before the upper
+// bound (every past day, where to is now) sees the same request as long as
+// the lower bound stays put, and answers it from the cache.
+func (f *filters) splitRange(field string) {
+	for i, c := range f.clauses {
+		r, ok := c["range"].(object)
+		if !ok {
+			continue
+		}
+		bounds, ok := r[field].(object)
+		if !ok {
+			continue
+		}
+		lower, upper := object{"lte": queryTime(maxStorableTime)}, object{"gte": queryTime(minStorableTime)}
+		for op, v := range bounds {
+			switch op {
+			case "gt", "gte":
+				lower[op] = v
+			default:
+				upper[op] = v
+			}
+		}
+		f.clauses[i] = object{"range": object{field: lower}}
+		f.add(object{"range": object{field: upper}})
+		return
 	}
 }
 

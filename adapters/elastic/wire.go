@@ -1,12 +1,11 @@
 package elastic
 
 import (
-	"bufio"
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -18,16 +17,55 @@ import (
 // decodes each hit's _source straight into a record: encoding/json scanned
 // every hit twice and decoded it by reflection, most of the service's CPU per
 // fetch. It reads strings as encoding/json does (escapes, surrogate pairs,
-// invalid UTF-8 as U+FFFD; wire_test.go checks that) and skips what it does
-// not need. The first error sticks.
+// invalid UTF-8 as U+FFFD; wire_test.go checks that), decoding a string's
+// escapes in the same pass that finds its end, and skips what it does not
+// need. The first error sticks.
 type wire struct {
-	r       *bufio.Reader
+	src     io.Reader
+	srcErr  error  // the reader's error, met when buf runs out
+	buf     []byte // buf[pos:] is read from src and not yet consumed
+	pos     int
 	err     error
 	bad     error // the first well-formed value a record cannot hold
 	scratch []byte
+	// interned holds the strings of few distinct values (header names,
+	// accounts, methods, content types): one copy per reply, not per hit.
+	interned map[string]string
+	// values is a slab the header value lists of a reply are cut from, and
+	// valueScratch collects one list; headers collects one side's headers
+	// until record.Content.content turns them into a map.
+	values       []string
+	valueScratch []string
+	headers      [2][]record.Header
 }
 
-func newWire(r io.Reader) *wire { return &wire{r: bufio.NewReaderSize(r, 32<<10)} }
+// wireBufferSize is how much of a reply is read from the connection at once.
+const wireBufferSize = 32 << 10
+
+// wires keeps the buffers of finished readers for the next reply.
+var wires = sync.Pool{New: func() any {
+	return &wire{buf: make([]byte, 0, wireBufferSize), interned: map[string]string{}}
+}}
+
+func newWire(r io.Reader) *wire {
+	w := wires.Get().(*wire)
+	w.src = r
+	return w
+}
+
+// release returns w's buffers to the pool. The strings and slices it handed
+// out stay valid: they are never written again.
+func (w *wire) release() {
+	if len(w.interned) >= maxInterned {
+		w.interned = map[string]string{}
+	}
+	*w = wire{buf: w.buf[:0], scratch: w.scratch[:0], interned: w.interned,
+		valueScratch: w.valueScratch[:0], headers: [2][]record.Header{w.headers[0][:0], w.headers[1][:0]}}
+	clear(w.valueScratch[:cap(w.valueScratch)])
+	clear(w.headers[0][:cap(w.headers[0])])
+	clear(w.headers[1][:cap(w.headers[1])])
+	wires.Put(w)
+}
 
 // errSyntax marks a reply that is not the JSON expected.
 var errSyntax = errors.New("malformed search reply")
@@ -46,20 +84,66 @@ func (w *wire) failf(format string, args ...any) error {
 	return w.fail(fmt.Errorf("%w: "+format, append([]any{errSyntax}, args...)...))
 }
 
-// peek returns the next byte that is not white space, without reading it.
+// fill reads more of the reply after the unconsumed bytes; false when the
+// reply has no more (src's error is kept in srcErr).
+func (w *wire) fill() bool {
+	if w.srcErr != nil || w.err != nil {
+		return false
+	}
+	if w.pos > 0 {
+		n := copy(w.buf[:cap(w.buf)], w.buf[w.pos:])
+		w.buf, w.pos = w.buf[:n], 0
+	}
+	for range 100 { // a reader may return 0, nil; io.ReadFull gives up likewise
+		n, err := w.src.Read(w.buf[len(w.buf):cap(w.buf)])
+		w.buf = w.buf[:len(w.buf)+n]
+		if err != nil {
+			w.srcErr = err
+		}
+		if n > 0 {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	w.srcErr = io.ErrNoProgress
+	return false
+}
+
+// ensure reports whether n unconsumed bytes are buffered, reading more if needed.
+func (w *wire) ensure(n int) bool {
+	for len(w.buf)-w.pos < n {
+		if !w.fill() {
+			return false
+		}
+	}
+	return true
+}
+
+// cut fails the read at the end of what src gave.
+func (w *wire) cut() {
+	if w.srcErr != nil {
+		w.fail(w.srcErr)
+	} else {
+		w.fail(io.EOF)
+	}
+}
+
+// peek returns the next byte that is not white space, without consuming it.
 func (w *wire) peek() byte {
 	for w.err == nil {
-		c, err := w.r.ReadByte()
-		if err != nil {
-			w.fail(err)
-			return 0
+		for w.pos < len(w.buf) {
+			switch c := w.buf[w.pos]; c {
+			case ' ', '\t', '\n', '\r':
+				w.pos++
+			default:
+				return c
+			}
 		}
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
+		if !w.fill() {
+			w.cut()
 		}
-		_ = w.r.UnreadByte()
-		return c
 	}
 	return 0
 }
@@ -70,7 +154,7 @@ func (w *wire) expect(c byte) error {
 		if got != c {
 			return w.failf("found %q where %q was expected", got, c)
 		}
-		_, _ = w.r.ReadByte()
+		w.pos++
 	}
 	return w.err
 }
@@ -81,7 +165,7 @@ func (w *wire) object(member func(key string) error) error {
 		return err
 	}
 	if w.peek() == '}' {
-		_, _ = w.r.ReadByte()
+		w.pos++
 		return w.err
 	}
 	for w.err == nil {
@@ -92,14 +176,14 @@ func (w *wire) object(member func(key string) error) error {
 		if err := member(key); err != nil {
 			return w.fail(err)
 		}
-		switch w.peek() {
+		switch c := w.peek(); c {
 		case ',':
-			_, _ = w.r.ReadByte()
+			w.pos++
 		case '}':
-			_, _ = w.r.ReadByte()
+			w.pos++
 			return w.err
 		default:
-			return w.failf("found %q after an object member", w.peek())
+			return w.failf("found %q after an object member", c)
 		}
 	}
 	return w.err
@@ -115,12 +199,12 @@ func (w *wire) more(first bool) bool {
 	case w.err != nil:
 		return false
 	case c == ']':
-		_, _ = w.r.ReadByte()
+		w.pos++
 		return false
 	case first:
 		return true
 	case c == ',':
-		_, _ = w.r.ReadByte()
+		w.pos++
 		return true
 	}
 	w.failf("found %q between array elements", c)
@@ -151,12 +235,15 @@ func (w *wire) null() bool {
 
 func (w *wire) literal(want string) {
 	for i := 0; i < len(want) && w.err == nil; i++ {
-		c, err := w.r.ReadByte()
-		if err != nil {
-			w.fail(err)
-		} else if c != want[i] {
-			w.failf("found %q in %q", c, want)
+		if !w.ensure(1) {
+			w.cut()
+			return
 		}
+		if c := w.buf[w.pos]; c != want[i] {
+			w.failf("found %q in %q", c, want)
+			return
+		}
+		w.pos++
 	}
 }
 
@@ -174,134 +261,188 @@ var keys = func() map[string]string {
 
 // key reads a member name.
 func (w *wire) key() string {
-	raw, escaped := w.raw()
-	if k, ok := keys[string(raw)]; ok && !escaped {
+	text := w.text()
+	if k, ok := keys[string(text)]; ok {
 		return k
 	}
-	return w.decode(raw, escaped)
+	return string(text)
 }
 
 // string reads a string.
-func (w *wire) string() string {
-	raw, escaped := w.raw()
-	return w.decode(raw, escaped)
-}
+func (w *wire) string() string { return string(w.text()) }
 
-// raw reads a string's content, escapes undecoded, into the scratch buffer.
-func (w *wire) raw() (raw []byte, escaped bool) {
-	if w.expect('"') != nil {
-		return nil, false
-	}
-	raw = w.scratch[:0]
-	for {
-		chunk, err := w.r.ReadSlice('"')
-		raw = append(raw, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			w.fail(err)
-			return nil, false
-		}
-		// The quote ends the string unless an odd number of backslashes escape it.
-		n := 0
-		for i := len(raw) - 2; i >= 0 && raw[i] == '\\'; i-- {
-			n++
-		}
-		if n%2 == 0 {
-			break
-		}
-	}
-	raw = raw[:len(raw)-1]
-	w.scratch = raw[:0]
-	for _, c := range raw {
-		if c < 0x20 {
-			w.failf("a control character in a string")
-			return nil, false
-		}
-		escaped = escaped || c == '\\'
-	}
-	return raw, escaped
-}
+// maxInterned and maxInternedBytes bound the strings a pooled reader keeps.
+const (
+	maxInterned      = 1024
+	maxInternedBytes = 64
+)
 
-// decode is the string raw holds.
-func (w *wire) decode(raw []byte, escaped bool) string {
-	if w.err != nil {
-		return ""
+// internedString reads a string of few distinct values, returning the copy read
+// before when there is one.
+func (w *wire) internedString() string {
+	text := w.text()
+	if s, ok := w.interned[string(text)]; ok {
+		return s
 	}
-	if !escaped && utf8.Valid(raw) {
-		return string(raw)
-	}
-	s, ok := unquote(raw)
-	if !ok {
-		w.failf("a bad escape in a string")
+	s := string(text)
+	if w.err == nil && len(w.interned) < maxInterned && len(s) <= maxInternedBytes {
+		w.interned[s] = s
 	}
 	return s
 }
 
-// unquote decodes the escapes of a string's content as encoding/json does;
-// invalid UTF-8 bytes and lone surrogates become U+FFFD.
-func unquote(raw []byte) (string, bool) {
-	out := make([]byte, 0, len(raw))
-	for len(raw) > 0 {
-		plain := bytes.IndexByte(raw, '\\')
-		if plain < 0 {
-			plain = len(raw)
-		}
-		out = appendValid(out, raw[:plain])
-		raw = raw[plain:]
-		if len(raw) == 0 {
+// stringEnds marks the bytes that end a run of plain string bytes: the quote,
+// the backslash, control characters (refused) and bytes of multi-byte UTF-8
+// sequences (checked).
+var stringEnds = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+	}
+	return t
+}()
+
+// shortEscapes maps the byte after a backslash to what it stands for, where
+// that is one byte; 0 elsewhere.
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hasStringEnd reports whether any of the 8 bytes of v is a stringEnds byte
+// (it may say so wrongly; text then looks byte by byte).
+func hasStringEnd(v uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := v^('"'*ones), v^('\\'*ones)
+	return ((v-0x20*ones)&^v|(quote-ones)&^quote|(backslash-ones)&^backslash|v)&highs != 0
+}
+
+// text reads a string and returns its decoded bytes, valid until the next read.
+// A string that ends in the buffer without an escape is returned from it
+// without a copy; short escapes are decoded in the scanning loop, as JSON
+// bodies stored in JSON have one every few bytes.
+func (w *wire) text() []byte {
+	if w.expect('"') != nil {
+		return nil
+	}
+	out, copied := w.scratch[:0], false // copied: out holds the string's start
+	multiByte := false
+	seg := w.pos // the start of the bytes not yet in out
+	for {
+		b, i := w.buf, w.pos
+		for {
+			for i+8 <= len(b) && !hasStringEnd(binary.LittleEndian.Uint64(b[i:])) {
+				i += 8
+			}
+			for i < len(b) && !stringEnds[b[i]] {
+				i++
+			}
+			if i < len(b) && b[i] >= 0x80 {
+				multiByte = true
+				i++
+				continue
+			}
+			if i+1 < len(b) && b[i] == '\\' {
+				if d := shortEscapes[b[i+1]]; d != 0 {
+					out, copied = append(append(out, b[seg:i]...), d), true
+					i += 2
+					seg = i
+					continue
+				}
+			}
 			break
 		}
-		if len(raw) < 2 {
-			return "", false
-		}
-		switch e := raw[1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(raw[2:])
-			if !ok {
-				return "", false
+		w.pos = i
+		if i == len(b) {
+			out, copied = append(out, b[seg:]...), true
+			if !w.fill() {
+				w.cut()
+				return nil
 			}
-			raw = raw[6:]
-			if utf16.IsSurrogate(r) {
-				high := r
-				r = utf8.RuneError
-				if len(raw) >= 6 && raw[0] == '\\' && raw[1] == 'u' {
-					if low, ok := hex4(raw[2:]); ok {
-						if pair := utf16.DecodeRune(high, low); pair != utf8.RuneError {
-							r = pair
-							raw = raw[6:]
-						}
+			seg = w.pos
+			continue
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s := b[seg:i]
+			if copied {
+				s = append(out, s...)
+				w.scratch = s[:0]
+			}
+			w.pos = i + 1
+			if multiByte && !utf8.Valid(s) {
+				s = appendValid(make([]byte, 0, len(s)+16), s)
+			}
+			return s
+		case c == '\\':
+			out, copied = append(out, b[seg:i]...), true
+			var ok bool
+			if out, ok = w.escape(out); !ok {
+				return nil
+			}
+			seg = w.pos
+		default:
+			w.failf("a control character in a string")
+			return nil
+		}
+	}
+}
+
+// escape decodes the escape at the read position onto out, as encoding/json
+// does: a lone or reversed surrogate becomes U+FFFD.
+func (w *wire) escape(out []byte) ([]byte, bool) {
+	if !w.ensure(2) {
+		w.cut()
+		return out, false
+	}
+	e := w.buf[w.pos+1]
+	switch e {
+	case '"', '\\', '/':
+		out = append(out, e)
+	case 'b':
+		out = append(out, '\b')
+	case 'f':
+		out = append(out, '\f')
+	case 'n':
+		out = append(out, '\n')
+	case 'r':
+		out = append(out, '\r')
+	case 't':
+		out = append(out, '\t')
+	case 'u':
+		if !w.ensure(6) {
+			w.cut()
+			return out, false
+		}
+		r, ok := hex4(w.buf[w.pos+2 : w.pos+6])
+		if !ok {
+			w.failf("a bad escape in a string")
+			return out, false
+		}
+		w.pos += 6
+		if utf16.IsSurrogate(r) {
+			high := r
+			r = utf8.RuneError
+			// The low half must follow at once; the string's end quote is
+			// still to come, so a short read here ends the reply early.
+			if w.ensure(6) && w.buf[w.pos] == '\\' && w.buf[w.pos+1] == 'u' {
+				if low, ok := hex4(w.buf[w.pos+2 : w.pos+6]); ok {
+					if pair := utf16.DecodeRune(high, low); pair != utf8.RuneError {
+						r = pair
+						w.pos += 6
 					}
 				}
 			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return "", false
 		}
-		raw = raw[2:]
+		return utf8.AppendRune(out, r), true
+	default:
+		w.failf("a bad escape in a string")
+		return out, false
 	}
-	return string(out), true
+	w.pos += 2
+	return out, true
 }
 
-// appendValid appends b with each invalid UTF-8 byte as U+FFFD.
+// appendValid appends b with each invalid UTF-8 byte as U+FFFD. Escapes only
+// ever decode to whole sequences, so checking the decoded string whole finds
+// exactly the invalid bytes of its raw text.
 func appendValid(out, b []byte) []byte {
-	if utf8.Valid(b) {
-		return append(out, b...)
-	}
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
 		if r == utf8.RuneError && size == 1 {
@@ -315,29 +456,44 @@ func appendValid(out, b []byte) []byte {
 }
 
 func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
 	}
-	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
-	return rune(n), err == nil
+	return r, true
+}
+
+// isNumberByte reports whether c can be part of a number's text.
+func isNumberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // number reads a number's text into the scratch buffer.
 func (w *wire) number() []byte {
 	raw := w.scratch[:0]
 	for w.err == nil {
-		c, err := w.r.ReadByte()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				w.fail(err)
+		if w.pos == len(w.buf) && !w.fill() {
+			if !errors.Is(w.srcErr, io.EOF) {
+				w.fail(w.srcErr)
 			}
 			break
 		}
-		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-			_ = w.r.UnreadByte()
+		c := w.buf[w.pos]
+		if !isNumberByte(c) {
 			break
 		}
 		raw = append(raw, c)
+		w.pos++
 	}
 	w.scratch = raw[:0]
 	if len(raw) == 0 {
@@ -378,7 +534,7 @@ func (w *wire) skip() error {
 	case c == '[':
 		return w.array(w.skip)
 	case c == '"':
-		w.string()
+		w.text()
 	case c == 't':
 		w.literal("true")
 	case c == 'f':
@@ -404,15 +560,15 @@ func (w *wire) record(r *record.Record) error {
 		case "reference":
 			r.Reference = w.string()
 		case "account":
-			r.Account = w.string()
+			r.Account = w.internedString()
 		case "domain":
-			r.Domain = w.string()
+			r.Domain = w.internedString()
 		case "name":
-			r.Name = w.string()
+			r.Name = w.internedString()
 		case "ip_address":
 			r.IPAddress = w.string()
 		case "method":
-			r.Method = w.string()
+			r.Method = w.internedString()
 		case "path":
 			r.Path = w.string()
 		case "route":
@@ -430,9 +586,9 @@ func (w *wire) record(r *record.Record) error {
 			}
 			r.Duration = &us
 		case "request":
-			return w.content(&r.Request)
+			return w.content(&r.Request, 0)
 		case "response":
-			return w.content(&r.Response)
+			return w.content(&r.Response, 1)
 		case "created_at":
 			r.CreatedAt = w.micros()
 		case "updated_at":
@@ -448,15 +604,17 @@ func (w *wire) record(r *record.Record) error {
 	})
 }
 
-func (w *wire) content(c *record.Content) error {
+// content reads one side of a message; side (0 request, 1 response) picks
+// the reader's scratch list for its headers.
+func (w *wire) content(c *record.Content, side int) error {
 	return w.object(func(key string) error {
 		if w.null() {
 			return w.err
 		}
 		switch key {
 		case "header":
-			c.Headers = []record.Header{}
-			return w.array(func() error {
+			c.Headers = w.headers[side][:0]
+			err := w.array(func() error {
 				var h record.Header
 				if w.null() {
 					c.Headers = append(c.Headers, h)
@@ -468,17 +626,9 @@ func (w *wire) content(c *record.Content) error {
 					}
 					switch key {
 					case "name":
-						h.Name = w.string()
+						h.Name = w.internedString()
 					case "values":
-						h.Values = []string{}
-						return w.array(func() error {
-							if w.null() {
-								h.Values = append(h.Values, "")
-								return w.err
-							}
-							h.Values = append(h.Values, w.string())
-							return w.err
-						})
+						h.Values = w.headerValues()
 					default:
 						return w.skip()
 					}
@@ -487,10 +637,12 @@ func (w *wire) content(c *record.Content) error {
 				c.Headers = append(c.Headers, h)
 				return err
 			})
+			w.headers[side] = c.Headers
+			return err
 		case "body":
 			c.Body = w.string()
 		case "content_type":
-			c.ContentType = w.string()
+			c.ContentType = w.internedString()
 		case "size":
 			n := int(w.int64())
 			c.Size = &n
@@ -501,13 +653,45 @@ func (w *wire) content(c *record.Content) error {
 	})
 }
 
-// micros reads a time as record.Micros does.
+// headerValues reads a header's list of values (null reads as "") into a
+// slice cut from the reader's slab: one allocation for many headers.
+func (w *wire) headerValues() []string {
+	list := w.valueScratch[:0]
+	_ = w.array(func() error {
+		if w.null() {
+			list = append(list, "")
+		} else {
+			list = append(list, w.string())
+		}
+		return w.err
+	})
+	w.valueScratch = list
+	if len(list) == 0 {
+		return []string{}
+	}
+	if cap(w.values)-len(w.values) < len(list) {
+		w.values = make([]string, 0, max(valueSlab, len(list)))
+	}
+	n := len(w.values)
+	w.values = append(w.values, list...)
+	clear(list)
+	return w.values[n : n+len(list) : n+len(list)]
+}
+
+// valueSlab is how many header values one allocation holds.
+const valueSlab = 256
+
+// micros reads a time as record.Micros does: reqlog's own format (six
+// fractional digits, UTC) directly, anything else through time.Parse.
 func (w *wire) micros() record.Micros {
-	s := w.string()
+	text := w.text()
 	if w.err != nil {
 		return 0
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	if us, ok := parseStoredTime(text); ok {
+		return us
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(text))
 	if err != nil {
 		if w.bad == nil {
 			w.bad = fmt.Errorf("decode stored message: %w", err)
@@ -515,4 +699,39 @@ func (w *wire) micros() record.Micros {
 		return 0
 	}
 	return record.MicrosOf(t)
+}
+
+// parseStoredTime reads "2006-01-02T15:04:05.000000Z", as jsonwire.AppendTime
+// writes it; ok is false for any other text, or a date time.Parse would refuse.
+func parseStoredTime(b []byte) (us record.Micros, ok bool) {
+	const layout = "dddd-dd-ddTdd:dd:dd.ddddddZ"
+	if len(b) != len(layout) {
+		return 0, false
+	}
+	for i := range len(layout) {
+		if layout[i] == 'd' {
+			if b[i] < '0' || b[i] > '9' {
+				return 0, false
+			}
+		} else if b[i] != layout[i] {
+			return 0, false
+		}
+	}
+	num := func(from, to int) int {
+		n := 0
+		for _, c := range b[from:to] {
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(0, 4), time.Month(num(5, 7)), num(8, 10)
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if hour > 23 || minute > 59 || sec > 59 {
+		return 0, false
+	}
+	t := time.Date(year, month, day, hour, minute, sec, num(20, 26)*1000, time.UTC)
+	if y, m, d := t.Date(); y != year || m != month || d != day {
+		return 0, false // out of range: time.Parse says why
+	}
+	return record.MicrosOf(t), true
 }

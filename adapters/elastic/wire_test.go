@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
@@ -16,6 +17,11 @@ import (
 // readHitsOf reads the messages of a reply whose hits have the sources given,
 // as List reads a page.
 func readHitsOf(t testing.TB, sources ...[]byte) []domain.Message {
+	return readHitsThrough(t, func(r io.Reader) io.Reader { return r }, sources...)
+}
+
+// readHitsThrough is readHitsOf with the reply read through reader(reply).
+func readHitsThrough(t testing.TB, reader func(io.Reader) io.Reader, sources ...[]byte) []domain.Message {
 	t.Helper()
 	var reply bytes.Buffer
 	reply.WriteString(`{"took":1,"timed_out":false,"_shards":{"total":1,"successful":1,"skipped":0,"failed":0},"hits":{"max_score":null,"hits":[`)
@@ -29,7 +35,7 @@ func readHitsOf(t testing.TB, sources ...[]byte) []domain.Message {
 	}
 	reply.WriteString(`]}}`)
 	p := &pageReader{limit: len(sources) + 1}
-	if err := p.readReply(&reply); err != nil || p.badHit != nil {
+	if err := p.readReply(reader(&reply)); err != nil || p.badHit != nil {
 		t.Fatalf("read %s: %v, %v", reply.String(), err, p.badHit)
 	}
 	return p.page.Messages
@@ -54,17 +60,22 @@ func TestWireReadsDocumentsAsEncodingJSON(t *testing.T) {
 			`"response":{"header":[{"name":"N","values":[null,"v"]}],"size":7},"status_code":-1,`+
 			`"created_at":"2025-03-14T12:00:00Z","updated_at":"2025-03-14T12:00:00Z","visible_at":"2025-03-14T12:00:00Z","expires_at":"2025-03-14T12:00:00Z"}`),
 	)
-	got := readHitsOf(t, sources...)
-	if len(got) != len(sources) {
-		t.Fatalf("%d messages read, want %d", len(got), len(sources))
-	}
-	for i, source := range sources {
-		want, err := record.DecodeJSON(source)
-		if err != nil {
-			t.Fatalf("record.DecodeJSON(%s): %v", source, err)
+	// A byte at a time, every token crosses the end of what was read.
+	for name, reader := range map[string]func(io.Reader) io.Reader{
+		"whole": func(r io.Reader) io.Reader { return r }, "byte by byte": iotest.OneByteReader,
+	} {
+		got := readHitsThrough(t, reader, sources...)
+		if len(got) != len(sources) {
+			t.Fatalf("%s: %d messages read, want %d", name, len(got), len(sources))
 		}
-		if !reflect.DeepEqual(got[i], want) {
-			t.Errorf("document %d:\n got %+v\nwant %+v", i, got[i], want)
+		for i, source := range sources {
+			want, err := record.DecodeJSON(source)
+			if err != nil {
+				t.Fatalf("record.DecodeJSON(%s): %v", source, err)
+			}
+			if !reflect.DeepEqual(got[i], want) {
+				t.Errorf("%s, document %d:\n got %+v\nwant %+v", name, i, got[i], want)
+			}
 		}
 	}
 }
@@ -94,6 +105,13 @@ func FuzzWireString(f *testing.F) {
 		readErr := w.err
 		w.peek()
 		atEnd := readErr == nil && errors.Is(w.err, io.ErrUnexpectedEOF)
+		w.release()
+		// Read a byte at a time, every escape crosses the end of what was read.
+		w = newWire(iotest.OneByteReader(bytes.NewReader(data)))
+		if got1, err1 := w.string(), w.err; got1 != got || (err1 == nil) != (readErr == nil) {
+			t.Fatalf("%q: read byte by byte %q (%v), at once %q (%v)", data, got1, err1, got, readErr)
+		}
+		w.release()
 		switch {
 		case jsonErr == nil && (readErr != nil || !atEnd):
 			t.Fatalf("%q: encoding/json reads %q, the wire fails (%v) or leaves text", data, want, readErr)

@@ -60,16 +60,16 @@ func startCPU(pid int) *cpuMeter {
 	return m
 }
 
-// perMessage is the CPU spent since start divided by messages; 0 when unknown.
-func (m *cpuMeter) perMessage(messages float64) time.Duration {
-	if !m.ok || messages <= 0 {
+// per is the CPU spent since start divided by n (messages or requests); 0 when unknown.
+func (m *cpuMeter) per(n float64) time.Duration {
+	if !m.ok || n <= 0 {
 		return 0
 	}
 	after, err := processCPU(m.pid)
 	if err != nil {
 		return 0
 	}
-	return time.Duration(float64(after-m.before) / messages)
+	return time.Duration(float64(after-m.before) / n)
 }
 
 // printCPU writes a process's CPU per acknowledged message, if measured.

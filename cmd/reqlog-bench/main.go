@@ -139,7 +139,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.DurationVar(&o.spread, "spread", 24*time.Hour, "seed: created_at spread over this much of the past")
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
-	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest, fetch and mixed report its CPU per message, export its exact peak resident size")
+	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest and mixed report its CPU per message, fetch, search and stats per request, export its exact peak resident size")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
@@ -267,21 +267,21 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		if err != nil {
 			return err
 		}
-		attack(title, o.load, o.items, srv.fetchTargets(mix, o.seed), false, sm).print(stdout)
+		readAttack(title, o, srv.fetchTargets(mix, o.seed), sm, stdout)
 		return nil
 	case "search":
 		target, err := srv.prepareSearch(ctx, stdout)
 		if err != nil {
 			return err
 		}
-		attack(title, o.load, o.items, srv.getTargets(target), false, sm).print(stdout)
+		readAttack(title, o, srv.getTargets(target), sm, stdout)
 		return nil
 	case "stats":
 		target, err := srv.prepareStats(ctx, stdout)
 		if err != nil {
 			return err
 		}
-		attack(title, o.load, o.items, srv.getTargets(target), false, sm).print(stdout)
+		readAttack(title, o, srv.getTargets(target), sm, stdout)
 		return nil
 	case "export":
 		return srv.export(ctx, title, o, stdout)
@@ -304,7 +304,7 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	cpu := startCPU(o.pid)
 	rep := attack(title, o.load, o.items, targets, o.verify, sm)
 	rep.print(stdout)
-	serverCPU := cpu.perMessage(rep.ingested())
+	serverCPU := cpu.per(rep.ingested())
 	printCPU(stdout, fmt.Sprintf("the server (pid %d)", o.pid), serverCPU)
 	printRatios(stdout, rep.ingestRate(), serverCPU, o.limits, ceilings)
 	if o.verify {
@@ -329,6 +329,18 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	return nil
 }
 
+// readAttack runs a read workload and, with -pid, prints the server's CPU per
+// request: a read acknowledges no message to divide by.
+func readAttack(title string, o options, targets vegeta.Targeter, sm *sampler, stdout io.Writer) {
+	cpu := startCPU(o.pid)
+	rep := attack(title, o.load, o.items, targets, false, sm)
+	rep.print(stdout)
+	if perRequest := cpu.per(float64(rep.all.Requests)); perRequest > 0 {
+		fmt.Fprintf(stdout, "cpu: the server (pid %d) spent %.2fms per request (user and system, /proc/<pid>/stat)\n",
+			o.pid, float64(perRequest)/float64(time.Millisecond))
+	}
+}
+
 // ceiling is what a limit measured: messages per second, and for a handler in
 // a child process its CPU per message (0: not measured).
 type ceiling struct {
@@ -351,7 +363,7 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 		cpu := startCPU(child.pid())
 		rep := attack("limit: "+limit+" handler", o.load, o.items, childSrv.ingestTargets(bodies), false, nil)
 		rep.print(stdout)
-		c := ceiling{rate: rep.ingestRate(), cpu: cpu.perMessage(rep.ingested())}
+		c := ceiling{rate: rep.ingestRate(), cpu: cpu.per(rep.ingested())}
 		printCPU(stdout, "the "+limit+" handler", c.cpu)
 		return c, nil
 	}
