@@ -6,6 +6,7 @@
 package jsonwire
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -22,6 +23,16 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) {
+			if special := specialBytes(s[i : i+8]); special != 0 {
+				i += bits.TrailingZeros64(special) / 8
+				break
+			}
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if plainASCII[s[i]] {
 			i++
 			continue
@@ -81,6 +92,18 @@ func IntMember(dst []byte, key string, n int) []byte {
 // TimeMember appends key as StringMember does, then t as AppendTime writes it.
 func TimeMember(dst []byte, key string, t time.Time) []byte {
 	return AppendTime(append(dst, key...), t)
+}
+
+// specialBytes tests 8 bytes of a string at once, since bodies are mostly long
+// runs of plainASCII bytes: its lowest set bit is in the first byte that is not
+// plainASCII (below 0x20, a quote, a backslash, or 0x80 and above), 0 if none.
+// The borrows of the subtractions only run upwards, so the lowest is exact.
+func specialBytes(w string) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	quote, backslash := x^'"'*ones, x^'\\'*ones
+	return (x | (x-0x20*ones)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 // plainASCII marks the ASCII bytes a string holds as they are.

@@ -42,6 +42,9 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		"\xc0\xaf overlong", "\ufffd literal replacement"}
 	for b := range 256 {
 		inputs = append(inputs, string([]byte{byte(b)}), "a"+string([]byte{byte(b)})+"z")
+		for at := range 17 { // every place in the 8-byte words AppendString tests at once
+			inputs = append(inputs, strings.Repeat("x", at)+string([]byte{byte(b)})+strings.Repeat("y", 17-at))
+		}
 	}
 	for _, s := range inputs {
 		if got, want := AppendString(nil, s), reference(t, s); !bytes.Equal(got, want) {
