@@ -55,9 +55,10 @@ type GroupCommitOptions struct {
 	// always waited for: its outcome is the truth. 0 waits as long as the
 	// caller's context allows (DefaultGroupCommitOptions sets
 	// DefaultGroupMaxWait). With MaxWait, a batch is also kept to the bytes the
-	// store wrote in MaxWait/paceShare at the pace of its latest write, so that
-	// a write, once started, ends soon too: a cold or overloaded store took
-	// seconds for a full batch, and its requests outlived their clients.
+	// store wrote in MaxWait/paceShare at the pace of its latest write of at
+	// least MaxBatchBytes/paceFloor, and never below that, so that a write,
+	// once started, ends soon too: a cold or overloaded store took seconds for
+	// a full batch, and its requests outlived their clients.
 	MaxWait time.Duration
 	// Clock measures how long the store's writes take (the pace below); nil
 	// is the system clock.
@@ -486,6 +487,13 @@ func (g *GroupCommitter) dropWithdrawn() {
 // 1+1/paceShare MaxWaits (2.5 s by default: inside a client's usual 3 s).
 const paceShare = 4
 
+// paceFloor is MaxBatchBytes/paceFloor: the least bytes pacing keeps in a
+// batch, and the least a write must carry to set the pace. A small write's
+// time is mostly the store's fixed cost per request, which a smaller batch
+// does not shorten: pacing on it shrank batches to one request each and cut
+// what a slow store acknowledged (a cold cluster took a second for 3 KB).
+const paceFloor = 16
+
 // batchBytes is the most bytes of a batch: MaxBatchBytes, or less when the
 // store's pace says a batch that large would not be written in
 // MaxWait/paceShare; g.mu is held.
@@ -494,7 +502,7 @@ func (g *GroupCommitter) batchBytes() int64 {
 		return g.opts.MaxBatchBytes
 	}
 	paced := g.pace * (g.opts.MaxWait / paceShare).Seconds()
-	return int64(min(paced, float64(g.opts.MaxBatchBytes)))
+	return int64(max(min(paced, float64(g.opts.MaxBatchBytes)), float64(g.opts.MaxBatchBytes/paceFloor)))
 }
 
 // take removes the oldest requests that fit one batch (at least one); g.mu is held.
@@ -552,7 +560,7 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 		g.held.sub(req.size)
 		written += req.size.bytes
 	}
-	if err == nil && took > 0 {
+	if err == nil && took > 0 && written >= g.opts.MaxBatchBytes/paceFloor {
 		g.pace = float64(written) / took.Seconds()
 	}
 	// The store is down: what waits behind this batch would fail the same way,
