@@ -54,8 +54,15 @@ type GroupCommitOptions struct {
 	// ports.ErrUnavailable, nothing of it written. A write that has started is
 	// always waited for: its outcome is the truth. 0 waits as long as the
 	// caller's context allows (DefaultGroupCommitOptions sets
-	// DefaultGroupMaxWait).
+	// DefaultGroupMaxWait). With MaxWait, a batch is also kept to the bytes the
+	// store wrote in MaxWait/paceShare at the pace of its latest write of at
+	// least MaxBatchBytes/paceFloor, and never below that, so that a write,
+	// once started, ends soon too: a cold or overloaded store took seconds for
+	// a full batch, and its requests outlived their clients.
 	MaxWait time.Duration
+	// Clock measures how long the store's writes take (the pace below); nil
+	// is the system clock.
+	Clock ports.Clock
 	// Stamper, if set, may update a batch's messages (copies of the callers')
 	// just before they are written. The fx module stamps their stored time there,
 	// so a message becomes visible a fixed delay after its write, however long it
@@ -154,6 +161,7 @@ type GroupCommitter struct {
 	settled  uint64           // the number of the latest batch to finish, or of an older one
 	started  bool
 	closed   bool
+	pace     float64 // bytes per second of the latest successful write; 0 until one
 
 	wake    chan struct{} // a token: the queue or closed changed
 	writeTo context.Context
@@ -187,6 +195,13 @@ func NewGroupCommitter(store ports.MessageWriter, opts GroupCommitOptions) *Grou
 		writeTo: ctx, abort: cancel, drained: make(chan struct{})}
 	g.reservedMetrics, _ = opts.Metrics.(ReservationMetrics)
 	return g
+}
+
+func (g *GroupCommitter) now() time.Time {
+	if g.opts.Clock != nil {
+		return g.opts.Clock.Now()
+	}
+	return time.Now()
 }
 
 // Stamps reports whether the committer stamps each batch before writing it
@@ -467,15 +482,39 @@ func (g *GroupCommitter) dropWithdrawn() {
 	}
 }
 
+// paceShare: a batch holds what the store writes in MaxWait/paceShare at its
+// latest pace, so a request's queue wait and write together stay within
+// 1+1/paceShare MaxWaits (2.5 s by default: inside a client's usual 3 s).
+const paceShare = 4
+
+// paceFloor is MaxBatchBytes/paceFloor: the least bytes pacing keeps in a
+// batch, and the least a write must carry to set the pace. A small write's
+// time is mostly the store's fixed cost per request, which a smaller batch
+// does not shorten: pacing on it shrank batches to one request each and cut
+// what a slow store acknowledged (a cold cluster took a second for 3 KB).
+const paceFloor = 16
+
+// batchBytes is the most bytes of a batch: MaxBatchBytes, or less when the
+// store's pace says a batch that large would not be written in
+// MaxWait/paceShare; g.mu is held.
+func (g *GroupCommitter) batchBytes() int64 {
+	if g.opts.MaxWait <= 0 || g.pace <= 0 {
+		return g.opts.MaxBatchBytes
+	}
+	paced := g.pace * (g.opts.MaxWait / paceShare).Seconds()
+	return int64(max(min(paced, float64(g.opts.MaxBatchBytes)), float64(g.opts.MaxBatchBytes/paceFloor)))
+}
+
 // take removes the oldest requests that fit one batch (at least one); g.mu is held.
 func (g *GroupCommitter) take() []*commitRequest {
 	var batch []*commitRequest
 	var size load
+	maxBytes := g.batchBytes()
 	for len(g.queue) > 0 {
 		req := g.queue[0]
 		if req != nil {
 			if len(batch) > 0 && (size.messages+req.size.messages > g.opts.MaxBatchMessages ||
-				size.bytes+req.size.bytes > g.opts.MaxBatchBytes) {
+				size.bytes+req.size.bytes > maxBytes) {
 				break
 			}
 			batch = append(batch, req)
@@ -496,7 +535,9 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 		buf = append(buf, req.msgs...)
 	}
 	g.stamp(buf)
+	began := g.now()
 	err := g.store.Append(g.writeTo, buf)
+	took := g.now().Sub(began)
 	results := make([]error, len(batch))
 	if err != nil && len(batch) > 1 && !ports.KindOf(err).Transient() {
 		start := 0
@@ -514,8 +555,13 @@ func (g *GroupCommitter) write(batch []*commitRequest, number uint64, buf []doma
 	clear(buf) // nor must the reused buffer
 	var failed []*commitRequest
 	g.mu.Lock()
+	var written int64
 	for _, req := range batch {
 		g.held.sub(req.size)
+		written += req.size.bytes
+	}
+	if err == nil && took > 0 && written >= g.opts.MaxBatchBytes/paceFloor {
+		g.pace = float64(written) / took.Seconds()
 	}
 	// The store is down: what waits behind this batch would fail the same way,
 	// each after the store's own timeout. Fail it now, so its callers get their

@@ -39,6 +39,11 @@ const (
 	// DefaultReplicas is the most replicas of a daily index by default: a
 	// copy wherever the cluster has a second node.
 	DefaultReplicas = 1
+	// DefaultWarmUp bounds the start-up's wait for the day's replicas and its
+	// warm-up of the indexing path (warm.go): a freshly started three-node
+	// cluster on two busy shared cores was not warm after 15 s either, and
+	// reqlogd must start within 30 s.
+	DefaultWarmUp = 15 * time.Second
 	// DefaultMaxRequestBytes is Elasticsearch's default http.max_content_length.
 	DefaultMaxRequestBytes = 100 << 20
 )
@@ -80,6 +85,12 @@ type Config struct {
 	// already stored (409) to become durable before failing with
 	// ports.ErrUnavailable; default 1s (DefaultDurabilityWait).
 	DurabilityWait time.Duration
+	// WarmUp bounds how long start-up waits for the day's indices' replicas and
+	// warms the cluster's indexing path before the store is ready (warm.go):
+	// a cold cluster's first writes took seconds each. Default 15s
+	// (DefaultWarmUp), and at most half of what start-up has left; negative
+	// disables both.
+	WarmUp time.Duration
 	// PingTimeout bounds a health check; default 2s.
 	PingTimeout time.Duration
 	// MaxRetries bounds the client's retries of one request; default 3, negative
@@ -148,6 +159,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.ShardWait.Truncate(time.Millisecond) == 0 {
 		return cfg, fmt.Errorf("elastic: config: ShardWait must be at least 1ms, got %s", cfg.ShardWait)
+	}
+	if cfg.WarmUp == 0 {
+		cfg.WarmUp = DefaultWarmUp
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries

@@ -13,8 +13,9 @@ import (
 // Module provides the Elasticsearch store as the service's ports.MessageStore,
 // as ports.HealthChecker (its Ping backs /readyz) and as *Store. It needs a
 // Config from the graph and uses a *zap.Logger if there is one. On start it
-// checks the cluster, installs the index template and creates the daily
-// indices of today and tomorrow; on stop it closes the client.
+// checks the cluster, installs the index template, creates the daily indices
+// of today and tomorrow, waits for their replicas and warms the cluster's
+// indexing path (warm.go, within Config.WarmUp); on stop it closes the client.
 var Module = fx.Module("elastic",
 	fx.Provide(fx.Annotate(provide,
 		fx.As(fx.Self()), fx.As(new(ports.MessageStore)), fx.As(new(ports.HealthChecker)))),
@@ -44,9 +45,11 @@ func provide(p moduleParams) (*Store, error) {
 				return err
 			}
 			// Not fatal: the first write of a day creates its index anyway.
-			if err := store.createDays(ctx, time.Now()); err != nil {
-				log.Named("elastic").Warn("creating the daily indices of today and tomorrow", zap.Error(err))
+			warm, err := store.prepareWrites(ctx, time.Now())
+			if err != nil {
+				log.Named("elastic").Warn("preparing the daily indices of today and tomorrow", zap.Error(err))
 			}
+			logWarmUp(log.Named("elastic"), warm)
 			log.Named("elastic").Info("Elasticsearch store ready",
 				zap.String("template", store.names.Template()),
 				zap.String("indices", store.names.ReadPattern()),
