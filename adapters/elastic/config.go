@@ -179,7 +179,8 @@ func (cfg Config) withDefaults() (Config, error) {
 // settings set written in (IndexPrefix, Replicas, MaxRequestBytes), so that its
 // usage shows them; every other field is zero, which New reads as its default.
 func DefaultConfig() Config {
-	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, MaxRequestBytes: DefaultMaxRequestBytes}
+	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, MaxRequestBytes: DefaultMaxRequestBytes,
+		WarmUp: DefaultWarmUp}
 }
 
 // Validate reports the first unusable field among those the service's settings

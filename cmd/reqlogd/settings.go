@@ -240,6 +240,7 @@ var settings = []setting{
 	secretSetting("elasticsearch.api_key", "Elasticsearch.APIKey", "Elasticsearch API key", func(c *config, v string) { c.Elasticsearch.APIKey = v }),
 	stringSetting("elasticsearch.index_prefix", "Elasticsearch.IndexPrefix", "prefix of the Elasticsearch index names", func(c *config) *string { return &c.Elasticsearch.IndexPrefix }),
 	intSetting("elasticsearch.max_request_bytes", "Elasticsearch.MaxRequestBytes", "largest bulk request sent to Elasticsearch in bytes; keep it at most the cluster's http.max_content_length (0: the default)", func(c *config) *int { return &c.Elasticsearch.MaxRequestBytes }),
+	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 }
 

@@ -113,6 +113,7 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.max_request_bytes", value: "1048576", check: func(c config) bool { return c.Elasticsearch.MaxRequestBytes == 1<<20 }},
 	// 0 is passed on as such: the store reads it as its own default.
 	{key: "elasticsearch.max_request_bytes", value: "0", check: func(c config) bool { return c.Elasticsearch.MaxRequestBytes == 0 }},
+	{key: "elasticsearch.warm_up", value: "-1s", check: func(c config) bool { return c.Elasticsearch.WarmUp == -time.Second }},
 	{key: "elasticsearch.replicas", value: "2", check: func(c config) bool { return c.Elasticsearch.Replicas == 2 }},
 	{key: "public_url", value: "https://logs.example.com", check: func(c config) bool { return c.Portal.PublicURL == "https://logs.example.com" }},
 	{key: "portal.secret", value: strings.Repeat("s", 32), check: func(c config) bool { return string(c.Portal.Secret) == strings.Repeat("s", 32) }},
