@@ -6,21 +6,38 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
 // BenchmarkIngestFullText: what the full-text field costs a bulk request of
 // 100 benchMessages on the real node, alternating in one run between an index
-// of the current mappings (documents with the text field) and one without the
-// field (documents as record.AppendJSON writes them). ratio is the time of a
-// bulk request with the field over one without.
+// of the current mappings (documents with the text field), one without the
+// field (documents as record.AppendJSON writes them) and the alternatives
+// measured for issue 19 (docs/benchmarks.md, "Full-text indexing on
+// Elasticsearch"). ratio is the time of a bulk request with the field over one
+// without; ratio-<name> the same for each alternative:
 //
-//	go test -run '^$' -bench IngestFullText -benchtime 100x -count 3 ./adapters/elastic/
+//   - kept: the same field, kept in _source (no source filtering, bodies
+//     stored twice);
+//   - go-words: the texts split into lower-cased words here, the field
+//     analysed by the whitespace analyzer (the tokenizer's share);
+//   - no-positions: index_options docs (no phrase query possible);
+//   - unique-words: each distinct word of the message once, in one value,
+//     no positions (a candidate index: a phrase would be checked in Go);
+//   - carried: the field sent and filtered out of _source, not indexed.
+//
+// The words here are runs of letters, digits and _ (benchWords): the
+// figures are costs, not a search design.
+//
+//	go test -run '^$' -bench IngestFullText -benchtime 60x -count 3 ./adapters/elastic/
 func BenchmarkIngestFullText(b *testing.B) {
 	base := elastictest.URL(b)
 	var withoutText map[string]any
@@ -28,6 +45,24 @@ func BenchmarkIngestFullText(b *testing.B) {
 		b.Fatal(err)
 	}
 	delete(withoutText["properties"].(map[string]any), "text")
+	// withField is mappings.json with field as "text", excluded from
+	// _source or not.
+	withField := func(field map[string]any, excluded bool) any {
+		var m map[string]any
+		if err := json.Unmarshal(mappings, &m); err != nil {
+			b.Fatal(err)
+		}
+		m["properties"].(map[string]any)["text"] = field
+		if !excluded {
+			delete(m, "_source")
+		}
+		return m
+	}
+	textField := func(analyzer, indexOptions string) map[string]any {
+		return map[string]any{"type": "text", "analyzer": analyzer, "norms": false, "index_options": indexOptions}
+	}
+	asIs := func(text string) []string { return []string{text} }
+	joined := func(text string) []string { return []string{strings.Join(benchWords(text), " ")} }
 	variants := []struct {
 		name     string
 		mappings any
@@ -35,6 +70,11 @@ func BenchmarkIngestFullText(b *testing.B) {
 	}{
 		{"with-text", json.RawMessage(mappings), func(dst []byte, i int) []byte { return appendDocument(dst, benchMessage(i)) }},
 		{"without-text", withoutText, func(dst []byte, i int) []byte { return record.AppendJSON(dst, benchMessage(i)) }},
+		{"kept", withField(textField("standard", "positions"), false), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
+		{"go-words", withField(textField("whitespace", "positions"), true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, joined) }},
+		{"no-positions", withField(textField("standard", "docs"), true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
+		{"unique-words", withField(textField("whitespace", "docs"), true), func(dst []byte, i int) []byte { return appendUniqueWords(dst, i) }},
+		{"carried", withField(map[string]any{"type": "text", "index": false}, true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
 	}
 	send := func(b *testing.B, method, path string, body []byte) {
 		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
@@ -90,6 +130,55 @@ func BenchmarkIngestFullText(b *testing.B) {
 		b.ReportMetric(float64(spent[v].Milliseconds())/float64(b.N), "ms/bulk-"+variant.name)
 	}
 	b.ReportMetric(float64(spent[0])/float64(spent[1]), "ratio")
+	for v := 2; v < len(variants); v++ {
+		b.ReportMetric(float64(spent[v])/float64(spent[1]), "ratio-"+variants[v].name)
+	}
+}
+
+// appendBenchDocument appends message i with the values values makes of
+// each searched text as its text field.
+func appendBenchDocument(dst []byte, i int, values func(string) []string) []byte {
+	m := benchMessage(i)
+	dst = record.AppendJSONMembers(dst, m)
+	dst = append(dst, `,"text":[`...)
+	first := true
+	searchedTexts(m, func(text string) {
+		for _, v := range values(text) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = jsonwire.AppendString(dst, v)
+		}
+	})
+	return append(dst, "]}"...)
+}
+
+// appendUniqueWords appends message i with each distinct word of its
+// searched texts once, in one value.
+func appendUniqueWords(dst []byte, i int) []byte {
+	m := benchMessage(i)
+	seen := map[string]bool{}
+	var words []string
+	searchedTexts(m, func(text string) {
+		for _, w := range benchWords(text) {
+			if !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	})
+	dst = record.AppendJSONMembers(dst, m)
+	dst = append(dst, `,"text":`...)
+	dst = jsonwire.AppendString(dst, strings.Join(words, " "))
+	return append(dst, '}')
+}
+
+// benchWords are the lower-cased runs of letters, digits and _ of text.
+func benchWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
+	})
 }
 
 // benchMessage is benchMessages' message with an id and body of its own.
