@@ -3,6 +3,7 @@ package memory
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/reqlog/reqlog/domain"
 )
@@ -38,5 +39,12 @@ func TestPurgeDropsEmptyIndexes(t *testing.T) {
 	if len(s.scopes) != 0 || s.ids.len() != 0 || s.refs.len() != 0 || s.expires.Len() != 0 || s.arena.mapped != 0 {
 		t.Errorf("after purging everything: %d scopes, %d ids, %d references, %d expiries, %d bytes mapped; want none",
 			len(s.scopes), s.ids.len(), s.refs.len(), s.expires.Len(), s.arena.mapped)
+	}
+}
+
+// A slot fills one cache line exactly (see slot).
+func TestSlotIsOneCacheLine(t *testing.T) {
+	if size := unsafe.Sizeof(slot{}); size != 64 {
+		t.Errorf("a slot is %d bytes, want 64", size)
 	}
 }
