@@ -26,9 +26,11 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/btree"
@@ -153,6 +155,8 @@ type Store struct {
 	expires     *btree.BTreeG[expiry]
 	scratch     []byte // the record being encoded
 	routeSeed   maphash.Seed
+	// touched keeps what walks load ahead, so that the loads are not elided.
+	touched atomic.Uint32
 }
 
 // New returns an empty store.
@@ -284,15 +288,86 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if index == nil {
 		return domain.Page{}, nil
 	}
+	found, err := s.findPage(ctx, index, q, now)
+	if err != nil {
+		return domain.Page{}, fmt.Errorf("memory: list: %w", err)
+	}
+	return domain.PageOf(q.Limit, found, s.message), nil
+}
+
+// findPage is the slots of q's page and of the message after it. A search
+// (q.Filter.Text) reads every record until the page is full, which for a rare
+// text is the whole range: over a large index it walks the newer and the
+// older half of the range at once, and takes the older half's matches only
+// when the newer half's do not fill the page.
+func (s *Store) findPage(ctx context.Context, index *tree, q domain.Query, now time.Time) ([]uint32, error) {
+	newer, older, split := s.searchHalves(index, q)
+	if !split {
+		return s.collect(ctx, index, q, now)
+	}
+	olderCtx, stopOlder := context.WithCancel(ctx)
+	defer stopOlder()
+	var inOlder []uint32
+	var olderErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { inOlder, olderErr = s.collect(olderCtx, index, older, now) })
+	found, err := s.collect(ctx, index, newer, now)
+	if err == nil && len(found) > q.Limit {
+		stopOlder()
+	}
+	wg.Wait()
+	switch {
+	case err != nil:
+		return nil, err
+	case len(found) > q.Limit:
+		return found, nil
+	case olderErr != nil:
+		return nil, olderErr
+	}
+	found = append(found, inOlder...)
+	return found[:min(len(found), q.Limit+1)], nil
+}
+
+// collect walks q for its page and the message after it.
+func (s *Store) collect(ctx context.Context, index *tree, q domain.Query, now time.Time) ([]uint32, error) {
 	found := make([]uint32, 0, min(q.Limit+1, index.Len()))
 	err := s.walk(ctx, index, q, now, func(n uint32, _ *domain.Message) bool {
 		found = append(found, n)
 		return len(found) <= q.Limit
 	})
-	if err != nil {
-		return domain.Page{}, fmt.Errorf("memory: list: %w", err)
+	return found, err
+}
+
+// parallelSearchFrom is the size of index from which a search walks in two
+// halves. Tests lower it.
+var parallelSearchFrom = 1 << 15
+
+// searchHalves divides a search's range at the middle of its created_at
+// times: the newer half, then the older, as queries of their own.
+func (s *Store) searchHalves(index *tree, q domain.Query) (newer, older domain.Query, split bool) {
+	if q.Filter.Text == "" || index.Len() < parallelSearchFrom || runtime.GOMAXPROCS(0) < 2 {
+		return q, q, false
 	}
-	return domain.PageOf(q.Limit, found, s.message), nil
+	newest, _ := index.Min()
+	oldest, _ := index.Max()
+	hi, lo := newest.created, oldest.created
+	if q.After != nil {
+		hi = min(hi, nanos(q.After.CreatedAt))
+	}
+	if !q.Filter.To.IsZero() {
+		hi = min(hi, max(nanos(q.Filter.To), math.MinInt64+1)-1)
+	}
+	if !q.Filter.From.IsZero() {
+		lo = max(lo, nanos(q.Filter.From))
+	}
+	// Each half's bound lies within the range, so each is narrower than q.
+	if lo >= hi || lo == math.MinInt64 || hi == math.MaxInt64 {
+		return q, q, false
+	}
+	mid := time.Unix(0, lo+(hi-lo)/2+1).UTC()
+	newer, older = q, q
+	newer.Filter.From, older.Filter.To = mid, mid
+	return newer, older, true
 }
 
 // message decodes stored slot n into a message of the caller's own.
@@ -340,7 +415,7 @@ func (s *Store) walk(ctx context.Context, index *tree, q domain.Query, now time.
 	}
 	fields := q.Filter
 	fields.Text = ""
-	matches, search := fields.Matcher(), domain.NewSearch(q.Filter.Text)
+	matches, search := fields.Matcher(), newRecordSearch(q.Filter.Text)
 	readRecord := q.Filter.Method != "" || q.Filter.IPAddress != "" || q.Filter.Path != "" ||
 		q.Filter.PathPrefix != "" || q.Filter.Text != ""
 	scope := q.Scope
@@ -360,17 +435,7 @@ func (s *Store) walk(ctx context.Context, index *tree, q domain.Query, now time.
 		return s.idOf(e) < q.After.ID
 	}
 	var m domain.Message // one for the walk: it escapes to visit
-	var walked int
-	var stopped error
-	collect := func(e entry) bool {
-		if e.created < from {
-			return false // everything further on is older still
-		}
-		if walked++; walked%walkCheckEvery == 0 {
-			if stopped = ctx.Err(); stopped != nil {
-				return false
-			}
-		}
+	consider := func(e entry) bool {
 		sl := s.slots.at(e.slot)
 		if e.created >= to || at < sl.visible || at >= sl.expires ||
 			(q.After != nil && !admits(e)) {
@@ -390,13 +455,65 @@ func (s *Store) walk(ctx context.Context, index *tree, q domain.Query, now time.
 		}
 		return visit(e.slot, &m)
 	}
+	// A walk that reads records reads them in batches: slots and records lie
+	// in the order messages came, not in the index's, so loading a batch's
+	// slots, then the start of their records, first lets their cache misses
+	// overlap instead of each waiting for the one before.
+	var batch []entry
+	if readRecord {
+		batch = make([]entry, 0, walkBatch)
+	}
+	more := true
+	var touched byte
+	considerBatch := func() {
+		for _, e := range batch {
+			touched ^= byte(s.slots.at(e.slot).at.off)
+		}
+		for _, e := range batch {
+			touched ^= s.record(e.slot)[0]
+		}
+		for _, e := range batch {
+			if more = consider(e); !more {
+				break
+			}
+		}
+		batch = batch[:0]
+	}
+	var walked int
+	var stopped error
+	collect := func(e entry) bool {
+		if e.created < from {
+			return false // everything further on is older still
+		}
+		if walked++; walked%walkCheckEvery == 0 {
+			if stopped = ctx.Err(); stopped != nil {
+				return false
+			}
+		}
+		if !readRecord {
+			return consider(e)
+		}
+		if batch = append(batch, e); len(batch) == walkBatch {
+			considerBatch()
+		}
+		return more
+	}
 	if start, ok := pageStart(q); ok {
 		index.AscendGreaterOrEqual(start, collect)
 	} else {
 		index.Ascend(collect)
 	}
+	if stopped == nil && more && len(batch) > 0 {
+		considerBatch()
+	}
+	if readRecord {
+		s.touched.Store(uint32(touched))
+	}
 	return stopped
 }
+
+// walkBatch is how many messages a walk that reads records loads at once.
+const walkBatch = 32
 
 // walkCheckEvery is how many messages a walk reads between looks at its context.
 const walkCheckEvery = 4096
