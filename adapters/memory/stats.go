@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -29,9 +30,11 @@ import (
 // nanoseconds, and stores of more than 2·MaxRankedKeys application names, are
 // counted by domain.StatsBuilder itself.
 func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
-	if err := ctx.Err(); err != nil {
+	release, err := s.admitWholeWalk(ctx)
+	if err != nil {
 		return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
 	}
+	defer release()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	index := s.index(domain.Query{Scope: q.Scope, Filter: q.Filter})
@@ -39,7 +42,6 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 		return domain.NewStatsBuilder(q).Stats(), nil
 	}
 	var stats domain.Stats
-	var err error
 	if plan, ok := s.planStats(q); ok {
 		stats, err = s.countStats(ctx, index, q, plan, now)
 	} else {
@@ -327,9 +329,11 @@ func (p *statsPart) add(created int64, n uint32, sl *slot) {
 
 // routeTally counts messages by route hash, holding at most limit counters:
 // when a new route finds it full, only the keep most counted stay, as
-// domain.StatsBuilder does with paths.
+// domain.StatsBuilder does with paths. Its table is open addressing on the
+// hash's low bits, which a keyed hash spreads evenly: cheaper than a map for
+// a walk that meets a new route on most messages.
 type routeTally struct {
-	at          map[uint64]int32 // route -> its counter in counts
+	table       []int32 // 1 + the route's counter in counts, 0 for none
 	counts      []routeCount
 	limit, keep int
 }
@@ -343,23 +347,42 @@ type routeCount struct {
 // newRouteTally shares the builder's bound among a request's parts.
 func newRouteTally(parts int) routeTally {
 	limit := 2 * domain.MaxRankedKeys / parts
-	return routeTally{at: make(map[uint64]int32, min(limit, 1024)), limit: limit, keep: domain.MaxRankedKeys / parts}
+	return routeTally{table: make([]int32, 1<<bits.Len(uint(2*limit))), // at most half full
+		counts: make([]routeCount, 0, 1024), limit: limit, keep: domain.MaxRankedKeys / parts}
+}
+
+// at is where route's counter is, or would go, in the table.
+func (t *routeTally) at(route uint64) *int32 {
+	mask := uint64(len(t.table) - 1)
+	for i := route & mask; ; i = (i + 1) & mask {
+		if c := t.table[i]; c == 0 || t.counts[c-1].route == route {
+			return &t.table[i]
+		}
+	}
 }
 
 func (t *routeTally) add(route uint64, slot uint32, isError bool) {
-	i, ok := t.at[route]
-	if !ok {
+	at := t.at(route)
+	if *at == 0 {
 		if len(t.counts) >= t.limit {
 			t.prune()
+			at = t.at(route)
 		}
-		i = int32(len(t.counts))
 		t.counts = append(t.counts, routeCount{route: route, slot: slot})
-		t.at[route] = i
+		*at = int32(len(t.counts))
 	}
-	c := &t.counts[i]
+	c := &t.counts[*at-1]
 	c.count++
 	if isError {
 		c.errors++
+	}
+}
+
+// grow makes room in the table for n routes, keeping it at most half full.
+func (t *routeTally) grow(n int) {
+	t.table = make([]int32, 1<<bits.Len(uint(2*n)))
+	for i, c := range t.counts {
+		*t.at(c.route) = int32(i + 1)
 	}
 }
 
@@ -369,9 +392,9 @@ func (t *routeTally) prune() {
 		return a.count > b.count || (a.count == b.count && a.route < b.route)
 	})
 	t.counts = t.counts[:t.keep]
-	clear(t.at)
+	clear(t.table)
 	for i, c := range t.counts {
-		t.at[c.route] = int32(i)
+		*t.at(c.route) = int32(i + 1)
 	}
 }
 
@@ -479,13 +502,16 @@ func (s *Store) topNames(parts []*statsPart) []domain.KeyCount {
 func (s *Store) topRoutes(parts []*statsPart) []domain.KeyCount {
 	merged := &parts[0].routes
 	for _, part := range parts[1:] {
+		if len(part.routes.counts) > 0 && len(merged.table) < 2*(len(merged.counts)+len(part.routes.counts)) {
+			merged.grow(len(merged.counts) + len(part.routes.counts))
+		}
 		for _, c := range part.routes.counts {
-			if i, ok := merged.at[c.route]; ok {
-				merged.counts[i].count += c.count
-				merged.counts[i].errors += c.errors
+			if at := merged.at(c.route); *at != 0 {
+				merged.counts[*at-1].count += c.count
+				merged.counts[*at-1].errors += c.errors
 			} else {
-				merged.at[c.route] = int32(len(merged.counts))
 				merged.counts = append(merged.counts, c)
+				*at = int32(len(merged.counts))
 			}
 		}
 	}

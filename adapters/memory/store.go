@@ -14,6 +14,14 @@
 // it paces itself by no longer doubles with the data. A message is decoded only
 // for a page, Get or Lookup; filters and the q search read records in place.
 //
+// Statistics (stats.go) read only index entries and slots, where the route's
+// hash waits beside the status, duration and application: no record is read
+// unless the filter needs it, and a route's text only for the routes that
+// rank. Slots and records lie in arrival order, not the index's, so walks
+// load them in batches, letting their cache misses overlap; long statistics
+// and searches walk two halves of their range at once. With 1,000,000 seeded
+// messages statistics over a day take ... (docs/benchmarks.md).
+//
 // On the seed mix of cmd/reqlog-bench (BenchmarkRetained; docs/benchmarks.md)
 // the process grows by 0.97 of the submitted bytes per message, against 2.0
 // with pointers to messages, and the collector takes 1 % of the CPU of ingest,
@@ -157,6 +165,25 @@ type Store struct {
 	routeSeed   maphash.Seed
 	// touched keeps what walks load ahead, so that the loads are not elided.
 	touched atomic.Uint32
+	// wholeWalks admits the walks that read a whole range (statistics and
+	// searches) GOMAXPROCS at a time. More at once only share the cores:
+	// under overload every one of them then finishes late, past its client's
+	// patience, each holding its buffers meanwhile. The others wait their
+	// turn, in order, or until their context is done.
+	wholeWalks chan struct{}
+}
+
+// admitWholeWalk waits for a turn to walk a whole range; release ends it.
+func (s *Store) admitWholeWalk(ctx context.Context) (release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s.wholeWalks <- struct{}{}:
+		return func() { <-s.wholeWalks }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // New returns an empty store.
@@ -173,6 +200,7 @@ func New() *Store {
 		headerNames: newInterner(strings.Clone),
 		expires:     btree.NewG(btreeDegree, expiresFirst),
 		routeSeed:   maphash.MakeSeed(),
+		wholeWalks:  make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 }
 
@@ -281,6 +309,13 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	}
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("memory: list: limit must be at least 1, got %d", q.Limit)
+	}
+	if q.Filter.Text != "" {
+		release, err := s.admitWholeWalk(ctx)
+		if err != nil {
+			return domain.Page{}, fmt.Errorf("memory: list: %w", err)
+		}
+		defer release()
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
