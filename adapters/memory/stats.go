@@ -386,12 +386,38 @@ func (t *routeTally) grow(n int) {
 	}
 }
 
-// prune keeps the keep most counted routes, ties broken by hash.
+// prune keeps the keep most counted routes: those counted more often than
+// the keep-th, then, of those counted as often, the first met. Most routes
+// have been counted a few times, so a histogram of small counts finds the
+// keep-th; only when it is past the histogram are the routes ordered.
 func (t *routeTally) prune() {
-	selectFirst(t.counts, t.keep, func(a, b *routeCount) bool {
-		return a.count > b.count || (a.count == b.count && a.route < b.route)
-	})
-	t.counts = t.counts[:t.keep]
+	const small = 64
+	var histogram [small]int
+	for _, c := range t.counts {
+		histogram[min(c.count, small-1)]++
+	}
+	above, least := 0, int64(small-1)
+	for ; least > 0 && above+histogram[least] < t.keep; least-- {
+		above += histogram[least]
+	}
+	if least == small-1 {
+		selectFirst(t.counts, t.keep, func(a, b *routeCount) bool {
+			return a.count > b.count || (a.count == b.count && a.route < b.route)
+		})
+		t.counts = t.counts[:t.keep]
+	} else {
+		ties := t.keep - above
+		kept := t.counts[:0]
+		for _, c := range t.counts {
+			if c.count > least || (c.count == least && ties > 0) {
+				if c.count == least {
+					ties--
+				}
+				kept = append(kept, c)
+			}
+		}
+		t.counts = kept
+	}
 	clear(t.table)
 	for i, c := range t.counts {
 		*t.at(c.route) = int32(i + 1)

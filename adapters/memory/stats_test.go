@@ -166,3 +166,47 @@ func statsDiff(got, want domain.Stats) string {
 	}
 	return out
 }
+
+// Pruning keeps exactly keep counters, none counted less often than one it
+// drops, with their counts, whether the keep-th count is small (the
+// histogram) or not (ordering).
+func TestRouteTallyPruneKeepsTheMostCounted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for _, spread := range []int64{3, 40, 1000} { // counts up to this
+		tally := routeTally{table: make([]int32, 1024), limit: 300, keep: 100}
+		want := map[uint64]int64{}
+		for len(tally.counts) < tally.limit {
+			route := rng.Uint64()
+			n := 1 + rng.Int64N(spread)
+			for range n {
+				tally.add(route, 0, false)
+			}
+			want[route] = n
+		}
+		tally.add(rng.Uint64(), 0, false) // the route that finds the tally full
+		if len(tally.counts) != tally.keep+1 {
+			t.Fatalf("counts up to %d: %d counters after pruning and one more, want %d", spread, len(tally.counts), tally.keep+1)
+		}
+		kept := map[uint64]bool{}
+		for _, c := range tally.counts[:tally.keep] {
+			kept[c.route] = true
+			if c.count != want[c.route] {
+				t.Fatalf("counts up to %d: a kept route counts %d, want %d", spread, c.count, want[c.route])
+			}
+			if *tally.at(c.route) == 0 {
+				t.Fatalf("counts up to %d: a kept route is not in the table", spread)
+			}
+		}
+		var leastKept, mostDropped int64 = 1 << 62, 0
+		for route, n := range want {
+			if kept[route] {
+				leastKept = min(leastKept, n)
+			} else {
+				mostDropped = max(mostDropped, n)
+			}
+		}
+		if mostDropped > leastKept {
+			t.Errorf("counts up to %d: dropped a route counted %d times, kept one counted %d", spread, mostDropped, leastKept)
+		}
+	}
+}
