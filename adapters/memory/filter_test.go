@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -49,6 +50,21 @@ func TestFiltersAgreeWithTheDomain(t *testing.T) {
 		{From: now.Add(-100 * time.Second), To: now.Add(-50 * time.Second)}, {MinDuration: ms(1), MaxDuration: ms(3)},
 		{MaxDuration: ms(2), Name: "search", Text: "envoy"},
 	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	defer func(search, stats int) { parallelSearchFrom, parallelStatsFrom = search, stats }(parallelSearchFrom, parallelStatsFrom)
+	for _, halves := range []bool{false, true} {
+		// Searches and statistics walk in two halves, or in one.
+		parallelSearchFrom, parallelStatsFrom = 1<<40, 1<<40
+		if halves {
+			parallelSearchFrom, parallelStatsFrom = 0, 0
+		}
+		agreeWithTheDomain(t, s, msgs, filters, now, rng)
+	}
+}
+
+func agreeWithTheDomain(t *testing.T, s *Store, msgs []domain.Message, filters []domain.Filter, now time.Time, rng *rand.Rand) {
 	for _, f := range filters {
 		for _, at := range []time.Time{now, now.Add(5 * time.Minute), now.Add(-2 * time.Minute)} {
 			scope := domain.Scope{Account: "acme", Domain: domain.DomainLive}

@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/reqlog/reqlog/domain"
 )
@@ -38,5 +41,47 @@ func TestPurgeDropsEmptyIndexes(t *testing.T) {
 	if len(s.scopes) != 0 || s.ids.len() != 0 || s.refs.len() != 0 || s.expires.Len() != 0 || s.arena.mapped != 0 {
 		t.Errorf("after purging everything: %d scopes, %d ids, %d references, %d expiries, %d bytes mapped; want none",
 			len(s.scopes), s.ids.len(), s.refs.len(), s.expires.Len(), s.arena.mapped)
+	}
+}
+
+// A slot fills one cache line exactly (see slot).
+func TestSlotIsOneCacheLine(t *testing.T) {
+	if size := unsafe.Sizeof(slot{}); size != 64 {
+		t.Errorf("a slot is %d bytes, want 64", size)
+	}
+}
+
+// Statistics and searches past GOMAXPROCS at once wait for a turn, and one
+// whose context ends while it waits returns the context's error.
+func TestWholeWalksWaitTheirTurn(t *testing.T) {
+	s := New()
+	var releases []func()
+	for range cap(s.wholeWalks) {
+		release, err := s.admitWholeWalk(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive},
+		From: time.Unix(0, 0), To: time.Unix(3600, 0), Interval: domain.Intervals[0]}
+	if _, err := s.Stats(ctx, q, time.Now()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Stats while every turn is taken: %v, want the context's deadline", err)
+	}
+	list := domain.Query{Scope: q.Scope, Limit: 1, Filter: domain.Filter{Text: "x"}}
+	if _, err := s.List(ctx, list, time.Now()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a search while every turn is taken: %v, want the context's deadline", err)
+	}
+	if _, err := s.List(t.Context(), domain.Query{Scope: q.Scope, Limit: 1}, time.Now()); err != nil {
+		t.Errorf("a listing without q waits for no turn: %v", err)
+	}
+	releases[0]()
+	if _, err := s.Stats(t.Context(), q, time.Now()); err != nil {
+		t.Errorf("Stats once a turn is free: %v", err)
+	}
+	for _, release := range releases[1:] {
+		release()
 	}
 }
