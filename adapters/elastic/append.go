@@ -140,17 +140,25 @@ func appendBulkEntry(dst []byte, index string, m domain.Message) []byte {
 	return append(dst, '\n')
 }
 
+// sendBulk sends one bulk request of creates, bounded like every request, and
+// returns Elasticsearch's reply for checkBulk.
+func (s *Store) sendBulk(ctx context.Context, what string, body []byte) (bulkReply, error) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	var reply bulkReply
+	err := s.doWith(ctx, s.bulks, what, esapi.BulkRequest{
+		Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
+		Timeout: s.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
+	}, &reply)
+	return reply, err
+}
+
 // bulk sends one bulk request holding the entries of msgs, the messages from
 // index first of the caller's batch, and checks every item; messages that
 // already existed count once they are durable (confirmDurable).
 func (s *Store) bulk(ctx context.Context, body []byte, msgs []domain.Message, first int) error {
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	var reply bulkReply
-	if err := s.doWith(ctx, s.bulks, "append", esapi.BulkRequest{
-		Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
-		Timeout: s.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
-	}, &reply); err != nil {
+	reply, err := s.sendBulk(ctx, "append", body)
+	if err != nil {
 		return err
 	}
 	if err := checkBulk(msgs, first, reply); err != nil {

@@ -1,7 +1,6 @@
 package elastic
 
 import (
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -275,13 +274,8 @@ func (s *Store) warmRound(ctx context.Context, docs *warmDocs, bulks int) error 
 	for i := range bulks {
 		body, msgs := docs.bulk(warmBatch)
 		wg.Go(func() {
-			ctx, cancel := s.bounded(ctx)
-			defer cancel()
-			var reply bulkReply
-			if err := s.doWith(ctx, s.bulks, "warm up", esapi.BulkRequest{
-				Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
-				Timeout: s.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
-			}, &reply); err != nil {
+			reply, err := s.sendBulk(ctx, "warm up", body)
+			if err != nil {
 				errs[i] = err
 				return
 			}
