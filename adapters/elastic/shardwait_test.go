@@ -27,8 +27,11 @@ func TestWriteWithoutPrimaryIsRefusedAfterShardWait(t *testing.T) {
 	took := time.Since(began)
 	wantUnavailable(t, "a write whose shard has no primary", err)
 	// The client does not retry a bulk reply of 200 with failed items, so the
-	// wait is one ShardWait; the rest is room for a busy machine.
-	if took < shardWait || took > shardWait+5*time.Second {
+	// wait is one ShardWait; the rest is room for a busy machine. Elasticsearch
+	// times the wait on its cached clock (thread_pool.estimated_time_interval,
+	// 200 ms), which lags further on a loaded machine: CI saw a refusal after
+	// 308 ms. Half of ShardWait still tells a wait from an immediate refusal.
+	if took < shardWait/2 || took > shardWait+5*time.Second {
 		t.Errorf("refused after %s, want %s and a little", took.Round(time.Millisecond), shardWait)
 	}
 }
