@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -400,9 +401,12 @@ func (t *routeTally) prune() {
 	for ; least > 0 && above+histogram[least] < t.keep; least-- {
 		above += histogram[least]
 	}
-	if least == small-1 {
-		selectFirst(t.counts, t.keep, func(a, b *routeCount) bool {
-			return a.count > b.count || (a.count == b.count && a.route < b.route)
+	if least == small-1 { // rare: the keep-th was counted small-1 times or more
+		slices.SortFunc(t.counts, func(a, b routeCount) int {
+			if c := cmp.Compare(b.count, a.count); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.route, b.route)
 		})
 		t.counts = t.counts[:t.keep]
 	} else {
@@ -421,50 +425,6 @@ func (t *routeTally) prune() {
 	clear(t.table)
 	for i, c := range t.counts {
 		*t.at(c.route) = int32(i + 1)
-	}
-}
-
-// selectFirst reorders a so that its first k elements are the k least under
-// before, a strict total order: a quickselect, sorting what is left once it is
-// small or its pivots keep choosing badly.
-func selectFirst[T any](a []T, k int, before func(a, b *T) bool) {
-	for budget := 2 * 64; len(a) > 16 && k > 0 && k < len(a); budget-- {
-		if budget == 0 {
-			break
-		}
-		// Median of three to the end, then a Lomuto partition around it.
-		last, mid := len(a)-1, len(a)/2
-		if before(&a[mid], &a[0]) {
-			a[mid], a[0] = a[0], a[mid]
-		}
-		if before(&a[last], &a[0]) {
-			a[last], a[0] = a[0], a[last]
-		}
-		if before(&a[mid], &a[last]) {
-			a[mid], a[last] = a[last], a[mid]
-		}
-		store := 0
-		for i := range last {
-			if before(&a[i], &a[last]) {
-				a[i], a[store] = a[store], a[i]
-				store++
-			}
-		}
-		a[store], a[last] = a[last], a[store]
-		switch {
-		case k <= store:
-			a = a[:store]
-		default:
-			a, k = a[store+1:], k-store-1
-		}
-	}
-	if k > 0 && k < len(a) {
-		slices.SortFunc(a, func(x, y T) int {
-			if before(&x, &y) {
-				return -1
-			}
-			return 1
-		})
 	}
 }
 
