@@ -394,7 +394,9 @@ func (w *wire) text() []byte {
 func (w *wire) decode(out []byte, start int) (decoded []byte, newStart int, multiByte, ok bool) {
 	const room = 16 // a word, or a \u escape's 4 bytes after up to 7 plain ones
 	o, n := out[:cap(out)], len(out)
-	var high uint64 // the bytes copied, or'ed: any multi-byte sequence sets a high bit
+	// high or-s the words copied: a multi-byte sequence sets a high bit (so
+	// may a byte past the string's end, which costs only a utf8.Valid).
+	var high uint64
 	for {
 		b, i := w.buf, w.pos
 		for {

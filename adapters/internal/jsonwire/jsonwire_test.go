@@ -141,11 +141,11 @@ func TestSortedNamesSortsByBytesWithoutAllocating(t *testing.T) {
 }
 
 // BenchmarkAppendString quotes a JSON body of the kind clients log, dense with
-// quotes that need escaping, and plain text.
+// quotes that need escaping, plain text, and a header's name and value.
 func BenchmarkAppendString(b *testing.B) {
 	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`
 	plain := strings.Repeat("Mozilla/5.0 (X11; Linux x86_64) text/html,application/xhtml+xml ", 60)
-	for name, s := range map[string]string{"json": body, "plain": plain} {
+	for name, s := range map[string]string{"json": body, "plain": plain, "header": "Sec-Fetch-Mode", "token": "OvfGGQMc8ZkYhkTiTNOPNkoempMBWfzVA"} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			buf := AppendString(nil, s)
