@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/reqlog/reqlog/adapters/internal/record"
 )
@@ -28,6 +30,8 @@ type wire struct {
 	err     error
 	bad     error // the first well-formed value a record cannot hold
 	scratch []byte
+	// slab is where string cuts the strings it returns from (stringSlab).
+	slab []byte
 	// interned holds the strings of few distinct values (header names,
 	// accounts, methods, content types): one copy per reply, not per hit.
 	interned map[string]string
@@ -59,7 +63,7 @@ func (w *wire) release() {
 	if len(w.interned) >= maxInterned {
 		w.interned = map[string]string{}
 	}
-	*w = wire{buf: w.buf[:0], scratch: w.scratch[:0], interned: w.interned,
+	*w = wire{buf: w.buf[:0], scratch: w.scratch[:0], slab: w.slab[len(w.slab):], interned: w.interned,
 		valueScratch: w.valueScratch[:0], headers: [2][]record.Header{w.headers[0][:0], w.headers[1][:0]}}
 	clear(w.valueScratch[:cap(w.valueScratch)])
 	clear(w.headers[0][:cap(w.headers[0])])
@@ -268,8 +272,31 @@ func (w *wire) key() string {
 	return string(text)
 }
 
-// string reads a string.
-func (w *wire) string() string { return string(w.text()) }
+// string reads a string the caller keeps: decoded straight into the reader's
+// string slab (see stringSlab), one copy of its bytes and no allocation of its
+// own.
+func (w *wire) string() string {
+	if w.expect('"') != nil {
+		return ""
+	}
+	out, start, multiByte, ok := w.decode(w.slab, len(w.slab))
+	switch {
+	case !ok || len(out) == start:
+		w.slab = out[:start]
+		return ""
+	case multiByte && !utf8.Valid(out[start:]):
+		w.slab = out[:start] // the invalid text is no string's: its room is free
+		return string(appendValid(make([]byte, 0, len(out)-start+16), out[start:]))
+	}
+	w.slab = out
+	return unsafe.String(&out[start], len(out)-start)
+}
+
+// stringSlab is the size of the arrays the strings of a reply are cut from.
+// Their bytes are never written again once a string was cut, so the strings
+// stay valid however long they are kept; a page's strings share a few arrays
+// rather than allocating one each.
+const stringSlab = 32 << 10
 
 // maxInterned and maxInternedBytes bound the strings a pooled reader keeps.
 const (
@@ -305,44 +332,104 @@ var stringEnds = func() (t [256]bool) {
 // that is one byte; 0 elsewhere.
 var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
 // hasStringEnd reports whether any of the 8 bytes of v is a stringEnds byte
 // (it may say so wrongly; text then looks byte by byte).
 func hasStringEnd(v uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return escapeOrEnd(v)|v&highs != 0
+}
+
+// escapeOrEnd marks the bytes of v that are a quote, a backslash or a control
+// character: its lowest set bit is in the first of them, exactly (the
+// subtractions' borrows only run upwards), 0 if none.
+func escapeOrEnd(v uint64) uint64 {
 	quote, backslash := v^('"'*ones), v^('\\'*ones)
-	return ((v-0x20*ones)&^v|(quote-ones)&^quote|(backslash-ones)&^backslash|v)&highs != 0
+	return ((v-0x20*ones)&^v | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 // text reads a string and returns its decoded bytes, valid until the next read.
-// A string that ends in the buffer without an escape is returned from it
-// without a copy; short escapes are decoded in the scanning loop, as JSON
-// bodies stored in JSON have one every few bytes.
+// A string that ends in the buffer without an escape or a multi-byte sequence
+// is returned from it without a copy; others are decoded into the scratch
+// buffer.
 func (w *wire) text() []byte {
 	if w.expect('"') != nil {
 		return nil
 	}
-	out, copied := w.scratch[:0], false // copied: out holds the string's start
-	multiByte := false
-	seg := w.pos // the start of the bytes not yet in out
+	b, i := w.buf, w.pos
+	for i+8 <= len(b) && !hasStringEnd(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
+	for i < len(b) && !stringEnds[b[i]] {
+		i++
+	}
+	if i < len(b) && b[i] == '"' {
+		s := b[w.pos:i]
+		w.pos = i + 1
+		return s
+	}
+	out := append(w.scratch[:0], b[w.pos:i]...)
+	w.pos = i
+	out, _, multiByte, ok := w.decode(out, 0)
+	w.scratch = out[:0]
+	if !ok {
+		return nil
+	}
+	if multiByte && !utf8.Valid(out) {
+		return appendValid(make([]byte, 0, len(out)+16), out)
+	}
+	return out
+}
+
+// decode reads the rest of a string, its opening quote read, appending its
+// decoded bytes to out, where the string starts at start; it returns out (a
+// new array when out had no room, holding only the string from start on),
+// where the string starts in it, and false if the read failed. Bodies stored in
+// JSON have an escape every few bytes, so the text is copied a word at a time
+// into out's spare capacity, moving on by the bytes of the word that need no
+// decoding, rather than appended run by run (a memmove each); every input byte
+// decodes to at most one output byte, except \u escapes (at most 4 from 6), so
+// nothing is written past the returned string's end except spare capacity.
+// Invalid UTF-8 is left for the caller to check.
+func (w *wire) decode(out []byte, start int) (decoded []byte, newStart int, multiByte, ok bool) {
+	const room = 16 // a word, or a \u escape's 4 bytes after up to 7 plain ones
+	o, n := out[:cap(out)], len(out)
+	// high or-s the words copied: a multi-byte sequence sets a high bit (so
+	// may a byte past the string's end, which costs only a utf8.Valid).
+	var high uint64
 	for {
 		b, i := w.buf, w.pos
 		for {
-			for i+8 <= len(b) && !hasStringEnd(binary.LittleEndian.Uint64(b[i:])) {
-				i += 8
+			if len(o)-n < room {
+				o, n, start = growString(o[:n], start, len(b)-i+room)
 			}
-			for i < len(b) && !stringEnds[b[i]] {
-				i++
-			}
-			if i < len(b) && b[i] >= 0x80 {
-				multiByte = true
+			if i+8 <= len(b) {
+				v := binary.LittleEndian.Uint64(b[i:])
+				binary.LittleEndian.PutUint64(o[n:], v)
+				high |= v
+				special := escapeOrEnd(v)
+				if special == 0 {
+					i += 8
+					n += 8
+					continue
+				}
+				plain := bits.TrailingZeros64(special) / 8
+				i += plain
+				n += plain
+			} else if i == len(b) {
+				break
+			} else if c := b[i]; c >= 0x20 && c != '"' && c != '\\' {
+				high |= uint64(c)
+				o[n] = c
+				n++
 				i++
 				continue
 			}
-			if i+1 < len(b) && b[i] == '\\' {
+			if b[i] == '\\' && i+1 < len(b) {
 				if d := shortEscapes[b[i+1]]; d != 0 {
-					out, copied = append(append(out, b[seg:i]...), d), true
+					o[n] = d
+					n++
 					i += 2
-					seg = i
 					continue
 				}
 			}
@@ -350,38 +437,38 @@ func (w *wire) text() []byte {
 		}
 		w.pos = i
 		if i == len(b) {
-			out, copied = append(out, b[seg:]...), true
 			if !w.fill() {
 				w.cut()
-				return nil
+				return o[:n], start, false, false
 			}
-			seg = w.pos
 			continue
 		}
-		switch c := b[i]; {
-		case c == '"':
-			s := b[seg:i]
-			if copied {
-				s = append(out, s...)
-				w.scratch = s[:0]
-			}
+		switch b[i] {
+		case '"':
 			w.pos = i + 1
-			if multiByte && !utf8.Valid(s) {
-				s = appendValid(make([]byte, 0, len(s)+16), s)
+			return o[:n], start, high&highs != 0, true
+		case '\\':
+			// At most 4 bytes, within room; \u escapes of non-ASCII runes
+			// decode to valid UTF-8, so they leave multiByte alone.
+			escaped, ok := w.escape(o[:n])
+			if !ok {
+				return escaped, start, false, false
 			}
-			return s
-		case c == '\\':
-			out, copied = append(out, b[seg:i]...), true
-			var ok bool
-			if out, ok = w.escape(out); !ok {
-				return nil
-			}
-			seg = w.pos
+			o, n = escaped[:cap(escaped)], len(escaped)
 		default:
 			w.failf("a control character in a string")
-			return nil
+			return o[:n], start, false, false
 		}
 	}
+}
+
+// growString moves the string that starts at start in out to a new array with
+// room for at least more bytes after it: the bytes before start belong to
+// strings already handed out, and are neither copied nor written.
+func growString(out []byte, start, more int) (grown []byte, n, newStart int) {
+	s := out[start:]
+	grown = make([]byte, max(stringSlab, 2*len(s)+more))
+	return grown, copy(grown, s), 0
 }
 
 // escape decodes the escape at the read position onto out, as encoding/json

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -80,6 +81,56 @@ func TestWireReadsDocumentsAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// Strings longer than the read buffer and the string slab, dense with escapes
+// or multi-byte text, read through readers that cut them anywhere, read as
+// encoding/json reads them; and the messages of a page stay as read while
+// later pages are read by the same pooled readers (string cuts them from
+// arrays it never writes again).
+func TestWireLongStringsAndKeptPages(t *testing.T) {
+	dense := `{"sku":"SKU-00042","name":"standard \"warehouse\" item","tags":["a\\b"]},`
+	var sources [][]byte
+	for _, size := range []int{1, 7, 8, 9, 100, wireBufferSize - 3, wireBufferSize + 5, stringSlab + 1, 3 * stringSlab} {
+		for _, unit := range []string{dense, "é日🚀\u2028", "\x01\n\t", "plain text ", "\xff<\xe2\x80>"} {
+			body := strings.Repeat(unit, size/len(unit)+1)[:size]
+			m := documentMessages()[0]
+			m.ID, m.Request.Body, m.Response.Body = fmt.Sprint(size, unit), body, body[size/2:]
+			m.Request.Header = domain.Header{"X-Long": {body[:size/3], body}}
+			sources = append(sources, appendDocument(nil, m))
+		}
+	}
+	want := make([]domain.Message, len(sources))
+	for i, source := range sources {
+		var err error
+		if want[i], err = record.DecodeJSON(source); err != nil {
+			t.Fatalf("record.DecodeJSON(%.200s): %v", source, err)
+		}
+	}
+	readers := map[string]func(io.Reader) io.Reader{
+		"whole": func(r io.Reader) io.Reader { return r }, "byte by byte": iotest.OneByteReader,
+		"halves": iotest.HalfReader, "data with EOF": iotest.DataErrReader,
+	}
+	var kept [][]domain.Message
+	for name, reader := range readers {
+		for from := 0; from < len(sources); from += 7 {
+			to := min(from+7, len(sources))
+			got := readHitsThrough(t, reader, sources[from:to]...)
+			if !reflect.DeepEqual(got, want[from:to]) {
+				t.Fatalf("%s, documents %d to %d: not as encoding/json reads them", name, from, to)
+			}
+			kept = append(kept, got)
+		}
+	}
+	i := 0
+	for range readers {
+		for from := 0; from < len(sources); from += 7 {
+			if to := min(from+7, len(sources)); !reflect.DeepEqual(kept[i], want[from:to]) {
+				t.Fatalf("page %d changed after later pages were read", i)
+			}
+			i++
+		}
+	}
+}
+
 // A hit whose time is not a time is a bad hit, not a broken reply.
 func TestWireBadTimeIsABadHit(t *testing.T) {
 	reply := `{"hits":{"hits":[{"_source":{"id":"a","created_at":"yesterday"}}]}}`
@@ -110,6 +161,12 @@ func FuzzWireString(f *testing.F) {
 		w = newWire(iotest.OneByteReader(bytes.NewReader(data)))
 		if got1, err1 := w.string(), w.err; got1 != got || (err1 == nil) != (readErr == nil) {
 			t.Fatalf("%q: read byte by byte %q (%v), at once %q (%v)", data, got1, err1, got, readErr)
+		}
+		w.release()
+		// text reads what string reads, through the scratch buffer.
+		w = newWire(iotest.HalfReader(bytes.NewReader(data)))
+		if text, err2 := w.text(), w.err; (err2 == nil) != (readErr == nil) || (err2 == nil && string(text) != got) {
+			t.Fatalf("%q: text reads %q (%v), string %q (%v)", data, text, err2, got, readErr)
 		}
 		w.release()
 		switch {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -33,6 +34,7 @@ func writeEncoded(w http.ResponseWriter, status int, encode func([]byte) []byte)
 // appendListReply appends the body of a listing: limit is the query's, and the
 // next cursor is null on the last page.
 func appendListReply(dst []byte, page domain.Page, limit int) []byte {
+	dst = slices.Grow(dst, replySize(page.Messages...))
 	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgListed)
 	dst = append(dst, `,"messages":[`...)
 	for i, m := range page.Messages {
@@ -56,10 +58,29 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 
 // appendFetchedReply appends the body of a single message's reply.
 func appendFetchedReply(dst []byte, m domain.Message) []byte {
+	dst = slices.Grow(dst, replySize(m))
 	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgFetched)
 	dst = append(dst, `,"data":`...)
 	dst = appendMessage(dst, m)
 	return append(dst, "}\n"...)
+}
+
+// replySize is about how long the reply holding msgs is, so that its buffer
+// grows at most once: pooled buffers last only until the second garbage
+// collection, which comes every few requests when pages are large, and a
+// page of a hundred messages grown by doubling copied itself several times.
+// JSON bodies grow by a fifth or so when escaped; headers are counted at a
+// typical size, since adding up their values would cost a map walk.
+func replySize(msgs ...domain.Message) int {
+	const perMessage, perHeader = 512, 64
+	n := 256
+	for _, m := range msgs {
+		n += perMessage + len(m.Path)
+		for _, c := range [...]domain.Content{m.Request, m.Response} {
+			n += len(c.Body) + len(c.Body)/4 + perHeader*len(c.Header)
+		}
+	}
+	return n
 }
 
 // appendMessage appends m in the contract's field order; the account and the

@@ -322,3 +322,24 @@ func TestAppendIngestReplyMatchesEncodingJSON(t *testing.T) {
 			appendIngestReply(nil, result), encodeReference(t, reply{Status: true, Message: msgIngested, Data: data}))
 	}
 }
+
+// A listing of JSON bodies, dense with escapes, is encoded into a buffer sized
+// once (replySize), not grown by doubling.
+func TestAppendListReplyGrowsItsBufferOnce(t *testing.T) {
+	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3},`, 60) + `{}]}`
+	header := domain.Header{}
+	for i := range 20 {
+		header[fmt.Sprintf("X-Header-%02d", i)] = []string{strings.Repeat("v", 30)}
+	}
+	var msgs []domain.Message
+	for i := range domain.MaxLimit {
+		m := trickyMessage(i, "value")
+		m.Request, m.Response = domain.Content{Header: header, Body: body[:i*len(body)/domain.MaxLimit]}, domain.Content{Header: header, Body: body}
+		msgs = append(msgs, m)
+	}
+	for _, page := range []domain.Page{{Messages: msgs[:1]}, {Messages: msgs[:domain.DefaultLimit]}, {Messages: msgs}} {
+		if allocs := testing.AllocsPerRun(10, func() { _ = appendListReply(nil, page, domain.MaxLimit) }); allocs != 1 {
+			t.Errorf("a page of %d messages: %v allocations, want 1", len(page.Messages), allocs)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 package jsonwire
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -18,64 +19,97 @@ import (
 // AppendString quotes s as encoding/json does with HTML escaping off: short
 // escapes for \b \f \n \r \t " and \, \u00XX for other control bytes, \ufffd for
 // each invalid UTF-8 byte, and U+2028 and U+2029 escaped for JSONP.
+//
+// Bodies are often JSON, with a quote to escape every few bytes, so the runs
+// between escapes are not appended one by one (a memmove each): every 8 bytes
+// of s are stored into dst's spare capacity whole, and the output moves on by
+// as many of them as hold as they are. Since each byte of s gives at least one
+// byte of output, no byte past the returned slice's end is ever written.
 func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
+	// maxStep is the most one turn of the loop writes: a word, or up to 7
+	// plain bytes then the longest escape (6 bytes).
+	const maxStep = 16
+	buf := slices.Grow(dst, len(s)+1+maxStep)
+	n := len(buf)
+	buf = buf[:cap(buf)]
+	buf[n] = '"'
+	n++
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) {
-			if special := specialBytes(s[i : i+8]); special != 0 {
-				i += bits.TrailingZeros64(special) / 8
-				break
+		if len(buf)-n < maxStep {
+			buf = slices.Grow(buf[:n], len(s)-i+1+maxStep)
+			buf = buf[:cap(buf)]
+		}
+		if i+8 <= len(s) {
+			word := load64(s[i : i+8])
+			binary.LittleEndian.PutUint64(buf[n:n+8], word)
+			special := specialBytes(word)
+			if special == 0 {
+				i += 8
+				n += 8
+				continue
 			}
-			i += 8
+			plain := bits.TrailingZeros64(special) / 8
+			i += plain
+			n += plain
 		}
-		if i == len(s) {
-			break
-		}
-		if plainASCII[s[i]] {
+		c := s[i]
+		switch e := escapes[c]; e {
+		case 0:
+			buf[n] = c
+			n++
 			i++
-			continue
-		}
-		if b := s[i]; b < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
+		case 'u':
+			buf[n], buf[n+1], buf[n+2], buf[n+3], buf[n+4], buf[n+5] = '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]
+			n += 6
+			i++
+		case multiByte:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				n += copy(buf[n:], `\ufffd`)
+			case r == '\u2028' || r == '\u2029':
+				buf[n], buf[n+1], buf[n+2], buf[n+3], buf[n+4], buf[n+5] = '\\', 'u', '2', '0', '2', hex[r&0xF]
+				n += 6
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+				n += copy(buf[n:], s[i:i+size])
 			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-		default:
 			i += size
-			continue
+		default:
+			buf[n], buf[n+1] = '\\', e
+			n += 2
+			i++
 		}
-		i += size
-		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	if n == len(buf) {
+		buf = append(buf, 0)
+	}
+	buf[n] = '"'
+	return buf[:n+1]
+}
+
+// escapes tells AppendString what each byte becomes: 0 itself, a letter its
+// short escape (\n), 'u' a \u00XX escape, multiByte the start or part of a
+// UTF-8 sequence to check.
+var escapes = func() (t [256]byte) {
+	for c := range 0x20 {
+		t[c] = 'u'
+	}
+	t['\b'], t['\f'], t['\n'], t['\r'], t['\t'] = 'b', 'f', 'n', 'r', 't'
+	t['"'], t['\\'] = '"', '\\'
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = multiByte
+	}
+	return t
+}()
+
+const multiByte = 0xff
+
+// load64 reads 8 bytes of a string as one little-endian word (one load: the
+// compiler merges the byte reads).
+func load64(w string) uint64 {
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
 // StringMember appends key, the member's quoted name with its colon and any
@@ -94,25 +128,15 @@ func TimeMember(dst []byte, key string, t time.Time) []byte {
 	return AppendTime(append(dst, key...), t)
 }
 
-// specialBytes tests 8 bytes of a string at once, since bodies are mostly long
-// runs of plainASCII bytes: its lowest set bit is in the first byte that is not
-// plainASCII (below 0x20, a quote, a backslash, or 0x80 and above), 0 if none.
-// The borrows of the subtractions only run upwards, so the lowest is exact.
-func specialBytes(w string) uint64 {
+// specialBytes tests the 8 bytes of a word at once, since bodies are mostly
+// long runs of bytes written as they are: its lowest set bit is in the first
+// byte that is not (below 0x20, a quote, a backslash, or 0x80 and above), 0 if
+// none. The borrows of the subtractions only run upwards, so the lowest is exact.
+func specialBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 	quote, backslash := x^'"'*ones, x^'\\'*ones
 	return (x | (x-0x20*ones)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
-
-// plainASCII marks the ASCII bytes a string holds as they are.
-var plainASCII = func() (t [256]bool) {
-	for b := ' '; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
 
 // AppendTime writes t quoted as domain.FormatTime does, without the intermediate
 // string.

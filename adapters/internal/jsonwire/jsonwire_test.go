@@ -3,6 +3,7 @@ package jsonwire
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +54,65 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Long strings, of every kind of byte at every density, appended after other
+// bytes into buffers of every spare capacity, quote as encoding/json quotes
+// them, and the bytes before the string and past the returned end are left as
+// they were: AppendString stores whole words into the spare capacity.
+func TestAppendStringLongStringsAndSpareCapacity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 6))
+	pieces := []string{`"`, `\`, "\n", "\x00", "\x1f", "\x7f", "<", ">", "&", "/", "é", "日本", "\U0001F600",
+		"\u2028", "\u2029", "\xff", "\xe2\x80", "\xed\xa0\x80", "\ufffd", "plain", `{"k":"v"}`, " "}
+	inputs := []string{
+		strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item"},`, 500),
+		strings.Repeat("\x01", 10_000), // 6 bytes out for each byte in: the buffer grows mid-string
+		strings.Repeat("\u2028", 3_000), strings.Repeat("\xff", 5_000), strings.Repeat("x", 100_003),
+	}
+	for range 2_000 {
+		var b strings.Builder
+		for range rng.IntN(200) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+			if rng.IntN(3) == 0 {
+				b.WriteString(strings.Repeat("a", rng.IntN(20)))
+			}
+		}
+		inputs = append(inputs, b.String())
+	}
+	for _, s := range inputs {
+		want := reference(t, s)
+		for _, spare := range []int{0, 1, 7, 8, 15, 16, 17, len(want) - 2, len(want), len(want) + 40} {
+			dst := make([]byte, 3, 3+max(spare, 0))
+			copy(dst, "abc")
+			full := dst[:cap(dst)]
+			for i := 3; i < len(full); i++ {
+				full[i] = '#'
+			}
+			got := AppendString(dst, s)
+			if !bytes.Equal(got[3:], want) || string(got[:3]) != "abc" {
+				t.Fatalf("AppendString(%q) with %d spare bytes\n got %q\nwant %q", s, spare, got, want)
+			}
+			if &got[0] == &full[0] { // written in place: nothing past its end
+				for i := len(got); i < len(full); i++ {
+					if full[i] != '#' {
+						t.Fatalf("AppendString(%q) with %d spare bytes wrote byte %d, past its end %d", s, spare, i, len(got))
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendString: any string quotes as encoding/json quotes it.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", `a"b\c`, "\x00\u2028\xff<&>", strings.Repeat(`{"a":"\u00e9"}`, 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendString([]byte("x"), s), append([]byte("x"), reference(t, s)...); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q)\n got %q\nwant %q", s, got, want)
+		}
+	})
+}
+
 func TestAppendTimeWritesFormatTime(t *testing.T) {
 	for _, at := range []time.Time{
 		time.Date(2025, 3, 14, 12, 0, 0, 123456000, time.FixedZone("x", 3600)),
@@ -81,11 +141,11 @@ func TestSortedNamesSortsByBytesWithoutAllocating(t *testing.T) {
 }
 
 // BenchmarkAppendString quotes a JSON body of the kind clients log, dense with
-// quotes that need escaping, and plain text.
+// quotes that need escaping, plain text, and a header's name and value.
 func BenchmarkAppendString(b *testing.B) {
 	body := `{"items":[` + strings.Repeat(`{"sku":"SKU-00042","name":"standard \"warehouse\" item","qty":3,"price":12.5},`, 50) + `{}]}`
 	plain := strings.Repeat("Mozilla/5.0 (X11; Linux x86_64) text/html,application/xhtml+xml ", 60)
-	for name, s := range map[string]string{"json": body, "plain": plain} {
+	for name, s := range map[string]string{"json": body, "plain": plain, "header": "Sec-Fetch-Mode", "token": "OvfGGQMc8ZkYhkTiTNOPNkoempMBWfzVA"} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			buf := AppendString(nil, s)
