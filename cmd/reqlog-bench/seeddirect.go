@@ -39,12 +39,26 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	store, err := elastic.New(ctx, elastic.Config{Addresses: []string{o.esURL}, IndexPrefix: o.esPrefix})
+	// Refreshing every second while a million messages go in costs the node
+	// most of its time in small segments and their merges; the seed's store
+	// refreshes hourly, and the service's interval is restored afterwards.
+	cfg := elastic.Config{Addresses: []string{o.esURL}, IndexPrefix: o.esPrefix}
+	seeding := cfg
+	seeding.RefreshInterval = time.Hour
+	store, err := elastic.New(ctx, seeding)
 	if err != nil {
 		return fmt.Errorf("-direct elasticsearch: %w", err)
 	}
-	defer store.Close(context.WithoutCancel(ctx))
-	return seedInto(ctx, store, scope, gen, o, stdout)
+	err = seedInto(ctx, store, scope, gen, o, stdout)
+	_ = store.Close(context.WithoutCancel(ctx))
+	// New applies the configured refresh interval to the indices that exist
+	// and to the template, as reqlogd does at start-up.
+	restored, restoreErr := elastic.New(context.WithoutCancel(ctx), cfg)
+	if restoreErr != nil {
+		return errors.Join(err, fmt.Errorf("-direct elasticsearch: restoring the refresh interval of %s-messages-*: %w "+
+			"(starting reqlogd on that prefix restores it too)", o.esPrefix, restoreErr))
+	}
+	return errors.Join(err, restored.Close(context.WithoutCancel(ctx)))
 }
 
 // seedInto appends o.n generated messages to w from -connections goroutines.
