@@ -17,6 +17,8 @@
 // afterwards; -sample reads the server's memory from its /metrics as it goes.
 // seed preloads -n messages in batches, one in -rare carrying a token that
 // search then looks for with q (latency, at -rate or -connections, like fetch);
+// with -direct elasticsearch it writes them through the store adapter instead
+// of the API, for the million the explorer's benchmarks read;
 // stats asks for the last 24 hours' statistics the same way; export streams
 // GET /v1/messages/export one request at a time for -duration and reports
 // messages per second and the server's peak memory. soak runs the mixed load for
