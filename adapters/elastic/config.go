@@ -39,6 +39,11 @@ const (
 	// DefaultReplicas is the most replicas of a daily index by default: a
 	// copy wherever the cluster has a second node.
 	DefaultReplicas = 1
+	// DefaultShards is the primary shards of a new daily index: one, as a day's
+	// index stays small; more let one node search a day on several cores.
+	DefaultShards = 1
+	// maxShards is Elasticsearch's own limit of primary shards per index.
+	maxShards = 1024
 	// DefaultWarmUp bounds the start-up's wait for the day's replicas and its
 	// warm-up of the indexing path (warm.go): a freshly started three-node
 	// cluster on two busy shared cores was not warm after 15 s either, and
@@ -71,6 +76,12 @@ type Config struct {
 	// on a cluster. New applies it to the existing indices too. Each replica
 	// costs its index's disk space again and the indexing work again.
 	Replicas int
+	// Shards is the number of primary shards of each new daily index; default
+	// 1 (DefaultShards), at most 1024. A search runs one thread per shard, so
+	// statistics over a day use as many cores as the day has shards; each shard
+	// costs the cluster some heap and a little of every write. Indices that
+	// exist keep the shards they were created with.
+	Shards int
 	// RefreshInterval is the indices' refresh interval and so the store's
 	// ReadLag; default 1s. It is kept to whole milliseconds, rounded up.
 	RefreshInterval time.Duration
@@ -172,15 +183,19 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = DefaultReplicas
 	}
+	if cfg.Shards == 0 {
+		cfg.Shards = DefaultShards
+	}
 	return cfg, cfg.Validate()
 }
 
 // DefaultConfig returns a Config with the defaults of the fields reqlogd's
-// settings set written in (IndexPrefix, Replicas, MaxRequestBytes), so that its
-// usage shows them; every other field is zero, which New reads as its default.
+// settings set written in (IndexPrefix, Replicas, Shards, MaxRequestBytes), so
+// that its usage shows them; every other field is zero, which New reads as its
+// default.
 func DefaultConfig() Config {
-	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, MaxRequestBytes: DefaultMaxRequestBytes,
-		WarmUp: DefaultWarmUp}
+	return Config{IndexPrefix: DefaultIndexPrefix, Replicas: DefaultReplicas, Shards: DefaultShards,
+		MaxRequestBytes: DefaultMaxRequestBytes, WarmUp: DefaultWarmUp}
 }
 
 // Validate reports the first unusable field among those the service's settings
@@ -198,6 +213,8 @@ func (cfg Config) Validate() error {
 		return bad("MaxRequestBytes", "must not be negative (0 means the default, "+strconv.Itoa(DefaultMaxRequestBytes)+")")
 	case cfg.Replicas < 1:
 		return bad("Replicas", "must be at least 1 (an index has a replica only where the cluster has another node for it)")
+	case cfg.Shards < 1 || cfg.Shards > maxShards:
+		return bad("Shards", "must be from 1 to "+strconv.Itoa(maxShards))
 	}
 	return nil
 }

@@ -28,6 +28,9 @@ func TestConfigDefaults(t *testing.T) {
 		cfg.DurabilityWait != want.DurabilityWait {
 		t.Errorf("defaults = %+v, want %+v", cfg, want)
 	}
+	if cfg.Shards != DefaultShards || DefaultConfig().Shards != DefaultShards {
+		t.Errorf("shards %d, DefaultConfig's %d, want %d", cfg.Shards, DefaultConfig().Shards, DefaultShards)
+	}
 	if got := cfg.refreshSetting(); got != "1000ms" {
 		t.Errorf("refresh setting = %q, want 1000ms", got)
 	}
@@ -75,6 +78,8 @@ func TestConfigRefusals(t *testing.T) {
 		{name: "negative durability wait", edit: func(c *Config) { c.DurabilityWait = -time.Second }},
 		{name: "shard wait under a millisecond", edit: func(c *Config) { c.ShardWait = time.Microsecond }},
 		{name: "negative replicas", edit: func(c *Config) { c.Replicas = -1 }},
+		{name: "negative shards", edit: func(c *Config) { c.Shards = -1 }},
+		{name: "more shards than Elasticsearch allows", edit: func(c *Config) { c.Shards = 1025 }},
 		{name: "negative request size", edit: func(c *Config) { c.MaxRequestBytes = -1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

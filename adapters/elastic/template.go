@@ -60,8 +60,8 @@ func newIndexTemplate(cfg Config) indexTemplate {
 		Template: templateContent{
 			Settings: map[string]any{
 				"index": map[string]any{
-					// Daily indices keep one primary shard small.
-					"number_of_shards": 1,
+					// One primary shard by default: a day's index stays small.
+					"number_of_shards": cfg.Shards,
 					// Replicas follow the cluster's size (Config.Replicas).
 					"auto_expand_replicas": cfg.autoExpandReplicas(),
 					"refresh_interval":     cfg.refreshSetting(),

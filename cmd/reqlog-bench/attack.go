@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -127,6 +130,22 @@ func attack(title string, l load, items int, targeter vegeta.Targeter, keepIDs b
 	rep := &report{title: title, load: l, items: items, all: &vegeta.Metrics{},
 		byKind: map[string]*vegeta.Metrics{}, byOutcome: map[string]*vegeta.Metrics{}, errors: map[string]int{}}
 	attacker := l.attacker(keepIDs)
+	// Ctrl-C or SIGTERM ends the attack early with a report of what was sent:
+	// vegeta runs for its whole duration otherwise (up to two hours).
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	attacking := make(chan struct{})
+	defer func() {
+		signal.Stop(interrupted)
+		close(attacking)
+	}()
+	go func() {
+		select {
+		case <-interrupted:
+			attacker.Stop()
+		case <-attacking:
+		}
+	}()
 	var c counters
 	stopSampling := sampler.start(&c)
 	for res := range attacker.Attack(targeter, l.pacer(), l.duration, title) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,5 +312,32 @@ func TestExplorerWorkloads(t *testing.T) {
 		if !strings.Contains(out.String(), "export: 300 messages in ") {
 			t.Errorf("export %s:\n%s", format, out.String())
 		}
+	}
+}
+
+// An interrupt ends an attack early, with a report of what it sent, instead of
+// leaving it to run for its whole duration.
+func TestInterruptEndsTheAttack(t *testing.T) {
+	var seen atomic.Int64
+	started := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) == 1 {
+			close(started)
+		}
+	}))
+	defer srv.Close()
+	target, err := newServer(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-started // the attack, and so its signal handler, runs
+		_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+	}()
+	l := load{connections: 1, rate: 50, duration: time.Minute, timeout: 10 * time.Second, maxWorkers: 4}
+	began := time.Now()
+	rep := attack("test", l, 1, target.ingestTargets([][]byte{[]byte("[]")}), false, nil)
+	if took := time.Since(began); took > 30*time.Second || rep.all.Requests == 0 {
+		t.Errorf("the attack took %s and sent %d requests after an interrupt", took, rep.all.Requests)
 	}
 }

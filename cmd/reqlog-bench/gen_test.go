@@ -122,3 +122,20 @@ func TestPlantFitsEveryResponse(t *testing.T) {
 		}
 	}
 }
+
+// Every generated path is a template with its id filled in, never a
+// formatting error.
+func TestGeneratedPaths(t *testing.T) {
+	g := newGenerator(3)
+	seen := map[string]bool{}
+	for range 2000 {
+		p := g.submission(time.Now()).Path
+		if strings.Contains(p, "%") {
+			t.Fatalf("path %q", p)
+		}
+		seen[p] = true
+	}
+	if !seen["/healthz"] || !seen["/oauth/token"] {
+		t.Errorf("no /healthz or /oauth/token among %d distinct paths", len(seen))
+	}
+}

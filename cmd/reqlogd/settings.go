@@ -242,6 +242,7 @@ var settings = []setting{
 	intSetting("elasticsearch.max_request_bytes", "Elasticsearch.MaxRequestBytes", "largest bulk request sent to Elasticsearch in bytes; keep it at most the cluster's http.max_content_length (0: the default)", func(c *config) *int { return &c.Elasticsearch.MaxRequestBytes }),
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
+	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the

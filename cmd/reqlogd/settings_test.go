@@ -115,6 +115,7 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.max_request_bytes", value: "0", check: func(c config) bool { return c.Elasticsearch.MaxRequestBytes == 0 }},
 	{key: "elasticsearch.warm_up", value: "-1s", check: func(c config) bool { return c.Elasticsearch.WarmUp == -time.Second }},
 	{key: "elasticsearch.replicas", value: "2", check: func(c config) bool { return c.Elasticsearch.Replicas == 2 }},
+	{key: "elasticsearch.shards", value: "2", check: func(c config) bool { return c.Elasticsearch.Shards == 2 }},
 	{key: "public_url", value: "https://logs.example.com", check: func(c config) bool { return c.Portal.PublicURL == "https://logs.example.com" }},
 	{key: "portal.secret", value: strings.Repeat("s", 32), check: func(c config) bool { return string(c.Portal.Secret) == strings.Repeat("s", 32) }},
 	{key: "portal.frame_ancestors", value: "'self', https://app.example.com", check: func(c config) bool {
@@ -347,6 +348,8 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"negative request limit", nil, []string{"-elasticsearch-max-request-bytes=-1"}, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
 		{"negative request limit in file", map[string]string{configFileEnv: writeYAML(t, "elasticsearch.max_request_bytes", "-1")}, nil, "REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES", ""},
 		{"no replicas", map[string]string{"REQLOG_ELASTICSEARCH_REPLICAS": "0"}, nil, "REQLOG_ELASTICSEARCH_REPLICAS", ""},
+		{"no shards", map[string]string{"REQLOG_ELASTICSEARCH_SHARDS": "0"}, nil, "REQLOG_ELASTICSEARCH_SHARDS", ""},
+		{"too many shards", nil, []string{"-elasticsearch-shards", "1025"}, "REQLOG_ELASTICSEARCH_SHARDS", ""},
 		{"missing config file", map[string]string{configFileEnv: "/nonexistent/reqlog.yaml"}, nil, configFileEnv, ""},
 		{"config file syntax", map[string]string{configFileEnv: writeFile(t, "retention: [1d\n")}, nil, configFileEnv, ""},
 		{"unknown key in file", map[string]string{configFileEnv: writeFile(t, "retenton: 1d\n")}, nil, configFileEnv, ""},
