@@ -123,8 +123,10 @@ func (s *Store) updateExistingMappings(ctx context.Context) error {
 	}{{legacy, legacyMappings}, {current, existingMappings}} {
 		for _, indices := range namesInURLs(update.indices) {
 			// An index dropped since by another replica's purge needs no update.
-			if err := s.do(ctx, "update mappings of existing indices", esapi.IndicesPutMappingRequest{
-				Index: indices, Body: bytes.NewReader(update.mappings), IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true),
+			if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
+				return esapi.IndicesPutMappingRequest{
+					Index: indices, Body: bytes.NewReader(update.mappings), IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true),
+				}
 			}, nil); err != nil {
 				return err
 			}
@@ -167,7 +169,8 @@ type indexMapping struct {
 }
 
 // indexMappingFields is the filter_path of the mapping reads: dynamic, which
-// every reqlog index sets, so that each index is in the reply.
+// every template of reqlog sets, so that each of its indices is in the reply
+// (an index of the pattern that no template of reqlog made is left alone).
 var indexMappingFields = []string{"*.mappings.dynamic", "*.mappings.properties.request.enabled"}
 
 func (m indexMapping) legacy() bool {
