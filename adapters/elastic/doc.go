@@ -45,7 +45,7 @@
 // own, and so is each value of an array (the 100 positions between values).
 // The texts are indexed where the record stores them: nothing is sent twice,
 // and _source is the document as sent (a copy of the texts, filtered out of
-// _source, made the node's CPU per message 1.2 to 1.4 times this layout's:
+// _source, made the node's CPU per message 1.22 to 1.35 times this layout's:
 // docs/benchmarks.md). Bodies are indexed whole, not only the first
 // domain.SearchedBodyBytes the contract requires: the mapping cannot cut a
 // value in the test distribution (no limit token filter), and the cost is the
