@@ -58,7 +58,9 @@ const maxReportedFailures = 5
 // index is a function of CreatedAt and the domain never changes a message's
 // CreatedAt, an id always lands in the same index, where _id is unique: a retry
 // finds its message already there (409) and counts that as success, leaving it
-// unchanged, once that message is durable (confirmDurable). Every message is
+// unchanged, once that message is durable (confirmDurable). A message goes to
+// an index created before in-place indexing with the full-text field
+// (learnLayouts learns which indices those are). Every message is
 // encoded and checked before the first request, so a message the cluster cannot
 // take fails the batch with nothing written; the encoded batch is then sent in
 // requests of at most MaxRequestBytes, in order,
@@ -68,6 +70,9 @@ const maxReportedFailures = 5
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("elastic: append: %w", err)
+	}
+	if err := s.learnLayouts(ctx, msgs); err != nil {
+		return err
 	}
 	buf := bulkBuffers.Get().(*[]byte)
 	body, ends, err := s.encodeBulk((*buf)[:0], msgs)
@@ -115,12 +120,18 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 	}
 	body = slices.Grow(dst[:0], size+size/4)
 	ends = make([]int, len(msgs))
+	index, legacy := "", false
 	for i, m := range msgs {
 		if err := checkStorable(m); err != nil {
 			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
+		if day := s.names.For(m.CreatedAt); day != index {
+			// Not known (not learnt by Append): in place, as the template creates it.
+			index = day
+			legacy, _ = s.layouts.lookup(index)
+		}
 		start := len(body)
-		body = appendBulkEntry(body, s.names.For(m.CreatedAt), m)
+		body = appendBulkEntry(body, index, legacy, m)
 		ends[i] = len(body)
 		if size := ends[i] - start; size > s.cfg.MaxRequestBytes {
 			return nil, nil, fmt.Errorf("elastic: append: message %d (id %s) takes %d bytes in a bulk request, "+
@@ -131,12 +142,17 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 }
 
 // appendBulkEntry appends the two lines that create m in index: the action and
-// the document.
-func appendBulkEntry(dst []byte, index string, m domain.Message) []byte {
+// the document, with the full-text field if index was created before in-place
+// indexing (legacy).
+func appendBulkEntry(dst []byte, index string, legacy bool, m domain.Message) []byte {
 	dst = jsonwire.StringMember(dst, `{"create":{"_index":`, index)
 	dst = jsonwire.StringMember(dst, `,"_id":`, m.ID)
 	dst = append(dst, "}}\n"...)
-	dst = appendDocument(dst, m)
+	if legacy {
+		dst = appendDocumentWithText(dst, m)
+	} else {
+		dst = appendDocument(dst, m)
+	}
 	return append(dst, '\n')
 }
 

@@ -13,9 +13,11 @@
 // node), the refresh interval, segments sorted newest first, and the strict
 // mappings of mappings.json (embedded). Documents are the shared storage
 // record of adapters/internal/record (the MongoDB store encodes the same
-// struct) plus the full-text field:
+// struct), nothing added:
 //
-//	id, reference, account, domain, name, method, path   keyword (exact, case-sensitive)
+//	id, reference, account, domain, name, method          keyword (exact, case-sensitive)
+//	path                                                  keyword, with a searched text sub-field
+//	                                                      path.text
 //	route                                                 keyword: the path without its query
 //	                                                      string, ranked by the statistics
 //	ip_address                                            ip, with an exact keyword sub-field;
@@ -28,36 +30,60 @@
 //	                                                      same double, so ranges are exact
 //	created_at, updated_at, visible_at, expires_at        date_nanos, stored as the API's strings
 //	                                                      (UTC, six fractional digits)
-//	request, response {header, body, content_type, size} in _source only (enabled: false); a
-//	                                                      header is a {name, values} object, so
-//	                                                      names such as "X.Y" or "$x" are values,
-//	                                                      never field paths
-//	text                                                  text, standard analyzer, no norms,
-//	                                                      indexed only (_source excludes it)
+//	request, response {header, body, content_type, size} body and header[].values are searched
+//	                                                      texts; header[].name, content_type and
+//	                                                      size are objects with enabled: false
+//	                                                      (kept in _source, never parsed); a header
+//	                                                      is a {name, values} object, so names such
+//	                                                      as "X.Y" or "$x" are values, never paths
+//	text                                                  searched text, written only into indices
+//	                                                      created before in-place indexing
 //
-// The full-text field "text" holds, as separate values of one array, the path,
-// the first domain.SearchedBodyBytes (64 KiB, cut on a character boundary) of
-// each body and every header value (never a name); the 100 positions between
-// array values keep a phrase inside one text. The test distribution has the
-// standard analyzer only (no ngram tokenizer, no wildcard field type, no
-// scaled_float), and that is enough for the contract: words are UAX #29 words.
-// A production cluster could add a "wildcard" sub-field of path for infix
-// matches, or an edge-ngram sub-field for word prefixes; neither is needed.
+// A searched text is a text field: standard analyzer, positions, no norms.
+// q is a match_phrase on each searched field (query.go: searchClause), so
+// its words must occur consecutively in one text: each field is a text of its
+// own, and so is each value of an array (the 100 positions between values).
+// The texts are indexed where the record stores them: nothing is sent twice,
+// and _source is the document as sent (a copy of the texts, filtered out of
+// _source, made the node's CPU per message 1.22 to 1.35 times this layout's:
+// docs/benchmarks.md). Bodies are indexed whole, not only the first
+// domain.SearchedBodyBytes the contract requires: the mapping cannot cut a
+// value in the test distribution (no limit token filter). The cost is the
+// node's CPU per word: a message with a 1 MiB body cost it 1.85 times, one
+// with 4 MiB 2.4 times what the version-2 field's first 64 KiB did
+// (docs/bench/bigbody.py), so no cap was added. The test distribution has the standard analyzer only (no
+// ngram tokenizer, no wildcard field type, no scaled_float, no limit filter),
+// and that is enough for the contract: words are UAX #29 words. A production
+// cluster could add a "wildcard" sub-field of path for infix matches, an
+// edge-ngram sub-field for word prefixes, or a custom analyzer with a limit
+// token filter to bound the words of a huge body; none is needed.
 //
 // # Indices of earlier versions
 //
 // The mapping is strict, so an index created by an earlier template would
-// refuse a document with the new fields. New puts the mappings on every
-// existing index (additive: new fields only) before anything is written, so
-// today's index takes new documents at once. Elasticsearch cannot change an
-// existing index's _source excludes: new documents of such an index keep their
-// full-text values in _source too (the index is read past them) until
-// retention drops it. Documents written before the upgrade have no duration
-// (null, outside every duration bound and percentile), their stored body's
-// length as sizes (the record's rule), no route (absent from top_paths,
-// counted everywhere else in the statistics) and no full-text values: q never
-// finds them. Nothing rewrites them: the test
-// distribution has no update-by-query, and they age out with retention.
+// refuse a document with new fields. New reads the mappings of the existing
+// indices and puts on each, before anything is written, the new fields its
+// layout can take. Indices of template versions 1 and 2 have request and
+// response as objects with enabled: false, which cannot change: they get
+// legacyMappings (the full-text field "text", duration_ms, route), and the
+// store remembers them (indexLayouts). Documents written into such an index
+// carry the searched texts a second time, in "text" (the path, the first
+// domain.SearchedBodyBytes of each body cut on a character boundary, every
+// header value), as before; q's phrase on "text" finds them. The store learns
+// an index's layout at start-up, when it creates the index, or from its
+// mapping the first time it writes to any other (one GET _mapping per index
+// and process); an index that does not exist yet will be created by the
+// write from the current template. Since the new mapping keeps "text", a
+// replica of the earlier version still writes into new indices during a
+// rolling upgrade (it searches only "text", so it does not find the new
+// replicas' messages until it is upgraded); an earlier version cannot start
+// on indices of this one (it would put request back to enabled: false).
+// Documents written before template version 2 have no duration (null,
+// outside every duration bound and percentile), their stored body's length
+// as sizes (the record's rule), no route (absent from top_paths, counted
+// everywhere else in the statistics) and no full-text values: q never finds
+// them. Nothing rewrites them: the test distribution has no
+// update-by-query, and they age out with retention.
 //
 // # Writes
 //
@@ -99,9 +125,10 @@
 // List and Get are searches over the read pattern with every condition in
 // bool.filter: the scope's account and domain, VisibleAt <= now < ExpiresAt,
 // and the query's filters (terms, a prefix query on path, ranges on
-// status_code, created_at and duration_ms, and q as a match_phrase query
-// on the full-text field: the standard analyzer splits q into words as it
-// split the texts, and they must occur consecutively in one text). List sorts
+// status_code, created_at and duration_ms, and q as match_phrase queries on
+// the searched fields, any of which may match: the standard analyzer splits q
+// into words as it split the texts, and they must occur consecutively in one
+// text). List sorts
 // by created_at then id, both descending, pages with search_after and asks for
 // one message more than the page to learn HasMore. The reply is read in one
 // pass as it streams in (wire.go: each hit's _source straight into the

@@ -11,9 +11,11 @@ import (
 )
 
 // A message is stored as its record (adapters/internal/record: the fields of
-// mappings.json but the full-text field), read back from _source. Times are
-// the API's strings (UTC, six fractional digits), exact at the microsecond the
-// domain keeps, and indexed as date_nanos.
+// mappings.json), read back from _source. Times are the API's strings (UTC,
+// six fractional digits), exact at the microsecond the domain keeps, and
+// indexed as date_nanos. The node copies the searched texts of the record
+// into the full-text field itself (copy_to in mappings.json); only the daily
+// indices created before that (legacyMappings) take them from the writer.
 
 // The range of date_nanos: a time outside it cannot be stored.
 var (
@@ -21,10 +23,18 @@ var (
 	maxStorableTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Microsecond)
 )
 
-// appendDocument appends m as stored: its record as record.AppendJSONMembers
-// writes it (by hand: encoding a bulk request was a quarter of the service's
-// CPU under load), then the full-text field, which _source leaves out.
+// appendDocument appends m as stored: its record as record.AppendJSON writes
+// it (by hand: encoding a bulk request was a quarter of the service's CPU
+// under load).
 func appendDocument(dst []byte, m domain.Message) []byte {
+	return record.AppendJSON(dst, m)
+}
+
+// appendDocumentWithText appends m as an index created before in-place
+// indexing takes it: the record, then the full-text field, which such an
+// index leaves out of _source, since it indexes neither the record's
+// request and response nor copies its path.
+func appendDocumentWithText(dst []byte, m domain.Message) []byte {
 	dst = record.AppendJSONMembers(dst, m)
 	dst = append(dst, `,"text":[`...)
 	first := true
@@ -38,7 +48,8 @@ func appendDocument(dst []byte, m domain.Message) []byte {
 	return append(dst, "]}"...)
 }
 
-// searchedTexts calls yield with each value of the full-text field: the texts
+// searchedTexts calls yield with each value of the full-text field of an
+// index created before in-place indexing (appendDocumentWithText): the texts
 // q searches (domain.SearchedTexts: path, bodies, header values), each cut to
 // its first domain.SearchedBodyBytes, empty texts left out, headers in name
 // order so documents are deterministic. They are separate values of one

@@ -25,8 +25,8 @@ type bulkTarget struct {
 	ID    string `json:"_id"`
 }
 
-// storedDocument is a document as written: the record, then the full-text
-// field, which _source leaves out.
+// storedDocument is a document as written into an index created before
+// in-place indexing: the record, then the full-text field.
 type storedDocument struct {
 	record.Record
 	Text []string `json:"text"`
@@ -67,11 +67,17 @@ func encodeReference(t testing.TB, values ...any) []byte {
 	return buf.Bytes()
 }
 
-// referenceBulk is the bulk body json.Encoder wrote for msgs.
-func referenceBulk(t testing.TB, names indexNames, msgs []domain.Message) []byte {
+// referenceBulk is the bulk body json.Encoder writes for msgs: the record,
+// with the full-text field in the indices legacy names.
+func referenceBulk(t testing.TB, names indexNames, legacy map[string]bool, msgs []domain.Message) []byte {
 	var lines []any
 	for _, m := range msgs {
-		lines = append(lines, bulkAction{Create: bulkTarget{Index: names.For(m.CreatedAt), ID: m.ID}}, toDocument(m))
+		index := names.For(m.CreatedAt)
+		var doc any = record.FromMessage(m)
+		if legacy[index] {
+			doc = toDocument(m)
+		}
+		lines = append(lines, bulkAction{Create: bulkTarget{Index: index, ID: m.ID}}, doc)
 	}
 	return encodeReference(t, lines...)
 }
@@ -111,27 +117,46 @@ func documentMessages() []domain.Message {
 
 func TestAppendDocumentMatchesEncodingJSON(t *testing.T) {
 	for _, m := range documentMessages() {
-		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, record.FromMessage(m)); !bytes.Equal(got, want) {
 			t.Errorf("message %q:\n got %s\nwant %s", m.ID, got, want)
+		}
+		if got, want := append(appendDocumentWithText(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+			t.Errorf("message %q with the full-text field:\n got %s\nwant %s", m.ID, got, want)
 		}
 	}
 }
 
+// Documents carry the full-text field exactly in the indices the store knows
+// as created before in-place indexing.
 func TestEncodeBulkMatchesEncodingJSON(t *testing.T) {
 	s, err := newUnopened(Config{Addresses: []string{"http://127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := documentMessages()
+	legacy := map[string]bool{}
+	for i, m := range msgs {
+		index := s.names.For(m.CreatedAt)
+		switch i % 3 {
+		case 0:
+			legacy[index] = true
+			s.layouts.learn(index, true)
+		case 1:
+			s.layouts.learn(index, false)
+		} // else not known: in place
+	}
+	if len(legacy) == 0 || len(legacy) == len(msgs) {
+		t.Fatalf("%d of %d messages' indices are legacy: the test needs both kinds", len(legacy), len(msgs))
+	}
 	body, ends, err := s.encodeBulk(nil, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := referenceBulk(t, s.names, msgs); !bytes.Equal(body, want) {
+	if want := referenceBulk(t, s.names, legacy, msgs); !bytes.Equal(body, want) {
 		t.Fatalf("bulk body:\n got %s\nwant %s", body, want)
 	}
 	for i, m := range msgs {
-		if end, want := ends[i], len(referenceBulk(t, s.names, msgs[:i+1])); end != want {
+		if end, want := ends[i], len(referenceBulk(t, s.names, legacy, msgs[:i+1])); end != want {
 			t.Errorf("message %d (%q) ends at %d, want %d", i, m.ID, end, want)
 		}
 	}
@@ -151,13 +176,16 @@ func FuzzAppendDocument(f *testing.F) {
 			Response:  domain.Content{Header: domain.Header{headerValue: {body}}, Body: body + text, ContentType: headerValue},
 			CreatedAt: at, UpdatedAt: at.Add(time.Duration(status)), VisibleAt: at, ExpiresAt: at.Add(time.Hour),
 		}
-		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+		if got, want := append(appendDocument(nil, m), '\n'), encodeReference(t, record.FromMessage(m)); !bytes.Equal(got, want) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+		if got, want := append(appendDocumentWithText(nil, m), '\n'), encodeReference(t, toDocument(m)); !bytes.Equal(got, want) {
+			t.Fatalf("with the full-text field:\n got %s\nwant %s", got, want)
 		}
 	})
 }
 
-// The full-text field holds exactly the texts q searches, each cut to the
+// The full-text field of a legacy index holds exactly the texts q searches, each cut to the
 // searched length on a character boundary.
 func TestSearchedTextsAreTheDomainsTexts(t *testing.T) {
 	for _, m := range documentMessages() {

@@ -127,6 +127,7 @@ func TestNewWithoutCluster(t *testing.T) {
 // times. A proxy in front of the real cluster gives that answer.
 func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
 	cfg := testConfig(t)
+	newCluster(t).must(http.MethodPut, "/"+cfg.IndexPrefix+"-messages-2025.03.14", strictIndex, nil) // one to update
 	proxy, updates := indexNotFoundProxy(t, cfg, func(attempt int) bool { return attempt == 1 })
 	cfg.Addresses = []string{proxy}
 	s := openStore(t.Context(), t, cfg)
@@ -141,6 +142,7 @@ func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
 
 func TestNewGivesUpOnAnIndexThatKeepsNotBeingFound(t *testing.T) {
 	cfg := testConfig(t)
+	newCluster(t).must(http.MethodPut, "/"+cfg.IndexPrefix+"-messages-2025.03.14", strictIndex, nil)
 	proxy, updates := indexNotFoundProxy(t, cfg, func(int) bool { return true })
 	cfg.Addresses = []string{proxy}
 	if s, err := elastic.New(t.Context(), cfg); err == nil {
@@ -151,6 +153,10 @@ func TestNewGivesUpOnAnIndexThatKeepsNotBeingFound(t *testing.T) {
 		t.Fatalf("%d mapping updates, want 3 attempts", n)
 	}
 }
+
+// strictIndex is the body of an index as every template of reqlog makes one:
+// a strict mapping, which New updates.
+var strictIndex = map[string]any{"mappings": map[string]any{"dynamic": "strict"}}
 
 // indexNotFoundProxy forwards to cfg's cluster, except that it answers the
 // attempt-th PUT of _mapping or _settings with index_not_found when refuse says

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +21,17 @@ import (
 
 // BenchmarkIngestFullText: what the full-text field costs a bulk request of
 // 100 benchMessages on the real node, alternating in one run between an index
-// of the current mappings (documents with the text field), one without the
-// field (documents as record.AppendJSON writes them) and the alternatives
-// measured for issue 19 (docs/benchmarks.md, "Full-text indexing on
-// Elasticsearch"). ratio is the time of a bulk request with the field over one
-// without; ratio-<name> the same for each alternative:
+// of template version 2 (documents with the text field, excluded from
+// _source: "with-text"), one without any full-text field (documents as
+// record.AppendJSON writes them, request and response not indexed), one of
+// the current mappings (the texts indexed in place: "in-place") and the
+// alternatives measured for issue 19 (docs/benchmarks.md, "Full-text indexing
+// on Elasticsearch"). ratio is the time of a bulk request with the text field
+// over one without; ratio-<name> the same for each other variant:
 //
-//   - kept: the same field, kept in _source (no source filtering, bodies
+//   - in-place: mappings.json, the texts indexed where the record stores them;
+//   - copy-to: the texts copied into the text field by the node (copy_to);
+//   - kept: the text field kept in _source (no source filtering, bodies
 //     stored twice);
 //   - go-words: the texts split into lower-cased words here, the field
 //     analysed by the whitespace analyzer (the tokenizer's share);
@@ -35,23 +41,29 @@ import (
 //   - carried: the field sent and filtered out of _source, not indexed.
 //
 // The words here are runs of letters, digits and _ (benchWords): the
-// figures are costs, not a search design.
+// figures are costs, not a search design. $REQLOG_BENCH_VARIANTS (names,
+// comma-separated) keeps only those variants besides with-text and
+// without-text.
 //
 //	go test -run '^$' -bench IngestFullText -benchtime 60x -count 3 ./adapters/elastic/
 func BenchmarkIngestFullText(b *testing.B) {
 	base := elastictest.URL(b)
-	var withoutText map[string]any
-	if err := json.Unmarshal(existingMappings, &withoutText); err != nil {
-		b.Fatal(err)
-	}
-	delete(withoutText["properties"].(map[string]any), "text")
-	// withField is mappings.json with field as "text", excluded from
-	// _source or not.
-	withField := func(field map[string]any, excluded bool) any {
+	// v2 is template version 2's mappings: legacyMappings, text excluded
+	// from _source.
+	v2 := func() map[string]any {
 		var m map[string]any
-		if err := json.Unmarshal(mappings, &m); err != nil {
+		if err := json.Unmarshal(legacyMappings, &m); err != nil {
 			b.Fatal(err)
 		}
+		m["_source"] = map[string]any{"excludes": []string{"text"}}
+		return m
+	}
+	withoutText := v2()
+	delete(withoutText, "_source")
+	delete(withoutText["properties"].(map[string]any), "text")
+	// withField is v2 with field as "text", excluded from _source or not.
+	withField := func(field map[string]any, excluded bool) any {
+		m := v2()
 		m["properties"].(map[string]any)["text"] = field
 		if !excluded {
 			delete(m, "_source")
@@ -63,18 +75,30 @@ func BenchmarkIngestFullText(b *testing.B) {
 	}
 	asIs := func(text string) []string { return []string{text} }
 	joined := func(text string) []string { return []string{strings.Join(benchWords(text), " ")} }
+	asStored := func(dst []byte, i int) []byte { return appendDocument(dst, benchMessage(i)) }
 	variants := []struct {
 		name     string
 		mappings any
 		append   func(dst []byte, i int) []byte
 	}{
-		{"with-text", json.RawMessage(mappings), func(dst []byte, i int) []byte { return appendDocument(dst, benchMessage(i)) }},
-		{"without-text", withoutText, func(dst []byte, i int) []byte { return record.AppendJSON(dst, benchMessage(i)) }},
+		{"with-text", v2(), func(dst []byte, i int) []byte { return appendDocumentWithText(dst, benchMessage(i)) }},
+		{"without-text", withoutText, asStored},
+		{"in-place", json.RawMessage(mappings), asStored},
+		{"copy-to", copyToMappings(b), asStored},
 		{"kept", withField(textField("standard", "positions"), false), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
 		{"go-words", withField(textField("whitespace", "positions"), true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, joined) }},
 		{"no-positions", withField(textField("standard", "docs"), true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
 		{"unique-words", withField(textField("whitespace", "docs"), true), func(dst []byte, i int) []byte { return appendUniqueWords(dst, i) }},
 		{"carried", withField(map[string]any{"type": "text", "index": false}, true), func(dst []byte, i int) []byte { return appendBenchDocument(dst, i, asIs) }},
+	}
+	if only := os.Getenv("REQLOG_BENCH_VARIANTS"); only != "" {
+		variants = slices.DeleteFunc(variants, func(v struct {
+			name     string
+			mappings any
+			append   func(dst []byte, i int) []byte
+		}) bool {
+			return v.name != "with-text" && v.name != "without-text" && !slices.Contains(strings.Split(only, ","), v.name)
+		})
 	}
 	send := func(b *testing.B, method, path string, body []byte) {
 		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
@@ -133,6 +157,24 @@ func BenchmarkIngestFullText(b *testing.B) {
 	for v := 2; v < len(variants); v++ {
 		b.ReportMetric(float64(spent[v])/float64(spent[1]), "ratio-"+variants[v].name)
 	}
+}
+
+// copyToMappings are mappings.json with the searched texts copied into the
+// text field by the node (copy_to) instead of indexed in place.
+func copyToMappings(b *testing.B) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(mappings, &m); err != nil {
+		b.Fatal(err)
+	}
+	props := m["properties"].(map[string]any)
+	copied := map[string]any{"type": "text", "index": false, "copy_to": "text"}
+	props["path"] = map[string]any{"type": "keyword", "copy_to": "text"}
+	for _, side := range []string{"request", "response"} {
+		content := props[side].(map[string]any)["properties"].(map[string]any)
+		content["body"] = copied
+		content["header"].(map[string]any)["properties"].(map[string]any)["values"] = copied
+	}
+	return m
 }
 
 // appendBenchDocument appends message i with the values values makes of

@@ -245,10 +245,27 @@ func (f *filters) matching(filter domain.Filter) {
 		f.add(object{"range": object{record.JSONDuration: bounds}})
 	}
 	if filter.Text != "" {
-		// The standard analyzer splits q into words as it split the texts;
-		// the phrase keeps them consecutive, within one text.
-		f.add(object{"match_phrase": object{"text": object{"query": filter.Text}}})
+		f.add(searchClause(filter.Text))
 	}
+}
+
+// searchedFields are the full-text fields q searches: the texts indexed where
+// the record stores them, and the full-text field of the indices created
+// before that (legacyMappings). A field an index lacks matches nothing there.
+var searchedFields = []string{
+	"path.text", "request.body", "response.body", "request.header.values", "response.header.values", "text",
+}
+
+// searchClause matches q as a phrase in any searched field. The standard
+// analyzer splits q into words as it split the texts; the phrase keeps them
+// consecutive, within one text: each field is a text of its own, and so is
+// each value of an array (position_increment_gap).
+func searchClause(q string) object {
+	phrases := make([]object, len(searchedFields))
+	for i, field := range searchedFields {
+		phrases[i] = object{"match_phrase": object{field: object{"query": q}}}
+	}
+	return object{"bool": object{"should": phrases, "minimum_should_match": 1}}
 }
 
 // durationMS is d in milliseconds: the double a document of duration d

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -26,6 +29,8 @@ type Store struct {
 	names  indexNames
 	client *elasticsearch.Client
 	bulks  *elasticsearch.Client // for bulk requests: no retry of a 503 (bulkClientConfig)
+	// layouts knows which daily indices predate in-place indexing.
+	layouts *indexLayouts
 }
 
 // New checks cfg, checks that the cluster answers, and installs the index
@@ -57,7 +62,8 @@ func newUnopened(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic: client: %w", err)
 	}
-	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client, bulks: bulks}, nil
+	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client, bulks: bulks,
+		layouts: &indexLayouts{legacy: map[string]bool{}}}, nil
 }
 
 // setUp checks the cluster, installs the template, and brings the indices that
@@ -78,19 +84,176 @@ func (s *Store) setUp(ctx context.Context) error {
 	}, nil); err != nil {
 		return err
 	}
-	existing := []string{s.names.ReadPattern()}
-	if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
-		return esapi.IndicesPutMappingRequest{Index: existing, Body: bytes.NewReader(existingMappings), AllowNoIndices: ptr(true)}
-	}); err != nil {
+	if err := s.updateExistingMappings(ctx); err != nil {
 		return err
 	}
+	existing := []string{s.names.ReadPattern()}
 	settings, err := json.Marshal(liveSettings(s.cfg))
 	if err != nil {
 		return fmt.Errorf("elastic: encode index settings: %w", err)
 	}
 	return s.updateExisting(ctx, "update settings of existing indices", func() esapi.Request {
 		return esapi.IndicesPutSettingsRequest{Index: existing, Body: bytes.NewReader(settings), AllowNoIndices: ptr(true)}
-	})
+	}, nil)
+}
+
+// updateExistingMappings adds the current mappings' new fields to the indices
+// that exist: legacyMappings to those created before in-place indexing (their
+// request and response cannot become indexed), mappings.json's to the others.
+// It remembers which are which for Append.
+func (s *Store) updateExistingMappings(ctx context.Context) error {
+	var existing map[string]indexMapping
+	if err := s.updateExisting(ctx, "read mappings of existing indices", func() esapi.Request {
+		return esapi.IndicesGetMappingRequest{Index: []string{s.names.ReadPattern()}, AllowNoIndices: ptr(true), FilterPath: indexMappingFields}
+	}, &existing); err != nil {
+		return err
+	}
+	var legacy, current []string
+	for index, m := range existing {
+		if m.legacy() {
+			legacy = append(legacy, index)
+		} else {
+			current = append(current, index)
+		}
+		s.layouts.learn(index, m.legacy())
+	}
+	for _, update := range []struct {
+		indices  []string
+		mappings []byte
+	}{{legacy, legacyMappings}, {current, existingMappings}} {
+		for _, indices := range namesInURLs(update.indices) {
+			// An index dropped since by another replica's purge needs no update.
+			if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
+				return esapi.IndicesPutMappingRequest{
+					Index: indices, Body: bytes.NewReader(update.mappings), IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true),
+				}
+			}, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxURLNames bounds the bytes of index names one request's URL lists:
+// Elasticsearch refuses a request line over 4 KB (http.max_initial_line_length),
+// and a year of daily indices is over 10 KB of names.
+const maxURLNames = 3 << 10
+
+// namesInURLs splits indices into lists that fit in a URL.
+func namesInURLs(indices []string) [][]string {
+	var lists [][]string
+	for len(indices) > 0 {
+		n, size := 0, 0
+		for n < len(indices) && (n == 0 || size+len(indices[n])+1 <= maxURLNames) {
+			size += len(indices[n]) + 1
+			n++
+		}
+		lists = append(lists, indices[:n])
+		indices = indices[n:]
+	}
+	return lists
+}
+
+// indexMapping is what the store reads of an index's mapping: whether its
+// request is an unindexed object, as in every index created before in-place
+// indexing (legacyMappings), never since.
+type indexMapping struct {
+	Mappings struct {
+		Properties struct {
+			Request struct {
+				Enabled *bool `json:"enabled"`
+			} `json:"request"`
+		} `json:"properties"`
+	} `json:"mappings"`
+}
+
+// indexMappingFields is the filter_path of the mapping reads: dynamic, which
+// every template of reqlog sets, so that each of its indices is in the reply
+// (an index of the pattern that no template of reqlog made is left alone).
+var indexMappingFields = []string{"*.mappings.dynamic", "*.mappings.properties.request.enabled"}
+
+func (m indexMapping) legacy() bool {
+	e := m.Mappings.Properties.Request.Enabled
+	return e != nil && !*e
+}
+
+// legacyMappings are mappings.json as an index created before in-place
+// indexing can take them (template versions 1 and 2): request and response
+// unindexed objects (enabled: false cannot be changed), path without its
+// text sub-field; the writer sends the searched texts in "text" instead.
+var legacyMappings = func() []byte {
+	var m map[string]any
+	if err := json.Unmarshal(mappings, &m); err != nil {
+		panic("elastic: mappings.json: " + err.Error())
+	}
+	delete(m, "_source")
+	props := m["properties"].(map[string]any)
+	props["path"] = map[string]any{"type": "keyword"}
+	for _, side := range []string{"request", "response"} {
+		props[side] = map[string]any{"type": "object", "enabled": false}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic("elastic: legacy mappings: " + err.Error())
+	}
+	return raw
+}()
+
+// indexLayouts remembers, per daily index, whether it was created before
+// in-place indexing: its documents must then carry the searched texts in the
+// full-text field (appendDocumentWithText). The store learns it at start-up
+// for the indices that exist, when it creates an index, and from the index's
+// mapping the first time it writes to any other (learnLayouts).
+type indexLayouts struct {
+	mu     sync.RWMutex
+	legacy map[string]bool // by index name; absent: not known yet
+}
+
+func (l *indexLayouts) lookup(index string) (legacy, known bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	legacy, known = l.legacy[index]
+	return legacy, known
+}
+
+func (l *indexLayouts) learn(index string, legacy bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.legacy[index] = legacy
+}
+
+// learnLayouts learns the layout of every index msgs go to that the store
+// does not know yet, with one read of their mappings. An index that does not
+// exist will be created by the write, from the template: in place.
+func (s *Store) learnLayouts(ctx context.Context, msgs []domain.Message) error {
+	var unknown []string
+	last := ""
+	for _, m := range msgs {
+		index := s.names.For(m.CreatedAt)
+		if index == last {
+			continue
+		}
+		last = index
+		if _, known := s.layouts.lookup(index); !known && !slices.Contains(unknown, index) {
+			unknown = append(unknown, index)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	var found map[string]indexMapping
+	if err := s.do(ctx, "read the indices' mappings", esapi.IndicesGetMappingRequest{
+		Index: unknown, IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true), FilterPath: indexMappingFields,
+	}, &found); err != nil {
+		return fmt.Errorf("elastic: append: %w", err)
+	}
+	for _, index := range unknown {
+		s.layouts.learn(index, found[index].legacy())
+	}
+	return nil
 }
 
 // updateAttempts bounds how often updateExisting asks again.
@@ -100,9 +263,9 @@ const updateAttempts = 3
 // pattern matches. An index dropped while the pattern was being resolved (by the
 // purge job of another replica) fails it with index_not_found, although that
 // index needs no update: asking again resolves the pattern without it.
-func (s *Store) updateExisting(ctx context.Context, op string, request func() esapi.Request) error {
+func (s *Store) updateExisting(ctx context.Context, op string, request func() esapi.Request, out any) error {
 	for attempt := 1; ; attempt++ {
-		err := s.do(ctx, op, request(), nil)
+		err := s.do(ctx, op, request(), out)
 		if !errors.Is(err, errIndexNotFound) || attempt == updateAttempts {
 			return err
 		}
@@ -118,10 +281,14 @@ func (s *Store) createDays(ctx context.Context, now time.Time) error {
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	for _, day := range []time.Time{now, now.AddDate(0, 0, 1)} {
+		index := s.names.For(day)
 		err := s.do(ctx, "create the day's index", esapi.IndicesCreateRequest{
-			Index: s.names.For(day), WaitForActiveShards: "1",
+			Index: index, WaitForActiveShards: "1",
 		}, nil)
-		if err != nil && !errors.Is(err, errIndexExists) {
+		switch {
+		case err == nil:
+			s.layouts.learn(index, false) // from the template
+		case !errors.Is(err, errIndexExists):
 			return err
 		}
 	}

@@ -28,7 +28,8 @@ var existingMappings = func() json.RawMessage {
 
 // templateVersion changes whenever the template body does, so operators can
 // tell which reqlog wrote it. 2: duration_ms, route and the full-text field.
-const templateVersion = 2
+// 3: the searched texts indexed in place (store.go: legacyMappings).
+const templateVersion = 3
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a

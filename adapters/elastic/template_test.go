@@ -2,11 +2,14 @@ package elastic_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -16,27 +19,33 @@ type mapping struct {
 	Source  struct {
 		Excludes []string `json:"excludes"`
 	} `json:"_source"`
-	Properties map[string]struct {
-		Type     string `json:"type"`
-		Analyzer string `json:"analyzer"`
-		Enabled  *bool  `json:"enabled"`
-		Fields   map[string]struct {
-			Type string `json:"type"`
-		} `json:"fields"`
-	} `json:"properties"`
+	Properties map[string]mappedField `json:"properties"`
 }
 
-// checkMapping fails unless m is the strict mapping of mappings.json.
+type mappedField struct {
+	Type         string                 `json:"type"`
+	Analyzer     string                 `json:"analyzer"`
+	IndexOptions string                 `json:"index_options"`
+	Norms        *bool                  `json:"norms"`
+	Enabled      *bool                  `json:"enabled"`
+	Fields       map[string]mappedField `json:"fields"`
+	Properties   map[string]mappedField `json:"properties"`
+}
+
+// checkMapping fails unless m is the strict mapping of mappings.json: the
+// searched texts indexed in place, nothing left out of _source.
 func checkMapping(t *testing.T, what string, m mapping) {
 	t.Helper()
-	checkFields(t, what, m)
-	if !slices.Equal(m.Source.Excludes, []string{"text"}) {
-		t.Errorf("%s: _source excludes %q, want the full-text field", what, m.Source.Excludes)
+	checkFields(t, what, m, false)
+	if len(m.Source.Excludes) != 0 {
+		t.Errorf("%s: _source excludes %q, want nothing left out", what, m.Source.Excludes)
 	}
 }
 
-// checkFields fails unless m has the fields of mappings.json.
-func checkFields(t *testing.T, what string, m mapping) {
+// checkFields fails unless m has the fields of mappings.json, or those of an
+// index created before in-place indexing (legacy): request and response not
+// indexed, path without its text sub-field.
+func checkFields(t *testing.T, what string, m mapping, legacy bool) {
 	t.Helper()
 	if m.Dynamic != "strict" {
 		t.Errorf("%s: dynamic = %q, want strict", what, m.Dynamic)
@@ -59,16 +68,56 @@ func checkFields(t *testing.T, what string, m mapping) {
 	if len(m.Properties) != len(want) {
 		t.Errorf("%s: %d fields, want %d", what, len(m.Properties), len(want))
 	}
-	for _, side := range []string{"request", "response"} {
-		if e := m.Properties[side].Enabled; e == nil || *e {
-			t.Errorf("%s: %s is indexed, want enabled: false", what, side)
-		}
-	}
-	if a := m.Properties["text"].Analyzer; a != "standard" {
-		t.Errorf("%s: text analyzer %q, want standard", what, a)
-	}
+	checkSearched(t, what, "text", m.Properties["text"])
 	if sub := m.Properties["ip_address"].Fields["keyword"].Type; sub != "keyword" {
 		t.Errorf("%s: ip_address.keyword has type %q, want keyword", what, sub)
+	}
+	pathText, hasPathText := m.Properties["path"].Fields["text"]
+	for _, side := range []string{"request", "response"} {
+		content := m.Properties[side]
+		if legacy {
+			if e := content.Enabled; e == nil || *e {
+				t.Errorf("%s: %s is indexed, want enabled: false", what, side)
+			}
+			continue
+		}
+		if e := content.Enabled; e != nil && !*e {
+			t.Errorf("%s: %s is not indexed", what, side)
+		}
+		checkSearched(t, what, side+".body", content.Properties["body"])
+		header := content.Properties["header"]
+		checkSearched(t, what, side+".header.values", header.Properties["values"])
+		for field, f := range map[string]mappedField{
+			side + ".header.name": header.Properties["name"], side + ".content_type": content.Properties["content_type"],
+			side + ".size": content.Properties["size"],
+		} {
+			if f.Type != "object" || f.Enabled == nil || *f.Enabled {
+				t.Errorf("%s: %s is %+v, want an object with enabled: false (stored, not indexed)", what, field, f)
+			}
+		}
+		if len(content.Properties) != 4 || len(header.Properties) != 2 {
+			t.Errorf("%s: %s has fields %v, header %v; want header (name, values), body, content_type, size",
+				what, side, content.Properties, header.Properties)
+		}
+	}
+	switch {
+	case legacy && hasPathText:
+		t.Errorf("%s: path has a text sub-field, want none in an index created before in-place indexing", what)
+	case !legacy && !hasPathText:
+		t.Errorf("%s: path has no text sub-field", what)
+	case !legacy:
+		checkSearched(t, what, "path.text", pathText)
+	}
+}
+
+// checkSearched fails unless f is a searched text: standard analyzer,
+// positions (for phrases: the default, which an index's mapping leaves out),
+// no norms (no scoring).
+func checkSearched(t *testing.T, what, name string, f mappedField) {
+	t.Helper()
+	positions := f.IndexOptions == "positions" || f.IndexOptions == ""
+	if f.Type != "text" || f.Analyzer != "standard" || !positions || f.Norms == nil || *f.Norms {
+		t.Errorf("%s: %s is %+v, want text, standard analyzer, positions, no norms", what, name, f)
 	}
 }
 
@@ -245,7 +294,7 @@ func TestIndexOfTemplateV1KeepsWorking(t *testing.T) {
 		Mappings mapping `json:"mappings"`
 	}
 	c.must(http.MethodGet, "/"+index+"/_mapping", nil, &mappings)
-	checkFields(t, "the index of template version 1 after New", mappings[index].Mappings)
+	checkFields(t, "the index of template version 1 after New", mappings[index].Mappings, true)
 
 	fresh := message(t, at.Add(time.Microsecond))
 	fresh.Path = "/v1/orders?page=2"
@@ -279,5 +328,125 @@ func TestIndexOfTemplateV1KeepsWorking(t *testing.T) {
 	}
 	if want := []domain.KeyCount{{Key: "/v1/orders", Count: 1}}; !slices.Equal(stats.TopPaths, want) {
 		t.Errorf("top paths %+v, want %+v (the old message has no route)", stats.TopPaths, want)
+	}
+}
+
+// mappingsV2 are the mappings of template version 2: the searched texts sent a
+// second time in "text", which _source leaves out.
+const mappingsV2 = `{"dynamic": "strict", "_source": {"excludes": ["text"]}, "properties": {
+	"id": {"type": "keyword"}, "reference": {"type": "keyword"}, "account": {"type": "keyword"},
+	"domain": {"type": "keyword"}, "name": {"type": "keyword"}, "method": {"type": "keyword"},
+	"path": {"type": "keyword"}, "route": {"type": "keyword"},
+	"ip_address": {"type": "ip", "fields": {"keyword": {"type": "keyword"}}},
+	"status_code": {"type": "integer"}, "duration_ms": {"type": "double"},
+	"created_at": {"type": "date_nanos"}, "updated_at": {"type": "date_nanos"},
+	"visible_at": {"type": "date_nanos"}, "expires_at": {"type": "date_nanos"},
+	"request": {"type": "object", "enabled": false}, "response": {"type": "object", "enabled": false},
+	"text": {"type": "text", "analyzer": "standard", "norms": false, "index_options": "positions"}}}`
+
+// Indices of template version 2 keep taking messages with the full-text field,
+// whether they existed when the store started or were created by an earlier
+// reqlog since (a replica not yet upgraded); indices the store creates index
+// the texts in place and carry no copy of them. q finds messages of both
+// kinds, and those written by the earlier reqlog.
+func TestIndexOfTemplateV2KeepsWorking(t *testing.T) {
+	c := newCluster(t)
+	cfg := testConfig(t)
+	today := time.Now().UTC().Truncate(time.Microsecond)
+	day := func(daysAgo int) time.Time { return today.AddDate(0, 0, -daysAgo).Add(-time.Minute) }
+	indexOf := func(at time.Time) string { return cfg.IndexPrefix + "-messages-" + at.UTC().Format("2006.01.02") }
+	var v2 json.RawMessage = []byte(mappingsV2)
+	before, since := day(2), day(1) // the days of two v2 indices: existing before New, created after
+	c.must(http.MethodPut, "/"+indexOf(before), map[string]any{"mappings": v2}, nil)
+	old := message(t, before)
+	old.Response.Body = `{"legacy":"old_ord_42"}`
+	c.must(http.MethodPut, "/"+indexOf(before)+"/_doc/"+old.ID, oldDocument(old), nil)
+
+	s := openStore(t.Context(), t, cfg)
+	c.must(http.MethodPut, "/"+indexOf(since), map[string]any{"mappings": v2}, nil)
+	msgs := []domain.Message{message(t, before.Add(time.Microsecond)), message(t, since), message(t, today)}
+	for i := range msgs {
+		m := &msgs[i]
+		m.Path = fmt.Sprintf("/v1/orders/ord_path_%d?page=2", i)
+		m.Request.Body = fmt.Sprintf(`{"order":"ord_req_%d"}`, i)
+		m.Response.Body = fmt.Sprintf(`{"order":"ord_res_%d"}`, i)
+		m.Request.Header = domain.Header{"X-Trace": {fmt.Sprintf("trace req %d", i), "second value"}}
+		m.Response.Header = domain.Header{"X-Trace": {fmt.Sprintf("trace res %d", i)}}
+	}
+	if err := s.Append(t.Context(), msgs); err != nil {
+		t.Fatalf("Append into indices of template versions 2 and 3: %v", err)
+	}
+	now := today.Add(time.Minute)
+	waitReadable(t, s, now, append(msgs, old)...)
+	for i, m := range msgs {
+		for _, q := range []string{
+			fmt.Sprintf("ord_path_%d", i), fmt.Sprintf("ord_req_%d", i), fmt.Sprintf("ord_res_%d", i),
+			fmt.Sprintf("trace req %d", i), fmt.Sprintf("Trace Res %d", i),
+		} {
+			checkFound(t, s, now, q, m)
+		}
+	}
+	checkFound(t, s, now, "old_ord_42", old)
+	checkFound(t, s, now, "ord_path_2 page", msgs[2])
+	for _, q := range []string{
+		"value trace", "0 second", // across two values of one side's headers, or two sides'
+		"2 order", "page 2 order", "ord_req_2 ord_res_2", // across path and bodies
+	} {
+		checkFound(t, s, now, q)
+	}
+
+	// The legacy indices kept their layout; the new one has no copy in _source.
+	var got map[string]struct {
+		Mappings mapping `json:"mappings"`
+	}
+	c.must(http.MethodGet, "/"+indexOf(before)+","+indexOf(since)+","+indexOf(today)+"/_mapping", nil, &got)
+	checkFields(t, "the index of template version 2", got[indexOf(before)].Mappings, true)
+	// Created under the current template, the explicit mappings merged over
+	// it: request and response stay unindexed, which is what tells the store.
+	for _, side := range []string{"request", "response"} {
+		if e := got[indexOf(since)].Mappings.Properties[side].Enabled; e == nil || *e {
+			t.Errorf("the index of template version 2 created after New: %s is indexed", side)
+		}
+	}
+	checkMapping(t, "the index created by the store", got[indexOf(today)].Mappings)
+	var doc struct {
+		Source map[string]json.RawMessage `json:"_source"`
+	}
+	c.must(http.MethodGet, "/"+indexOf(today)+"/_doc/"+msgs[2].ID, nil, &doc)
+	if _, ok := doc.Source["text"]; ok || doc.Source["request"] == nil {
+		t.Errorf("the new index's document has fields %v, want the record without text", slices.Collect(maps.Keys(doc.Source)))
+	}
+}
+
+// checkFound fails unless List with q finds exactly want, newest first.
+func checkFound(t *testing.T, s *elastic.Store, now time.Time, q string, want ...domain.Message) {
+	t.Helper()
+	page, err := s.List(t.Context(), domain.Query{Scope: scope, Limit: 10, Filter: domain.Filter{Text: q}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, wantIDs []string
+	for _, m := range page.Messages {
+		got = append(got, m.ID)
+	}
+	for _, m := range want {
+		wantIDs = append(wantIDs, m.ID)
+	}
+	if !slices.Equal(got, wantIDs) {
+		t.Errorf("q=%q found %v, want %v", q, got, wantIDs)
+	}
+}
+
+// oldDocument is m as template version 2's reqlog wrote it: the record and
+// the full-text field, headers left out.
+func oldDocument(m domain.Message) map[string]any {
+	return map[string]any{
+		"id": m.ID, "reference": m.Reference, "account": m.Account, "domain": m.Domain, "name": m.Name,
+		"method": m.Method, "path": m.Path, "route": domain.RouteOf(m.Path), "status_code": m.StatusCode,
+		"request":    map[string]any{"header": []any{}, "body": m.Request.Body, "content_type": "", "size": len(m.Request.Body)},
+		"response":   map[string]any{"header": []any{}, "body": m.Response.Body, "content_type": "", "size": len(m.Response.Body)},
+		"created_at": domain.FormatTime(m.CreatedAt), "updated_at": domain.FormatTime(m.UpdatedAt),
+		"visible_at": domain.FormatTime(m.VisibleAt), "expires_at": domain.FormatTime(m.ExpiresAt),
+		"text": []string{m.Path, m.Response.Body},
 	}
 }

@@ -311,7 +311,7 @@ func (d *warmDocs) bulk(n int) ([]byte, []domain.Message) {
 	var body []byte
 	for i := range msgs {
 		msgs[i] = d.message()
-		body = appendBulkEntry(body, d.index, msgs[i])
+		body = appendBulkEntry(body, d.index, false, msgs[i])
 	}
 	return body, msgs
 }
