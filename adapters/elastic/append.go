@@ -126,9 +126,12 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
 		if day := s.names.For(m.CreatedAt); day != index {
-			// Not known (not learnt by Append): in place, as the template creates it.
+			// Not known (the write creates it): the full-text field too, which
+			// an index of either layout takes.
 			index = day
-			legacy, _ = s.layouts.lookup(index)
+			var known bool
+			legacy, known = s.layouts.lookup(index)
+			legacy = legacy || !known
 		}
 		start := len(body)
 		body = appendBulkEntry(body, index, legacy, m)

@@ -13,9 +13,10 @@ import (
 // A message is stored as its record (adapters/internal/record: the fields of
 // mappings.json), read back from _source. Times are the API's strings (UTC,
 // six fractional digits), exact at the microsecond the domain keeps, and
-// indexed as date_nanos. The node copies the searched texts of the record
-// into the full-text field itself (copy_to in mappings.json); only the daily
-// indices created before that (legacyMappings) take them from the writer.
+// indexed as date_nanos. The index's mappings index the searched texts where
+// the record holds them (path.text, bodies, header values); only the daily
+// indices created before that (legacyMappings) take them from the writer in a
+// full-text field.
 
 // The range of date_nanos: a time outside it cannot be stored.
 var (

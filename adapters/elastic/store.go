@@ -225,7 +225,10 @@ func (l *indexLayouts) learn(index string, legacy bool) {
 
 // learnLayouts learns the layout of every index msgs go to that the store
 // does not know yet, with one read of their mappings. An index that does not
-// exist will be created by the write, from the template: in place.
+// exist yet stays unknown: the write creates it from whichever template the
+// cluster holds (a replica of an earlier version may have put its own back),
+// so encodeBulk sends such an index the full-text field, which both layouts
+// take, and the next write learns what it became.
 func (s *Store) learnLayouts(ctx context.Context, msgs []domain.Message) error {
 	var unknown []string
 	last := ""
@@ -251,7 +254,9 @@ func (s *Store) learnLayouts(ctx context.Context, msgs []domain.Message) error {
 		return fmt.Errorf("elastic: append: %w", err)
 	}
 	for _, index := range unknown {
-		s.layouts.learn(index, found[index].legacy())
+		if m, exists := found[index]; exists {
+			s.layouts.learn(index, m.legacy())
+		}
 	}
 	return nil
 }
