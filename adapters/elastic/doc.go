@@ -72,8 +72,9 @@
 // header value), as before; q's phrase on "text" finds them. The store learns
 // an index's layout at start-up, when it creates the index, or from its
 // mapping the first time it writes to any other (one GET _mapping per index
-// and process); an index that does not exist yet will be created by the
-// write from the current template. Since the new mapping keeps "text", a
+// and process); the write that creates an index also sends "text", which
+// either layout takes, since the cluster's template may be an earlier
+// version's, and the next write learns the layout. Since the new mapping keeps "text", a
 // replica of the earlier version still writes into new indices during a
 // rolling upgrade (it searches only "text", so it does not find the new
 // replicas' messages until it is upgraded); an earlier version cannot start
