@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 )
 
@@ -332,20 +333,13 @@ var stringEnds = func() (t [256]bool) {
 // that is one byte; 0 elsewhere.
 var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-const ones, highs = 0x0101010101010101, 0x8080808080808080
+// highs is the high bit of each byte of a word.
+const highs = 0x8080808080808080
 
 // hasStringEnd reports whether any of the 8 bytes of v is a stringEnds byte
 // (it may say so wrongly; text then looks byte by byte).
 func hasStringEnd(v uint64) bool {
-	return escapeOrEnd(v)|v&highs != 0
-}
-
-// escapeOrEnd marks the bytes of v that are a quote, a backslash or a control
-// character: its lowest set bit is in the first of them, exactly (the
-// subtractions' borrows only run upwards), 0 if none.
-func escapeOrEnd(v uint64) uint64 {
-	quote, backslash := v^('"'*ones), v^('\\'*ones)
-	return ((v-0x20*ones)&^v | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+	return jsonwire.QuoteBackslashOrControl(v)|v&highs != 0
 }
 
 // text reads a string and returns its decoded bytes, valid until the next read.
@@ -407,7 +401,7 @@ func (w *wire) decode(out []byte, start int) (decoded []byte, newStart int, mult
 				v := binary.LittleEndian.Uint64(b[i:])
 				binary.LittleEndian.PutUint64(o[n:], v)
 				high |= v
-				special := escapeOrEnd(v)
+				special := jsonwire.QuoteBackslashOrControl(v)
 				if special == 0 {
 					i += 8
 					n += 8

@@ -131,11 +131,20 @@ func TimeMember(dst []byte, key string, t time.Time) []byte {
 // specialBytes tests the 8 bytes of a word at once, since bodies are mostly
 // long runs of bytes written as they are: its lowest set bit is in the first
 // byte that is not (below 0x20, a quote, a backslash, or 0x80 and above), 0 if
-// none. The borrows of the subtractions only run upwards, so the lowest is exact.
+// none.
 func specialBytes(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return x&highs | QuoteBackslashOrControl(x)
+}
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// QuoteBackslashOrControl marks the bytes of x, 8 bytes of JSON text read
+// little-endian, that are a quote, a backslash or below 0x20: its lowest set
+// bit is in the first of them, exactly (the subtractions' borrows only run
+// upwards), 0 if none. A string's encoder and its decoder both stop there.
+func QuoteBackslashOrControl(x uint64) uint64 {
 	quote, backslash := x^'"'*ones, x^'\\'*ones
-	return (x | (x-0x20*ones)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+	return ((x-0x20*ones)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 // AppendTime writes t quoted as domain.FormatTime does, without the intermediate
