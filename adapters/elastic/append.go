@@ -120,15 +120,15 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 	}
 	body = slices.Grow(dst[:0], size+size/4)
 	ends = make([]int, len(msgs))
-	index, legacy := "", false
+	days, legacy := dayIndices{names: s.names}, false
 	for i, m := range msgs {
 		if err := checkStorable(m); err != nil {
 			return nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
-		if day := s.names.For(m.CreatedAt); day != index {
+		index, changed := days.of(m.CreatedAt)
+		if changed {
 			// Not known (the write creates it): the full-text field too, which
 			// an index of either layout takes.
-			index = day
 			var known bool
 			legacy, known = s.layouts.lookup(index)
 			legacy = legacy || !known

@@ -102,8 +102,10 @@ func (s *Store) readVersions(ctx context.Context, msgs []domain.Message) ([]vers
 		ID    string `json:"_id"`
 	}
 	docs := make([]doc, len(msgs))
+	days := dayIndices{names: s.names}
 	for i, m := range msgs {
-		docs[i] = doc{Index: s.names.For(m.CreatedAt), ID: m.ID}
+		index, _ := days.of(m.CreatedAt)
+		docs[i] = doc{Index: index, ID: m.ID}
 	}
 	body, err := jsonBody(map[string]any{"docs": docs})
 	if err != nil {

@@ -38,3 +38,28 @@ func TestIndexNames(t *testing.T) {
 		t.Errorf("For with prefix acme-prod = %q, want %q", got, want)
 	}
 }
+
+// dayIndices gives For's name for every time, and says it changed exactly when
+// the UTC day did, whatever zone the times are in.
+func TestDayIndicesFollowForDayByDay(t *testing.T) {
+	names := indexNames{"reqlog"}
+	tokyo := time.FixedZone("UTC+9", 9*60*60)
+	base := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	times := []time.Time{
+		base, base.Add(time.Hour), base.In(tokyo), // the same UTC day, the last in Tokyo's next
+		base.Add(3 * time.Hour), base.Add(3 * time.Hour).In(tokyo), // the next UTC day
+		base, base.AddDate(0, 1, 0), base.AddDate(1, 0, 0), // back, a month on, a year on
+	}
+	days := dayIndices{names: names}
+	previous := ""
+	for i, at := range times {
+		name, changed := days.of(at)
+		if want := names.For(at); name != want {
+			t.Errorf("time %d (%v): %q, want %q", i, at, name, want)
+		}
+		if want := name != previous; changed != want {
+			t.Errorf("time %d (%v): changed %v, want %v", i, at, changed, want)
+		}
+		previous = name
+	}
+}

@@ -231,13 +231,12 @@ func (l *indexLayouts) learn(index string, legacy bool) {
 // take, and the next write learns what it became.
 func (s *Store) learnLayouts(ctx context.Context, msgs []domain.Message) error {
 	var unknown []string
-	last := ""
+	days := dayIndices{names: s.names}
 	for _, m := range msgs {
-		index := s.names.For(m.CreatedAt)
-		if index == last {
+		index, changed := days.of(m.CreatedAt)
+		if !changed {
 			continue
 		}
-		last = index
 		if _, known := s.layouts.lookup(index); !known && !slices.Contains(unknown, index) {
 			unknown = append(unknown, index)
 		}
