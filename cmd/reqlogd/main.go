@@ -46,6 +46,10 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		fmt.Fprint(stdout, configUsage())
 		return exitOK
 	}
+	if errors.Is(err, errVersionRequested) {
+		fmt.Fprintln(stdout, buildVersion())
+		return exitOK
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -249,12 +249,13 @@ var settings = []setting{
 // defaults, the YAML file named by -config or REQLOG_CONFIG, the REQLOG_*
 // environment variables (empty ones are ignored) and the command-line flags; then it
 // validates the result. lookupEnv is os.LookupEnv outside tests. -h gives
-// flag.ErrHelp; print configUsage then.
+// flag.ErrHelp; print configUsage then. -version gives errVersionRequested.
 func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, error) {
 	fs := flag.NewFlagSet("reqlogd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	configPath := fs.String("config", "", "path of a YAML configuration file")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	flagValues := make([]*string, len(settings))
 	for i, s := range settings {
 		flagValues[i] = fs.String(s.flag(), "", s.usage)
@@ -264,6 +265,9 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, e
 			return config{}, err
 		}
 		return config{}, fmt.Errorf("command line: %w", err)
+	}
+	if *showVersion {
+		return config{}, errVersionRequested
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
@@ -507,6 +511,7 @@ func configUsage() string {
 		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
 	defaults := defaultConfig()
 	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)
+	b.WriteString("  -version\n      print the version and build revision, and exit\n")
 	for _, s := range settings {
 		fmt.Fprintf(&b, "  -%s\n      %s, YAML %s: %s", s.flag(), s.env(), s.key, s.usage)
 		if d := s.show(defaults); d != "" {
