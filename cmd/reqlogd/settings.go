@@ -103,7 +103,8 @@ type setting struct {
 	key    string
 	field  string // the config field it sets, e.g. "MongoDB.URI"
 	usage  string
-	secret bool // never repeated in errors
+	secret bool   // never repeated in errors
+	fileOf string // the secret setting whose value this row's file holds (secretfile.go)
 	parse  func(c *config, value string) error
 	show   func(c config) string // the default, for usage text
 }
@@ -243,6 +244,12 @@ var settings = []setting{
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
+	// Every secret setting from a file, too (secretfile.go).
+	secretFileSetting("api_keys"),
+	secretFileSetting("portal.secret"),
+	secretFileSetting("mongodb.uri"),
+	secretFileSetting("elasticsearch.password"),
+	secretFileSetting("elasticsearch.api_key"),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
@@ -283,12 +290,18 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, e
 			return config{}, err
 		}
 	}
+	if err := bothGiven("environment", func(s setting) bool { v, ok := lookupEnv(s.env()); return ok && v != "" }); err != nil {
+		return config{}, err
+	}
 	for _, s := range settings {
 		if v, ok := lookupEnv(s.env()); ok && v != "" {
 			if err := apply(&cfg, s, v, "environment"); err != nil {
 				return config{}, err
 			}
 		}
+	}
+	if err := bothGiven("command line", func(s setting) bool { return flagSet(fs, s.flag()) }); err != nil {
+		return config{}, err
 	}
 	for i, s := range settings {
 		if flagSet(fs, s.flag()) {
@@ -307,6 +320,9 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 func apply(cfg *config, s setting, value, source string) error {
+	if s.fileOf != "" {
+		return applySecretFile(cfg, s, value, source)
+	}
 	if err := s.parse(cfg, value); err != nil {
 		return s.invalid(value, source, err.Error())
 	}
@@ -356,6 +372,9 @@ func applyFile(cfg *config, path string) error {
 		if _, ok := byKey[key]; !ok {
 			return fileError(fmt.Sprintf("unknown setting %q", key))
 		}
+	}
+	if err := bothGiven("config file "+path, func(s setting) bool { _, ok := values[s.key]; return ok }); err != nil {
+		return err
 	}
 	for _, s := range settings {
 		if v, ok := values[s.key]; ok {
