@@ -3,23 +3,12 @@ package main
 import (
 	"errors"
 	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/reqlog/reqlog/app"
 )
-
-// writeSecret writes content to a new file and returns its path.
-func writeSecret(t *testing.T, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // A secret setting added later gets its file row too, or this fails.
 func TestEverySecretCanComeFromAFile(t *testing.T) {
@@ -56,7 +45,7 @@ func TestSecretFromFile(t *testing.T) {
 				continue
 			}
 			tested = true
-			path := writeSecret(t, tc.value+"\n")
+			path := writeFile(t, tc.value+"\n")
 			for source, set := range map[string]func(env map[string]string) []string{
 				"environment": func(env map[string]string) []string { env[row.env()] = path; return nil },
 				"file":        func(env map[string]string) []string { env[configFileEnv] = writeYAML(t, row.key, path); return nil },
@@ -85,7 +74,7 @@ func TestSecretFromFile(t *testing.T) {
 
 func TestSecretFileRefusals(t *testing.T) {
 	const secret = "s3cr3t-portal-value" // too short for a portal secret
-	validKeys := writeSecret(t, "acme:live:"+strings.Repeat("k", 32)+"\n")
+	validKeys := writeFile(t, "acme:live:"+strings.Repeat("k", 32)+"\n")
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name    string
@@ -98,12 +87,12 @@ func TestSecretFileRefusals(t *testing.T) {
 			"REQLOG_API_KEYS_FILE", "no such file"},
 		{"a directory", map[string]string{"REQLOG_API_KEYS_FILE": dir}, nil, "REQLOG_API_KEYS_FILE", "directory"},
 		// An empty file is a secret mounted wrong, not "no keys, generate one".
-		{"empty file", map[string]string{"REQLOG_API_KEYS_FILE": writeSecret(t, "\n")}, nil, "REQLOG_API_KEYS_FILE", "empty"},
-		{"too large", map[string]string{"REQLOG_PORTAL_SECRET_FILE": writeSecret(t, strings.Repeat("s", maxSecretFileBytes+1))}, nil,
+		{"empty file", map[string]string{"REQLOG_API_KEYS_FILE": writeFile(t, "\n")}, nil, "REQLOG_API_KEYS_FILE", "empty"},
+		{"too large", map[string]string{"REQLOG_PORTAL_SECRET_FILE": writeFile(t, strings.Repeat("s", maxSecretFileBytes+1))}, nil,
 			"REQLOG_PORTAL_SECRET_FILE", "too large"},
-		{"invalid content", map[string]string{"REQLOG_PORTAL_SECRET_FILE": writeSecret(t, secret+"\n")}, nil,
+		{"invalid content", map[string]string{"REQLOG_PORTAL_SECRET_FILE": writeFile(t, secret+"\n")}, nil,
 			"REQLOG_PORTAL_SECRET", "named by environment"},
-		{"invalid content by flag", nil, []string{"-portal-secret-file", writeSecret(t, secret)},
+		{"invalid content by flag", nil, []string{"-portal-secret-file", writeFile(t, secret)},
 			"REQLOG_PORTAL_SECRET", "named by flag -portal-secret-file"},
 		{"both in the environment", map[string]string{"REQLOG_API_KEYS": "acme:live:" + secret, "REQLOG_API_KEYS_FILE": validKeys}, nil,
 			"REQLOG_API_KEYS_FILE", "REQLOG_API_KEYS:"},
@@ -132,7 +121,7 @@ func TestSecretFileRefusals(t *testing.T) {
 // config file's value, and a flag's value overrides the environment's file.
 func TestSecretFilePrecedence(t *testing.T) {
 	fromFile := strings.Repeat("f", 32)
-	secretFile := writeSecret(t, fromFile+"\n")
+	secretFile := writeFile(t, fromFile+"\n")
 	yaml := writeYAML(t, "portal.secret", strings.Repeat("y", 32))
 	cfg, err := loadConfig(nil, envOf(map[string]string{configFileEnv: yaml, "REQLOG_PORTAL_SECRET_FILE": secretFile}))
 	if err != nil || string(cfg.Portal.Secret) != fromFile {
