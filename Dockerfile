@@ -20,7 +20,7 @@ WORKDIR /src
 # Static (no libc in the final image), with the toolchain at hand: a go.mod asking
 # for a newer one fails the build instead of downloading a toolchain.
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOMODCACHE=/go/pkg/mod GOCACHE=/root/.cache/go-build
-ARG GOPROXY
+ARG GOPROXY=https://proxy.golang.org,direct
 COPY . .
 # The build context leaves .git out, so go build cannot stamp the revision:
 # it is passed in and set at link time (reqlogd -version prints it).
