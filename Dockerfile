@@ -5,7 +5,7 @@
 #                                 BuildKit cannot read a Dockerfile that is a link)
 #
 # deploy/image/build does the same with the version and revision stamped from git,
-# and without a registry, from the host's Go toolchain (the README's "Deploy").
+# and without a registry, from the host's Go toolchain (the README's "Deploy it").
 #
 # Settings come from REQLOG_* environment variables as usual; secrets preferably
 # from files (REQLOG_API_KEYS_FILE, REQLOG_PORTAL_SECRET_FILE, ...). Nothing secret
