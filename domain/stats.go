@@ -285,18 +285,26 @@ func (b *StatsBuilder) Stats() Stats {
 	s.Buckets = slices.Clone(s.Buckets)
 	var all []float64
 	for i := range s.Buckets {
-		bucket := &s.Buckets[i]
-		s.Total.Count += bucket.Count
-		for c := range bucket.Status {
-			s.Total.Status[c] += bucket.Status[c]
-		}
-		bucket.Duration = Summarise(b.durations[i])
+		s.Buckets[i].Duration = Summarise(b.durations[i])
 		all = append(all, b.durations[i]...)
 	}
+	s.sumBuckets()
 	s.Total.Duration = Summarise(all)
 	s.TopPaths = Top(b.paths, TopPaths)
 	s.TopNames = Top(b.names, TopNames)
 	return s
+}
+
+// sumBuckets sets the total's count and status classes to the buckets' sums:
+// every builder's last step but the durations and the rankings.
+func (s *Stats) sumBuckets() {
+	s.Total.Count, s.Total.Status = 0, StatusCounts{}
+	for _, bucket := range s.Buckets {
+		s.Total.Count += bucket.Count
+		for c := range bucket.Status {
+			s.Total.Status[c] += bucket.Status[c]
+		}
+	}
 }
 
 // Top returns the n keys of most messages, by count descending then key ascending.
