@@ -21,11 +21,21 @@ import (
 // reported are the messages counted since a key was last admitted, not the
 // count less its debt, so a key never dropped keeps its exact count.
 type KeyCounter struct {
-	index   map[string]int32 // the entry of each key
+	// index is the entry of each key, built when first needed: a counter
+	// decoded only to be merged into another never needs it.
+	index   map[string]int32
 	entries []keyEntry
 	// capacity is how many keys a prune keeps: MaxRankedKeys when 0 (tests
 	// lower it).
 	capacity int
+	// keyViews says the keys share one string (a decoded counter's): another
+	// counter copies those it keeps, so that it does not hold the whole.
+	keyViews bool
+	// decoding is UnmarshalBinary's memory, kept for the next.
+	decoding struct {
+		block []byte
+		ends  []int
+	}
 }
 
 type keyEntry struct {
@@ -61,29 +71,21 @@ func (c *KeyCounter) Merge(o *KeyCounter) {
 		o = c.Clone()
 	}
 	for _, e := range o.entries {
-		c.add(e.key, e.count, e.errors, e.debt, false)
+		c.add(e.key, e.count, e.errors, e.debt, o.keyViews)
 	}
 }
 
 // Clone returns a copy of c that shares no memory with it but the keys.
 func (c *KeyCounter) Clone() *KeyCounter {
-	return &KeyCounter{index: clonedIndex(c.index), entries: slices.Clone(c.entries), capacity: c.capacity}
-}
-
-func clonedIndex(index map[string]int32) map[string]int32 {
-	if index == nil {
-		return nil
-	}
-	out := make(map[string]int32, len(index))
-	for k, v := range index {
-		out[k] = v
-	}
-	return out
+	return &KeyCounter{entries: slices.Clone(c.entries), capacity: c.capacity, keyViews: c.keyViews}
 }
 
 // add counts count messages (errors of them errors) of key, with the debt
 // they carry. copyKey says whether key may be a view to copy.
 func (c *KeyCounter) add(key string, count, errors, debt int64, copyKey bool) {
+	if len(c.index) < len(c.entries) {
+		c.reindex()
+	}
 	if i, ok := c.index[key]; ok {
 		e := &c.entries[i]
 		e.count += count
@@ -126,6 +128,14 @@ func (c *KeyCounter) prune() {
 	}
 	clear(c.entries[len(kept):]) // let the dropped keys go
 	c.entries = kept
+	c.reindex()
+}
+
+// reindex builds the index of the entries.
+func (c *KeyCounter) reindex() {
+	if c.index == nil {
+		c.index = make(map[string]int32, len(c.entries))
+	}
 	clear(c.index)
 	for i, e := range c.entries {
 		c.index[e.key] = int32(i)
@@ -156,4 +166,5 @@ func (c *KeyCounter) Reset() {
 	clear(c.entries)
 	c.entries = c.entries[:0]
 	clear(c.index)
+	c.keyViews = false
 }

@@ -179,9 +179,14 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 		spans = append(spans, span{key.name, key.start, key.start.Add(time.Hour), r})
 	}
 	rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-	b := NewRollupStatsBuilder(q, now)
+	// The spans counted by two builders, added up (RollupStatsBuilder.Merge).
+	b, other := NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now)
 	match := q.Filter.Matcher()
-	for _, s := range spans {
+	for k, s := range spans {
+		b := b
+		if k%2 == 1 {
+			b = other
+		}
 		if b.AddRollup(s.start, s.end, s.name, s.r) {
 			continue
 		}
@@ -194,6 +199,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 			}
 		}
 	}
+	b.Merge(other)
 	return b.Stats(), refused
 }
 

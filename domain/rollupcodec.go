@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -230,33 +231,41 @@ func (c *KeyCounter) readBody(in *decoder) {
 		in.fail("%d keys with flags %d", n, flags)
 		return
 	}
-	if c.index == nil {
-		c.index = make(map[string]int32, n)
-	}
-	var key []byte
-	prev := ""
+	// The keys are read into one block, made one string: one allocation for
+	// all (KeyCounter.keyViews).
+	block, ends := c.decoding.block[:0], c.decoding.ends[:0]
+	defer func() { c.decoding.block, c.decoding.ends = block, ends }()
+	prevStart := 0
 	for range n {
+		start := len(block)
+		prev := block[prevStart:start]
 		shared, rest := in.uvarint(), in.uvarint()
 		if shared > uint64(len(prev)) || rest > uint64(len(in.data)) {
 			in.fail("a key past the data")
 			return
 		}
-		key = append(append(key[:0], prev[:shared]...), in.take(int(rest))...)
-		e := keyEntry{key: string(key), count: in.count(), errors: in.count()}
+		block = append(append(block, prev[:shared]...), in.take(int(rest))...)
+		e := keyEntry{count: in.count(), errors: in.count()}
 		if flags == counterHasDebts {
 			e.debt = in.count()
 		}
 		if in.err != nil {
 			return
 		}
-		if len(c.entries) > 0 && e.key <= prev || e.count < 1 || e.errors > e.count || e.debt >= e.count {
-			in.fail("key %q out of order, or counted %d with %d errors and debt %d", e.key, e.count, e.errors, e.debt)
+		if len(ends) > 0 && bytes.Compare(prev, block[start:]) >= 0 || e.count < 1 || e.errors > e.count || e.debt >= e.count {
+			in.fail("key %q out of order, or counted %d with %d errors and debt %d", block[start:], e.count, e.errors, e.debt)
 			return
 		}
-		c.index[e.key] = int32(len(c.entries))
 		c.entries = append(c.entries, e)
-		prev = e.key
+		ends = append(ends, len(block))
+		prevStart = start
 	}
+	keys, start := string(block), 0
+	for i, end := range ends {
+		c.entries[i].key = keys[start:end]
+		start = end
+	}
+	c.keyViews = len(ends) > 0
 }
 
 // decoder reads an encoding, keeping the first error; what it reads after
@@ -282,6 +291,11 @@ func (in *decoder) version(want byte) {
 }
 
 func (in *decoder) uvarint() uint64 {
+	if len(in.data) > 0 && in.data[0] < 0x80 { // one byte: most of them
+		v := in.data[0]
+		in.data = in.data[1:]
+		return uint64(v)
+	}
 	v, n := binary.Uvarint(in.data)
 	if n <= 0 {
 		in.fail("truncated or overlong number")

@@ -120,6 +120,22 @@ func (b *RollupStatsBuilder) Add(m StatsSample) {
 	b.names.Add(m.Name, isError)
 }
 
+// Merge adds what o counted, o being a builder of the same query at the same
+// now: so that a store may count parts of the range at once, on as many
+// processors, and add the parts up.
+func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
+	for i := range b.stats.Buckets {
+		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
+		bucket.Count += other.Count
+		for c := range bucket.Status {
+			bucket.Status[c] += other.Status[c]
+		}
+		b.durations[i].Merge(&o.durations[i])
+	}
+	b.paths.Merge(&o.paths)
+	b.names.Merge(&o.names)
+}
+
 // Stats returns the statistics of what was added.
 func (b *RollupStatsBuilder) Stats() Stats {
 	s := b.stats
