@@ -46,9 +46,15 @@ func (r *Rollup) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
 // UnmarshalBinary sets r to the rollup data encodes, reusing r's memory, or
 // returns an error matching ErrInvalidEncoding and leaves r empty.
 func (r *Rollup) UnmarshalBinary(data []byte) error {
+	if err := decodeWhole(data, rollupEncodingV1, r.readBody); err != nil {
+		r.Reset()
+		return fmt.Errorf("rollup: %w", err)
+	}
+	return nil
+}
+
+func (r *Rollup) readBody(in *decoder) {
 	r.Reset()
-	in := decoder{data: data}
-	in.version(rollupEncodingV1)
 	r.Count = in.count()
 	var classes int64
 	for c := range r.Status {
@@ -63,22 +69,17 @@ func (r *Rollup) UnmarshalBinary(data []byte) error {
 	}
 	r.AllVisibleAt = time.UnixMicro(in.varint()).UTC()
 	r.FirstExpiresAt = time.UnixMicro(in.varint()).UTC()
-	r.Durations.readBody(&in)
+	r.Durations.readBody(in)
 	if r.Durations.count > r.Count {
 		in.fail("%d durations of %d messages", r.Durations.count, r.Count)
 	}
-	r.Paths.readBody(&in)
+	r.Paths.readBody(in)
 	var counted int64
 	for _, e := range r.Paths.entries {
 		if counted += e.count; counted > r.Count {
 			in.fail("paths count more messages than %d", r.Count)
 		}
 	}
-	if err := in.end(); err != nil {
-		r.Reset()
-		return fmt.Errorf("rollup: %w", err)
-	}
-	return nil
 }
 
 // AppendBinary appends the encoding of d to b.
@@ -92,10 +93,7 @@ func (d *DurationDigest) MarshalBinary() ([]byte, error) { return d.AppendBinary
 // UnmarshalBinary sets d to the digest data encodes, or returns an error
 // matching ErrInvalidEncoding and leaves d empty.
 func (d *DurationDigest) UnmarshalBinary(data []byte) error {
-	in := decoder{data: data}
-	in.version(digestEncodingV1)
-	d.readBody(&in)
-	if err := in.end(); err != nil {
+	if err := decodeWhole(data, digestEncodingV1, d.readBody); err != nil {
 		d.Reset()
 		return fmt.Errorf("duration digest: %w", err)
 	}
@@ -174,10 +172,7 @@ func (c *KeyCounter) MarshalBinary() ([]byte, error) { return c.AppendBinary(nil
 // UnmarshalBinary sets c to the counter data encodes, reusing c's memory, or
 // returns an error matching ErrInvalidEncoding and leaves c empty.
 func (c *KeyCounter) UnmarshalBinary(data []byte) error {
-	in := decoder{data: data}
-	in.version(counterEncodingV1)
-	c.readBody(&in)
-	if err := in.end(); err != nil {
+	if err := decodeWhole(data, counterEncodingV1, c.readBody); err != nil {
 		c.Reset()
 		return fmt.Errorf("key counter: %w", err)
 	}
@@ -266,6 +261,15 @@ func (c *KeyCounter) readBody(in *decoder) {
 		start = end
 	}
 	c.keyViews = len(ends) > 0
+}
+
+// decodeWhole reads data, which starts with version, with read: an error
+// unless read takes it all.
+func decodeWhole(data []byte, version byte, read func(*decoder)) error {
+	in := decoder{data: data}
+	in.version(version)
+	read(&in)
+	return in.end()
 }
 
 // decoder reads an encoding, keeping the first error; what it reads after

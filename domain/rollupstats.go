@@ -105,13 +105,10 @@ func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rol
 // now, of a span no rollup stands for. A message outside the range is
 // ignored, as StatsBuilder ignores it.
 func (b *RollupStatsBuilder) Add(m StatsSample) {
-	if m.CreatedAt.Before(b.q.From) || !m.CreatedAt.Before(b.q.To) {
+	i, ok := b.stats.countSample(b.q, m)
+	if !ok {
 		return
 	}
-	i := b.q.BucketIndex(m.CreatedAt)
-	bucket := &b.stats.Buckets[i]
-	bucket.Count++
-	bucket.Status.Add(m.StatusCode)
 	if m.HasDuration {
 		b.durations[i].Add(m.Duration)
 	}

@@ -219,18 +219,27 @@ func NewStatsBuilder(q StatsQuery) *StatsBuilder {
 // Add counts one message that passed the query's filter. A message outside the
 // range is ignored.
 func (b *StatsBuilder) Add(m StatsSample) {
-	if m.CreatedAt.Before(b.q.From) || !m.CreatedAt.Before(b.q.To) {
+	i, ok := b.stats.countSample(b.q, m)
+	if !ok {
 		return
 	}
-	i := b.q.BucketIndex(m.CreatedAt)
-	bucket := &b.stats.Buckets[i]
-	bucket.Count++
-	bucket.Status.Add(m.StatusCode)
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
 	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
 	countKey(b.names, m.Name, m.StatusCode)
+}
+
+// countSample counts m in its bucket of s, q's statistics, and returns the
+// bucket; false, counting nothing, when m lies outside q's range.
+func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
+	if m.CreatedAt.Before(q.From) || !m.CreatedAt.Before(q.To) {
+		return 0, false
+	}
+	i := q.BucketIndex(m.CreatedAt)
+	s.Buckets[i].Count++
+	s.Buckets[i].Status.Add(m.StatusCode)
+	return i, true
 }
 
 // MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
