@@ -39,7 +39,10 @@ type record struct {
 }
 
 // Middleware records every exchange of next that Options.Skip does not skip. A
-// handler that panics is not recorded; the panic goes on up unchanged.
+// handler that panics is not recorded; the panic goes on up unchanged. Nor is an
+// exchange whose client went away while sending its request body (the body's
+// read failed and the request's context ended): half a request is not stored as
+// if it were whole; Stats.Abandoned counts them.
 func (r *Recorder) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.opts.Skip != nil && r.opts.Skip(req) {
@@ -63,6 +66,10 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 		}
 		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started}
 		next.ServeHTTP(httpsnoop.Wrap(w, resp.hooks()), req)
+		if rec.reqBody.broken() && req.Context().Err() != nil {
+			r.abandoned.Add(1)
+			return
+		}
 		resp.finish()
 		r.enqueue(rec)
 	})
@@ -201,8 +208,11 @@ type teeBody struct {
 func (t *teeBody) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
 	t.into.Write(p[:n])
-	if err == io.EOF { //nolint:errorlint // io.EOF is returned unwrapped by contract
+	switch {
+	case err == io.EOF: //nolint:errorlint // io.EOF is returned unwrapped by contract
 		t.into.sawEnd()
+	case err != nil:
+		t.into.sawError()
 	}
 	return n, err
 }
@@ -216,6 +226,7 @@ type cappedBuffer struct {
 	kept     []byte
 	total    int64
 	complete bool // the whole stream passed through (request bodies: EOF seen)
+	failed   bool // reading the stream failed before its end
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -232,6 +243,19 @@ func (b *cappedBuffer) sawEnd() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.complete = true
+}
+
+func (b *cappedBuffer) sawError() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failed = true
+}
+
+// broken: reading the stream failed before its end was seen.
+func (b *cappedBuffer) broken() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed && !b.complete
 }
 
 // readFrom passes src to the original ReadFrom. Only the part to keep goes through
