@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/FerretDB/FerretDB v1.24.0
+	github.com/coder/websocket v1.8.15
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/felixge/httpsnoop v1.0.4
 	github.com/getkin/kin-openapi v0.152.0

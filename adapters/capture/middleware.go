@@ -374,8 +374,17 @@ func (r *Recorder) forwardedClient(lines []string) (netip.Addr, bool) {
 	return client, client.IsValid()
 }
 
-func (r *Recorder) trusted(ip netip.Addr) bool {
-	for _, p := range r.opts.TrustedProxies {
+func (r *Recorder) trusted(ip netip.Addr) bool { return contains(r.opts.TrustedProxies, ip) }
+
+// Trusts reports whether addr ("ip" or "ip:port", as http.Request.RemoteAddr) is
+// in one of prefixes.
+func Trusts(prefixes []netip.Prefix, addr string) bool {
+	ip, ok := parseIP(addr)
+	return ok && contains(prefixes, ip)
+}
+
+func contains(prefixes []netip.Prefix, ip netip.Addr) bool {
+	for _, p := range prefixes {
 		if p.Contains(ip) {
 			return true
 		}
