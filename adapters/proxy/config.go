@@ -118,3 +118,30 @@ func (c Config) recorderOptions() capture.Options {
 	}
 	return opts
 }
+
+// ParsePrefixes reads addresses ("10.0.0.1", "::1") and CIDR ranges
+// ("10.0.0.0/8"), as TrustedProxies takes them.
+func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
+	prefixes := make([]netip.Prefix, 0, len(entries))
+	for i, entry := range entries {
+		if p, err := netip.ParsePrefix(entry); err == nil {
+			prefixes = append(prefixes, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(entry)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d is neither an IP address nor a CIDR range such as 10.0.0.0/8", i+1)
+		}
+		prefixes = append(prefixes, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+	}
+	return prefixes, nil
+}
+
+// FormatPrefixes is the comma-separated list ParsePrefixes reads back.
+func FormatPrefixes(prefixes []netip.Prefix) string {
+	entries := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		entries[i] = p.String()
+	}
+	return strings.Join(entries, ",")
+}

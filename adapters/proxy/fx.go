@@ -14,12 +14,14 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Module runs the proxy when its Config is enabled. It needs a Config, a
-// *zap.Logger and a *prometheus.Registry, where it counts exchanges by outcome;
-// storing locally (no ReqlogURL) it needs the *app.Ingester and the
-// ports.KeyStore that resolves APIKey to the account and domain to store as.
+// Module provides the *Server, started and stopped with the application, when
+// its Config is enabled (nil when not). It needs a Config, a *zap.Logger and a
+// *prometheus.Registry, where it counts exchanges by outcome; storing locally
+// (no ReqlogURL) it needs the *app.Ingester and the ports.KeyStore that resolves
+// APIKey to the account and domain to store as.
 var Module = fx.Module("proxy",
-	fx.Invoke(start),
+	fx.Provide(newServer),
+	fx.Invoke(func(*Server) {}),
 )
 
 type params struct {
@@ -33,24 +35,24 @@ type params struct {
 	Keys       ports.KeyStore `optional:"true"`
 }
 
-func start(p params) error {
+func newServer(p params) (*Server, error) {
 	if !p.Config.Enabled() {
-		return nil
+		return nil, nil
 	}
 	submitter, err := submitterFor(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log := p.Logger.Named("proxy")
 	s, err := NewServer(p.Config, submitter, log, func(error) { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := registerMetrics(p.Registry, s); err != nil {
-		return err
+		return nil, err
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
-	return nil
+	return s, nil
 }
 
 // submitterFor is a client of the remote reqlogd, or the ingest use case of this
