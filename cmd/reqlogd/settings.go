@@ -31,6 +31,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
@@ -76,6 +77,7 @@ type config struct {
 	MongoDB       mongo.Config
 	Elasticsearch elastic.Config
 	Proxy         proxy.Config
+	OTLP          otlp.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -97,6 +99,7 @@ func defaultConfig() config {
 		MongoDB:         mongo.DefaultConfig(),
 		Elasticsearch:   elastic.DefaultConfig(),
 		Proxy:           proxy.DefaultConfig(),
+		OTLP:            otlp.DefaultConfig(),
 	}
 }
 
@@ -260,6 +263,9 @@ var settings = []setting{
 	intSetting("proxy.buffer_size", "Proxy.BufferSize", "exchanges through the proxy that may wait to be stored; beyond it they are dropped and counted, never waited for (0: 1000)", func(c *config) *int { return &c.Proxy.BufferSize }),
 	stringSetting("proxy.reqlog_url", "Proxy.ReqlogURL", "a remote reqlogd to submit the proxy's exchanges to, with proxy.api_key (empty: this process stores them)", func(c *config) *string { return &c.Proxy.ReqlogURL }),
 	secretSetting("proxy.api_key", "Proxy.APIKey", "API key the proxy's exchanges are stored under: its account and domain (default: the generated development key)", func(c *config, v string) { c.Proxy.APIKey = v }),
+	int64Setting("otlp.max_body_bytes", "OTLP.MaxBodyBytes", "largest OpenTelemetry export (POST /v1/traces) in bytes, after gzip decompression", func(c *config) *int64 { return &c.OTLP.MaxBodyBytes }),
+	intSetting("otlp.max_spans", "OTLP.MaxSpans", "most spans in one OpenTelemetry export", func(c *config) *int { return &c.OTLP.MaxSpans }),
+	intSetting("otlp.decoders", "OTLP.Decoders", "OpenTelemetry exports read and decoded at the same time (429 with Retry-After beyond)", func(c *config) *int { return &c.OTLP.Decoders }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
@@ -486,7 +492,10 @@ func (c config) validate() error {
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
 		return err
 	}
-	return c.refused("Proxy", c.Proxy.Validate())
+	if err := c.refused("Proxy", c.Proxy.Validate()); err != nil {
+		return err
+	}
+	return c.refused("OTLP", c.OTLP.Validate())
 }
 
 // refused turns a part's refusal of one field (a *domain.ValidationError

@@ -21,6 +21,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
@@ -140,6 +141,9 @@ var settingCases = []settingCase{
 	{key: "proxy.buffer_size", value: "10", check: func(c config) bool { return c.Proxy.BufferSize == 10 }},
 	{key: "proxy.reqlog_url", value: "https://logs.example.com", check: func(c config) bool { return c.Proxy.ReqlogURL == "https://logs.example.com" }},
 	{key: "proxy.api_key", value: "rk_proxy_key", check: func(c config) bool { return c.Proxy.APIKey == "rk_proxy_key" }},
+	{key: "otlp.max_body_bytes", value: "1024", check: func(c config) bool { return c.OTLP.MaxBodyBytes == 1024 }},
+	{key: "otlp.max_spans", value: "10", check: func(c config) bool { return c.OTLP.MaxSpans == 10 }},
+	{key: "otlp.decoders", value: "1", check: func(c config) bool { return c.OTLP.Decoders == 1 }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
@@ -195,6 +199,7 @@ func TestDefaultsAreEachPartsDefaults(t *testing.T) {
 		"elastic": {cfg.Elasticsearch, elastic.DefaultConfig()},
 		"keyring": {cfg.Keyring, keyring.Config{}},
 		"proxy":   {cfg.Proxy, proxy.DefaultConfig()},
+		"otlp":    {cfg.OTLP, otlp.DefaultConfig()},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("default %s config %+v, want its DefaultConfig %+v", part, pair[0], pair[1])
@@ -368,6 +373,8 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"trusted proxy not an address", map[string]string{"REQLOG_PROXY_TRUSTED_PROXIES": "10.0.0.0/8,lb.internal"}, nil, "REQLOG_PROXY_TRUSTED_PROXIES", ""},
 		{"negative proxy body limit", map[string]string{"REQLOG_PROXY_UPSTREAM": "http://app", "REQLOG_PROXY_MAX_BODY_BYTES": "-1"}, nil, "REQLOG_PROXY_MAX_BODY_BYTES", ""},
 		{"remote reqlog without a key", map[string]string{"REQLOG_PROXY_UPSTREAM": "http://app", "REQLOG_PROXY_REQLOG_URL": "http://logs:8080"}, nil, "REQLOG_PROXY_API_KEY", ""},
+		{"no OTLP spans", map[string]string{"REQLOG_OTLP_MAX_SPANS": "0"}, nil, "REQLOG_OTLP_MAX_SPANS", ""},
+		{"OTLP body limit with unit", map[string]string{"REQLOG_OTLP_MAX_BODY_BYTES": "16MB"}, nil, "REQLOG_OTLP_MAX_BODY_BYTES", ""},
 		{"missing config file", map[string]string{configFileEnv: "/nonexistent/reqlog.yaml"}, nil, configFileEnv, ""},
 		{"config file syntax", map[string]string{configFileEnv: writeFile(t, "retention: [1d\n")}, nil, configFileEnv, ""},
 		{"unknown key in file", map[string]string{configFileEnv: writeFile(t, "retenton: 1d\n")}, nil, configFileEnv, ""},
