@@ -217,9 +217,11 @@ func serverSpan(path string, status int64, ago time.Duration) *tracepb.Span {
 		Attributes: []*commonpb.KeyValue{str("http.request.method", "GET"), str("url.path", path), integer("http.response.status_code", status)}}
 }
 
-func export(t *testing.T, spans ...*tracepb.Span) []byte {
+// export is an export request of spans from the application shop, encoded
+// with marshal (proto.Marshal or protojson.Marshal).
+func export(t *testing.T, marshal func(proto.Message) ([]byte, error), spans ...*tracepb.Span) []byte {
 	t.Helper()
-	b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{resourceOf("shop", spans...)}})
+	b, err := marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{resourceOf("shop", spans...)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestPartialSuccess(t *testing.T) {
 	svc := newService(t, serviceOptions{})
 	noStatus := serverSpan("/no-status", 200, time.Minute)
 	noStatus.Attributes = noStatus.Attributes[:2]
-	resp, reply := post(t, svc.url, "application/x-protobuf", export(t,
+	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, proto.Marshal,
 		serverSpan("/ok", 200, time.Minute),
 		serverSpan("/from-the-future", 200, -48*time.Hour),
 		noStatus,
@@ -257,7 +259,7 @@ func TestPartialSuccess(t *testing.T) {
 // Every refusal is an OTLP Status in the request's encoding, with the code the
 // specification gives it, and nothing stored.
 func TestRefusals(t *testing.T) {
-	cut := export(t, serverSpan("/a", 200, time.Minute))
+	cut := export(t, proto.Marshal, serverSpan("/a", 200, time.Minute))
 	cut = cut[:len(cut)-5]
 	tooMany := make([]*tracepb.Span, 11)
 	for i := range tooMany {
@@ -273,15 +275,15 @@ func TestRefusals(t *testing.T) {
 		replyType   string
 	}{
 		{"wrong content type", "text/plain", []byte("hello"), nil, http.StatusUnsupportedMediaType, "application/json"},
-		{"no content type", "", export(t, serverSpan("/a", 200, time.Minute)), nil, http.StatusUnsupportedMediaType, "application/json"},
+		{"no content type", "", export(t, proto.Marshal, serverSpan("/a", 200, time.Minute)), nil, http.StatusUnsupportedMediaType, "application/json"},
 		{"truncated protobuf", "application/x-protobuf", cut, nil, http.StatusBadRequest, "application/x-protobuf"},
 		{"JSON that is not JSON", "application/json", []byte(`{"resourceSpans":[`), nil, http.StatusBadRequest, "application/json"},
 		{"JSON of another shape", "application/json", []byte(`{"resourceSpans":{"a":1}}`), nil, http.StatusBadRequest, "application/json"},
 		{"oversized", "application/x-protobuf", bytes.Repeat([]byte{0}, 5000), nil, http.StatusRequestEntityTooLarge, "application/x-protobuf"},
-		{"too many spans", "application/x-protobuf", export(t, tooMany...), nil, http.StatusRequestEntityTooLarge, "application/x-protobuf"},
+		{"too many spans", "application/x-protobuf", export(t, proto.Marshal, tooMany...), nil, http.StatusRequestEntityTooLarge, "application/x-protobuf"},
 		{"not gzip", "application/x-protobuf", []byte("plain"), []string{"Content-Encoding", "gzip"}, http.StatusBadRequest, "application/x-protobuf"},
 		{"unknown coding", "application/x-protobuf", []byte("x"), []string{"Content-Encoding", "br"}, http.StatusUnsupportedMediaType, "application/x-protobuf"},
-		{"no key", "application/x-protobuf", export(t), []string{"Authorization", ""}, http.StatusUnauthorized, "application/x-protobuf"},
+		{"no key", "application/x-protobuf", export(t, proto.Marshal), []string{"Authorization", ""}, http.StatusUnauthorized, "application/x-protobuf"},
 		{"unknown key", "application/json", []byte(`{}`), []string{"Authorization", "Bearer rk_nobody_at_all_here"}, http.StatusUnauthorized, "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,10 +320,10 @@ func decodeStatus(t *testing.T, contentType string, reply []byte) *status.Status
 
 func TestRateLimitIs429WithRetryAfter(t *testing.T) {
 	svc := newService(t, serviceOptions{limiter: httpapi.NewRateLimiter(0.001, 1, nil)})
-	if resp, reply := post(t, svc.url, "application/x-protobuf", export(t, serverSpan("/a", 200, time.Minute))); resp.StatusCode != http.StatusOK {
+	if resp, reply := post(t, svc.url, "application/x-protobuf", export(t, proto.Marshal, serverSpan("/a", 200, time.Minute))); resp.StatusCode != http.StatusOK {
 		t.Fatalf("first export: %d %q", resp.StatusCode, reply)
 	}
-	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, serverSpan("/b", 200, time.Minute)))
+	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, proto.Marshal, serverSpan("/b", 200, time.Minute)))
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("second export: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
@@ -339,22 +341,13 @@ func (downStore) Append(context.Context, []domain.Message) error {
 
 func TestStoreDownIs503WithRetryAfter(t *testing.T) {
 	svc := newService(t, serviceOptions{store: downStore{memory.New()}})
-	resp, reply := post(t, svc.url, "application/json", mustJSON(t, serverSpan("/a", 200, time.Minute)))
+	resp, reply := post(t, svc.url, "application/json", export(t, protojson.Marshal, serverSpan("/a", 200, time.Minute)))
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("reply %d %q, Retry-After %q", resp.StatusCode, reply, resp.Header.Get("Retry-After"))
 	}
 	if st := decodeStatus(t, "application/json", reply); st.GetCode() != 14 {
 		t.Errorf("status %+v, want UNAVAILABLE", st)
 	}
-}
-
-func mustJSON(t *testing.T, spans ...*tracepb.Span) []byte {
-	t.Helper()
-	b, err := protojson.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{resourceOf("shop", spans...)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // A span with a million attributes is refused before it is decoded (413); one
@@ -377,13 +370,13 @@ func TestAMillionAttributes(t *testing.T) {
 		js.WriteString(`{"key":"a","value":{"intValue":"1"}}`)
 	}
 	js.WriteString(`]}]}]}]}`)
-	for enc, body := range map[string][]byte{"application/x-protobuf": export(t, withAttributes(1_000_000)), "application/json": js.Bytes()} {
+	for enc, body := range map[string][]byte{"application/x-protobuf": export(t, proto.Marshal, withAttributes(1_000_000)), "application/json": js.Bytes()} {
 		resp, reply := post(t, svc.url, enc, body)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Fatalf("%s, a million attributes: reply %d %q", enc, resp.StatusCode, reply)
 		}
 	}
-	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, withAttributes(5000), serverSpan("/fine", 200, time.Minute)))
+	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, proto.Marshal, withAttributes(5000), serverSpan("/fine", 200, time.Minute)))
 	var decoded coltracepb.ExportTraceServiceResponse
 	if err := proto.Unmarshal(reply, &decoded); resp.StatusCode != http.StatusOK || err != nil || decoded.GetPartialSuccess().GetRejectedSpans() != 1 {
 		t.Fatalf("reply %d %+v (%v), want the span of 5,000 attributes rejected", resp.StatusCode, &decoded, err)

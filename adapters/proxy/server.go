@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -26,14 +25,8 @@ const (
 // Server is the proxy listening on Config.Addr; Start and Stop fit an fx
 // lifecycle.
 type Server struct {
-	srv    *http.Server
-	rec    *capture.Recorder
-	log    *zap.Logger
-	onFail func(error)
-
-	mu   sync.Mutex
-	addr net.Addr
-	done chan struct{}
+	*httpapi.Server
+	rec *capture.Recorder
 }
 
 // NewServer returns the proxy of cfg (which must be valid and enabled), recording
@@ -56,70 +49,26 @@ func NewServer(cfg Config, submitter ports.ExchangeSubmitter, log *zap.Logger, o
 	rec := capture.New(submitter, opts)
 	forward := NewReverseProxy(upstream, cfg.TrustedProxies, NewTransport(), log)
 	errorLog, _ := zap.NewStdLogAt(log, zap.WarnLevel)
-	return &Server{
-		srv: &http.Server{
-			Addr:              cfg.Addr,
-			Handler:           Handler(forward, rec),
-			ReadHeaderTimeout: readHeaderTimeout,
-			IdleTimeout:       idleTimeout,
-			ErrorLog:          errorLog,
-		},
-		rec:    rec,
-		log:    log,
-		onFail: onFail,
-	}, nil
+	srv := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           Handler(forward, rec),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          errorLog,
+	}
+	return &Server{Server: httpapi.ServerFor(srv, "REQLOG_PROXY_ADDR", log, onFail), rec: rec}, nil
 }
 
 // Stats are the recorder's counts.
 func (s *Server) Stats() capture.Stats { return s.rec.Stats() }
 
-// Start listens synchronously, so a bad or busy address fails start-up, then
-// serves in the background.
-func (s *Server) Start(context.Context) error {
-	ln, err := net.Listen("tcp", s.srv.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on REQLOG_PROXY_ADDR %q: %w", s.srv.Addr, err)
-	}
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.addr, s.done = ln.Addr(), done
-	s.mu.Unlock()
-	s.log.Info("proxy listening", zap.String("addr", ln.Addr().String()))
-	go func() {
-		defer close(done)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("proxy stopped", zap.Error(err))
-			if s.onFail != nil {
-				s.onFail(err)
-			}
-		}
-	}()
-	return nil
-}
-
 // Stop lets requests in flight finish until ctx ends, then stores what the
 // recorder holds, within the same ctx. Upgraded connections (WebSockets) are the
 // upstream's and the client's, and are left to end on their own.
 func (s *Server) Stop(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(fmt.Errorf("proxy: graceful shutdown: %w", err), s.srv.Close())
-	}
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	err := s.Server.Stop(ctx)
 	if closeErr := s.rec.Close(ctx); closeErr != nil {
 		err = errors.Join(err, fmt.Errorf("proxy: store the recorded exchanges: %w", closeErr))
 	}
 	return err
-}
-
-// Addr is the address the proxy listens on, once started (nil before).
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
 }

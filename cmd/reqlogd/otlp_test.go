@@ -11,9 +11,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/fx"
-	"go.uber.org/fx/fxtest"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 )
@@ -21,22 +18,8 @@ import (
 // reqlogd takes OpenTelemetry exports on /v1/traces with an API key, and its
 // API lists what they held.
 func TestOTLPExportsAreListed(t *testing.T) {
-	cfg, err := loadConfig(nil, envOf(map[string]string{
-		"REQLOG_ADDR":             "127.0.0.1:0",
-		"REQLOG_VISIBILITY_DELAY": "0",
-		"REQLOG_API_KEYS":         "acme:test:rk_otlp_reqlogd_key",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	graph, err := options(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var server *httpapi.Server
-	svc := fxtest.New(t, graph, fx.Populate(&server))
-	svc.RequireStart()
-	defer svc.RequireStop()
+	startGraph(t, map[string]string{"REQLOG_API_KEYS": "acme:test:rk_otlp_reqlogd_key"}, &server)
 	base := "http://" + server.Addr().String()
 
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(base+"/v1/traces"),

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,27 +29,15 @@ func TestProxyStoresThroughTheService(t *testing.T) {
 	}))
 	defer upstream.Close()
 
-	cfg, err := loadConfig(nil, envOf(map[string]string{
-		"REQLOG_ADDR":             "127.0.0.1:0",
-		"REQLOG_VISIBILITY_DELAY": "0",
-		"REQLOG_API_KEYS":         "acme:live:rk_proxy_test_key_1",
-		"REQLOG_PROXY_UPSTREAM":   upstream.URL,
-		"REQLOG_PROXY_ADDR":       "127.0.0.1:0",
-		"REQLOG_PROXY_NAME":       "shop",
-		"REQLOG_PROXY_API_KEY":    "rk_proxy_test_key_1",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	graph, err := options(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var server *httpapi.Server
 	var front *proxy.Server
-	svc := fxtest.New(t, graph, fx.Populate(&server, &front))
-	svc.RequireStart()
-	defer svc.RequireStop()
+	startGraph(t, map[string]string{
+		"REQLOG_API_KEYS":       "acme:live:rk_proxy_test_key_1",
+		"REQLOG_PROXY_UPSTREAM": upstream.URL,
+		"REQLOG_PROXY_ADDR":     "127.0.0.1:0",
+		"REQLOG_PROXY_NAME":     "shop",
+		"REQLOG_PROXY_API_KEY":  "rk_proxy_test_key_1",
+	}, &server, &front)
 
 	resp, err := http.Post("http://"+front.Addr().String()+"/orders", "application/json", strings.NewReader(`{"sku":"b-1"}`))
 	if err != nil {
@@ -120,4 +109,24 @@ func TestProxyNeedsAKeyToStoreAs(t *testing.T) {
 			t.Errorf("key %q: err %v, want a refusal that does not echo the key", apiKey, err)
 		}
 	}
+}
+
+// startGraph starts reqlogd's graph on the settings of env, the API on a free
+// port with no visibility delay, fills targets (pointers, as fx.Populate) and
+// stops it when the test ends.
+func startGraph(t *testing.T, env map[string]string, targets ...any) {
+	t.Helper()
+	env = maps.Clone(env)
+	env["REQLOG_ADDR"], env["REQLOG_VISIBILITY_DELAY"] = "127.0.0.1:0", "0"
+	cfg, err := loadConfig(nil, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph, err := options(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := fxtest.New(t, graph, fx.Populate(targets...))
+	svc.RequireStart()
+	t.Cleanup(svc.RequireStop)
 }
