@@ -136,6 +136,7 @@ func proxyBench(ctx context.Context, o options, stdout io.Writer) error {
 				meter := startCPU(s.pid)
 				rep := attack(fmt.Sprintf("%s %s round %d", phase.name, s.name, round+1), phase.load, 1,
 					proxyTargets(s.base, o.seed+uint64(round)), false, nil)
+				relabel(rep)
 				rep.print(stdout)
 				reports[i] = append(reports[i], rep)
 				if per := meter.per(float64(rep.all.Requests)); per > 0 {
@@ -148,6 +149,18 @@ func proxyBench(ctx context.Context, o options, stdout io.Writer) error {
 		printProxyComparison(stdout, phase.name, reports, cpu)
 	}
 	return nil
+}
+
+// relabel names the report's rows by the proxy workload's requests rather than
+// the API's (kindOf takes every POST for a submission).
+func relabel(rep *report) {
+	byKind := map[string]*vegeta.Metrics{}
+	for kind, name := range map[string]string{kindIngest: "POST /orders", kindOther: "GET /items/{id}"} {
+		if m := rep.byKind[kind]; m != nil {
+			byKind[name] = m
+		}
+	}
+	rep.byKind = byKind
 }
 
 // printProxyComparison sums a phase up: per round, the capturing proxy's
