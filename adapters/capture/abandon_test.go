@@ -51,3 +51,29 @@ func TestAClientThatHangsUpMidBodyIsNotRecorded(t *testing.T) {
 		t.Errorf("stored %+v, want only the whole request", got)
 	}
 }
+
+// A handler that aborts its reply (httputil.ReverseProxy on a broken stream) is
+// recorded as far as it went, without claiming to know the reply's size; the
+// panic still reaches net/http, which cuts the connection.
+func TestAnAbortedReplyIsRecordedAsFarAsItWent(t *testing.T) {
+	sub := &fakeSubmitter{}
+	rec, srv := startRecorder(t, sub, capture.Options{FlushInterval: never, MaxBodyBytes: 10}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 100))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}))
+	resp, err := http.Get(srv.URL + "/stream")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Error("the client got the aborted reply as whole")
+	}
+	waitFor(t, "the aborted exchange", func() bool { return rec.Stats().Captured == 1 })
+	closeRecorder(t, rec)
+	got := sub.exchanges()
+	if len(got) != 1 || got[0].Response.Body != "xxxxxxxxxx…[truncated by reqlog capture: at least 100 bytes]" {
+		t.Errorf("stored %+v", got)
+	}
+}

@@ -39,8 +39,11 @@ type record struct {
 }
 
 // Middleware records every exchange of next that Options.Skip does not skip. A
-// handler that panics is not recorded; the panic goes on up unchanged. Nor is an
-// exchange whose client went away while sending its request body (the body's
+// handler that panics is not recorded; the panic goes on up unchanged. One that
+// aborts its reply with http.ErrAbortHandler (as httputil.ReverseProxy does when
+// a stream breaks: an event stream the client closed) is recorded as far as it
+// went, its body's size then unknown, and the panic goes on. Not recorded either
+// is an exchange whose client went away while sending its request body (the body's
 // read failed and the request's context ended): half a request is not stored as
 // if it were whole; Stats.Abandoned counts them.
 func (r *Recorder) Middleware(next http.Handler) http.Handler {
@@ -65,14 +68,35 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
 		}
 		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started}
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			// The reply was cut off: httputil.ReverseProxy aborts so when a
+			// stream breaks (the client went away, or the upstream).
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler { //nolint:errorlint // a sentinel value, compared as net/http does
+					r.record(req, rec, resp, false)
+				}
+				panic(p)
+			}
+		}()
 		next.ServeHTTP(httpsnoop.Wrap(w, resp.hooks()), req)
-		if rec.reqBody.broken() && req.Context().Err() != nil {
-			r.abandoned.Add(1)
-			return
-		}
-		resp.finish()
-		r.enqueue(rec)
+		returned = true
+		r.record(req, rec, resp, true)
 	})
+}
+
+// record queues rec once the handler is done, unless the client abandoned its
+// request body. whole is false when the handler aborted its reply.
+func (r *Recorder) record(req *http.Request, rec *record, resp *responseCapture, whole bool) {
+	if rec.reqBody.broken() && req.Context().Err() != nil {
+		r.abandoned.Add(1)
+		return
+	}
+	resp.finish(whole)
+	r.enqueue(rec)
 }
 
 func (r *Recorder) name(req *http.Request) string {
@@ -186,7 +210,7 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 // committed no reply, since net/http writes it then; up to the hijack, the last
 // the recorder sees of the reply. A duration over domain.MaxDuration (a stream
 // left open for days) is left unknown rather than have the exchange refused.
-func (c *responseCapture) finish() {
+func (c *responseCapture) finish(whole bool) {
 	if !c.committed && !c.hijacked {
 		c.answered = c.clock.Now()
 	}
@@ -194,7 +218,9 @@ func (c *responseCapture) finish() {
 		c.commit(http.StatusSwitchingProtocols)
 	}
 	c.commit(http.StatusOK)
-	c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+	if whole {
+		c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+	}
 	d := c.answered.Sub(c.started)
 	c.rec.duration, c.rec.hasDuration = d, d >= 0 && d <= domain.MaxDuration
 }

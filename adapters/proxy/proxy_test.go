@@ -346,3 +346,29 @@ func TestRepliesNeverWaitForStorage(t *testing.T) {
 		t.Errorf("stats %+v, want %d captured and all but a batch and the queue dropped", st, n)
 	}
 }
+
+// An event stream ends when its client goes away: the exchange is recorded as
+// far as it went.
+func TestAnEventStreamTheClientClosesIsRecorded(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // streams until the client leaves
+	}))
+	defer upstream.Close()
+	r := newRig(t, upstream.URL, proxy.Config{})
+
+	resp, err := http.Get(r.proxyURL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "data: first\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	resp.Body.Close() // the client leaves mid-stream
+	m := r.stored(t, 1)[0]
+	if m.StatusCode != http.StatusOK || m.Response.Body != "data: first\n\n" || m.Path != "/events" {
+		t.Errorf("recorded %s %d %q", m.Path, m.StatusCode, m.Response.Body)
+	}
+}
