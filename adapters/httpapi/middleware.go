@@ -103,8 +103,8 @@ func recordRoute(next http.Handler) http.Handler {
 // read.
 func (a *api) authenticate(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refusal := a.identify(r); refusal != nil {
-			a.refuse(w, r, *refusal)
+		if refused := a.identify(r); refused != nil {
+			a.refuse(w, r, *refused)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -89,8 +89,8 @@ func (a *api) rateLimit(next http.HandlerFunc) http.HandlerFunc {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if refusal := a.overRate(r); refusal != nil {
-			writeError(w, *refusal)
+		if refused := a.overRate(r); refused != nil {
+			writeError(w, *refused)
 			return
 		}
 		next(w, r)
