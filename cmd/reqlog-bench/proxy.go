@@ -67,18 +67,22 @@ func plainProxyHandler() http.Handler {
 }
 
 // proxyTargets are GETs of item pages and, one in five, a POST of half a
-// kilobyte of JSON.
+// kilobyte of JSON: a pool drawn from seed before the run, taken in turn.
 func proxyTargets(base string, seed uint64) vegeta.Targeter {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	post := []byte(`{"sku":"itm_8f7d2c","quantity":2,"note":"` + strings.Repeat("x", 440) + `"}`)
 	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"reqlog-bench"}}
-	return func(t *vegeta.Target) error {
-		t.Header = header
+	pool := make([]vegeta.Target, 2000)
+	for i := range pool {
+		pool[i] = vegeta.Target{Method: http.MethodGet, Header: header,
+			URL: fmt.Sprintf("%s/items/%d?page=%d", base, rng.IntN(100_000), rng.IntN(10))}
 		if rng.IntN(5) == 0 {
-			t.Method, t.URL, t.Body = http.MethodPost, base+"/orders", post
-			return nil
+			pool[i] = vegeta.Target{Method: http.MethodPost, URL: base + "/orders", Body: post, Header: header}
 		}
-		t.Method, t.URL, t.Body = http.MethodGet, fmt.Sprintf("%s/items/%d?page=%d", base, rng.IntN(100_000), rng.IntN(10)), nil
+	}
+	rr := &roundRobin[vegeta.Target]{items: pool}
+	return func(t *vegeta.Target) error {
+		*t = rr.take()
 		return nil
 	}
 }
