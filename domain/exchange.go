@@ -21,7 +21,10 @@ type Exchange struct {
 	IPAddress string
 	Method    string
 	// Path with its raw query string, as sent ("/orders?page=2").
-	Path     string
+	Path string
+	// Route is the template the server matched ("/orders/{id}"), "" when not
+	// known; sent as the contract's optional route.
+	Route    string
 	Request  ExchangeRequest
 	Response ExchangeResponse
 	// Duration is how long the server took to answer, sent as duration_ms to the
@@ -50,6 +53,7 @@ type exchangeJSON struct {
 	IPAddress string `json:"ip_address,omitempty"`
 	Method    string `json:"method"`
 	Path      string `json:"path"`
+	Route     string `json:"route,omitempty"`
 	// DurationMS is a json.Number so that it is written exactly as formatted.
 	DurationMS json.Number          `json:"duration_ms,omitempty"`
 	Request    exchangeRequestJSON  `json:"request"`
@@ -78,6 +82,7 @@ func EncodeExchanges(exchanges []Exchange) ([]byte, error) {
 			IPAddress: e.IPAddress,
 			Method:    e.Method,
 			Path:      e.Path,
+			Route:     e.Route,
 			Request:   exchangeRequestJSON{Header: e.Request.Header, Body: e.Request.Body},
 			Response: exchangeResponseJSON{StatusCode: e.Response.StatusCode,
 				Header: e.Response.Header, Body: e.Response.Body},

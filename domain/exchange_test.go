@@ -140,3 +140,20 @@ func TestEncodeExchangesLeavesBadDurationsToTheValidator(t *testing.T) {
 	_, err = parse(t, string(body))
 	assertFields(t, err, "[1].duration_ms", "[2].duration_ms")
 }
+
+// route is sent when known and left out when not, for the service to read once
+// submissions carry it (CONTRACT.md, "Route templates").
+func TestEncodeExchangesRoute(t *testing.T) {
+	withRoute, without := sampleExchange(), sampleExchange()
+	withRoute.Route = "/orders/{id}"
+	body, err := EncodeExchanges([]Exchange{withRoute, without})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), `"route":"/orders/{id}"`); n != 1 || strings.Count(string(body), `"route"`) != 1 {
+		t.Errorf("encoded %s, want route once, on the first item", body)
+	}
+	if batch := mustParse(t, string(body)); len(batch.Submissions) != 2 {
+		t.Errorf("parsed %d submissions", len(batch.Submissions))
+	}
+}

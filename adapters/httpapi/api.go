@@ -43,6 +43,8 @@ type Options struct {
 	// (nil: made from the reader).
 	Statistics *app.Statistics
 	Exporter   *app.Exporter
+	// Traces, if set, takes OpenTelemetry trace exports on POST /v1/traces.
+	Traces TraceReceiver
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -63,6 +65,8 @@ type api struct {
 	metrics    *Metrics
 	limiter    *RateLimiter
 	portal     *portal.Portal
+	// traceReceiver serves POST /v1/traces; nil: no such route.
+	traceReceiver TraceReceiver
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -70,7 +74,7 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -117,6 +121,9 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/v1/stats", a.authenticate(a.rateLimit(a.stats))).Methods(readMethods()...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
+	if a.traceReceiver != nil {
+		r.HandleFunc(TracesPath, a.traces).Methods(http.MethodPost)
+	}
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
 }

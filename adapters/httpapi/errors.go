@@ -77,14 +77,19 @@ func unauthorized(message string) apiError {
 // fail writes err's reply; 5xx errors are logged with the request id.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := errorFor(err)
-	if e.status >= http.StatusInternalServerError {
+	a.logFailure(r, err, e.status)
+	writeError(w, e)
+}
+
+// logFailure logs err when its reply, status, is the service's fault (5xx).
+func (a *api) logFailure(r *http.Request, err error, status int) {
+	if status >= http.StatusInternalServerError {
 		level := zap.WarnLevel
-		if e.status == http.StatusInternalServerError {
+		if status == http.StatusInternalServerError {
 			level = zap.ErrorLevel
 		}
 		a.log.Log(level, "request failed", zap.Error(err), zap.String("request_id", requestID(r.Context())))
 	}
-	writeError(w, e)
 }
 
 func writeError(w http.ResponseWriter, e apiError) {

@@ -111,14 +111,21 @@ func decodeHandler(maxBody int64) http.Handler {
 
 // Handlers the tool serves in a child process, by the argument that starts it.
 var childHandlers = map[string]func() http.Handler{
-	"serve-bare":   func() http.Handler { return bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes) },
-	"serve-decode": func() http.Handler { return decodeHandler(httpapi.DefaultMaxBodyBytes) },
+	"serve-bare":    func() http.Handler { return bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes) },
+	"serve-decode":  func() http.Handler { return decodeHandler(httpapi.DefaultMaxBodyBytes) },
+	childUpstream:   upstreamHandler,
+	childPlainProxy: plainProxyHandler,
 }
 
-// serveChild runs handler on a free loopback port, prints its URL, and serves
-// until its standard input closes (the parent tool ended).
+// serveChild runs handler on a free loopback port (or $REQLOG_BENCH_CHILD_ADDR),
+// prints its URL, and serves until its standard input closes (the parent tool
+// ended).
 func serveChild(handler http.Handler, stdin io.Reader, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := os.Getenv(envChildAddr)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -143,12 +150,16 @@ type childProcess struct {
 }
 
 // startChild starts the tool again with the argument mode, one of childHandlers.
-func startChild(mode string) (*childProcess, error) {
+func startChild(mode string) (*childProcess, error) { return startChildWith(mode) }
+
+// startChildWith is startChild with env (NAME=value) added to the environment.
+func startChildWith(mode string, env ...string) (*childProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(self, mode)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -22,7 +22,9 @@
 // stats asks for the last 24 hours' statistics the same way; export streams
 // GET /v1/messages/export one request at a time for -duration and reports
 // messages per second and the server's peak memory. soak runs the mixed load for
-// -duration and reports errors and memory over time. See docs/benchmarks.md.
+// -duration and reports errors and memory over time. proxy compares reqlogd's
+// capturing proxy at -url with a plain httputil.ReverseProxy in front of the same
+// upstream, both served by the tool (proxy.go). See docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
 package main
@@ -85,6 +87,7 @@ type options struct {
 	pid          int
 	direct       string
 	directScope  string
+	proxy        proxyOptions
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -147,9 +150,12 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix)")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
+	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
+	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
+	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -202,7 +208,7 @@ func intList(flagName, list string, most int) ([]int, error) {
 }
 
 // modes are the workloads, in the order the usage lists them.
-var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export"}
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy"}
 
 func (o options) check(mode string) error {
 	switch {
@@ -230,6 +236,10 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-within must be from 1s to %s", maxDuration)
 	case o.rare < 1:
 		return errors.New("-rare must be at least 1")
+	case o.proxy.rounds < 1 || o.proxy.rounds > 100:
+		return errors.New("-rounds must be from 1 to 100")
+	case o.proxy.rate < 1 || o.proxy.rate > maxRate:
+		return fmt.Errorf("-proxy-rate must be from 1 to %d", maxRate)
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
@@ -262,6 +272,9 @@ func (o options) check(mode string) error {
 func execute(ctx context.Context, mode string, o options, stdout io.Writer) error {
 	if o.direct != "" {
 		return seedDirect(ctx, newGenerator(o.seed), o, stdout)
+	}
+	if mode == "proxy" {
+		return proxyBench(ctx, o, stdout)
 	}
 	srv, err := newServer(o.url, o.key)
 	if err != nil {

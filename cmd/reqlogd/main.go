@@ -54,6 +54,9 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		if devKey, err = addDevKey(&cfg); err != nil {
 			return fail(stderr, err)
 		}
+		if cfg.Proxy.APIKey == "" && cfg.Proxy.ReqlogURL == "" {
+			cfg.Proxy.APIKey = devKey // the proxy stores as the development account
+		}
 	}
 	logger := newLogger(cfg)
 	defer func() { _ = logger.Sync() }()

@@ -31,7 +31,9 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -74,6 +76,8 @@ type config struct {
 	Portal        portal.Config
 	MongoDB       mongo.Config
 	Elasticsearch elastic.Config
+	Proxy         proxy.Config
+	OTLP          otlp.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -94,6 +98,8 @@ func defaultConfig() config {
 		Portal:          portal.DefaultConfig(),
 		MongoDB:         mongo.DefaultConfig(),
 		Elasticsearch:   elastic.DefaultConfig(),
+		Proxy:           proxy.DefaultConfig(),
+		OTLP:            otlp.DefaultConfig(),
 	}
 }
 
@@ -243,6 +249,23 @@ var settings = []setting{
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
+	stringSetting("proxy.upstream", "Proxy.Upstream", "base URL of an application to front with a capturing reverse proxy, e.g. http://127.0.0.1:3000 (empty: no proxy)", func(c *config) *string { return &c.Proxy.Upstream }),
+	stringSetting("proxy.addr", "Proxy.Addr", "address the capturing proxy listens on (host:port)", func(c *config) *string { return &c.Proxy.Addr }),
+	stringSetting("proxy.name", "Proxy.Name", "application name of the exchanges through the proxy", func(c *config) *string { return &c.Proxy.Name }),
+	{key: "proxy.trusted_proxies", field: "Proxy.TrustedProxies",
+		usage: "comma-separated addresses or CIDR ranges of proxies in front of the capturing proxy, whose X-Forwarded-* and Forwarded headers are passed on and name the client (from others they are replaced)",
+		parse: func(c *config, v string) (err error) {
+			c.Proxy.TrustedProxies, err = proxy.ParsePrefixes(splitList(v))
+			return err
+		},
+		show: func(c config) string { return proxy.FormatPrefixes(c.Proxy.TrustedProxies) }},
+	intSetting("proxy.max_body_bytes", "Proxy.MaxBodyBytes", "bytes of each request and response body the proxy records; the rest streams through, and the stored body says it was cut (0: 65536)", func(c *config) *int { return &c.Proxy.MaxBodyBytes }),
+	intSetting("proxy.buffer_size", "Proxy.BufferSize", "exchanges through the proxy that may wait to be stored; beyond it they are dropped and counted, never waited for (0: 1000)", func(c *config) *int { return &c.Proxy.BufferSize }),
+	stringSetting("proxy.reqlog_url", "Proxy.ReqlogURL", "a remote reqlogd to submit the proxy's exchanges to, with proxy.api_key (empty: this process stores them)", func(c *config) *string { return &c.Proxy.ReqlogURL }),
+	secretSetting("proxy.api_key", "Proxy.APIKey", "API key the proxy's exchanges are stored under: its account and domain (default: the generated development key)", func(c *config, v string) { c.Proxy.APIKey = v }),
+	int64Setting("otlp.max_body_bytes", "OTLP.MaxBodyBytes", "largest OpenTelemetry export (POST /v1/traces) in bytes, after gzip decompression", func(c *config) *int64 { return &c.OTLP.MaxBodyBytes }),
+	intSetting("otlp.max_spans", "OTLP.MaxSpans", "most spans in one OpenTelemetry export", func(c *config) *int { return &c.OTLP.MaxSpans }),
+	intSetting("otlp.decoders", "OTLP.Decoders", "OpenTelemetry exports read and decoded at the same time (429 with Retry-After beyond)", func(c *config) *int { return &c.OTLP.Decoders }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
@@ -466,7 +489,13 @@ func (c config) validate() error {
 	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
 		return err
 	}
-	return c.refused("Elasticsearch", c.Elasticsearch.Validate())
+	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("Proxy", c.Proxy.Validate()); err != nil {
+		return err
+	}
+	return c.refused("OTLP", c.OTLP.Validate())
 }
 
 // refused turns a part's refusal of one field (a *domain.ValidationError
