@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -42,6 +43,10 @@ func errorFor(err error) apiError {
 			message: fmt.Sprintf("the request body is larger than the limit of %d bytes", tooBig.Limit)}
 	case errors.Is(err, domain.ErrTooLarge):
 		return apiError{status: http.StatusRequestEntityTooLarge, message: err.Error()}
+	case errors.Is(err, portal.ErrSessionExpired):
+		return unauthorized("the portal session has expired: open a new portal link")
+	case errors.Is(err, portal.ErrSessionInvalid):
+		return unauthorized("the portal session token is not valid")
 	case errors.Is(err, ports.ErrUnauthenticated):
 		return unauthorized("the API key is not valid")
 	case errors.Is(err, ports.ErrForbidden):
