@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -267,5 +268,25 @@ func (e *exportWriter) csvRecord(m domain.Message) []string {
 	}
 	rec[8] = m.IPAddress
 	rec[9], rec[10] = strconv.Itoa(m.Request.Size), strconv.Itoa(m.Response.Size)
+	for i, cell := range rec {
+		rec[i] = defuseFormula(cell)
+	}
 	return rec
+}
+
+// formulaStarts are the first characters that make a spreadsheet read a cell as
+// a formula (OWASP, "CSV Injection").
+const formulaStarts = "=+-@\t\r"
+
+// defuseFormula prepends ' to a cell a spreadsheet would run as a formula, as
+// OWASP advises. Every column goes through it: a name is any text, a method any
+// HTTP token ("+X" and "-X" are tokens, and net/http hands them to a captured
+// handler), and a store written by another version or by hand may hold anything.
+// The numeric columns never start with "-": status codes, durations and sizes are
+// validated non-negative before they are stored.
+func defuseFormula(cell string) string {
+	if cell != "" && strings.IndexByte(formulaStarts, cell[0]) >= 0 {
+		return "'" + cell
+	}
+	return cell
 }
