@@ -138,6 +138,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
 		defer cancel()
 		if err := a.readiness(ctx); err != nil {
+			if a.clientLeft(w, r, err) {
+				return
+			}
 			a.log.Warn("not ready", zap.Error(err), zap.String("request_id", requestID(r.Context())))
 			writeError(w, apiError{status: http.StatusServiceUnavailable, message: msgNotReady, retryAfter: retryUnavailable})
 			return

@@ -154,7 +154,10 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	case !out.started:
 		a.fail(w, r, err)
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
-		// The client left: nobody to tell.
+		// The client left with the 200 sent, which the metrics count, as
+		// nginx logs an aborted download: nobody to tell.
+		a.log.Debug("the client went away during its export", zap.Error(err),
+			zap.String("request_id", requestID(r.Context())))
 	default:
 		a.log.Warn("export failed after its reply began; connection cut", zap.Error(err),
 			zap.String("request_id", requestID(r.Context())))

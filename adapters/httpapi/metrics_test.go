@@ -284,16 +284,33 @@ func TestMetricsShowTheReservedRoom(t *testing.T) {
 // awaitGauge polls /metrics until the gauge name reads want.
 func awaitGauge(t *testing.T, h http.Handler, name string, want float64) {
 	t.Helper()
+	awaitMetric(t, h, name, want, func(families map[string]*dto.MetricFamily) float64 {
+		return series(t, families, name).GetGauge().GetValue()
+	})
+}
+
+// awaitCounter polls /metrics until the counter series name with labels reads
+// want.
+func awaitCounter(t *testing.T, h http.Handler, want float64, name string, labels ...string) {
+	t.Helper()
+	awaitMetric(t, h, fmt.Sprint(name, labels), want, func(families map[string]*dto.MetricFamily) float64 {
+		return counter(t, families, name, labels...)
+	})
+}
+
+// awaitMetric polls /metrics until read finds want there, for ten seconds.
+func awaitMetric(t *testing.T, h http.Handler, what string, want float64, read func(map[string]*dto.MetricFamily) float64) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		got := series(t, scrape(t, h), name).GetGauge().GetValue()
+		got := read(scrape(t, h))
 		if got == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v, want %v", name, got, want)
+			t.Fatalf("%s is %v, want %v", what, got, want)
 		}
 		<-tick.C
 	}
