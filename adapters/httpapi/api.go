@@ -43,6 +43,9 @@ type Options struct {
 	// (nil: made from the reader).
 	Statistics *app.Statistics
 	Exporter   *app.Exporter
+	// Exports bounds the exports running at once and how slowly they may be
+	// read (zero: DefaultExportLimits).
+	Exports ExportLimits
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -63,6 +66,7 @@ type api struct {
 	metrics    *Metrics
 	limiter    *RateLimiter
 	portal     *portal.Portal
+	exports    *exportSlots
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -80,6 +84,10 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	if a.maxBody <= 0 {
 		a.maxBody = DefaultMaxBodyBytes
 	}
+	if opts.Exports == (ExportLimits{}) {
+		opts.Exports = DefaultExportLimits()
+	}
+	a.exports = newExportSlots(opts.Exports)
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}

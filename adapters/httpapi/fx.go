@@ -52,7 +52,7 @@ type handlerParams struct {
 
 func newHandler(p handlerParams) http.Handler {
 	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
-		Statistics: p.Statistics, Exporter: p.Exporter}
+		Statistics: p.Statistics, Exporter: p.Exporter, Exports: p.Config.Exports}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

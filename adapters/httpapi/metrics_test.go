@@ -298,19 +298,25 @@ func awaitCounter(t *testing.T, h http.Handler, want float64, name string, label
 	})
 }
 
-// awaitMetric polls /metrics until read finds want there, for ten seconds.
+// awaitMetric polls /metrics until read finds want there.
 func awaitMetric(t *testing.T, h http.Handler, what string, want float64, read func(map[string]*dto.MetricFamily) float64) {
+	t.Helper()
+	var got float64
+	await(t, func() bool { got = read(scrape(t, h)); return got == want }, func() string {
+		return fmt.Sprintf("%s is %v, want %v", what, got, want)
+	})
+}
+
+// await polls done until it holds, for ten seconds; then it fails with what
+// failure says.
+func await(t *testing.T, done func() bool, failure func() string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		got := read(scrape(t, h))
-		if got == want {
-			return
-		}
+	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v, want %v", what, got, want)
+			t.Fatal(failure())
 		}
 		<-tick.C
 	}

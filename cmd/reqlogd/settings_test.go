@@ -129,6 +129,10 @@ var settingCases = []settingCase{
 	{key: "group_commit_writers", value: "8", check: func(c config) bool { return c.App.GroupCommit.Writers == 8 }},
 	{key: "group_commit_queue_messages", value: "100", check: func(c config) bool { return c.App.GroupCommit.MaxQueueMessages == 100 }},
 	{key: "group_commit_queue_bytes", value: "1000", check: func(c config) bool { return c.App.GroupCommit.MaxQueueBytes == 1000 }},
+	{key: "exports_per_key", value: "3", check: func(c config) bool { return c.HTTP.Exports.PerKey == 3 }},
+	{key: "exports_max", value: "40", check: func(c config) bool { return c.HTTP.Exports.Total == 40 }},
+	{key: "export_min_rate", value: "0", check: func(c config) bool { return c.HTTP.Exports.MinRate == 0 }},
+	{key: "export_stall_timeout", value: "20s", check: func(c config) bool { return c.HTTP.Exports.Stall == 20*time.Second }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
