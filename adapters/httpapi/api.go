@@ -45,6 +45,9 @@ type Options struct {
 	Exporter   *app.Exporter
 	// Traces, if set, takes OpenTelemetry trace exports on POST /v1/traces.
 	Traces TraceReceiver
+	// Exports bounds the exports running at once and how slowly they may be
+	// read (zero: DefaultExportLimits).
+	Exports ExportLimits
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -67,6 +70,7 @@ type api struct {
 	portal     *portal.Portal
 	// traceReceiver serves POST /v1/traces; nil: no such route.
 	traceReceiver TraceReceiver
+	exports       *exportSlots
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -84,6 +88,10 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	if a.maxBody <= 0 {
 		a.maxBody = DefaultMaxBodyBytes
 	}
+	if opts.Exports == (ExportLimits{}) {
+		opts.Exports = DefaultExportLimits()
+	}
+	a.exports = newExportSlots(opts.Exports)
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -145,6 +153,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
 		defer cancel()
 		if err := a.readiness(ctx); err != nil {
+			if a.clientLeft(w, r, err) {
+				return
+			}
 			a.log.Warn("not ready", zap.Error(err), zap.String("request_id", requestID(r.Context())))
 			writeError(w, apiError{status: http.StatusServiceUnavailable, message: msgNotReady, retryAfter: retryUnavailable})
 			return

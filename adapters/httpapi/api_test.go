@@ -44,6 +44,7 @@ type setup struct {
 	readiness func(context.Context) error
 	maxBody   int64
 	limiter   *httpapi.RateLimiter
+	exports   httpapi.ExportLimits
 }
 
 func newFixture(t *testing.T, s setup) fixture {
@@ -63,7 +64,7 @@ func newFixture(t *testing.T, s setup) fixture {
 		app.NewIngester(s.store, policy, clock),
 		app.NewReader(s.store, policy, clock),
 		s.keys,
-		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter},
+		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter, Exports: s.exports},
 	)
 	return fixture{handler: h, logs: logs, clock: clock}
 }

@@ -266,6 +266,10 @@ var settings = []setting{
 	int64Setting("otlp.max_body_bytes", "OTLP.MaxBodyBytes", "largest OpenTelemetry export (POST /v1/traces) in bytes, after gzip decompression", func(c *config) *int64 { return &c.OTLP.MaxBodyBytes }),
 	intSetting("otlp.max_spans", "OTLP.MaxSpans", "most spans in one OpenTelemetry export", func(c *config) *int { return &c.OTLP.MaxSpans }),
 	intSetting("otlp.decoders", "OTLP.Decoders", "OpenTelemetry exports read and decoded at the same time (429 with Retry-After beyond)", func(c *config) *int { return &c.OTLP.Decoders }),
+	intSetting("exports_per_key", "HTTP.Exports.PerKey", "exports one API key (its account and domain) or one application's portal sessions may run at once (429 with Retry-After beyond)", func(c *config) *int { return &c.HTTP.Exports.PerKey }),
+	intSetting("exports_max", "HTTP.Exports.Total", "exports the process runs at once, every key together (429 with Retry-After beyond); each holds up to a store page of about 4 MiB while its client reads it", func(c *config) *int { return &c.HTTP.Exports.Total }),
+	int64Setting("export_min_rate", "HTTP.Exports.MinRate", "slowest average rate, in bytes per second, at which a client must read its export, counted over the time spent writing it; a slower one is cut once export_stall_timeout of slack is spent (0: no minimum)", func(c *config) *int64 { return &c.HTTP.Exports.MinRate }),
+	durationSetting("export_stall_timeout", "HTTP.Exports.Stall", "longest one write of an export waits for its client beyond its bytes at export_min_rate: a client that stops reading is cut after it", func(c *config) *time.Duration { return &c.HTTP.Exports.Stall }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the

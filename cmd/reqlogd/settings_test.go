@@ -144,6 +144,10 @@ var settingCases = []settingCase{
 	{key: "otlp.max_body_bytes", value: "1024", check: func(c config) bool { return c.OTLP.MaxBodyBytes == 1024 }},
 	{key: "otlp.max_spans", value: "10", check: func(c config) bool { return c.OTLP.MaxSpans == 10 }},
 	{key: "otlp.decoders", value: "1", check: func(c config) bool { return c.OTLP.Decoders == 1 }},
+	{key: "exports_per_key", value: "3", check: func(c config) bool { return c.HTTP.Exports.PerKey == 3 }},
+	{key: "exports_max", value: "40", check: func(c config) bool { return c.HTTP.Exports.Total == 40 }},
+	{key: "export_min_rate", value: "0", check: func(c config) bool { return c.HTTP.Exports.MinRate == 0 }},
+	{key: "export_stall_timeout", value: "20s", check: func(c config) bool { return c.HTTP.Exports.Stall == 20*time.Second }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
