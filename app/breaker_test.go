@@ -138,11 +138,11 @@ func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
 	defer cancel()
 	probe := make(chan error, 1)
 	go func() {
-		_, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-1")
+		_, err := in.Submit(ctx, acmeLive, draftsOf(submitted), "key-1")
 		probe <- err
 	}()
 	<-lookup.entered
-	_, err = in.Submit(ctx, acmeLive, []byte(submitted), "key-2")
+	_, err = in.Submit(ctx, acmeLive, draftsOf(submitted), "key-2")
 	refusedAtOnce(t, "a keyed Submit", err)
 	_, err = in.Admit(acmeLive, app.IdempotencyKey{}, 10)
 	refusedAtOnce(t, "Admit", err)

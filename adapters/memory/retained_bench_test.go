@@ -20,7 +20,7 @@ import (
 
 // BenchmarkRetained measures what the store costs the process while it takes
 // in retainedMessages submissions shaped like reqlog-bench's seed mix, each
-// parsed as the service parses a POST and appended in batches of 64: resident
+// validated as the service validates a POST and appended in batches of 64: resident
 // memory and Go heap per message against the submitted bytes, and the share of
 // the CPU the garbage collector took. Run it once per process:
 //
@@ -29,16 +29,12 @@ func BenchmarkRetained(b *testing.B) {
 	const retainedMessages, batchSize, distinct = 200_000, 64, 2000
 	g := seedGenerator{rng: rand.New(rand.NewPCG(7, 7^0x9e3779b97f4a7c15))}
 	now := time.Now().UTC()
-	bodies := make([][]byte, distinct)
-	for i := range bodies {
-		body, err := domain.EncodeExchanges([]domain.Exchange{g.exchange(now)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bodies[i] = body[1 : len(body)-1] // one submission per POST, as the seed posts
+	drafts := make([]domain.Drafts, distinct)
+	for i := range drafts {
+		drafts[i] = domain.DraftsOf([]domain.Exchange{g.exchange(now)}) // one submission per POST, as the seed posts
 	}
 	policy := domain.DefaultPolicy()
-	parser := policy.Parser()
+	validator := policy.Validator()
 	for b.Loop() {
 		store := memory.New()
 		runtime.GC()
@@ -46,9 +42,9 @@ func BenchmarkRetained(b *testing.B) {
 		var submitted int64
 		batch := make([]domain.Message, 0, batchSize)
 		for i := range retainedMessages {
-			body := bodies[i%distinct]
-			submitted += int64(len(body))
-			parsed, err := parser.ParseSubmissions(body, now)
+			submission := drafts[i%distinct]
+			submitted += submission.TextBytes()
+			parsed, err := validator.ValidateSubmissions(submission, now)
 			if err != nil {
 				b.Fatal(err)
 			}
