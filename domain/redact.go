@@ -28,6 +28,9 @@ const maskedJSONValue = `"` + Mask + `"`
 type fieldSet struct {
 	names  map[string]bool
 	sketch [4]uint64 // bit sketchBit(name) of each name
+	// keyLiteral is hasKeyLiteral, made once: a method value made for each
+	// body that Check is handed would cost an allocation per body.
+	keyLiteral func(literal []byte) bool
 }
 
 // newFieldSet folds names and sketches them.
@@ -39,6 +42,7 @@ func newFieldSet(names []string) fieldSet {
 		bit := sketchBit(folded)
 		f.sketch[bit/64] |= 1 << (bit % 64)
 	}
+	f.keyLiteral = f.hasKeyLiteral
 	return f
 }
 
@@ -303,7 +307,7 @@ func redactJSON(body []byte, fields fieldSet) string {
 
 // redactValidJSON redacts body if it is valid JSON, reporting whether it was.
 func redactValidJSON(body []byte, fields fieldSet) (redacted string, valid bool) {
-	notes := jsonbytes.Notes{MasksValueOf: fields.hasKeyLiteral}
+	notes := jsonbytes.Notes{MasksValueOf: fields.keyLiteral}
 	if jsonbytes.Check(body, jsonbytes.MaxDepth, &notes) != jsonbytes.Valid {
 		return "", false
 	}
