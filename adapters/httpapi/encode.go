@@ -12,7 +12,7 @@ import (
 )
 
 // Messages are the bulk of the API's output, so they are encoded by hand with
-// jsonwire: the bytes are exactly what encoding/json (with SetEscapeHTML(false))
+// jsonbytes: the bytes are exactly what encoding/json (with SetEscapeHTML(false))
 // writes for the reply structs in encode_test.go, which checks that.
 
 // pooledBuffers recycles reply buffers; maxPooledBuffer keeps a rare huge page
