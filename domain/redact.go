@@ -35,15 +35,15 @@ type fieldSet struct {
 
 // newFieldSet folds names and sketches them.
 func newFieldSet(names []string) fieldSet {
-	f := fieldSet{names: make(map[string]bool, len(names))}
+	f := &fieldSet{names: make(map[string]bool, len(names))}
 	for _, name := range names {
 		folded := redactionKey(name)
 		f.names[folded] = true
 		bit := sketchBit(folded)
 		f.sketch[bit/64] |= 1 << (bit % 64)
 	}
-	f.keyLiteral = f.hasKeyLiteral
-	return f
+	f.keyLiteral = f.hasKeyLiteral // bound to f: no copy of the set per call
+	return *f
 }
 
 // sketchBit mixes the length and the first and last bytes of a folded name
@@ -385,7 +385,7 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 // hasKeyLiteral reports whether a key literal (quotes included) of a
 // well-formed JSON body names a redacted field. It runs for every key of every
 // body: a plain key is folded in the one pass that finds it plain.
-func (f fieldSet) hasKeyLiteral(literal []byte) bool {
+func (f *fieldSet) hasKeyLiteral(literal []byte) bool {
 	var buf [64]byte
 	if folded, ok := foldPlain(&buf, literal[1:len(literal)-1]); ok {
 		return f.holds(folded)

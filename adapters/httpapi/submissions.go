@@ -61,9 +61,9 @@ const (
 )
 
 func (d *decoding) release() {
-	clear(d.items[:cap(d.items)]) // they point into the body, which must not be kept alive
-	clear(d.fields[:cap(d.fields)])
-	clear(d.values[:cap(d.values)])
+	clear(d.items) // they point into the body, which must not be kept alive
+	clear(d.fields)
+	clear(d.values)
 	if len(d.ends) > maxPooledEnds {
 		d.ends = nil
 	}
@@ -123,18 +123,14 @@ func invalid(format string, args ...any) *domain.ValidationError {
 	return &domain.ValidationError{Message: fmt.Sprintf(format, args...)}
 }
 
-// batch decodes the items of array, or only counts them when there are more
-// than maxItems: a huge array of tiny items costs one walk, not a decode.
+// batch decodes the items of array, the first maxItems of them: past those it
+// only counts them, so a huge array of tiny items costs one walk.
 func (d *decoding) batch(array []byte, maxItems int, envelope bool) domain.Drafts {
-	count := 0
-	for range jsonbytes.Elements(array, d.ends) {
-		count++
-	}
-	drafts := domain.Drafts{Multiple: true, Envelope: envelope, Count: count}
-	if count > maxItems {
-		return drafts
-	}
+	drafts := domain.Drafts{Multiple: true, Envelope: envelope}
 	for item := range jsonbytes.Elements(array, d.ends) {
+		if drafts.Count++; drafts.Count > maxItems {
+			continue
+		}
 		if kind := jsonbytes.KindOf(item); kind != jsonbytes.Object {
 			d.items = append(d.items, domain.Draft{Kind: kind})
 			continue

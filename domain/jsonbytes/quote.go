@@ -24,9 +24,18 @@ func Unquote(lit []byte) string {
 }
 
 // PlainPrefix is the length of the prefix of a literal's content s (without
-// its quotes) that decodes to itself: no escapes, no invalid UTF-8.
+// its quotes) that decodes to itself: no escapes, no invalid UTF-8. Runs of
+// ASCII are passed 8 bytes at a time: header values, names and paths are
+// mostly nothing else.
 func PlainPrefix(s []byte) int {
 	plain := 0
+	for plain+8 <= len(s) {
+		x := binary.LittleEndian.Uint64(s[plain:])
+		if backslash := x ^ '\\'*ones; (x|(backslash-ones)&^backslash)&highs != 0 {
+			break
+		}
+		plain += 8
+	}
 	for plain < len(s) {
 		c := s[plain]
 		if c == '\\' {
@@ -47,58 +56,81 @@ func PlainPrefix(s []byte) int {
 
 // AppendUnquoted appends the decoded content s of a well-formed string literal
 // (without its quotes) to dst, as Unquote decodes it.
+//
+// Bodies held in a submission are JSON themselves, with an escaped quote every
+// few bytes, so the runs between escapes are not appended one by one (a memmove
+// each): every 8 bytes of s are stored into dst's spare capacity whole, and the
+// output moves on by as many of them as decode to themselves, as AppendString
+// does. The spare capacity past the returned slice may be written.
 func AppendUnquoted(dst, s []byte) []byte {
+	// maxStep is the most one turn of the loop writes: a word, or up to 7 plain
+	// bytes then a decoded rune (4 bytes).
+	const maxStep = 16
+	buf := slices.Grow(dst, len(s)+maxStep)
+	n := len(buf)
+	buf = buf[:cap(buf)]
 	for i := 0; i < len(s); {
+		if len(buf)-n < maxStep { // only invalid UTF-8 (3 bytes out for 1 in) gets here
+			buf = slices.Grow(buf[:n], len(s)-i+maxStep)
+			buf = buf[:cap(buf)]
+		}
+		if i+8 <= len(s) {
+			word := binary.LittleEndian.Uint64(s[i:])
+			binary.LittleEndian.PutUint64(buf[n:], word)
+			backslash := word ^ '\\'*ones
+			special := (word | (backslash-ones)&^backslash) & highs
+			if special == 0 {
+				i += 8
+				n += 8
+				continue
+			}
+			plain := bits.TrailingZeros64(special) / 8
+			i += plain
+			n += plain
+		}
 		switch c := s[i]; {
 		case c == '\\':
+			var r rune
 			switch e := s[i+1]; e {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(s[i+2:])
+			case 'b', 'f', 'n', 'r', 't', '"', '\\', '/':
+				buf[n] = shortEscapes[e]
+				n++
+				i += 2
+				continue
+			default: // 'u'
+				r = hex4(s[i+2:])
 				i += 6
 				if utf16.IsSurrogate(r) {
+					pair := utf8.RuneError
 					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if pair := utf16.DecodeRune(r, hex4(s[i+2:])); pair != utf8.RuneError {
-							dst = utf8.AppendRune(dst, pair)
-							i += 6
-							continue
-						}
+						pair = utf16.DecodeRune(r, hex4(s[i+2:]))
 					}
-					r = utf8.RuneError
+					if pair != utf8.RuneError {
+						i += 6
+					}
+					r = pair
 				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, e)
 			}
-			i += 2
-		case c < utf8.RuneSelf: // a run of plain ASCII, copied at once
-			end := i + 1
-			for end < len(s) && s[end] != '\\' && s[end] < utf8.RuneSelf {
-				end++
+			n += utf8.EncodeRune(buf[n:], r)
+		case c < utf8.RuneSelf:
+			buf[n] = c
+			n++
+			i++
+		default: // invalid UTF-8 becomes U+FFFD
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				n += utf8.EncodeRune(buf[n:], r)
+			} else {
+				n += copy(buf[n:], s[i:i+size])
 			}
-			dst = append(dst, s[i:end]...)
-			i = end
-		default: // a run up to the next ASCII byte, invalid UTF-8 as U+FFFD
-			end := i + 1
-			for end < len(s) && s[end] >= utf8.RuneSelf {
-				end++
-			}
-			dst = AppendValidUTF8(dst, s[i:end])
-			i = end
+			i += size
 		}
 	}
-	return dst
+	return buf[:n]
 }
+
+// shortEscapes maps the letter after a backslash to the byte it stands for.
+var shortEscapes = [256]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', '"': '"', '\\': '\\', '/': '/'}
 
 // AppendValidUTF8 appends s with each byte that is not part of valid UTF-8 as
 // U+FFFD, as a JSON string's decoder reads it (and as encoding/json writes
