@@ -152,16 +152,23 @@ func FuzzJSONScan(f *testing.F) {
 		}
 		ends := Ends{}
 		ends.Add(data, notes.Spans)
-		items := slices.Collect(Elements(trimmed, ends))
-		if len(items) != len(want) {
-			t.Fatalf("Elements(%q) = %q, want %q", data, items, want)
-		}
-		for i := range want {
-			if !bytes.Equal(items[i], want[i]) {
-				t.Fatalf("Elements(%q) item %d = %q, want %q", data, i, items[i], want[i])
-			}
-		}
+		checkElements(t, trimmed, ends, want)
 	})
+}
+
+// checkElements fails unless Elements yields want, the elements of arr as
+// json.Unmarshal reads them.
+func checkElements(t *testing.T, arr []byte, ends Ends, want []json.RawMessage) {
+	t.Helper()
+	got := slices.Collect(Elements(arr, ends))
+	if len(got) != len(want) {
+		t.Fatalf("Elements(%q) = %q, want %q", arr, got, want)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("Elements(%q)[%d] = %q, want %q", arr, i, got[i], want[i])
+		}
+	}
 }
 
 // depth is the deepest nesting of arrays and objects in valid JSON.
@@ -241,15 +248,7 @@ func FuzzJSONDecode(f *testing.F) {
 			if err := json.Unmarshal(trimmed, &want); err != nil {
 				t.Fatal(err)
 			}
-			got := slices.Collect(Elements(trimmed, ends))
-			if len(got) != len(want) {
-				t.Fatalf("Elements(%q) = %q, want %q", trimmed, got, want)
-			}
-			for i := range want {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("Elements(%q)[%d] = %q, want %q", trimmed, i, got[i], want[i])
-				}
-			}
+			checkElements(t, trimmed, ends, want)
 		}
 	})
 }

@@ -76,17 +76,13 @@ func AppendUnquoted(dst, s []byte) []byte {
 		}
 		if i+8 <= len(s) {
 			word := binary.LittleEndian.Uint64(s[i:])
-			binary.LittleEndian.PutUint64(buf[n:], word)
 			backslash := word ^ '\\'*ones
-			special := (word | (backslash-ones)&^backslash) & highs
-			if special == 0 {
-				i += 8
-				n += 8
-				continue
-			}
-			plain := bits.TrailingZeros64(special) / 8
+			plain := storeWord(buf[n:], word, (word|(backslash-ones)&^backslash)&highs)
 			i += plain
 			n += plain
+			if plain == 8 {
+				continue
+			}
 		}
 		switch c := s[i]; {
 		case c == '\\':
@@ -188,16 +184,12 @@ func AppendString(dst []byte, s string) []byte {
 		}
 		if i+8 <= len(s) {
 			word := load64(s[i : i+8])
-			binary.LittleEndian.PutUint64(buf[n:n+8], word)
-			special := word&highs | QuoteBackslashOrControl(word)
-			if special == 0 {
-				i += 8
-				n += 8
-				continue
-			}
-			plain := bits.TrailingZeros64(special) / 8
+			plain := storeWord(buf[n:], word, word&highs|QuoteBackslashOrControl(word))
 			i += plain
 			n += plain
+			if plain == 8 {
+				continue
+			}
 		}
 		c := s[i]
 		switch e := escapes[c]; e {
@@ -232,6 +224,18 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	buf[n] = '"'
 	return buf[:n+1]
+}
+
+// storeWord stores the 8 bytes of word (read little-endian) at the start of
+// dst, which has room for them, and returns how many of them, from the first,
+// stand for themselves: those before the lowest byte special marks (the high
+// bit of each byte that needs work), 8 if it marks none.
+func storeWord(dst []byte, word, special uint64) int {
+	binary.LittleEndian.PutUint64(dst, word)
+	if special == 0 {
+		return 8
+	}
+	return bits.TrailingZeros64(special) / 8
 }
 
 // escapes tells AppendString what each byte becomes: 0 itself, a letter its
