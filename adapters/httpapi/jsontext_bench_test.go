@@ -86,6 +86,9 @@ func (d *decoding) decodeWithJSONText(dec *jsontext.Decoder, body []byte, maxIte
 // walked token by token, every other member read whole.
 func (d *decoding) draftWithJSONText(dec *jsontext.Decoder) (domain.Draft, error) {
 	draft := domain.Draft{Kind: jsonbytes.Object}
+	scalars := [memberKeys]*domain.Value{keyName: &draft.Name, keyApp: &draft.App, keyCreatedAt: &draft.CreatedAt,
+		keyIPAddress: &draft.IPAddress, keyMethod: &draft.Method, keyPath: &draft.Path,
+		keyDurationMS: &draft.DurationMS, keyStatusCode: &draft.StatusCode}
 	err := readObject(dec, func(key memberKey, known bool) error {
 		if known && (key == keyRequest || key == keyResponse) {
 			content, err := d.contentWithJSONText(dec)
@@ -100,24 +103,8 @@ func (d *decoding) draftWithJSONText(dec *jsontext.Decoder) (domain.Draft, error
 		if err != nil || !known {
 			return err
 		}
-		v := d.valueWithJSONText(raw)
-		switch key {
-		case keyName:
-			draft.Name = v
-		case keyApp:
-			draft.App = v
-		case keyCreatedAt:
-			draft.CreatedAt = v
-		case keyIPAddress:
-			draft.IPAddress = v
-		case keyMethod:
-			draft.Method = v
-		case keyPath:
-			draft.Path = v
-		case keyDurationMS:
-			draft.DurationMS = v
-		case keyStatusCode:
-			draft.StatusCode = v
+		if target := scalars[key]; target != nil {
+			*target = d.valueWithJSONText(raw)
 		}
 		return nil
 	})
