@@ -7,7 +7,8 @@ import "time"
 // (decode_edge_test.go): the tests written in the contract's JSON run the
 // service's own decoding before the validator.
 var (
-	// DecodeBody decodes a POST body into drafts that own their memory.
+	// DecodeBody decodes a POST body into drafts that point into the body and
+	// into memory of their own.
 	DecodeBody func(body []byte, maxItems int) (Drafts, error)
 	// ParseBody decodes a POST body into drafts and validates them, as POST
 	// /v1/messages does, reusing the decoder's buffers from one call to the next.

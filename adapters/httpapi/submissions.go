@@ -20,7 +20,9 @@ import (
 // into drafts, keeping at most maxItems items of a batch (Count says how many
 // it held). Errors are *domain.ValidationError: an empty body, one that is not
 // JSON or nests more than domain.MaxNesting levels, one that is neither an
-// object nor an array, and an envelope whose "messages" is not an array.
+// object nor an array, and an envelope whose "messages" is not an array. The
+// drafts point into body and into memory of their own: body must not change
+// while they are in use.
 func DecodeSubmissions(body []byte, maxItems int) (domain.Drafts, error) {
 	return new(decoding).decode(body, maxItems)
 }
