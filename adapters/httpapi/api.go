@@ -167,8 +167,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 // submit is the HTTP end of the one ingest line: it checks what only HTTP knows
 // (content type, charset and coding included; the Idempotency-Key header; the
 // declared body size), then app.Ingester.Admit decides from the headers
-// (permission, load), the body is read, and the Admission decodes it (Decode)
-// and writes its messages to the store (Store). Everything before the body costs
+// (permission, load), the body is read, and the Admission decodes it into
+// drafts (submissions.go) and validates them (Decode), then writes its messages
+// to the store (Store). Everything before the body costs
 // no more than its headers, so an overloaded service refuses fast; an admitted
 // request holds room for its body in the store's queue, so it is not refused for
 // load once its body is read.
@@ -202,7 +203,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.refuseBody(w, r, a.maxBody, err)
 		return
 	}
-	err = admitted.Decode(r.Context(), body)
+	drafts := decodings.Get().(*decoding)
+	err = admitted.Decode(r.Context(), int64(len(body)), func() (domain.Drafts, error) {
+		return drafts.decode(body, a.ingest.MaxBatch())
+	})
+	drafts.release()
 	giveBack() // before the store is waited for: the messages hold copies
 	if err != nil {
 		a.fail(w, r, err)

@@ -43,7 +43,7 @@ var benchScope = domain.Scope{Account: "bench", Domain: domain.DomainTest}
 // builds the messages a store would get and answers the identities as the API
 // does; no authentication, routing, middleware, group commit or store.
 func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
-	parser := policy.Parser() // as the ingest use case holds one
+	validator := policy.Validator() // as the ingest use case holds one
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer // sized from Content-Length, as the API reads it
 		buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
@@ -54,7 +54,7 @@ func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
 			return
 		}
 		now := time.Now()
-		batch, err := parser.ParseSubmissions(raw, now)
+		batch, err := httpapi.ParseSubmissions(validator, raw, now) // as POST /v1/messages does
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -355,7 +355,7 @@ func measureBaseline(ctx context.Context, b *baseline, bodies [][]byte, batches,
 	policy := servicePolicy()
 	var subs []domain.Submission
 	for _, raw := range bodies {
-		batch, err := policy.ParseSubmissions(raw, time.Now())
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), raw, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("a generated body does not parse: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -53,11 +54,11 @@ func asciiTwin(q string) string {
 func searchedMessages(tb testing.TB, n int) []domain.Message {
 	tb.Helper()
 	now := time.Now()
-	policy := servicePolicy()
+	validator := servicePolicy().Validator()
 	gen := newGenerator(11)
 	msgs := make([]domain.Message, n)
 	for i := range msgs {
-		batch, err := policy.ParseSubmissions(body([]submission{gen.submission(now)}), now)
+		batch, err := httpapi.ParseSubmissions(validator, body([]submission{gen.submission(now)}), now)
 		if err != nil {
 			tb.Fatal(err)
 		}

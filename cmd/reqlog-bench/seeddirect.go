@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -64,7 +65,7 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 // seedInto appends o.n generated messages to w from -connections goroutines.
 func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, gen *generator, o options, stdout io.Writer) error {
 	policy := servicePolicy()
-	parser := policy.Parser()
+	validator := policy.Validator()
 	now := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,7 +97,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	for range o.load.connections {
 		wg.Go(func() {
 			for raw := range bodies {
-				batch, err := parser.ParseSubmissions(raw, time.Now())
+				batch, err := httpapi.ParseSubmissions(validator, raw, time.Now())
 				if err != nil {
 					fail(fmt.Errorf("a generated body does not parse: %w", err))
 					return
