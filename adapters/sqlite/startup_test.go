@@ -2,8 +2,8 @@ package sqlite_test
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
