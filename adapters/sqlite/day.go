@@ -47,7 +47,7 @@ func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 // schema creates the tables of a day file. Times are Unix microseconds;
 // duration is microseconds, NULL without one; headers are JSON objects of
 // name -> values. words is the word index (words.go): contentless, keyed by
-// the message's seq, positions kept for phrases. day holds one row: how many
+// the message's seq, without positions. day holds one row: how many
 // messages the file has and the latest ExpiresAt among them, so that
 // retention decides to drop the file without reading it.
 const schema = `
@@ -80,7 +80,7 @@ CREATE UNIQUE INDEX messages_id ON messages(id);
 CREATE INDEX messages_reference ON messages(reference);
 CREATE INDEX messages_scope ON messages(account, domain, created, id);
 CREATE INDEX messages_name ON messages(account, domain, name, created, id);
-CREATE VIRTUAL TABLE words USING fts5(w, content='', columnsize=0, tokenize='ascii');
+CREATE VIRTUAL TABLE words USING fts5(w, content='', columnsize=0, detail=none, tokenize='ascii');
 CREATE TABLE day (messages INTEGER NOT NULL, max_expires INTEGER NOT NULL);
 INSERT INTO day VALUES (0, 0);
 `

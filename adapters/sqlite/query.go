@@ -109,14 +109,14 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("sqlite: list: limit must be at least 1, got %d", q.Limit)
 	}
-	phrase, searching := "", q.Filter.Text != ""
+	words, searching := "", q.Filter.Text != ""
 	if searching {
 		var ok bool
-		if phrase, ok = phraseQuery(q.Filter.Text); !ok {
+		if words, ok = wordsQuery(q.Filter.Text); !ok {
 			return domain.Page{Messages: []domain.Message{}}, nil
 		}
 	}
-	it := &listIterator{s: s, q: q, now: now, phrase: phrase, match: q.Filter.Matcher()}
+	it := &listIterator{s: s, q: q, now: now, words: words, match: q.Filter.Matcher()}
 	it.days = s.daysNewestFirst(dayRange(q.Filter, q.After))
 	defer it.close()
 	var current domain.Message
@@ -139,7 +139,7 @@ type listIterator struct {
 	s      *Store
 	q      domain.Query
 	now    time.Time
-	phrase string
+	words string
 	match  func(domain.Message) bool
 
 	days []time.Time
@@ -190,8 +190,8 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	if c := it.q.After; c != nil {
 		w.add("(created, id) < (?, ?)", c.CreatedAt.UnixMicro(), c.ID)
 	}
-	if it.phrase != "" {
-		seqs, few, err := wordCandidates(ctx, d.read, it.phrase)
+	if it.words != "" {
+		seqs, few, err := wordCandidates(ctx, d.read, it.words)
 		if err != nil {
 			return d.fileError(ctx, "list: search", err)
 		}
@@ -213,10 +213,10 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	return nil
 }
 
-// wordCandidates returns the seqs of the messages whose words hold phrase,
+// wordCandidates returns the seqs of the messages whose words hold words,
 // and true, when they are at most maxWordCandidates; otherwise false.
-func wordCandidates(ctx context.Context, db *sql.DB, phrase string) ([]int64, bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ? LIMIT ?`, phrase, maxWordCandidates+1)
+func wordCandidates(ctx context.Context, db *sql.DB, words string) ([]int64, bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ? LIMIT ?`, words, maxWordCandidates+1)
 	if err != nil {
 		return nil, false, err
 	}

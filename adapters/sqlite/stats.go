@@ -10,7 +10,7 @@ import (
 
 // Stats streams the matching messages of the range into domain.StatsBuilder,
 // day file by day file: five narrow columns each, or, with q, the messages
-// whose words hold q's phrase, read whole and checked with domain.Search.
+// whose words hold q's words, read whole and checked with domain.Search.
 func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
 	b := domain.NewStatsBuilder(q)
 	f := q.Filter
@@ -24,23 +24,23 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 	if !f.From.Before(f.To) {
 		return b.Stats(), nil
 	}
-	phrase := ""
+	words := ""
 	if f.Text != "" {
 		var ok bool
-		if phrase, ok = phraseQuery(f.Text); !ok {
+		if words, ok = wordsQuery(f.Text); !ok {
 			return b.Stats(), nil
 		}
 	}
 	match := f.Matcher()
 	for _, day := range s.daysNewestFirst(dayRange(f, nil)) {
-		if err := s.statsOf(ctx, day, q.Scope, f, phrase, match, now, b); err != nil {
+		if err := s.statsOf(ctx, day, q.Scope, f, words, match, now, b); err != nil {
 			return domain.Stats{}, err
 		}
 	}
 	return b.Stats(), nil
 }
 
-func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, f domain.Filter, phrase string,
+func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, f domain.Filter, words string,
 	match func(domain.Message) bool, now time.Time, b *domain.StatsBuilder) error {
 	d, err := s.acquire(ctx, day, false)
 	if err != nil || d == nil {
@@ -49,9 +49,9 @@ func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, 
 	defer d.use.RUnlock()
 	w := readableWhere(scope, f, now)
 	columns := "created, status, duration, name, path"
-	if phrase != "" {
+	if words != "" {
 		columns = messageColumns
-		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", phrase)
+		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 	}
 	rows, err := d.read.QueryContext(ctx, "SELECT "+columns+" FROM messages WHERE "+w.String(), w.args...)
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if phrase != "" {
+		if words != "" {
 			m, err := scanMessage(rows)
 			if err != nil {
 				return d.fileError(ctx, "stats", err)

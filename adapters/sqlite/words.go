@@ -1,7 +1,7 @@
 package sqlite
 
 import (
-	"strings"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -10,15 +10,17 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// The word index holds each word of a message's searched texts as a short
-// ASCII token: 50 bits of a 64-bit FNV-1a hash of the word in lower case, in
-// ten base32 letters. FTS5's own tokenizer ("ascii") then sees one token per
-// word whatever the word's script or punctuation, so UAX #29 alone decides
-// what a word is, case is folded exactly as domain.Search folds it, and
-// accents are kept. Two words sharing a token (one pair in 2^50) only add a
-// candidate, which List and Stats verify with domain.Search anyway.
+// The word index holds each distinct word of a message's searched texts as a
+// short ASCII token: 40 bits of a 64-bit FNV-1a hash of the word in lower
+// case, in eight base32 letters. FTS5's own tokenizer ("ascii") then sees one
+// token per word whatever the word's script or punctuation, so UAX #29 alone
+// decides what a word is, case is folded exactly as domain.Search folds it,
+// and accents are kept. The index keeps no positions (detail=none) and each
+// word once per message: a q finds the messages holding all its words, and
+// List and Stats check each with domain.Search, which decides the phrase and
+// also rules out two words sharing a token (one pair in 2^40).
 const (
-	tokenLetters = 10
+	tokenLetters = 8
 	tokenBits    = 5 * tokenLetters
 	base32Lower  = "abcdefghijklmnopqrstuvwxyz234567"
 )
@@ -40,9 +42,9 @@ func isWord(segment string) bool {
 	return false
 }
 
-// appendToken appends the token of word, lower-cased rune by rune as
+// wordHash is the token's bits of word, lower-cased rune by rune as
 // strings.ToLower does (an invalid byte reads as U+FFFD).
-func appendToken(dst []byte, word string) []byte {
+func wordHash(word string) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
 	var buf [utf8.UTFMax]byte
@@ -62,33 +64,54 @@ func appendToken(dst []byte, word string) []byte {
 			h = (h ^ uint64(b)) * prime
 		}
 	}
-	h >>= 64 - tokenBits
+	return h >> (64 - tokenBits)
+}
+
+// appendToken appends the eight letters of a word's hash.
+func appendToken(dst []byte, h uint64) []byte {
 	for shift := tokenBits - 5; shift >= 0; shift -= 5 {
 		dst = append(dst, base32Lower[(h>>shift)&31])
 	}
 	return dst
 }
 
-// appendTextTokens appends the tokens of text's words, each followed by a space.
-func appendTextTokens(dst []byte, text string) []byte {
+// appendWordHashes appends the hashes of text's words.
+func appendWordHashes(dst []uint64, text string) []uint64 {
 	it := words.FromString(text)
 	for it.Next() {
 		if w := it.Value(); isWord(w) {
-			dst = append(appendToken(dst, w), ' ')
+			dst = append(dst, wordHash(w))
 		}
 	}
 	return dst
 }
 
-// messageTokens is what the word index holds of m: the tokens of its path,
-// of the first domain.SearchedBodyBytes of each body and of every header
-// value, in that order.
-func messageTokens(dst []byte, m domain.Message) []byte {
+// distinctTokens appends the tokens of hashes, each once, separated by
+// spaces; it sorts hashes.
+func distinctTokens(dst []byte, hashes []uint64) []byte {
+	slices.Sort(hashes)
+	for i, h := range hashes {
+		if i > 0 && h == hashes[i-1] {
+			continue
+		}
+		if len(dst) > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = appendToken(dst, h)
+	}
+	return dst
+}
+
+// messageTokens is what the word index holds of m: the tokens of the words of
+// its path, of the first domain.SearchedBodyBytes of each body and of every
+// header value, each once. hashes is scratch space, returned for reuse.
+func messageTokens(dst []byte, hashes []uint64, m domain.Message) ([]byte, []uint64) {
+	hashes = hashes[:0]
 	domain.SearchedTexts(m, func(text string) bool {
-		dst = appendTextTokens(dst, searchedPrefix(text))
+		hashes = appendWordHashes(hashes, searchedPrefix(text))
 		return true
 	})
-	return dst
+	return distinctTokens(dst, hashes), hashes
 }
 
 // searchedPrefix is the part of a text the index holds: the first
@@ -105,12 +128,10 @@ func searchedPrefix(text string) string {
 	return text[:cut]
 }
 
-// phraseQuery is the FTS5 query of q: its words' tokens as one phrase, and
-// false when q has no word (the domain refuses such a q).
-func phraseQuery(q string) (string, bool) {
-	tokens := strings.TrimSpace(string(appendTextTokens(nil, q)))
-	if tokens == "" {
-		return "", false
-	}
-	return `"` + tokens + `"`, true
+// wordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
+// side by side as AND), and false when q has no word (the domain refuses such
+// a q).
+func wordsQuery(q string) (string, bool) {
+	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
+	return tokens, tokens != ""
 }
