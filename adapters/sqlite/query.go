@@ -136,11 +136,11 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 
 // listIterator walks the matching messages of a List across day files.
 type listIterator struct {
-	s      *Store
-	q      domain.Query
-	now    time.Time
+	s     *Store
+	q     domain.Query
+	now   time.Time
 	words string
-	match  func(domain.Message) bool
+	match func(domain.Message) bool
 
 	days []time.Time
 	day  *dayFile  // the file being read, its use lock held
