@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -53,10 +52,10 @@ func lockDir(dir string) (*dirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: data directory %s: lock file: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		holder, _ := os.ReadFile(path)
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
 			return nil, fmt.Errorf("sqlite: data directory %s is in use by another reqlog (pid %s): "+
 				"one process per data directory", dir, strings.TrimSpace(string(holder)))
 		}
@@ -68,6 +67,9 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	return &dirLock{f: f}, nil
 }
+
+// errLocked: another open file description holds the lock.
+var errLocked = errors.New("locked")
 
 func (l *dirLock) release() error {
 	return l.f.Close() // closing the descriptor releases the flock
@@ -162,14 +164,4 @@ func syncDir(dir string) error {
 	}
 	err = d.Sync()
 	return errors.Join(err, d.Close())
-}
-
-// freeBytes is the space the data directory's file system offers an
-// unprivileged writer.
-func freeBytes(dir string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
 }
