@@ -190,21 +190,21 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	if c := it.q.After; c != nil {
 		w.add("(created, id) < (?, ?)", c.CreatedAt.UnixMicro(), c.ID)
 	}
+	from := "messages"
 	if it.words != "" {
-		seqs, few, err := wordCandidates(ctx, d.read, it.words)
+		few, none, err := byWords(ctx, d, it.words, w)
 		if err != nil {
 			return d.fileError(ctx, "list: search", err)
 		}
+		if none {
+			it.closeDay()
+			return nil
+		}
 		if few {
-			if len(seqs) == 0 {
-				it.closeDay()
-				return nil
-			}
-			list, _ := json.Marshal(seqs)
-			w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+			from = "messages NOT INDEXED" // by seq, then sorted: a few thousand at most
 		}
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT "+messageColumns+" FROM messages WHERE "+w.String()+
+	rows, err := d.read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String()+
 		" ORDER BY created DESC, id DESC", w.args...)
 	if err != nil {
 		return d.fileError(ctx, "list", err)
@@ -213,7 +213,28 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	return nil
 }
 
-// wordCandidates returns the seqs of the messages whose words hold words,
+// byWords narrows w to the messages of d whose words hold all of words'
+// tokens when they are few (at most maxWordCandidates): read them by seq
+// (NOT INDEXED), or the planner walks the whole scope to test each. none
+// reports that no message holds them.
+func byWords(ctx context.Context, d *dayFile, words string, w *where) (few, none bool, err error) {
+	seqs, few, err := wordCandidates(ctx, d.read, words)
+	if err != nil || !few {
+		return false, false, err
+	}
+	if len(seqs) == 0 {
+		return true, true, nil
+	}
+	list, err := json.Marshal(seqs)
+	if err != nil {
+		return false, false, err
+	}
+	w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+	return true, false, nil
+}
+
+// wordCandidates returns the seqs of the messages whose words hold words'
+// tokens,
 // and true, when they are at most maxWordCandidates; otherwise false.
 func wordCandidates(ctx context.Context, db *sql.DB, words string) ([]int64, bool, error) {
 	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ? LIMIT ?`, words, maxWordCandidates+1)
@@ -261,7 +282,9 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	}
 	w := readableWhere(scope, domain.Filter{}, now)
 	w.add(column+" = ?", idOrReference)
-	query := "SELECT " + messageColumns + " FROM messages WHERE " + w.String() + " LIMIT 1"
+	// Named, because without statistics the planner prefers the scope's two
+	// equal columns to the reference's one.
+	query := "SELECT " + messageColumns + " FROM messages INDEXED BY messages_" + column + " WHERE " + w.String() + " LIMIT 1"
 	for _, day := range s.daysNewestFirst(time.Time{}, time.Time{}) {
 		m, found, err := s.getFrom(ctx, day, query, w.args)
 		if err != nil || found {
@@ -296,8 +319,8 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	if err != nil {
 		return nil, err
 	}
-	query := "SELECT " + messageColumns + ` FROM messages WHERE id IN (SELECT value FROM json_each(?))
-		AND account = ? AND domain = ?`
+	query := "SELECT " + messageColumns + ` FROM messages INDEXED BY messages_id
+		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? AND domain = ?`
 	var found []domain.Message
 	for _, day := range s.daysNewestFirst(time.Time{}, time.Time{}) {
 		if found, err = s.lookupIn(ctx, day, query, []any{string(list), scope.Account, scope.Domain}, found); err != nil {

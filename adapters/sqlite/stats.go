@@ -48,12 +48,22 @@ func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, 
 	}
 	defer d.use.RUnlock()
 	w := readableWhere(scope, f, now)
-	columns := "created, status, duration, name, path"
+	columns, from := "created, status, duration, name, path", "messages"
 	if words != "" {
 		columns = messageColumns
-		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+		few, none, err := byWords(ctx, d, words, w)
+		switch {
+		case err != nil:
+			return d.fileError(ctx, "stats: search", err)
+		case none:
+			return nil
+		case few:
+			from = "messages NOT INDEXED"
+		default: // many: the range, each message's seq looked up in them
+			w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+		}
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT "+columns+" FROM messages WHERE "+w.String(), w.args...)
+	rows, err := d.read.QueryContext(ctx, "SELECT "+columns+" FROM "+from+" WHERE "+w.String(), w.args...)
 	if err != nil {
 		return d.fileError(ctx, "stats", err)
 	}
