@@ -80,10 +80,20 @@ CREATE UNIQUE INDEX messages_id ON messages(id);
 CREATE INDEX messages_reference ON messages(reference);
 CREATE INDEX messages_scope ON messages(account, domain, created, id);
 CREATE INDEX messages_name ON messages(account, domain, name, created, id);
+` + statsIndex + `;
 CREATE VIRTUAL TABLE words USING fts5(w, content='', columnsize=0, detail=none, tokenize='ascii');
 CREATE TABLE day (messages INTEGER NOT NULL, max_expires INTEGER NOT NULL);
 INSERT INTO day VALUES (0, 0);
 `
+
+// statsIndex holds what the statistics read of each message, so that they
+// scan an index rather than the rows (version 2).
+const statsIndex = `CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path)`
+
+// migrations[v] takes a day file from schema version v to v+1.
+var migrations = map[int]string{
+	1: statsIndex,
+}
 
 // dayFile is one day's database: one writer connection (BEGIN IMMEDIATE) and
 // a pool of read-only ones. WAL lets readers read while the writer writes;
@@ -207,10 +217,34 @@ func (d *dayFile) create(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// migrate brings a day file of an older schema version to this one. There is
-// no older version yet.
-func (d *dayFile) migrate(_ context.Context, _ *sql.Conn, version int) error {
-	return fmt.Errorf("sqlite: %s has schema version %d, which this reqlog cannot migrate", d.path, version)
+// migrate brings a day file of an older schema version to this one, in one
+// transaction: a failure leaves it as it was.
+func (d *dayFile) migrate(ctx context.Context, conn *sql.Conn, version int) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
+		return d.fileError(ctx, "set WAL mode", errors.Join(err, fmt.Errorf("journal mode %q", mode)))
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return d.fileError(ctx, "migrate", err)
+	}
+	defer tx.Rollback()
+	for v := version; v < schemaVersion; v++ {
+		step, ok := migrations[v]
+		if !ok {
+			return fmt.Errorf("sqlite: %s has schema version %d, which this reqlog cannot migrate", d.path, version)
+		}
+		if _, err := tx.ExecContext(ctx, step); err != nil {
+			return d.fileError(ctx, fmt.Sprintf("migrate from schema version %d", v), err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version=%d", schemaVersion)); err != nil {
+		return d.fileError(ctx, "migrate", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return d.fileError(ctx, "migrate", err)
+	}
+	return nil
 }
 
 func (d *dayFile) fileError(ctx context.Context, what string, err error) error {

@@ -29,8 +29,9 @@ const (
 	storeKind = "reqlog-sqlite"
 )
 
-// schemaVersion is the version of the day files' schema this reqlog writes.
-const schemaVersion = 1
+// schemaVersion is the version of the day files' schema this reqlog writes
+// (day.go: schema, and migrations from each older one).
+const schemaVersion = 2
 
 // meta is the content of metaName.
 type meta struct {

@@ -112,6 +112,44 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 	wantNamed(t, err, meta)
 }
 
+// A directory of schema version 1 (before the statistics index) is migrated
+// at start-up: each day file gets the index and version 2, then the
+// directory's version is written; the messages stay.
+func TestOlderDirectoryIsMigrated(t *testing.T) {
+	dir, day := seeded(t)
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP INDEX messages_stats; PRAGMA user_version=1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	meta := filepath.Join(dir, "reqlog-store.json")
+	writeFile(t, meta, []byte(`{"store":"reqlog-sqlite","schema_version":1}`))
+
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	page, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10}, time.Now().Add(time.Hour))
+	if err != nil || len(page.Messages) != 1 {
+		t.Fatalf("List after the migration = %d messages, %v; want the one stored", len(page.Messages), err)
+	}
+	db, err = sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version, indexes int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 2 {
+		t.Errorf("the day file's schema version is %d (%v), want 2", version, err)
+	}
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
+		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
+	}
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":2`) {
+		t.Errorf("%s holds %s (%v), want schema_version 2", meta, data, err)
+	}
+}
+
 func TestNewerDayFileIsRefused(t *testing.T) {
 	dir, day := seeded(t)
 	db, err := sql.Open("sqlite", "file:"+day)

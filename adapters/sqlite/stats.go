@@ -9,7 +9,8 @@ import (
 )
 
 // Stats streams the matching messages of the range into domain.StatsBuilder,
-// day file by day file: five narrow columns each, or, with q, the messages
+// day file by day file: five columns each from the messages_stats index,
+// which holds every column the query reads, or, with q, the messages
 // whose words hold q's words, read whole and checked with domain.Search.
 func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
 	b := domain.NewStatsBuilder(q)
@@ -48,7 +49,7 @@ func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, 
 	}
 	defer d.use.RUnlock()
 	w := readableWhere(scope, f, now)
-	columns, from := "created, status, duration, name, path", "messages"
+	columns, from := "created, status, duration, name, path", "messages INDEXED BY messages_stats"
 	if words != "" {
 		columns = messageColumns
 		few, none, err := byWords(ctx, d, words, w)
@@ -60,6 +61,7 @@ func (s *Store) statsOf(ctx context.Context, day time.Time, scope domain.Scope, 
 		case few:
 			from = "messages NOT INDEXED"
 		default: // many: the range, each message's seq looked up in them
+			from = "messages"
 			w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 		}
 	}
