@@ -188,6 +188,11 @@ func (d *dayFile) prepare(ctx context.Context) error {
 	case version < schemaVersion:
 		return d.migrate(ctx, conn, version)
 	}
+	return d.setWAL(ctx, conn)
+}
+
+// setWAL puts the file in WAL mode (kept in the file; only the writer sets it).
+func (d *dayFile) setWAL(ctx context.Context, conn *sql.Conn) error {
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
 		return d.fileError(ctx, "set WAL mode", errors.Join(err, fmt.Errorf("journal mode %q", mode)))
@@ -198,9 +203,8 @@ func (d *dayFile) prepare(ctx context.Context) error {
 // create makes a new day file: WAL mode, then the schema and the marks of a
 // day file in one transaction.
 func (d *dayFile) create(ctx context.Context, conn *sql.Conn) error {
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
-		return d.fileError(ctx, "set WAL mode", errors.Join(err, fmt.Errorf("journal mode %q", mode)))
+	if err := d.setWAL(ctx, conn); err != nil {
+		return err
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -220,9 +224,8 @@ func (d *dayFile) create(ctx context.Context, conn *sql.Conn) error {
 // migrate brings a day file of an older schema version to this one, in one
 // transaction: a failure leaves it as it was.
 func (d *dayFile) migrate(ctx context.Context, conn *sql.Conn, version int) error {
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
-		return d.fileError(ctx, "set WAL mode", errors.Join(err, fmt.Errorf("journal mode %q", mode)))
+	if err := d.setWAL(ctx, conn); err != nil {
+		return err
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
