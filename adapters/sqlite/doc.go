@@ -64,18 +64,35 @@
 // The contract's words are UAX #29 words (github.com/clipperhouse/uax29),
 // which SQLite's tokenizers do not split alike (unicode61 splits ord_8f7d
 // and example.com, keeps runs of ideographs together and folds accents). So
-// each word of the path, of the first domain.SearchedBodyBytes of each body
-// and of each header value is indexed as a ten-letter token of its hash, in
-// lower case, in a contentless FTS5 table (words.go), and q is the phrase of
-// its words' tokens. Every message found is checked with domain.Search, the
-// reference, which also rules out a phrase across two texts and a hash
-// collision. A q whose phrase finds more than a few thousand messages of a
-// day is instead checked message by message down the day's index, which
-// fills a page sooner.
+// each distinct word of the path, of the first domain.SearchedBodyBytes of
+// each body and of each header value is indexed once per message as an
+// eight-letter token of its hash, in lower case, in a contentless FTS5 table
+// without positions (words.go), and a q finds the messages holding all of
+// its words' tokens. Every one of them is checked with domain.Search, the
+// reference, which decides the phrase and rules out a hash collision. A day
+// whose candidates are few (maxWordCandidates) is read by seq and sorted;
+// past that, List walks the day's index newest first and checks each
+// message, which fills a page of a frequent q sooner.
 //
 // # Statistics
 //
 // Stats streams five columns (created, status, duration, name, path) of the
-// matching messages of each day of the range into domain.StatsBuilder; with
-// q, the messages its phrase finds are read whole and checked first.
+// matching messages of each day of the range into domain.StatsBuilder, from
+// the messages_stats index, which holds every column the query reads (schema
+// version 2); with q, the messages holding its words are read whole and
+// checked first. The time grows with the messages in the range (about 5 µs
+// each): per-minute rollups would answer the common views without them.
+//
+// # Schema versions
+//
+// A day file records its schema version (PRAGMA user_version); migrations
+// in day.go take a file from each older version to the next, in one
+// transaction, at start-up, and the directory's reqlog-store.json is written
+// once every file is migrated.
+//
+// # Memory
+//
+// Each day file holds one writer connection and up to Config.Readers read
+// connections, each with SQLite's page cache (2 MiB by default): the store's
+// memory is bounded by the days retained times that, whatever the messages.
 package sqlite
