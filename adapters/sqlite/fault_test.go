@@ -94,3 +94,18 @@ func assertIntegrity(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A nil Append means a commit in WAL mode with synchronous=FULL (2) on the
+// writer; readers cannot write.
+func TestWritesAreDurableAndReadersReadOnly(t *testing.T) {
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	m := newMessage(t, time.Now(), 10)
+	if err := s.Append(opCtx(t), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	journal, synchronous, queryOnly, err := s.WriterSettings(opCtx(t), m.CreatedAt)
+	if err != nil || journal != "wal" || synchronous != 2 || queryOnly != 1 {
+		t.Fatalf("writer journal_mode %q, synchronous %d, reader query_only %d (%v); want wal, 2 (FULL), 1",
+			journal, synchronous, queryOnly, err)
+	}
+}
