@@ -84,8 +84,8 @@ func (s *Store) appendDay(ctx context.Context, day time.Time, msgs []domain.Mess
 // indexWords is off only in the benchmark that prices the word index.
 var indexWords = true
 
-// insert writes each message not yet stored with its words, and the day's
-// totals.
+// insert writes each message not yet stored with its words, adds it to the
+// rollup of its scope, application and minute, and updates the day's totals.
 func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message) error {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
 	if err != nil {
@@ -102,6 +102,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message) error {
 		maxExpires int64
 		tokens     []byte
 		hashes     []uint64
+		rollups    = map[rollupKey]*domain.Rollup{}
 	)
 	for _, m := range msgs {
 		values, err := rowValues(m)
@@ -127,9 +128,17 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message) error {
 		}
 		added++
 		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())
+		k := rollupKeyOf(m)
+		if rollups[k] == nil {
+			rollups[k] = &domain.Rollup{}
+		}
+		rollups[k].AddMessage(m)
 	}
 	if added == 0 {
 		return nil
+	}
+	if err := addToRollups(ctx, tx, rollups); err != nil {
+		return fmt.Errorf("rollups: %w", err)
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`, added, maxExpires)
 	return err

@@ -82,6 +82,7 @@ CREATE INDEX messages_scope ON messages(account, domain, created, id);
 CREATE INDEX messages_name ON messages(account, domain, name, created, id);
 ` + statsIndex + `;
 CREATE VIRTUAL TABLE words USING fts5(w, content='', columnsize=0, detail=none, tokenize='ascii');
+` + rollupsTable + `;
 CREATE TABLE day (messages INTEGER NOT NULL, max_expires INTEGER NOT NULL);
 INSERT INTO day VALUES (0, 0);
 `
@@ -90,9 +91,11 @@ INSERT INTO day VALUES (0, 0);
 // scan an index rather than the rows (version 2).
 const statsIndex = `CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path)`
 
-// migrations[v] takes a day file from schema version v to v+1.
-var migrations = map[int]string{
-	1: statsIndex,
+// migrations[v] takes a day file from schema version v to v+1, inside the
+// migration's transaction.
+var migrations = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	1: func(ctx context.Context, tx *sql.Tx) error { _, err := tx.ExecContext(ctx, statsIndex); return err },
+	2: addRollupsTable,
 }
 
 // dayFile is one day's database: one writer connection (BEGIN IMMEDIATE) and
@@ -237,7 +240,7 @@ func (d *dayFile) migrate(ctx context.Context, conn *sql.Conn, version int) erro
 		if !ok {
 			return fmt.Errorf("sqlite: %s has schema version %d, which this reqlog cannot migrate", d.path, version)
 		}
-		if _, err := tx.ExecContext(ctx, step); err != nil {
+		if err := step(ctx, tx); err != nil {
 			return d.fileError(ctx, fmt.Sprintf("migrate from schema version %d", v), err)
 		}
 	}

@@ -30,3 +30,6 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 	}
 	return journal, synchronous, readerQueryOnly, err
 }
+
+// RollupMinutes is how many minutes Stats has answered from a rollup so far.
+func RollupMinutes() int64 { return rollupMinutes.Load() }

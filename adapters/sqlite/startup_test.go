@@ -112,16 +112,17 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 	wantNamed(t, err, meta)
 }
 
-// A directory of schema version 1 (before the statistics index) is migrated
-// at start-up: each day file gets the index and version 2, then the
-// directory's version is written; the messages stay.
+// A directory of schema version 1 (before the statistics index and the
+// rollups) is migrated at start-up: each day file gets the index, the rollups
+// of its messages and version 3, then the directory's version is written;
+// the messages stay.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
 	db, err := sql.Open("sqlite", "file:"+day)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP INDEX messages_stats; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -138,15 +139,18 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var version, indexes int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 2 {
-		t.Errorf("the day file's schema version is %d (%v), want 2", version, err)
+	var version, indexes, rollups int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 3 {
+		t.Errorf("the day file's schema version is %d (%v), want 3", version, err)
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
 	}
-	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":2`) {
-		t.Errorf("%s holds %s (%v), want schema_version 2", meta, data, err)
+	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
+		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
+	}
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":3`) {
+		t.Errorf("%s holds %s (%v), want schema_version 3", meta, data, err)
 	}
 }
 
