@@ -76,12 +76,17 @@
 //
 // # Statistics
 //
-// Stats streams five columns (created, status, duration, name, path) of the
-// matching messages of each day of the range into domain.StatsBuilder, from
-// the messages_stats index, which holds every column the query reads (schema
-// version 2); with q, the messages holding its words are read whole and
-// checked first. The time grows with the messages in the range (about 5 µs
-// each): per-minute rollups would answer the common views without them.
+// Each day file keeps a domain.Rollup per scope, application and minute of
+// created_at (table rollups), added to in the transaction that stores the
+// messages (a retry adds nothing: only messages newly stored count). Stats
+// answers a query the rollups can answer (a scope or one application over a
+// range) from them with domain.RollupStatsBuilder, and streams only the
+// minutes a rollup cannot stand for (an edge of the range, messages not
+// visible yet or expired). Any other filter streams five columns (created,
+// status, duration, name, path) of the matching messages of each day into
+// domain.StatsBuilder from the messages_stats index, which holds every
+// column the query reads; with q, the messages holding its words are read
+// whole and checked first.
 //
 // # Schema versions
 //
