@@ -26,6 +26,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -238,6 +239,22 @@ func openElasticBaseline(ctx context.Context, addr string) (*baseline, error) {
 			return err
 		}
 		return res.Body.Close()
+	}}, nil
+}
+
+// openSQLiteBaseline opens a store on a temporary directory on this
+// machine's disk, deleted afterwards.
+func openSQLiteBaseline(ctx context.Context) (*baseline, error) {
+	dir, err := os.MkdirTemp("", "reqlog-bench-sqlite-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlite.New(ctx, sqlite.Config{Dir: dir})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return &baseline{name: "sqlite", writer: store, cleanup: func(context.Context) error {
+		return errors.Join(store.Close(), os.RemoveAll(dir))
 	}}, nil
 }
 

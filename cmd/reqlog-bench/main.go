@@ -75,6 +75,7 @@ type options struct {
 	verifyIn     string
 	mongoDB      string
 	esPrefix     string
+	sqliteDir    string
 	verifyWithin time.Duration
 	sample       time.Duration
 	writeShare   float64
@@ -129,7 +130,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
 	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
 	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
-	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb or elasticsearch (direct store)")
+	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb, elasticsearch or sqlite (direct store; sqlite in a temporary directory)")
 	fs.StringVar(&o.mongoURI, "mongodb-uri", "mongodb://127.0.0.1:27017", "MongoDB of -limit mongodb")
 	fs.StringVar(&o.esURL, "elasticsearch-url", "http://127.0.0.1:9200", "Elasticsearch of -limit elasticsearch")
 	batches := fs.String("baseline-batches", "100,500,1000", "batch sizes the direct store baseline tries")
@@ -147,7 +148,8 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest and mixed report its CPU per message, fetch, search and stats per request, export its exact peak resident size")
-	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix)")
+	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix) or sqlite (-sqlite-dir, with reqlogd stopped: one process per directory)")
+	fs.StringVar(&o.sqliteDir, "sqlite-dir", "./reqlog-data", "the data directory of -direct sqlite")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
@@ -244,10 +246,10 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
 	if o.direct != "" {
-		if mode != "seed" || o.direct != "elasticsearch" {
-			return errors.New("-direct: use -direct elasticsearch with seed")
+		if mode != "seed" || (o.direct != "elasticsearch" && o.direct != "sqlite") {
+			return errors.New("-direct: use -direct elasticsearch or -direct sqlite with seed")
 		}
-		if u, err := url.Parse(o.esURL); err != nil || !isLoopback(u.Hostname()) {
+		if u, err := url.Parse(o.esURL); o.direct == "elasticsearch" && (err != nil || !isLoopback(u.Hostname())) {
 			return fmt.Errorf("-direct: %q is not on this machine: the tool only sends load to loopback addresses", o.esURL)
 		}
 		if _, err := directScope(o.directScope); err != nil {
@@ -258,8 +260,8 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
 	}
 	for _, limit := range o.limits {
-		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch"}, limit) {
-			return fmt.Errorf("-limit %q: use decode, bare, mongodb or elasticsearch", limit)
+		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch", "sqlite"}, limit) {
+			return fmt.Errorf("-limit %q: use decode, bare, mongodb, elasticsearch or sqlite", limit)
 		}
 		target := map[string]string{"mongodb": o.mongoURI, "elasticsearch": o.esURL}[limit]
 		if u, err := url.Parse(target); target != "" && (err != nil || !isLoopback(u.Hostname())) {
@@ -402,9 +404,12 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 	}
 	var b *baseline
 	var err error
-	if limit == "mongodb" {
+	switch limit {
+	case "mongodb":
 		b, err = openMongoBaseline(ctx, o.mongoURI)
-	} else {
+	case "sqlite":
+		b, err = openSQLiteBaseline(ctx)
+	default:
 		b, err = openElasticBaseline(ctx, o.esURL)
 	}
 	if err != nil {

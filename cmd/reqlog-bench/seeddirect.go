@@ -12,6 +12,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -39,6 +40,13 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 	scope, err := directScope(o.directScope)
 	if err != nil {
 		return err
+	}
+	if o.direct == "sqlite" {
+		store, err := sqlite.New(ctx, sqlite.Config{Dir: o.sqliteDir})
+		if err != nil {
+			return fmt.Errorf("-direct sqlite: %w", err)
+		}
+		return errors.Join(seedInto(ctx, store, scope, gen, o, stdout), store.Close())
 	}
 	// Refreshing every second while a million messages go in costs the node
 	// most of its time in small segments and their merges; the seed's store
@@ -138,8 +146,12 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	progress.Stop()
 	took := time.Since(began)
 	n := stored.Load()
-	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s, %s) in %s: %.0f messages/s from %d goroutines\n",
-		n, o.esURL, o.esPrefix, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
+	into := o.sqliteDir
+	if o.direct == "elasticsearch" {
+		into = o.esURL + ", " + o.esPrefix
+	}
+	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines\n",
+		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

@@ -30,7 +30,7 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		// Every store's Config: the graph uses the chosen store's only.
-		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP),
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP, cfg.SQLite),
 		store,
 		app.Module,
 		keyring.Module,

@@ -3,7 +3,7 @@ package main
 // Every setting of reqlogd is a row of the table below: its YAML key gives its
 // environment variable and flag, and its field says which part's Config it sets,
 // where that field's meaning is documented (app.Config, httpapi.Config,
-// portal.Config, keyring.Config, mongo.Config, elastic.Config, or config below for
+// portal.Config, keyring.Config, sqlite.Config, mongo.Config, elastic.Config, or config below for
 // the process's own). Each part validates its Config; the table turns a refused
 // field back into the setting, with the value as given and where it came from.
 //
@@ -34,12 +34,14 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
 
 // Store names REQLOG_STORE accepts.
 const (
+	storeSQLite        = "sqlite"
 	storeMemory        = "memory"
 	storeMongoDB       = "mongodb"
 	storeElasticsearch = "elasticsearch"
@@ -78,6 +80,7 @@ type config struct {
 	Elasticsearch elastic.Config
 	Proxy         proxy.Config
 	OTLP          otlp.Config
+	SQLite        sqlite.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -89,7 +92,7 @@ type origin struct{ value, source string }
 // defaultConfig returns the defaults of every setting: each part's own.
 func defaultConfig() config {
 	return config{
-		Store:           storeMemory,
+		Store:           storeSQLite,
 		LogLevel:        zapcore.InfoLevel,
 		LogFormat:       logFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
@@ -100,6 +103,7 @@ func defaultConfig() config {
 		Elasticsearch:   elastic.DefaultConfig(),
 		Proxy:           proxy.DefaultConfig(),
 		OTLP:            otlp.DefaultConfig(),
+		SQLite:          sqlite.DefaultConfig(),
 	}
 }
 
@@ -183,7 +187,8 @@ func boolSetting(key, field, usage string, ptr func(*config) *bool) setting {
 // settings is the single list of what can be configured.
 var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
-	stringSetting("store", "Store", "storage backend: memory, mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("store", "Store", "storage backend: sqlite (a directory of files, see sqlite.dir), memory (lost on restart), mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
 		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
@@ -465,7 +470,7 @@ func (c config) validate() error {
 		return err
 	}
 	switch c.Store {
-	case storeMemory:
+	case storeSQLite, storeMemory:
 	case storeMongoDB:
 		if c.MongoDB.URI == "" {
 			return c.bad("mongodb.uri", "is required with REQLOG_STORE=mongodb")
@@ -475,7 +480,7 @@ func (c config) validate() error {
 			return c.bad("elasticsearch.url", "is required with REQLOG_STORE=elasticsearch")
 		}
 	default:
-		return c.bad("store", "must be memory, mongodb or elasticsearch")
+		return c.bad("store", "must be sqlite, memory, mongodb or elasticsearch")
 	}
 	if err := c.refused("App", c.App.Validate()); err != nil {
 		return err
@@ -491,6 +496,9 @@ func (c config) validate() error {
 	}
 	// Every store's settings, whichever runs: a mistake shows before it is needed.
 	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("SQLite", c.SQLite.Validate()); err != nil {
 		return err
 	}
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {

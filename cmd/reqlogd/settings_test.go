@@ -118,6 +118,7 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.warm_up", value: "-1s", check: func(c config) bool { return c.Elasticsearch.WarmUp == -time.Second }},
 	{key: "elasticsearch.replicas", value: "2", check: func(c config) bool { return c.Elasticsearch.Replicas == 2 }},
 	{key: "elasticsearch.shards", value: "2", check: func(c config) bool { return c.Elasticsearch.Shards == 2 }},
+	{key: "sqlite.dir", value: "/var/lib/reqlog", check: func(c config) bool { return c.SQLite.Dir == "/var/lib/reqlog" }},
 	{key: "public_url", value: "https://logs.example.com", check: func(c config) bool { return c.Portal.PublicURL == "https://logs.example.com" }},
 	{key: "portal.secret", value: strings.Repeat("s", 32), check: func(c config) bool { return string(c.Portal.Secret) == strings.Repeat("s", 32) }},
 	{key: "portal.frame_ancestors", value: "'self', https://app.example.com", check: func(c config) bool {
