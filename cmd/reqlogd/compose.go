@@ -10,7 +10,9 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -28,12 +30,14 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		// Every store's Config: the graph uses the chosen store's only.
-		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch),
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP, cfg.SQLite),
 		store,
 		app.Module,
 		keyring.Module,
 		portal.Module,
 		httpapi.Module,
+		otlp.Module,  // POST /v1/traces
+		proxy.Module, // runs only when cfg.Proxy is enabled
 	), nil
 }
 
