@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/rand"
+	"os"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -57,4 +59,14 @@ func (c AlertConfig) Validate() error {
 		return invalidField("PortalLinkTTL", "must be from 0 (no session in the link) to 168h")
 	}
 	return nil
+}
+
+// ReplicaName names this process among the replicas in leases: the host name
+// and a random part, so two processes on one host differ.
+func ReplicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "reqlogd"
+	}
+	return host + "-" + rand.Text()[:8]
 }

@@ -179,9 +179,16 @@ type RuleState struct {
 type Period struct{ From, To time.Time }
 
 // States returns the state of every rule the principal may see, with the
-// periods of [from, to) when each was firing. A portal session bound to one
-// application sees the rules of that application.
+// periods of [from, to) when each was firing (a zero to is now, a zero from a
+// day before to). A portal session bound to one application sees the rules of
+// that application.
 func (a *Alerts) States(ctx context.Context, p domain.Principal, from, to time.Time) ([]RuleState, error) {
+	if to.IsZero() {
+		to = a.now()
+	}
+	if from.IsZero() {
+		from = to.Add(-domain.DefaultStatsRange)
+	}
 	rules, err := a.store.Rules(ctx, p.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("alert states: %w", err)
