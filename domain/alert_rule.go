@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,11 +280,10 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		}
 		classes := make([]int, 0, len(names))
 		for _, n := range names {
-			lo, hi, ok := parseStatusFilter(n)
-			if !ok || hi-lo != 99 || slices.Contains(classes, lo/100) {
+			if len(n) != 3 || n[0] < '1' || n[0] > '5' || n[1:] != "xx" || slices.Contains(classes, int(n[0]-'0')) {
 				return problem
 			}
-			classes = append(classes, lo/100)
+			classes = append(classes, int(n[0]-'0'))
 		}
 		slices.Sort(classes)
 		r.Filter.StatusClasses = classes
@@ -497,16 +497,28 @@ func readNumber(raw json.RawMessage, dst *float64) string {
 	return ""
 }
 
+// durationText is the form of a rule's durations: whole hours, minutes and
+// seconds, in that order, such as "90s", "5m" or "1h30m" (what FormatAlertDuration
+// writes, and openapi.json's pattern).
+var durationText = regexp.MustCompile(`^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?$`)
+
 // readDuration reads a duration such as "90s", "5m" or "1h30m".
 func readDuration(raw json.RawMessage) (time.Duration, string) {
-	const problem = "must be a duration such as 30s, 5m or 1h"
+	const problem = "must be a duration of whole hours, minutes and seconds such as 30s, 5m or 1h30m"
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if json.Unmarshal(raw, &s) != nil || s == "" {
 		return 0, problem
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
+	parts := durationText.FindStringSubmatch(s)
+	if parts == nil {
 		return 0, problem
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{time.Hour, time.Minute, time.Second} {
+		if parts[i+1] != "" {
+			n, _ := strconv.ParseInt(parts[i+1], 10, 64)
+			d += time.Duration(n) * unit
+		}
 	}
 	return d, ""
 }

@@ -1,6 +1,6 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
 // POST and GET /v1/messages, GET /v1/messages/{idOrReference}, GET /v1/stats,
-// GET /v1/messages/export, /healthz, /readyz,
+// GET /v1/messages/export, /v1/alerts (rules, states, webhook endpoints), /healthz, /readyz,
 // /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
@@ -43,6 +43,8 @@ type Options struct {
 	// (nil: made from the reader).
 	Statistics *app.Statistics
 	Exporter   *app.Exporter
+	// Alerts serves /v1/alerts (nil: those endpoints answer 404).
+	Alerts *app.Alerts
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -63,6 +65,7 @@ type api struct {
 	metrics    *Metrics
 	limiter    *RateLimiter
 	portal     *portal.Portal
+	alerts     *app.Alerts
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -70,7 +73,7 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, alerts: opts.Alerts}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -119,6 +122,7 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
+	a.alertRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC
