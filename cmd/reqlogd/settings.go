@@ -32,6 +32,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -74,6 +75,8 @@ type config struct {
 	Portal        portal.Config
 	MongoDB       mongo.Config
 	Elasticsearch elastic.Config
+	Alerts        app.AlertConfig
+	Webhook       webhook.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -94,6 +97,8 @@ func defaultConfig() config {
 		Portal:          portal.DefaultConfig(),
 		MongoDB:         mongo.DefaultConfig(),
 		Elasticsearch:   elastic.DefaultConfig(),
+		Alerts:          app.DefaultAlertConfig(),
+		Webhook:         webhook.DefaultConfig(),
 	}
 }
 
@@ -243,6 +248,14 @@ var settings = []setting{
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
+	durationSetting("alerts.evaluation_interval", "Alerts.EvaluationInterval", "how often every alert rule is evaluated, on its multiples (a divisor of an hour); one replica evaluates each time", func(c *config) *time.Duration { return &c.Alerts.EvaluationInterval }),
+	durationSetting("alerts.poll_interval", "Alerts.Poll", "how often each replica looks for the next evaluation and for due webhook deliveries (at most the evaluation interval)", func(c *config) *time.Duration { return &c.Alerts.Poll }),
+	boolSetting("alerts.allow_private_webhooks", "Webhook.AllowPrivate", "let webhook URLs resolve to loopback, private, link-local and other internal addresses (refused by default, at creation and on every connection)", func(c *config) *bool { return &c.Webhook.AllowPrivate }),
+	durationSetting("alerts.webhook_timeout", "Webhook.Timeout", "longest a webhook attempt may take, connecting and reading the reply included (1s to 1m)", func(c *config) *time.Duration { return &c.Webhook.Timeout }),
+	durationSetting("alerts.delivery_lease", "Alerts.DeliveryLease", "how long a replica holds a webhook delivery it attempts before another may take it over (above the webhook timeout)", func(c *config) *time.Duration { return &c.Alerts.DeliveryLease }),
+	intSetting("alerts.delivery_concurrency", "Alerts.DeliveryConcurrency", "webhook attempts each replica makes at the same time", func(c *config) *int { return &c.Alerts.DeliveryConcurrency }),
+	durationSetting("alerts.history_retention", "Alerts.HistoryRetention", "how long alert transitions, finished deliveries and the delivery log are kept", func(c *config) *time.Duration { return &c.Alerts.HistoryRetention }),
+	durationSetting("alerts.portal_link_ttl", "Alerts.PortalLinkTTL", "how long the portal link in an alert event opens the portal (a read-only session of the rule's application, or account); 0 sends links without a session", func(c *config) *time.Duration { return &c.Alerts.PortalLinkTTL }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
@@ -466,7 +479,16 @@ func (c config) validate() error {
 	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
 		return err
 	}
-	return c.refused("Elasticsearch", c.Elasticsearch.Validate())
+	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("Alerts", c.Alerts.Validate()); err != nil {
+		return err
+	}
+	if c.Alerts.DeliveryLease <= c.Webhook.Timeout {
+		return c.bad("alerts.delivery_lease", "must be longer than REQLOG_ALERTS_WEBHOOK_TIMEOUT ("+formatDuration(c.Webhook.Timeout)+"), or another replica would send a delivery again while it is under way")
+	}
+	return c.refused("Webhook", c.Webhook.Validate())
 }
 
 // refused turns a part's refusal of one field (a *domain.ValidationError

@@ -22,6 +22,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -129,6 +130,14 @@ var settingCases = []settingCase{
 	{key: "group_commit_writers", value: "8", check: func(c config) bool { return c.App.GroupCommit.Writers == 8 }},
 	{key: "group_commit_queue_messages", value: "100", check: func(c config) bool { return c.App.GroupCommit.MaxQueueMessages == 100 }},
 	{key: "group_commit_queue_bytes", value: "1000", check: func(c config) bool { return c.App.GroupCommit.MaxQueueBytes == 1000 }},
+	{key: "alerts.evaluation_interval", value: "30s", check: func(c config) bool { return c.Alerts.EvaluationInterval == 30*time.Second }},
+	{key: "alerts.poll_interval", value: "5s", check: func(c config) bool { return c.Alerts.Poll == 5*time.Second }},
+	{key: "alerts.allow_private_webhooks", value: "true", check: func(c config) bool { return c.Webhook.AllowPrivate }},
+	{key: "alerts.webhook_timeout", value: "5s", check: func(c config) bool { return c.Webhook.Timeout == 5*time.Second }},
+	{key: "alerts.delivery_lease", value: "2m", check: func(c config) bool { return c.Alerts.DeliveryLease == 2*time.Minute }},
+	{key: "alerts.delivery_concurrency", value: "8", check: func(c config) bool { return c.Alerts.DeliveryConcurrency == 8 }},
+	{key: "alerts.history_retention", value: "7d", check: func(c config) bool { return c.Alerts.HistoryRetention == 7*24*time.Hour }},
+	{key: "alerts.portal_link_ttl", value: "0", check: func(c config) bool { return c.Alerts.PortalLinkTTL == 0 }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
@@ -183,6 +192,8 @@ func TestDefaultsAreEachPartsDefaults(t *testing.T) {
 		"mongo":   {cfg.MongoDB, mongo.DefaultConfig()},
 		"elastic": {cfg.Elasticsearch, elastic.DefaultConfig()},
 		"keyring": {cfg.Keyring, keyring.Config{}},
+		"alerts":  {cfg.Alerts, app.DefaultAlertConfig()},
+		"webhook": {cfg.Webhook, webhook.DefaultConfig()},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("default %s config %+v, want its DefaultConfig %+v", part, pair[0], pair[1])
@@ -350,6 +361,13 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"no replicas", map[string]string{"REQLOG_ELASTICSEARCH_REPLICAS": "0"}, nil, "REQLOG_ELASTICSEARCH_REPLICAS", ""},
 		{"no shards", map[string]string{"REQLOG_ELASTICSEARCH_SHARDS": "0"}, nil, "REQLOG_ELASTICSEARCH_SHARDS", ""},
 		{"too many shards", nil, []string{"-elasticsearch-shards", "1025"}, "REQLOG_ELASTICSEARCH_SHARDS", ""},
+		{"evaluation interval not dividing an hour", map[string]string{"REQLOG_ALERTS_EVALUATION_INTERVAL": "7m"}, nil, "REQLOG_ALERTS_EVALUATION_INTERVAL", ""},
+		{"alert poll over the interval", nil, []string{"-alerts-poll-interval", "2m"}, "REQLOG_ALERTS_POLL_INTERVAL", ""},
+		{"zero webhook timeout", map[string]string{"REQLOG_ALERTS_WEBHOOK_TIMEOUT": "0s"}, nil, "REQLOG_ALERTS_WEBHOOK_TIMEOUT", ""},
+		{"delivery lease under the webhook timeout", map[string]string{"REQLOG_ALERTS_DELIVERY_LEASE": "5s"}, nil, "REQLOG_ALERTS_DELIVERY_LEASE", ""},
+		{"no delivery concurrency", map[string]string{"REQLOG_ALERTS_DELIVERY_CONCURRENCY": "0"}, nil, "REQLOG_ALERTS_DELIVERY_CONCURRENCY", ""},
+		{"portal link for a month", map[string]string{"REQLOG_ALERTS_PORTAL_LINK_TTL": "30d"}, nil, "REQLOG_ALERTS_PORTAL_LINK_TTL", ""},
+		{"allow private webhooks syntax", map[string]string{"REQLOG_ALERTS_ALLOW_PRIVATE_WEBHOOKS": "yes please"}, nil, "REQLOG_ALERTS_ALLOW_PRIVATE_WEBHOOKS", ""},
 		{"missing config file", map[string]string{configFileEnv: "/nonexistent/reqlog.yaml"}, nil, configFileEnv, ""},
 		{"config file syntax", map[string]string{configFileEnv: writeFile(t, "retention: [1d\n")}, nil, configFileEnv, ""},
 		{"unknown key in file", map[string]string{configFileEnv: writeFile(t, "retenton: 1d\n")}, nil, configFileEnv, ""},

@@ -8,10 +8,11 @@ import (
 	"github.com/reqlog/reqlog/adapters/mongo"
 )
 
-// stores maps REQLOG_STORE to the module that provides ports.MessageStore; each
-// reads its own Config (mongo.Config, elastic.Config) from the graph.
+// stores maps REQLOG_STORE to the modules that provide ports.MessageStore and,
+// where the store keeps alert rules, ports.AlertStore; each reads its own
+// Config (mongo.Config, elastic.Config) from the graph.
 var stores = map[string]fx.Option{
-	storeMemory:        memory.Module,
+	storeMemory:        fx.Options(memory.Module, memory.AlertModule),
 	storeMongoDB:       mongo.Module,
 	storeElasticsearch: elastic.Module,
 }
