@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AlertEventType names an event as Standard Webhooks' "type" field does.
@@ -374,10 +375,9 @@ func DefaultAlertEndpoint() AlertEndpoint {
 // checkEndpointURL accepts an absolute http or https URL with a host and
 // without a fragment.
 func checkEndpointURL(s string) (string, string) {
-	s = strings.TrimSpace(s)
 	u, err := url.Parse(s)
 	switch {
-	case len(s) > MaxEndpointURLLength:
+	case utf8.RuneCountInString(s) > MaxEndpointURLLength:
 		return "", fmt.Sprintf("must be at most %d characters", MaxEndpointURLLength)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "":
 		return "", "must be an absolute http or https URL such as https://example.com/webhooks/reqlog"

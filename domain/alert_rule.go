@@ -460,18 +460,17 @@ func contiguous(classes []int) bool {
 	return len(classes) == 0 || classes[len(classes)-1]-classes[0] == len(classes)-1
 }
 
-// readText reads an optional string of 1 to limit characters after trimming;
-// null or "" clears it.
+// readText reads an optional string of at most limit characters, kept
+// without its surrounding spaces; null or "" clears it.
 func readText(raw json.RawMessage, dst *string, limit int) string {
 	var s string
 	if msg := readString(raw, &s); msg != "" {
 		return msg
 	}
-	s = strings.TrimSpace(s)
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > limit {
+	if utf8.RuneCountInString(s) > limit {
 		return fmt.Sprintf("must be at most %d characters", limit)
 	}
-	*dst = s
+	*dst = strings.TrimSpace(s)
 	return ""
 }
 
