@@ -13,6 +13,6 @@ import (
 // Config (mongo.Config, elastic.Config) from the graph.
 var stores = map[string]fx.Option{
 	storeMemory:        fx.Options(memory.Module, memory.AlertModule),
-	storeMongoDB:       mongo.Module,
-	storeElasticsearch: elastic.Module,
+	storeMongoDB:       fx.Options(mongo.Module, mongo.AlertModule),
+	storeElasticsearch: fx.Options(elastic.Module, elastic.AlertModule),
 }
