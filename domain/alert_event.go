@@ -341,7 +341,7 @@ func ParseAlertEndpoint(body []byte, base AlertEndpoint) (AlertEndpoint, error) 
 				e.DisabledReason = ""
 			}
 		default:
-			msg = "is not a field of a webhook endpoint"
+			name, msg = unknownField(name), "is not a field of a webhook endpoint"
 		}
 		if msg != "" {
 			fe.add(name, "%s", msg)

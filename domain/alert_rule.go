@@ -210,7 +210,7 @@ func ParseAlertRule(body []byte, base AlertRule) (AlertRule, error) {
 	for name, raw := range fields {
 		read, known := ruleFields[name]
 		if !known {
-			fe.add(name, "is not a field of an alert rule")
+			fe.add(unknownField(name), "is not a field of an alert rule")
 			continue
 		}
 		if msg := read(&r, raw); msg != "" {
@@ -400,6 +400,15 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		}
 		return ""
 	},
+}
+
+// unknownField names a field that is not one, quoted when it is empty (a JSON
+// key may be): an error always names something.
+func unknownField(name string) string {
+	if name == "" {
+		return `""`
+	}
+	return name
 }
 
 // maxMethodLength is the longest method a submission may have.

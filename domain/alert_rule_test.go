@@ -95,6 +95,7 @@ func TestParseAlertRuleNamesEveryBadField(t *testing.T) {
 		{`{` + base + `,"enabled":"yes"}`, "enabled"},
 		{`{` + base + `,"title":7}`, "title"},
 		{`{` + base + `,"treshold":0.1}`, "treshold"},
+		{`{` + base + `,"":0.1}`, `""`},
 	} {
 		_, err := domain.ParseAlertRule([]byte(tc.body), domain.DefaultAlertRule())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
