@@ -99,7 +99,9 @@ func (e *AlertEvaluator) Tick(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Evaluate evaluates, at slot, every enabled rule not evaluated at slot yet,
+// Evaluate evaluates, at slot, every enabled rule not evaluated at slot yet
+// (a state not written because nothing changed counts as not evaluated: a
+// second evaluation decides the same),
 // and flushes every state's outbox it finds full. Rules of one scope and
 // window with the same filters share one statistics call. The first error is
 // returned once every rule had its turn; a rule whose statistics fail records
@@ -178,12 +180,23 @@ func statsKey(q domain.StatsQuery) string {
 		f.Name, f.PathPrefix, f.Method, f.StatusMin, f.StatusMax, q.From.UnixNano(), q.To.UnixNano())
 }
 
+// refreshEvery is how many evaluations a state that did not change (same
+// status, reason and error, no transition, no event) goes without being
+// written: its value and window are then up to that many evaluations old.
+// Writing 1,000 unchanged states a minute was most of what evaluating cost a
+// store that reads whole collections (FerretDB: docs/benchmarks.md).
+const refreshEvery = 10
+
 // decide steps rule r from state st on what was observed, swaps the outcome in
 // with its outbox, and flushes the outbox.
 func (e *AlertEvaluator) decide(ctx context.Context, r domain.AlertRule, st domain.AlertState, slot time.Time,
 	obs domain.AlertObservation, failure string, endpoints map[domain.Scope][]domain.AlertEndpoint) error {
 	step := r.Step(st, slot, obs, failure)
 	next := step.State
+	if step.Transition == nil && step.Event == nil && st.Status != "" && next.Status == st.Status &&
+		next.Reason == st.Reason && next.Error == st.Error && slot.Sub(st.EvaluatedAt) < refreshEvery*e.interval {
+		return nil // nothing to tell: a later evaluation decides from the same state
+	}
 	if step.Transition != nil {
 		next.Outbox.Transitions = append(next.Outbox.Transitions, *step.Transition)
 	}
