@@ -39,12 +39,12 @@ const (
 // "winning" there. So what changes under compare-and-set (rule states, leases,
 // the delivery queue) is kept as versions: each write inserts the next
 // version, _id "<key>/<version>", which only one writer can; the latest
-// version is the record. A writer checks that the latest version is the one it
-// expects before inserting the next, and that none above its own appeared
-// after (a version it deleted could otherwise be inserted again by a writer
-// that read long before), then deletes the versions before the one it
-// replaced. On MongoDB itself this costs a few reads more than an update
-// would; the queue and the states are small.
+// version is the record. A writer checks that the version it expects is
+// still there before inserting the next, and that none above its own appeared
+// after (a version deleted since could otherwise be inserted again by a
+// writer that read long before), then deletes the one it replaced
+// (swapVersion). On MongoDB itself this costs a few reads more than an update
+// would.
 //
 // Idempotent writes (history, queue entries) are inserts of derived ids whose
 // duplicate-key errors are dropped. Rules and endpoints, written only by their
@@ -318,15 +318,17 @@ func (a *AlertStore) AllStates(ctx context.Context) ([]domain.AlertState, error)
 // SwapState stores next as the rule's state version prev+1 if prev is the
 // latest.
 func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev int64) error {
-	if _, err := a.Rule(ctx, next.Scope, next.RuleID); err != nil {
-		return err
-	}
 	rec, err := alertrecord.StateOf(next, prev+1)
 	if err != nil {
 		return err
 	}
 	states := a.coll(collAlertStates)
-	if err := swapVersion(ctx, states, next.RuleID, prev, rec); err != nil {
+	if err := swapVersion(ctx, states, next.RuleID, prev, rec); errors.Is(err, ports.ErrStale) {
+		if _, ruleErr := a.Rule(ctx, next.Scope, next.RuleID); ruleErr != nil {
+			return ruleErr // a deleted rule is not found, rather than stale
+		}
+		return err
+	} else if err != nil {
 		return err
 	}
 	// A rule deleted meanwhile: take the state back out.
@@ -335,6 +337,8 @@ func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev
 			return storeError(ctx, "swap state", err)
 		}
 		return notFoundError("rule", next.RuleID)
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

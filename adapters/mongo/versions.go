@@ -65,15 +65,22 @@ func latestVer(ctx context.Context, coll *mongodrv.Collection, key string) (int6
 
 // swapVersion makes doc version prev+1 of key if prev is the latest version
 // (0: none yet), or fails with ports.ErrStale, changing nothing. Only one of
-// the writers inserting the same _id succeeds; a writer that read long ago,
-// whose version had been deleted since, finds a later one after its insert
-// and takes its own back out. The versions before its own are deleted.
+// the writers inserting the same _id succeeds. Each successful writer deletes
+// the version it replaced, so a writer that read long ago may find its
+// version's successor gone and insert it again: it then finds a later version
+// after its insert (the one read that is not by _id, since only an index on
+// key finds the latest) and takes its own back out. Every other step reads or
+// writes by _id, which FerretDB finds without reading the whole collection.
 func swapVersion[R any](ctx context.Context, coll *mongodrv.Collection, key string, prev int64, doc R) error {
 	stale := fmt.Errorf("mongo: %s %q is not at version %d: %w", coll.Name(), key, prev, ports.ErrStale)
-	if latest, err := latestVer(ctx, coll, key); err != nil {
-		return err
-	} else if latest != prev {
-		return stale
+	if prev > 0 {
+		n, err := coll.CountDocuments(ctx, bson.D{{Key: fieldID, Value: versionID(key, prev)}})
+		if err != nil {
+			return storeError(ctx, "read "+coll.Name(), err)
+		}
+		if n == 0 {
+			return stale // replaced since, or never written
+		}
 	}
 	mine := versionID(key, prev+1)
 	if _, err := coll.InsertOne(ctx, version[R]{ID: mine, Key: key, Ver: prev + 1, Doc: doc}); isDuplicate(err) {
@@ -89,8 +96,10 @@ func swapVersion[R any](ctx context.Context, coll *mongodrv.Collection, key stri
 		}
 		return stale
 	}
-	if _, err := coll.DeleteMany(ctx, bson.D{{Key: fieldKey, Value: key}, {Key: fieldVer, Value: bson.D{{Key: "$lt", Value: prev + 1}}}}); err != nil {
-		return storeError(ctx, "write "+coll.Name(), err)
+	if prev > 0 {
+		if _, err := coll.DeleteOne(ctx, bson.D{{Key: fieldID, Value: versionID(key, prev)}}); err != nil {
+			return storeError(ctx, "write "+coll.Name(), err)
+		}
 	}
 	return nil
 }
