@@ -335,7 +335,7 @@ func ParseAlertEndpoint(body []byte, base AlertEndpoint) (AlertEndpoint, error) 
 			}
 			e.Format = EndpointFormat(s)
 		case "enabled":
-			if json.Unmarshal(raw, &e.Enabled) != nil || isAbsent(raw) {
+			if json.Unmarshal(raw, &e.Enabled) != nil || absentJSON(raw) {
 				msg = "must be true or false"
 			} else if e.Enabled {
 				e.DisabledReason = ""

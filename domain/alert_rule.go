@@ -271,7 +271,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 	"status_classes": func(r *AlertRule, raw json.RawMessage) string {
 		const problem = `must be a list of distinct status classes such as ["4xx", "5xx"]`
 		var names []string
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.Filter.StatusClasses = nil
 			return ""
 		}
@@ -310,14 +310,14 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		return readNumber(raw, &r.Threshold)
 	},
 	"resolve_threshold": func(r *AlertRule, raw json.RawMessage) string {
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.ResolveThreshold = math.NaN() // follows threshold: set in check
 			return ""
 		}
 		return readNumber(raw, &r.ResolveThreshold)
 	},
 	"window": func(r *AlertRule, raw json.RawMessage) string {
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.Window = DefaultAlertWindow
 			return ""
 		}
@@ -329,7 +329,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		return msg
 	},
 	"for": func(r *AlertRule, raw json.RawMessage) string {
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.For = 0
 			return ""
 		}
@@ -341,7 +341,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		return msg
 	},
 	"min_requests": func(r *AlertRule, raw json.RawMessage) string {
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.MinRequests = 0
 			return ""
 		}
@@ -355,7 +355,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 	"no_data": func(r *AlertRule, raw json.RawMessage) string {
 		var s string
 		all := []NoDataPolicy{NoDataKeep, NoDataOK, NoDataFiring}
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.NoData = NoDataKeep
 			return ""
 		}
@@ -366,7 +366,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		return ""
 	},
 	"repeat_interval": func(r *AlertRule, raw json.RawMessage) string {
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.RepeatInterval = DefaultRepeatEvery
 			return ""
 		}
@@ -379,7 +379,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 	},
 	"endpoint_ids": func(r *AlertRule, raw json.RawMessage) string {
 		var ids []string
-		if isAbsent(raw) {
+		if absentJSON(raw) {
 			r.EndpointIDs = nil
 			return ""
 		}
@@ -395,7 +395,7 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		return ""
 	},
 	"enabled": func(r *AlertRule, raw json.RawMessage) string {
-		if json.Unmarshal(raw, &r.Enabled) != nil || isAbsent(raw) {
+		if json.Unmarshal(raw, &r.Enabled) != nil || absentJSON(raw) {
 			return "must be true or false"
 		}
 		return ""
@@ -485,7 +485,7 @@ func readText(raw json.RawMessage, dst *string, limit int) string {
 
 // readString reads a string, or null as "".
 func readString(raw json.RawMessage, dst *string) string {
-	if isAbsent(raw) {
+	if absentJSON(raw) {
 		*dst = ""
 		return ""
 	}
@@ -499,7 +499,7 @@ func readString(raw json.RawMessage, dst *string) string {
 }
 
 func readNumber(raw json.RawMessage, dst *float64) string {
-	if isAbsent(raw) || json.Unmarshal(raw, dst) != nil || math.IsInf(*dst, 0) || math.IsNaN(*dst) {
+	if absentJSON(raw) || json.Unmarshal(raw, dst) != nil || math.IsInf(*dst, 0) || math.IsNaN(*dst) {
 		return "must be a number"
 	}
 	return ""
@@ -565,4 +565,10 @@ func FormatAlertDuration(d time.Duration) string {
 		}
 	}
 	return b.String()
+}
+
+// absentJSON reports a field sent as null, or not sent.
+func absentJSON(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
 }

@@ -219,18 +219,27 @@ func NewStatsBuilder(q StatsQuery) *StatsBuilder {
 // Add counts one message that passed the query's filter. A message outside the
 // range is ignored.
 func (b *StatsBuilder) Add(m StatsSample) {
-	if m.CreatedAt.Before(b.q.From) || !m.CreatedAt.Before(b.q.To) {
+	i, ok := b.stats.countSample(b.q, m)
+	if !ok {
 		return
 	}
-	i := b.q.BucketIndex(m.CreatedAt)
-	bucket := &b.stats.Buckets[i]
-	bucket.Count++
-	bucket.Status.Add(m.StatusCode)
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
 	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
 	countKey(b.names, m.Name, m.StatusCode)
+}
+
+// countSample counts m in its bucket of s, q's statistics, and returns the
+// bucket; false, counting nothing, when m lies outside q's range.
+func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
+	if m.CreatedAt.Before(q.From) || !m.CreatedAt.Before(q.To) {
+		return 0, false
+	}
+	i := q.BucketIndex(m.CreatedAt)
+	s.Buckets[i].Count++
+	s.Buckets[i].Status.Add(m.StatusCode)
+	return i, true
 }
 
 // MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
@@ -285,18 +294,26 @@ func (b *StatsBuilder) Stats() Stats {
 	s.Buckets = slices.Clone(s.Buckets)
 	var all []float64
 	for i := range s.Buckets {
-		bucket := &s.Buckets[i]
-		s.Total.Count += bucket.Count
-		for c := range bucket.Status {
-			s.Total.Status[c] += bucket.Status[c]
-		}
-		bucket.Duration = Summarise(b.durations[i])
+		s.Buckets[i].Duration = Summarise(b.durations[i])
 		all = append(all, b.durations[i]...)
 	}
+	s.sumBuckets()
 	s.Total.Duration = Summarise(all)
 	s.TopPaths = Top(b.paths, TopPaths)
 	s.TopNames = Top(b.names, TopNames)
 	return s
+}
+
+// sumBuckets sets the total's count and status classes to the buckets' sums:
+// every builder's last step but the durations and the rankings.
+func (s *Stats) sumBuckets() {
+	s.Total.Count, s.Total.Status = 0, StatusCounts{}
+	for _, bucket := range s.Buckets {
+		s.Total.Count += bucket.Count
+		for c := range bucket.Status {
+			s.Total.Status[c] += bucket.Status[c]
+		}
+	}
 }
 
 // Top returns the n keys of most messages, by count descending then key ascending.

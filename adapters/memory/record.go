@@ -2,9 +2,7 @@ package memory
 
 import (
 	"encoding/binary"
-	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/reqlog/reqlog/domain"
@@ -140,19 +138,10 @@ func recordPath(rec []byte) string {
 // recordSearch is a q search on records.
 type recordSearch struct {
 	search domain.Search
-	// whole is set when a record whose bytes from the path on do not hold q
-	// holds it in none of its texts, so one scan of those bytes rules most
-	// records out, instead of a scan per text (a record has dozens of header
-	// values). It holds whenever holding q in a text means holding it in any
-	// bytes around that text; not for a q with U+FFFD or invalid UTF-8, which
-	// domain.Search finds in the text's invalid bytes once lowered, and the
-	// bytes around may complete them into a valid rune.
-	whole bool
 }
 
 func newRecordSearch(q string) recordSearch {
-	return recordSearch{search: domain.NewSearch(q),
-		whole: q != "" && utf8.ValidString(q) && !strings.ContainsRune(q, utf8.RuneError)}
+	return recordSearch{search: domain.NewSearch(q)}
 }
 
 // searchRecord reports whether one of the texts the search reads in rec holds
@@ -161,7 +150,9 @@ func newRecordSearch(q string) recordSearch {
 func searchRecord(rec []byte, rs recordSearch) bool {
 	r := reader{b: rec}
 	r.skip(4)
-	if rs.whole && !rs.search.In(view(rec[r.i:])) {
+	// The record's bytes from the path on hold every searched text: one scan
+	// of them rules most records out (domain.Search.CouldBeIn).
+	if !rs.search.CouldBeIn(view(rec[r.i:])) {
 		return false
 	}
 	search := rs.search

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -31,7 +32,7 @@ func TestGeneratedSubmissions(t *testing.T) {
 	const n = 2000
 	for i := range n {
 		s := gen.submission(now)
-		batch, err := policy.ParseSubmissions(body([]submission{s}), now)
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), body([]submission{s}), now)
 		if err != nil {
 			t.Fatalf("submission %d is refused by the service's policy: %v", i, err)
 		}
@@ -80,7 +81,7 @@ func TestSeedPlantsTheRareToken(t *testing.T) {
 		if !bytes.Contains(bytes.ToLower(raw), []byte(rareToken)) {
 			continue
 		}
-		batch, err := policy.ParseSubmissions(raw, now)
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), raw, now)
 		if err != nil {
 			t.Fatalf("seed submission %d is refused: %v", i, err)
 		}
@@ -109,7 +110,7 @@ func TestPlantFitsEveryResponse(t *testing.T) {
 	} {
 		s := submission{Name: "shop", CreatedAt: now.UnixMilli(), Method: "GET", Path: "/", Response: resp}
 		s.plant(rareToken)
-		batch, err := servicePolicy().ParseSubmissions(body([]submission{s}), now)
+		batch, err := httpapi.ParseSubmissions(servicePolicy().Validator(), body([]submission{s}), now)
 		if err != nil {
 			t.Fatalf("planted in %q: refused: %v", resp.Body, err)
 		}

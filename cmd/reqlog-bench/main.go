@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -22,7 +22,9 @@
 // stats asks for the last 24 hours' statistics the same way; export streams
 // GET /v1/messages/export one request at a time for -duration and reports
 // messages per second and the server's peak memory. soak runs the mixed load for
-// -duration and reports errors and memory over time. See docs/benchmarks.md.
+// -duration and reports errors and memory over time. proxy compares reqlogd's
+// capturing proxy at -url with a plain httputil.ReverseProxy in front of the same
+// upstream, both served by the tool (proxy.go). See docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
 package main
@@ -73,6 +75,7 @@ type options struct {
 	verifyIn     string
 	mongoDB      string
 	esPrefix     string
+	sqliteDir    string
 	verifyWithin time.Duration
 	sample       time.Duration
 	writeShare   float64
@@ -85,6 +88,7 @@ type options struct {
 	pid          int
 	direct       string
 	directScope  string
+	proxy        proxyOptions
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -126,7 +130,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
 	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
 	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
-	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb or elasticsearch (direct store)")
+	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb, elasticsearch or sqlite (direct store; sqlite in a temporary directory)")
 	fs.StringVar(&o.mongoURI, "mongodb-uri", "mongodb://127.0.0.1:27017", "MongoDB of -limit mongodb")
 	fs.StringVar(&o.esURL, "elasticsearch-url", "http://127.0.0.1:9200", "Elasticsearch of -limit elasticsearch")
 	batches := fs.String("baseline-batches", "100,500,1000", "batch sizes the direct store baseline tries")
@@ -144,12 +148,16 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest and mixed report its CPU per message, fetch, search and stats per request, export its exact peak resident size")
-	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix)")
+	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix) or sqlite (-sqlite-dir, with reqlogd stopped: one process per directory)")
+	fs.StringVar(&o.sqliteDir, "sqlite-dir", "./reqlog-data", "the data directory of -direct sqlite")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
+	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
+	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
+	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -202,7 +210,7 @@ func intList(flagName, list string, most int) ([]int, error) {
 }
 
 // modes are the workloads, in the order the usage lists them.
-var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export"}
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy"}
 
 func (o options) check(mode string) error {
 	switch {
@@ -230,14 +238,18 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-within must be from 1s to %s", maxDuration)
 	case o.rare < 1:
 		return errors.New("-rare must be at least 1")
+	case o.proxy.rounds < 1 || o.proxy.rounds > 100:
+		return errors.New("-rounds must be from 1 to 100")
+	case o.proxy.rate < 1 || o.proxy.rate > maxRate:
+		return fmt.Errorf("-proxy-rate must be from 1 to %d", maxRate)
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
 	if o.direct != "" {
-		if mode != "seed" || o.direct != "elasticsearch" {
-			return errors.New("-direct: use -direct elasticsearch with seed")
+		if mode != "seed" || (o.direct != "elasticsearch" && o.direct != "sqlite") {
+			return errors.New("-direct: use -direct elasticsearch or -direct sqlite with seed")
 		}
-		if u, err := url.Parse(o.esURL); err != nil || !isLoopback(u.Hostname()) {
+		if u, err := url.Parse(o.esURL); o.direct == "elasticsearch" && (err != nil || !isLoopback(u.Hostname())) {
 			return fmt.Errorf("-direct: %q is not on this machine: the tool only sends load to loopback addresses", o.esURL)
 		}
 		if _, err := directScope(o.directScope); err != nil {
@@ -248,8 +260,8 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
 	}
 	for _, limit := range o.limits {
-		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch"}, limit) {
-			return fmt.Errorf("-limit %q: use decode, bare, mongodb or elasticsearch", limit)
+		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch", "sqlite"}, limit) {
+			return fmt.Errorf("-limit %q: use decode, bare, mongodb, elasticsearch or sqlite", limit)
 		}
 		target := map[string]string{"mongodb": o.mongoURI, "elasticsearch": o.esURL}[limit]
 		if u, err := url.Parse(target); target != "" && (err != nil || !isLoopback(u.Hostname())) {
@@ -262,6 +274,9 @@ func (o options) check(mode string) error {
 func execute(ctx context.Context, mode string, o options, stdout io.Writer) error {
 	if o.direct != "" {
 		return seedDirect(ctx, newGenerator(o.seed), o, stdout)
+	}
+	if mode == "proxy" {
+		return proxyBench(ctx, o, stdout)
 	}
 	srv, err := newServer(o.url, o.key)
 	if err != nil {
@@ -389,9 +404,12 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 	}
 	var b *baseline
 	var err error
-	if limit == "mongodb" {
+	switch limit {
+	case "mongodb":
 		b, err = openMongoBaseline(ctx, o.mongoURI)
-	} else {
+	case "sqlite":
+		b, err = openSQLiteBaseline(ctx)
+	default:
 		b, err = openElasticBaseline(ctx, o.esURL)
 	}
 	if err != nil {

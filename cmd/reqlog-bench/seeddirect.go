@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -39,6 +41,13 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 	if err != nil {
 		return err
 	}
+	if o.direct == "sqlite" {
+		store, err := sqlite.New(ctx, sqlite.Config{Dir: o.sqliteDir})
+		if err != nil {
+			return fmt.Errorf("-direct sqlite: %w", err)
+		}
+		return errors.Join(seedInto(ctx, store, scope, gen, o, stdout), store.Close())
+	}
 	// Refreshing every second while a million messages go in costs the node
 	// most of its time in small segments and their merges; the seed's store
 	// refreshes hourly, and the service's interval is restored afterwards.
@@ -64,7 +73,7 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 // seedInto appends o.n generated messages to w from -connections goroutines.
 func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, gen *generator, o options, stdout io.Writer) error {
 	policy := servicePolicy()
-	parser := policy.Parser()
+	validator := policy.Validator()
 	now := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,7 +105,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	for range o.load.connections {
 		wg.Go(func() {
 			for raw := range bodies {
-				batch, err := parser.ParseSubmissions(raw, time.Now())
+				batch, err := httpapi.ParseSubmissions(validator, raw, time.Now())
 				if err != nil {
 					fail(fmt.Errorf("a generated body does not parse: %w", err))
 					return
@@ -137,8 +146,12 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	progress.Stop()
 	took := time.Since(began)
 	n := stored.Load()
-	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s, %s) in %s: %.0f messages/s from %d goroutines\n",
-		n, o.esURL, o.esPrefix, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
+	into := o.sqliteDir
+	if o.direct == "elasticsearch" {
+		into = o.esURL + ", " + o.esPrefix
+	}
+	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines\n",
+		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
@@ -35,7 +37,7 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		// Every store's Config: the graph uses the chosen store's only.
-		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Alerts, cfg.Webhook),
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP, cfg.SQLite, cfg.Alerts, cfg.Webhook),
 		store,
 		app.Module,
 		keyring.Module,
@@ -44,6 +46,8 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 		fx.Provide(newPortalLinks, func(l *portalLinks) ports.PortalLinker { return l }),
 		app.AlertsModule,
 		httpapi.Module,
+		otlp.Module,  // POST /v1/traces
+		proxy.Module, // runs only when cfg.Proxy is enabled
 	), nil
 }
 

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,10 +48,17 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	if err != nil {
 		return fail(stderr, err)
 	}
+	generateDevKey, err := keepGenerated(&cfg)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	var devKey string
 	if len(cfg.Keyring.Keys) == 0 {
-		if devKey, err = addDevKey(&cfg); err != nil {
+		if devKey, err = addDevKey(&cfg, generateDevKey); err != nil {
 			return fail(stderr, err)
+		}
+		if cfg.Proxy.APIKey == "" && cfg.Proxy.ReqlogURL == "" {
+			cfg.Proxy.APIKey = devKey // the proxy stores as the development account
 		}
 	}
 	logger := newLogger(cfg)
@@ -141,9 +147,12 @@ func warnDroppedDefaults(logger *zap.Logger, policy domain.Policy) {
 	}
 }
 
-// addDevKey makes a random test-domain key when none is configured.
-func addDevKey(cfg *config) (string, error) {
-	key := "rk_dev_" + rand.Text()
+// addDevKey adds a test-domain key from generate when none is configured.
+func addDevKey(cfg *config, generate func() (string, error)) (string, error) {
+	key, err := generate()
+	if err != nil {
+		return "", err
+	}
 	entry, err := app.NewAPIKey(devAccount, devDomain, key)
 	if err != nil {
 		return "", err

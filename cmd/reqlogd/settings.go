@@ -3,7 +3,7 @@ package main
 // Every setting of reqlogd is a row of the table below: its YAML key gives its
 // environment variable and flag, and its field says which part's Config it sets,
 // where that field's meaning is documented (app.Config, httpapi.Config,
-// portal.Config, keyring.Config, mongo.Config, elastic.Config, or config below for
+// portal.Config, keyring.Config, sqlite.Config, mongo.Config, elastic.Config, or config below for
 // the process's own). Each part validates its Config; the table turns a refused
 // field back into the setting, with the value as given and where it came from.
 //
@@ -31,7 +31,10 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
@@ -39,6 +42,7 @@ import (
 
 // Store names REQLOG_STORE accepts.
 const (
+	storeSQLite        = "sqlite"
 	storeMemory        = "memory"
 	storeMongoDB       = "mongodb"
 	storeElasticsearch = "elasticsearch"
@@ -75,6 +79,9 @@ type config struct {
 	Portal        portal.Config
 	MongoDB       mongo.Config
 	Elasticsearch elastic.Config
+	Proxy         proxy.Config
+	OTLP          otlp.Config
+	SQLite        sqlite.Config
 	Alerts        app.AlertConfig
 	Webhook       webhook.Config
 
@@ -88,7 +95,7 @@ type origin struct{ value, source string }
 // defaultConfig returns the defaults of every setting: each part's own.
 func defaultConfig() config {
 	return config{
-		Store:           storeMemory,
+		Store:           storeSQLite,
 		LogLevel:        zapcore.InfoLevel,
 		LogFormat:       logFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
@@ -97,6 +104,9 @@ func defaultConfig() config {
 		Portal:          portal.DefaultConfig(),
 		MongoDB:         mongo.DefaultConfig(),
 		Elasticsearch:   elastic.DefaultConfig(),
+		Proxy:           proxy.DefaultConfig(),
+		OTLP:            otlp.DefaultConfig(),
+		SQLite:          sqlite.DefaultConfig(),
 		Alerts:          app.DefaultAlertConfig(),
 		Webhook:         webhook.DefaultConfig(),
 	}
@@ -182,7 +192,8 @@ func boolSetting(key, field, usage string, ptr func(*config) *bool) setting {
 // settings is the single list of what can be configured.
 var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
-	stringSetting("store", "Store", "storage backend: memory, mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("store", "Store", "storage backend: sqlite (a directory of files, see sqlite.dir), memory (lost on restart), mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
 		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
@@ -248,6 +259,27 @@ var settings = []setting{
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
+	stringSetting("proxy.upstream", "Proxy.Upstream", "base URL of an application to front with a capturing reverse proxy, e.g. http://127.0.0.1:3000 (empty: no proxy)", func(c *config) *string { return &c.Proxy.Upstream }),
+	stringSetting("proxy.addr", "Proxy.Addr", "address the capturing proxy listens on (host:port)", func(c *config) *string { return &c.Proxy.Addr }),
+	stringSetting("proxy.name", "Proxy.Name", "application name of the exchanges through the proxy", func(c *config) *string { return &c.Proxy.Name }),
+	{key: "proxy.trusted_proxies", field: "Proxy.TrustedProxies",
+		usage: "comma-separated addresses or CIDR ranges of proxies in front of the capturing proxy, whose X-Forwarded-* and Forwarded headers are passed on and name the client (from others they are replaced)",
+		parse: func(c *config, v string) (err error) {
+			c.Proxy.TrustedProxies, err = proxy.ParsePrefixes(splitList(v))
+			return err
+		},
+		show: func(c config) string { return proxy.FormatPrefixes(c.Proxy.TrustedProxies) }},
+	intSetting("proxy.max_body_bytes", "Proxy.MaxBodyBytes", "bytes of each request and response body the proxy records; the rest streams through, and the stored body says it was cut (0: 65536)", func(c *config) *int { return &c.Proxy.MaxBodyBytes }),
+	intSetting("proxy.buffer_size", "Proxy.BufferSize", "exchanges through the proxy that may wait to be stored; beyond it they are dropped and counted, never waited for (0: 1000)", func(c *config) *int { return &c.Proxy.BufferSize }),
+	stringSetting("proxy.reqlog_url", "Proxy.ReqlogURL", "a remote reqlogd to submit the proxy's exchanges to, with proxy.api_key (empty: this process stores them)", func(c *config) *string { return &c.Proxy.ReqlogURL }),
+	secretSetting("proxy.api_key", "Proxy.APIKey", "API key the proxy's exchanges are stored under: its account and domain (default: the generated development key)", func(c *config, v string) { c.Proxy.APIKey = v }),
+	int64Setting("otlp.max_body_bytes", "OTLP.MaxBodyBytes", "largest OpenTelemetry export (POST /v1/traces) in bytes, after gzip decompression", func(c *config) *int64 { return &c.OTLP.MaxBodyBytes }),
+	intSetting("otlp.max_spans", "OTLP.MaxSpans", "most spans in one OpenTelemetry export", func(c *config) *int { return &c.OTLP.MaxSpans }),
+	intSetting("otlp.decoders", "OTLP.Decoders", "OpenTelemetry exports read and decoded at the same time (429 with Retry-After beyond)", func(c *config) *int { return &c.OTLP.Decoders }),
+	intSetting("exports_per_key", "HTTP.Exports.PerKey", "exports one API key (its account and domain) or one application's portal sessions may run at once (429 with Retry-After beyond)", func(c *config) *int { return &c.HTTP.Exports.PerKey }),
+	intSetting("exports_max", "HTTP.Exports.Total", "exports the process runs at once, every key together (429 with Retry-After beyond); each holds up to a store page of about 4 MiB while its client reads it", func(c *config) *int { return &c.HTTP.Exports.Total }),
+	int64Setting("export_min_rate", "HTTP.Exports.MinRate", "slowest average rate, in bytes per second, at which a client must read its export, counted over the time spent writing it; a slower one is cut once export_stall_timeout of slack is spent (0: no minimum)", func(c *config) *int64 { return &c.HTTP.Exports.MinRate }),
+	durationSetting("export_stall_timeout", "HTTP.Exports.Stall", "longest one write of an export waits for its client beyond its bytes at export_min_rate: a client that stops reading is cut after it", func(c *config) *time.Duration { return &c.HTTP.Exports.Stall }),
 	durationSetting("alerts.evaluation_interval", "Alerts.EvaluationInterval", "how often every alert rule is evaluated, on its multiples (a divisor of an hour); one replica evaluates each time", func(c *config) *time.Duration { return &c.Alerts.EvaluationInterval }),
 	durationSetting("alerts.poll_interval", "Alerts.Poll", "how often each replica looks for the next evaluation and for due webhook deliveries (at most the evaluation interval)", func(c *config) *time.Duration { return &c.Alerts.Poll }),
 	boolSetting("alerts.allow_private_webhooks", "Webhook.AllowPrivate", "let webhook URLs resolve to loopback, private, link-local and other internal addresses (refused by default, at creation and on every connection)", func(c *config) *bool { return &c.Webhook.AllowPrivate }),
@@ -451,7 +483,7 @@ func (c config) validate() error {
 		return err
 	}
 	switch c.Store {
-	case storeMemory:
+	case storeSQLite, storeMemory:
 	case storeMongoDB:
 		if c.MongoDB.URI == "" {
 			return c.bad("mongodb.uri", "is required with REQLOG_STORE=mongodb")
@@ -461,7 +493,7 @@ func (c config) validate() error {
 			return c.bad("elasticsearch.url", "is required with REQLOG_STORE=elasticsearch")
 		}
 	default:
-		return c.bad("store", "must be memory, mongodb or elasticsearch")
+		return c.bad("store", "must be sqlite, memory, mongodb or elasticsearch")
 	}
 	if err := c.refused("App", c.App.Validate()); err != nil {
 		return err
@@ -479,7 +511,16 @@ func (c config) validate() error {
 	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
 		return err
 	}
+	if err := c.refused("SQLite", c.SQLite.Validate()); err != nil {
+		return err
+	}
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("Proxy", c.Proxy.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("OTLP", c.OTLP.Validate()); err != nil {
 		return err
 	}
 	if err := c.refused("Alerts", c.Alerts.Validate()); err != nil {

@@ -66,6 +66,7 @@ async function startReqlogd(frameAncestors) {
   const child = spawn(REQLOGD, [], {
     env: {
       PATH: process.env.PATH,
+      REQLOG_STORE: "memory",
       REQLOG_ADDR: "127.0.0.1:0",
       REQLOG_API_KEYS: `acme:live:${KEYS.acmeLive},acme:test:${KEYS.acmeTest},globex:live:${KEYS.globexLive}`,
       REQLOG_VISIBILITY_DELAY: "0",

@@ -1,60 +1,24 @@
 package domain
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
-type jsonKind int
-
-const (
-	kindInvalid jsonKind = iota
-	kindNull
-	kindBool
-	kindNumber
-	kindString
-	kindArray
-	kindObject
-)
-
-// kindOf classifies an already well-formed JSON value by its first byte.
-func kindOf(raw json.RawMessage) jsonKind {
-	if len(raw) == 0 {
-		return kindInvalid
-	}
-	switch c := raw[0]; {
-	case c == 'n':
-		return kindNull
-	case c == 't' || c == 'f':
-		return kindBool
-	case c == '"':
-		return kindString
-	case c == '[':
-		return kindArray
-	case c == '{':
-		return kindObject
-	case c == '-' || (c >= '0' && c <= '9'):
-		return kindNumber
-	}
-	return kindInvalid
-}
-
-// isAbsent treats a missing field and an explicit null alike.
-func isAbsent(raw json.RawMessage) bool { return len(raw) == 0 || kindOf(raw) == kindNull }
-
-// jsonInteger accepts a JSON number with an integral value (200, 200.0, 2e2).
-func jsonInteger(raw json.RawMessage) (int64, bool) {
-	if kindOf(raw) != kindNumber {
+// integer accepts a JSON number with an integral value (200, 200.0, 2e2).
+func integer(v Value) (int64, bool) {
+	if v.Kind != jsonbytes.Number {
 		return 0, false
 	}
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+	if n, err := strconv.ParseInt(string(v.Text), 10, 64); err == nil {
 		return n, true
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
+	f, err := strconv.ParseFloat(string(v.Text), 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		return 0, false
 	}
@@ -79,16 +43,16 @@ var errTimestamp = errors.New("must be a positive Unix timestamp (seconds, milli
 
 // parseTimestamp reads created_at: a Unix timestamp whose unit follows from its size,
 // or an RFC 3339 string. The result is UTC, truncated to the microsecond.
-func parseTimestamp(raw json.RawMessage) (time.Time, error) {
-	switch kindOf(raw) {
-	case kindString:
-		t, ok := parseRFC3339(unquote(raw), truncate)
+func parseTimestamp(v Value) (time.Time, error) {
+	switch v.Kind {
+	case jsonbytes.String:
+		t, ok := parseRFC3339(string(v.Text), truncate)
 		if !ok {
 			return time.Time{}, errors.New("must be an RFC 3339 timestamp such as 2023-06-06T19:53:02.928272Z when given as a string")
 		}
 		return t, nil
-	case kindNumber:
-		d, ok := parseDecimal(string(raw))
+	case jsonbytes.Number:
+		d, ok := parseDecimal(string(v.Text))
 		if !ok {
 			return time.Time{}, errTimestamp
 		}
@@ -227,3 +191,5 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

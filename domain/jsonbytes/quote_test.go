@@ -1,4 +1,4 @@
-package jsonwire
+package jsonbytes
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/reqlog/reqlog/domain"
 )
 
 // reference is what encoding/json writes for v with HTML escaping off.
@@ -113,30 +111,31 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-func TestAppendTimeWritesFormatTime(t *testing.T) {
+func TestAppendTimeQuotesTheLayoutInUTC(t *testing.T) {
+	const layout = "2006-01-02T15:04:05.000000Z07:00"
 	for _, at := range []time.Time{
 		time.Date(2025, 3, 14, 12, 0, 0, 123456000, time.FixedZone("x", 3600)),
 		time.Unix(0, 0), time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(12345, 12, 31, 23, 59, 59, 999999000, time.UTC),
 	} {
-		if got, want := AppendTime([]byte("x"), at), append([]byte("x"), reference(t, domain.FormatTime(at))...); !bytes.Equal(got, want) {
+		if got, want := AppendTime([]byte("x"), at, layout), append([]byte("x"), reference(t, at.UTC().Format(layout))...); !bytes.Equal(got, want) {
 			t.Errorf("AppendTime(%v) = %s, want %s", at, got, want)
 		}
 	}
 }
 
-func TestSortedNamesSortsByBytesWithoutAllocating(t *testing.T) {
-	h := domain.Header{"b": nil, "B": nil, "a-b": nil, "\xff": nil, "é": nil}
+func TestSortedKeysSortsByBytesWithoutAllocating(t *testing.T) {
+	h := map[string][]string{"b": nil, "B": nil, "a-b": nil, "\xff": nil, "é": nil}
 	want := []string{"B", "a-b", "b", "é", "\xff"}
 	var onStack [8]string
-	if got := SortedNames(onStack[:0], h); !slices.Equal(got, want) {
-		t.Fatalf("SortedNames = %q, want %q", got, want)
+	if got := SortedKeys(onStack[:0], h); !slices.Equal(got, want) {
+		t.Fatalf("SortedKeys = %q, want %q", got, want)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		var onStack [8]string
-		_ = SortedNames(onStack[:0], h)
+		_ = SortedKeys(onStack[:0], h)
 	})
 	if allocs != 0 {
-		t.Fatalf("SortedNames into a large enough array allocated %v times, want 0", allocs)
+		t.Fatalf("SortedKeys into a large enough array allocated %v times, want 0", allocs)
 	}
 }
 

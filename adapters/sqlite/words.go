@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/clipperhouse/uax29/v2/words"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// The word index holds each distinct word of a message's searched texts as a
+// short ASCII token: 40 bits of a 64-bit FNV-1a hash of the word in lower
+// case, in eight base32 letters. FTS5's own tokenizer ("ascii") then sees one
+// token per word whatever the word's script or punctuation, so UAX #29 alone
+// decides what a word is, case is folded exactly as domain.Search folds it,
+// and accents are kept. The index keeps no positions (detail=none) and each
+// word once per message: a q finds the messages holding all its words, and
+// List and Stats check each with domain.Search, which decides the phrase and
+// also rules out two words sharing a token (one pair in 2^40).
+const (
+	tokenLetters = 8
+	tokenBits    = 5 * tokenLetters
+	base32Lower  = "abcdefghijklmnopqrstuvwxyz234567"
+)
+
+// isWord reports whether a UAX #29 segment is a word to index: it holds a
+// letter or a number (spaces and punctuation segments are not).
+func isWord(segment string) bool {
+	for _, r := range segment {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				return true
+			}
+			continue
+		}
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordHash is the token's bits of word, lower-cased rune by rune as
+// strings.ToLower does (an invalid byte reads as U+FFFD).
+func wordHash(word string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(word); {
+		c := word[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			h = (h ^ uint64(c)) * prime
+			i++
+			continue
+		}
+		r, width := utf8.DecodeRuneInString(word[i:])
+		i += width
+		for _, b := range buf[:utf8.EncodeRune(buf[:], unicode.ToLower(r))] {
+			h = (h ^ uint64(b)) * prime
+		}
+	}
+	return h >> (64 - tokenBits)
+}
+
+// appendToken appends the eight letters of a word's hash.
+func appendToken(dst []byte, h uint64) []byte {
+	for shift := tokenBits - 5; shift >= 0; shift -= 5 {
+		dst = append(dst, base32Lower[(h>>shift)&31])
+	}
+	return dst
+}
+
+// appendWordHashes appends the hashes of text's words.
+func appendWordHashes(dst []uint64, text string) []uint64 {
+	it := words.FromString(text)
+	for it.Next() {
+		if w := it.Value(); isWord(w) {
+			dst = append(dst, wordHash(w))
+		}
+	}
+	return dst
+}
+
+// distinctTokens appends the tokens of hashes, each once, separated by
+// spaces; it sorts hashes.
+func distinctTokens(dst []byte, hashes []uint64) []byte {
+	slices.Sort(hashes)
+	for i, h := range hashes {
+		if i > 0 && h == hashes[i-1] {
+			continue
+		}
+		if len(dst) > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = appendToken(dst, h)
+	}
+	return dst
+}
+
+// messageTokens is what the word index holds of m: the tokens of the words of
+// its path, of the first domain.SearchedBodyBytes of each body and of every
+// header value, each once. hashes is scratch space, returned for reuse.
+func messageTokens(dst []byte, hashes []uint64, m domain.Message) ([]byte, []uint64) {
+	hashes = hashes[:0]
+	domain.SearchedTexts(m, func(text string) bool {
+		hashes = appendWordHashes(hashes, searchedPrefix(text))
+		return true
+	})
+	return distinctTokens(dst, hashes), hashes
+}
+
+// searchedPrefix is the part of a text the index holds: the first
+// domain.SearchedBodyBytes, cut back to a rune boundary. Only bodies can be
+// longer; paths and header values are far shorter.
+func searchedPrefix(text string) string {
+	if len(text) <= domain.SearchedBodyBytes {
+		return text
+	}
+	cut := domain.SearchedBodyBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
+
+// wordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
+// side by side as AND), and false when q has no word (the domain refuses such
+// a q).
+func wordsQuery(q string) (string, bool) {
+	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
+	return tokens, tokens != ""
+}
