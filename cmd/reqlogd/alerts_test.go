@@ -50,7 +50,8 @@ func traffic(n, status int, at time.Time) string {
 // standardwebhooks package (independent of reqlog) and the official Go library
 // accept them, with a portal link that opens the window's requests.
 func TestServiceAlertsEndToEnd(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := defaultConfig() // the default store: SQLite
+	cfg.SQLite.Dir = t.TempDir()
 	cfg.HTTP.Addr = "127.0.0.1:0"
 	cfg.App.VisibilityDelay = 0
 	cfg.Alerts.EvaluationInterval, cfg.Alerts.Poll = time.Second, 50*time.Millisecond

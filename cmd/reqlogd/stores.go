@@ -13,7 +13,7 @@ import (
 // where the store keeps alert rules, ports.AlertStore; each reads its own
 // Config (sqlite.Config, mongo.Config, elastic.Config) from the graph.
 var stores = map[string]fx.Option{
-	storeSQLite:        sqlite.Module,
+	storeSQLite:        fx.Options(sqlite.Module, sqlite.AlertModule),
 	storeMemory:        fx.Options(memory.Module, memory.AlertModule),
 	storeMongoDB:       fx.Options(mongo.Module, mongo.AlertModule),
 	storeElasticsearch: fx.Options(elastic.Module, elastic.AlertModule),
