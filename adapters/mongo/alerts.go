@@ -183,8 +183,6 @@ func findAll[R any, T any](ctx context.Context, coll *mongodrv.Collection, op st
 	return out, nil
 }
 
-func same[T any](v T) (T, error) { return v, nil }
-
 var oldestFirst = bson.D{{Key: alertrecord.FieldCreatedAt, Value: 1}, {Key: fieldID, Value: 1}}
 
 // CreateRule stores a new rule.
