@@ -21,6 +21,16 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
+// obj is a JSON object's fields, as the HTTP edge decodes a body.
+func obj(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(body), &fields); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return fields
+}
+
 var acmeKey = domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}
 
 // alerting is one service's alerting on memory stores, a fake clock and a
@@ -47,7 +57,7 @@ func newAlerting(t *testing.T, start time.Time) *alerting {
 	a.evaluator = app.NewAlertEvaluator(a.store, stats, a.clock, nil, "replica", cfg, zap.NewNop())
 	a.worker = app.NewAlertDeliverer(a.store, sender, a.clock, "replica", cfg, zap.NewNop())
 	var err error
-	a.endpoint, err = a.alerts.CreateEndpoint(t.Context(), acmeKey, []byte(`{"url":"`+a.receiver.URL+`"}`))
+	a.endpoint, err = a.alerts.CreateEndpoint(t.Context(), acmeKey, map[string]any{"url": a.receiver.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +144,7 @@ func decodeAll(t *testing.T, reqs []webhooktest.Request, secret string) []delive
 func TestAlertFiresAndResolvesOnStoredTraffic(t *testing.T) {
 	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 	a := newAlerting(t, start)
-	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, []byte(`{"title":"Orders 5xx","path_prefix":"/v1/orders",
+	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"title":"Orders 5xx","path_prefix":"/v1/orders",
 		"metric":"server_error_rate","threshold":0.1,"resolve_threshold":0.05,"window":"2m","min_requests":10}`))
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +192,7 @@ func TestAlertFiresAndResolvesOnStoredTraffic(t *testing.T) {
 func TestDeliveryRetriesUntilTheReceiverSucceeds(t *testing.T) {
 	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 	a := newAlerting(t, start)
-	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, []byte(`{"metric":"request_count","threshold":0}`))
+	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"metric":"request_count","threshold":0}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +239,7 @@ func TestDeliveryRetriesUntilTheReceiverSucceeds(t *testing.T) {
 func TestGoneDisablesTheEndpoint(t *testing.T) {
 	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 	a := newAlerting(t, start)
-	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, []byte(`{"metric":"request_count","threshold":0}`))
+	rule, err := a.alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"metric":"request_count","threshold":0}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +260,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	if n := len(a.receiver.Requests()); n != 1 {
 		t.Errorf("the receiver that answered 410 got %d requests, want 1", n)
 	}
-	e, err = a.alerts.UpdateEndpoint(t.Context(), acmeKey, a.endpoint.ID, []byte(`{"enabled":true}`))
+	e, err = a.alerts.UpdateEndpoint(t.Context(), acmeKey, a.endpoint.ID, obj(t, `{"enabled":true}`))
 	if err != nil || !e.Enabled || e.DisabledReason != "" {
 		t.Errorf("enabled again: %+v, %v", e, err)
 	}
@@ -261,16 +271,16 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 func TestAlertsPermissions(t *testing.T) {
 	a := newAlerting(t, time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC))
 	ctx := context.Background()
-	shop, err := a.alerts.CreateRule(ctx, acmeKey, []byte(`{"metric":"error_rate","threshold":0.5,"name":"shop"}`))
+	shop, err := a.alerts.CreateRule(ctx, acmeKey, obj(t, `{"metric":"error_rate","threshold":0.5,"name":"shop"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.alerts.CreateRule(ctx, acmeKey, []byte(`{"metric":"error_rate","threshold":0.5}`)); err != nil {
+	if _, err := a.alerts.CreateRule(ctx, acmeKey, obj(t, `{"metric":"error_rate","threshold":0.5}`)); err != nil {
 		t.Fatal(err)
 	}
 	portal := domain.Principal{Scope: acmeKey.Scope, Name: "shop", ReadOnly: true}
 	whole := domain.Principal{Scope: acmeKey.Scope, ReadOnly: true}
-	if _, err := a.alerts.CreateRule(ctx, whole, []byte(`{"metric":"error_rate","threshold":0.5}`)); !errors.Is(err, ports.ErrForbidden) {
+	if _, err := a.alerts.CreateRule(ctx, whole, obj(t, `{"metric":"error_rate","threshold":0.5}`)); !errors.Is(err, ports.ErrForbidden) {
 		t.Errorf("a portal session creating a rule: %v, want ErrForbidden", err)
 	}
 	if _, err := a.alerts.Rules(ctx, portal); !errors.Is(err, ports.ErrForbidden) {
@@ -290,7 +300,7 @@ func TestAlertsPermissions(t *testing.T) {
 	if _, err := a.alerts.Rule(ctx, other, shop.ID); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("the test domain reading a live rule: %v, want ErrNotFound", err)
 	}
-	if _, err := a.alerts.CreateRule(ctx, acmeKey, []byte(`{"metric":"error_rate","threshold":0.5,"endpoint_ids":["whe_0123456789abcdef"]}`)); err == nil {
+	if _, err := a.alerts.CreateRule(ctx, acmeKey, obj(t, `{"metric":"error_rate","threshold":0.5,"endpoint_ids":["whe_0123456789abcdef"]}`)); err == nil {
 		t.Error("a rule naming an endpoint that does not exist was created")
 	}
 }

@@ -59,13 +59,13 @@ func writer(p domain.Principal) error {
 
 func (a *Alerts) now() time.Time { return domain.Micro(a.clock.Now()) }
 
-// CreateRule validates body as a new rule of the principal's scope and stores
+// CreateRule validates fields (a JSON body's, decoded) as a new rule of the principal's scope and stores
 // it.
-func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, body []byte) (domain.AlertRule, error) {
+func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, fields map[string]any) (domain.AlertRule, error) {
 	if err := writer(p); err != nil {
 		return domain.AlertRule{}, err
 	}
-	r, err := domain.ParseAlertRule(body, domain.DefaultAlertRule())
+	r, err := domain.ParseAlertRule(fields, domain.DefaultAlertRule())
 	if err != nil {
 		return domain.AlertRule{}, err
 	}
@@ -89,8 +89,8 @@ func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, body []byte
 	return r, nil
 }
 
-// UpdateRule applies the fields of body to a stored rule.
-func (a *Alerts) UpdateRule(ctx context.Context, p domain.Principal, id string, body []byte) (domain.AlertRule, error) {
+// UpdateRule applies fields (a JSON body's, decoded) to a stored rule.
+func (a *Alerts) UpdateRule(ctx context.Context, p domain.Principal, id string, fields map[string]any) (domain.AlertRule, error) {
 	if err := writer(p); err != nil {
 		return domain.AlertRule{}, err
 	}
@@ -98,7 +98,7 @@ func (a *Alerts) UpdateRule(ctx context.Context, p domain.Principal, id string, 
 	if err != nil {
 		return domain.AlertRule{}, err
 	}
-	r, err := domain.ParseAlertRule(body, stored)
+	r, err := domain.ParseAlertRule(fields, stored)
 	if err != nil {
 		return domain.AlertRule{}, err
 	}
@@ -315,14 +315,14 @@ func ruleEndpoints(ctx context.Context, store ports.AlertConfigStore, r domain.A
 	}), nil
 }
 
-// CreateEndpoint validates body as a new endpoint, checks that its URL may be
+// CreateEndpoint validates fields (a JSON body's, decoded) as a new endpoint, checks that its URL may be
 // reached, gives it a fresh secret and stores it. The secret is returned here
 // and by RotateSecret only.
-func (a *Alerts) CreateEndpoint(ctx context.Context, p domain.Principal, body []byte) (domain.AlertEndpoint, error) {
+func (a *Alerts) CreateEndpoint(ctx context.Context, p domain.Principal, fields map[string]any) (domain.AlertEndpoint, error) {
 	if err := writer(p); err != nil {
 		return domain.AlertEndpoint{}, err
 	}
-	e, err := domain.ParseAlertEndpoint(body, domain.DefaultAlertEndpoint())
+	e, err := domain.ParseAlertEndpoint(fields, domain.DefaultAlertEndpoint())
 	if err != nil {
 		return domain.AlertEndpoint{}, err
 	}
@@ -379,14 +379,14 @@ func (a *Alerts) Endpoints(ctx context.Context, p domain.Principal) ([]domain.Al
 	return es, nil
 }
 
-// UpdateEndpoint applies the fields of body to a stored endpoint; a new URL is
+// UpdateEndpoint applies fields (a JSON body's, decoded) to a stored endpoint; a new URL is
 // checked as a new endpoint's is.
-func (a *Alerts) UpdateEndpoint(ctx context.Context, p domain.Principal, id string, body []byte) (domain.AlertEndpoint, error) {
+func (a *Alerts) UpdateEndpoint(ctx context.Context, p domain.Principal, id string, fields map[string]any) (domain.AlertEndpoint, error) {
 	stored, err := a.Endpoint(ctx, p, id)
 	if err != nil {
 		return domain.AlertEndpoint{}, err
 	}
-	e, err := domain.ParseAlertEndpoint(body, stored)
+	e, err := domain.ParseAlertEndpoint(fields, stored)
 	if err != nil {
 		return domain.AlertEndpoint{}, err
 	}

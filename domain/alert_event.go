@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -306,39 +305,40 @@ func NewAttempt(d AlertDelivery, n int, at time.Time, o AttemptOutcome, took tim
 		Error: o.Error, Duration: took, Response: response}, nil
 }
 
-// ParseAlertEndpoint reads an endpoint's JSON fields ("url", "description",
-// "format", "enabled") onto base: DefaultAlertEndpoint for a new one, the
-// stored endpoint for an update. Every problem is a *ValidationError naming
-// the field. Whether the URL's host may be reached is for the sender to say.
-func ParseAlertEndpoint(body []byte, base AlertEndpoint) (AlertEndpoint, error) {
-	fields, err := jsonObject(body, `{"url": "https://example.com/webhooks/reqlog"}`)
-	if err != nil {
-		return AlertEndpoint{}, err
-	}
+// ParseAlertEndpoint applies an endpoint's fields ("url", "description",
+// "format", "enabled"), as the edge decoded them from JSON, onto base:
+// DefaultAlertEndpoint for a new one, the stored endpoint for an update. Every
+// problem is a *ValidationError naming the field. Whether the URL's host may
+// be reached is for the sender to say.
+func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoint, error) {
 	e := base.Clone()
 	var fe fieldErrors
 	_, formatGiven := fields["format"]
-	for name, raw := range fields {
+	for name, v := range fields {
 		var msg string
 		switch name {
 		case "url":
 			var s string
-			if msg = readString(raw, &s); msg == "" {
+			if msg = readString(v, &s); msg == "" {
 				e.URL, msg = checkEndpointURL(s)
 			}
 		case "description":
-			msg = readText(raw, &e.Description, MaxEndpointDescription)
+			msg = readText(v, &e.Description, MaxEndpointDescription)
 		case "format":
-			var s string
-			if json.Unmarshal(raw, &s) != nil || (s != string(FormatStandard) && s != string(FormatSlack)) {
+			s, _ := v.(string)
+			if s != string(FormatStandard) && s != string(FormatSlack) {
 				msg = "must be " + joinQuoted([]EndpointFormat{FormatStandard, FormatSlack})
 			}
 			e.Format = EndpointFormat(s)
 		case "enabled":
-			if json.Unmarshal(raw, &e.Enabled) != nil || absentJSON(raw) {
+			enabled, ok := v.(bool)
+			switch {
+			case !ok:
 				msg = "must be true or false"
-			} else if e.Enabled {
-				e.DisabledReason = ""
+			case enabled:
+				e.Enabled, e.DisabledReason = true, ""
+			default:
+				e.Enabled = false
 			}
 		default:
 			name, msg = unknownField(name), "is not a field of a webhook endpoint"

@@ -1,8 +1,6 @@
 package domain
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -195,30 +193,29 @@ func (f AlertFilter) counts(class int) bool {
 	return len(f.StatusClasses) == 0 || slices.Contains(f.StatusClasses, class)
 }
 
-// ParseAlertRule reads a rule's JSON fields onto base: a new rule's defaults
+// ParseAlertRule applies a rule's fields, as the edge decoded them from JSON
+// (nil, bool, float64, string, []any), onto base: a new rule's defaults
 // (DefaultAlertRule) or, for an update, the stored rule, whose fields the body
-// does not name stay as they are. null resets an optional field. Every problem
-// is a *ValidationError naming the field; unknown fields are refused, so that a
-// misspelt one is not silently left at its default.
-func ParseAlertRule(body []byte, base AlertRule) (AlertRule, error) {
-	fields, err := jsonObject(body, `{"metric": "error_rate", "threshold": 0.05}`)
-	if err != nil {
-		return AlertRule{}, err
-	}
+// does not name stay as they are. null (nil) resets an optional field. Every
+// problem is a *ValidationError naming the field; unknown fields are
+// refused, so that a misspelt one is not silently left at its default.
+func ParseAlertRule(fields map[string]any, base AlertRule) (AlertRule, error) {
 	r := base.Clone()
 	var fe fieldErrors
-	for name, raw := range fields {
+	for name, v := range fields {
 		read, known := ruleFields[name]
 		if !known {
 			fe.add(unknownField(name), "is not a field of an alert rule")
 			continue
 		}
-		if msg := read(&r, raw); msg != "" {
+		if msg := read(&r, v); msg != "" {
 			fe.add(name, "%s", msg)
 		}
 	}
 	if len(fe.list) == 0 {
-		r.check(&fe, fields)
+		_, thresholdGiven := fields["threshold"]
+		_, resolveGiven := fields["resolve_threshold"]
+		r.check(&fe, thresholdGiven, resolveGiven)
 	}
 	if len(fe.list) > 0 {
 		slices.SortFunc(fe.list, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
@@ -227,27 +224,17 @@ func ParseAlertRule(body []byte, base AlertRule) (AlertRule, error) {
 	return r, nil
 }
 
-// jsonObject reads body as one JSON object; example shows its form in the error.
-func jsonObject(body []byte, example string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
-		return nil, &ValidationError{Message: "the request body must be a JSON object such as " + example}
-	}
-	return fields, nil
-}
-
 // ruleFields reads each field of a rule; the message says what is wrong ("" if
 // nothing is).
-var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
-	"title": func(r *AlertRule, raw json.RawMessage) string {
-		return readText(raw, &r.Title, MaxAlertTitleLength)
+var ruleFields = map[string]func(r *AlertRule, v any) string{
+	"title": func(r *AlertRule, v any) string {
+		return readText(v, &r.Title, MaxAlertTitleLength)
 	},
-	"name": func(r *AlertRule, raw json.RawMessage) string {
-		return readText(raw, &r.Filter.Name, MaxNameLength)
+	"name": func(r *AlertRule, v any) string {
+		return readText(v, &r.Filter.Name, MaxNameLength)
 	},
-	"path_prefix": func(r *AlertRule, raw json.RawMessage) string {
-		if msg := readString(raw, &r.Filter.PathPrefix); msg != "" || r.Filter.PathPrefix == "" {
+	"path_prefix": func(r *AlertRule, v any) string {
+		if msg := readString(v, &r.Filter.PathPrefix); msg != "" || r.Filter.PathPrefix == "" {
 			return msg
 		}
 		switch p := r.Filter.PathPrefix; {
@@ -258,8 +245,8 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		}
 		return ""
 	},
-	"method": func(r *AlertRule, raw json.RawMessage) string {
-		if msg := readString(raw, &r.Filter.Method); msg != "" || r.Filter.Method == "" {
+	"method": func(r *AlertRule, v any) string {
+		if msg := readString(v, &r.Filter.Method); msg != "" || r.Filter.Method == "" {
 			return msg
 		}
 		if !isToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
@@ -268,14 +255,14 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		r.Filter.Method = strings.ToUpper(r.Filter.Method)
 		return ""
 	},
-	"status_classes": func(r *AlertRule, raw json.RawMessage) string {
+	"status_classes": func(r *AlertRule, v any) string {
 		const problem = `must be a list of distinct status classes such as ["4xx", "5xx"]`
-		var names []string
-		if absentJSON(raw) {
+		if v == nil {
 			r.Filter.StatusClasses = nil
 			return ""
 		}
-		if json.Unmarshal(raw, &names) != nil || len(names) > 5 {
+		names, ok := stringList(v)
+		if !ok || len(names) > 5 {
 			return problem
 		}
 		classes := make([]int, 0, len(names))
@@ -289,101 +276,100 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		r.Filter.StatusClasses = classes
 		return ""
 	},
-	"metric": func(r *AlertRule, raw json.RawMessage) string {
-		var s string
-		if json.Unmarshal(raw, &s) != nil || !slices.Contains(AlertMetrics, AlertMetric(s)) {
+	"metric": func(r *AlertRule, v any) string {
+		s, _ := v.(string)
+		if !slices.Contains(AlertMetrics, AlertMetric(s)) {
 			return "must be one of " + joinQuoted(AlertMetrics)
 		}
 		r.Metric = AlertMetric(s)
 		return ""
 	},
-	"comparison": func(r *AlertRule, raw json.RawMessage) string {
-		var s string
+	"comparison": func(r *AlertRule, v any) string {
+		s, _ := v.(string)
 		all := []Comparison{Above, AboveOrEqual, Below, BelowOrEqual}
-		if json.Unmarshal(raw, &s) != nil || !slices.Contains(all, Comparison(s)) {
+		if !slices.Contains(all, Comparison(s)) {
 			return "must be one of " + joinQuoted(all)
 		}
 		r.Comparison = Comparison(s)
 		return ""
 	},
-	"threshold": func(r *AlertRule, raw json.RawMessage) string {
-		return readNumber(raw, &r.Threshold)
+	"threshold": func(r *AlertRule, v any) string {
+		return readNumber(v, &r.Threshold)
 	},
-	"resolve_threshold": func(r *AlertRule, raw json.RawMessage) string {
-		if absentJSON(raw) {
+	"resolve_threshold": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.ResolveThreshold = math.NaN() // follows threshold: set in check
 			return ""
 		}
-		return readNumber(raw, &r.ResolveThreshold)
+		return readNumber(v, &r.ResolveThreshold)
 	},
-	"window": func(r *AlertRule, raw json.RawMessage) string {
-		if absentJSON(raw) {
+	"window": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.Window = DefaultAlertWindow
 			return ""
 		}
-		d, msg := readDuration(raw)
+		d, msg := readDuration(v)
 		if msg == "" && (d < AlertBucket || d > MaxAlertWindow || d%AlertBucket != 0) {
 			msg = "must be a whole number of minutes from 1m to 24h"
 		}
 		r.Window = d
 		return msg
 	},
-	"for": func(r *AlertRule, raw json.RawMessage) string {
-		if absentJSON(raw) {
+	"for": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.For = 0
 			return ""
 		}
-		d, msg := readDuration(raw)
+		d, msg := readDuration(v)
 		if msg == "" && (d < 0 || d > MaxAlertFor || d%time.Second != 0) {
 			msg = "must be a whole number of seconds from 0s to 24h"
 		}
 		r.For = d
 		return msg
 	},
-	"min_requests": func(r *AlertRule, raw json.RawMessage) string {
-		if absentJSON(raw) {
+	"min_requests": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.MinRequests = 0
 			return ""
 		}
-		n, ok := wholeNumber(raw)
+		n, ok := wholeNumber(v)
 		if !ok || n < 0 || n > MaxMinRequests {
 			return fmt.Sprintf("must be a whole number from 0 to %d", MaxMinRequests)
 		}
 		r.MinRequests = n
 		return ""
 	},
-	"no_data": func(r *AlertRule, raw json.RawMessage) string {
-		var s string
+	"no_data": func(r *AlertRule, v any) string {
 		all := []NoDataPolicy{NoDataKeep, NoDataOK, NoDataFiring}
-		if absentJSON(raw) {
+		if v == nil {
 			r.NoData = NoDataKeep
 			return ""
 		}
-		if json.Unmarshal(raw, &s) != nil || !slices.Contains(all, NoDataPolicy(s)) {
+		if s, _ := v.(string); !slices.Contains(all, NoDataPolicy(s)) {
 			return "must be one of " + joinQuoted(all)
 		}
-		r.NoData = NoDataPolicy(s)
+		r.NoData = NoDataPolicy(v.(string))
 		return ""
 	},
-	"repeat_interval": func(r *AlertRule, raw json.RawMessage) string {
-		if absentJSON(raw) {
+	"repeat_interval": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.RepeatInterval = DefaultRepeatEvery
 			return ""
 		}
-		d, msg := readDuration(raw)
+		d, msg := readDuration(v)
 		if msg == "" && d != 0 && (d < MinRepeatInterval || d > MaxRepeatInterval || d%time.Second != 0) {
 			msg = "must be 0s (never) or a whole number of seconds from 1m to 720h"
 		}
 		r.RepeatInterval = d
 		return msg
 	},
-	"endpoint_ids": func(r *AlertRule, raw json.RawMessage) string {
-		var ids []string
-		if absentJSON(raw) {
+	"endpoint_ids": func(r *AlertRule, v any) string {
+		if v == nil {
 			r.EndpointIDs = nil
 			return ""
 		}
-		if json.Unmarshal(raw, &ids) != nil || len(ids) > MaxRuleEndpoints {
+		ids, ok := stringList(v)
+		if !ok || len(ids) > MaxRuleEndpoints {
 			return fmt.Sprintf("must be a list of at most %d endpoint ids", MaxRuleEndpoints)
 		}
 		for i, id := range ids {
@@ -394,10 +380,12 @@ var ruleFields = map[string]func(r *AlertRule, raw json.RawMessage) string{
 		r.EndpointIDs = ids
 		return ""
 	},
-	"enabled": func(r *AlertRule, raw json.RawMessage) string {
-		if json.Unmarshal(raw, &r.Enabled) != nil || absentJSON(raw) {
+	"enabled": func(r *AlertRule, v any) string {
+		enabled, ok := v.(bool)
+		if !ok {
 			return "must be true or false"
 		}
+		r.Enabled = enabled
 		return ""
 	},
 }
@@ -415,12 +403,11 @@ func unknownField(name string) string {
 const maxMethodLength = 32
 
 // check validates what depends on several fields, and what a new rule must have.
-func (r *AlertRule) check(fe *fieldErrors, given map[string]json.RawMessage) {
+func (r *AlertRule) check(fe *fieldErrors, thresholdGiven, resolveGiven bool) {
 	if r.Metric == "" {
 		fe.add("metric", "is required: one of %s", joinQuoted(AlertMetrics))
 		return
 	}
-	_, thresholdGiven := given["threshold"]
 	if r.CreatedAt.IsZero() && !thresholdGiven {
 		fe.add("threshold", "is required")
 		return
@@ -436,7 +423,6 @@ func (r *AlertRule) check(fe *fieldErrors, given map[string]json.RawMessage) {
 	// An update that moves the threshold and not the resolve threshold keeps
 	// the resolve threshold only where it still makes sense; a new rule, or one
 	// without hysteresis, follows the threshold.
-	_, resolveGiven := given["resolve_threshold"]
 	if math.IsNaN(r.ResolveThreshold) || (!resolveGiven && (r.CreatedAt.IsZero() || !r.healthySide(r.ResolveThreshold))) {
 		r.ResolveThreshold = r.Threshold
 	}
@@ -471,9 +457,9 @@ func contiguous(classes []int) bool {
 
 // readText reads an optional string of at most limit characters, kept
 // without its surrounding spaces; null or "" clears it.
-func readText(raw json.RawMessage, dst *string, limit int) string {
+func readText(v any, dst *string, limit int) string {
 	var s string
-	if msg := readString(raw, &s); msg != "" {
+	if msg := readString(v, &s); msg != "" {
 		return msg
 	}
 	if utf8.RuneCountInString(s) > limit {
@@ -484,24 +470,28 @@ func readText(raw json.RawMessage, dst *string, limit int) string {
 }
 
 // readString reads a string, or null as "".
-func readString(raw json.RawMessage, dst *string) string {
-	if absentJSON(raw) {
+func readString(v any, dst *string) string {
+	if v == nil {
 		*dst = ""
 		return ""
 	}
-	if json.Unmarshal(raw, dst) != nil {
+	s, ok := v.(string)
+	if !ok {
 		return "must be a string"
 	}
-	if !utf8.ValidString(*dst) {
+	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"
 	}
+	*dst = s
 	return ""
 }
 
-func readNumber(raw json.RawMessage, dst *float64) string {
-	if absentJSON(raw) || json.Unmarshal(raw, dst) != nil || math.IsInf(*dst, 0) || math.IsNaN(*dst) {
+func readNumber(v any, dst *float64) string {
+	f, ok := v.(float64)
+	if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
 		return "must be a number"
 	}
+	*dst = f
 	return ""
 }
 
@@ -511,14 +501,11 @@ func readNumber(raw json.RawMessage, dst *float64) string {
 var durationText = regexp.MustCompile(`^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?$`)
 
 // readDuration reads a duration such as "90s", "5m" or "1h30m".
-func readDuration(raw json.RawMessage) (time.Duration, string) {
+func readDuration(v any) (time.Duration, string) {
 	const problem = "must be a duration of whole hours, minutes and seconds such as 30s, 5m or 1h30m"
-	var s string
-	if json.Unmarshal(raw, &s) != nil || s == "" {
-		return 0, problem
-	}
+	s, _ := v.(string)
 	parts := durationText.FindStringSubmatch(s)
-	if parts == nil {
+	if s == "" || parts == nil {
 		return 0, problem
 	}
 	var d time.Duration
@@ -531,13 +518,28 @@ func readDuration(raw json.RawMessage) (time.Duration, string) {
 	return d, ""
 }
 
-// wholeNumber reads a JSON number without a fractional part.
-func wholeNumber(raw json.RawMessage) (int64, bool) {
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+// wholeNumber reads a number without a fractional part.
+func wholeNumber(v any) (int64, bool) {
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1e15 {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// stringList reads a list of strings.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(list))
+	for i, item := range list {
+		if out[i], ok = item.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func joinQuoted[T ~string](values []T) string {
@@ -565,10 +567,4 @@ func FormatAlertDuration(d time.Duration) string {
 		}
 	}
 	return b.String()
-}
-
-// absentJSON reports a field sent as null, or not sent.
-func absentJSON(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -8,6 +9,16 @@ import (
 
 	"github.com/reqlog/reqlog/domain"
 )
+
+// obj is a JSON object's fields, as the HTTP edge decodes a body.
+func obj(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(body), &fields); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return fields
+}
 
 func fieldsOf(err error) []string {
 	var invalid *domain.ValidationError
@@ -22,7 +33,7 @@ func fieldsOf(err error) []string {
 }
 
 func TestParseAlertRuleDefaults(t *testing.T) {
-	r, err := domain.ParseAlertRule([]byte(`{"metric":"error_rate","threshold":0.05}`), domain.DefaultAlertRule())
+	r, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.05}`), domain.DefaultAlertRule())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +47,7 @@ func TestParseAlertRuleEveryField(t *testing.T) {
 	body := `{"title":" Orders 5xx ","name":"shop","path_prefix":"/v1/orders","method":"post","status_classes":["5xx","4xx"],
 		"metric":"duration_p95","comparison":"<=","threshold":200,"resolve_threshold":250,"window":"15m","for":"2m",
 		"min_requests":20,"no_data":"ok","repeat_interval":"1h","endpoint_ids":["whe_Ab3dEf6hIj9kLm2n"],"enabled":false}`
-	r, err := domain.ParseAlertRule([]byte(body), domain.DefaultAlertRule())
+	r, err := domain.ParseAlertRule(obj(t, body), domain.DefaultAlertRule())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,36 +108,30 @@ func TestParseAlertRuleNamesEveryBadField(t *testing.T) {
 		{`{` + base + `,"treshold":0.1}`, "treshold"},
 		{`{` + base + `,"":0.1}`, `""`},
 	} {
-		_, err := domain.ParseAlertRule([]byte(tc.body), domain.DefaultAlertRule())
+		_, err := domain.ParseAlertRule(obj(t, tc.body), domain.DefaultAlertRule())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
 			t.Errorf("%s: fields %v (%v), want [%s]", tc.body, fields, err, tc.field)
 		}
 	}
-	_, err := domain.ParseAlertRule([]byte(`{"metric":"error_rate","threshold":0.05,"window":"1s","for":"x"}`), domain.DefaultAlertRule())
+	_, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.05,"window":"1s","for":"x"}`), domain.DefaultAlertRule())
 	if fields := fieldsOf(err); !slices.Equal(fields, []string{"for", "window"}) {
 		t.Errorf("two bad fields: %v, want [for window]", fields)
-	}
-	for _, body := range []string{``, `[]`, `null`, `{"metric":"error_rate"} {}`, `"x"`} {
-		var invalid *domain.ValidationError
-		if _, err := domain.ParseAlertRule([]byte(body), domain.DefaultAlertRule()); !errors.As(err, &invalid) {
-			t.Errorf("body %q: %v, want a validation error", body, err)
-		}
 	}
 }
 
 // An update names only what changes; the rest stays, and a resolve threshold
 // left on the wrong side by a new threshold follows it.
 func TestParseAlertRuleUpdate(t *testing.T) {
-	stored, err := domain.ParseAlertRule([]byte(`{"metric":"error_rate","threshold":0.10,"resolve_threshold":0.05,"name":"shop"}`), domain.DefaultAlertRule())
+	stored, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.10,"resolve_threshold":0.05,"name":"shop"}`), domain.DefaultAlertRule())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored.CreatedAt = alertStart
-	r, err := domain.ParseAlertRule([]byte(`{"threshold":0.2}`), stored)
+	r, err := domain.ParseAlertRule(obj(t, `{"threshold":0.2}`), stored)
 	if err != nil || r.Threshold != 0.2 || r.ResolveThreshold != 0.05 || r.Filter.Name != "shop" {
 		t.Errorf("threshold raised: %+v, %v; want resolve threshold kept, name kept", r, err)
 	}
-	r, err = domain.ParseAlertRule([]byte(`{"threshold":0.01,"name":null}`), stored)
+	r, err = domain.ParseAlertRule(obj(t, `{"threshold":0.01,"name":null}`), stored)
 	if err != nil || r.ResolveThreshold != 0.01 || r.Filter.Name != "" {
 		t.Errorf("threshold under the resolve threshold: %+v, %v; want it followed, name cleared", r, err)
 	}
@@ -136,11 +141,11 @@ func TestParseAlertRuleUpdate(t *testing.T) {
 }
 
 func TestParseAlertEndpoint(t *testing.T) {
-	e, err := domain.ParseAlertEndpoint([]byte(`{"url":"https://hooks.slack.com/services/T0/B0/x","description":"ops"}`), domain.DefaultAlertEndpoint())
+	e, err := domain.ParseAlertEndpoint(obj(t, `{"url":"https://hooks.slack.com/services/T0/B0/x","description":"ops"}`), domain.DefaultAlertEndpoint())
 	if err != nil || e.Format != domain.FormatSlack || !e.Enabled || e.Description != "ops" {
 		t.Errorf("a Slack URL: %+v, %v; want format slack", e, err)
 	}
-	e, err = domain.ParseAlertEndpoint([]byte(`{"url":"http://127.0.0.1:8080/hook","format":"standard"}`), domain.DefaultAlertEndpoint())
+	e, err = domain.ParseAlertEndpoint(obj(t, `{"url":"http://127.0.0.1:8080/hook","format":"standard"}`), domain.DefaultAlertEndpoint())
 	if err != nil || e.Format != domain.FormatStandard {
 		t.Errorf("a URL with its format: %+v, %v", e, err)
 	}
@@ -155,7 +160,7 @@ func TestParseAlertEndpoint(t *testing.T) {
 		{`{"url":"https://example.com/","secret":"whsec_x"}`, "secret"},
 		{`{"url":"https://example.com/","enabled":null}`, "enabled"},
 	} {
-		_, err := domain.ParseAlertEndpoint([]byte(tc.body), domain.DefaultAlertEndpoint())
+		_, err := domain.ParseAlertEndpoint(obj(t, tc.body), domain.DefaultAlertEndpoint())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
 			t.Errorf("%s: fields %v (%v), want [%s]", tc.body, fields, err, tc.field)
 		}

@@ -72,9 +72,9 @@ func (a *api) failAlert(w http.ResponseWriter, r *http.Request, err error, what 
 	}
 }
 
-// alertBody reads a JSON body of at most maxAlertBody bytes, answering every
-// refusal itself.
-func (a *api) alertBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// alertBody reads a JSON object of at most maxAlertBody bytes and decodes its
+// fields, answering every refusal itself.
+func (a *api) alertBody(w http.ResponseWriter, r *http.Request, example string) (map[string]any, bool) {
 	if !requireJSON(w, r) || !a.declaresAtMost(w, r, maxAlertBody) {
 		return nil, false
 	}
@@ -83,7 +83,12 @@ func (a *api) alertBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		a.refuseBody(w, r, maxAlertBody, err)
 		return nil, false
 	}
-	return body, true
+	fields, err := alertjson.Fields(body, example)
+	if err != nil {
+		a.fail(w, r, err)
+		return nil, false
+	}
+	return fields, true
 }
 
 const (
@@ -92,7 +97,7 @@ const (
 )
 
 func (a *api) createRule(w http.ResponseWriter, r *http.Request) {
-	body, ok := a.alertBody(w, r)
+	body, ok := a.alertBody(w, r, alertjson.RuleExample)
 	if !ok {
 		return
 	}
@@ -131,7 +136,7 @@ func (a *api) updateRule(w http.ResponseWriter, r *http.Request) {
 		a.failAlert(w, r, err, whatRule) // before the body: an unknown rule is a 404 whatever is sent
 		return
 	}
-	body, ok := a.alertBody(w, r)
+	body, ok := a.alertBody(w, r, alertjson.RuleExample)
 	if !ok {
 		return
 	}
@@ -314,7 +319,7 @@ func (a *api) alertStates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	body, ok := a.alertBody(w, r)
+	body, ok := a.alertBody(w, r, alertjson.EndpointExample)
 	if !ok {
 		return
 	}
@@ -354,7 +359,7 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.failAlert(w, r, err, whatEndpoint)
 		return
 	}
-	body, ok := a.alertBody(w, r)
+	body, ok := a.alertBody(w, r, alertjson.EndpointExample)
 	if !ok {
 		return
 	}

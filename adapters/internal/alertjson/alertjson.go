@@ -11,6 +11,7 @@
 package alertjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -422,4 +423,23 @@ func AttemptOf(a domain.AlertAttempt) Attempt {
 		j.StatusCode = &code
 	}
 	return j
+}
+
+// Examples of the bodies Fields reads, for its error.
+const (
+	RuleExample     = `{"metric": "error_rate", "threshold": 0.05}`
+	EndpointExample = `{"url": "https://example.com/webhooks/reqlog"}`
+)
+
+// Fields decodes a request body that must be one JSON object into its
+// fields' values (nil, bool, float64, string, []any, map[string]any), for
+// domain.ParseAlertRule and domain.ParseAlertEndpoint. Anything else is a
+// *domain.ValidationError showing example.
+func Fields(body []byte, example string) (map[string]any, error) {
+	var fields map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
+		return nil, &domain.ValidationError{Message: "the request body must be a JSON object such as " + example}
+	}
+	return fields, nil
 }

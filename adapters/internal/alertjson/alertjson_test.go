@@ -1,7 +1,9 @@
 package alertjson_test
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,19 @@ func TestPayloadCutsLongPaths(t *testing.T) {
 	w := alertjson.WindowOf(domain.AlertObservation{TopPaths: []domain.KeyCount{{Key: long}}})
 	if p := w.TopPaths[0].Path; len(p) > alertjson.MaxPayloadPath || p[len(p)-2:] != "é" {
 		t.Errorf("cut path ends %q (%d bytes)", p[len(p)-4:], len(p))
+	}
+}
+
+// A body that is not one JSON object is refused whole, showing the example.
+func TestFields(t *testing.T) {
+	fields, err := alertjson.Fields([]byte(`{"metric":"error_rate","threshold":0.05,"name":null}`), alertjson.RuleExample)
+	if err != nil || fields["metric"] != "error_rate" || fields["threshold"] != 0.05 || fields["name"] != nil || len(fields) != 3 {
+		t.Errorf("Fields = %v, %v", fields, err)
+	}
+	for _, body := range []string{``, `[]`, `null`, `{"metric":"error_rate"} {}`, `"x"`, `{"threshold":1e400}`} {
+		var invalid *domain.ValidationError
+		if _, err := alertjson.Fields([]byte(body), alertjson.RuleExample); !errors.As(err, &invalid) || !strings.Contains(invalid.Message, alertjson.RuleExample) {
+			t.Errorf("body %q: %v, want a validation error showing the example", body, err)
+		}
 	}
 }
