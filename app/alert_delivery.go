@@ -33,10 +33,7 @@ type AlertDeliverer struct {
 	poll        time.Duration
 	log         *zap.Logger
 	wakeUp      chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop        loop
 }
 
 // NewAlertDeliverer returns a stopped worker; owner names this replica in the
@@ -130,41 +127,29 @@ func (d *AlertDeliverer) finish(ctx context.Context, delivery domain.AlertDelive
 // Start runs the worker until Stop: every Poll, or when woken, it delivers
 // until the queue has nothing due.
 func (d *AlertDeliverer) Start() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel, d.done = cancel, make(chan struct{})
-	go d.run(ctx, d.done)
-}
-
-func (d *AlertDeliverer) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	ticker := time.NewTicker(d.poll)
-	defer ticker.Stop()
-	for {
+	d.loop.start(func(ctx context.Context) {
+		ticker := time.NewTicker(d.poll)
+		defer ticker.Stop()
 		for {
-			n, err := d.DeliverOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				d.log.Warn("alert delivery failed", zap.Error(err))
+			for {
+				n, err := d.DeliverOnce(ctx)
+				if err != nil && ctx.Err() == nil {
+					d.log.Warn("alert delivery failed", zap.Error(err))
+				}
+				if n < deliveryBatch || err != nil {
+					break
+				}
 			}
-			if n < deliveryBatch || err != nil {
-				break
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			case <-d.wakeUp:
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-d.wakeUp:
-		}
-	}
+	})
 }
 
 // Stop ends the worker and waits for it, or for ctx; attempts under way are
 // cancelled.
-func (d *AlertDeliverer) Stop(ctx context.Context) error {
-	return stopLoop(ctx, &d.mu, &d.cancel, &d.done)
-}
+func (d *AlertDeliverer) Stop(ctx context.Context) error { return d.loop.stop(ctx) }

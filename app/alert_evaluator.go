@@ -44,12 +44,12 @@ type AlertEvaluator struct {
 	log      *zap.Logger
 	wake     func()
 
+	poll time.Duration
+	loop loop
+
 	mu       sync.Mutex
 	lastSlot time.Time // the last slot this replica evaluated or saw taken
 	runs     int
-	cancel   context.CancelFunc
-	done     chan struct{}
-	poll     time.Duration
 }
 
 // NewAlertEvaluator returns a stopped evaluator; owner names this replica in
@@ -258,50 +258,60 @@ func (e *AlertEvaluator) flush(ctx context.Context, st domain.AlertState) (domai
 
 // Start runs Tick every Poll until Stop; a second Start is a no-op.
 func (e *AlertEvaluator) Start() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.done != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.done = cancel, make(chan struct{})
-	go e.run(ctx, e.done)
-}
-
-func (e *AlertEvaluator) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	ticker := time.NewTicker(e.poll)
-	defer ticker.Stop()
-	for {
-		if _, err := e.Tick(ctx); err != nil && ctx.Err() == nil {
-			e.log.Warn("alert evaluation failed", zap.Error(err))
+	e.loop.start(func(ctx context.Context) {
+		ticker := time.NewTicker(e.poll)
+		defer ticker.Stop()
+		for {
+			if _, err := e.Tick(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("alert evaluation failed", zap.Error(err))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+	})
 }
 
 // Stop ends the loop and waits for it, or for ctx.
-func (e *AlertEvaluator) Stop(ctx context.Context) error {
-	return stopLoop(ctx, &e.mu, &e.cancel, &e.done)
+func (e *AlertEvaluator) Stop(ctx context.Context) error { return e.loop.stop(ctx) }
+
+// loop is a goroutine started once and stopped by cancelling its context.
+type loop struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// stopLoop cancels a background loop started with cancel and done, and waits
-// for it to end or for ctx.
-func stopLoop(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc, done *chan struct{}) error {
-	mu.Lock()
-	c, d := *cancel, *done
-	*cancel, *done = nil, nil
-	mu.Unlock()
-	if d == nil {
+// start runs run in a goroutine unless one is running.
+func (l *loop) start(run func(ctx context.Context)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	l.cancel, l.done = cancel, done
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+}
+
+// stop cancels the goroutine and waits for it to end, or for ctx.
+func (l *loop) stop(ctx context.Context) error {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.cancel, l.done = nil, nil
+	l.mu.Unlock()
+	if done == nil {
 		return nil
 	}
-	c()
+	cancel()
 	select {
-	case <-d:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
