@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/reqlog/reqlog/adapters/internal/alertjson"
 )
 
 // AlertRule is an alert rule as the service keeps it (see the API's
@@ -109,41 +111,12 @@ func AlertDuration(d time.Duration) string {
 	return out
 }
 
-// ruleJSON is the wire form of AlertRule.
-type ruleJSON struct {
-	ID               string    `json:"id"`
-	Title            *string   `json:"title"`
-	Name             *string   `json:"name"`
-	PathPrefix       *string   `json:"path_prefix"`
-	Method           *string   `json:"method"`
-	StatusClasses    []string  `json:"status_classes"`
-	Metric           string    `json:"metric"`
-	Comparison       string    `json:"comparison"`
-	Threshold        float64   `json:"threshold"`
-	ResolveThreshold float64   `json:"resolve_threshold"`
-	Window           string    `json:"window"`
-	For              string    `json:"for"`
-	MinRequests      int64     `json:"min_requests"`
-	NoData           string    `json:"no_data"`
-	RepeatInterval   string    `json:"repeat_interval"`
-	EndpointIDs      []string  `json:"endpoint_ids"`
-	Enabled          bool      `json:"enabled"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
-}
-
-func text(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func (j ruleJSON) rule() (AlertRule, error) {
+// ruleOf reads the API's rule object.
+func ruleOf(j alertjson.Rule) (AlertRule, error) {
 	r := AlertRule{ID: j.ID, Title: text(j.Title), Name: text(j.Name), PathPrefix: text(j.PathPrefix), Method: text(j.Method),
 		StatusClasses: j.StatusClasses, Metric: j.Metric, Comparison: j.Comparison, Threshold: j.Threshold,
 		ResolveThreshold: j.ResolveThreshold, MinRequests: j.MinRequests, NoData: j.NoData, EndpointIDs: j.EndpointIDs,
-		Enabled: j.Enabled, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+		Enabled: j.Enabled, CreatedAt: time.Time(j.CreatedAt), UpdatedAt: time.Time(j.UpdatedAt)}
 	for _, d := range []struct {
 		text string
 		dst  *time.Duration
@@ -154,6 +127,13 @@ func (j ruleJSON) rule() (AlertRule, error) {
 		}
 	}
 	return r, nil
+}
+
+func text(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // alerts is {base}/v1/alerts joined with elems.
@@ -184,11 +164,11 @@ func (c *Client) alertCall(ctx context.Context, method string, u *url.URL, body 
 }
 
 func (c *Client) ruleCall(ctx context.Context, method string, u *url.URL, body any) (*AlertRule, error) {
-	var j ruleJSON
+	var j alertjson.Rule
 	if err := c.alertCall(ctx, method, u, body, &j); err != nil {
 		return nil, err
 	}
-	r, err := j.rule()
+	r, err := ruleOf(j)
 	if err != nil {
 		return nil, fmt.Errorf("httpclient: %s %s: %w", method, u.Path, err)
 	}
@@ -217,14 +197,14 @@ func (c *Client) UpdateAlertRule(ctx context.Context, id string, changes map[str
 
 // AlertRules lists the rules of the key's account and domain, oldest first.
 func (c *Client) AlertRules(ctx context.Context) ([]AlertRule, error) {
-	var js []ruleJSON
+	var js []alertjson.Rule
 	if err := c.alertCall(ctx, http.MethodGet, c.alerts("rules"), nil, &js); err != nil {
 		return nil, err
 	}
 	rules := make([]AlertRule, len(js))
 	for i, j := range js {
 		var err error
-		if rules[i], err = j.rule(); err != nil {
+		if rules[i], err = ruleOf(j); err != nil {
 			return nil, fmt.Errorf("httpclient: GET %s: %w", c.alerts("rules").Path, err)
 		}
 	}
@@ -350,7 +330,7 @@ func (c *Client) AlertStates(ctx context.Context, from, to time.Time) ([]AlertSt
 	}
 	u.RawQuery = q.Encode()
 	var js []struct {
-		Rule        ruleJSON          `json:"rule"`
+		Rule        alertjson.Rule    `json:"rule"`
 		Status      string            `json:"status"`
 		Reason      *string           `json:"reason"`
 		Since       *time.Time        `json:"since"`
@@ -366,7 +346,7 @@ func (c *Client) AlertStates(ctx context.Context, from, to time.Time) ([]AlertSt
 	}
 	states := make([]AlertState, len(js))
 	for i, j := range js {
-		r, err := j.Rule.rule()
+		r, err := ruleOf(j.Rule)
 		if err != nil {
 			return nil, fmt.Errorf("httpclient: GET %s: %w", u.Path, err)
 		}
