@@ -187,25 +187,46 @@ func isConstraint(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "constraint failed")
 }
 
+// insertConfig stores a new rule or endpoint (table) as doc; a taken id is
+// ErrExists.
+func (a *AlertStore) insertConfig(ctx context.Context, table, what, id string, scope domain.Scope, createdAt int64, doc any) error {
+	raw, err := encodeDoc(doc)
+	if err != nil {
+		return err
+	}
+	_, err = a.write.ExecContext(ctx, "INSERT INTO "+table+" (id, account, domain, created_at, doc) VALUES (?, ?, ?, ?, ?)",
+		id, scope.Account, scope.Domain, createdAt, raw)
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: %s %q: %w", what, id, ports.ErrExists)
+	}
+	if err != nil {
+		return storeError(ctx, "create "+what, err)
+	}
+	return nil
+}
+
+// updateConfig replaces the doc of a stored rule or endpoint of scope; none is
+// ErrNotFound.
+func (a *AlertStore) updateConfig(ctx context.Context, table, what, id string, scope domain.Scope, doc any) error {
+	raw, err := encodeDoc(doc)
+	if err != nil {
+		return err
+	}
+	n, err := a.exec(ctx, "update "+what, "UPDATE "+table+" SET doc = ? WHERE id = ? AND account = ? AND domain = ?",
+		raw, id, scope.Account, scope.Domain)
+	if err == nil && n == 0 {
+		err = alertNotFound(what, id)
+	}
+	return err
+}
+
 // CreateRule stores a new rule.
 func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
 	}
-	doc, err := encodeDoc(rec)
-	if err != nil {
-		return err
-	}
-	_, err = a.write.ExecContext(ctx, "INSERT INTO rules (id, account, domain, created_at, doc) VALUES (?, ?, ?, ?, ?)",
-		r.ID, r.Scope.Account, r.Scope.Domain, rec.CreatedAt, doc)
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: rule %q: %w", r.ID, ports.ErrExists)
-	}
-	if err != nil {
-		return storeError(ctx, "create rule", err)
-	}
-	return nil
+	return a.insertConfig(ctx, "rules", "rule", r.ID, r.Scope, rec.CreatedAt, rec)
 }
 
 // UpdateRule replaces a stored rule.
@@ -214,16 +235,7 @@ func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
 	if err != nil {
 		return err
 	}
-	doc, err := encodeDoc(rec)
-	if err != nil {
-		return err
-	}
-	n, err := a.exec(ctx, "update rule", "UPDATE rules SET doc = ? WHERE id = ? AND account = ? AND domain = ?",
-		doc, r.ID, r.Scope.Account, r.Scope.Domain)
-	if err == nil && n == 0 {
-		err = alertNotFound("rule", r.ID)
-	}
-	return err
+	return a.updateConfig(ctx, "rules", "rule", r.ID, r.Scope, rec)
 }
 
 // Rule returns one rule of scope.
@@ -264,33 +276,12 @@ func (a *AlertStore) DeleteRule(ctx context.Context, scope domain.Scope, id stri
 
 // CreateEndpoint stores a new endpoint.
 func (a *AlertStore) CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
-	doc, err := encodeDoc(alertrecord.EndpointOf(e))
-	if err != nil {
-		return err
-	}
-	_, err = a.write.ExecContext(ctx, "INSERT INTO endpoints (id, account, domain, created_at, doc) VALUES (?, ?, ?, ?, ?)",
-		e.ID, e.Scope.Account, e.Scope.Domain, alertrecord.Micros(e.CreatedAt), doc)
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: endpoint %q: %w", e.ID, ports.ErrExists)
-	}
-	if err != nil {
-		return storeError(ctx, "create endpoint", err)
-	}
-	return nil
+	return a.insertConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.Micros(e.CreatedAt), alertrecord.EndpointOf(e))
 }
 
 // UpdateEndpoint replaces a stored endpoint.
 func (a *AlertStore) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
-	doc, err := encodeDoc(alertrecord.EndpointOf(e))
-	if err != nil {
-		return err
-	}
-	n, err := a.exec(ctx, "update endpoint", "UPDATE endpoints SET doc = ? WHERE id = ? AND account = ? AND domain = ?",
-		doc, e.ID, e.Scope.Account, e.Scope.Domain)
-	if err == nil && n == 0 {
-		err = alertNotFound("endpoint", e.ID)
-	}
-	return err
+	return a.updateConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.EndpointOf(e))
 }
 
 // Endpoint returns one endpoint of scope.
