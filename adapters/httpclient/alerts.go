@@ -117,14 +117,9 @@ func ruleOf(j alertjson.Rule) (AlertRule, error) {
 		StatusClasses: j.StatusClasses, Metric: j.Metric, Comparison: j.Comparison, Threshold: j.Threshold,
 		ResolveThreshold: j.ResolveThreshold, MinRequests: j.MinRequests, NoData: j.NoData, EndpointIDs: j.EndpointIDs,
 		Enabled: j.Enabled, CreatedAt: time.Time(j.CreatedAt), UpdatedAt: time.Time(j.UpdatedAt)}
-	for _, d := range []struct {
-		text string
-		dst  *time.Duration
-	}{{j.Window, &r.Window}, {j.For, &r.For}, {j.RepeatInterval, &r.RepeatInterval}} {
-		var err error
-		if *d.dst, err = time.ParseDuration(d.text); err != nil {
-			return AlertRule{}, fmt.Errorf("rule %s: duration %q: %w", j.ID, d.text, err)
-		}
+	var err error
+	if r.Window, r.For, r.RepeatInterval, err = j.Durations(); err != nil {
+		return AlertRule{}, fmt.Errorf("rule %s: %w", j.ID, err)
 	}
 	return r, nil
 }

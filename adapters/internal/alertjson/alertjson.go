@@ -118,16 +118,24 @@ func (j Rule) Domain(scope domain.Scope) (domain.AlertRule, error) {
 		}
 		r.Filter.StatusClasses = append(r.Filter.StatusClasses, class)
 	}
+	var err error
+	if r.Window, r.For, r.RepeatInterval, err = j.Durations(); err != nil {
+		return domain.AlertRule{}, fmt.Errorf("alertjson: %w", err)
+	}
+	return r, nil
+}
+
+// Durations reads j's window, for and repeat_interval.
+func (j Rule) Durations() (window, forDur, repeat time.Duration, err error) {
 	for _, d := range []struct {
 		text string
 		dst  *time.Duration
-	}{{j.Window, &r.Window}, {j.For, &r.For}, {j.RepeatInterval, &r.RepeatInterval}} {
-		var err error
+	}{{j.Window, &window}, {j.For, &forDur}, {j.RepeatInterval, &repeat}} {
 		if *d.dst, err = time.ParseDuration(d.text); err != nil {
-			return domain.AlertRule{}, fmt.Errorf("alertjson: duration %q: %w", d.text, err)
+			return 0, 0, 0, fmt.Errorf("duration %q: %w", d.text, err)
 		}
 	}
-	return r, nil
+	return window, forDur, repeat, nil
 }
 
 // Statuses counts requests by status class.
