@@ -17,7 +17,7 @@ func TestStoreConformance(t *testing.T) {
 }
 
 func TestAPIConformance(t *testing.T) {
-	conformance.RunAPITests(t, storeMaker(), httpapitest.Serve)
+	conformance.RunAPITests(t, alertingStoreMaker(), httpapitest.Serve)
 }
 
 // storeMaker opens a store on a fresh directory per subtest.

@@ -49,3 +49,25 @@ func provide(p moduleParams) (*Store, error) {
 	})
 	return s, nil
 }
+
+// AlertModule provides the alert store in the SQLite store's data directory
+// (reqlog-alerts.sqlite) as the service's ports.AlertStore. It opens the file
+// on start, after the store has locked the directory, and closes it on stop,
+// before the store lets the directory go.
+var AlertModule = fx.Module("sqlite.alerts",
+	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
+		a := &AlertStore{}
+		lc.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error {
+				opened, err := NewAlertStore(ctx, s)
+				if err != nil {
+					return err
+				}
+				*a = *opened
+				return nil
+			},
+			OnStop: func(context.Context) error { return a.Close() },
+		})
+		return a
+	}, fx.As(new(ports.AlertStore)))),
+)

@@ -76,7 +76,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	}
 	var server *httpapi.Server
 	var site *portal.Portal
-	svc := fx.New(graph, fx.Populate(&server, &site))
+	var links *portalLinks
+	svc := fx.New(graph, fx.Populate(&server, &site, &links))
 	if err := svc.Err(); err != nil {
 		return fail(stderr, err)
 	}
@@ -86,6 +87,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return fail(stderr, err)
 	}
 	shutdown := svc.Wait() // handles SIGINT and SIGTERM from here on
+	links.listening(server.Addr())
 	if devKey != "" {
 		logger.Warn("REQLOG_API_KEYS is not set: generated a development key, printed on standard output",
 			zap.String("account", devAccount), zap.String("domain", devDomain))

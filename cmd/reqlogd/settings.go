@@ -35,6 +35,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -81,6 +82,8 @@ type config struct {
 	Proxy         proxy.Config
 	OTLP          otlp.Config
 	SQLite        sqlite.Config
+	Alerts        app.AlertConfig
+	Webhook       webhook.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -104,6 +107,8 @@ func defaultConfig() config {
 		Proxy:           proxy.DefaultConfig(),
 		OTLP:            otlp.DefaultConfig(),
 		SQLite:          sqlite.DefaultConfig(),
+		Alerts:          app.DefaultAlertConfig(),
+		Webhook:         webhook.DefaultConfig(),
 	}
 }
 
@@ -276,6 +281,14 @@ var settings = []setting{
 	intSetting("exports_max", "HTTP.Exports.Total", "exports the process runs at once, every key together (429 with Retry-After beyond); each holds up to a store page of about 4 MiB while its client reads it", func(c *config) *int { return &c.HTTP.Exports.Total }),
 	int64Setting("export_min_rate", "HTTP.Exports.MinRate", "slowest average rate, in bytes per second, at which a client must read its export, counted over the time spent writing it; a slower one is cut once export_stall_timeout of slack is spent (0: no minimum)", func(c *config) *int64 { return &c.HTTP.Exports.MinRate }),
 	durationSetting("export_stall_timeout", "HTTP.Exports.Stall", "longest one write of an export waits for its client beyond its bytes at export_min_rate: a client that stops reading is cut after it", func(c *config) *time.Duration { return &c.HTTP.Exports.Stall }),
+	durationSetting("alerts.evaluation_interval", "Alerts.EvaluationInterval", "how often every alert rule is evaluated, on its multiples (a divisor of an hour); one replica evaluates each time", func(c *config) *time.Duration { return &c.Alerts.EvaluationInterval }),
+	durationSetting("alerts.poll_interval", "Alerts.Poll", "how often each replica looks for the next evaluation and for due webhook deliveries (at most the evaluation interval)", func(c *config) *time.Duration { return &c.Alerts.Poll }),
+	boolSetting("alerts.allow_private_webhooks", "Webhook.AllowPrivate", "let webhook URLs resolve to loopback, private, link-local and other internal addresses (refused by default, at creation and on every connection)", func(c *config) *bool { return &c.Webhook.AllowPrivate }),
+	durationSetting("alerts.webhook_timeout", "Webhook.Timeout", "longest a webhook attempt may take, connecting and reading the reply included (1s to 1m)", func(c *config) *time.Duration { return &c.Webhook.Timeout }),
+	durationSetting("alerts.delivery_lease", "Alerts.DeliveryLease", "how long a replica holds a webhook delivery it attempts before another may take it over (above the webhook timeout)", func(c *config) *time.Duration { return &c.Alerts.DeliveryLease }),
+	intSetting("alerts.delivery_concurrency", "Alerts.DeliveryConcurrency", "webhook attempts each replica makes at the same time", func(c *config) *int { return &c.Alerts.DeliveryConcurrency }),
+	durationSetting("alerts.history_retention", "Alerts.HistoryRetention", "how long alert transitions, finished deliveries and the delivery log are kept", func(c *config) *time.Duration { return &c.Alerts.HistoryRetention }),
+	durationSetting("alerts.portal_link_ttl", "Alerts.PortalLinkTTL", "how long the portal link in an alert event opens the portal (a read-only session of the rule's application, or account); 0 sends links without a session", func(c *config) *time.Duration { return &c.Alerts.PortalLinkTTL }),
 	// Every secret setting from a file, too (secretfile.go).
 	secretFileSetting("api_keys"),
 	secretFileSetting("portal.secret"),
@@ -531,7 +544,16 @@ func (c config) validate() error {
 	if err := c.refused("Proxy", c.Proxy.Validate()); err != nil {
 		return err
 	}
-	return c.refused("OTLP", c.OTLP.Validate())
+	if err := c.refused("OTLP", c.OTLP.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("Alerts", c.Alerts.Validate()); err != nil {
+		return err
+	}
+	if c.Alerts.DeliveryLease <= c.Webhook.Timeout {
+		return c.bad("alerts.delivery_lease", "must be longer than REQLOG_ALERTS_WEBHOOK_TIMEOUT ("+formatDuration(c.Webhook.Timeout)+"), or another replica would send a delivery again while it is under way")
+	}
+	return c.refused("Webhook", c.Webhook.Validate())
 }
 
 // refused turns a part's refusal of one field (a *domain.ValidationError
