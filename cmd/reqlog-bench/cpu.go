@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -78,4 +79,21 @@ func printCPU(w io.Writer, who string, perMessage time.Duration) {
 		fmt.Fprintf(w, "cpu: %s spent %.1fµs per message (user and system, /proc/<pid>/stat)\n", who,
 			float64(perMessage)/float64(time.Microsecond))
 	}
+}
+
+// startCPUProfile writes the tool's own CPU profile to path until the
+// returned func is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

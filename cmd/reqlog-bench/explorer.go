@@ -243,7 +243,11 @@ func resetPeakRSS(pid int) error {
 }
 
 // peakRSSOf reads the peak resident size of process pid, in bytes.
-func peakRSSOf(pid int) (float64, error) {
+func peakRSSOf(pid int) (float64, error) { return procStatusBytes(pid, "VmHWM:") }
+
+// procStatusBytes reads a size field of /proc/<pid>/status ("VmRSS:",
+// "VmHWM:"), in bytes.
+func procStatusBytes(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -251,10 +255,10 @@ func peakRSSOf(pid int) (float64, error) {
 	defer f.Close()
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
-		if rest, ok := strings.CutPrefix(lines.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(lines.Text(), field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

@@ -88,6 +88,7 @@ type options struct {
 	pid          int
 	direct       string
 	directScope  string
+	cpuProfile   string
 	proxy        proxyOptions
 }
 
@@ -109,6 +110,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if opts.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(opts.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "reqlog-bench:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	if err := execute(ctx, mode, opts, stdout); err != nil {
 		fmt.Fprintln(stderr, "reqlog-bench:", err)
 		return 1
@@ -155,6 +164,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
 	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy")
