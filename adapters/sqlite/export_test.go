@@ -33,3 +33,6 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 
 // RollupMinutes is how many minutes Stats has answered from a rollup so far.
 func RollupMinutes() int64 { return rollupMinutes.Load() }
+
+// StatsMessagesRead is how many messages Stats has read whole so far.
+func StatsMessagesRead() int64 { return statsMessagesRead.Load() }

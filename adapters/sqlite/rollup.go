@@ -136,7 +136,7 @@ func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.Stats
 		if end := m.start.Add(time.Minute); f.To.IsZero() || f.To.After(end) {
 			f.To = end
 		}
-		if err := streamSamples(ctx, d, q.Scope, f, now, b.Add); err != nil {
+		if err := streamSamples(ctx, d, q.Scope, f, "", now, b.Add); err != nil {
 			return err
 		}
 	}
