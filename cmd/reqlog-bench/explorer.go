@@ -60,15 +60,20 @@ type statsReply struct {
 	} `json:"data"`
 }
 
-// prepareStats asks for the default statistics (the last 24 hours) once,
-// reports what they cover, and returns their URL.
-func (s *server) prepareStats(ctx context.Context, stdout io.Writer) (string, error) {
-	status, body, err := s.get(ctx, "/v1/stats")
+// prepareStats asks for the default statistics (the last 24 hours), with
+// query's parameters added, once, reports what they cover, and returns their
+// URL.
+func (s *server) prepareStats(ctx context.Context, query string, stdout io.Writer) (string, error) {
+	path := "/v1/stats"
+	if query != "" {
+		path += "?" + query
+	}
+	status, body, err := s.get(ctx, path)
 	if err != nil {
 		return "", err
 	}
 	if status != http.StatusOK {
-		return "", fmt.Errorf("GET /v1/stats: %d %s", status, body)
+		return "", fmt.Errorf("GET %s: %d %s", path, status, body)
 	}
 	var reply statsReply
 	if err := json.Unmarshal(body, &reply); err != nil {
@@ -83,7 +88,7 @@ func (s *server) prepareStats(ctx context.Context, stdout io.Writer) (string, er
 	if d.Total.Count == 0 {
 		return "", errors.New("the statistics count no message: seed the server first (reqlog-bench seed, whose -spread is 24h)")
 	}
-	return s.base + "/v1/stats", nil
+	return s.base + path, nil
 }
 
 // getTargets asks for target again and again.

@@ -89,6 +89,7 @@ type options struct {
 	direct       string
 	directScope  string
 	cpuProfile   string
+	statsQuery   string
 	proxy        proxyOptions
 }
 
@@ -164,6 +165,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
 	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
+	fs.StringVar(&o.statsQuery, "stats-query", "", "stats: query parameters added to /v1/stats, e.g. q=application or name=shop-frontend")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
@@ -255,6 +257,9 @@ func (o options) check(mode string) error {
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
+	if _, err := url.ParseQuery(o.statsQuery); err != nil {
+		return fmt.Errorf("-stats-query %q: %w", o.statsQuery, err)
+	}
 	if o.direct != "" {
 		if mode != "seed" || (o.direct != "elasticsearch" && o.direct != "sqlite") {
 			return errors.New("-direct: use -direct elasticsearch or -direct sqlite with seed")
@@ -322,7 +327,7 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		readAttack(title, o, srv.getTargets(target), sm, stdout)
 		return nil
 	case "stats":
-		target, err := srv.prepareStats(ctx, stdout)
+		target, err := srv.prepareStats(ctx, o.statsQuery, stdout)
 		if err != nil {
 			return err
 		}
@@ -351,6 +356,10 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	rep.print(stdout)
 	serverCPU := cpu.per(rep.ingested())
 	printCPU(stdout, fmt.Sprintf("the server (pid %d)", o.pid), serverCPU)
+	if waited := cpu.waitedPer(rep.ingested()); waited > 0 {
+		fmt.Fprintf(stdout, "cpu: the server's threads waited %.1fµs per message for a CPU (run queue, /proc/<pid>/task/*/schedstat)\n",
+			float64(waited)/float64(time.Microsecond))
+	}
 	printRatios(stdout, rep.ingestRate(), serverCPU, o.limits, ceilings)
 	if o.verify {
 		var v verification
@@ -383,6 +392,10 @@ func readAttack(title string, o options, targets vegeta.Targeter, sm *sampler, s
 	if perRequest := cpu.per(float64(rep.all.Requests)); perRequest > 0 {
 		fmt.Fprintf(stdout, "cpu: the server (pid %d) spent %.2fms per request (user and system, /proc/<pid>/stat)\n",
 			o.pid, float64(perRequest)/float64(time.Millisecond))
+	}
+	if waited := cpu.waitedPer(float64(rep.all.Requests)); waited > 0 {
+		fmt.Fprintf(stdout, "cpu: the server's threads waited %.2fms per request for a CPU (run queue, /proc/<pid>/task/*/schedstat)\n",
+			float64(waited)/float64(time.Millisecond))
 	}
 }
 
