@@ -147,7 +147,7 @@ func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayF
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	write.SetMaxOpenConns(1)
-	write.SetConnMaxIdleTime(0)
+	write.SetConnMaxIdleTime(cfg.IdleTime)
 	d := &dayFile{day: day, path: path, write: write}
 	if err := d.prepare(ctx); err != nil {
 		_ = write.Close()
@@ -160,6 +160,7 @@ func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayF
 	}
 	d.read.SetMaxOpenConns(cfg.Readers)
 	d.read.SetMaxIdleConns(cfg.Readers)
+	d.read.SetConnMaxIdleTime(cfg.IdleTime)
 	return d, nil
 }
 

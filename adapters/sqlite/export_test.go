@@ -36,3 +36,13 @@ func RollupMinutes() int64 { return rollupMinutes.Load() }
 
 // StatsMessagesRead is how many messages Stats has read whole so far.
 func StatsMessagesRead() int64 { return statsMessagesRead.Load() }
+
+// OpenConns is how many connections day's file has open, writer and readers.
+func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
+	d, err := s.acquire(ctx, dayOf(day), false)
+	if err != nil || d == nil {
+		return 0, errors.Join(err, errors.New("no such day"))
+	}
+	defer d.use.RUnlock()
+	return d.write.Stats().OpenConnections + d.read.Stats().OpenConnections, nil
+}
