@@ -14,6 +14,14 @@ func SetIndexWords(on bool) (restore func()) {
 	return func() { indexWords = was }
 }
 
+// SetIndexPairs turns the indexing of consecutive word pairs on or off for
+// the benchmark that prices it, and returns what restores it.
+func SetIndexPairs(on bool) (restore func()) {
+	was := indexPairs
+	indexPairs = on
+	return func() { indexPairs = was }
+}
+
 // WriterSettings reads journal_mode and synchronous on the writer
 // connection of day's file, and query_only on a reader's.
 func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {
