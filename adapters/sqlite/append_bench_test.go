@@ -49,15 +49,17 @@ func cpuTime(b *testing.B) time.Duration {
 
 // BenchmarkAppend is the store's anchor: Append of batches of the 1.8 KB
 // submission (the group committer's batches), no HTTP, with the word index
-// and, to price it, without. It reports messages per second, the process's
-// CPU per message and the disk per message (the day file once closed).
+// and, to price it, without it and with consecutive word pairs indexed too.
+// It reports messages per second, the process's CPU per message and the disk
+// per message (the day file once closed).
 //
 //	go test -run '^$' -bench Append -benchtime 40x ./adapters/sqlite/
 func BenchmarkAppend(b *testing.B) {
-	for _, words := range []bool{true, false} {
+	for _, index := range []string{"words", "none", "words+pairs"} {
 		for _, batch := range []int{100, 500} {
-			b.Run(fmt.Sprintf("batch=%d/words=%v", batch, words), func(b *testing.B) {
-				defer sqlite.SetIndexWords(words)()
+			b.Run(fmt.Sprintf("batch=%d/index=%s", batch, index), func(b *testing.B) {
+				defer sqlite.SetIndexWords(index != "none")()
+				defer sqlite.SetIndexPairs(index == "words+pairs")()
 				dir := b.TempDir()
 				s := mustOpenB(b, sqlite.Config{Dir: dir})
 				batches := make([][]domain.Message, b.N)

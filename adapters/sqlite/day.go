@@ -122,6 +122,10 @@ func dsn(path string, cfg Config, writer bool) string {
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", cfg.WALBytes))
+		// A batch's dirty pages fit in the writer's cache, so they are written
+		// once, at commit, rather than spilled midway; and the indexes' inner
+		// pages stay cached between batches (cache_size in KiB when negative).
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", cfg.WriterCacheBytes>>10))
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}
@@ -143,7 +147,7 @@ func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayF
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	write.SetMaxOpenConns(1)
-	write.SetConnMaxIdleTime(0)
+	write.SetConnMaxIdleTime(cfg.IdleTime)
 	d := &dayFile{day: day, path: path, write: write}
 	if err := d.prepare(ctx); err != nil {
 		_ = write.Close()
@@ -156,6 +160,7 @@ func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayF
 	}
 	d.read.SetMaxOpenConns(cfg.Readers)
 	d.read.SetMaxIdleConns(cfg.Readers)
+	d.read.SetConnMaxIdleTime(cfg.IdleTime)
 	return d, nil
 }
 

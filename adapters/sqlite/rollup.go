@@ -37,14 +37,24 @@ func rollupKeyOf(m domain.Message) rollupKey {
 }
 
 // addToRollups adds added (the rollups of the messages a transaction newly
-// stored) to the stored ones.
+// stored) to the stored ones. A batch spread over a day (a seed, a backfill)
+// touches hundreds of minutes: both statements are prepared once.
 func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.Rollup) error {
+	read, err := tx.PrepareContext(ctx, `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`)
+	if err != nil {
+		return err
+	}
+	defer read.Close()
+	write, err := tx.PrepareContext(ctx, `INSERT INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)
+		ON CONFLICT DO UPDATE SET data = excluded.data`)
+	if err != nil {
+		return err
+	}
+	defer write.Close()
 	var stored domain.Rollup
-	var buf []byte
+	var buf, data []byte
 	for k, r := range added {
-		var data []byte
-		err := tx.QueryRowContext(ctx, `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`,
-			k.account, k.domain, k.minute, k.name).Scan(&data)
+		err := read.QueryRowContext(ctx, k.account, k.domain, k.minute, k.name).Scan(&data)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			stored.Reset()
@@ -59,8 +69,7 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.R
 		if buf, err = stored.AppendBinary(buf[:0]); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)
-			ON CONFLICT DO UPDATE SET data = excluded.data`, k.account, k.domain, k.minute, k.name, buf); err != nil {
+		if _, err := write.ExecContext(ctx, k.account, k.domain, k.minute, k.name, buf); err != nil {
 			return err
 		}
 	}
@@ -127,7 +136,7 @@ func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.Stats
 		if end := m.start.Add(time.Minute); f.To.IsZero() || f.To.After(end) {
 			f.To = end
 		}
-		if err := streamSamples(ctx, d, q.Scope, f, now, b.Add); err != nil {
+		if err := streamSamples(ctx, d, q.Scope, f, "", now, b.Add); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -12,9 +13,10 @@ import (
 // over a range: domain.StatsQuery.RollupsAnswer) from each day's per-minute
 // rollups (rollup.go). Any other it streams, day file by day file, into
 // domain.StatsBuilder: five columns of each matching message from the
-// messages_stats index, which holds every column the query reads, or, with q,
-// the messages whose words hold q's words, read whole and checked with
-// domain.Search.
+// messages_stats index, which holds every column the query reads; a q of one
+// word (isOneWord) narrows them to the messages the word index finds for it.
+// With any other q, the messages whose words hold q's words are read whole
+// and checked with domain.Search.
 func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
 	f := q.Filter
 	f.From, f.To = q.CountedRange()
@@ -39,11 +41,14 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 			return b.Stats(), nil
 		}
 	}
-	match := f.Matcher()
+	match, indexAnswers := f.Matcher(), words != "" && isOneWord(f.Text)
 	for _, day := range days {
 		err := s.withDay(ctx, day, func(d *dayFile) error {
-			if words == "" {
-				return streamSamples(ctx, d, q.Scope, f, now, b.Add)
+			switch {
+			case words == "":
+				return streamSamples(ctx, d, q.Scope, f, "", now, b.Add)
+			case indexAnswers:
+				return streamSamples(ctx, d, q.Scope, f, words, now, b.Add)
 			}
 			return searchSamples(ctx, d, q.Scope, f, words, match, now, b.Add)
 		})
@@ -53,6 +58,10 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 	}
 	return b.Stats(), nil
 }
+
+// statsMessagesRead counts the messages Stats has read whole, for tests that
+// the word index alone answered.
+var statsMessagesRead atomic.Int64
 
 // withDay calls use with day's file held, if it still exists.
 func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) error) error {
@@ -65,9 +74,14 @@ func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) e
 }
 
 // streamSamples adds the samples of d's messages of scope readable at now
-// that pass f (which has no q), from the messages_stats index.
-func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, now time.Time, add func(domain.StatsSample)) error {
+// that pass f but for its q, and hold words' tokens unless words is empty,
+// from the messages_stats index: no message is read.
+func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, words string, now time.Time,
+	add func(domain.StatsSample)) error {
 	w := readableWhere(scope, f, now)
+	if words != "" {
+		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+	}
 	rows, err := d.read.QueryContext(ctx, "SELECT created, status, duration, name, path FROM messages INDEXED BY messages_stats WHERE "+
 		w.String(), w.args...)
 	if err != nil {
@@ -121,6 +135,7 @@ func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 		if err != nil {
 			return d.fileError(ctx, "stats", err)
 		}
+		statsMessagesRead.Add(1)
 		if match(m) {
 			add(domain.SampleOf(m))
 		}

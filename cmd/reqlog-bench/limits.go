@@ -363,6 +363,7 @@ type baselineRun struct {
 	workers  int
 	rate     float64 // messages per second
 	failures int64
+	cpu      time.Duration // the tool's CPU per message stored (0: unknown)
 }
 
 // measureBaseline appends the decoded submissions of bodies, with fresh
@@ -395,6 +396,7 @@ func measureBaseline(ctx context.Context, b *baseline, bodies [][]byte, batches,
 func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy, subs []domain.Submission, size, workers int, duration time.Duration) (baselineRun, error) {
 	var stored, failures atomic.Int64
 	var next atomic.Uint64
+	cpu := startCPU(os.Getpid()) // the store works in this process
 	deadline := time.Now().Add(duration)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -421,5 +423,5 @@ func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy,
 	}
 	wg.Wait()
 	return baselineRun{batch: size, workers: workers, rate: float64(stored.Load()) / time.Since(began).Seconds(),
-		failures: failures.Load()}, ctx.Err()
+		failures: failures.Load(), cpu: cpu.per(float64(stored.Load()))}, ctx.Err()
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,7 +142,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		case <-done:
 			waiting = false
 		case <-progress.C:
-			fmt.Fprintf(stdout, "seed: %d of %d stored after %s\n", stored.Load(), o.n, time.Since(began).Round(time.Second))
+			fmt.Fprintf(stdout, "seed: %d of %d stored after %s%s\n", stored.Load(), o.n, time.Since(began).Round(time.Second), ownMemory())
 		}
 	}
 	progress.Stop()
@@ -150,8 +152,8 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	if o.direct == "elasticsearch" {
 		into = o.esURL + ", " + o.esPrefix
 	}
-	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines\n",
-		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
+	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines%s\n",
+		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections, ownMemory())
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
@@ -159,4 +161,17 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		return errors.Join(firstErr, fmt.Errorf("%d of %d messages stored", n, o.n))
 	}
 	return nil
+}
+
+// ownMemory is this process's resident size now and at its peak, and its Go
+// heap in use, as the seed grows the store (Linux; empty elsewhere).
+func ownMemory() string {
+	rss, err := procStatusBytes(os.Getpid(), "VmRSS:")
+	if err != nil {
+		return ""
+	}
+	peak, _ := procStatusBytes(os.Getpid(), "VmHWM:")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("; rss %s (peak %s), Go heap in use %s", mib(rss), mib(peak), mib(float64(ms.HeapInuse)))
 }
