@@ -1,5 +1,14 @@
-// Package app holds reqlog's use cases (Ingester, Reader), their Config, the
-// retention purge job and the fx module that wires them. It imports the domain, the
-// ports and the frameworks (fx, zap), never an adapter: adapters depend on app, and
-// cmd/reqlogd chooses them.
+// Package app holds reqlog's use cases and the work that runs beside them:
+// ingest (Ingester, with admission and the GroupCommitter that batches
+// submissions into store writes; LocalSubmitter for capture in the same
+// process), reads (Reader, Statistics, Exporter), alerting (Alerts,
+// AlertEvaluator, AlertDeliverer), the retention Purger, their Config and the
+// fx module that wires them (fx.go).
+//
+// It imports the domain, the ports and the frameworks (fx, zap), never an
+// adapter: adapters depend on app, and cmd/reqlogd chooses them. Time comes
+// from a ports.Clock, so tests drive visibility, retention and alerting with a
+// fake one. A submission is acknowledged only once the store's Append returned
+// nil for it, and one refused for load is refused from its headers, before its
+// body is read or anything is written.
 package app

@@ -14,8 +14,8 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// BenchAlertRules is how many rules BenchAlertEvaluation evaluates: the issue's
-// 1,000.
+// BenchAlertRules is how many rules BenchAlertEvaluation evaluates: as many
+// as one scope may have (app.MaxRulesPerScope).
 const BenchAlertRules = 1000
 
 // BenchAlertEvaluation times the evaluation of BenchAlertRules rules of scope

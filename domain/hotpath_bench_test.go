@@ -44,7 +44,7 @@ func benchSubmission() map[string]any {
 }
 
 // benchSmallSubmission returns one submission of about 1.8 KB, the size of the
-// realistic one-per-POST load of issue 21: a dozen headers each way, a small
+// realistic one-per-POST ingest load (docs/benchmarks.md): a dozen headers each way, a small
 // request body and a 900-byte JSON response body with a field to redact.
 func benchSmallSubmission() map[string]any {
 	requestHeader := map[string]any{"Authorization": "Bearer sk_live_0123456789abcdef", "Accept": "application/json",

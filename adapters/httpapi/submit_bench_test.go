@@ -29,7 +29,7 @@ type discardAppends struct{ ports.MessageStore }
 func (discardAppends) Append(context.Context, []domain.Message) error { return nil }
 
 // BenchmarkSubmit serves POST /v1/messages of one 1.8 KB submission, as the
-// issue's load test sends, through the whole handler (authentication, access
+// wrk ingest measure sends (docs/benchmarks.md), through the whole handler (authentication, access
 // log as JSON to io.Discard, decoding) into a store that discards it. Run it with
 //
 //	go test -run '^$' -bench Submit -benchmem ./adapters/httpapi/

@@ -53,6 +53,11 @@
 //     selection, connecting and every operation are bounded (Config timeouts and
 //     the caller's context), so a stopped server fails fast instead of hanging.
 //
+// Alerting's records (rules, states, history, deliveries) live in collections
+// of their own beside the messages (AlertStore); compare-and-set there rests on
+// inserting the next version under a unique _id, since FerretDB runs an update
+// as a read and a write without a transaction.
+//
 // Retention: New tries a TTL index on expireAt (expireAfterSeconds 0). A server
 // that refuses it (FerretDB v1: NotImplemented) leaves TTLActive false and the
 // service's periodic purge job, which calls PurgeExpired on every store, deletes

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // refusalBound is the longest any request may take while the cluster loses a
-// node: the client timeout of the check. A write whose shard has no
+// node: a client's timeout under this load. A write whose shard has no
 // primary is refused by Elasticsearch after elastic.DefaultShardWait (500 ms),
 // which a request may meet twice; the rest is room for a busy machine.
 const refusalBound = 3 * time.Second

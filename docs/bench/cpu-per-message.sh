@@ -1,6 +1,6 @@
 #!/bin/bash
 # CPU per acknowledged message of reqlogd and of its store, per store, at 64 x 10 and 64 x 1.
-# Usage (from the repository root, after `go build -o bin/ ./cmd/reqlogd ./cmd/reqlog-bench ./cmd/reqlog-devstore`): docs/bench/cpu-per-message.sh memory|mongodb|elasticsearch
+# Usage (from the repository root, after `go build -o bin/ ./cmd/reqlogd ./cmd/reqlog-bench ./cmd/reqlog-devstore`): docs/bench/cpu-per-message.sh memory|sqlite|mongodb|elasticsearch
 set -u
 W=bin; store=$1; D=${D:-15s}
 dir=$(mktemp -d /tmp/cpm.XXXX)
@@ -8,6 +8,8 @@ cpu() { awk '{print $14+$15}' /proc/$1/stat; }
 env=(REQLOG_ADDR=127.0.0.1:18095 REQLOG_API_KEYS=bench:live:bench-key REQLOG_RATE_LIMIT=0 REQLOG_LOG_LEVEL=warn REQLOG_PURGE_INTERVAL=1h)
 spid=""
 case $store in
+  memory) env+=(REQLOG_STORE=memory) ;;
+  sqlite) env+=(REQLOG_STORE=sqlite REQLOG_SQLITE_DIR=$dir/sqlite) ;;
   mongodb) $W/reqlog-devstore -dir $dir -mongodb-addr 127.0.0.1:27095 mongodb >$dir/store.log 2>&1 & spid=$!
            env+=(REQLOG_STORE=mongodb REQLOG_MONGODB_URI=mongodb://127.0.0.1:27095/) ;;
   elasticsearch) $W/reqlog-devstore -dir $dir -elasticsearch-port 9295 elasticsearch >$dir/store.log 2>&1 & spid=$!

@@ -5,6 +5,7 @@
 # `go build -o bin/ ./cmd/reqlogd ./cmd/reqlog-bench`:
 #   docs/bench/wrk-against-decode.sh "head||" "other|ENV=value|/path/to/other/reqlogd" ...
 # each argument: label|extra environment|reqlogd binary (default bin/reqlogd).
+# reqlogd runs on the memory store unless the extra environment names another.
 D=${D:-15s}; ROUNDS=${ROUNDS:-3}; here=$(dirname "$0")
 export BODY=$(mktemp); python3 "$here/submission-1.8kb.py" > "$BODY"
 coproc CHILD { bin/reqlog-bench serve-decode; }
@@ -21,7 +22,7 @@ for round in $(seq $ROUNDS); do
   one decode $URL/v1/messages $DPID
   for spec in "$@"; do
     IFS='|' read -r label envs bin <<<"$spec"
-    env REQLOG_ADDR=127.0.0.1:18090 REQLOG_API_KEYS=bench:live:bench-key REQLOG_RATE_LIMIT=0 $envs ${bin:-bin/reqlogd} >/dev/null 2>&1 &
+    env REQLOG_ADDR=127.0.0.1:18090 REQLOG_API_KEYS=bench:live:bench-key REQLOG_RATE_LIMIT=0 REQLOG_STORE=memory $envs ${bin:-bin/reqlogd} >/dev/null 2>&1 &
     p=$!
     for i in $(seq 50); do curl -sf http://127.0.0.1:18090/readyz >/dev/null && break; sleep 0.1; done
     one "$label" http://127.0.0.1:18090/v1/messages $p
