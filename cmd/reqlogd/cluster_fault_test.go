@@ -87,7 +87,7 @@ func TestClusterLosingThePrimaryUnderLoad(t *testing.T) {
 	var server *httpapi.Server
 	// Start-up waits for the day's replicas and warms the cluster's indexing
 	// path (elastic.Config.WarmUp) within half of what is left of this.
-	svc := fxtest.New(t, graph, fx.StartTimeout(time.Minute), fx.Populate(&server))
+	svc := fxtest.New(t, graph, fx.StartTimeout(3*time.Minute), fx.Populate(&server))
 	svc.RequireStart()
 	defer svc.RequireStop()
 	base := "http://" + server.Addr().String()
