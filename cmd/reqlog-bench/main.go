@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|fair
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -21,7 +21,9 @@
 // of the API, for the million the explorer's benchmarks read;
 // stats asks for the last 24 hours' statistics the same way; export streams
 // GET /v1/messages/export one request at a time for -duration and reports
-// messages per second and the server's peak memory. soak runs the mixed load for
+// messages per second and the server's peak memory. fair measures another
+// account's submissions and lists alone, then while -heavy-key keeps
+// statistics calls with q in flight (fair.go). soak runs the mixed load for
 // -duration and reports errors and memory over time. See docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
@@ -85,6 +87,7 @@ type options struct {
 	pid          int
 	direct       string
 	directScope  string
+	fair         fairOptions
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -146,10 +149,13 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest and mixed report its CPU per message, fetch, search and stats per request, export its exact peak resident size")
 	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix)")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
+	fs.StringVar(&o.fair.heavyKey, "heavy-key", "", "fair: the API key of the account whose statistics calls contend with -key's requests")
+	fs.IntVar(&o.fair.heavyConnections, "heavy-connections", 3, "fair: the heavy account's statistics calls kept in flight")
+	fs.StringVar(&o.fair.heavyQ, "heavy-q", "qzv9wxk", "fair: the q of the heavy account's statistics calls (default: a text no message holds, so every text is read)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|fair")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -202,7 +208,7 @@ func intList(flagName, list string, most int) ([]int, error) {
 }
 
 // modes are the workloads, in the order the usage lists them.
-var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export"}
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "fair"}
 
 func (o options) check(mode string) error {
 	switch {
@@ -230,6 +236,8 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-within must be from 1s to %s", maxDuration)
 	case o.rare < 1:
 		return errors.New("-rare must be at least 1")
+	case o.fair.heavyConnections < 1 || o.fair.heavyConnections > maxConnections:
+		return fmt.Errorf("-heavy-connections must be from 1 to %d", maxConnections)
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
@@ -305,6 +313,8 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		return nil
 	case "export":
 		return srv.export(ctx, title, o, stdout)
+	case "fair":
+		return srv.fair(ctx, title, o, stdout)
 	}
 	bodies := gen.pool(o.poolSize, o.items, time.Now())
 	targets := srv.ingestTargets(bodies)
