@@ -466,10 +466,12 @@ func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io
 	rssAfter, heapAfter := srv.memory()
 	fmt.Fprintf(stdout, "server memory: rss %s -> %s, heap in use %s -> %s\n", mib(rssBefore), mib(rssAfter),
 		mib(heapBefore), mib(heapAfter))
+	submitted := float64(rep.all.BytesOut.Total)
+	fmt.Fprintf(stdout, "submitted: %s of request bodies, %.0f bytes per message\n", mib(submitted), submitted/float64(o.n))
 	if rssBefore >= 0 && rssAfter >= 0 && o.n >= 100_000 {
 		perMillion := 1e6 / float64(o.n)
-		fmt.Fprintf(stdout, "per million messages, garbage not yet collected included: rss +%s, heap +%s\n", mib((rssAfter-rssBefore)*perMillion),
-			mib((heapAfter-heapBefore)*perMillion))
+		fmt.Fprintf(stdout, "per million messages, garbage not yet collected included: rss +%s, heap +%s; rss growth %.2f times the bodies submitted\n",
+			mib((rssAfter-rssBefore)*perMillion), mib((heapAfter-heapBefore)*perMillion), (rssAfter-rssBefore)/submitted)
 	}
 	// A 503 (the store too slow or failing) stored nothing of its batch, as a
 	// 429 or a failure did: the seed is short by those batches.
