@@ -243,6 +243,9 @@ var settings = []setting{
 	durationSetting("elasticsearch.warm_up", "Elasticsearch.WarmUp", "longest start-up wait for the day's index replicas and for warming the cluster's indexing path in a hidden index (at most half of the start timeout); a negative duration such as -1s turns it off", func(c *config) *time.Duration { return &c.Elasticsearch.WarmUp }),
 	intSetting("elasticsearch.replicas", "Elasticsearch.Replicas", "most replicas of each daily index, at least 1: an index keeps one per other node of the cluster up to this, so it stays green on one node and survives losing a node on three; each replica costs the index's disk and indexing work again", func(c *config) *int { return &c.Elasticsearch.Replicas }),
 	intSetting("elasticsearch.shards", "Elasticsearch.Shards", "primary shards of each new daily index, 1 to 1024: a search runs one thread per shard, so more shards let statistics over a day use more cores; indices that exist keep theirs", func(c *config) *int { return &c.Elasticsearch.Shards }),
+	intSetting("read_walks", "App.Walks.Walks", "reads that walk many messages (statistics, export pages, lists with q or a method, address, path or duration filter) running at once (0: no limit)", func(c *config) *int { return &c.App.Walks.Walks }),
+	intSetting("read_walks_per_account", "App.Walks.PerAccount", "of those, how many one account (its portal sessions included) may run at once; below read_walks, another account's walk always starts at once", func(c *config) *int { return &c.App.Walks.PerAccount }),
+	intSetting("read_walks_waiting", "App.Walks.MaxWaiting", "walks of one account that may wait for a turn (429 with Retry-After beyond)", func(c *config) *int { return &c.App.Walks.MaxWaiting }),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the

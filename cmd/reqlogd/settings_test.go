@@ -129,6 +129,10 @@ var settingCases = []settingCase{
 	{key: "group_commit_writers", value: "8", check: func(c config) bool { return c.App.GroupCommit.Writers == 8 }},
 	{key: "group_commit_queue_messages", value: "100", check: func(c config) bool { return c.App.GroupCommit.MaxQueueMessages == 100 }},
 	{key: "group_commit_queue_bytes", value: "1000", check: func(c config) bool { return c.App.GroupCommit.MaxQueueBytes == 1000 }},
+	{key: "read_walks", value: "16", check: func(c config) bool { return c.App.Walks.Walks == 16 }},
+	{key: "read_walks_per_account", value: "3", extra: map[string]string{"REQLOG_READ_WALKS": "4"},
+		check: func(c config) bool { return c.App.Walks.PerAccount == 3 }},
+	{key: "read_walks_waiting", value: "3", check: func(c config) bool { return c.App.Walks.MaxWaiting == 3 }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
