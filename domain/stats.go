@@ -3,7 +3,6 @@ package domain
 import (
 	"cmp"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -240,16 +239,15 @@ func (b *StatsBuilder) Add(m StatsSample) {
 // approximate, as Elasticsearch's terms aggregation is.
 const MaxRankedKeys = 10_000
 
-// countKey counts one message of status under key. A new key is copied, so
-// that a store may pass views of its own memory.
+// countKey counts one message of status under key, which it keeps as given.
 func countKey(counts map[string]*KeyCount, key string, status int) {
 	kc := counts[key]
 	if kc == nil {
 		if len(counts) >= 2*MaxRankedKeys {
 			keepMostCounted(counts, MaxRankedKeys)
 		}
-		kc = &KeyCount{Key: strings.Clone(key)}
-		counts[kc.Key] = kc
+		kc = &KeyCount{Key: key}
+		counts[key] = kc
 	}
 	kc.Count++
 	if IsError(status) {
@@ -257,10 +255,28 @@ func countKey(counts map[string]*KeyCount, key string, status int) {
 	}
 }
 
-// keepMostCounted drops all but the n keys of most messages.
+// keepMostCounted drops the least counted keys, so that at most n are left:
+// those counted fewer times than the n-th most counted, and those counted as
+// often as it too when they would not all fit. Which keys go depends on the
+// counts alone, never on the order of the map or of the messages' arrival
+// among equal counts, and costs a sort of the counts, not of the keys.
 func keepMostCounted(counts map[string]*KeyCount, n int) {
-	for _, kc := range Top(counts, len(counts))[n:] {
-		delete(counts, kc.Key)
+	if len(counts) <= n {
+		return
+	}
+	all := make([]int64, 0, len(counts))
+	for _, kc := range counts {
+		all = append(all, kc.Count)
+	}
+	slices.Sort(all)
+	least := all[len(all)-n] // the n-th most counted
+	if all[len(all)-n-1] == least {
+		least++ // its ties do not all fit
+	}
+	for key, kc := range counts {
+		if kc.Count < least {
+			delete(counts, key)
+		}
 	}
 }
 
@@ -345,81 +361,4 @@ func percentileRanks(n int, p float64) (lo, hi int, rank float64) {
 func interpolate(lo, hi, frac float64) float64 {
 	v := lo + (hi-lo)*frac
 	return math.Round(v*1000) / 1000
-}
-
-// SummariseMicros is Summarise of durations in whole microseconds, as a store
-// that counts them as integers holds them: the same summary to the bit, since
-// Summarise reads each duration as its microseconds over 1000. It finds the
-// ranks by selection instead of sorting, in time linear in len(micros) on
-// average, and reorders micros.
-func SummariseMicros(micros []int64) DurationSummary {
-	n := len(micros)
-	if n == 0 {
-		return DurationSummary{}
-	}
-	ms := func(rank int) float64 { return float64(micros[rank]) / 1000 }
-	s := DurationSummary{Count: int64(n)}
-	// Ascending ranks, each selected in what lies past the one before it.
-	done := -1
-	for _, pc := range []struct {
-		p   float64
-		out *float64
-	}{{0.50, &s.P50}, {0.95, &s.P95}, {0.99, &s.P99}} {
-		lo, hi, rank := percentileRanks(n, pc.p)
-		for _, r := range []int{lo, hi} {
-			if r > done {
-				selectRank(micros[done+1:], r-done-1)
-				done = r
-			}
-		}
-		*pc.out = interpolate(ms(lo), ms(hi), rank-float64(lo))
-	}
-	return s
-}
-
-// selectRank reorders a so that a[k] holds the value of rank k, every value
-// before it is no greater and every value after it no smaller: a quickselect
-// with three-way partitions (durations repeat), sorting what is left once it
-// is small or its pivots keep choosing badly.
-func selectRank(a []int64, k int) {
-	if k == 0 { // the next rank up: the least of what is left
-		least := 0
-		for i, v := range a {
-			if v < a[least] {
-				least = i
-			}
-		}
-		a[0], a[least] = a[least], a[0]
-		return
-	}
-	for budget := 2 * bits.Len(uint(len(a))); len(a) > 32; budget-- {
-		if budget == 0 {
-			break
-		}
-		mid := len(a) / 2
-		pivot := max(min(a[0], a[mid]), min(max(a[0], a[mid]), a[len(a)-1])) // median of three
-		lt, i, gt := 0, 0, len(a)
-		for i < gt {
-			switch v := a[i]; {
-			case v < pivot:
-				a[lt], a[i] = v, a[lt]
-				lt++
-				i++
-			case v > pivot:
-				gt--
-				a[i], a[gt] = a[gt], v
-			default:
-				i++
-			}
-		}
-		switch {
-		case k < lt:
-			a = a[:lt]
-		case k >= gt:
-			a, k = a[gt:], k-gt
-		default:
-			return // a[k] is the pivot, and every value equal to it lies around it
-		}
-	}
-	slices.Sort(a)
 }
