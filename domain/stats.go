@@ -204,15 +204,15 @@ type StatsBuilder struct {
 	q         StatsQuery
 	stats     Stats
 	durations [][]float64 // per bucket, in milliseconds
-	paths     map[string]*KeyCount
-	names     map[string]*KeyCount
+	paths     keyCounts
+	names     keyCounts
 }
 
 // NewStatsBuilder returns an empty builder of q's statistics.
 func NewStatsBuilder(q StatsQuery) *StatsBuilder {
 	s := NewStats(q)
 	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets)),
-		paths: map[string]*KeyCount{}, names: map[string]*KeyCount{}}
+		paths: newKeyCounts(), names: newKeyCounts()}
 }
 
 // Add counts one message that passed the query's filter. A message outside the
@@ -228,8 +228,8 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
-	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
-	countKey(b.names, m.Name, m.StatusCode)
+	b.paths.count(RouteOf(m.Path), m.StatusCode)
+	b.names.count(m.Name, m.StatusCode)
 }
 
 // MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
@@ -239,16 +239,27 @@ func (b *StatsBuilder) Add(m StatsSample) {
 // approximate, as Elasticsearch's terms aggregation is.
 const MaxRankedKeys = 10_000
 
-// countKey counts one message of status under key, which it keeps as given.
-func countKey(counts map[string]*KeyCount, key string, status int) {
-	kc := counts[key]
-	if kc == nil {
-		if len(counts) >= 2*MaxRankedKeys {
-			keepMostCounted(counts, MaxRankedKeys)
+// keyCounts counts messages by key: the counts in a slice, and where each
+// key's is in a map, so that counting allocates only for a new key's room.
+type keyCounts struct {
+	at     map[string]int
+	counts []KeyCount
+}
+
+func newKeyCounts() keyCounts { return keyCounts{at: map[string]int{}} }
+
+// count counts one message of status under key, which it keeps as given.
+func (k *keyCounts) count(key string, status int) {
+	i, ok := k.at[key]
+	if !ok {
+		if len(k.counts) >= 2*MaxRankedKeys {
+			k.keepMostCounted(MaxRankedKeys)
 		}
-		kc = &KeyCount{Key: key}
-		counts[key] = kc
+		i = len(k.counts)
+		k.counts = append(k.counts, KeyCount{Key: key})
+		k.at[key] = i
 	}
+	kc := &k.counts[i]
 	kc.Count++
 	if IsError(status) {
 		kc.Errors++
@@ -258,26 +269,40 @@ func countKey(counts map[string]*KeyCount, key string, status int) {
 // keepMostCounted drops the least counted keys, so that at most n are left:
 // those counted fewer times than the n-th most counted, and those counted as
 // often as it too when they would not all fit. Which keys go depends on the
-// counts alone, never on the order of the map or of the messages' arrival
-// among equal counts, and costs a sort of the counts, not of the keys.
-func keepMostCounted(counts map[string]*KeyCount, n int) {
-	if len(counts) <= n {
+// counts alone, never on the order of the messages' arrival among equal
+// counts, and costs a sort of the counts, not of the keys.
+func (k *keyCounts) keepMostCounted(n int) {
+	if len(k.counts) <= n {
 		return
 	}
-	all := make([]int64, 0, len(counts))
-	for _, kc := range counts {
-		all = append(all, kc.Count)
+	all := make([]int64, len(k.counts))
+	for i, kc := range k.counts {
+		all[i] = kc.Count
 	}
 	slices.Sort(all)
 	least := all[len(all)-n] // the n-th most counted
 	if all[len(all)-n-1] == least {
 		least++ // its ties do not all fit
 	}
-	for key, kc := range counts {
-		if kc.Count < least {
-			delete(counts, key)
+	kept := k.counts[:0]
+	for _, kc := range k.counts {
+		if kc.Count >= least {
+			kept = append(kept, kc)
 		}
 	}
+	clear(k.counts[len(kept):]) // let the dropped keys go
+	k.counts = kept
+	k.at = make(map[string]int, 2*MaxRankedKeys)
+	for i, kc := range kept {
+		k.at[kc.Key] = i
+	}
+}
+
+// top is the n keys of most messages, by count descending then key ascending.
+func (k *keyCounts) top(n int) []KeyCount {
+	all := append([]KeyCount{}, k.counts...) // empty, never nil: the API writes []
+	slices.SortFunc(all, CompareKeyCounts)
+	return all[:min(n, len(all))]
 }
 
 // StatsSample is what the statistics read of one message.
@@ -310,19 +335,9 @@ func (b *StatsBuilder) Stats() Stats {
 		all = append(all, b.durations[i]...)
 	}
 	s.Total.Duration = Summarise(all)
-	s.TopPaths = Top(b.paths, TopPaths)
-	s.TopNames = Top(b.names, TopNames)
+	s.TopPaths = b.paths.top(TopPaths)
+	s.TopNames = b.names.top(TopNames)
 	return s
-}
-
-// Top returns the n keys of most messages, by count descending then key ascending.
-func Top(counts map[string]*KeyCount, n int) []KeyCount {
-	all := make([]KeyCount, 0, len(counts))
-	for _, kc := range counts {
-		all = append(all, *kc)
-	}
-	slices.SortFunc(all, CompareKeyCounts)
-	return all[:min(n, len(all))]
 }
 
 // CompareKeyCounts orders rankings: count descending, then key ascending.

@@ -8,9 +8,9 @@
 // keeps messages in order and hands copies over:
 //
 //   - each scope's messages in a B-tree in List order (domain.Precedes), and
-//     again in one per application (what a portal bound to one application
-//     lists); maps from id and from reference to where a message is; a B-tree
-//     by expiry for the purge;
+//     the positions of each application's in one of their own (what a portal
+//     bound to one application lists); maps from id and from reference to where
+//     a message is; a B-tree by expiry for the purge;
 //   - one sync.RWMutex over all of them. Messages are copied in, and never
 //     changed while stored: copies taken under the lock share their strings and
 //     header maps with the stored message, read-only, and stay valid after the
@@ -65,17 +65,30 @@ func newMessages() *messages { return btree.NewG(btreeDegree, domain.Precedes) }
 // it or seeking to it: domain.Precedes reads only CreatedAt and ID.
 func at(c domain.Cursor) domain.Message { return domain.Message{CreatedAt: c.CreatedAt, ID: c.ID} }
 
-// scopeIndex holds one scope's messages: all of them, and each application's.
+// positionOf is m's position in List order.
+func positionOf(m domain.Message) domain.Cursor {
+	return domain.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+}
+
+// positions is a B-tree of positions in List order.
+type positions = btree.BTreeG[domain.Cursor]
+
+func newPositions() *positions {
+	return btree.NewG(btreeDegree, func(a, b domain.Cursor) bool { return domain.Precedes(at(a), at(b)) })
+}
+
+// scopeIndex holds one scope's messages, and each application's positions.
 type scopeIndex struct {
 	all    *messages
 	byName map[string]*application
 }
 
-// application is one application's messages, and its name, which every stored
-// message of it shares: statistics hash one string, not one per message.
+// application is the positions of one application's messages, and its name,
+// which every stored message of it shares: statistics hash one string, not
+// one per message.
 type application struct {
-	name     string
-	messages *messages
+	name      string
+	positions *positions
 }
 
 // location is where a stored message is: its scope and its place in List order.
@@ -149,13 +162,13 @@ func (s *Store) insert(m domain.Message) {
 	}
 	app := idx.byName[m.Name]
 	if app == nil {
-		app = &application{name: m.Name, messages: newMessages()}
+		app = &application{name: m.Name, positions: newPositions()}
 		idx.byName[m.Name] = app
 	}
 	m.Name = app.name
 	idx.all.ReplaceOrInsert(m)
-	app.messages.ReplaceOrInsert(m)
-	s.byID[m.ID] = location{scope: m.Scope(), at: domain.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}}
+	app.positions.ReplaceOrInsert(positionOf(m))
+	s.byID[m.ID] = location{scope: m.Scope(), at: positionOf(m)}
 	if _, taken := s.byRef[m.Reference]; !taken && m.Reference != "" {
 		s.byRef[m.Reference] = m.ID
 	}
@@ -251,8 +264,8 @@ func (s *Store) remove(id string) {
 	idx := s.scopes[loc.scope]
 	m, _ := idx.all.Delete(at(loc.at))
 	app := idx.byName[m.Name]
-	app.messages.Delete(m)
-	if app.messages.Len() == 0 {
+	app.positions.Delete(loc.at)
+	if app.positions.Len() == 0 {
 		delete(idx.byName, m.Name)
 	}
 	if idx.all.Len() == 0 {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -79,6 +81,7 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 	step := make([]domain.Message, 0, walkStep)
 	for {
 		step = s.readStep(q, from, skip, step[:0])
+		pace.touched ^= touchPaths(step)
 		for i := range step {
 			m := &step[i]
 			if m.Readable(now) && matches(*m) && !visit(m) {
@@ -91,19 +94,20 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 		if len(step) < walkStep {
 			return nil
 		}
-		last := step[len(step)-1]
-		from, skip = &last, domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		last := positionOf(step[len(step)-1])
+		from, skip = &last, last
 	}
 }
 
-// readStep appends to step copies of up to walkStep messages of q's index from
-// from on (the newest when nil), skipping the one at skip and stopping before
-// any created before q.Filter.From. Fewer than walkStep means no more follow.
-func (s *Store) readStep(q domain.Query, from *domain.Message, skip domain.Cursor, step []domain.Message) []domain.Message {
+// readStep appends to step copies of up to walkStep messages of q's scope
+// (of its application when q names one) in List order from from on (the
+// newest when nil), skipping the one at skip and stopping before any created
+// before q.Filter.From. Fewer than walkStep means no more follow.
+func (s *Store) readStep(q domain.Query, from *domain.Cursor, skip domain.Cursor, step []domain.Message) []domain.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	index := s.index(q)
-	if index == nil {
+	idx := s.scopes[q.Scope]
+	if idx == nil {
 		return step
 	}
 	read := func(m domain.Message) bool {
@@ -116,43 +120,43 @@ func (s *Store) readStep(q domain.Query, from *domain.Message, skip domain.Curso
 		step = append(step, m)
 		return len(step) < walkStep
 	}
-	if from == nil {
-		index.Ascend(read)
-	} else {
-		index.AscendGreaterOrEqual(*from, read)
+	if q.Filter.Name == "" {
+		var start *domain.Message
+		if from != nil {
+			m := at(*from)
+			start = &m
+		}
+		ascend(idx.all, start, read)
+	} else if app := idx.byName[q.Filter.Name]; app != nil {
+		ascend(app.positions, from, func(c domain.Cursor) bool {
+			m, _ := idx.all.Get(at(c))
+			return read(m)
+		})
 	}
 	return step
 }
 
-// index is the tree that holds every candidate of q, or nil: an application's
-// when q names one.
-func (s *Store) index(q domain.Query) *messages {
-	idx := s.scopes[q.Scope]
-	switch {
-	case idx == nil:
-		return nil
-	case q.Filter.Name != "":
-		if app := idx.byName[q.Filter.Name]; app != nil {
-			return app.messages
-		}
-		return nil
-	default:
-		return idx.all
+// ascend calls f with t's items in order from from on (from the first when
+// nil), until f returns false.
+func ascend[T any](t *btree.BTreeG[T], from *T, f func(T) bool) {
+	if from == nil {
+		t.Ascend(f)
+	} else {
+		t.AscendGreaterOrEqual(*from, f)
 	}
 }
 
 // walkStart is where q's walk starts (nil: at the newest message): after the
 // cursor, or at the first message created before the filter's upper bound,
 // whichever comes later; and the position to skip there (the cursor's own).
-func walkStart(q domain.Query) (from *domain.Message, skip domain.Cursor) {
+func walkStart(q domain.Query) (from *domain.Cursor, skip domain.Cursor) {
 	if !q.Filter.To.IsZero() {
 		// Every id sorts after "": this precedes everything created before To.
-		to := at(domain.Cursor{CreatedAt: q.Filter.To})
-		from = &to
+		from = &domain.Cursor{CreatedAt: q.Filter.To}
 	}
 	if q.After != nil {
-		if after := at(*q.After); from == nil || domain.Precedes(*from, after) {
-			from = &after
+		if from == nil || domain.Precedes(at(*from), at(*q.After)) {
+			from = q.After
 		}
 		skip = *q.After
 	}
@@ -166,6 +170,7 @@ func walkStart(q domain.Query) (from *domain.Message, skip domain.Cursor) {
 type pacer struct {
 	ctx             context.Context
 	messages, bytes int
+	touched         byte // what touchPaths read, kept so that its loads are made
 }
 
 // considered counts m as read, its texts too when searched, and returns ctx's
@@ -181,4 +186,18 @@ func (p *pacer) considered(m *domain.Message, searched bool) error {
 	p.messages, p.bytes = 0, 0
 	runtime.Gosched()
 	return p.ctx.Err()
+}
+
+// touchPaths reads the first byte of each message's path, one message after
+// the other, before the walk filters and counts them: every message's path
+// lies elsewhere in memory, and these loads, which depend on nothing, let the
+// processor wait for all of them at once instead of one by one (statistics
+// read every path to rank the routes).
+func touchPaths(step []domain.Message) (touched byte) {
+	for i := range step {
+		if p := step[i].Path; p != "" {
+			touched ^= p[0]
+		}
+	}
+	return touched
 }
