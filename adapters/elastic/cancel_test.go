@@ -1,8 +1,6 @@
 package elastic_test
 
 import (
-	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 // A list and a statistics call whose caller goes away while Elasticsearch runs
-// the search return the context's error, close the search's HTTP connection
-// (which Elasticsearch takes as the signal to cancel the search task) and send
-// it no retry: the request's context reaches the query.
+// the search close the search's HTTP connection, which Elasticsearch takes as
+// the signal to cancel the search task, and send it no retry: the request's
+// context reaches the query.
 func TestCancelledReadsCloseTheirSearch(t *testing.T) {
 	cfg := testConfig(t)
 	target, err := neturl.Parse(cfg.Addresses[0])
@@ -50,54 +48,8 @@ func TestCancelledReadsCloseTheirSearch(t *testing.T) {
 	cfg.Addresses = []string{proxy.URL}
 	s := openStore(t.Context(), t, cfg)
 
-	now := time.Now()
-	stats, err := domain.ParseStatsQuery(map[string][]string{}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats.Scope = scope
-	for _, read := range []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"list with q", func(ctx context.Context) error {
-			_, err := s.List(ctx, domain.Query{Scope: scope, Limit: 20, Filter: domain.Filter{Text: "absent"}}, now)
-			return err
-		}},
-		{"statistics", func(ctx context.Context) error {
-			_, err := s.Stats(ctx, stats, now)
-			return err
-		}},
-	} {
-		holding.Store(true)
-		searches.Store(0)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- read.run(ctx) }()
-		select {
-		case <-held:
-		case err := <-done:
-			t.Fatalf("%s: finished before its search was held: %v", read.name, err)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no search reached the cluster", read.name)
-		}
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("%s after its caller left: %v, want context.Canceled", read.name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: still waiting for its search after its caller left", read.name)
-		}
-		select {
-		case <-left:
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s: the connection of the cancelled search stayed open", read.name)
-		}
-		if n := searches.Load(); n != 1 {
-			t.Errorf("%s: %d searches sent, want 1: a cancelled search was retried", read.name, n)
-		}
-		holding.Store(false)
+	conformance.RunCancelledReads(t, s, scope, conformance.QueryWatch{Hold: holding.Store, Held: held, Left: left})
+	if n := searches.Load(); n != 2 {
+		t.Errorf("%d searches sent for two cancelled reads, want 2: a cancelled search was retried", n)
 	}
 }

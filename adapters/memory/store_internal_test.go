@@ -80,36 +80,51 @@ func (c *appendingContext) Err() error {
 	return c.Context.Err()
 }
 
-// A walk lets writers in between its steps: an Append made while a search
-// and statistics walk many messages finishes before they do.
-func TestWalksLetWritersInBetweenSteps(t *testing.T) {
+// filled is a store of n messages of application shop a millisecond apart,
+// the newest created at now, each with body as its response body.
+func filled(t *testing.T, n int, now time.Time, body string) (*Store, domain.Scope) {
+	t.Helper()
 	s := New()
-	now := domain.Micro(time.Now())
-	msgs := make([]domain.Message, 4*walkStep)
+	msgs := make([]domain.Message, n)
 	for i := range msgs {
-		msgs[i] = stored(t, "shop", now.Add(-time.Duration(i)*time.Millisecond), "")
+		msgs[i] = stored(t, "shop", now.Add(-time.Duration(i)*time.Millisecond), body)
 	}
 	if err := s.Append(t.Context(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	scope := msgs[0].Scope()
-	for _, walk := range []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"search", func(ctx context.Context) error {
+	return s, msgs[0].Scope()
+}
+
+// walk is a read of scope that walks every message: a search that finds
+// nothing, or the statistics of the hour around now.
+type walk struct {
+	name string
+	run  func(ctx context.Context, s *Store) error
+}
+
+func walksOf(scope domain.Scope, now time.Time) []walk {
+	return []walk{
+		{"search", func(ctx context.Context, s *Store) error {
 			_, err := s.List(ctx, domain.Query{Scope: scope, Limit: 20, Filter: domain.Filter{Text: "absent"}}, now)
 			return err
 		}},
-		{"statistics", func(ctx context.Context) error {
+		{"statistics", func(ctx context.Context, s *Store) error {
 			_, err := s.Stats(ctx, domain.StatsQuery{Scope: scope, From: now.Add(-time.Hour), To: now.Add(time.Hour),
 				Interval: domain.Intervals[3]}, now)
 			return err
 		}},
-	} {
+	}
+}
+
+// A walk lets writers in between its steps: an Append made while a search
+// and statistics walk many messages finishes before they do.
+func TestWalksLetWritersInBetweenSteps(t *testing.T) {
+	now := domain.Micro(time.Now())
+	s, scope := filled(t, 4*walkStep, now, "")
+	for _, walk := range walksOf(scope, now) {
 		before := len(s.byID)
 		ctx := &appendingContext{Context: t.Context(), t: t, s: s, nth: 2, appended: make(chan error, 1)}
-		if err := walk.run(ctx); err != nil {
+		if err := walk.run(ctx, s); err != nil {
 			t.Fatalf("%s: %v", walk.name, err)
 		}
 		if ctx.looks < 2 || len(s.byID) != before+1 {
@@ -136,19 +151,9 @@ func (c *cancelledOnSecondLook) Err() error {
 // A search over a few large messages notices that its client left by the
 // bytes it read, long before it has read walkStep messages.
 func TestSearchOverLargeMessagesStopsWhenItsClientLeaves(t *testing.T) {
-	s := New()
 	now := domain.Micro(time.Now())
-	large := strings.Repeat("x", 4<<20) // one string, shared by every message
-	msgs := make([]domain.Message, 40)
-	for i := range msgs {
-		msgs[i] = stored(t, "shop", now.Add(-time.Duration(i)*time.Millisecond), large)
-	}
-	if err := s.Append(t.Context(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	ctx := &cancelledOnSecondLook{Context: t.Context()}
-	q := domain.Query{Scope: msgs[0].Scope(), Limit: 20, Filter: domain.Filter{Text: "absent"}}
-	if _, err := s.List(ctx, q, now); !errors.Is(err, context.Canceled) {
+	s, scope := filled(t, 40, now, strings.Repeat("x", 4<<20)) // one string, shared by every message
+	if err := walksOf(scope, now)[0].run(&cancelledOnSecondLook{Context: t.Context()}, s); !errors.Is(err, context.Canceled) {
 		t.Errorf("a search over 40 messages of 4 MiB after its client left: %v, want context.Canceled", err)
 	}
 }
@@ -156,22 +161,11 @@ func TestSearchOverLargeMessagesStopsWhenItsClientLeaves(t *testing.T) {
 // A long search or statistics walk stops once its client has left, instead of
 // reading every message for nobody.
 func TestLongWalkStopsWhenItsContextEnds(t *testing.T) {
-	s := New()
 	now := domain.Micro(time.Now())
-	msgs := make([]domain.Message, 4*walkStep)
-	for i := range msgs {
-		msgs[i] = stored(t, "shop", now.Add(-time.Duration(i)*time.Millisecond), "")
-	}
-	if err := s.Append(t.Context(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	scope := msgs[0].Scope()
-	nowhere := domain.Filter{Text: "no message holds this text"}
-	if _, err := s.List(&cancelledOnSecondLook{Context: t.Context()}, domain.Query{Scope: scope, Limit: 20, Filter: nowhere}, now); !errors.Is(err, context.Canceled) {
-		t.Errorf("List walking every message after its client left: %v, want context.Canceled", err)
-	}
-	stats := domain.StatsQuery{Scope: scope, From: now.Add(-time.Hour), To: now.Add(time.Hour), Interval: domain.Intervals[3]}
-	if _, err := s.Stats(&cancelledOnSecondLook{Context: t.Context()}, stats, now); !errors.Is(err, context.Canceled) {
-		t.Errorf("Stats after its client left: %v, want context.Canceled", err)
+	s, scope := filled(t, 4*walkStep, now, "")
+	for _, walk := range walksOf(scope, now) {
+		if err := walk.run(&cancelledOnSecondLook{Context: t.Context()}, s); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s after its client left: %v, want context.Canceled", walk.name, err)
+		}
 	}
 }

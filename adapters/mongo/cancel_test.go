@@ -2,8 +2,6 @@ package mongo_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"net"
 	"net/url"
 	"sync"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -137,9 +136,8 @@ func (p *holdingProxy) through(t *testing.T, uri string) string {
 }
 
 // A list and a statistics call whose caller goes away while MongoDB runs its
-// query return the context's error at once, and the driver closes that
-// query's connection, which MongoDB (4.2 and later) takes as the signal to
-// kill the operation: the request's context reaches the query.
+// query close that query's connection, which MongoDB (4.2 and later) takes as
+// the signal to kill the operation: the request's context reaches the query.
 func TestCancelledReadsCloseTheirQuery(t *testing.T) {
 	uri, db := mongotest.NewDatabase(t)
 	target, err := url.Parse(uri)
@@ -152,49 +150,5 @@ func TestCancelledReadsCloseTheirQuery(t *testing.T) {
 	if err := s.Append(opCtx(t), []domain.Message{newMessage(t, now), newMessage(t, now.Add(-time.Second))}); err != nil {
 		t.Fatal(err)
 	}
-	stats, err := domain.ParseStatsQuery(map[string][]string{}, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats.Scope = scope
-	for _, read := range []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"list with q", func(ctx context.Context) error {
-			_, err := s.List(ctx, domain.Query{Scope: scope, Limit: 20, Filter: domain.Filter{Text: "absent"}}, now.Add(time.Minute))
-			return err
-		}},
-		{"statistics", func(ctx context.Context) error {
-			_, err := s.Stats(ctx, stats, now.Add(time.Minute))
-			return err
-		}},
-	} {
-		proxy.hold(true)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- read.run(ctx) }()
-		select {
-		case <-proxy.held:
-		case err := <-done:
-			t.Fatalf("%s: finished before its query was held: %v", read.name, err)
-		case <-time.After(opTimeout):
-			t.Fatalf("%s: no query reached the server", read.name)
-		}
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("%s after its caller left: %v, want context.Canceled", read.name, err)
-			}
-		case <-time.After(opTimeout):
-			t.Fatalf("%s: still waiting for its query after its caller left", read.name)
-		}
-		select {
-		case <-proxy.left:
-		case <-time.After(opTimeout):
-			t.Errorf("%s: the connection of the cancelled query stayed open", read.name)
-		}
-		proxy.hold(false)
-	}
+	conformance.RunCancelledReads(t, s, scope, conformance.QueryWatch{Hold: proxy.hold, Held: proxy.held, Left: proxy.left})
 }
