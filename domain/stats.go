@@ -292,7 +292,7 @@ func (k *keyCounts) keepMostCounted(n int) {
 	}
 	clear(k.counts[len(kept):]) // let the dropped keys go
 	k.counts = kept
-	k.at = make(map[string]int, 2*MaxRankedKeys)
+	clear(k.at)
 	for i, kc := range kept {
 		k.at[kc.Key] = i
 	}
