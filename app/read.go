@@ -51,11 +51,12 @@ func (r *reads) list(ctx context.Context, principal domain.Principal, q domain.Q
 
 // walksMany reports whether a page of f may read many messages to fill itself:
 // the q search reads every text until the page is full, and the filters on
-// method, address, path and duration are not what the stores order messages
-// by. Without them a page reads about as many messages as it returns.
+// method, address, path, status and duration are not what every store orders
+// messages by (a status no message has reads the whole scope). Without them a
+// page reads about as many messages as it returns.
 func walksMany(f domain.Filter) bool {
 	return f.Text != "" || f.Method != "" || f.IPAddress != "" || f.Path != "" || f.PathPrefix != "" ||
-		f.HasDurationBounds()
+		f.StatusMin != 0 || f.StatusMax != 0 || f.HasDurationBounds()
 }
 
 // Reader is the fetch use case: pages of messages, and one message by id.

@@ -10,7 +10,7 @@ import (
 )
 
 // WalkLimits share the reads that walk many messages (statistics, export pages,
-// lists with q or a filter the stores do not order by) fairly between accounts,
+// lists with q or a filter not every store orders by) fairly between accounts,
 // whatever the store. A walk costs a store a core, or a database a query, for
 // up to seconds: without a bound per account, one account (or one customer's
 // portal session, which reads as its account) could keep every walk busy and

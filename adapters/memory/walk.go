@@ -32,7 +32,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("memory: list: limit must be at least 1, got %d", q.Limit)
 	}
-	var found []domain.Message
+	found := make([]domain.Message, 0, min(q.Limit+1, walkStep))
 	err := s.walk(ctx, q, now, func(m *domain.Message) bool {
 		found = append(found, *m)
 		return len(found) <= q.Limit
@@ -71,16 +71,22 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 // walk calls visit, in List order from q.After (or the newest message), with
 // each message of q.Scope readable at now that passes q.Filter, until visit
 // returns false or the messages run out. visit's message is the walk's copy,
-// valid during the call. The walk copies walkStep messages at a time out of
-// the index under the read lock and filters them after letting it go; it
-// returns ctx's error once ctx is done.
+// valid during the call. The walk copies up to walkStep messages at a time out
+// of the index under the read lock and filters them after letting it go (a
+// page's walk copies q.Limit+1 first, twice as many the step after, and so
+// on: most pages fill in their first step); it returns ctx's error once ctx is
+// done.
 func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit func(*domain.Message) bool) error {
 	matches := q.Filter.Matcher()
 	pace := pacer{ctx: ctx}
 	from, skip := walkStart(q)
-	step := make([]domain.Message, 0, walkStep)
+	size := walkStep
+	if q.Limit > 0 {
+		size = min(walkStep, q.Limit+1)
+	}
+	var step []domain.Message
 	for {
-		step = s.readStep(q, from, skip, step[:0])
+		step = s.readStep(q, from, skip, step[:0], size)
 		pace.touched ^= touchPaths(step)
 		for i := range step {
 			m := &step[i]
@@ -91,19 +97,20 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 				return err
 			}
 		}
-		if len(step) < walkStep {
+		if len(step) < size {
 			return nil
 		}
+		size = min(2*size, walkStep)
 		last := positionOf(step[len(step)-1])
 		from, skip = &last, last
 	}
 }
 
-// readStep appends to step copies of up to walkStep messages of q's scope
+// readStep appends to step copies of up to size messages of q's scope
 // (of its application when q names one) in List order from from on (the
 // newest when nil), skipping the one at skip and stopping before any created
-// before q.Filter.From. Fewer than walkStep means no more follow.
-func (s *Store) readStep(q domain.Query, from *domain.Cursor, skip domain.Cursor, step []domain.Message) []domain.Message {
+// before q.Filter.From. Fewer than size means no more follow.
+func (s *Store) readStep(q domain.Query, from *domain.Cursor, skip domain.Cursor, step []domain.Message, size int) []domain.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	idx := s.scopes[q.Scope]
@@ -118,7 +125,7 @@ func (s *Store) readStep(q domain.Query, from *domain.Cursor, skip domain.Cursor
 			return false // every later message is older still
 		}
 		step = append(step, m)
-		return len(step) < walkStep
+		return len(step) < size
 	}
 	if q.Filter.Name == "" {
 		var start *domain.Message
