@@ -136,8 +136,8 @@ func (s *Store) readStep(q domain.Query, from *domain.Cursor, skip domain.Cursor
 		ascend(idx.all, start, read)
 	} else if app := idx.byName[q.Filter.Name]; app != nil {
 		ascend(app.positions, from, func(c domain.Cursor) bool {
-			m, _ := idx.all.Get(at(c))
-			return read(m)
+			m, ok := idx.all.Get(at(c)) // always there: both change under the write lock
+			return !ok || read(m)
 		})
 	}
 	return step
