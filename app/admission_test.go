@@ -45,7 +45,7 @@ func TestSubmitCountsTheSubmissionOutBeforeTheStoreAnswers(t *testing.T) {
 	in := limitedIngester(store, 1, 0)
 	result := make(chan error, 1)
 	go func() {
-		_, err := in.Submit(context.Background(), acmeLive, []byte(submitted), "")
+		_, err := in.Submit(context.Background(), acmeLive, draftsOf(submitted), "")
 		result <- err
 	}()
 	// The one place frees up while the first submission still waits for the store.

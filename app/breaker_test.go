@@ -16,7 +16,7 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-var outage = fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
+var errOutage = fmt.Errorf("connection refused: %w", ports.ErrUnavailable)
 
 // downBreaker returns a breaker in front of a one-writer committer on a
 // gateStore, after a call found the store unavailable, and the store, open again.
@@ -25,7 +25,7 @@ func downBreaker(t *testing.T) (*app.Breaker, *app.GroupCommitter, *gateStore) {
 	store := newGateStore()
 	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, Stamper: testStamper()})
 	b := app.NewBreaker(g)
-	store.fail = poisonOn("down", outage)
+	store.fail = poisonOn("down", errOutage)
 	store.open()
 	if err := b.Append(t.Context(), msgs("down")); !errors.Is(err, ports.ErrUnavailable) {
 		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
@@ -84,7 +84,7 @@ func TestBreakerProbesADownStoreWithOneCall(t *testing.T) {
 func TestBreakerProbeWhoseCallerWentAway(t *testing.T) {
 	store := newGateStore()
 	store.open()
-	store.fail = poisonOn("down", outage)
+	store.fail = poisonOn("down", errOutage)
 	b := app.NewBreaker(store) // straight on the store, whose wait ends with the caller's ctx
 	if err := b.Append(t.Context(), msgs("down")); !errors.Is(err, ports.ErrUnavailable) {
 		t.Fatalf("Append during the outage: %v, want ErrUnavailable", err)
@@ -138,11 +138,11 @@ func TestIngesterProbesBeforeTheIdempotencyLookup(t *testing.T) {
 	defer cancel()
 	probe := make(chan error, 1)
 	go func() {
-		_, err := in.Submit(ctx, acmeLive, []byte(submitted), "key-1")
+		_, err := in.Submit(ctx, acmeLive, draftsOf(submitted), "key-1")
 		probe <- err
 	}()
 	<-lookup.entered
-	_, err = in.Submit(ctx, acmeLive, []byte(submitted), "key-2")
+	_, err = in.Submit(ctx, acmeLive, draftsOf(submitted), "key-2")
 	refusedAtOnce(t, "a keyed Submit", err)
 	_, err = in.Admit(acmeLive, app.IdempotencyKey{}, 10)
 	refusedAtOnce(t, "Admit", err)
@@ -166,8 +166,8 @@ func TestBreakerTheNewestCallSaysWhetherTheStoreIsDown(t *testing.T) {
 		older, newer error
 		downAfter    bool
 	}{
-		{"older fails after newer succeeded", outage, nil, false},
-		{"older succeeds after newer failed", nil, outage, true},
+		{"older fails after newer succeeded", errOutage, nil, false},
+		{"older succeeds after newer failed", nil, errOutage, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

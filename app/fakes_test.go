@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -92,6 +94,16 @@ func (s *recordingStore) purgeCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.purges)
+}
+
+// draftsOf decodes a POST body as the HTTP API does: the tests are written in
+// the contract's JSON.
+func draftsOf(body string) domain.Drafts {
+	drafts, err := httpapi.DecodeSubmissions([]byte(body), domain.DefaultMaxBatch)
+	if err != nil {
+		panic(fmt.Sprintf("a test body does not decode: %v", err))
+	}
+	return drafts
 }
 
 type fixedClock struct{ t time.Time }

@@ -44,7 +44,7 @@ func TestModuleWiresUseCasesAndPurgeJob(t *testing.T) {
 		t.Errorf("policy %+v does not come from the config", policy)
 	}
 	body := strings.Replace(submitted, "1714564800", strconv.FormatInt(time.Now().Unix(), 10), 1)
-	res, err := ingester.Submit(context.Background(), acmeLive, []byte(body), "")
+	res, err := ingester.Submit(context.Background(), acmeLive, draftsOf(body), "")
 	if err != nil || len(store.appended) != 1 {
 		t.Fatalf("Submit = %+v, %v; %d stored", res, err, len(store.appended))
 	}

@@ -591,7 +591,7 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	g := app.NewGroupCommitter(store, app.GroupCommitOptions{Writers: 1, MaxQueueMessages: 1, Metrics: depth, Stamper: testStamper()})
 	ingester := queuedIngester(t, g, &recordingStore{})
 	first := startBlocked(t, g, store)
-	_, err := ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
+	_, err := ingester.Submit(t.Context(), acmeLive, draftsOf("{}"), "")
 	if !errors.Is(err, ports.ErrOverloaded) {
 		t.Errorf("Submit to a full queue: %v, want ErrOverloaded before any decoding", err)
 	}
@@ -599,7 +599,7 @@ func TestIngesterRefusesBeforeDecodingWhenTheQueueIsFull(t *testing.T) {
 	if err := <-first.done; err != nil {
 		t.Fatal(err)
 	}
-	_, err = ingester.Submit(t.Context(), acmeLive, []byte("not json"), "")
+	_, err = ingester.Submit(t.Context(), acmeLive, draftsOf("{}"), "")
 	var invalid *domain.ValidationError
 	if !errors.As(err, &invalid) {
 		t.Errorf("Submit of a bad body with room in the queue: %v, want a validation error", err)
@@ -631,7 +631,7 @@ func TestAdmittedSubmissionIsQueuedEvenIfTheQueueFilledMeanwhile(t *testing.T) {
 	// Two messages join the first: three, past the bound of two, as admitted.
 	result := make(chan error, 1)
 	go func() {
-		_, err := admitted.Submit(t.Context(), body)
+		_, err := admitted.Submit(t.Context(), draftsOf(string(body)))
 		result <- err
 	}()
 	waitQueued(t, depth, 3)
@@ -975,7 +975,7 @@ func TestModuleWritesThroughGroupCommit(t *testing.T) {
 			submit := func() chan error {
 				done := make(chan error, 1)
 				go func() {
-					_, err := ingester.Submit(context.Background(), acmeLive, []byte(body), "")
+					_, err := ingester.Submit(context.Background(), acmeLive, draftsOf(body), "")
 					done <- err
 				}()
 				return done
@@ -1027,7 +1027,7 @@ func TestModuleStampsMessagesWhenTheyAreWritten(t *testing.T) {
 	submit := func() chan app.SubmitResult {
 		done := make(chan app.SubmitResult, 1)
 		go func() {
-			result, err := ingester.Submit(context.Background(), acmeLive, []byte(submitted), "")
+			result, err := ingester.Submit(context.Background(), acmeLive, draftsOf(submitted), "")
 			if err != nil {
 				t.Errorf("Submit: %v", err)
 			}

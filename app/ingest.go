@@ -23,18 +23,19 @@ type SubmitResult struct {
 }
 
 // Ingester is the submit use case, the one straight line from a submission's
-// bytes to the store: Admit (permission, a down store, load), then on the
-// Admission: Decode (parse, validate, normalise, mask, redact), Store (past the
-// breaker, the Idempotency-Key's earlier request looked up, then Append through
-// the queue or to the store) and Release. The Admission is the one object that holds the
-// submission's place and gives it back.
+// drafts to the store: Admit (permission, a down store, load), then on the
+// Admission: Decode (the drafts made, on a decoder, then validated, normalised,
+// masked and redacted), Store (past the breaker, the Idempotency-Key's earlier
+// request looked up, then Append through the queue or to the store) and
+// Release. The Admission is the one object that holds the submission's place
+// and gives it back.
 type Ingester struct {
 	store     ports.MessageWriter // written to when queue is nil
 	queue     *GroupCommitter     // nil: each submission writes on its own, unbounded
 	breaker   *Breaker            // nil: none
 	lookup    ports.MessageLookup
 	policy    domain.Policy
-	parser    domain.Parser // policy's, built once
+	validator domain.Validator // policy's, built once
 	clock     ports.Clock
 	admission *admission
 }
@@ -60,6 +61,9 @@ type IngestPorts struct {
 	Clock ports.Clock
 }
 
+// MaxBatch is the most items a submission may hold: a decoder keeps that many.
+func (in *Ingester) MaxBatch() int { return in.policy.MaxBatch }
+
 // NewIngesterWith returns the submit use case on p under policy, admitting
 // submissions within admission; a missing collaborator is an error.
 func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOptions) (*Ingester, error) {
@@ -75,7 +79,7 @@ func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOpt
 		// would store them without their stored and visible times.
 		return nil, errors.New("the ingest use case needs a queue that stamps each batch (GroupCommitOptions.Stamper)")
 	}
-	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, parser: policy.Parser(), clock: p.Clock}
+	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, validator: policy.Validator(), clock: p.Clock}
 	in.LimitDecoding(admission)
 	return in, nil
 }
@@ -176,28 +180,31 @@ func (a *Admission) Release() {
 	a.msgs = nil
 }
 
-// Submit validates body (one submission, an array or an envelope) and stores every
-// message, or nothing: Decode, then Store. Errors: *domain.ValidationError,
-// domain.ErrTooLarge, ports.ErrConflict (a reused Idempotency-Key),
-// ports.ErrUnavailable and ports.ErrOverloaded (wrapped).
-func (a *Admission) Submit(ctx context.Context, body []byte) (SubmitResult, error) {
-	defer a.Release() // also if decoding panics and the caller recovers
-	if err := a.Decode(ctx, body); err != nil {
+// Submit validates drafts and stores every message, or nothing: Decode, then
+// Store. Errors: *domain.ValidationError, domain.ErrTooLarge, ports.ErrConflict
+// (a reused Idempotency-Key), ports.ErrUnavailable and ports.ErrOverloaded
+// (wrapped).
+func (a *Admission) Submit(ctx context.Context, drafts domain.Drafts) (SubmitResult, error) {
+	defer a.Release() // also if validation panics and the caller recovers
+	if err := a.Decode(ctx, drafts.TextBytes(), func() (domain.Drafts, error) { return drafts, nil }); err != nil {
 		return SubmitResult{}, err
 	}
 	return a.Store(ctx)
 }
 
-// Decode validates body and turns it into the messages to store. With an
-// Idempotency-Key the identities are derived from it, so a retried request stores
-// nothing twice. It waits for a decoder and gives it back before returning. It
-// keeps nothing of body, so the caller may reuse its memory at once, while the
-// messages wait for Store. After an error the submission is released.
-func (a *Admission) Decode(ctx context.Context, body []byte) error {
-	a.ticket.bodyRead(int64(len(body)))
-	a.reservation.Shrink(int64(len(body)))
+// Decode waits for a decoder, calls decode for the drafts of a submission of
+// bodyBytes bytes (the HTTP API decodes the body's JSON there, so that the bound
+// on decoders covers it), and turns them into the messages to store: validated,
+// normalised, masked and redacted. With an Idempotency-Key the identities are
+// derived from it, so a retried request stores nothing twice. It gives the
+// decoder back before returning, and keeps nothing of the drafts, so the caller
+// may reuse their memory at once while the messages wait for Store. After an
+// error the submission is released.
+func (a *Admission) Decode(ctx context.Context, bodyBytes int64, decode func() (domain.Drafts, error)) error {
+	a.ticket.bodyRead(bodyBytes)
+	a.reservation.Shrink(bodyBytes)
 	var err error
-	a.msgs, a.result, err = a.in.decode(ctx, a.principal, body, a.key)
+	a.msgs, a.result, err = a.in.decode(ctx, a.principal, decode, a.key)
 	a.ticket.leave()
 	if err != nil {
 		a.Release()
@@ -249,9 +256,9 @@ func (a *Admission) store(ctx context.Context) error {
 	return nil
 }
 
-// Submit is Admit followed by Admission.Submit, for callers that hold the body
-// already; idempotencyKey "" is none.
-func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body []byte, idempotencyKey string) (SubmitResult, error) {
+// Submit is Admit followed by Admission.Submit, for callers that hold the
+// drafts already; idempotencyKey "" is none.
+func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
 	var key IdempotencyKey
 	if idempotencyKey != "" {
 		var err error
@@ -259,11 +266,11 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, body
 			return SubmitResult{}, err
 		}
 	}
-	admitted, err := in.Admit(principal, key, int64(len(body)))
+	admitted, err := in.Admit(principal, key, drafts.TextBytes())
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	return admitted.Submit(ctx, body)
+	return admitted.Submit(ctx, drafts)
 }
 
 // checkReplay refuses msgs, derived from an Idempotency-Key, when one of their
@@ -288,15 +295,20 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	return nil
 }
 
-// decode turns body into the messages to store and the reply, on a decoder.
-func (in *Ingester) decode(ctx context.Context, principal domain.Principal, body []byte, key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
+// decode makes the drafts and turns them into the messages to store and the
+// reply, on a decoder.
+func (in *Ingester) decode(ctx context.Context, principal domain.Principal, decode func() (domain.Drafts, error), key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
 	release, err := in.admission.decoder(ctx)
 	if err != nil {
 		return nil, SubmitResult{}, err
 	}
 	defer release()
+	drafts, err := decode()
+	if err != nil {
+		return nil, SubmitResult{}, err
+	}
 	now := in.clock.Now()
-	batch, err := in.parser.ParseSubmissions(body, now)
+	batch, err := in.validator.ValidateSubmissions(drafts, now)
 	if err != nil {
 		return nil, SubmitResult{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
@@ -21,7 +22,7 @@ func newIngester(store ports.MessageStore) *app.Ingester {
 
 func TestSubmitSingleStoresNormalisedMessage(t *testing.T) {
 	store := &recordingStore{}
-	res, err := newIngester(store).Submit(context.Background(), acmeLive, []byte(submitted), "")
+	res, err := newIngester(store).Submit(context.Background(), acmeLive, draftsOf(submitted), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,9 @@ func TestSubmitSingleStoresNormalisedMessage(t *testing.T) {
 	}
 }
 
-// The HTTP API reads each body into a buffer it reuses once Decode returns, so
-// the decoded messages must not share the body's memory.
-func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
+// The HTTP API decodes each body into drafts that point into the body's buffer,
+// which it reuses once Decode returns, so the messages must not share it.
+func TestDecodeKeepsNothingOfTheDrafts(t *testing.T) {
 	varied := strings.NewReplacer("/orders", "/caf\\u00e9", `{"name"`, `{"ip_address":"203.0.113.9","name"`,
 		`"Bearer secret"`, `"Bearer secret","x-n":5,"x-a":["a","b\\u00e9"]`).Replace(submitted)
 	body := `{"messages":[` + submitted + "," + varied + "]}"
@@ -59,7 +60,9 @@ func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := admitted.Decode(context.Background(), reused); err != nil {
+	if err := admitted.Decode(context.Background(), int64(len(reused)), func() (domain.Drafts, error) {
+		return httpapi.DecodeSubmissions(reused, domain.DefaultMaxBatch)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range reused {
@@ -68,7 +71,7 @@ func TestDecodeKeepsNothingOfTheBody(t *testing.T) {
 	if _, err := admitted.Store(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, []byte(body), "k"); err != nil {
+	if _, err := newIngester(fresh).Submit(context.Background(), acmeLive, draftsOf(body), "k"); err != nil {
 		t.Fatal(err)
 	}
 	if len(fresh.appended) != 2 || fresh.appended[1].IPAddress != "203.0.113.9" || len(fresh.appended[1].Request.Header["X-A"]) != 2 {
@@ -93,9 +96,9 @@ func TestSubmitReleasesAfterAPanic(t *testing.T) {
 				t.Error("the sniffer did not panic")
 			}
 		}()
-		_, _ = in.Submit(context.Background(), acmeLive, []byte(plainText), "")
+		_, _ = in.Submit(context.Background(), acmeLive, draftsOf(plainText), "")
 	}()
-	if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), ""); err != nil {
+	if _, err := in.Submit(context.Background(), acmeLive, draftsOf(submitted), ""); err != nil {
 		t.Fatalf("after a recovered panic: %v", err)
 	}
 }
@@ -103,7 +106,7 @@ func TestSubmitReleasesAfterAPanic(t *testing.T) {
 func TestSubmitBatchKeepsInputOrder(t *testing.T) {
 	store := &recordingStore{}
 	body := "[" + strings.Repeat(submitted+",", 2) + strings.Replace(submitted, "/orders", "/third", 1) + "]"
-	res, err := newIngester(store).Submit(context.Background(), acmeLive, []byte(body), "")
+	res, err := newIngester(store).Submit(context.Background(), acmeLive, draftsOf(body), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +126,7 @@ func TestSubmitBatchKeepsInputOrder(t *testing.T) {
 func TestSubmitWithIdempotencyKeyDerivesIdentities(t *testing.T) {
 	store := &recordingStore{}
 	in := newIngester(store)
-	body := []byte("[" + submitted + "," + submitted + "]")
+	body := draftsOf("[" + submitted + "," + submitted + "]")
 	first, err := in.Submit(context.Background(), acmeLive, body, "retry-1")
 	if err != nil {
 		t.Fatal(err)
@@ -165,14 +168,14 @@ func TestSubmitRefusesAReusedIdempotencyKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			store := &recordingStore{}
 			in := wire(store)
-			if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), "order-1"); err != nil {
+			if _, err := in.Submit(context.Background(), acmeLive, draftsOf(submitted), "order-1"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := in.Submit(context.Background(), acmeLive, []byte(submitted), "order-1"); err != nil {
+			if _, err := in.Submit(context.Background(), acmeLive, draftsOf(submitted), "order-1"); err != nil {
 				t.Fatalf("a retry: %v", err)
 			}
 			changed := strings.Replace(submitted, `"path":"/orders"`, `"path":"/orders/2"`, 1)
-			_, err := in.Submit(context.Background(), acmeLive, []byte(changed), "order-1")
+			_, err := in.Submit(context.Background(), acmeLive, draftsOf(changed), "order-1")
 			if !errors.Is(err, ports.ErrConflict) {
 				t.Errorf("other submissions under a used key: %v, want ErrConflict", err)
 			}
@@ -229,7 +232,7 @@ func TestSubmitRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &recordingStore{err: tc.storeErr}
-			res, err := newIngester(store).Submit(context.Background(), tc.principal, []byte(tc.body), tc.key)
+			res, err := newIngester(store).Submit(context.Background(), tc.principal, draftsOf(tc.body), tc.key)
 			if !tc.check(err) {
 				t.Fatalf("Submit = %+v, %v: not the expected error", res, err)
 			}
@@ -298,7 +301,9 @@ func TestSubmissionIsStampedWhenWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := admitted.Decode(context.Background(), []byte(submitted)); err != nil {
+	if err := admitted.Decode(context.Background(), int64(len(submitted)), func() (domain.Drafts, error) {
+		return draftsOf(submitted), nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	written := testNow.Add(time.Minute)

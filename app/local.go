@@ -8,8 +8,9 @@ import (
 )
 
 // LocalSubmitter submits exchanges to the ingest use case in the same process (an
-// embedded core), as Principal. It renders them as the contract's JSON body, so
-// they get exactly the validation and normalisation of the HTTP API.
+// embedded core), as Principal. Their drafts (domain.DraftsOf) are what the HTTP
+// API decodes from the same exchanges sent as JSON, so they get exactly its
+// validation and normalisation.
 type LocalSubmitter struct {
 	Ingester  *Ingester
 	Principal domain.Principal
@@ -22,12 +23,8 @@ func (s LocalSubmitter) SubmitExchanges(ctx context.Context, exchanges []domain.
 	if len(exchanges) == 0 {
 		return nil, nil
 	}
-	body, err := domain.EncodeExchanges(exchanges)
-	if err != nil {
-		return nil, err
-	}
 	// No Idempotency-Key: nothing between here and the store retries.
-	result, err := s.Ingester.Submit(ctx, s.Principal, body, "")
+	result, err := s.Ingester.Submit(ctx, s.Principal, domain.DraftsOf(exchanges), "")
 	if err != nil {
 		return nil, err
 	}

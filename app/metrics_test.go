@@ -124,7 +124,7 @@ func TestModuleReportsToGraphMetrics(t *testing.T) {
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	body := "[" + strings.Repeat(strings.Replace(submitted, "1714564800", now, 1)+",", 4) +
 		strings.Replace(submitted, "1714564800", now, 1) + "]"
-	if _, err := ingester.Submit(context.Background(), acmeLive, []byte(body), ""); err != nil {
+	if _, err := ingester.Submit(context.Background(), acmeLive, draftsOf(body), ""); err != nil {
 		t.Fatal(err)
 	}
 	if appends, _ := metrics.seen(); !slices.Equal(appends, []int{5}) {

@@ -204,8 +204,8 @@ func (e *apiEnv) awaitKeyReuseRefused(t *testing.T, key APIKey, body any, idempo
 	})
 }
 
-// apiErrDown is what a store whose backend is down returns.
-var apiErrDown = fmt.Errorf("conformance: backend down: %w", ports.ErrUnavailable)
+// errAPIDown is what a store whose backend is down returns.
+var errAPIDown = fmt.Errorf("conformance: backend down: %w", ports.ErrUnavailable)
 
 // apiFlakyStore fails on demand like a store whose backend is unreachable.
 type apiFlakyStore struct {
@@ -216,41 +216,41 @@ type apiFlakyStore struct {
 
 func (s *apiFlakyStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
 	if s.down.Load() {
-		return nil, apiErrDown
+		return nil, errAPIDown
 	}
 	return s.MessageStore.Lookup(ctx, scope, ids)
 }
 
 func (s *apiFlakyStore) Append(ctx context.Context, msgs []domain.Message) error {
 	if s.down.Load() {
-		return apiErrDown
+		return errAPIDown
 	}
 	if n := s.lostAcks.Load(); n > 0 && s.lostAcks.CompareAndSwap(n, n-1) {
 		if err := s.MessageStore.Append(ctx, msgs); err != nil {
 			return err
 		}
-		return apiErrDown
+		return errAPIDown
 	}
 	return s.MessageStore.Append(ctx, msgs)
 }
 
 func (s *apiFlakyStore) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
 	if s.down.Load() {
-		return domain.Page{}, apiErrDown
+		return domain.Page{}, errAPIDown
 	}
 	return s.MessageStore.List(ctx, q, now)
 }
 
 func (s *apiFlakyStore) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	if s.down.Load() {
-		return domain.Message{}, apiErrDown
+		return domain.Message{}, errAPIDown
 	}
 	return s.MessageStore.Get(ctx, scope, idOrReference, now)
 }
 
 func (s *apiFlakyStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
 	if s.down.Load() {
-		return domain.Stats{}, apiErrDown
+		return domain.Stats{}, errAPIDown
 	}
 	return s.MessageStore.Stats(ctx, q, now)
 }

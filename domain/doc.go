@@ -1,7 +1,13 @@
-// Package domain is reqlog's pure core: it turns submitted bodies into validated,
-// normalised messages (required fields, timestamp units, canonical headers, masking,
-// content types, identities) and holds the rules every store shares (visibility,
-// retention, ordering, filters, cursors).
+// Package domain is reqlog's pure core: it turns submissions, as typed drafts
+// (Drafts: what the HTTP API decodes a body into, or DraftsOf exchanges), into
+// validated, normalised messages (required fields, timestamp units, canonical
+// headers, masking, redaction, content types, identities) and holds the rules
+// every store shares (visibility, retention, ordering, filters, cursors). Its
+// validation errors name fields by their JSON paths ("[3].method"), the
+// contract's language. It also holds alerting's rules, their state machine
+// and events (alert_*.go), whose fields it reads as the edge decoded them.
+// Bytes of JSON are read and written by its package jsonbytes only: the
+// domain itself uses it to redact JSON bodies.
 //
 // It does no I/O and imports no framework or driver: time comes in as an argument,
 // so the same rules run in the HTTP use cases, the store adapters and the

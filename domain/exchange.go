@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,19 +8,24 @@ import (
 )
 
 // Exchange is one HTTP exchange as a client submits it: plain input, not yet
-// validated. Every way in (HTTP or in-process) renders it with EncodeExchanges and
-// goes through ParseSubmissions (Policy's or Parser's), so there is one validator.
+// validated. Over HTTP it is sent as the contract's JSON, decoded into Drafts;
+// in process DraftsOf makes the same Drafts of it; either way one validator
+// (Policy.ValidateSubmissions) checks it.
 type Exchange struct {
 	// Name is the application the exchange belongs to.
 	Name string
-	// CreatedAt is when the request arrived; the zero time is sent as absent, which
-	// the service rejects as "created_at is required".
+	// CreatedAt is when the request arrived, sent as an RFC 3339 string to the
+	// microsecond; the zero time is sent as absent, which the service rejects as
+	// "created_at is required".
 	CreatedAt time.Time
-	// IPAddress of the client; "" when unknown.
+	// IPAddress of the client; "" when unknown (left out).
 	IPAddress string
 	Method    string
 	// Path with its raw query string, as sent ("/orders?page=2").
-	Path     string
+	Path string
+	// Route is the template the server matched ("/orders/{id}"), "" when not
+	// known; sent as the contract's optional route.
+	Route    string
 	Request  ExchangeRequest
 	Response ExchangeResponse
 	// Duration is how long the server took to answer, sent as duration_ms to the
@@ -30,7 +34,10 @@ type Exchange struct {
 	HasDuration bool
 }
 
-// ExchangeRequest is the captured request side. http.Header assigns to Header as is.
+// ExchangeRequest is the captured request side. http.Header assigns to Header as
+// is; an empty Header is left out, a nil value list is sent as null (which the
+// service refuses), and strings that are not valid UTF-8 are sent with U+FFFD
+// for each invalid byte, as a JSON string carries them.
 type ExchangeRequest struct {
 	Header map[string][]string
 	Body   string
@@ -41,59 +48,6 @@ type ExchangeResponse struct {
 	StatusCode int
 	Header     map[string][]string
 	Body       string
-}
-
-// exchangeJSON is a submission object of the contract (spec section 2.1).
-type exchangeJSON struct {
-	Name      string `json:"name"`
-	CreatedAt string `json:"created_at,omitempty"`
-	IPAddress string `json:"ip_address,omitempty"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
-	// DurationMS is a json.Number so that it is written exactly as formatted.
-	DurationMS json.Number          `json:"duration_ms,omitempty"`
-	Request    exchangeRequestJSON  `json:"request"`
-	Response   exchangeResponseJSON `json:"response"`
-}
-
-type exchangeRequestJSON struct {
-	Header map[string][]string `json:"header,omitempty"`
-	Body   string              `json:"body"`
-}
-
-type exchangeResponseJSON struct {
-	StatusCode int                 `json:"status_code"`
-	Header     map[string][]string `json:"header,omitempty"`
-	Body       string              `json:"body"`
-}
-
-// EncodeExchanges renders exchanges as the contract's JSON array body: created_at as
-// an RFC 3339 string at microsecond precision. Bodies that are not valid UTF-8 have
-// their invalid bytes replaced by U+FFFD, since a body is a JSON string.
-func EncodeExchanges(exchanges []Exchange) ([]byte, error) {
-	items := make([]exchangeJSON, len(exchanges))
-	for i, e := range exchanges {
-		items[i] = exchangeJSON{
-			Name:      e.Name,
-			IPAddress: e.IPAddress,
-			Method:    e.Method,
-			Path:      e.Path,
-			Request:   exchangeRequestJSON{Header: e.Request.Header, Body: e.Request.Body},
-			Response: exchangeResponseJSON{StatusCode: e.Response.StatusCode,
-				Header: e.Response.Header, Body: e.Response.Body},
-		}
-		if !e.CreatedAt.IsZero() {
-			items[i].CreatedAt = FormatTime(e.CreatedAt)
-		}
-		if e.HasDuration {
-			items[i].DurationMS = json.Number(FormatDurationMS(e.Duration))
-		}
-	}
-	body, err := json.Marshal(items)
-	if err != nil {
-		return nil, fmt.Errorf("encode %d exchanges: %w", len(exchanges), err)
-	}
-	return body, nil
 }
 
 // FormatDurationMS writes d as the API's duration_ms: milliseconds with the

@@ -1,81 +1,83 @@
 package domain
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
-// header decodes a submitted header object. Keys are header field names; a value is
-// a string or an array of strings, numbers and booleans become their JSON text.
-// Names are canonicalised and the values of colliding names merged in the order sent,
-// which is why the object is walked member by member rather than read into a Go map.
+// header validates a submitted header object. Names must be tokens; a value is
+// a string or an array of strings, numbers and booleans taken as their JSON
+// text. Names are canonicalised and the values of colliding names merged in the
+// order sent.
 //
-// The names and values of one object share one string, and its values one slice:
-// decoding allocates a few times per header object instead of four times per
-// header, and a queued or stored message holds that many fewer objects. The values
-// of masked names are not decoded: each is Mask at once, so no secret is ever
-// copied. Only a masked Content-Type is decoded, into a string of its own that
-// masking drops once contentType has read it.
-func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) Header {
-	if isAbsent(raw) {
+// The names and values of one object share one string, and its values one
+// slice: a header object costs a few allocations instead of four per header,
+// and a queued or stored message holds that many fewer objects. The values of
+// masked names are not copied: each is Mask at once, so no secret is kept. Only
+// a masked Content-Type is copied, into a string of its own that masking drops
+// once contentType has read it.
+func (v validator) header(d DraftHeader, field string, fe *fieldErrors) Header {
+	if d.Kind == jsonbytes.Absent || d.Kind == jsonbytes.Null {
 		return Header{}
 	}
-	if kindOf(raw) != kindObject {
+	if d.Kind != jsonbytes.Object {
 		fe.add(field, "must be an object mapping header names to a string or an array of strings")
 		return Header{}
 	}
 	// First the names are checked and written, canonical, to the scratch buffer,
-	// and the values' types checked; then the values kept are decoded after the
-	// names, and the masked values after those.
+	// and the values' types checked; then the values kept are written after the
+	// names, and a masked Content-Type's after those.
 	type entry struct {
-		name        valueSpan // in text
-		value       json.RawMessage
+		name        jsonbytes.Span // in text
+		values      []Value
 		masked      bool
 		first, last int // its values' spans in text
 	}
 	entries := make([]entry, 0, 32)
-	text := presized(v.scratch.header[:0], len(raw))
-	for key, value := range memberLiterals(raw, v.ends) {
-		name := key[1 : len(key)-1]
-		if plainPrefix(name) < len(name) { // escaped: decode it first
-			name = []byte(unquote(key))
-		}
-		if !isToken(name) {
-			fe.add(field, "has %q, which is not a valid header field name", name)
+	text := v.scratch.header[:0]
+	for _, f := range d.Fields {
+		if !isToken(f.Name) {
+			fe.add(field, "has %q, which is not a valid header field name", f.Name)
 			continue
 		}
-		e := entry{name: valueSpan{start: len(text)}, value: value}
-		text = appendCanonicalHeaderName(text, name)
-		e.name.end = len(text)
-		canonical := text[e.name.start:e.name.end]
-		if !validHeaderValue(value, v.ends) {
+		e := entry{name: jsonbytes.Span{Start: len(text)}, values: f.Values}
+		text = appendCanonicalHeaderName(text, f.Name)
+		e.name.End = len(text)
+		canonical := text[e.name.Start:e.name.End]
+		if !validHeaderValue(f) {
 			fe.add(field+"."+string(canonical), "must be a string or an array of strings")
-			text = text[:e.name.start]
+			text = text[:e.name.Start]
 			continue
 		}
 		e.masked = masks(v.masked, canonical)
 		entries = append(entries, e)
 	}
-	spans := make([]valueSpan, 0, 32)
-	decodeValues := func(masked bool) {
+	spans := make([]jsonbytes.Span, 0, 32)
+	writeValues := func(masked bool) {
 		for i := range entries {
 			e := &entries[i]
 			if e.masked != masked {
 				continue
 			}
 			e.first = len(spans)
-			if masked && string(text[e.name.start:e.name.end]) != "Content-Type" {
-				spans = appendMaskSpans(spans, e.value, v.ends)
-			} else {
-				text, spans = appendHeaderValues(text, spans, e.value, v.ends)
+			writes := !masked || string(text[e.name.Start:e.name.End]) == "Content-Type"
+			for _, value := range e.values {
+				if !writes {
+					spans = append(spans, maskSpan)
+					continue
+				}
+				start := len(text)
+				text = append(text, value.Text...)
+				spans = append(spans, jsonbytes.Span{Start: start, End: len(text)})
 			}
 			e.last = len(spans)
 		}
 	}
-	decodeValues(false)
+	writeValues(false)
 	keptEnd := len(text)
-	decodeValues(true)
+	writeValues(true)
 	v.scratch.header = text
 	kept, secret := string(text[:keptEnd]), string(text[keptEnd:])
 
@@ -90,10 +92,10 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 			if at == maskSpan {
 				values[e.first+i] = Mask
 			} else {
-				values[e.first+i] = from[at.start-offset : at.end-offset]
+				values[e.first+i] = from[at.Start-offset : at.End-offset]
 			}
 		}
-		name := kept[e.name.start:e.name.end]
+		name := kept[e.name.Start:e.name.End]
 		if existing, seen := h[name]; seen {
 			h[name] = append(existing, values[e.first:e.last]...)
 		} else {
@@ -103,62 +105,22 @@ func (v validator) header(raw json.RawMessage, field string, fe *fieldErrors) He
 	return h
 }
 
-// maskSpan stands for a value that is masked without being decoded.
-var maskSpan = valueSpan{-1, -1}
-
-// appendMaskSpans appends a maskSpan for each value of the valid header value raw.
-func appendMaskSpans(spans []valueSpan, raw json.RawMessage, ends valueEnds) []valueSpan {
-	if kindOf(raw) != kindArray {
-		return append(spans, maskSpan)
-	}
-	for range elements(raw, ends) {
-		spans = append(spans, maskSpan)
-	}
-	return spans
-}
+// maskSpan stands for a value that is masked without being copied.
+var maskSpan = jsonbytes.Span{Start: -1, End: -1}
 
 // validHeaderValue accepts a scalar or an array of scalars; null and objects are refused.
-func validHeaderValue(raw json.RawMessage, ends valueEnds) bool {
-	if kindOf(raw) != kindArray {
-		return isHeaderScalar(raw)
+func validHeaderValue(f DraftHeaderField) bool {
+	if !f.Array && len(f.Values) != 1 {
+		return false
 	}
-	for item := range elements(raw, ends) {
-		if !isHeaderScalar(item) {
+	for _, value := range f.Values {
+		switch value.Kind {
+		case jsonbytes.String, jsonbytes.Number, jsonbytes.Bool:
+		default:
 			return false
 		}
 	}
 	return true
-}
-
-func isHeaderScalar(raw json.RawMessage) bool {
-	switch kindOf(raw) {
-	case kindString, kindNumber, kindBool:
-		return true
-	}
-	return false
-}
-
-// appendHeaderValues appends the valid header value raw to text, a string
-// decoded and a number or boolean as its JSON text, and where each of its
-// values is to spans.
-func appendHeaderValues(text []byte, spans []valueSpan, raw json.RawMessage, ends valueEnds) ([]byte, []valueSpan) {
-	if kindOf(raw) != kindArray {
-		return appendHeaderScalar(text, spans, raw)
-	}
-	for item := range elements(raw, ends) {
-		text, spans = appendHeaderScalar(text, spans, item)
-	}
-	return text, spans
-}
-
-func appendHeaderScalar(text []byte, spans []valueSpan, raw json.RawMessage) ([]byte, []valueSpan) {
-	start := len(text)
-	if kindOf(raw) == kindString {
-		text = appendUnquoted(text, raw[1:len(raw)-1])
-	} else {
-		text = append(text, raw...)
-	}
-	return text, append(spans, valueSpan{start, len(text)})
 }
 
 // maskHeader replaces every value of the masked names so secrets are never stored.
@@ -265,7 +227,7 @@ func contentType(h Header, body []byte, sniff Sniffer) string {
 	switch {
 	case len(body) == 0:
 		return ""
-	case validJSON(body[byteOrderMarks(body):]):
+	case jsonbytes.IsValid(body[byteOrderMarks(body):]):
 		return "application/json"
 	default:
 		return mediaType(sniff(body))

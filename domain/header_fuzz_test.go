@@ -30,7 +30,7 @@ func FuzzHeaderObject(f *testing.F) {
 			return
 		}
 		body := validItem("request", `{"header":`+header+`}`, "response", `{"status_code":200,"header":`+header+`}`)
-		batch, err := p.ParseSubmissions([]byte(body), testNow)
+		batch, err := p.parse([]byte(body), testNow)
 		want, ok := expectedHeader(header, p.maskSet())
 		if err != nil {
 			var invalid *ValidationError

@@ -40,7 +40,7 @@ func FuzzCanonicalHeaderName(f *testing.F) {
 func TestMaskingIsConfigurable(t *testing.T) {
 	p := DefaultPolicy()
 	p.MaskedHeaders = []string{"x-secret"}
-	b, err := p.ParseSubmissions([]byte(validItem("request", `{"header":{"X-Secret":"s","Authorization":"kept"}}`)), testNow)
+	b, err := p.parse([]byte(validItem("request", `{"header":{"X-Secret":"s","Authorization":"kept"}}`)), testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestMaskingIsConfigurable(t *testing.T) {
 func TestMaskingReadsUnderscoresAsDashes(t *testing.T) {
 	p := DefaultPolicy()
 	p.MaskedHeaders = append(p.MaskedHeaders, "My_Token")
-	b, err := p.ParseSubmissions([]byte(validItem("request",
+	b, err := p.parse([]byte(validItem("request",
 		`{"header":{"X_Api_Key":"s1","x_API_key":"s2","SET_COOKIE":"s3","proxy_authorization":"s4","my-token":"s5",`+
 			`"X_Visible":"kept","X_Api_Keys":"kept"}}`)), testNow)
 	if err != nil {
@@ -96,7 +96,7 @@ func TestHeaderAllocationsDoNotGrowPerHeader(t *testing.T) {
 		}
 		body := []byte(validItem("request", `{"header":{`+strings.Join(fields, ",")+`}}`))
 		return testing.AllocsPerRun(20, func() {
-			if _, err := p.ParseSubmissions(body, testNow); err != nil {
+			if _, err := p.parse(body, testNow); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -117,7 +117,7 @@ func TestMaskedHeaderValuesAreNotKept(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range kept {
-		b, err := DefaultPolicy().ParseSubmissions(body, testNow)
+		b, err := DefaultPolicy().parse(body, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}

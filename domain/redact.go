@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // DefaultRedactedFields are the body fields whose values are never stored. Names
@@ -26,18 +28,22 @@ const maskedJSONValue = `"` + Mask + `"`
 type fieldSet struct {
 	names  map[string]bool
 	sketch [4]uint64 // bit sketchBit(name) of each name
+	// keyLiteral is hasKeyLiteral, made once: a method value made for each
+	// body that Check is handed would cost an allocation per body.
+	keyLiteral func(literal []byte) bool
 }
 
 // newFieldSet folds names and sketches them.
 func newFieldSet(names []string) fieldSet {
-	f := fieldSet{names: make(map[string]bool, len(names))}
+	f := &fieldSet{names: make(map[string]bool, len(names))}
 	for _, name := range names {
 		folded := redactionKey(name)
 		f.names[folded] = true
 		bit := sketchBit(folded)
 		f.sketch[bit/64] |= 1 << (bit % 64)
 	}
-	return f
+	f.keyLiteral = f.hasKeyLiteral // bound to f: no copy of the set per call
+	return *f
 }
 
 // sketchBit mixes the length and the first and last bytes of a folded name
@@ -214,8 +220,8 @@ func formKeyName(key string) string {
 			return string(name)
 		case c == '+':
 			name = append(name, ' ')
-		case c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]):
-			b := unhex(key[i+1])<<4 | unhex(key[i+2])
+		case c == '%' && i+2 < len(key) && jsonbytes.IsHex(key[i+1]) && jsonbytes.IsHex(key[i+2]):
+			b := jsonbytes.HexValue(key[i+1])<<4 | jsonbytes.HexValue(key[i+2])
 			if b == 0 {
 				return string(name)
 			}
@@ -240,17 +246,6 @@ func strictFormKeyName(key string) (name string, readsOtherwise bool) {
 	return name, err == nil
 }
 
-// unhex is the value of the hex digit c.
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
-
 // byteOrderMark is UTF-8's; RFC 8259 lets a JSON parser ignore it, and many do.
 var byteOrderMark = []byte("\uFEFF")
 
@@ -266,7 +261,7 @@ func byteOrderMarks(body []byte) int {
 // startsLikeJSON reports whether body's first byte after whitespace opens an
 // object or an array.
 func startsLikeJSON(body []byte) bool {
-	start := skipJSONSpace(body, 0)
+	start := jsonbytes.SkipSpace(body, 0)
 	return start < len(body) && (body[start] == '{' || body[start] == '[')
 }
 
@@ -312,15 +307,15 @@ func redactJSON(body []byte, fields fieldSet) string {
 
 // redactValidJSON redacts body if it is valid JSON, reporting whether it was.
 func redactValidJSON(body []byte, fields fieldSet) (redacted string, valid bool) {
-	rec := jsonRecorder{redact: fields}
-	if checkJSON(body, maxJSONDepth, &rec) != jsonValid {
+	notes := jsonbytes.Notes{MasksValueOf: fields.keyLiteral}
+	if jsonbytes.Check(body, jsonbytes.MaxDepth, &notes) != jsonbytes.Valid {
 		return "", false
 	}
-	return masked(body, rec.masked), true
+	return masked(body, notes.Masked), true
 }
 
 // masked copies body with each of the ordered, disjoint spans replaced by the mask.
-func masked(body []byte, spans []valueSpan) string {
+func masked(body []byte, spans []jsonbytes.Span) string {
 	if len(spans) == 0 {
 		return string(body)
 	}
@@ -328,9 +323,9 @@ func masked(body []byte, spans []valueSpan) string {
 	out.Grow(len(body))
 	copied := 0
 	for _, span := range spans {
-		out.Write(body[copied:span.start])
+		out.Write(body[copied:span.Start])
 		out.WriteString(maskedJSONValue)
-		copied = span.end
+		copied = span.End
 	}
 	out.Write(body[copied:])
 	return out.String()
@@ -347,7 +342,7 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 	if !startsLikeJSON(body) {
 		return string(body)
 	}
-	var spans []valueSpan
+	var spans []jsonbytes.Span
 	var inObject []bool // for each open bracket: is it an object?
 	expectKey := false
 	for i := 0; i < len(body); {
@@ -366,36 +361,36 @@ func redactBrokenJSON(body []byte, fields fieldSet) string {
 			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
 			i++
 		case '"':
-			end := jsonStringEnd(body, i)
-			colon := skipJSONSpace(body, end)
-			isKey := expectKey && colon < len(body) && body[colon] == ':' && validStringEnd(body, i) == end
-			if !isKey || !redactsKey(fields, body, i, end) {
+			end := jsonbytes.StringEnd(body, i)
+			colon := jsonbytes.SkipSpace(body, end)
+			isKey := expectKey && colon < len(body) && body[colon] == ':' && jsonbytes.ValidStringEnd(body, i) == end
+			if !isKey || !fields.hasKeyLiteral(body[i:end]) {
 				i, expectKey = end, false
 				continue
 			}
-			start := skipJSONSpace(body, colon+1)
-			stop := jsonValueEnd(body, start) // the end of the body if the value is cut off
+			start := jsonbytes.SkipSpace(body, colon+1)
+			stop := jsonbytes.ValueEnd(body, start) // the end of the body if the value is cut off
 			if start < stop {
-				spans = append(spans, valueSpan{start, stop})
+				spans = append(spans, jsonbytes.Span{Start: start, End: stop})
 			}
 			i, expectKey = max(stop, start), false
 		default: // ':', whitespace, numbers, literals and stray bytes; only whitespace keeps a key due
-			expectKey = expectKey && isJSONSpace(body[i])
+			expectKey = expectKey && jsonbytes.IsSpace(body[i])
 			i++
 		}
 	}
 	return masked(body, spans)
 }
 
-// redactsKey reports whether the key literal data[keyStart:keyEnd] names a
-// redacted field. It runs for every key of every body: a plain key is folded in
-// the one pass that finds it plain.
-func redactsKey[T string | []byte](fields fieldSet, data T, keyStart, keyEnd int) bool {
+// hasKeyLiteral reports whether a key literal (quotes included) of a
+// well-formed JSON body names a redacted field. It runs for every key of every
+// body: a plain key is folded in the one pass that finds it plain.
+func (f *fieldSet) hasKeyLiteral(literal []byte) bool {
 	var buf [64]byte
-	if folded, ok := foldPlain(&buf, data[keyStart+1:keyEnd-1]); ok {
-		return fields.holds(folded)
+	if folded, ok := foldPlain(&buf, literal[1:len(literal)-1]); ok {
+		return f.holds(folded)
 	}
-	return fields.has(unquote([]byte(data[keyStart:keyEnd])))
+	return f.has(jsonbytes.Unquote(literal))
 }
 
 // redactForm replaces the values of redacted keys in an urlencoded form, keeping

@@ -1,12 +1,11 @@
 package domain
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 func FuzzRedactJSON(f *testing.F) {
@@ -37,7 +36,7 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 		out := redactBody([]byte(body), "application/json", fields)
 		checkRedacted(t, body, out, "application/json", fields)
-		if want := walkRedactJSON(body, fields); validJSON(body) && out != want {
+		if want := walkRedactJSON(body, fields); jsonbytes.IsValid(body) && out != want {
 			t.Fatalf("redacting %q gave %q, the byte walker %q", body, out, want)
 		}
 		if again := redactBody([]byte(out), "application/json", fields); again != out {
@@ -111,163 +110,11 @@ func FuzzRedactForm(f *testing.F) {
 	})
 }
 
-// FuzzJSONScan checks the byte-level scanners against encoding/json: the validator
-// on any input, and on valid documents its depth limit and the batch splitter.
-func FuzzJSONScan(f *testing.F) {
-	for _, seed := range []string{`[[[]]]`, `{"a":{"b":[{}]}}`, `["[[[", "]]]"]`, `{"\"[":[1]}`, `1`, `[[`, `"\\"`,
-		` [ 1 , "a,]" , {"x":[1,2]} , [] , -0.5e+3 , true , null ] `, `[]`, `[{}]`} {
-		f.Add([]byte(seed), uint8(2))
-	}
-	for _, seed := range validJSONCases {
-		f.Add([]byte(seed), uint8(2))
-	}
-	f.Fuzz(func(t *testing.T, data []byte, limit uint8) {
-		if got, want := validJSON(data), json.Valid(data); got != want || validJSON(string(data)) != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
-		}
-		rec := jsonRecorder{values: true}
-		got := checkJSON(data, int(limit), &rec)
-		spans := rec.spans
-		if !json.Valid(data) {
-			if got == jsonValid {
-				t.Fatalf("checkJSON(%q, %d) = valid, json.Valid disagrees", data, limit)
-			}
-			return
-		}
-		if want := jsonDepth(data) > int(limit); (got == jsonTooDeep) != want || got == jsonInvalid {
-			t.Fatalf("checkJSON(%q, %d) = %v, want too deep: %v", data, limit, got, want)
-		}
-		if got == jsonTooDeep {
-			return
-		}
-		for _, span := range spans {
-			if end := jsonValueEnd(data, span.start); end != span.end || !strings.ContainsRune(`{["`, rune(data[span.start])) {
-				t.Fatalf("checkJSON(%q) spans %d to %d, a value that ends at %d", data, span.start, span.end, end)
-			}
-		}
-		trimmed := bytes.TrimSpace(data)
-		var want []json.RawMessage
-		if trimmed[0] != '[' || json.Unmarshal(trimmed, &want) != nil {
-			return
-		}
-		items, err := batchItems(trimmed, int(limit), valueEndsOf(data, spans))
-		switch {
-		case len(want) > int(limit):
-			if !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("batchItems(%q, %d) = %q, %v; want ErrTooLarge for %d items", data, limit, items, err, len(want))
-			}
-		case err != nil || len(items) != len(want):
-			t.Fatalf("batchItems(%q) = %q, %v; want %q", data, items, err, want)
-		default:
-			for i := range want {
-				if !bytes.Equal(items[i], want[i]) {
-					t.Fatalf("batchItems(%q) item %d = %q, want %q", data, i, items[i], want[i])
-				}
-			}
-		}
-	})
-}
-
-// jsonDepth is the deepest nesting of arrays and objects in valid JSON.
-func jsonDepth(data []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
-}
-
-// FuzzJSONDecode checks the one-walk decoder against json.Unmarshal on valid
-// documents: strings (escapes, surrogates, invalid UTF-8), object members with
-// repeated keys, and array elements, found by scanning or by checkJSON's spans.
-func FuzzJSONDecode(f *testing.F) {
-	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud83d"`,
-		`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe ok \xc3\"", `"\u0000"`, `{"a":1,"a":{"b":[2]},"\u0061":"x"}`, `{"name":1,"na\u006de":"x","path\u0000":2,"app":null}`,
-		` { "k" : [ 1 , "2" , { } ] , "z" : null } `, `[1, "two", [3], {"four": 4}, true, null]`, `{}`, `[]`} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		trimmed := bytes.TrimSpace(data)
-		rec := jsonRecorder{values: true}
-		if checkJSON(trimmed, maxJSONDepth, &rec) != jsonValid {
-			return
-		}
-		spans := rec.spans
-		ends := valueEndsOf(trimmed, spans)
-		if len(trimmed)%2 == 0 {
-			ends = nil // both ways
-		}
-		switch kindOf(trimmed) {
-		case kindString:
-			var want string
-			if err := json.Unmarshal(trimmed, &want); err != nil {
-				t.Fatal(err)
-			}
-			if got := unquote(trimmed); got != want {
-				t.Fatalf("unquote(%q) = %q, want %q", trimmed, got, want)
-			}
-		case kindObject:
-			var want map[string]json.RawMessage
-			if err := json.Unmarshal(trimmed, &want); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]json.RawMessage{}
-			for key, value := range memberLiterals(trimmed, ends) {
-				got[unquote(key)] = value
-			}
-			if len(got) != len(want) {
-				t.Fatalf("memberLiterals(%q) = %q, want %q", trimmed, got, want)
-			}
-			for key, value := range want {
-				if !bytes.Equal(got[key], value) {
-					t.Fatalf("memberLiterals(%q)[%q] = %q, want %q", trimmed, key, got[key], value)
-				}
-			}
-			known := readMembers(trimmed, ends)
-			for key, name := range memberKeyNames {
-				if !bytes.Equal(known[key], want[name]) || (known[key] == nil) != (want[name] == nil) {
-					t.Fatalf("readMembers(%q)[%s] = %q, want %q", trimmed, name, known[key], want[name])
-				}
-			}
-		case kindArray:
-			var want []json.RawMessage
-			if err := json.Unmarshal(trimmed, &want); err != nil {
-				t.Fatal(err)
-			}
-			got := slices.Collect(elements(trimmed, ends))
-			if len(got) != len(want) {
-				t.Fatalf("elements(%q) = %q, want %q", trimmed, got, want)
-			}
-			for i := range want {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("elements(%q)[%d] = %q, want %q", trimmed, i, got[i], want[i])
-				}
-			}
-		}
-	})
-}
-
-// memberKeyNames spells each memberKey, as memberKeyOf reads it.
-var memberKeyNames = [memberKeys]string{keyName: "name", keyApp: "app", keyCreatedAt: "created_at",
-	keyIPAddress: "ip_address", keyMethod: "method", keyPath: "path", keyDurationMS: "duration_ms",
-	keyStatusCode: "status_code", keyRequest: "request", keyResponse: "response", keyHeader: "header",
-	keyBody: "body", keyMessages: "messages"}
-
 // walkRedactJSON is the redaction of valid JSON as it was written before the
 // validator's pass found the masks: validate, then walk the body again, byte by
 // byte. It is the reference for the bytes kept around each mask.
 func walkRedactJSON(body string, fields fieldSet) string {
-	if !validJSON(body) {
+	if !jsonbytes.IsValid(body) {
 		return body
 	}
 	var out strings.Builder
@@ -292,16 +139,16 @@ func walkRedactJSON(body string, fields fieldSet) string {
 			expectKey = open[len(open)-1] == '{'
 			i++
 		case '"':
-			end := jsonStringEnd(body, i)
-			if !expectKey || !redactsKey(fields, body, i, end) {
+			end := jsonbytes.StringEnd(body, i)
+			if !expectKey || !fields.hasKeyLiteral([]byte(body[i:end])) {
 				i = end
 				continue
 			}
 			start := end
-			for start < len(body) && (body[start] == ':' || isJSONSpace(body[start])) {
+			for start < len(body) && (body[start] == ':' || jsonbytes.IsSpace(body[start])) {
 				start++
 			}
-			stop := jsonValueEnd(body, start)
+			stop := jsonbytes.ValueEnd(body, start)
 			out.WriteString(body[copied:start])
 			out.WriteString(maskedJSONValue)
 			copied, i, expectKey = stop, stop, false

@@ -209,12 +209,12 @@ func TestSubmissionsAreRedacted(t *testing.T) {
 
 	p := DefaultPolicy()
 	p.RedactedFields = nil
-	off, err := p.ParseSubmissions([]byte(validItem("request", `{"body":"{\"password\":\"kept\"}"}`)), testNow)
+	off, err := p.parse([]byte(validItem("request", `{"body":"{\"password\":\"kept\"}"}`)), testNow)
 	if err != nil || off.Submissions[0].Request.Body != `{"password":"kept"}` {
 		t.Errorf("with redaction off: %+v, %v", off, err)
 	}
 	p.RedactedFields = []string{"PIN"}
-	custom, err := p.ParseSubmissions([]byte(validItem("request", `{"body":"{\"pin\":1234,\"password\":\"kept\"}"}`)), testNow)
+	custom, err := p.parse([]byte(validItem("request", `{"body":"{\"pin\":1234,\"password\":\"kept\"}"}`)), testNow)
 	if err != nil || custom.Submissions[0].Request.Body != `{"pin":"`+Mask+`","password":"kept"}` {
 		t.Errorf("with a custom list: %+v, %v", custom, err)
 	}
@@ -484,7 +484,7 @@ func TestABodyIsCopiedOnce(t *testing.T) {
 		literal, _ := json.Marshal(inner)
 		body := []byte(validItem("request", `{"body":`+string(literal)+`}`))
 		parse := func() string {
-			b, err := DefaultPolicy().ParseSubmissions(body, testNow)
+			b, err := DefaultPolicy().parse(body, testNow)
 			if err != nil {
 				t.Fatal(err)
 			}

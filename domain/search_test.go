@@ -68,6 +68,39 @@ func TestSearchIn(t *testing.T) {
 		{"\xff", "a\xfeb", true}, // both are U+FFFD to strings.ToLower
 		{"\uFFFD", "\xff", true},
 		{"\uFFFDx", "é\xffX", true},
+		// U+FFFD in q: found as itself and as any invalid byte, however it
+		// is anchored, and never in a valid rune whose bytes are not.
+		{"\uFFFDzz", "xx\uFFFDZZ", true},
+		{"\uFFFDzz", "xx\xc3ZZ", true},       // a lead byte without its continuation
+		{"\uFFFDzz", "xx\xc3\xa9zz", false},  // é, valid
+		{"\uFFFD\uFFFDz", "\xe6\x97z", true}, // an incomplete rune: two invalid bytes
+		{"\uFFFDz", "\xe6\x97\xa5z", false},  // 日, complete
+		{"e\uFFFD", "E\xa9", true},           // a continuation byte alone
+		{"e\uFFFD", "é", false},
+		{"st\uFFFDtus", "ST\x80TUS", true},
+		{"st\uFFFDtus", "st\uFFFDtus", true},
+		{"st\uFFFDtus", "status", false},
+		{"\uFFFD", "plain", false},
+		{"\uFFFD", "naïve", false},
+		{"\uFFFDa", "\uFFFD\xffA", true},
+		// Runes whose lower case is ASCII or changes length in UTF-8, and
+		// combining marks.
+		{"İstanbul", "istanbul", true},
+		{"İstanbul", "İSTANBUL", true},
+		{"istanbul", "İstanbul", false}, // ASCII q: ASCII case only
+		{"STRAẞE", "straße", true},
+		{"straße", "STRAẞE", true},
+		{"e\u0301", "CAFE\u0301", true},
+		{"e\u0301", "café", false}, // é precomposed is another rune
+		{"日本語", "東京の日本語", true},
+		// A q whose lower case is ASCII, in texts with and without the runes
+		// beyond ASCII that lower to its runes.
+		{"\u212Aelvin", "\u212AELVIN", true},
+		{"\u212Aelvin", "İ kelvin", true},
+		{"\u212Aelvin", "İ kelvi", false},
+		{"İİ", "xİi", true},
+		{"İİ", "xİ\u0130", true},
+		{"İİ", "İ I", false},
 	}
 	for _, c := range cases {
 		if got := NewSearch(c.q).In(c.text); got != c.want {
@@ -99,8 +132,36 @@ func TestSearchAnchor(t *testing.T) {
 			}
 		}
 	}
-	if !NewSearch("a\uFFFD").lowerEach || NewSearch("aé").lowerEach {
-		t.Error("only a q holding U+FFFD lowers each text")
+	// U+FFFD is an anchor of its own (invalid bytes are found by walking the
+	// text), after any other rune beyond ASCII.
+	for q, want := range map[string]rune{"a\uFFFD": utf8.RuneError, "\uFFFDé": 'é', "\xffz": utf8.RuneError, "aé\uFFFD": 'é'} {
+		if s := NewSearch(q); s.runes[s.anchorRune] != want {
+			t.Errorf("NewSearch(%q) anchors on %q, want %q", q, s.runes[s.anchorRune], want)
+		}
+	}
+}
+
+// No rune has more forms (runes lowering to it) than a scan keeps track of.
+func TestRunesLoweringTo(t *testing.T) {
+	most := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if n := len(runesLoweringTo(unicode.ToLower(r))); n > most {
+			most = n
+		}
+	}
+	if most != maxForms {
+		t.Errorf("a rune has up to %d forms, want maxForms = %d", most, maxForms)
+	}
+}
+
+// Matching allocates nothing, whatever q.
+func TestSearchInAllocatesNothing(t *testing.T) {
+	text := strings.Repeat(`{"id":"ord_0001234","city":"Zürich","note":"\uFFFD"} `, 20)
+	for _, q := range []string{"ord_9", "zürich!", "\uFFFDzz", "İstanbul", "\u212Aelvin", "日本"} {
+		s := NewSearch(q)
+		if n := testing.AllocsPerRun(10, func() { s.In(text); s.CouldBeIn(text) }); n != 0 {
+			t.Errorf("NewSearch(%q).In allocates %v times", q, n)
+		}
 	}
 }
 
@@ -154,6 +215,31 @@ func FuzzSearch(f *testing.F) {
 	})
 }
 
+// FuzzSearchCouldBeIn checks the whole-record check against the definition:
+// a text that holds q, with any bytes around it, is never ruled out.
+func FuzzSearchCouldBeIn(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"ord_8f7d", "x", `{"order":"ORD_8F7D"}`, "y"}, {"\uFFFDzz", "\xe6", "\x97zz", ""},
+		{"zz\uFFFD", "", "zz\xe6", "\x97\xa5"}, {"\uFFFD", "\xc3", "\xa9", ""}, {"a\uFFFDb", "\xe6", "a\x97b", "\xa5"},
+		{"\u212Aelvin", "", "\u212AELVIN", ""}, {"\uFFFD\u212A", "\xc3", "\xa9\u212A", ""}, {"İstanbul", "\xc4", "İSTANBUL", "\xb0"},
+		// Found by the fuzzer in mutants: the last candidates of a run of
+		// bytes at or above 0x80.
+		{"A\xbd", "0", "A\x97", "0"}, {"\xe9A\xbdA", "0", "\x97A\x97A", "0"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	f.Fuzz(func(t *testing.T, q, before, text, after string) {
+		s := NewSearch(q)
+		holds := strings.Contains(strings.ToLower(text), strings.ToLower(q))
+		if s.ascii {
+			holds = s.In(text) // an ASCII q ignores only ASCII case (FuzzSearch)
+		}
+		if holds && !s.CouldBeIn(before+text+after) {
+			t.Errorf("NewSearch(%q) finds it in %q, but CouldBeIn(%q) rules it out", q, text, before+text+after)
+		}
+	})
+}
+
 func BenchmarkSearchIn(b *testing.B) {
 	logged := strings.Repeat(`{"id":"ord_0001234","status":"shipped","total":{"amount":125,"currency":"EUR"}} `, 50)
 	for _, c := range []struct{ name, q, text string }{
@@ -175,5 +261,43 @@ func BenchmarkSearchIn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// indexHigh against the simplest scans doing its job, on logged ASCII text:
+// what its word-at-a-time loop buys.
+//
+//	go test ./domain -run '^$' -bench IndexHigh
+func BenchmarkIndexHigh(b *testing.B) {
+	logged := strings.Repeat(`{"id":"ord_0001234","status":"shipped","total":{"amount":125,"currency":"EUR"}} `, 25)
+	header := "i0l6hrwYayPL9hJ7kwKs0AsLsV3DiWiNwAYRdI"
+	scans := []struct {
+		name string
+		scan func(string) int
+	}{
+		{"indexHigh", indexHigh},
+		{"byte loop", func(s string) int {
+			for i := 0; i < len(s); i++ {
+				if s[i] >= utf8.RuneSelf {
+					return i
+				}
+			}
+			return -1
+		}},
+		{"strings.IndexFunc", func(s string) int {
+			return strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf })
+		}},
+	}
+	for _, text := range []struct{ name, s string }{{"2 KB body", logged}, {"header value", header}} {
+		for _, sc := range scans {
+			b.Run(text.name+"/"+sc.name, func(b *testing.B) {
+				b.SetBytes(int64(len(text.s)))
+				for b.Loop() {
+					if sc.scan(text.s) >= 0 {
+						b.Fatal("found")
+					}
+				}
+			})
+		}
 	}
 }

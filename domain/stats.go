@@ -3,6 +3,7 @@ package domain
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -204,32 +205,40 @@ type StatsBuilder struct {
 	q         StatsQuery
 	stats     Stats
 	durations [][]float64 // per bucket, in milliseconds
-	paths     keyCounts
-	names     keyCounts
+	paths     KeyCounter
+	names     KeyCounter
 }
 
 // NewStatsBuilder returns an empty builder of q's statistics.
 func NewStatsBuilder(q StatsQuery) *StatsBuilder {
 	s := NewStats(q)
-	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets)),
-		paths: newKeyCounts(), names: newKeyCounts()}
+	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets))}
 }
 
 // Add counts one message that passed the query's filter. A message outside the
 // range is ignored.
 func (b *StatsBuilder) Add(m StatsSample) {
-	if m.CreatedAt.Before(b.q.From) || !m.CreatedAt.Before(b.q.To) {
+	i, ok := b.stats.countSample(b.q, m)
+	if !ok {
 		return
 	}
-	i := b.q.BucketIndex(m.CreatedAt)
-	bucket := &b.stats.Buckets[i]
-	bucket.Count++
-	bucket.Status.Add(m.StatusCode)
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
-	b.paths.count(RouteOf(m.Path), m.StatusCode)
-	b.names.count(m.Name, m.StatusCode)
+	b.paths.Add(RouteOf(m.Path), IsError(m.StatusCode))
+	b.names.Add(m.Name, IsError(m.StatusCode))
+}
+
+// countSample counts m in its bucket of s, q's statistics, and returns the
+// bucket; false, counting nothing, when m lies outside q's range.
+func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
+	if m.CreatedAt.Before(q.From) || !m.CreatedAt.Before(q.To) {
+		return 0, false
+	}
+	i := q.BucketIndex(m.CreatedAt)
+	s.Buckets[i].Count++
+	s.Buckets[i].Status.Add(m.StatusCode)
+	return i, true
 }
 
 // MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
@@ -238,72 +247,6 @@ func (b *StatsBuilder) Add(m StatsSample) {
 // past it the least counted are dropped from time to time, and the ranking is
 // approximate, as Elasticsearch's terms aggregation is.
 const MaxRankedKeys = 10_000
-
-// keyCounts counts messages by key: the counts in a slice, and where each
-// key's is in a map, so that counting allocates only for a new key's room.
-type keyCounts struct {
-	at     map[string]int
-	counts []KeyCount
-}
-
-func newKeyCounts() keyCounts { return keyCounts{at: map[string]int{}} }
-
-// count counts one message of status under key, which it keeps as given.
-func (k *keyCounts) count(key string, status int) {
-	i, ok := k.at[key]
-	if !ok {
-		if len(k.counts) >= 2*MaxRankedKeys {
-			k.keepMostCounted(MaxRankedKeys)
-		}
-		i = len(k.counts)
-		k.counts = append(k.counts, KeyCount{Key: key})
-		k.at[key] = i
-	}
-	kc := &k.counts[i]
-	kc.Count++
-	if IsError(status) {
-		kc.Errors++
-	}
-}
-
-// keepMostCounted drops the least counted keys, so that at most n are left:
-// those counted fewer times than the n-th most counted, and those counted as
-// often as it too when they would not all fit. Which keys go depends on the
-// counts alone, never on the order of the messages' arrival among equal
-// counts, and costs a sort of the counts, not of the keys.
-func (k *keyCounts) keepMostCounted(n int) {
-	if len(k.counts) <= n {
-		return
-	}
-	all := make([]int64, len(k.counts))
-	for i, kc := range k.counts {
-		all[i] = kc.Count
-	}
-	slices.Sort(all)
-	least := all[len(all)-n] // the n-th most counted
-	if all[len(all)-n-1] == least {
-		least++ // its ties do not all fit
-	}
-	kept := k.counts[:0]
-	for _, kc := range k.counts {
-		if kc.Count >= least {
-			kept = append(kept, kc)
-		}
-	}
-	clear(k.counts[len(kept):]) // let the dropped keys go
-	k.counts = kept
-	clear(k.at)
-	for i, kc := range kept {
-		k.at[kc.Key] = i
-	}
-}
-
-// top is the n keys of most messages, by count descending then key ascending.
-func (k *keyCounts) top(n int) []KeyCount {
-	all := append([]KeyCount{}, k.counts...) // empty, never nil: the API writes []
-	slices.SortFunc(all, CompareKeyCounts)
-	return all[:min(n, len(all))]
-}
 
 // StatsSample is what the statistics read of one message.
 type StatsSample struct {
@@ -326,18 +269,36 @@ func (b *StatsBuilder) Stats() Stats {
 	s.Buckets = slices.Clone(s.Buckets)
 	var all []float64
 	for i := range s.Buckets {
-		bucket := &s.Buckets[i]
+		s.Buckets[i].Duration = Summarise(b.durations[i])
+		all = append(all, b.durations[i]...)
+	}
+	s.sumBuckets()
+	s.Total.Duration = Summarise(all)
+	s.TopPaths = b.paths.Top(TopPaths)
+	s.TopNames = b.names.Top(TopNames)
+	return s
+}
+
+// sumBuckets sets the total's count and status classes to the buckets' sums:
+// every builder's last step but the durations and the rankings.
+func (s *Stats) sumBuckets() {
+	s.Total.Count, s.Total.Status = 0, StatusCounts{}
+	for _, bucket := range s.Buckets {
 		s.Total.Count += bucket.Count
 		for c := range bucket.Status {
 			s.Total.Status[c] += bucket.Status[c]
 		}
-		bucket.Duration = Summarise(b.durations[i])
-		all = append(all, b.durations[i]...)
 	}
-	s.Total.Duration = Summarise(all)
-	s.TopPaths = b.paths.top(TopPaths)
-	s.TopNames = b.names.top(TopNames)
-	return s
+}
+
+// Top returns the n keys of most messages, by count descending then key ascending.
+func Top(counts map[string]*KeyCount, n int) []KeyCount {
+	all := make([]KeyCount, 0, len(counts))
+	for _, kc := range counts {
+		all = append(all, *kc)
+	}
+	slices.SortFunc(all, CompareKeyCounts)
+	return all[:min(n, len(all))]
 }
 
 // CompareKeyCounts orders rankings: count descending, then key ascending.
@@ -376,4 +337,51 @@ func percentileRanks(n int, p float64) (lo, hi int, rank float64) {
 func interpolate(lo, hi, frac float64) float64 {
 	v := lo + (hi-lo)*frac
 	return math.Round(v*1000) / 1000
+}
+
+// selectRank reorders a so that a[k] holds the value of rank k, every value
+// before it is no greater and every value after it no smaller: a quickselect
+// with three-way partitions (durations repeat), sorting what is left once it
+// is small or its pivots keep choosing badly.
+func selectRank(a []int64, k int) {
+	if k == 0 { // the next rank up: the least of what is left
+		least := 0
+		for i, v := range a {
+			if v < a[least] {
+				least = i
+			}
+		}
+		a[0], a[least] = a[least], a[0]
+		return
+	}
+	for budget := 2 * bits.Len(uint(len(a))); len(a) > 32; budget-- {
+		if budget == 0 {
+			break
+		}
+		mid := len(a) / 2
+		pivot := max(min(a[0], a[mid]), min(max(a[0], a[mid]), a[len(a)-1])) // median of three
+		lt, i, gt := 0, 0, len(a)
+		for i < gt {
+			switch v := a[i]; {
+			case v < pivot:
+				a[lt], a[i] = v, a[lt]
+				lt++
+				i++
+			case v > pivot:
+				gt--
+				a[i], a[gt] = a[gt], v
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			a = a[:lt]
+		case k >= gt:
+			a, k = a[gt:], k-gt
+		default:
+			return // a[k] is the pivot, and every value equal to it lies around it
+		}
+	}
+	slices.Sort(a)
 }

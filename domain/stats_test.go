@@ -232,16 +232,22 @@ func TestStatsBuilderEmpty(t *testing.T) {
 }
 
 func TestTop(t *testing.T) {
-	counts := newKeyCounts()
+	counts := map[string]*KeyCount{}
 	for i, key := range []string{"b", "a", "c", "a", "d", "b", "e"} {
-		counts.count(key, 200+300*(i%2))
+		kc := counts[key]
+		if kc == nil {
+			kc = &KeyCount{Key: key}
+			counts[key] = kc
+		}
+		kc.Count++
+		kc.Errors += int64(i % 2)
 	}
 	want := []KeyCount{{"a", 2, 2}, {"b", 2, 1}, {"c", 1, 0}}
-	if got := counts.top(3); !slices.Equal(got, want) {
-		t.Errorf("top(3) = %v, want %v", got, want)
+	if got := Top(counts, 3); !slices.Equal(got, want) {
+		t.Errorf("Top(3) = %v, want %v", got, want)
 	}
-	if got := counts.top(10); len(got) != 5 {
-		t.Errorf("top(10) of 5 keys = %v", got)
+	if got := Top(counts, 10); len(got) != 5 {
+		t.Errorf("Top(10) of 5 keys = %v", got)
 	}
 	if got := RouteOf("/v1/orders?page=2?x"); got != "/v1/orders" {
 		t.Errorf("RouteOf = %q", got)

@@ -2,12 +2,13 @@ package domain
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // MaxNameLength is the longest application name, in characters after trimming.
@@ -42,72 +43,71 @@ type Batch struct {
 	Multiple bool
 }
 
-// ParseSubmissions decodes and validates a POST body in any of the contract's three
-// shapes (one submission, an array of them, or {"messages": [...]}) at time now.
-// Either every item is valid or a *ValidationError lists each bad field; a batch over
-// MaxBatch items fails with an error wrapping ErrTooLarge.
+// MaxNesting bounds how deeply the arrays and objects of a POST body nest. A
+// submission needs six ({"messages":[{"request":{"header":{"Accept":[...]);
+// a decoder refuses hostile bodies such as "[[[[..." before decoding them.
+const MaxNesting = 64
+
+// ValidateSubmissions validates and normalises drafts at time now: either every item is
+// valid or a *ValidationError lists each bad field by its JSON path ("[3].method"
+// in a batch); more items than MaxBatch is an error wrapping ErrTooLarge.
 // It builds the sets of masked headers and redacted fields on each call; a
-// Parser builds them once.
-func (p Policy) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	return p.Parser().ParseSubmissions(body, now)
+// Validator builds them once.
+func (p Policy) ValidateSubmissions(drafts Drafts, now time.Time) (Batch, error) {
+	return p.Validator().ValidateSubmissions(drafts, now)
 }
 
-// Parser parses POST bodies as Policy.ParseSubmissions does, with the policy's
-// sets of masked headers and redacted fields built once, for a server that
-// parses every POST under one policy. Get one from Policy.Parser: the zero
-// Parser is the zero Policy's, which masks and redacts nothing.
-type Parser struct {
+// Validator validates drafts as Policy.ValidateSubmissions does, with the policy's sets of
+// masked headers and redacted fields built once, for a server that validates
+// every POST under one policy. Get one from Policy.Validator: the zero
+// Validator is the zero Policy's, which masks and redacts nothing.
+type Validator struct {
 	policy   Policy
 	masked   map[string]bool
 	redacted fieldSet
 }
 
-// Parser returns a Parser of p. It keeps the sets p has now: later changes to
-// p's MaskedHeaders or RedactedFields do not reach it.
-func (p Policy) Parser() Parser {
-	return Parser{policy: p, masked: p.maskSet(), redacted: p.redactSet()}
+// Validator returns a Validator of p. It keeps the sets p has now: later
+// changes to p's MaskedHeaders or RedactedFields do not reach it.
+func (p Policy) Validator() Validator {
+	return Validator{policy: p, masked: p.maskSet(), redacted: p.redactSet()}
 }
 
-// ParseSubmissions is Policy.ParseSubmissions under the parser's policy.
-func (ps Parser) ParseSubmissions(body []byte, now time.Time) (Batch, error) {
-	return ps.parse(body, now, true)
-}
+// MaxBatch is the most items a batch may hold, which a decoder must keep.
+func (vs Validator) MaxBatch() int { return vs.policy.MaxBatch }
 
-// parse is ParseSubmissions; without skipping, it scans nested values again
-// instead of looking their ends up, as tests compare.
-func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error) {
-	p := ps.policy
-	sc := scratchPool.Get().(*scratch)
-	defer sc.giveBack()
-	shape, err := splitBody(body, p.MaxBatch, skipping, sc)
-	if err != nil {
-		return Batch{}, err
+// ValidateSubmissions is Policy.ValidateSubmissions under the validator's policy. It keeps nothing
+// of drafts: what the messages hold is copied.
+func (vs Validator) ValidateSubmissions(drafts Drafts, now time.Time) (Batch, error) {
+	p := vs.policy
+	if drafts.Count > p.MaxBatch || len(drafts.Items) < drafts.Count {
+		return Batch{}, fmt.Errorf("batch of %d messages is over the limit of %d: %w", drafts.Count, p.MaxBatch, ErrTooLarge)
 	}
-	if shape.multiple && len(shape.items) == 0 {
+	if drafts.Multiple && len(drafts.Items) == 0 {
 		return Batch{}, invalid("the batch is empty: send at least one message")
 	}
-	v := validator{now: Micro(now), policy: p, masked: ps.masked, redacted: ps.redacted, sniff: p.Sniff, ends: shape.ends,
-		scratch: sc}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.giveBack()
+	v := validator{now: Micro(now), policy: p, masked: vs.masked, redacted: vs.redacted, sniff: p.Sniff, scratch: sc}
 	if v.sniff == nil {
 		v.sniff = plainSniff
 	}
-	if !shape.multiple {
+	if !drafts.Multiple {
 		fe := fieldErrors{}
-		s := v.submission(&shape.single, false, &fe)
+		s := v.submission(&drafts.Items[0], false, &fe)
 		if len(fe.list) > 0 {
 			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.list}
 		}
 		return Batch{Submissions: []Submission{s}}, nil
 	}
-	batch := Batch{Submissions: make([]Submission, len(shape.items)), Multiple: true}
+	batch := Batch{Submissions: make([]Submission, len(drafts.Items)), Multiple: true}
 	var all []FieldError
-	for i, raw := range shape.items {
+	for i := range drafts.Items {
 		fe := fieldErrors{prefix: fmt.Sprintf("[%d].", i)}
-		if kindOf(raw) != kindObject {
+		if item := &drafts.Items[i]; item.Kind != jsonbytes.Object {
 			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
 		} else {
-			obj := readMembers(raw, v.ends)
-			batch.Submissions[i] = v.submission(&obj, shape.envelope, &fe)
+			batch.Submissions[i] = v.submission(item, drafts.Envelope, &fe)
 		}
 		all = append(all, fe.list...)
 	}
@@ -117,219 +117,125 @@ func (ps Parser) parse(body []byte, now time.Time, skipping bool) (Batch, error)
 	return batch, nil
 }
 
-// bodyShape is a POST body split into its items, undecoded.
-type bodyShape struct {
-	items []json.RawMessage // the array's or envelope's items
-	// single holds the members of a lone submission, read once while looking for
-	// "messages".
-	single   members
-	multiple bool // an array or an envelope
-	envelope bool
-	ends     valueEnds
-}
-
-// splitBody finds the shape of body, refusing more than maxBatch items.
-// With skipping, the shape carries the ends of body's nested values, kept in
-// sc until it is given back.
-func splitBody(body []byte, maxBatch int, skipping bool, sc *scratch) (bodyShape, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return bodyShape{}, invalid("the request body is empty: send a JSON object or array")
-	}
-	rec := jsonRecorder{values: skipping, spans: sc.spans[:0]}
-	verdict := checkJSON(trimmed, MaxNesting, &rec)
-	sc.spans = rec.spans
-	switch verdict {
-	case jsonTooDeep:
-		return bodyShape{}, invalid("the request body nests arrays and objects more than %d levels deep", MaxNesting)
-	case jsonInvalid:
-		return bodyShape{}, invalid("the request body is not valid JSON")
-	}
-	var ends valueEnds
-	if skipping {
-		if sc.ends == nil {
-			sc.ends = make(valueEnds, len(rec.spans))
-		}
-		ends = sc.ends
-		ends.add(trimmed, rec.spans)
-	}
-	switch trimmed[0] {
-	case '[':
-		items, err := batchItems(trimmed, maxBatch, ends)
-		return bodyShape{items: items, multiple: true, ends: ends}, err
-	case '{':
-		// Members by their exact keys, not a struct: encoding/json matches struct
-		// tags case-insensitively, and only the exact key "messages" makes an envelope.
-		obj := readMembers(trimmed, ends)
-		messages := obj[keyMessages]
-		if messages == nil {
-			return bodyShape{single: obj, ends: ends}, nil
-		}
-		if kindOf(messages) != kindArray {
-			return bodyShape{}, &ValidationError{Message: "the submission is invalid",
-				Fields: []FieldError{{Field: "messages", Message: "must be an array of messages"}}}
-		}
-		items, err := batchItems(messages, maxBatch, ends)
-		return bodyShape{items: items, multiple: true, envelope: true, ends: ends}, err
-	default:
-		return bodyShape{}, invalid("the request body must be a JSON object or array")
-	}
-}
-
 type validator struct {
 	now      time.Time
 	policy   Policy
 	masked   map[string]bool
 	redacted fieldSet
 	sniff    Sniffer
-	ends     valueEnds // of the body being decoded
 	scratch  *scratch
 }
 
-// submission validates the members of one item. envelope items may use "app" for
-// "name" and a top-level "status_code" for "response.status_code".
-func (v validator) submission(obj *members, envelope bool, fe *fieldErrors) Submission {
+// submission validates one item. envelope items may use "app" for "name" and a
+// top-level "status_code" for "response.status_code".
+func (v validator) submission(d *Draft, envelope bool, fe *fieldErrors) Submission {
 	var s Submission
-	nameField, nameKey := "name", keyName
-	if envelope && isAbsent(obj[keyName]) && !isAbsent(obj[keyApp]) {
-		nameField, nameKey = "app", keyApp
+	nameField, name := "name", d.Name
+	if envelope && d.Name.absent() && !d.App.absent() {
+		nameField, name = "app", d.App
 	}
-	if name, ok := stringField(obj[nameKey], nameField, true, fe); ok {
-		s.Name = strings.TrimSpace(name)
+	if text, ok := stringField(name, nameField, true, fe); ok {
+		s.Name = strings.TrimSpace(string(text))
 		if n := utf8.RuneCountInString(s.Name); n < 1 || n > MaxNameLength {
 			fe.add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
 		}
 	}
-	s.CreatedAt = v.createdAt(obj[keyCreatedAt], fe)
-	s.Method = method(obj[keyMethod], fe)
-	if path, ok := stringField(obj[keyPath], "path", true, fe); ok {
+	s.CreatedAt = v.createdAt(d.CreatedAt, fe)
+	s.Method = method(d.Method, fe)
+	if path, ok := stringField(d.Path, "path", true, fe); ok {
 		switch {
-		case !strings.HasPrefix(path, "/"):
+		case !bytes.HasPrefix(path, []byte("/")):
 			fe.add("path", "must start with /")
-		case utf8.RuneCountInString(path) > MaxPathLength:
+		case utf8.RuneCount(path) > MaxPathLength:
 			fe.add("path", "must be at most %d characters", MaxPathLength)
 		default:
-			s.Path = path
+			s.Path = string(path)
 		}
 	}
-	if ip, ok := stringField(obj[keyIPAddress], "ip_address", false, fe); ok && ip != "" {
-		if s.IPAddress, ok = canonicalIP(ip); !ok {
+	if ip, ok := stringField(d.IPAddress, "ip_address", false, fe); ok && len(ip) > 0 {
+		if s.IPAddress, ok = canonicalIP(string(ip)); !ok {
 			fe.add("ip_address", "%s", errIPAddress)
 		}
 	}
-	var topStatus json.RawMessage
+	var topStatus Value
 	if envelope {
-		topStatus = obj[keyStatusCode]
+		topStatus = d.StatusCode
 	}
-	s.Duration, s.HasDuration = durationMS(obj[keyDurationMS], fe)
-	s.Request, _ = v.content(obj[keyRequest], "request", false, nil, fe)
-	s.Response, s.StatusCode = v.content(obj[keyResponse], "response", true, topStatus, fe)
+	s.Duration, s.HasDuration = durationMS(d.DurationMS, fe)
+	s.Request, _ = v.content(&d.Request, "request", false, topStatus, fe)
+	s.Response, s.StatusCode = v.content(&d.Response, "response", true, topStatus, fe)
 	return s
 }
 
-// decodeBody decodes a body member into v's scratch buffer, valid until the next
-// call: redactBody then makes the message's string from it in one copy, where
-// decoding to a string and masking that would copy a redacted body twice.
-func (v validator) decodeBody(raw json.RawMessage, path string, fe *fieldErrors) []byte {
-	body := v.scratch.body[:0]
-	switch {
-	case isAbsent(raw):
-	case kindOf(raw) != kindString:
-		fe.add(path, "must be a string")
-	default:
-		body = appendUnquoted(presized(body, len(raw)), raw[1:len(raw)-1])
-	}
-	v.scratch.body = body
-	return body
-}
-
-// presized is buf, or a new buffer for n bytes if buf has less room: what a
-// literal of n bytes decodes to fits, but for invalid UTF-8.
-func presized(buf []byte, n int) []byte {
-	if cap(buf) < n {
-		return make([]byte, 0, n)
-	}
-	return buf
-}
-
-// scratch holds what decoding writes before it makes the strings a message keeps,
-// and the index of the body's values; pooled, it is reused from one POST to the
-// next. A buffer that grew past maxPooledScratch bytes, or an index past
-// maxPooledEnds values (a map never shrinks), is left to the collector.
+// scratch holds what validation writes before it makes the strings a message
+// keeps; pooled, it is reused from one POST to the next. A buffer that grew
+// past maxPooledScratch bytes is left to the collector.
 type scratch struct {
-	body, header []byte
-	spans        []valueSpan
-	ends         valueEnds
+	header []byte
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-const (
-	maxPooledScratch = 1 << 20
-	maxPooledEnds    = 1 << 14
-)
+const maxPooledScratch = 1 << 20
 
 func (s *scratch) giveBack() {
-	if len(s.ends) > maxPooledEnds {
-		s.ends = nil
-	}
-	clear(s.ends) // it points into the body, which must not be kept alive
-	if cap(s.body) <= maxPooledScratch && cap(s.header) <= maxPooledScratch && cap(s.spans)*16 <= maxPooledScratch {
+	if cap(s.header) <= maxPooledScratch {
 		scratchPool.Put(s)
 	}
 }
 
-// content validates the request or response object. For the response it also
-// returns status_code, which an envelope item may carry at its top level instead.
-func (v validator) content(raw json.RawMessage, field string, isResponse bool, topStatus json.RawMessage, fe *fieldErrors) (Content, int) {
-	var inner members
+// content validates the request or response. For the response it also returns
+// status_code, which an envelope item may carry at its top level instead.
+func (v validator) content(d *DraftContent, field string, isResponse bool, topStatus Value, fe *fieldErrors) (Content, int) {
 	switch {
-	case isAbsent(raw) && isResponse && !isAbsent(topStatus):
-	case isAbsent(raw):
-		fe.add(field, "is required")
-		return Content{}, 0
-	case kindOf(raw) != kindObject:
+	case d.Kind == jsonbytes.Absent || d.Kind == jsonbytes.Null:
+		if !isResponse || topStatus.absent() {
+			fe.add(field, "is required")
+			return Content{}, 0
+		}
+	case d.Kind != jsonbytes.Object:
 		fe.add(field, "must be an object")
 		return Content{}, 0
-	default:
-		inner = readMembers(raw, v.ends)
 	}
 	var c Content
-	body := v.decodeBody(inner[keyBody], field+".body", fe)
-	c.Header = v.header(inner[keyHeader], field+".header", fe)
+	var body []byte
+	switch {
+	case d.Body.absent():
+	case d.Body.Kind != jsonbytes.String:
+		fe.add(field+".body", "must be a string")
+	default:
+		body = d.Body.Text
+	}
+	c.Header = v.header(d.Header, field+".header", fe)
 	c.Size = len(body)
 	c.ContentType, c.Body = typeAndRedact(c.Header, body, v.sniff, v.redacted)
-	if v.masked["Content-Type"] { // the header decoded every other masked value as Mask
+	if v.masked["Content-Type"] { // the header kept every other masked value as Mask
 		maskHeader(c.Header, v.masked)
 	}
 
 	status := 0
 	if isResponse {
-		statusRaw, statusField := inner[keyStatusCode], field+".status_code"
-		if isAbsent(statusRaw) && !isAbsent(topStatus) {
-			statusRaw, statusField = topStatus, "status_code"
+		statusValue, statusField := d.StatusCode, field+".status_code"
+		if statusValue.absent() && !topStatus.absent() {
+			statusValue, statusField = topStatus, "status_code"
 		}
-		status = statusCode(statusRaw, statusField, fe)
+		status = statusCode(statusValue, statusField, fe)
 	}
 	return c, status
 }
 
 // method reads the required method, upper-cased. The standard methods come
 // without allocating: nearly every submission has one.
-func method(raw json.RawMessage, fe *fieldErrors) string {
-	var name []byte
+func method(v Value, fe *fieldErrors) string {
 	switch {
-	case isAbsent(raw):
+	case v.absent():
 		fe.add("method", "is required")
 		return ""
-	case kindOf(raw) != kindString:
+	case v.Kind != jsonbytes.String:
 		fe.add("method", "must be a string")
 		return ""
-	case bytes.IndexByte(raw, '\\') >= 0:
-		name = []byte(unquote(raw))
-	default: // it decodes to itself, or holds invalid UTF-8, which no token does
-		name = raw[1 : len(raw)-1]
 	}
+	name := v.Text
 	switch {
 	case !isToken(name):
 		fe.add("method", "must be an HTTP method token such as GET or POST")
@@ -363,11 +269,11 @@ const errDurationMS = "must be a number of milliseconds from 0 to 86400000 (deci
 
 // durationMS reads the optional duration_ms, kept to the microsecond (further
 // decimals are dropped, as created_at's are).
-func durationMS(raw json.RawMessage, fe *fieldErrors) (time.Duration, bool) {
-	if isAbsent(raw) {
+func durationMS(v Value, fe *fieldErrors) (time.Duration, bool) {
+	if v.absent() {
 		return 0, false
 	}
-	d, ok := parseDurationMS(string(raw), kindOf(raw) == kindNumber)
+	d, ok := parseDurationMS(string(v.Text), v.Kind == jsonbytes.Number)
 	if !ok {
 		fe.add("duration_ms", errDurationMS)
 	}
@@ -404,12 +310,12 @@ func parseMillis(text string, round rounding) (time.Duration, bool) {
 	return time.Duration(micros) * time.Microsecond, true
 }
 
-func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {
-	if isAbsent(raw) {
+func statusCode(v Value, field string, fe *fieldErrors) int {
+	if v.absent() {
 		fe.add(field, "is required")
 		return 0
 	}
-	code, ok := jsonInteger(raw)
+	code, ok := integer(v)
 	if !ok {
 		fe.add(field, "must be an integer")
 		return 0
@@ -421,28 +327,28 @@ func statusCode(raw json.RawMessage, field string, fe *fieldErrors) int {
 	return int(code)
 }
 
-// stringField reads the member raw, reporting problems under path. An absent or
-// null optional field is "".
-func stringField(raw json.RawMessage, path string, required bool, fe *fieldErrors) (string, bool) {
-	if isAbsent(raw) {
+// stringField reads the text of a string member, reporting problems under
+// path. An absent or null optional member is empty.
+func stringField(v Value, path string, required bool, fe *fieldErrors) ([]byte, bool) {
+	if v.absent() {
 		if required {
 			fe.add(path, "is required")
 		}
-		return "", !required
+		return nil, !required
 	}
-	if kindOf(raw) != kindString {
+	if v.Kind != jsonbytes.String {
 		fe.add(path, "must be a string")
-		return "", false
+		return nil, false
 	}
-	return unquote(raw), true
+	return v.Text, true
 }
 
-func (v validator) createdAt(raw json.RawMessage, fe *fieldErrors) time.Time {
-	if isAbsent(raw) {
+func (v validator) createdAt(value Value, fe *fieldErrors) time.Time {
+	if value.absent() {
 		fe.add("created_at", "is required")
 		return time.Time{}
 	}
-	t, err := parseTimestamp(raw)
+	t, err := parseTimestamp(value)
 	if err != nil {
 		fe.add("created_at", "%s", err.Error())
 		return time.Time{}

@@ -36,7 +36,7 @@ func validItem(overrides ...string) string {
 
 func parse(t *testing.T, body string) (Batch, error) {
 	t.Helper()
-	return DefaultPolicy().ParseSubmissions([]byte(body), testNow)
+	return DefaultPolicy().parse([]byte(body), testNow)
 }
 
 func mustParse(t *testing.T, body string) Batch {
@@ -233,7 +233,7 @@ func TestBatchLimit(t *testing.T) {
 	p := DefaultPolicy()
 	p.MaxBatch = 2
 	body := "[" + strings.Repeat(validItem()+",", 2) + validItem() + "]"
-	if _, err := p.ParseSubmissions([]byte(body), testNow); !errors.Is(err, ErrTooLarge) {
+	if _, err := p.parse([]byte(body), testNow); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("3 items over a limit of 2: err = %v, want ErrTooLarge", err)
 	}
 }

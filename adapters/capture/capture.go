@@ -133,6 +133,9 @@ type Stats struct {
 	Submitted uint64 // stored by the submitter
 	Dropped   uint64 // not queued: the queue was full or the recorder closed
 	Failed    uint64 // refused by the submitter, or lost to its errors
+	// Abandoned counts exchanges not recorded because the client went away
+	// while sending its request body; Captured does not include them.
+	Abandoned uint64
 }
 
 // Recorder captures exchanges and submits them in the background. Create it with
@@ -152,7 +155,7 @@ type Recorder struct {
 	cancel  context.CancelFunc
 	once    sync.Once
 
-	captured, submitted, dropped, failed atomic.Uint64
+	captured, submitted, dropped, failed, abandoned atomic.Uint64
 }
 
 // New starts a recorder that submits to submitter.
@@ -183,6 +186,7 @@ func (r *Recorder) Stats() Stats {
 		Submitted: r.submitted.Load(),
 		Dropped:   r.dropped.Load(),
 		Failed:    r.failed.Load(),
+		Abandoned: r.abandoned.Load(),
 	}
 }
 
@@ -268,32 +272,12 @@ func (r *Recorder) run() {
 	}
 }
 
-// submit sends batch. A batch over the receiver's limits is split in halves; one
-// refused for some bad items is sent again without them, since batches are
-// all-or-nothing.
+// submit sends batch, as much of it as the submitter accepts (SubmitAll).
 func (r *Recorder) submit(batch []domain.Exchange) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.SubmitTimeout)
-	_, err := r.submitter.SubmitExchanges(ctx, batch)
-	cancel()
-	if err == nil {
-		r.submitted.Add(uint64(len(batch)))
-		return
-	}
-	if errors.Is(err, domain.ErrTooLarge) && len(batch) > 1 {
-		half := len(batch) / 2
-		r.submit(batch[:half])
-		r.submit(batch[half:])
-		return
-	}
-	var invalid *domain.ValidationError
-	if errors.As(err, &invalid) {
-		if bad := domain.InvalidItems(invalid, len(batch)); len(bad) > 0 && len(bad) < len(batch) {
-			r.fail(len(bad), err)
-			r.submit(without(batch, bad))
-			return
-		}
-	}
-	r.fail(len(batch), err)
+	defer cancel()
+	stored := SubmitAll(ctx, r.submitter, batch, func(items []int, err error) { r.fail(len(items), err) })
+	r.submitted.Add(uint64(stored))
 }
 
 func (r *Recorder) fail(n int, err error) {
@@ -303,18 +287,58 @@ func (r *Recorder) fail(n int, err error) {
 	}
 }
 
-func without(batch []domain.Exchange, drop []int) []domain.Exchange {
-	skip := make(map[int]bool, len(drop))
-	for _, i := range drop {
-		skip[i] = true
+// SubmitAll stores batch through s as far as s accepts it, and returns how many
+// exchanges were stored. A batch over the receiver's limits (domain.ErrTooLarge)
+// is split in halves; one refused for some bad items is sent again without them,
+// since batches are all-or-nothing. refused hears of every part that was not
+// stored: the indexes of its exchanges in batch, and the error (a
+// *domain.ValidationError for bad items; ports.ErrUnavailable or
+// ports.ErrOverloaded when a later try may succeed).
+func SubmitAll(ctx context.Context, s ports.ExchangeSubmitter, batch []domain.Exchange, refused func(items []int, err error)) int {
+	items := make([]int, len(batch))
+	for i := range items {
+		items[i] = i
 	}
-	kept := make([]domain.Exchange, 0, len(batch)-len(drop))
-	for i, e := range batch {
-		if !skip[i] {
-			kept = append(kept, e)
+	return submitPart(ctx, s, batch, items, refused)
+}
+
+// submitPart is SubmitAll on part of a batch; items are its exchanges' indexes in
+// the whole.
+func submitPart(ctx context.Context, s ports.ExchangeSubmitter, part []domain.Exchange, items []int, refused func([]int, error)) int {
+	if len(part) == 0 {
+		return 0
+	}
+	_, err := s.SubmitExchanges(ctx, part)
+	if err == nil {
+		return len(part)
+	}
+	if errors.Is(err, domain.ErrTooLarge) && len(part) > 1 {
+		half := len(part) / 2
+		return submitPart(ctx, s, part[:half], items[:half], refused) +
+			submitPart(ctx, s, part[half:], items[half:], refused)
+	}
+	var invalid *domain.ValidationError
+	if errors.As(err, &invalid) {
+		if bad := domain.InvalidItems(invalid, len(part)); len(bad) > 0 && len(bad) < len(part) {
+			skip := make(map[int]bool, len(bad))
+			badItems := make([]int, 0, len(bad))
+			for _, i := range bad {
+				skip[i] = true
+				badItems = append(badItems, items[i])
+			}
+			refused(badItems, err)
+			keptPart := make([]domain.Exchange, 0, len(part)-len(bad))
+			keptItems := make([]int, 0, len(part)-len(bad))
+			for i, e := range part {
+				if !skip[i] {
+					keptPart, keptItems = append(keptPart, e), append(keptItems, items[i])
+				}
+			}
+			return submitPart(ctx, s, keptPart, keptItems, refused)
 		}
 	}
-	return kept
+	refused(items, err)
+	return 0
 }
 
 // estimatedSize approximates an exchange's JSON size, to keep batches under the

@@ -97,7 +97,7 @@ func Example_embedded() {
 	fmt.Println(len(page.Messages), page.Messages[0].Name)
 	// Output:
 	// GET /hello?who=gopher 200 hello, gopher
-	// {Captured:1 Submitted:1 Dropped:0 Failed:0}
+	// {Captured:1 Submitted:1 Dropped:0 Failed:0 Abandoned:0}
 	// true
 	// 1 shop
 }

@@ -39,7 +39,13 @@ type record struct {
 }
 
 // Middleware records every exchange of next that Options.Skip does not skip. A
-// handler that panics is not recorded; the panic goes on up unchanged.
+// handler that panics is not recorded; the panic goes on up unchanged. One that
+// aborts its reply with http.ErrAbortHandler (as httputil.ReverseProxy does when
+// a stream breaks: an event stream the client closed) is recorded as far as it
+// went, its body's size then unknown, and the panic goes on. Not recorded either
+// is an exchange whose client went away while sending its request body (the body's
+// read failed and the request's context ended): half a request is not stored as
+// if it were whole; Stats.Abandoned counts them.
 func (r *Recorder) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.opts.Skip != nil && r.opts.Skip(req) {
@@ -62,10 +68,35 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
 		}
 		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started}
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			// The reply was cut off: httputil.ReverseProxy aborts so when a
+			// stream breaks (the client went away, or the upstream).
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler { //nolint:errorlint // a sentinel value, compared as net/http does
+					r.record(req, rec, resp, false)
+				}
+				panic(p)
+			}
+		}()
 		next.ServeHTTP(httpsnoop.Wrap(w, resp.hooks()), req)
-		resp.finish()
-		r.enqueue(rec)
+		returned = true
+		r.record(req, rec, resp, true)
 	})
+}
+
+// record queues rec once the handler is done, unless the client abandoned its
+// request body. whole is false when the handler aborted its reply.
+func (r *Recorder) record(req *http.Request, rec *record, resp *responseCapture, whole bool) {
+	if rec.reqBody.broken() && req.Context().Err() != nil {
+		r.abandoned.Add(1)
+		return
+	}
+	resp.finish(whole)
+	r.enqueue(rec)
 }
 
 func (r *Recorder) name(req *http.Request) string {
@@ -179,7 +210,7 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 // committed no reply, since net/http writes it then; up to the hijack, the last
 // the recorder sees of the reply. A duration over domain.MaxDuration (a stream
 // left open for days) is left unknown rather than have the exchange refused.
-func (c *responseCapture) finish() {
+func (c *responseCapture) finish(whole bool) {
 	if !c.committed && !c.hijacked {
 		c.answered = c.clock.Now()
 	}
@@ -187,7 +218,9 @@ func (c *responseCapture) finish() {
 		c.commit(http.StatusSwitchingProtocols)
 	}
 	c.commit(http.StatusOK)
-	c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+	if whole {
+		c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
+	}
 	d := c.answered.Sub(c.started)
 	c.rec.duration, c.rec.hasDuration = d, d >= 0 && d <= domain.MaxDuration
 }
@@ -201,8 +234,11 @@ type teeBody struct {
 func (t *teeBody) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
 	t.into.Write(p[:n])
-	if err == io.EOF { //nolint:errorlint // io.EOF is returned unwrapped by contract
+	switch {
+	case err == io.EOF: //nolint:errorlint // io.EOF is returned unwrapped by contract
 		t.into.sawEnd()
+	case err != nil:
+		t.into.sawError()
 	}
 	return n, err
 }
@@ -216,6 +252,7 @@ type cappedBuffer struct {
 	kept     []byte
 	total    int64
 	complete bool // the whole stream passed through (request bodies: EOF seen)
+	failed   bool // reading the stream failed before its end
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -232,6 +269,19 @@ func (b *cappedBuffer) sawEnd() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.complete = true
+}
+
+func (b *cappedBuffer) sawError() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failed = true
+}
+
+// broken: reading the stream failed before its end was seen.
+func (b *cappedBuffer) broken() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed && !b.complete
 }
 
 // readFrom passes src to the original ReadFrom. Only the part to keep goes through
@@ -350,8 +400,17 @@ func (r *Recorder) forwardedClient(lines []string) (netip.Addr, bool) {
 	return client, client.IsValid()
 }
 
-func (r *Recorder) trusted(ip netip.Addr) bool {
-	for _, p := range r.opts.TrustedProxies {
+func (r *Recorder) trusted(ip netip.Addr) bool { return contains(r.opts.TrustedProxies, ip) }
+
+// Trusts reports whether addr ("ip" or "ip:port", as http.Request.RemoteAddr) is
+// in one of prefixes.
+func Trusts(prefixes []netip.Prefix, addr string) bool {
+	ip, ok := parseIP(addr)
+	return ok && contains(prefixes, ip)
+}
+
+func contains(prefixes []netip.Prefix, ip netip.Addr) bool {
+	for _, p := range prefixes {
 		if p.Contains(ip) {
 			return true
 		}

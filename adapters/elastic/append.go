@@ -11,8 +11,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -148,8 +148,8 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 // the document, with the full-text field if index was created before in-place
 // indexing (legacy).
 func appendBulkEntry(dst []byte, index string, legacy bool, m domain.Message) []byte {
-	dst = jsonwire.StringMember(dst, `{"create":{"_index":`, index)
-	dst = jsonwire.StringMember(dst, `,"_id":`, m.ID)
+	dst = jsonbytes.StringMember(dst, `{"create":{"_index":`, index)
+	dst = jsonbytes.StringMember(dst, `,"_id":`, m.ID)
 	dst = append(dst, "}}\n"...)
 	if legacy {
 		dst = appendDocumentWithText(dst, m)

@@ -5,9 +5,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // A message is stored as its record (adapters/internal/record: the fields of
@@ -44,7 +44,7 @@ func appendDocumentWithText(dst []byte, m domain.Message) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = jsonwire.AppendString(dst, text)
+		dst = jsonbytes.AppendString(dst, text)
 	})
 	return append(dst, "]}"...)
 }
@@ -63,7 +63,7 @@ func searchedTexts(m domain.Message, yield func(string)) {
 	}
 	var onStack [32]string
 	for _, h := range []domain.Header{m.Request.Header, m.Response.Header} {
-		for _, name := range jsonwire.SortedNames(onStack[:0], h) {
+		for _, name := range jsonbytes.SortedKeys(onStack[:0], h) {
 			for _, v := range h[name] {
 				if v != "" {
 					yield(headOf(v, domain.SearchedBodyBytes))

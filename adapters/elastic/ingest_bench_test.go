@@ -14,9 +14,9 @@ import (
 	"unicode"
 
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // BenchmarkIngestFullText: what the full-text field costs a bulk request of
@@ -190,7 +190,7 @@ func appendBenchDocument(dst []byte, i int, values func(string) []string) []byte
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = jsonwire.AppendString(dst, v)
+			dst = jsonbytes.AppendString(dst, v)
 		}
 	})
 	return append(dst, "]}"...)
@@ -212,7 +212,7 @@ func appendUniqueWords(dst []byte, i int) []byte {
 	})
 	dst = record.AppendJSONMembers(dst, m)
 	dst = append(dst, `,"text":`...)
-	dst = jsonwire.AppendString(dst, strings.Join(words, " "))
+	dst = jsonbytes.AppendString(dst, strings.Join(words, " "))
 	return append(dst, '}')
 }
 

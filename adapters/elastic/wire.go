@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // wire reads the JSON of a search reply in one pass as it streams in, and
@@ -339,7 +339,7 @@ const highs = 0x8080808080808080
 // hasStringEnd reports whether any of the 8 bytes of v is a stringEnds byte
 // (it may say so wrongly; text then looks byte by byte).
 func hasStringEnd(v uint64) bool {
-	return jsonwire.QuoteBackslashOrControl(v)|v&highs != 0
+	return jsonbytes.QuoteBackslashOrControl(v)|v&highs != 0
 }
 
 // text reads a string and returns its decoded bytes, valid until the next read.
@@ -401,7 +401,7 @@ func (w *wire) decode(out []byte, start int) (decoded []byte, newStart int, mult
 				v := binary.LittleEndian.Uint64(b[i:])
 				binary.LittleEndian.PutUint64(o[n:], v)
 				high |= v
-				special := jsonwire.QuoteBackslashOrControl(v)
+				special := jsonbytes.QuoteBackslashOrControl(v)
 				if special == 0 {
 					i += 8
 					n += 8
@@ -782,7 +782,7 @@ func (w *wire) micros() record.Micros {
 	return record.MicrosOf(t)
 }
 
-// parseStoredTime reads "2006-01-02T15:04:05.000000Z", as jsonwire.AppendTime
+// parseStoredTime reads "2006-01-02T15:04:05.000000Z", as jsonbytes.AppendTime
 // writes it; ok is false for any other text, or a date time.Parse would refuse.
 func parseStoredTime(b []byte) (us record.Micros, ok bool) {
 	const layout = "dddd-dd-ddTdd:dd:dd.ddddddZ"

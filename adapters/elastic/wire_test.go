@@ -15,13 +15,8 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// readHitsOf reads the messages of a reply whose hits have the sources given,
-// as List reads a page.
-func readHitsOf(t testing.TB, sources ...[]byte) []domain.Message {
-	return readHitsThrough(t, func(r io.Reader) io.Reader { return r }, sources...)
-}
-
-// readHitsThrough is readHitsOf with the reply read through reader(reply).
+// readHitsThrough reads the messages of a reply whose hits have the sources
+// given, as List reads a page, with the reply read through reader(reply).
 func readHitsThrough(t testing.TB, reader func(io.Reader) io.Reader, sources ...[]byte) []domain.Message {
 	t.Helper()
 	var reply bytes.Buffer

@@ -1,6 +1,6 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
 // POST and GET /v1/messages, GET /v1/messages/{idOrReference}, GET /v1/stats,
-// GET /v1/messages/export, /healthz, /readyz,
+// GET /v1/messages/export, /v1/alerts (rules, states, webhook endpoints), /healthz, /readyz,
 // /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
@@ -43,6 +43,13 @@ type Options struct {
 	// (nil: made from the reader).
 	Statistics *app.Statistics
 	Exporter   *app.Exporter
+	// Traces, if set, takes OpenTelemetry trace exports on POST /v1/traces.
+	Traces TraceReceiver
+	// Exports bounds the exports running at once and how slowly they may be
+	// read (zero: DefaultExportLimits).
+	Exports ExportLimits
+	// Alerts serves /v1/alerts (nil: those endpoints answer 404).
+	Alerts *app.Alerts
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -63,6 +70,10 @@ type api struct {
 	metrics    *Metrics
 	limiter    *RateLimiter
 	portal     *portal.Portal
+	// traceReceiver serves POST /v1/traces; nil: no such route.
+	traceReceiver TraceReceiver
+	exports       *exportSlots
+	alerts        *app.Alerts
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -70,7 +81,7 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -80,6 +91,10 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	if a.maxBody <= 0 {
 		a.maxBody = DefaultMaxBodyBytes
 	}
+	if opts.Exports == (ExportLimits{}) {
+		opts.Exports = DefaultExportLimits()
+	}
+	a.exports = newExportSlots(opts.Exports)
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
@@ -117,8 +132,12 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/v1/stats", a.authenticate(a.rateLimit(a.stats))).Methods(readMethods()...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
+	if a.traceReceiver != nil {
+		r.HandleFunc(TracesPath, a.traces).Methods(http.MethodPost)
+	}
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
+	a.alertRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC
@@ -138,6 +157,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
 		defer cancel()
 		if err := a.readiness(ctx); err != nil {
+			if a.clientLeft(w, r, err) {
+				return
+			}
 			a.log.Warn("not ready", zap.Error(err), zap.String("request_id", requestID(r.Context())))
 			writeError(w, apiError{status: http.StatusServiceUnavailable, message: msgNotReady, retryAfter: retryUnavailable})
 			return
@@ -149,8 +171,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 // submit is the HTTP end of the one ingest line: it checks what only HTTP knows
 // (content type, charset and coding included; the Idempotency-Key header; the
 // declared body size), then app.Ingester.Admit decides from the headers
-// (permission, load), the body is read, and the Admission decodes it (Decode)
-// and writes its messages to the store (Store). Everything before the body costs
+// (permission, load), the body is read, and the Admission decodes it into
+// drafts (submissions.go) and validates them (Decode), then writes its messages
+// to the store (Store). Everything before the body costs
 // no more than its headers, so an overloaded service refuses fast; an admitted
 // request holds room for its body in the store's queue, so it is not refused for
 // load once its body is read.
@@ -184,7 +207,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.refuseBody(w, r, a.maxBody, err)
 		return
 	}
-	err = admitted.Decode(r.Context(), body)
+	drafts := decodings.Get().(*decoding)
+	err = admitted.Decode(r.Context(), int64(len(body)), func() (domain.Drafts, error) {
+		return drafts.decode(body, a.ingest.MaxBatch())
+	})
+	drafts.release()
 	giveBack() // before the store is waited for: the messages hold copies
 	if err != nil {
 		a.fail(w, r, err)

@@ -44,6 +44,8 @@ type setup struct {
 	readiness func(context.Context) error
 	maxBody   int64
 	limiter   *httpapi.RateLimiter
+	exports   httpapi.ExportLimits
+	walks     *app.WalkLimits // nil: app.DefaultWalkLimits
 }
 
 func newFixture(t *testing.T, s setup) fixture {
@@ -58,12 +60,16 @@ func newFixture(t *testing.T, s setup) fixture {
 	cfg := app.DefaultConfig()
 	cfg.VisibilityDelay = 0
 	policy := cfg.Policy()
+	walks := app.DefaultWalkLimits()
+	if s.walks != nil {
+		walks = *s.walks
+	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := httpapi.New(
 		app.NewIngester(s.store, policy, clock),
-		app.NewReader(s.store, policy, clock),
+		app.NewReaderWith(s.store, policy, clock, walks),
 		s.keys,
-		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter},
+		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter, Exports: s.exports},
 	)
 	return fixture{handler: h, logs: logs, clock: clock}
 }
@@ -539,22 +545,35 @@ func flipFirstLetter(s string) string {
 	return "msg_" + string(b)
 }
 
-// Handlers built while another serves share nothing mux writes to: under -race
-// this failed while every router was given one package-level slice of methods,
-// which mux upper-cases in place.
+// Handlers built while another serves share nothing mux writes to (it
+// upper-cases a route's methods in place): the serving one keeps answering and
+// routing by method, and so does each new one. Under -race this also failed
+// while every router was given one package-level slice of methods.
 func TestHandlersBuiltWhileAnotherServes(t *testing.T) {
 	serving := newFixture(t, setup{})
-	done := make(chan struct{})
+	failures := make(chan string, 200)
 	go func() {
-		defer close(done)
-		for range 200 {
-			serving.do(t, request{method: http.MethodGet, target: "/healthz"})
+		defer close(failures)
+		for i := range 200 {
+			method := []string{http.MethodGet, http.MethodHead, http.MethodPost}[i%3]
+			rec := serving.do(t, request{method: method, target: "/healthz"})
+			if want := map[string]int{http.MethodPost: http.StatusMethodNotAllowed}[method]; rec.Code != max(want, http.StatusOK) {
+				failures <- fmt.Sprintf("%s /healthz on the serving handler: %d", method, rec.Code)
+			}
 		}
 	}()
 	for range 20 {
-		newFixture(t, setup{})
+		built := newFixture(t, setup{})
+		if rec := built.do(t, request{method: http.MethodHead, target: "/healthz"}); rec.Code != http.StatusOK {
+			t.Errorf("HEAD /healthz on a new handler: %d", rec.Code)
+		}
+		if rec := built.do(t, request{method: http.MethodPost, target: "/healthz"}); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST /healthz on a new handler: %d, Allow %q, want 405 and GET, HEAD", rec.Code, rec.Header().Get("Allow"))
+		}
 	}
-	<-done
+	for failure := range failures {
+		t.Error(failure)
+	}
 }
 
 // At full load the access lines of successful submissions are sampled; an error's

@@ -31,11 +31,15 @@ type Config struct {
 	// RateBurst how many at once beyond it; a RateLimit of 0 turns limiting off.
 	RateLimit float64
 	RateBurst int
+	// Exports bounds the exports running at once and how slowly they may be
+	// read.
+	Exports ExportLimits
 }
 
 // DefaultConfig returns the defaults of every field.
 func DefaultConfig() Config {
-	return Config{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes, RateLimit: DefaultRateLimit, RateBurst: DefaultRateBurst}
+	return Config{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes, RateLimit: DefaultRateLimit, RateBurst: DefaultRateBurst,
+		Exports: DefaultExportLimits()}
 }
 
 // Validate reports the first unusable field of a configuration with its defaults
@@ -54,6 +58,9 @@ func (c Config) Validate() error {
 		return bad("RateLimit", "must not be negative (0 turns rate limiting off)")
 	case c.RateBurst < 1 || c.RateBurst > MaxRateBurst:
 		return bad("RateBurst", fmt.Sprintf("must be from 1 to %d", MaxRateBurst))
+	}
+	if field, reason := c.Exports.validate(); field != "" {
+		return bad("Exports."+field, reason)
 	}
 	return nil
 }

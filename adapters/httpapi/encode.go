@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // Messages are the bulk of the API's output, so they are encoded by hand with
-// jsonwire: the bytes are exactly what encoding/json (with SetEscapeHTML(false))
+// jsonbytes: the bytes are exactly what encoding/json (with SetEscapeHTML(false))
 // writes for the reply structs in encode_test.go, which checks that.
 
 // pooledBuffers recycles reply buffers; maxPooledBuffer keeps a rare huge page
@@ -35,7 +35,7 @@ func writeEncoded(w http.ResponseWriter, status int, encode func([]byte) []byte)
 // next cursor is null on the last page.
 func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 	dst = slices.Grow(dst, replySize(page.Messages...))
-	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgListed)
+	dst = jsonbytes.StringMember(dst, `{"status":true,"message":`, msgListed)
 	dst = append(dst, `,"messages":[`...)
 	for i, m := range page.Messages {
 		if i > 0 {
@@ -49,7 +49,7 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 	dst = strconv.AppendBool(dst, page.HasMore)
 	dst = append(dst, `,"next_cursor":`...)
 	if next := page.Next(); next != nil {
-		dst = jsonwire.AppendString(dst, next.Encode())
+		dst = jsonbytes.AppendString(dst, next.Encode())
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -59,7 +59,7 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 // appendFetchedReply appends the body of a single message's reply.
 func appendFetchedReply(dst []byte, m domain.Message) []byte {
 	dst = slices.Grow(dst, replySize(m))
-	dst = jsonwire.StringMember(dst, `{"status":true,"message":`, msgFetched)
+	dst = jsonbytes.StringMember(dst, `{"status":true,"message":`, msgFetched)
 	dst = append(dst, `,"data":`...)
 	dst = appendMessage(dst, m)
 	return append(dst, "}\n"...)
@@ -86,30 +86,30 @@ func replySize(msgs ...domain.Message) int {
 // appendMessage appends m in the contract's field order; the account and the
 // visibility and expiry times stay internal.
 func appendMessage(dst []byte, m domain.Message) []byte {
-	dst = jsonwire.StringMember(dst, `{"id":`, m.ID)
-	dst = jsonwire.StringMember(dst, `,"reference":`, m.Reference)
-	dst = jsonwire.StringMember(dst, `,"name":`, m.Name)
-	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
-	dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
-	dst = jsonwire.IntMember(dst, `,"status_code":`, m.StatusCode)
+	dst = jsonbytes.StringMember(dst, `{"id":`, m.ID)
+	dst = jsonbytes.StringMember(dst, `,"reference":`, m.Reference)
+	dst = jsonbytes.StringMember(dst, `,"name":`, m.Name)
+	dst = jsonbytes.StringMember(dst, `,"domain":`, m.Domain)
+	dst = jsonbytes.StringMember(dst, `,"ip_address":`, m.IPAddress)
+	dst = jsonbytes.IntMember(dst, `,"status_code":`, m.StatusCode)
 	dst = appendDurationMS(append(dst, `,"duration_ms":`...), m)
 	dst = append(dst, `,"request":`...)
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
-	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
-	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
-	dst = jsonwire.TimeMember(dst, `,"created_at":`, m.CreatedAt)
-	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
+	dst = jsonbytes.StringMember(dst, `,"path":`, m.Path)
+	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
+	dst = jsonbytes.TimeMember(dst, `,"created_at":`, m.CreatedAt, domain.TimeLayout)
+	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
 	return append(dst, '}')
 }
 
 func appendContent(dst []byte, c domain.Content) []byte {
 	dst = append(dst, `{"header":`...)
 	dst = appendHeader(dst, c.Header)
-	dst = jsonwire.StringMember(dst, `,"body":`, c.Body)
-	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
-	dst = jsonwire.IntMember(dst, `,"size":`, c.Size)
+	dst = jsonbytes.StringMember(dst, `,"body":`, c.Body)
+	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
 	return append(dst, '}')
 }
 
@@ -129,19 +129,19 @@ func appendDurationMS(dst []byte, m domain.Message) []byte {
 // nil header or value list is written empty, never null.
 func appendHeader(dst []byte, h domain.Header) []byte {
 	var onStack [32]string // enough for typical headers without a heap allocation
-	names := jsonwire.SortedNames(onStack[:0], h)
+	names := jsonbytes.SortedKeys(onStack[:0], h)
 	dst = append(dst, '{')
 	for i, name := range names {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonwire.AppendString(dst, name)
+		dst = jsonbytes.AppendString(dst, name)
 		dst = append(dst, `:[`...)
 		for j, value := range h[name] {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsonwire.AppendString(dst, value)
+			dst = jsonbytes.AppendString(dst, value)
 		}
 		dst = append(dst, ']')
 	}
@@ -153,7 +153,7 @@ func appendHeader(dst []byte, h domain.Header) []byte {
 // since it is written once per POST on the hot path.
 func appendIngestReply(dst []byte, result app.SubmitResult) []byte {
 	dst = append(dst, `{"status":true,"message":`...)
-	dst = jsonwire.AppendString(dst, msgIngested)
+	dst = jsonbytes.AppendString(dst, msgIngested)
 	dst = append(dst, `,"data":`...)
 	single := !result.Multiple && len(result.Identities) == 1
 	if !single {
@@ -164,9 +164,9 @@ func appendIngestReply(dst []byte, result app.SubmitResult) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"id":`...)
-		dst = jsonwire.AppendString(dst, id.ID)
+		dst = jsonbytes.AppendString(dst, id.ID)
 		dst = append(dst, `,"reference":`...)
-		dst = jsonwire.AppendString(dst, id.Reference)
+		dst = jsonbytes.AppendString(dst, id.Reference)
 		dst = append(dst, '}')
 	}
 	if !single {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -42,6 +44,10 @@ func errorFor(err error) apiError {
 			message: fmt.Sprintf("the request body is larger than the limit of %d bytes", tooBig.Limit)}
 	case errors.Is(err, domain.ErrTooLarge):
 		return apiError{status: http.StatusRequestEntityTooLarge, message: err.Error()}
+	case errors.Is(err, portal.ErrSessionExpired):
+		return unauthorized("the portal session has expired: open a new portal link")
+	case errors.Is(err, portal.ErrSessionInvalid):
+		return unauthorized("the portal session token is not valid")
 	case errors.Is(err, ports.ErrUnauthenticated):
 		return unauthorized("the API key is not valid")
 	case errors.Is(err, ports.ErrForbidden):
@@ -59,8 +65,9 @@ func errorFor(err error) apiError {
 		return apiError{status: http.StatusTooManyRequests, message: "too many requests; retry later",
 			retryAfter: retryOverloaded}
 	case ports.KindUnavailable, ports.KindCanceled:
-		// Canceled: the client went away, or the server is stopping; whoever
-		// reads this may retry.
+		// Canceled while the client is still there (fail answers a client that
+		// left with statusClientClosedRequest): the server gave up its own work,
+		// stopping; whoever reads this may retry.
 		return apiError{status: http.StatusServiceUnavailable, message: "the store is unavailable; retry later",
 			retryAfter: retryUnavailable}
 	default:
@@ -74,17 +81,44 @@ func unauthorized(message string) apiError {
 		header: http.Header{"Www-Authenticate": {authChallenge}}}
 }
 
-// fail writes err's reply; 5xx errors are logged with the request id.
+// statusClientClosedRequest is nginx's code for a request whose client went
+// away before its reply. No client reads it: it is what the access log and
+// reqlog_http_requests_total record, so a client that gave up is never a 5xx.
+const statusClientClosedRequest = 499
+
+// clientLeft reports whether err ended the request because its client went
+// away: the request's own context was canceled (the connection closed, the
+// HTTP/2 stream was reset) and err says so. It then notes the request as
+// statusClientClosedRequest and logs it at debug.
+func (a *api) clientLeft(w http.ResponseWriter, r *http.Request, err error) bool {
+	if ports.KindOf(err) != ports.KindCanceled || !errors.Is(r.Context().Err(), context.Canceled) {
+		return false
+	}
+	a.log.Debug("the client went away before its reply", zap.Error(err), zap.String("request_id", requestID(r.Context())))
+	w.WriteHeader(statusClientClosedRequest) // to a closed connection: only the recorders see it
+	return true
+}
+
+// fail writes err's reply; 5xx errors are logged with the request id. A client
+// that went away gets no reply (clientLeft).
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if a.clientLeft(w, r, err) {
+		return
+	}
 	e := errorFor(err)
-	if e.status >= http.StatusInternalServerError {
+	a.logFailure(r, err, e.status)
+	writeError(w, e)
+}
+
+// logFailure logs err when its reply, status, is the service's fault (5xx).
+func (a *api) logFailure(r *http.Request, err error, status int) {
+	if status >= http.StatusInternalServerError {
 		level := zap.WarnLevel
-		if e.status == http.StatusInternalServerError {
+		if status == http.StatusInternalServerError {
 			level = zap.ErrorLevel
 		}
 		a.log.Log(level, "request failed", zap.Error(err), zap.String("request_id", requestID(r.Context())))
 	}
-	writeError(w, e)
 }
 
 func writeError(w http.ResponseWriter, e apiError) {

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -131,7 +131,9 @@ var exportColumns = []string{"created_at", "id", "reference", "name", "method", 
 // headers wait for the first page, so a store that fails at once still gets its
 // error reply. A store that fails later, with the 200 sent, cuts the connection:
 // the reply then lacks its end (the last chunk of HTTP/1.1, END_STREAM of
-// HTTP/2), so no client takes a partial export for a whole one.
+// HTTP/2), so no client takes a partial export for a whole one. Exports are
+// bounded in number per principal and in all (429 beyond) and held to a pace
+// (exportPace), so stalled readers cannot pin memory.
 func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	values, ok := queryValues(w, r)
 	if !ok {
@@ -142,18 +144,32 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	release, busy := a.exports.take(limiterKey(principalOf(r.Context())))
+	if busy != nil {
+		writeError(w, *busy)
+		return
+	}
+	defer release()
 	if r.Method == http.MethodHead {
 		q.Max = 1 // the same status and headers as GET, without reading everything
 	}
-	out := newExportWriter(w, q.Format)
+	out := newExportWriter(w, q.Format, a.exports.limits)
 	_, err = a.exporter.Export(r.Context(), principalOf(r.Context()), q, out.page)
+	if err == nil {
+		err = out.finish()
+	}
 	switch {
 	case err == nil:
-		out.finish()
 	case !out.started:
 		a.fail(w, r, err)
+	case errors.Is(err, errSlowReader):
+		a.log.Info("export cut: its client read more slowly than REQLOG_EXPORT_MIN_RATE and REQLOG_EXPORT_STALL_TIMEOUT allow",
+			zap.String("request_id", requestID(r.Context())))
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
-		// The client left: nobody to tell.
+		// The client left with the 200 sent, which the metrics count, as
+		// nginx logs an aborted download: nobody to tell.
+		a.log.Debug("the client went away during its export", zap.Error(err),
+			zap.String("request_id", requestID(r.Context())))
 	default:
 		a.log.Warn("export failed after its reply began; connection cut", zap.Error(err),
 			zap.String("request_id", requestID(r.Context())))
@@ -164,22 +180,29 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 // errClientGone is a failed write of the export: the client left.
 var errClientGone = errors.New("export: client gone")
 
-// exportChunkBytes is how much encoded NDJSON an export gathers before writing it.
+// exportChunkBytes is how much encoded export gathers before it is written.
 const exportChunkBytes = 64 << 10
 
-// exportWriter encodes export pages onto the reply.
+// exportWriter encodes export pages onto the reply, a chunk at a time, each
+// write held to the export's pace.
 type exportWriter struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	pace    exportPace
 	format  string
 	started bool
 	buf     []byte
-	csv     *csv.Writer
+	csv     *csv.Writer // writes into buf
 	record  []string
 }
 
-func newExportWriter(w http.ResponseWriter, format string) *exportWriter {
-	return &exportWriter{w: w, rc: http.NewResponseController(w), format: format}
+func newExportWriter(w http.ResponseWriter, format string, limits ExportLimits) *exportWriter {
+	return &exportWriter{w: w, pace: exportPace{rc: http.NewResponseController(w), limits: limits}, format: format}
+}
+
+// Write appends to the chunk being gathered: the CSV encoder writes here.
+func (e *exportWriter) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	return len(p), nil
 }
 
 // start sends status and headers, and the CSV header line.
@@ -199,61 +222,65 @@ func (e *exportWriter) start() {
 		// Lines end in LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv also
 		// turns a newline inside a quoted field into CRLF, changing the data.
 		// Spreadsheets and CSV readers take either.
-		e.csv = csv.NewWriter(e.w)
+		e.csv = csv.NewWriter(e)
 		e.record = make([]string, len(exportColumns))
 		_ = e.csv.Write(exportColumns)
 	}
 }
 
-// page writes and flushes one page of the export. Each page gets the server's
-// whole write timeout, so a long export is cut only when a client stops reading.
+// page encodes one page of the export and writes it, in chunks so the buffer
+// stays small whatever the page holds, then flushes it to the client.
 func (e *exportWriter) page(msgs []domain.Message) error {
-	if err := e.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return errClientGone
-	}
 	if !e.started {
 		e.start()
 	}
-	if e.format == domain.ExportCSV {
-		for _, m := range msgs {
-			if err := e.csv.Write(e.csvRecord(m)); err != nil {
-				return errClientGone
-			}
-		}
-		e.csv.Flush()
-		if e.csv.Error() != nil {
-			return errClientGone
-		}
-	} else {
-		// Written in chunks, so the buffer stays small whatever the page holds.
-		e.buf = e.buf[:0]
-		for _, m := range msgs {
+	for _, m := range msgs {
+		if e.csv != nil {
+			_ = e.csv.Write(e.csvRecord(m)) // into e.buf, which cannot fail
+		} else {
 			e.buf = append(appendMessage(e.buf, m), '\n')
-			if len(e.buf) >= exportChunkBytes {
-				if _, err := e.w.Write(e.buf); err != nil {
-					return errClientGone
-				}
-				e.buf = e.buf[:0]
+		}
+		if len(e.buf) >= exportChunkBytes {
+			if err := e.writeChunk(); err != nil {
+				return err
 			}
 		}
-		if _, err := e.w.Write(e.buf); err != nil {
-			return errClientGone
-		}
 	}
-	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return errClientGone
-	}
-	return nil
+	return e.flush()
 }
 
-// finish ends an export; one of nothing still has its headers (and CSV header).
-func (e *exportWriter) finish() {
-	if !e.started {
-		e.start()
-	}
+// writeChunk writes what is gathered (the CSV encoder's buffer included).
+func (e *exportWriter) writeChunk() error {
 	if e.csv != nil {
 		e.csv.Flush()
 	}
+	if len(e.buf) == 0 {
+		return nil
+	}
+	err := e.pace.send(len(e.buf), func() error { _, err := e.w.Write(e.buf); return err })
+	e.buf = e.buf[:0]
+	return err
+}
+
+// flush writes what is gathered and sends it to the client.
+func (e *exportWriter) flush() error {
+	if err := e.writeChunk(); err != nil {
+		return err
+	}
+	return e.pace.send(0, func() error {
+		if err := e.pace.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	})
+}
+
+// finish ends an export; one of nothing still has its headers (and CSV header).
+func (e *exportWriter) finish() error {
+	if !e.started {
+		e.start()
+	}
+	return e.flush()
 }
 
 func (e *exportWriter) csvRecord(m domain.Message) []string {
@@ -267,5 +294,25 @@ func (e *exportWriter) csvRecord(m domain.Message) []string {
 	}
 	rec[8] = m.IPAddress
 	rec[9], rec[10] = strconv.Itoa(m.Request.Size), strconv.Itoa(m.Response.Size)
+	for i, cell := range rec {
+		rec[i] = defuseFormula(cell)
+	}
 	return rec
+}
+
+// formulaStarts are the first characters that make a spreadsheet read a cell as
+// a formula (OWASP, "CSV Injection").
+const formulaStarts = "=+-@\t\r"
+
+// defuseFormula prepends ' to a cell a spreadsheet would run as a formula, as
+// OWASP advises. Every column goes through it: a name is any text, a method any
+// HTTP token ("+X" and "-X" are tokens, and net/http hands them to a captured
+// handler), and a store written by another version or by hand may hold anything.
+// The numeric columns never start with "-": status codes, durations and sizes are
+// validated non-negative before they are stored.
+func defuseFormula(cell string) string {
+	if cell != "" && strings.IndexByte(formulaStarts, cell[0]) >= 0 {
+		return "'" + cell
+	}
+	return cell
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -158,5 +159,45 @@ func TestStatsPercentilesAreWrittenToTheMicrosecond(t *testing.T) {
 	want := `"total":{"count":3,"status":{"1xx":0,"2xx":3,"3xx":0,"4xx":0,"5xx":0},"duration_ms":{"count":3,"p50":41.2,"p95":0,"p99":1210.5}}`
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("%d %s\nwant it to hold %s", rec.Code, rec.Body, want)
+	}
+}
+
+// The formulas a spreadsheet would run, submitted as names and methods (any HTTP
+// token may start with + or -), come out of the CSV export as text: each with a
+// leading '. NDJSON keeps them as they are.
+func TestExportCSVDefusesSubmittedFormulas(t *testing.T) {
+	f := newFixture(t, setup{})
+	cases := []struct{ name, method string }{
+		{`=cmd|' /C calc'!A0`, "+CMD|'CALC'!A0"},
+		{"+SUM(1+1)", "-1+1"},
+		{"-2+3", "GET"},
+		{"@SUM(1+1)", "POST"},
+	}
+	for i, c := range cases {
+		body := fmt.Sprintf(`{"name":%q,"created_at":%d,"method":%q,"path":"/p","request":{},"response":{"status_code":200}}`,
+			c.name, start.Add(time.Duration(i-10)*time.Second).Unix(), c.method)
+		rec := f.do(t, request{method: http.MethodPost, target: "/v1/messages", body: body, header: authed()})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("submitting %s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	rec := f.do(t, request{method: http.MethodGet, target: "/v1/messages/export?format=csv", header: authed()})
+	rows, err := csv.NewReader(rec.Body).ReadAll()
+	if rec.Code != http.StatusOK || err != nil || len(rows) != 5 {
+		t.Fatalf("%d, %d rows, %v: %s", rec.Code, len(rows), err, rec.Body)
+	}
+	for i, row := range rows[1:] { // newest first: the cases in reverse
+		c := cases[len(cases)-1-i]
+		wantMethod := c.method
+		if strings.ContainsAny(c.method[:1], "+-@") {
+			wantMethod = "'" + c.method
+		}
+		if row[3] != "'"+c.name || row[4] != wantMethod {
+			t.Errorf("row %d: name %q, method %q; want %q, %q", i, row[3], row[4], "'"+c.name, wantMethod)
+		}
+	}
+	rec = f.do(t, request{method: http.MethodGet, target: "/v1/messages/export", header: authed()})
+	if !strings.Contains(rec.Body.String(), `"name":"=cmd|' /C calc'!A0"`) || !strings.Contains(rec.Body.String(), `"method":"-1+1"`) {
+		t.Errorf("NDJSON changed the values: %s", rec.Body)
 	}
 }

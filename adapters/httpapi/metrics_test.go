@@ -284,16 +284,39 @@ func TestMetricsShowTheReservedRoom(t *testing.T) {
 // awaitGauge polls /metrics until the gauge name reads want.
 func awaitGauge(t *testing.T, h http.Handler, name string, want float64) {
 	t.Helper()
+	awaitMetric(t, h, name, want, func(families map[string]*dto.MetricFamily) float64 {
+		return series(t, families, name).GetGauge().GetValue()
+	})
+}
+
+// awaitCounter polls /metrics until the counter series name with labels reads
+// want.
+func awaitCounter(t *testing.T, h http.Handler, want float64, name string, labels ...string) {
+	t.Helper()
+	awaitMetric(t, h, fmt.Sprint(name, labels), want, func(families map[string]*dto.MetricFamily) float64 {
+		return counter(t, families, name, labels...)
+	})
+}
+
+// awaitMetric polls /metrics until read finds want there.
+func awaitMetric(t *testing.T, h http.Handler, what string, want float64, read func(map[string]*dto.MetricFamily) float64) {
+	t.Helper()
+	var got float64
+	await(t, func() bool { got = read(scrape(t, h)); return got == want }, func() string {
+		return fmt.Sprintf("%s is %v, want %v", what, got, want)
+	})
+}
+
+// await polls done until it holds, for ten seconds; then it fails with what
+// failure says.
+func await(t *testing.T, done func() bool, failure func() string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		got := series(t, scrape(t, h), name).GetGauge().GetValue()
-		if got == want {
-			return
-		}
+	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v, want %v", name, got, want)
+			t.Fatal(failure())
 		}
 		<-tick.C
 	}

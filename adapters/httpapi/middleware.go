@@ -103,25 +103,47 @@ func recordRoute(next http.Handler) http.Handler {
 // read.
 func (a *api) authenticate(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Values("Authorization")) > 1 {
-			// Which one counts is ambiguous (a proxy may pick another than we
-			// would): refuse before any key is looked up, limited or logged.
-			writeError(w, unauthorized("send exactly one Authorization header"))
+		if refused := a.identify(r); refused != nil {
+			a.refuse(w, r, *refused)
 			return
 		}
-		key, ok := credential(r.Header.Get("Authorization"))
-		if !ok {
-			writeError(w, unauthorized("an API key is required: send Authorization: Bearer <key>"))
-			return
-		}
-		principal, err := a.keys.Authenticate(r.Context(), key)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		stateOf(r.Context()).principal = &principal
 		next.ServeHTTP(w, r)
 	})
+}
+
+// identify notes the principal of r's Authorization header in its state, or
+// returns the refusal.
+func (a *api) identify(r *http.Request) *refusal {
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Which one counts is ambiguous (a proxy may pick another than we
+		// would): refuse before any key is looked up, limited or logged.
+		return &refusal{apiError: unauthorized("send exactly one Authorization header")}
+	}
+	key, ok := credential(r.Header.Get("Authorization"))
+	if !ok {
+		return &refusal{apiError: unauthorized("an API key is required: send Authorization: Bearer <key>")}
+	}
+	principal, err := a.keys.Authenticate(r.Context(), key)
+	if err != nil {
+		return &refusal{apiError: errorFor(err), err: err}
+	}
+	stateOf(r.Context()).principal = &principal
+	return nil
+}
+
+// refusal is an error reply, and the error it comes from when there is one (to
+// be logged if it is the service's fault).
+type refusal struct {
+	apiError
+	err error
+}
+
+func (a *api) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
+	if f.err != nil {
+		a.fail(w, r, f.err)
+		return
+	}
+	writeError(w, f.apiError)
 }
 
 // credential reads "Bearer <key>" (any case) or a bare key; false when there is no

@@ -89,14 +89,26 @@ func (a *api) rateLimit(next http.HandlerFunc) http.HandlerFunc {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := a.limiter.Allow(limiterKey(principalOf(r.Context()))); !ok {
-			retry := retryAfterSeconds(wait)
-			writeError(w, apiError{status: http.StatusTooManyRequests, retryAfter: retry,
-				message: fmt.Sprintf("too many requests for this API key: retry in %d s", retry/time.Second)})
+		if refused := a.overRate(r); refused != nil {
+			writeError(w, *refused)
 			return
 		}
 		next(w, r)
 	}
+}
+
+// overRate is the 429 of an authenticated request over its principal's rate,
+// nil when it may go on.
+func (a *api) overRate(r *http.Request) *apiError {
+	if a.limiter == nil {
+		return nil
+	}
+	if ok, wait := a.limiter.Allow(limiterKey(principalOf(r.Context()))); !ok {
+		retry := retryAfterSeconds(wait)
+		return &apiError{status: http.StatusTooManyRequests, retryAfter: retry,
+			message: fmt.Sprintf("too many requests for this API key: retry in %d s", retry/time.Second)}
+	}
+	return nil
 }
 
 // retryAfterSeconds rounds wait up to whole seconds, at least one, for Retry-After.

@@ -23,9 +23,10 @@ const (
 
 // Server serves a handler on an address; Start and Stop fit an fx lifecycle.
 type Server struct {
-	srv    *http.Server
-	log    *zap.Logger
-	onFail func(error)
+	srv     *http.Server
+	setting string // the setting that gave the address, for errors
+	log     *zap.Logger
+	onFail  func(error)
 
 	mu   sync.Mutex
 	addr net.Addr
@@ -39,20 +40,26 @@ func NewServer(addr string, handler http.Handler, log *zap.Logger, onFail func(e
 		log = zap.NewNop()
 	}
 	errorLog, _ := zap.NewStdLogAt(log.Named("http"), zap.WarnLevel)
-	return &Server{
-		srv: &http.Server{
-			Addr:              addr,
-			Handler:           handler,
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    serverMaxHeaderBytes,
-			ErrorLog:          errorLog,
-		},
-		log:    log,
-		onFail: onFail,
+	return ServerFor(&http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+		ErrorLog:          errorLog,
+	}, "REQLOG_ADDR", log, onFail)
+}
+
+// ServerFor starts and stops srv, configured by the caller (address, handler,
+// timeouts), as NewServer's; setting names where its address comes from, for
+// errors.
+func ServerFor(srv *http.Server, setting string, log *zap.Logger, onFail func(error)) *Server {
+	if log == nil {
+		log = zap.NewNop()
 	}
+	return &Server{srv: srv, setting: setting, log: log, onFail: onFail}
 }
 
 // Start listens synchronously, so a bad or busy address fails start-up, then
@@ -60,7 +67,7 @@ func NewServer(addr string, handler http.Handler, log *zap.Logger, onFail func(e
 func (s *Server) Start(context.Context) error {
 	ln, err := net.Listen("tcp", s.srv.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on REQLOG_ADDR %q: %w", s.srv.Addr, err)
+		return fmt.Errorf("listen on %s %q: %w", s.setting, s.srv.Addr, err)
 	}
 	done := make(chan struct{})
 	s.mu.Lock()

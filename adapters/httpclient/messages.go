@@ -181,7 +181,7 @@ func (c *Client) Submit(ctx context.Context, exchanges ...Exchange) ([]Identity,
 	if len(exchanges) == 0 {
 		return nil, nil
 	}
-	body, err := domain.EncodeExchanges(exchanges)
+	body, err := encodeExchanges(exchanges)
 	if err != nil {
 		return nil, fmt.Errorf("httpclient: %w", err)
 	}

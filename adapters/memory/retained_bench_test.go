@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -31,14 +32,10 @@ func BenchmarkRetained(b *testing.B) {
 	now := time.Now().UTC()
 	bodies := make([][]byte, distinct)
 	for i := range bodies {
-		body, err := domain.EncodeExchanges([]domain.Exchange{g.exchange(now)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bodies[i] = body[1 : len(body)-1] // one submission per POST, as the seed posts
+		bodies[i] = submissionJSON(b, g.exchange(now)) // one submission per POST, as the seed posts
 	}
 	policy := domain.DefaultPolicy()
-	parser := policy.Parser()
+	validator := policy.Validator()
 	for b.Loop() {
 		store := memory.New()
 		runtime.GC()
@@ -48,7 +45,7 @@ func BenchmarkRetained(b *testing.B) {
 		for i := range retainedMessages {
 			body := bodies[i%distinct]
 			submitted += int64(len(body))
-			parsed, err := parser.ParseSubmissions(body, now)
+			parsed, err := httpapi.ParseSubmissions(validator, body, now)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -222,4 +219,29 @@ func (g seedGenerator) jsonBody(size int) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// submissionJSON is e as a client submits it: the contract's submission object.
+func submissionJSON(tb testing.TB, e domain.Exchange) []byte {
+	side := func(header map[string][]string, body string) map[string]any {
+		m := map[string]any{"body": body}
+		if len(header) > 0 {
+			m["header"] = header
+		}
+		return m
+	}
+	submission := map[string]any{"name": e.Name, "created_at": domain.FormatTime(e.CreatedAt), "method": e.Method,
+		"path": e.Path, "request": side(e.Request.Header, e.Request.Body), "response": side(e.Response.Header, e.Response.Body)}
+	submission["response"].(map[string]any)["status_code"] = e.Response.StatusCode
+	if e.IPAddress != "" {
+		submission["ip_address"] = e.IPAddress
+	}
+	if e.HasDuration {
+		submission["duration_ms"] = json.Number(domain.FormatDurationMS(e.Duration))
+	}
+	body, err := json.Marshal(submission)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body
 }

@@ -98,7 +98,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, err
 	}
 	if strings.HasPrefix(cfg.Collection, "system.") || strings.ContainsAny(cfg.Collection, "$\x00") {
-		return cfg, fmt.Errorf("mongo: config: collection name %q must not contain $ or NUL nor start with system.", cfg.Collection)
+		return cfg, fmt.Errorf("mongo: config: collection name %q must not contain $ or NUL nor start with \"system.\"", cfg.Collection)
 	}
 	if cfg.WriteConcern == nil {
 		journal := true

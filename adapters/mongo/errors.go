@@ -69,10 +69,3 @@ func unavailable(err error) bool {
 	}
 	return false
 }
-
-// isCode reports a server error with code, not counting write errors of
-// individual documents.
-func isCode(err error, code int) bool {
-	var ce mongodrv.CommandError
-	return errors.As(err, &ce) && ce.HasErrorCode(code)
-}

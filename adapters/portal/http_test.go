@@ -215,9 +215,15 @@ func TestSessionExpires(t *testing.T) {
 	s.clock.Set(expires.Add(-time.Second))
 	s.call(t, http.MethodGet, "/v1/messages/"+id, token, "").want(t, http.StatusOK)
 	s.clock.Set(expires)
-	r := s.call(t, http.MethodGet, "/v1/messages", token, "").want(t, http.StatusUnauthorized)
-	if r.header.Get("WWW-Authenticate") == "" {
-		t.Error("401 without WWW-Authenticate")
+	for _, path := range []string{"/v1/messages", "/v1/messages/" + id, "/v1/stats", "/v1/messages/export"} {
+		r := s.call(t, http.MethodGet, path, token, "").want(t, http.StatusUnauthorized)
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate", path)
+		}
+		if r.body["message"] != expiredSession {
+			t.Errorf("%s: 401 says %q, want %q", path, r.body["message"], expiredSession)
+		}
+		checkTellsNothingElse(t, r, token)
 	}
 	// The API keys themselves keep working.
 	s.call(t, http.MethodGet, "/v1/messages", acmeLive, "").want(t, http.StatusOK)
@@ -237,9 +243,40 @@ func TestForgedTokensAreRefused(t *testing.T) {
 		"prefix only":                portal.TokenPrefix,
 		"garbage":                    portal.TokenPrefix + "not.a.token",
 	} {
-		if r := s.call(t, http.MethodGet, "/v1/messages", credential, ""); r.status != http.StatusUnauthorized {
-			t.Errorf("%s: status %d, want 401", name, r.status)
+		r := s.call(t, http.MethodGet, "/v1/messages", credential, "")
+		if r.status != http.StatusUnauthorized || r.body["message"] != invalidSession {
+			t.Errorf("%s: %d %q, want 401 %q", name, r.status, r.body["message"], invalidSession)
 		}
+		checkTellsNothingElse(t, r, credential)
+	}
+	// Past its expiry a forged token is still invalid, never "expired": that
+	// would tell that its signature passed.
+	s.clock.Advance(portal.MaxSessionTTL + time.Hour)
+	if r := s.call(t, http.MethodGet, "/v1/messages", foreign, ""); r.status != http.StatusUnauthorized || r.body["message"] != invalidSession {
+		t.Errorf("an expired token of another secret: %d %q, want 401 %q", r.status, r.body["message"], invalidSession)
+	}
+}
+
+// What a 401 of a portal token says.
+const (
+	expiredSession = "the portal session has expired: open a new portal link"
+	invalidSession = "the portal session token is not valid"
+)
+
+// checkTellsNothingElse fails if a refusal holds more than status and message,
+// or repeats the token or any part of it, or the account.
+func checkTellsNothingElse(t *testing.T, r reply, token string) {
+	t.Helper()
+	if len(r.body) != 2 || r.body["status"] != false {
+		t.Errorf("refusal %s holds more than status and message", r.raw)
+	}
+	for _, part := range strings.Split(strings.TrimPrefix(token, portal.TokenPrefix), ".") {
+		if len(part) >= 8 && strings.Contains(string(r.raw), part) {
+			t.Errorf("refusal %s repeats part of the token", r.raw)
+		}
+	}
+	if strings.Contains(string(r.raw), "acme") || strings.Contains(string(r.raw), "shop") {
+		t.Errorf("refusal %s names the account or application", r.raw)
 	}
 }
 

@@ -93,20 +93,38 @@ func (s *Signer) Issue(scope domain.Scope, application string, expiresAt time.Ti
 	return TokenPrefix + signed, expiresAt, nil
 }
 
+// Why a token was refused. Verify's errors wrap one of them and
+// ports.ErrUnauthenticated; a reply may repeat their text, which says nothing of
+// the token but whether it was ours.
+var (
+	// ErrSessionExpired: a token this service signed, past its expiry. The
+	// signature is checked before the expiry, so a forged token never gets it.
+	ErrSessionExpired = errors.New("the portal session has expired")
+	// ErrSessionInvalid: any other token (forged, signed with another secret,
+	// malformed, or not a reqlog portal token).
+	ErrSessionInvalid = errors.New("the portal session token is not valid")
+)
+
 // Verify returns the read-only principal of a valid, unexpired token (Name "" for
-// a whole-account session), or an error
-// wrapping ports.ErrUnauthenticated (and jwt.ErrTokenExpired for an expired one).
+// a whole-account session), or an error wrapping ports.ErrUnauthenticated and
+// ErrSessionExpired or ErrSessionInvalid (and the jwt package's own error).
 func (s *Signer) Verify(token string) (domain.Principal, error) {
 	raw, ok := strings.CutPrefix(token, TokenPrefix)
 	if !ok {
-		return domain.Principal{}, fmt.Errorf("not a portal token: %w", ports.ErrUnauthenticated)
+		return domain.Principal{}, fmt.Errorf("not a portal token: %w: %w", ports.ErrUnauthenticated, ErrSessionInvalid)
 	}
 	var claims sessionClaims
 	if _, err := s.parser.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return s.secret, nil }); err != nil {
-		return domain.Principal{}, fmt.Errorf("portal token: %w: %w", ports.ErrUnauthenticated, err)
+		why := ErrSessionInvalid
+		// jwt/v5 checks the signature before the claims: an expired token
+		// that reaches here was signed with our secret.
+		if errors.Is(err, jwt.ErrTokenExpired) && !errors.Is(err, jwt.ErrTokenSignatureInvalid) {
+			why = ErrSessionExpired
+		}
+		return domain.Principal{}, fmt.Errorf("portal token: %w: %w: %w", ports.ErrUnauthenticated, why, err)
 	}
 	if claims.Account == "" || !domain.ValidDomain(claims.Domain) || (claims.Application == "") != claims.AllApplications {
-		return domain.Principal{}, fmt.Errorf("portal token: %w: %w", ports.ErrUnauthenticated, errIncompleteClaims)
+		return domain.Principal{}, fmt.Errorf("portal token: %w: %w: %w", ports.ErrUnauthenticated, ErrSessionInvalid, errIncompleteClaims)
 	}
 	return domain.Principal{
 		Scope:    domain.Scope{Account: claims.Account, Domain: claims.Domain},

@@ -55,8 +55,9 @@ func TestSignerRoundTrip(t *testing.T) {
 
 	clock.Set(expiresAt)
 	_, err = s.Verify(token)
-	if !errors.Is(err, ports.ErrUnauthenticated) || !errors.Is(err, jwt.ErrTokenExpired) {
-		t.Errorf("at expiry: %v, want ErrUnauthenticated and ErrTokenExpired", err)
+	if !errors.Is(err, ports.ErrUnauthenticated) || !errors.Is(err, portal.ErrSessionExpired) ||
+		errors.Is(err, portal.ErrSessionInvalid) || !errors.Is(err, jwt.ErrTokenExpired) {
+		t.Errorf("at expiry: %v, want ErrUnauthenticated, ErrSessionExpired and ErrTokenExpired", err)
 	}
 }
 
@@ -114,9 +115,14 @@ func TestSignerRefusesForeignTokens(t *testing.T) {
 		"without prefix":    strings.TrimPrefix(hs(nil), portal.TokenPrefix),
 		"wrong secret":      sign(jwt.SigningMethodHS256, []byte(strings.Repeat("k", 32)), nil),
 		"padded base64 sig": hs(nil) + "=",
+		// Forged and expired: invalid, never "expired", which would tell that
+		// the forgery got as far as the claims.
+		"wrong secret, expired": sign(jwt.SigningMethodHS256, []byte(strings.Repeat("k", 32)), jwt.MapClaims{"exp": now.Add(-time.Hour).Unix()}),
+		"alg none, expired":     sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"exp": now.Add(-time.Hour).Unix()}),
 	} {
-		if _, err := s.Verify(token); !errors.Is(err, ports.ErrUnauthenticated) {
-			t.Errorf("%s: %v, want ErrUnauthenticated", name, err)
+		_, err := s.Verify(token)
+		if !errors.Is(err, ports.ErrUnauthenticated) || !errors.Is(err, portal.ErrSessionInvalid) || errors.Is(err, portal.ErrSessionExpired) {
+			t.Errorf("%s: %v, want ErrUnauthenticated and ErrSessionInvalid, not ErrSessionExpired", name, err)
 		}
 	}
 }
@@ -151,7 +157,7 @@ func TestKeyStore(t *testing.T) {
 		}
 	}
 	clock.Advance(2 * time.Hour)
-	if _, err := keys.Authenticate(ctx, token); !errors.Is(err, jwt.ErrTokenExpired) {
-		t.Errorf("expired token: %v, want the token's own error (expired)", err)
+	if _, err := keys.Authenticate(ctx, token); !errors.Is(err, portal.ErrSessionExpired) {
+		t.Errorf("expired token: %v, want the token's own error (ErrSessionExpired)", err)
 	}
 }

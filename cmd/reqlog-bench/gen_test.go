@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -31,7 +34,7 @@ func TestGeneratedSubmissions(t *testing.T) {
 	const n = 2000
 	for i := range n {
 		s := gen.submission(now)
-		batch, err := policy.ParseSubmissions(body([]submission{s}), now)
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), body([]submission{s}), now)
 		if err != nil {
 			t.Fatalf("submission %d is refused by the service's policy: %v", i, err)
 		}
@@ -80,7 +83,7 @@ func TestSeedPlantsTheRareToken(t *testing.T) {
 		if !bytes.Contains(bytes.ToLower(raw), []byte(rareToken)) {
 			continue
 		}
-		batch, err := policy.ParseSubmissions(raw, now)
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), raw, now)
 		if err != nil {
 			t.Fatalf("seed submission %d is refused: %v", i, err)
 		}
@@ -109,7 +112,7 @@ func TestPlantFitsEveryResponse(t *testing.T) {
 	} {
 		s := submission{Name: "shop", CreatedAt: now.UnixMilli(), Method: "GET", Path: "/", Response: resp}
 		s.plant(rareToken)
-		batch, err := servicePolicy().ParseSubmissions(body([]submission{s}), now)
+		batch, err := httpapi.ParseSubmissions(servicePolicy().Validator(), body([]submission{s}), now)
 		if err != nil {
 			t.Fatalf("planted in %q: refused: %v", resp.Body, err)
 		}
@@ -137,5 +140,33 @@ func TestGeneratedPaths(t *testing.T) {
 	}
 	if !seen["/healthz"] || !seen["/oauth/token"] {
 		t.Errorf("no /healthz or /oauth/token among %d distinct paths", len(seen))
+	}
+}
+
+// -body's file becomes one body of -items copies of its submission, which the
+// service parses; a file that is not one JSON object is refused.
+func TestFileBodies(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/body.json"
+	submission := fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"GET","path":"/v1/orders","request":{"header":{}},"response":{"status_code":200,"header":{}}}`,
+		time.Now().Unix())
+	if err := os.WriteFile(path, []byte(submission+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, items := range []int{1, 10} {
+		bodies, err := fileBodies(path, items)
+		if err != nil || len(bodies) != 1 {
+			t.Fatalf("items %d: %d bodies, %v", items, len(bodies), err)
+		}
+		batch, err := httpapi.ParseSubmissions(servicePolicy().Validator(), bodies[0], time.Now())
+		if err != nil || len(batch.Submissions) != items {
+			t.Fatalf("items %d: the body parses into %d submissions, %v:\n%s", items, len(batch.Submissions), err, bodies[0])
+		}
+	}
+	if err := os.WriteFile(path, []byte(`[`+submission+`]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fileBodies(path, 1); err == nil {
+		t.Error("an array was taken for one submission")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -43,7 +44,7 @@ var benchScope = domain.Scope{Account: "bench", Domain: domain.DomainTest}
 // builds the messages a store would get and answers the identities as the API
 // does; no authentication, routing, middleware, group commit or store.
 func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
-	parser := policy.Parser() // as the ingest use case holds one
+	validator := policy.Validator() // as the ingest use case holds one
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer // sized from Content-Length, as the API reads it
 		buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
@@ -54,7 +55,7 @@ func bareHandler(policy domain.Policy, maxBody int64) http.Handler {
 			return
 		}
 		now := time.Now()
-		batch, err := parser.ParseSubmissions(raw, now)
+		batch, err := httpapi.ParseSubmissions(validator, raw, now) // as POST /v1/messages does
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -111,14 +112,21 @@ func decodeHandler(maxBody int64) http.Handler {
 
 // Handlers the tool serves in a child process, by the argument that starts it.
 var childHandlers = map[string]func() http.Handler{
-	"serve-bare":   func() http.Handler { return bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes) },
-	"serve-decode": func() http.Handler { return decodeHandler(httpapi.DefaultMaxBodyBytes) },
+	"serve-bare":    func() http.Handler { return bareHandler(servicePolicy(), httpapi.DefaultMaxBodyBytes) },
+	"serve-decode":  func() http.Handler { return decodeHandler(httpapi.DefaultMaxBodyBytes) },
+	childUpstream:   upstreamHandler,
+	childPlainProxy: plainProxyHandler,
 }
 
-// serveChild runs handler on a free loopback port, prints its URL, and serves
-// until its standard input closes (the parent tool ended).
+// serveChild runs handler on a free loopback port (or $REQLOG_BENCH_CHILD_ADDR),
+// prints its URL, and serves until its standard input closes (the parent tool
+// ended).
 func serveChild(handler http.Handler, stdin io.Reader, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := os.Getenv(envChildAddr)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -143,12 +151,16 @@ type childProcess struct {
 }
 
 // startChild starts the tool again with the argument mode, one of childHandlers.
-func startChild(mode string) (*childProcess, error) {
+func startChild(mode string) (*childProcess, error) { return startChildWith(mode) }
+
+// startChildWith is startChild with env (NAME=value) added to the environment.
+func startChildWith(mode string, env ...string) (*childProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(self, mode)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -227,6 +239,22 @@ func openElasticBaseline(ctx context.Context, addr string) (*baseline, error) {
 			return err
 		}
 		return res.Body.Close()
+	}}, nil
+}
+
+// openSQLiteBaseline opens a store on a temporary directory on this
+// machine's disk, deleted afterwards.
+func openSQLiteBaseline(ctx context.Context) (*baseline, error) {
+	dir, err := os.MkdirTemp("", "reqlog-bench-sqlite-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlite.New(ctx, sqlite.Config{Dir: dir})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return &baseline{name: "sqlite", writer: store, cleanup: func(context.Context) error {
+		return errors.Join(store.Close(), os.RemoveAll(dir))
 	}}, nil
 }
 
@@ -335,6 +363,7 @@ type baselineRun struct {
 	workers  int
 	rate     float64 // messages per second
 	failures int64
+	cpu      time.Duration // the tool's CPU per message stored (0: unknown)
 }
 
 // measureBaseline appends the decoded submissions of bodies, with fresh
@@ -344,7 +373,7 @@ func measureBaseline(ctx context.Context, b *baseline, bodies [][]byte, batches,
 	policy := servicePolicy()
 	var subs []domain.Submission
 	for _, raw := range bodies {
-		batch, err := policy.ParseSubmissions(raw, time.Now())
+		batch, err := httpapi.ParseSubmissions(policy.Validator(), raw, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("a generated body does not parse: %w", err)
 		}
@@ -367,6 +396,7 @@ func measureBaseline(ctx context.Context, b *baseline, bodies [][]byte, batches,
 func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy, subs []domain.Submission, size, workers int, duration time.Duration) (baselineRun, error) {
 	var stored, failures atomic.Int64
 	var next atomic.Uint64
+	cpu := startCPU(os.Getpid()) // the store works in this process
 	deadline := time.Now().Add(duration)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -393,5 +423,5 @@ func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy,
 	}
 	wg.Wait()
 	return baselineRun{batch: size, workers: workers, rate: float64(stored.Load()) / time.Since(began).Seconds(),
-		failures: failures.Load()}, ctx.Err()
+		failures: failures.Load(), cpu: cpu.per(float64(stored.Load()))}, ctx.Err()
 }

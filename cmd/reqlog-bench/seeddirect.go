@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -39,6 +43,13 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 	if err != nil {
 		return err
 	}
+	if o.direct == "sqlite" {
+		store, err := sqlite.New(ctx, sqlite.Config{Dir: o.sqliteDir})
+		if err != nil {
+			return fmt.Errorf("-direct sqlite: %w", err)
+		}
+		return errors.Join(seedInto(ctx, store, scope, gen, o, stdout), store.Close())
+	}
 	// Refreshing every second while a million messages go in costs the node
 	// most of its time in small segments and their merges; the seed's store
 	// refreshes hourly, and the service's interval is restored afterwards.
@@ -64,7 +75,7 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 // seedInto appends o.n generated messages to w from -connections goroutines.
 func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, gen *generator, o options, stdout io.Writer) error {
 	policy := servicePolicy()
-	parser := policy.Parser()
+	validator := policy.Validator()
 	now := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,7 +107,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	for range o.load.connections {
 		wg.Go(func() {
 			for raw := range bodies {
-				batch, err := parser.ParseSubmissions(raw, time.Now())
+				batch, err := httpapi.ParseSubmissions(validator, raw, time.Now())
 				if err != nil {
 					fail(fmt.Errorf("a generated body does not parse: %w", err))
 					return
@@ -131,14 +142,18 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		case <-done:
 			waiting = false
 		case <-progress.C:
-			fmt.Fprintf(stdout, "seed: %d of %d stored after %s\n", stored.Load(), o.n, time.Since(began).Round(time.Second))
+			fmt.Fprintf(stdout, "seed: %d of %d stored after %s%s\n", stored.Load(), o.n, time.Since(began).Round(time.Second), ownMemory())
 		}
 	}
 	progress.Stop()
 	took := time.Since(began)
 	n := stored.Load()
-	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s, %s) in %s: %.0f messages/s from %d goroutines\n",
-		n, o.esURL, o.esPrefix, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
+	into := o.sqliteDir
+	if o.direct == "elasticsearch" {
+		into = o.esURL + ", " + o.esPrefix
+	}
+	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines%s\n",
+		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections, ownMemory())
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
@@ -146,4 +161,17 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		return errors.Join(firstErr, fmt.Errorf("%d of %d messages stored", n, o.n))
 	}
 	return nil
+}
+
+// ownMemory is this process's resident size now and at its peak, and its Go
+// heap in use, as the seed grows the store (Linux; empty elsewhere).
+func ownMemory() string {
+	rss, err := procStatusBytes(os.Getpid(), "VmRSS:")
+	if err != nil {
+		return ""
+	}
+	peak, _ := procStatusBytes(os.Getpid(), "VmHWM:")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("; rss %s (peak %s), Go heap in use %s", mib(rss), mib(peak), mib(float64(ms.HeapInuse)))
 }

@@ -33,6 +33,7 @@ func TestEachPartGetsItsConfigFromTheSettings(t *testing.T) {
 			"REQLOG_ELASTICSEARCH_INDEX_PREFIX":      "logs",
 			"REQLOG_ELASTICSEARCH_MAX_REQUEST_BYTES": "1048576",
 			"REQLOG_ELASTICSEARCH_REPLICAS":          "2",
+			"REQLOG_EXPORTS_PER_KEY":                 "5",
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,9 @@ func TestEachPartGetsItsConfigFromTheSettings(t *testing.T) {
 	if err := fx.New(fx.NopLogger, graph, fx.Populate(&appCfg, &httpCfg, &keys, &site, &mongoDB, &es)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if want := (httpapi.Config{Addr: "127.0.0.1:9999", MaxBodyBytes: 1234, RateLimit: 2.5, RateBurst: 7}); httpCfg != want {
+	exports := httpapi.DefaultExportLimits()
+	exports.PerKey = 5
+	if want := (httpapi.Config{Addr: "127.0.0.1:9999", MaxBodyBytes: 1234, RateLimit: 2.5, RateBurst: 7, Exports: exports}); httpCfg != want {
 		t.Errorf("httpapi.Config %+v, want %+v", httpCfg, want)
 	}
 	want := elastic.DefaultConfig()

@@ -24,6 +24,7 @@ import (
 type runMode int
 
 const (
+	//lint:ignore U1000 the zero mode, named for the reader
 	runDirect runMode = iota // not root: run as ourselves
 	// Root: a new user namespace in which we appear as uid 1000. Files stay
 	// accessed as root outside, so the cache under /root needs no chown/copy.
@@ -264,6 +265,7 @@ func (n *Node) awaitLocked(ctx context.Context, extra string) error {
 			}
 		default:
 		}
+		//lint:ignore ST1005 the message starts with a name
 		return fmt.Errorf("Elasticsearch %s in %s did not become ready: %v%s\n--- tail of %s ---\n%s",
 			version(), n.distDir(), err, status, n.outputPath(), fileTail(n.outputPath(), 6000))
 	}

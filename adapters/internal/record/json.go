@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // AppendJSON appends m's record in JSON: exactly what encoding/json writes for
@@ -19,18 +19,18 @@ func AppendJSON(dst []byte, m domain.Message) []byte {
 // AppendJSONMembers is AppendJSON without the closing brace, for a store that
 // adds members of its own (written after these, each with its leading comma).
 func AppendJSONMembers(dst []byte, m domain.Message) []byte {
-	dst = jsonwire.StringMember(dst, `{"id":`, m.ID)
-	dst = jsonwire.StringMember(dst, `,"reference":`, m.Reference)
-	dst = jsonwire.StringMember(dst, `,"account":`, m.Account)
-	dst = jsonwire.StringMember(dst, `,"domain":`, m.Domain)
-	dst = jsonwire.StringMember(dst, `,"name":`, m.Name)
+	dst = jsonbytes.StringMember(dst, `{"id":`, m.ID)
+	dst = jsonbytes.StringMember(dst, `,"reference":`, m.Reference)
+	dst = jsonbytes.StringMember(dst, `,"account":`, m.Account)
+	dst = jsonbytes.StringMember(dst, `,"domain":`, m.Domain)
+	dst = jsonbytes.StringMember(dst, `,"name":`, m.Name)
 	if m.IPAddress != "" {
-		dst = jsonwire.StringMember(dst, `,"ip_address":`, m.IPAddress)
+		dst = jsonbytes.StringMember(dst, `,"ip_address":`, m.IPAddress)
 	}
-	dst = jsonwire.StringMember(dst, `,"method":`, m.Method)
-	dst = jsonwire.StringMember(dst, `,"path":`, m.Path)
-	dst = jsonwire.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
-	dst = jsonwire.IntMember(dst, `,"status_code":`, int(int32(m.StatusCode)))
+	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
+	dst = jsonbytes.StringMember(dst, `,"path":`, m.Path)
+	dst = jsonbytes.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
+	dst = jsonbytes.IntMember(dst, `,"status_code":`, int(int32(m.StatusCode)))
 	if m.HasDuration {
 		dst = appendMillis(append(dst, `,"duration_ms":`...), DurationMicros(m.Duration.Microseconds()))
 	}
@@ -38,10 +38,10 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = appendContent(dst, m.Request)
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
-	dst = jsonwire.TimeMember(dst, `,"created_at":`, m.CreatedAt)
-	dst = jsonwire.TimeMember(dst, `,"updated_at":`, m.UpdatedAt)
-	dst = jsonwire.TimeMember(dst, `,"visible_at":`, m.VisibleAt)
-	dst = jsonwire.TimeMember(dst, `,"expires_at":`, m.ExpiresAt)
+	dst = jsonbytes.TimeMember(dst, `,"created_at":`, m.CreatedAt, domain.TimeLayout)
+	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
+	dst = jsonbytes.TimeMember(dst, `,"visible_at":`, m.VisibleAt, domain.TimeLayout)
+	dst = jsonbytes.TimeMember(dst, `,"expires_at":`, m.ExpiresAt, domain.TimeLayout)
 	return dst
 }
 
@@ -49,23 +49,23 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 func appendContent(dst []byte, c domain.Content) []byte {
 	var onStack [32]string // enough for typical headers without a heap allocation
 	dst = append(dst, `{"header":[`...)
-	for i, name := range jsonwire.SortedNames(onStack[:0], c.Header) {
+	for i, name := range jsonbytes.SortedKeys(onStack[:0], c.Header) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonwire.StringMember(dst, `{"name":`, name)
+		dst = jsonbytes.StringMember(dst, `{"name":`, name)
 		dst = append(dst, `,"values":[`...)
 		for j, value := range c.Header[name] {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsonwire.AppendString(dst, value)
+			dst = jsonbytes.AppendString(dst, value)
 		}
 		dst = append(dst, "]}"...)
 	}
-	dst = jsonwire.StringMember(dst, `],"body":`, c.Body)
-	dst = jsonwire.StringMember(dst, `,"content_type":`, c.ContentType)
-	dst = jsonwire.IntMember(dst, `,"size":`, c.Size)
+	dst = jsonbytes.StringMember(dst, `],"body":`, c.Body)
+	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
 	return append(dst, '}')
 }
 

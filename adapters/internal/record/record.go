@@ -39,8 +39,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/reqlog/reqlog/adapters/internal/jsonwire"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // Stored names of the fields queries use, beside the struct tags below
@@ -101,7 +101,9 @@ func MicrosOf(t time.Time) Micros { return Micros(t.UnixMicro()) }
 func (us Micros) Time() time.Time { return time.UnixMicro(int64(us)).UTC() }
 
 // MarshalJSON writes the instant as domain.FormatTime does.
-func (us Micros) MarshalJSON() ([]byte, error) { return jsonwire.AppendTime(nil, us.Time()), nil }
+func (us Micros) MarshalJSON() ([]byte, error) {
+	return jsonbytes.AppendTime(nil, us.Time(), domain.TimeLayout), nil
+}
 
 // UnmarshalJSON reads an RFC 3339 string.
 func (us *Micros) UnmarshalJSON(data []byte) error {

@@ -117,7 +117,7 @@ func TestStoredNames(t *testing.T) {
 			continue
 		}
 		var got any
-		switch want.(type) {
+		switch typed := want.(type) {
 		case int64:
 			got = v.Int64()
 		case int32:
@@ -126,7 +126,7 @@ func TestStoredNames(t *testing.T) {
 			got = v.StringValue()
 		case bson.DateTime:
 			got = v.DateTime()
-			want = int64(want.(bson.DateTime))
+			want = int64(typed)
 		}
 		if got != want {
 			t.Errorf("bson %s = %v, want %v", path, got, want)

@@ -1,0 +1,79 @@
+package domain
+
+import "time"
+
+// Rollup is what the statistics need of the messages of one span of time (a
+// minute, or minutes merged) of one scope and one application: a store writes
+// it with the messages, in the same transaction, and answers statistics from
+// it instead of reading the messages again (RollupStatsBuilder). Its zero
+// value is empty.
+//
+// A store keeps one rollup per scope, application and minute of created_at,
+// and adds to it each message it newly stores (AddMessage; a retry of a
+// message already stored must not count twice). Every stored message is then
+// counted in exactly one rollup, and a minute without a rollup has no
+// message.
+type Rollup struct {
+	Count     int64
+	Status    StatusCounts
+	Durations DurationDigest
+	Paths     KeyCounter // by RouteOf(path)
+	// AllVisibleAt is the latest VisibleAt, and FirstExpiresAt the earliest
+	// ExpiresAt, of the messages counted: the rollup stands for all of them
+	// only in between (ReadableAt). Zero when no message said (Add).
+	AllVisibleAt, FirstExpiresAt time.Time
+}
+
+// Add counts one message's sample. It does not know when the message is
+// readable: AddMessage does.
+func (r *Rollup) Add(s StatsSample) {
+	r.Count++
+	r.Status.Add(s.StatusCode)
+	if s.HasDuration {
+		r.Durations.Add(s.Duration)
+	}
+	r.Paths.Add(RouteOf(s.Path), IsError(s.StatusCode))
+}
+
+// AddMessage counts m, and when it is readable.
+func (r *Rollup) AddMessage(m Message) {
+	r.Add(SampleOf(m))
+	if m.VisibleAt.After(r.AllVisibleAt) {
+		r.AllVisibleAt = m.VisibleAt
+	}
+	if r.FirstExpiresAt.IsZero() || m.ExpiresAt.Before(r.FirstExpiresAt) {
+		r.FirstExpiresAt = m.ExpiresAt
+	}
+}
+
+// Merge adds the messages of o, which it leaves as it was.
+func (r *Rollup) Merge(o *Rollup) {
+	r.Count += o.Count
+	for c := range r.Status {
+		r.Status[c] += o.Status[c]
+	}
+	r.Durations.Merge(&o.Durations)
+	r.Paths.Merge(&o.Paths)
+	if o.AllVisibleAt.After(r.AllVisibleAt) {
+		r.AllVisibleAt = o.AllVisibleAt
+	}
+	if r.FirstExpiresAt.IsZero() || (!o.FirstExpiresAt.IsZero() && o.FirstExpiresAt.Before(r.FirstExpiresAt)) {
+		r.FirstExpiresAt = o.FirstExpiresAt
+	}
+}
+
+// Errors is how many of the messages have a status of 400 or more.
+func (r *Rollup) Errors() int64 { return r.Status[3] + r.Status[4] }
+
+// ReadableAt reports whether every message r counts is readable at now:
+// visible, and not expired.
+func (r *Rollup) ReadableAt(now time.Time) bool {
+	return !now.Before(r.AllVisibleAt) && (r.FirstExpiresAt.IsZero() || now.Before(r.FirstExpiresAt))
+}
+
+// Reset empties the rollup, keeping its memory.
+func (r *Rollup) Reset() {
+	r.Count, r.Status, r.AllVisibleAt, r.FirstExpiresAt = 0, StatusCounts{}, time.Time{}, time.Time{}
+	r.Durations.Reset()
+	r.Paths.Reset()
+}

@@ -1,0 +1,150 @@
+package domain
+
+import (
+	"slices"
+	"time"
+)
+
+// RollupsAnswer reports whether rollups can answer q: its filter selects by
+// range and application at most. Every other filter (q, duration bounds, ip,
+// method, path, path prefix, status) reads what a rollup does not keep, and
+// so does any filter added later.
+func (q StatsQuery) RollupsAnswer() bool {
+	f := q.Filter
+	f.Name, f.From, f.To = "", time.Time{}, time.Time{}
+	return f == Filter{}
+}
+
+// CountedRange is the range of created_at the statistics count: the query's,
+// narrowed by its filter's (the service narrows it to retention).
+func (q StatsQuery) CountedRange() (from, to time.Time) {
+	from, to = q.From, q.To
+	if f := q.Filter.From; f.After(from) {
+		from = f
+	}
+	if t := q.Filter.To; !t.IsZero() && t.Before(to) {
+		to = t
+	}
+	return from, to
+}
+
+// RollupStatsBuilder computes the statistics of a query that RollupsAnswer
+// from the rollups of the scope, and from the messages no rollup can stand
+// for. Its answer is StatsBuilder's over the messages readable at now: the
+// same counts and status classes; the same rankings while the range holds at
+// most 2·MaxRankedKeys distinct paths and names (KeyCounter); the same
+// percentiles where a bucket, or the range, holds at most ExactDurations
+// durations, and within 1 % of them past that (DurationDigest).
+//
+// A store answers such a query at now in three steps:
+//
+//  1. AddRollup every rollup of the scope (of Filter.Name alone when set)
+//     whose minute meets CountedRange.
+//  2. AddRollup refuses a rollup that cannot stand for its minute, and the
+//     store then streams that minute's messages of that application, those
+//     readable at now that pass the filter, through Add. It refuses:
+//     - a minute only partly in the counted range: its edges, since `to`
+//     defaults to now, `from` given alone is kept as given, and the service
+//     narrows the filter's from to retention;
+//     - a rollup some message of which is not visible at now: written in the
+//     last visibility delay, whatever its created_at (usually the newest
+//     minute or two; a backfill of old created_at refuses the minutes it
+//     touched until they are visible);
+//     - a rollup some message of which has expired at now: the oldest minute
+//     of retention, or older minutes a store has not dropped yet.
+//  3. Stats.
+//
+// Rollups are never subtracted from: a minute is counted from its rollup or
+// from its messages, whole. A minute without a rollup holds no message.
+type RollupStatsBuilder struct {
+	q            StatsQuery
+	now          time.Time
+	from, to     time.Time // CountedRange
+	stats        Stats
+	durations    []DurationDigest // per bucket
+	paths, names KeyCounter
+}
+
+// NewRollupStatsBuilder returns an empty builder of q's statistics at now.
+func NewRollupStatsBuilder(q StatsQuery, now time.Time) *RollupStatsBuilder {
+	s := NewStats(q)
+	from, to := q.CountedRange()
+	return &RollupStatsBuilder{q: q, now: now, from: from, to: to, stats: s,
+		durations: make([]DurationDigest, len(s.Buckets))}
+}
+
+// AddRollup counts r, the rollup of application name over [start, end), and
+// reports true; or counts nothing and reports false when r cannot stand for
+// that span at now: the span is not wholly in the counted range, or not in
+// one bucket, or some message r counts is not readable at now. The store then
+// counts the span's messages of name through Add instead. A rollup of another
+// application than the filter's holds nothing to count: true.
+func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rollup) bool {
+	if (b.q.Filter.Name != "" && name != b.q.Filter.Name) || r.Count == 0 {
+		return true
+	}
+	if !start.Before(end) || start.Before(b.from) || end.After(b.to) || !r.ReadableAt(b.now) {
+		return false
+	}
+	i := b.q.BucketIndex(start)
+	if b.q.BucketIndex(end.Add(-time.Nanosecond)) != i {
+		return false
+	}
+	bucket := &b.stats.Buckets[i]
+	bucket.Count += r.Count
+	for c := range bucket.Status {
+		bucket.Status[c] += r.Status[c]
+	}
+	b.durations[i].Merge(&r.Durations)
+	b.paths.Merge(&r.Paths)
+	b.names.add(name, r.Count, r.Errors(), 0, true)
+	return true
+}
+
+// Add counts one message that passed the query's filter and is readable at
+// now, of a span no rollup stands for. A message outside the range is
+// ignored, as StatsBuilder ignores it.
+func (b *RollupStatsBuilder) Add(m StatsSample) {
+	i, ok := b.stats.countSample(b.q, m)
+	if !ok {
+		return
+	}
+	if m.HasDuration {
+		b.durations[i].Add(m.Duration)
+	}
+	isError := IsError(m.StatusCode)
+	b.paths.Add(RouteOf(m.Path), isError)
+	b.names.Add(m.Name, isError)
+}
+
+// Merge adds what o counted, o being a builder of the same query at the same
+// now: so that a store may count parts of the range at once, on as many
+// processors, and add the parts up.
+func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
+	for i := range b.stats.Buckets {
+		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
+		bucket.Count += other.Count
+		for c := range bucket.Status {
+			bucket.Status[c] += other.Status[c]
+		}
+		b.durations[i].Merge(&o.durations[i])
+	}
+	b.paths.Merge(&o.paths)
+	b.names.Merge(&o.names)
+}
+
+// Stats returns the statistics of what was added.
+func (b *RollupStatsBuilder) Stats() Stats {
+	s := b.stats
+	s.Buckets = slices.Clone(s.Buckets)
+	var all DurationDigest
+	for i := range s.Buckets {
+		s.Buckets[i].Duration = b.durations[i].Summary()
+		all.Merge(&b.durations[i])
+	}
+	s.sumBuckets()
+	s.Total.Duration = all.Summary()
+	s.TopPaths = b.paths.Top(TopPaths)
+	s.TopNames = b.names.Top(TopNames)
+	return s
+}
