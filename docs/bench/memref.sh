@@ -1,6 +1,6 @@
 #!/bin/bash
 # The memory store's bounds and fair reads for one reqlogd binary, as
-# docs/benchmarks.md ("The memory store", "Fair reads") measured them:
+# docs/benchmarks.md ("Memory store") measured them:
 #   docs/bench/memref.sh bin/reqlogd new 18311
 # Ingest against the plain decode on a fresh server; then a fresh server seeded
 # with 1,000,000 messages for account heavy and 10,000 for bench, the statistics
@@ -8,7 +8,7 @@
 # with U+FFFD. Needs bin/reqlog-bench (go build -o bin/reqlog-bench ./cmd/reqlog-bench).
 set -u
 BIN=$1; LABEL=$2; PORT=$3; N=${4:-1000000}
-export REQLOG_ADDR=127.0.0.1:$PORT REQLOG_API_KEYS=bench:live:bench-key,heavy:live:heavy-key \
+export REQLOG_STORE=memory REQLOG_ADDR=127.0.0.1:$PORT REQLOG_API_KEYS=bench:live:bench-key,heavy:live:heavy-key \
   REQLOG_RATE_LIMIT=0 REQLOG_LOG_LEVEL=warn REQLOG_PURGE_INTERVAL=1h REQLOG_VISIBILITY_DELAY=0
 B="bin/reqlog-bench -url http://127.0.0.1:$PORT -wait 10s"
 stamp() { echo "### $LABEL $1 $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"; }
