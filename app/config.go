@@ -11,7 +11,8 @@ import (
 )
 
 // Config is what the use cases are configured with: the domain policy, the purge
-// job's interval, and how ingest admits and groups submissions. Each adapter has a
+// job's interval, how ingest admits and groups submissions, and how reads that
+// walk many messages share the process. Each adapter has a
 // Config of its own; cmd/reqlogd fills them all from its table of REQLOG_*
 // settings.
 type Config struct {
@@ -30,6 +31,7 @@ type Config struct {
 	RedactedFields []string
 	GroupCommit    GroupCommitConfig
 	Admission      AdmissionOptions
+	Walks          WalkLimits
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -43,6 +45,7 @@ func DefaultConfig() Config {
 		RedactedFields:  append([]string(nil), domain.DefaultRedactedFields...),
 		GroupCommit:     DefaultGroupCommitConfig(),
 		Admission:       DefaultAdmissionOptions(),
+		Walks:           DefaultWalkLimits(),
 	}
 }
 
@@ -83,6 +86,9 @@ func (c Config) Validate() error {
 	}
 	if field, reason := c.GroupCommit.problem(); field != "" {
 		return invalidField("GroupCommit."+field, reason)
+	}
+	if field, reason := c.Walks.problem(); field != "" {
+		return invalidField("Walks."+field, reason)
 	}
 	// One header at a time, so that the error is about the bad one.
 	for _, name := range c.MaskedHeaders {

@@ -29,9 +29,11 @@ var Module = fx.Module("app",
 			return NewIngesterWith(IngestPorts{Store: s, Queue: q.GroupCommitter, Breaker: NewBreaker(next), Lookup: s, Clock: c},
 				p, cfg.Admission)
 		},
-		func(s useCaseStore, p domain.Policy, c ports.Clock) *Reader { return NewReader(s, p, c) },
-		func(s useCaseStore, p domain.Policy, c ports.Clock) *Statistics { return NewStatistics(s, p, c) },
-		func(s useCaseStore, p domain.Policy, c ports.Clock) *Exporter { return NewExporter(s, p, c) },
+		func(s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) *Reader {
+			return NewReaderWith(s, p, c, cfg.Walks)
+		},
+		(*Reader).Statistics, // one reads for the three, so they share the walks
+		(*Reader).Exporter,
 		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
 			return NewPurger(s, c, cfg.PurgeInterval, log)
 		},

@@ -3,44 +3,90 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Reader is the fetch use case.
-type Reader struct {
+// reads is what the three read use cases (Reader, Statistics, Exporter) share:
+// the store, the policy, the clock, and the fair admission of the reads that
+// walk many messages. One reads serves all three, so they share its walks.
+type reads struct {
 	store  ports.MessageReader
 	policy domain.Policy
 	clock  ports.Clock
+	walks  *walkAdmission
 }
 
-// NewReader returns the fetch use case reading from store under policy.
+// scoped is the prologue of every read: f as principal may read it at now. An
+// application principal sees only its application, and nothing older than
+// retention is read even if the store still holds it. False means nothing can
+// match (another application, or an empty range), so no store call is needed.
+func (r *reads) scoped(principal domain.Principal, f domain.Filter, now time.Time) (domain.Filter, bool) {
+	if principal.Name != "" {
+		if f.Name != "" && f.Name != principal.Name {
+			return f, false
+		}
+		f.Name = principal.Name
+	}
+	if oldest := r.policy.OldestReadable(now); f.From.Before(oldest) {
+		f.From = oldest
+	}
+	return f, f.To.IsZero() || f.From.Before(f.To)
+}
+
+// list is one page of q for principal, as a walk when its filter may read many
+// messages to fill it (walksMany).
+func (r *reads) list(ctx context.Context, principal domain.Principal, q domain.Query, now time.Time) (domain.Page, error) {
+	if walksMany(q.Filter) {
+		release, err := r.walks.admit(ctx, principal.Account)
+		if err != nil {
+			return domain.Page{}, err
+		}
+		defer release()
+	}
+	return r.store.List(ctx, q, now)
+}
+
+// walksMany reports whether a page of f may read many messages to fill itself:
+// the q search reads every text until the page is full, and the filters on
+// method, address, path, status and duration are not what every store orders
+// messages by (a status no message has reads the whole scope). Without them a
+// page reads about as many messages as it returns.
+func walksMany(f domain.Filter) bool {
+	return f.Text != "" || f.Method != "" || f.IPAddress != "" || f.Path != "" || f.PathPrefix != "" ||
+		f.StatusMin != 0 || f.StatusMax != 0 || f.HasDurationBounds()
+}
+
+// Reader is the fetch use case: pages of messages, and one message by id.
+type Reader struct{ reads *reads }
+
+// NewReader returns the fetch use case reading from store under policy, with
+// DefaultWalkLimits. Its Statistics and Exporter share its store and walks.
 func NewReader(store ports.MessageReader, policy domain.Policy, clock ports.Clock) *Reader {
-	return &Reader{store: store, policy: policy, clock: clock}
+	return NewReaderWith(store, policy, clock, DefaultWalkLimits())
+}
+
+// NewReaderWith is NewReader with the given bounds on walks.
+func NewReaderWith(store ports.MessageReader, policy domain.Policy, clock ports.Clock, limits WalkLimits) *Reader {
+	return &Reader{reads: &reads{store: store, policy: policy, clock: clock, walks: newWalkAdmission(limits)}}
 }
 
 // List returns one page of the principal's readable messages. The scope always
-// comes from the principal; messages older than the current retention are hidden
-// even if the store still holds them; a principal bound to one application sees
-// only that application.
+// comes from the principal (reads.scoped says what else it narrows).
 func (r *Reader) List(ctx context.Context, principal domain.Principal, q domain.Query) (domain.Page, error) {
-	now := r.clock.Now()
+	now := r.reads.clock.Now()
 	q.Scope = principal.Scope
-	if oldest := r.policy.OldestReadable(now); q.Filter.From.Before(oldest) {
-		q.Filter.From = oldest
-	}
-	if !narrowToPrincipal(&q.Filter, principal) {
-		return domain.Page{Messages: []domain.Message{}}, nil
-	}
-	if !q.Filter.To.IsZero() && !q.Filter.From.Before(q.Filter.To) {
+	var ok bool
+	if q.Filter, ok = r.reads.scoped(principal, q.Filter, now); !ok {
 		return domain.Page{Messages: []domain.Message{}}, nil
 	}
 	q.Limit = min(max(q.Limit, 0), domain.MaxLimit)
 	if q.Limit == 0 {
 		q.Limit = domain.DefaultLimit
 	}
-	page, err := r.store.List(ctx, q, now)
+	page, err := r.reads.list(ctx, principal, q, now)
 	if err != nil {
 		return domain.Page{}, fmt.Errorf("list messages: %w", err)
 	}
@@ -57,13 +103,21 @@ func (r *Reader) Get(ctx context.Context, principal domain.Principal, idOrRefere
 	if !ok {
 		key = idOrReference
 	}
-	now := r.clock.Now()
-	m, err := r.store.Get(ctx, principal.Scope, key, now)
+	now := r.reads.clock.Now()
+	m, err := r.reads.store.Get(ctx, principal.Scope, key, now)
 	if err != nil {
 		return domain.Message{}, fmt.Errorf("get message: %w", err)
 	}
-	if m.CreatedAt.Before(r.policy.OldestReadable(now)) || (principal.Name != "" && m.Name != principal.Name) {
+	if m.CreatedAt.Before(r.reads.policy.OldestReadable(now)) || (principal.Name != "" && m.Name != principal.Name) {
 		return domain.Message{}, fmt.Errorf("message %q: %w", idOrReference, ports.ErrNotFound)
 	}
 	return m, nil
 }
+
+// Statistics returns the statistics use case over the reader's store, policy,
+// clock and walks.
+func (r *Reader) Statistics() *Statistics { return &Statistics{reads: r.reads} }
+
+// Exporter returns the export use case over the reader's store, policy, clock
+// and walks.
+func (r *Reader) Exporter() *Exporter { return &Exporter{reads: r.reads} }

@@ -205,15 +205,14 @@ type StatsBuilder struct {
 	q         StatsQuery
 	stats     Stats
 	durations [][]float64 // per bucket, in milliseconds
-	paths     map[string]*KeyCount
-	names     map[string]*KeyCount
+	paths     KeyCounter
+	names     KeyCounter
 }
 
 // NewStatsBuilder returns an empty builder of q's statistics.
 func NewStatsBuilder(q StatsQuery) *StatsBuilder {
 	s := NewStats(q)
-	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets)),
-		paths: map[string]*KeyCount{}, names: map[string]*KeyCount{}}
+	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets))}
 }
 
 // Add counts one message that passed the query's filter. A message outside the
@@ -226,8 +225,8 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
-	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
-	countKey(b.names, m.Name, m.StatusCode)
+	b.paths.Add(RouteOf(m.Path), IsError(m.StatusCode))
+	b.names.Add(m.Name, IsError(m.StatusCode))
 }
 
 // countSample counts m in its bucket of s, q's statistics, and returns the
@@ -248,30 +247,6 @@ func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
 // past it the least counted are dropped from time to time, and the ranking is
 // approximate, as Elasticsearch's terms aggregation is.
 const MaxRankedKeys = 10_000
-
-// countKey counts one message of status under key. A new key is copied, so
-// that a store may pass views of its own memory.
-func countKey(counts map[string]*KeyCount, key string, status int) {
-	kc := counts[key]
-	if kc == nil {
-		if len(counts) >= 2*MaxRankedKeys {
-			keepMostCounted(counts, MaxRankedKeys)
-		}
-		kc = &KeyCount{Key: strings.Clone(key)}
-		counts[kc.Key] = kc
-	}
-	kc.Count++
-	if IsError(status) {
-		kc.Errors++
-	}
-}
-
-// keepMostCounted drops all but the n keys of most messages.
-func keepMostCounted(counts map[string]*KeyCount, n int) {
-	for _, kc := range Top(counts, len(counts))[n:] {
-		delete(counts, kc.Key)
-	}
-}
 
 // StatsSample is what the statistics read of one message.
 type StatsSample struct {
@@ -299,8 +274,8 @@ func (b *StatsBuilder) Stats() Stats {
 	}
 	s.sumBuckets()
 	s.Total.Duration = Summarise(all)
-	s.TopPaths = Top(b.paths, TopPaths)
-	s.TopNames = Top(b.names, TopNames)
+	s.TopPaths = b.paths.Top(TopPaths)
+	s.TopNames = b.names.Top(TopNames)
 	return s
 }
 
@@ -362,36 +337,6 @@ func percentileRanks(n int, p float64) (lo, hi int, rank float64) {
 func interpolate(lo, hi, frac float64) float64 {
 	v := lo + (hi-lo)*frac
 	return math.Round(v*1000) / 1000
-}
-
-// SummariseMicros is Summarise of durations in whole microseconds, as a store
-// that counts them as integers holds them: the same summary to the bit, since
-// Summarise reads each duration as its microseconds over 1000. It finds the
-// ranks by selection instead of sorting, in time linear in len(micros) on
-// average, and reorders micros.
-func SummariseMicros(micros []int64) DurationSummary {
-	n := len(micros)
-	if n == 0 {
-		return DurationSummary{}
-	}
-	ms := func(rank int) float64 { return float64(micros[rank]) / 1000 }
-	s := DurationSummary{Count: int64(n)}
-	// Ascending ranks, each selected in what lies past the one before it.
-	done := -1
-	for _, pc := range []struct {
-		p   float64
-		out *float64
-	}{{0.50, &s.P50}, {0.95, &s.P95}, {0.99, &s.P99}} {
-		lo, hi, rank := percentileRanks(n, pc.p)
-		for _, r := range []int{lo, hi} {
-			if r > done {
-				selectRank(micros[done+1:], r-done-1)
-				done = r
-			}
-		}
-		*pc.out = interpolate(ms(lo), ms(hi), rank-float64(lo))
-	}
-	return s
 }
 
 // selectRank reorders a so that a[k] holds the value of rank k, every value

@@ -21,8 +21,8 @@ func TestStatsBuilderBoundsItsCounters(t *testing.T) {
 		if i%1000 == 0 {
 			add("/health")
 		}
-		if len(b.paths) > 2*MaxRankedKeys {
-			t.Fatalf("after %d paths the builder holds %d counters, more than %d", i+1, len(b.paths), 2*MaxRankedKeys)
+		if b.paths.Len() > 2*MaxRankedKeys {
+			t.Fatalf("after %d paths the builder holds %d counters, more than %d", i+1, b.paths.Len(), 2*MaxRankedKeys)
 		}
 	}
 	top := b.Stats().TopPaths[0]

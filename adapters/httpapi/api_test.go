@@ -45,6 +45,7 @@ type setup struct {
 	maxBody   int64
 	limiter   *httpapi.RateLimiter
 	exports   httpapi.ExportLimits
+	walks     *app.WalkLimits // nil: app.DefaultWalkLimits
 }
 
 func newFixture(t *testing.T, s setup) fixture {
@@ -59,10 +60,14 @@ func newFixture(t *testing.T, s setup) fixture {
 	cfg := app.DefaultConfig()
 	cfg.VisibilityDelay = 0
 	policy := cfg.Policy()
+	walks := app.DefaultWalkLimits()
+	if s.walks != nil {
+		walks = *s.walks
+	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := httpapi.New(
 		app.NewIngester(s.store, policy, clock),
-		app.NewReader(s.store, policy, clock),
+		app.NewReaderWith(s.store, policy, clock, walks),
 		s.keys,
 		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter, Exports: s.exports},
 	)

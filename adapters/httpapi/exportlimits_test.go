@@ -17,6 +17,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -123,7 +124,10 @@ func awaitExport(t *testing.T, srv *httptest.Server, key, why string) {
 // returns when its client goes away.
 func TestExportsAreBoundedPerKeyAndInAll(t *testing.T) {
 	store := newExportStore()
-	f := newFixture(t, setup{store: store, keys: threeAccounts(),
+	// The store holds each export inside its page's read, a walk: with walk
+	// turns off only the export limits bound them (app.WalkLimits would let
+	// acme's second export wait for its turn instead).
+	f := newFixture(t, setup{store: store, keys: threeAccounts(), walks: &app.WalkLimits{},
 		exports: httpapi.ExportLimits{PerKey: 2, Total: 3, MinRate: 1 << 10, Stall: time.Minute}})
 	srv := httptest.NewServer(f.handler)
 	defer srv.Close()

@@ -19,7 +19,11 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapitest"
 	"github.com/reqlog/reqlog/adapters/httpclient/httpclienttest"
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/domain"
 )
 
 // TestMain serves a limit's handler when the tool starts this test binary as
@@ -339,5 +343,60 @@ func TestInterruptEndsTheAttack(t *testing.T) {
 	rep := attack("test", l, 1, target.ingestTargets([][]byte{[]byte("[]")}), false, nil)
 	if took := time.Since(began); took > 30*time.Second || rep.all.Requests == 0 {
 		t.Errorf("the attack took %s and sent %d requests after an interrupt", took, rep.all.Requests)
+	}
+}
+
+// fair against a real service with two accounts: both phases run, the heavy
+// account's statistics calls are answered, and the comparison names both of the
+// other account's request kinds.
+func TestFairWorkload(t *testing.T) {
+	policy := domain.DefaultPolicy()
+	policy.VisibilityDelay = 0
+	handler := httpapitest.Serve(t, memory.New(), conformance.APIConfig{
+		Keys: []conformance.APIKey{{Account: "light", Domain: domain.DomainLive, Key: "light-key"},
+			{Account: "heavy", Domain: domain.DomainLive, Key: "heavy-key"}},
+		Policy: policy,
+	})
+	svc := httptest.NewServer(handler)
+	defer svc.Close()
+	ctx := t.Context()
+	for _, key := range []string{"light-key", "heavy-key"} {
+		srv, err := newServer(svc.URL, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _, err := parse([]string{"-n", "200", "-connections", "2", "seed"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := seed(ctx, srv, newGenerator(o.seed), o, io.Discard); err != nil {
+			t.Fatalf("seed %s: %v", key, err)
+		}
+	}
+	o, mode, err := parse([]string{"-key", "light-key", "-heavy-key", "heavy-key", "-rate", "40", "-duration", "500ms",
+		"-pool", "20", "fair"}, io.Discard)
+	if err != nil || mode != "fair" {
+		t.Fatalf("parse: %v, mode %q", err, mode)
+	}
+	srv, err := newServer(svc.URL, "light-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := srv.fair(ctx, "fair", o, &out); err != nil {
+		t.Fatalf("fair: %v\n%s", err, out.String())
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`== fair \(quiet\)`), regexp.MustCompile(`== fair \(contended\)`),
+		regexp.MustCompile(`\d+ calls finished: statuses map\[200:\d+`),
+		regexp.MustCompile(`(?m)^ingest +p50 .* p99 .* times`), regexp.MustCompile(`(?m)^list:first +p50 `),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("no %s in:\n%s", want, out.String())
+		}
+	}
+	o.fair.heavyKey = "light-key"
+	if err := srv.fair(ctx, "fair", o, io.Discard); err == nil {
+		t.Error("fair with the same key for both accounts ran")
 	}
 }

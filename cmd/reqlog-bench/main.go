@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -24,7 +24,9 @@
 // messages per second and the server's peak memory. soak runs the mixed load for
 // -duration and reports errors and memory over time. proxy compares reqlogd's
 // capturing proxy at -url with a plain httputil.ReverseProxy in front of the same
-// upstream, both served by the tool (proxy.go). See docs/benchmarks.md.
+// upstream, both served by the tool (proxy.go). fair measures another
+// account's submissions and lists alone, then while -heavy-key keeps
+// statistics calls with q in flight (fair.go). See docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
 package main
@@ -92,6 +94,7 @@ type options struct {
 	bodyFile     string
 	statsQuery   string
 	proxy        proxyOptions
+	fair         fairOptions
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -162,6 +165,9 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix) or sqlite (-sqlite-dir, with reqlogd stopped: one process per directory)")
 	fs.StringVar(&o.sqliteDir, "sqlite-dir", "./reqlog-data", "the data directory of -direct sqlite")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
+	fs.StringVar(&o.fair.heavyKey, "heavy-key", "", "fair: the API key of the account whose statistics calls contend with -key's requests")
+	fs.IntVar(&o.fair.heavyConnections, "heavy-connections", 3, "fair: the heavy account's statistics calls kept in flight")
+	fs.StringVar(&o.fair.heavyQ, "heavy-q", "qzv9wxk", "fair: the q of the heavy account's statistics calls (default: a text no message holds, so every text is read)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
@@ -171,7 +177,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -224,7 +230,7 @@ func intList(flagName, list string, most int) ([]int, error) {
 }
 
 // modes are the workloads, in the order the usage lists them.
-var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy"}
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy", "fair"}
 
 func (o options) check(mode string) error {
 	switch {
@@ -256,6 +262,8 @@ func (o options) check(mode string) error {
 		return errors.New("-rounds must be from 1 to 100")
 	case o.proxy.rate < 1 || o.proxy.rate > maxRate:
 		return fmt.Errorf("-proxy-rate must be from 1 to %d", maxRate)
+	case o.fair.heavyConnections < 1 || o.fair.heavyConnections > maxConnections:
+		return fmt.Errorf("-heavy-connections must be from 1 to %d", maxConnections)
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
@@ -337,6 +345,8 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		return nil
 	case "export":
 		return srv.export(ctx, title, o, stdout)
+	case "fair":
+		return srv.fair(ctx, title, o, stdout)
 	}
 	bodies := gen.pool(o.poolSize, o.items, time.Now())
 	if o.bodyFile != "" {
@@ -506,10 +516,12 @@ func seed(ctx context.Context, srv *server, gen *generator, o options, stdout io
 	rssAfter, heapAfter := srv.memory()
 	fmt.Fprintf(stdout, "server memory: rss %s -> %s, heap in use %s -> %s\n", mib(rssBefore), mib(rssAfter),
 		mib(heapBefore), mib(heapAfter))
+	submitted := float64(rep.all.BytesOut.Total)
+	fmt.Fprintf(stdout, "submitted: %s of request bodies, %.0f bytes per message\n", mib(submitted), submitted/float64(o.n))
 	if rssBefore >= 0 && rssAfter >= 0 && o.n >= 100_000 {
 		perMillion := 1e6 / float64(o.n)
-		fmt.Fprintf(stdout, "per million messages, garbage not yet collected included: rss +%s, heap +%s\n", mib((rssAfter-rssBefore)*perMillion),
-			mib((heapAfter-heapBefore)*perMillion))
+		fmt.Fprintf(stdout, "per million messages, garbage not yet collected included: rss +%s, heap +%s; rss growth %.2f times the bodies submitted\n",
+			mib((rssAfter-rssBefore)*perMillion), mib((heapAfter-heapBefore)*perMillion), (rssAfter-rssBefore)/submitted)
 	}
 	// A 503 (the store too slow or failing) stored nothing of its batch, as a
 	// 429 or a failure did: the seed is short by those batches.

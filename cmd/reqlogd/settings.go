@@ -289,6 +289,9 @@ var settings = []setting{
 	intSetting("alerts.delivery_concurrency", "Alerts.DeliveryConcurrency", "webhook attempts each replica makes at the same time", func(c *config) *int { return &c.Alerts.DeliveryConcurrency }),
 	durationSetting("alerts.history_retention", "Alerts.HistoryRetention", "how long alert transitions, finished deliveries and the delivery log are kept", func(c *config) *time.Duration { return &c.Alerts.HistoryRetention }),
 	durationSetting("alerts.portal_link_ttl", "Alerts.PortalLinkTTL", "how long the portal link in an alert event opens the portal (a read-only session of the rule's application, or account); 0 sends links without a session", func(c *config) *time.Duration { return &c.Alerts.PortalLinkTTL }),
+	intSetting("read_walks", "App.Walks.Walks", "reads that walk many messages (statistics, export pages, lists with q or a method, address, status, path or duration filter) running at once (0: no limit)", func(c *config) *int { return &c.App.Walks.Walks }),
+	intSetting("read_walks_per_account", "App.Walks.PerAccount", "of those, how many one account (its portal sessions included) may run at once; below read_walks, another account's walk always starts at once", func(c *config) *int { return &c.App.Walks.PerAccount }),
+	intSetting("read_walks_waiting", "App.Walks.MaxWaiting", "walks of one account that may wait for a turn (429 with Retry-After beyond)", func(c *config) *int { return &c.App.Walks.MaxWaiting }),
 	// Every secret setting from a file, too (secretfile.go).
 	secretFileSetting("api_keys"),
 	secretFileSetting("portal.secret"),

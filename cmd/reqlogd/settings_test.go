@@ -158,6 +158,10 @@ var settingCases = []settingCase{
 	{key: "alerts.delivery_concurrency", value: "8", check: func(c config) bool { return c.Alerts.DeliveryConcurrency == 8 }},
 	{key: "alerts.history_retention", value: "7d", check: func(c config) bool { return c.Alerts.HistoryRetention == 7*24*time.Hour }},
 	{key: "alerts.portal_link_ttl", value: "0", check: func(c config) bool { return c.Alerts.PortalLinkTTL == 0 }},
+	{key: "read_walks", value: "16", check: func(c config) bool { return c.App.Walks.Walks == 16 }},
+	{key: "read_walks_per_account", value: "3", extra: map[string]string{"REQLOG_READ_WALKS": "4"},
+		check: func(c config) bool { return c.App.Walks.PerAccount == 3 }},
+	{key: "read_walks_waiting", value: "3", check: func(c config) bool { return c.App.Walks.MaxWaiting == 3 }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field

@@ -1,5 +1,0 @@
-//go:build darwin || freebsd || netbsd || openbsd
-
-package memory
-
-const mapPopulate = 0
