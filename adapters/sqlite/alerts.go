@@ -84,13 +84,7 @@ func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
 
 // Close closes the alert file.
 func (a *AlertStore) Close() error {
-	var errs []error
-	for _, db := range []*sql.DB{a.read, a.write} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeDBs(a.read, a.write)
 }
 
 func alertNotFound(what, id string) error {

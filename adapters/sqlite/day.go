@@ -264,5 +264,29 @@ func (d *dayFile) fileError(ctx context.Context, what string, err error) error {
 
 // close closes both pools.
 func (d *dayFile) close() error {
-	return errors.Join(d.read.Close(), d.write.Close())
+	return closeDBs(d.read, d.write)
 }
+
+// closeDBs closes the pools and waits, up to closeWait, for their last
+// connections: database/sql closes a connection still in use (a query
+// cancelled an instant before, whose rows a driver goroutine releases) only
+// when it is released, and until then SQLite keeps the file's -wal and -shm.
+// Waiting lets Close mean that the files are released.
+func closeDBs(dbs ...*sql.DB) error {
+	var errs []error
+	for _, db := range dbs {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	deadline := time.Now().Add(closeWait)
+	for _, db := range dbs {
+		for db != nil && db.Stats().OpenConnections > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeWait bounds how long Close waits for connections released late.
+const closeWait = 5 * time.Second
