@@ -213,7 +213,10 @@ func TestRateAttackKeepsItsConnections(t *testing.T) {
 	if rep.all.Requests != requests || rep.all.StatusCodes["200"] != requests {
 		t.Fatalf("%d requests, outcomes %v: %v", rep.all.Requests, rep.all.StatusCodes, rep.errors)
 	}
-	if n := dialled.Load(); n > 2*group {
+	// Reused connections need about one group's worth; a busy machine's late
+	// releases add some. Closing each after its request would dial one per
+	// request.
+	if n := dialled.Load(); n > requests/2 {
 		t.Errorf("%d connections for %d requests in groups of %d: connections are closed and dialled again", n, requests, group)
 	}
 }
