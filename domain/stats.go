@@ -174,13 +174,15 @@ type Stats struct {
 	Buckets  []StatsBucket // every bucket of the range, oldest first
 	TopPaths []KeyCount    // paths without their query string
 	TopNames []KeyCount
+	// TopRoutes ranks the route templates of the messages that have one.
+	TopRoutes []RouteStats
 }
 
 // NewStats returns q's statistics with every bucket present and empty, for a
 // store to fill.
 func NewStats(q StatsQuery) Stats {
 	s := Stats{From: q.From, To: q.To, Interval: q.Interval,
-		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}}
+		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}, TopRoutes: []RouteStats{}}
 	first := q.FirstBucket()
 	for i := range s.Buckets {
 		s.Buckets[i].Start = first.Add(time.Duration(i) * q.Interval.Width)
@@ -207,6 +209,7 @@ type StatsBuilder struct {
 	durations [][]float64 // per bucket, in milliseconds
 	paths     map[string]*KeyCount
 	names     map[string]*KeyCount
+	routes    RouteCounter
 }
 
 // NewStatsBuilder returns an empty builder of q's statistics.
@@ -228,6 +231,7 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	}
 	countKey(b.paths, RouteOf(m.Path), m.StatusCode)
 	countKey(b.names, m.Name, m.StatusCode)
+	b.routes.AddSample(m)
 }
 
 // countSample counts m in its bucket of s, q's statistics, and returns the
@@ -280,12 +284,13 @@ type StatsSample struct {
 	Duration    time.Duration
 	HasDuration bool
 	Path, Name  string
+	Route       string // "" when the message has none
 }
 
 // SampleOf is what the statistics read of m.
 func SampleOf(m Message) StatsSample {
 	return StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
-		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name}
+		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name, Route: m.Route}
 }
 
 // Stats returns the statistics of what was added.
@@ -301,6 +306,7 @@ func (b *StatsBuilder) Stats() Stats {
 	s.Total.Duration = Summarise(all)
 	s.TopPaths = Top(b.paths, TopPaths)
 	s.TopNames = Top(b.names, TopNames)
+	s.TopRoutes = b.routes.Top(TopRoutes)
 	return s
 }
 
