@@ -115,6 +115,7 @@ func assertStats(t testing.TB, msgs []domain.Message, q domain.StatsQuery, now t
 	if !slices.Equal(got.TopNames, want.TopNames) {
 		diff = append(diff, fmt.Sprintf("top names %v, want %v", got.TopNames, want.TopNames))
 	}
+	diff = append(diff, topRoutesDiff(msgs, q, now, want.TopRoutes, got.TopRoutes)...)
 	if len(diff) > 0 {
 		t.Errorf("%s differs from the contract's:\n  %s", what, strings.Join(diff, "\n  "))
 	}
