@@ -12,7 +12,8 @@ import (
 
 // topRoutesDiff compares got's top_routes with want's (domain.StatsBuilder's
 // over msgs): routes, order, counts and errors exactly; each route's
-// percentiles between the durations at its neighbouring ranks, as a bucket's.
+// percentiles between the durations at its neighbouring ranks, within 1 %
+// past domain.ExactDurations of them (a digest per route).
 func topRoutesDiff(msgs []domain.Message, q domain.StatsQuery, now time.Time, want, got []domain.RouteStats) []string {
 	if len(got) != len(want) {
 		return []string{fmt.Sprintf("top routes %v, want %v", got, want)}
@@ -30,10 +31,17 @@ func topRoutesDiff(msgs []domain.Message, q domain.StatsQuery, now time.Time, wa
 			diff = append(diff, fmt.Sprintf("top route %d: %+v, want %+v", i, g, w))
 			continue
 		}
+		if g.Count != w.Count || g.Duration.Count != w.Duration.Count {
+			diff = append(diff, fmt.Sprintf("top route %d: %+v, want %+v", i, g, w))
+			continue
+		}
 		sorted := durations[w.Route]
 		slices.Sort(sorted)
-		diff = append(diff, bucketDiff("route "+w.Route, domain.StatsBucket{Count: w.Count, Duration: w.Duration},
-			domain.StatsBucket{Count: g.Count, Duration: g.Duration}, sorted)...)
+		tolerance := 0.0
+		if len(sorted) > domain.ExactDurations {
+			tolerance = 0.01
+		}
+		diff = append(diff, percentileDiff("route "+w.Route, g.Duration, sorted, tolerance)...)
 	}
 	return diff
 }

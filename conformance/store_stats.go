@@ -132,15 +132,23 @@ func bucketDiff(name string, want, got domain.StatsBucket, sorted []float64) []s
 		diff = append(diff, fmt.Sprintf("%s: %d durations, want %d", name, got.Duration.Count, want.Duration.Count))
 		return diff
 	}
+	return append(diff, percentileDiff(name, got.Duration, sorted, 0)...)
+}
+
+// percentileDiff checks each percentile of got lies between the durations of
+// sorted at its neighbouring ranks, widened by tolerance (a fraction: the
+// contract allows 1 % for large sets).
+func percentileDiff(name string, got domain.DurationSummary, sorted []float64, tolerance float64) []string {
 	if len(sorted) == 0 {
-		return diff
+		return nil
 	}
+	var diff []string
 	for _, p := range []struct {
 		p   float64
 		got float64
-	}{{0.50, got.Duration.P50}, {0.95, got.Duration.P95}, {0.99, got.Duration.P99}} {
+	}{{0.50, got.P50}, {0.95, got.P95}, {0.99, got.P99}} {
 		rank := p.p * float64(len(sorted)-1)
-		lo, hi := sorted[int(math.Floor(rank))], sorted[int(math.Ceil(rank))]
+		lo, hi := sorted[int(math.Floor(rank))]*(1-tolerance), sorted[int(math.Ceil(rank))]*(1+tolerance)
 		if p.got < lo-percentileSlack || p.got > hi+percentileSlack {
 			diff = append(diff, fmt.Sprintf("%s: p%02.0f = %v, want between %v and %v (of %v)", name, p.p*100, p.got, lo, hi, sorted))
 		}

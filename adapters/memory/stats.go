@@ -61,7 +61,7 @@ func (s *Store) buildStats(ctx context.Context, index *tree, q domain.StatsQuery
 	// The builder copies the paths it keeps: views are enough here.
 	err := s.walk(ctx, index, domain.Query{Scope: q.Scope, Filter: q.Filter}, now, func(n uint32, m *domain.Message) bool {
 		builder.Add(domain.StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode,
-			Duration: m.Duration, HasDuration: m.HasDuration, Path: recordPath(s.record(n)), Name: m.Name})
+			Duration: m.Duration, HasDuration: m.HasDuration, Path: recordPath(s.record(n)), Name: m.Name, Route: m.Route})
 		return true
 	})
 	if err != nil {
@@ -134,6 +134,7 @@ func (s *Store) countStats(ctx context.Context, index *tree, q domain.StatsQuery
 	var wg sync.WaitGroup
 	for i := range spans {
 		parts[i] = newStatsPart(&p, s.names.len(), len(spans))
+		parts[i].templateNames, parts[i].slotTemplates = &s.templates, &s.slotTemplates
 		count := func() { errs[i] = s.countSpan(ctx, index, q, now, spans[i], parts[i]) }
 		if i < len(spans)-1 {
 			wg.Go(count)
@@ -188,7 +189,8 @@ func (s *Store) countSpan(ctx context.Context, index *tree, q domain.StatsQuery,
 		part.touched ^= touched
 		for _, e := range batch[:queued] {
 			sl := s.slots.at(e.slot)
-			if at < sl.visible || at >= sl.expires || !passes.admits(sl) {
+			if at < sl.visible || at >= sl.expires || !passes.admits(sl) ||
+				(passes.byTemplate && s.slotTemplates.at(e.slot) != passes.template) {
 				continue
 			}
 			part.add(e.created, e.slot, sl)
@@ -226,6 +228,8 @@ const statsBatch = 64
 type slotFilter struct {
 	name                 uint32
 	byName               bool
+	template             uint32
+	byTemplate           bool
 	statusMin, statusMax int64
 	durationBounded      bool
 	minDuration          time.Duration
@@ -242,6 +246,13 @@ func (s *Store) slotFilterOf(f domain.Filter) (slotFilter, bool) {
 			return sf, false
 		}
 		sf.name, sf.byName = name, true
+	}
+	if f.Route != "" {
+		template, ok := s.templates.lookup(f.Route)
+		if !ok {
+			return sf, false
+		}
+		sf.template, sf.byTemplate = template, true
 	}
 	if f.StatusMin != 0 {
 		sf.statusMin = int64(f.StatusMin)
@@ -276,6 +287,9 @@ type statsPart struct {
 	durations            *[]int64             // microseconds, pooled
 	names                []tally              // by interned name
 	routes               routeTally
+	templates            domain.RouteCounter // top_routes
+	templateNames        *interner[string]   // the store's, read under its lock
+	slotTemplates        *templateTable
 	bucket               int   // the bucket of the last message counted
 	bucketLo, bucketNext int64 // its start and the next one's
 	touched              int64 // what loading slots ahead read, kept so that the loads are
@@ -326,6 +340,9 @@ func (p *statsPart) add(created int64, n uint32, sl *slot) {
 		name.errors++
 	}
 	p.routes.add(sl.route, n, isError)
+	if template := p.slotTemplates.at(n); template != 0 {
+		p.templates.Add(p.templateNames.value(template), isError, sl.duration, sl.hasDuration)
+	}
 }
 
 // routeTally counts messages by route hash, holding at most limit counters:
@@ -462,6 +479,10 @@ func (s *Store) mergeStats(q domain.StatsQuery, parts []*statsPart) domain.Stats
 	stats.Total.Duration = domain.SummariseMicros(all)
 	stats.TopNames = s.topNames(parts)
 	stats.TopPaths = s.topRoutes(parts)
+	for _, part := range parts[1:] {
+		parts[0].templates.Merge(&part.templates)
+	}
+	stats.TopRoutes = parts[0].templates.Top(domain.TopRoutes)
 	return stats
 }
 

@@ -77,6 +77,19 @@ type slot struct {
 	scope, name uint32 // interned
 }
 
+// templateTable holds each slot's route template (interned; 0 for none)
+// beside the slot table, in the same pages: a slot is one cache line, full.
+type templateTable struct{ pages [][]uint32 }
+
+func (t *templateTable) set(n, template uint32) {
+	for len(t.pages) <= int(n>>slotPageBits) {
+		t.pages = append(t.pages, make([]uint32, 1<<slotPageBits))
+	}
+	t.pages[n>>slotPageBits][n&(1<<slotPageBits-1)] = template
+}
+
+func (t *templateTable) at(n uint32) uint32 { return t.pages[n>>slotPageBits][n&(1<<slotPageBits-1)] }
+
 // slotTable holds the slots in pages of fixed size, so that growing never
 // copies them nor leaves a doubled array half empty.
 type slotTable struct {
@@ -160,6 +173,10 @@ type Store struct {
 	scopes   map[domain.Scope]*scopeIndex
 	scopeIDs interner[domain.Scope]
 	names    interner[string]
+	// templates numbers the route templates, "" first; slotTemplates holds
+	// each slot's.
+	templates     interner[string]
+	slotTemplates templateTable
 	// headerNames numbers the header names records share (record.go).
 	headerNames interner[string]
 	expires     *btree.BTreeG[expiry]
@@ -199,6 +216,7 @@ func New() *Store {
 			return domain.Scope{Account: strings.Clone(sc.Account), Domain: strings.Clone(sc.Domain)}
 		}),
 		names:       newInterner(strings.Clone),
+		templates:   newTemplates(),
 		headerNames: newInterner(strings.Clone),
 		expires:     btree.NewG(btreeDegree, expiresFirst),
 		routeSeed:   maphash.MakeSeed(),
@@ -271,6 +289,7 @@ func (s *Store) insert(m *domain.Message) {
 		duration: m.Duration, hasDuration: m.HasDuration, status: int16(m.StatusCode), route: s.routeHash(m.Path),
 		scope: s.scopeIDs.id(scope), name: s.names.id(m.Name), used: true,
 	})
+	s.slotTemplates.set(n, s.templates.id(m.Route))
 	s.ids.put(m.ID, n)
 	if _, taken := s.refs.get(m.Reference); !taken && m.Reference != "" {
 		s.refs.put(m.Reference, n)
@@ -412,7 +431,7 @@ func (s *Store) message(n uint32) domain.Message {
 	sl := s.slots.at(n)
 	scope := s.scopeIDs.value(sl.scope)
 	m := domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
-		StatusCode: int(sl.status), Duration: sl.duration, HasDuration: sl.hasDuration}
+		Route: s.templates.value(s.slotTemplates.at(n)), StatusCode: int(sl.status), Duration: sl.duration, HasDuration: sl.hasDuration}
 	decode(slices.Clone(s.record(n)), &m, &s.headerNames)
 	return m
 }
@@ -479,7 +498,7 @@ func (s *Store) walk(ctx context.Context, index *tree, q domain.Query, now time.
 			return true
 		}
 		m = domain.Message{Account: scope.Account, Domain: scope.Domain, Name: s.names.value(sl.name),
-			StatusCode: int(sl.status), CreatedAt: time.Unix(0, e.created).UTC(),
+			Route: s.templates.value(s.slotTemplates.at(e.slot)), StatusCode: int(sl.status), CreatedAt: time.Unix(0, e.created).UTC(),
 			Duration: sl.duration, HasDuration: sl.hasDuration}
 		if readRecord {
 			rec := s.arena.bytes(sl.at)
@@ -696,3 +715,11 @@ func (s *Store) ReadLag() time.Duration { return 0 }
 
 // Ping always succeeds: there is no backend to lose.
 func (s *Store) Ping(context.Context) error { return nil }
+
+// newTemplates is an interner of route templates in which "" (no template)
+// is 0, the zero slot's.
+func newTemplates() interner[string] {
+	in := newInterner(strings.Clone)
+	in.id("")
+	return in
+}
