@@ -37,11 +37,7 @@ func topRoutesDiff(msgs []domain.Message, q domain.StatsQuery, now time.Time, wa
 		}
 		sorted := durations[w.Route]
 		slices.Sort(sorted)
-		tolerance := 0.0
-		if len(sorted) > domain.ExactDurations {
-			tolerance = 0.01
-		}
-		diff = append(diff, percentileDiff("route "+w.Route, g.Duration, sorted, tolerance)...)
+		diff = append(diff, percentileDiff("route "+w.Route, g.Duration, sorted, tolerance(len(sorted)))...)
 	}
 	return diff
 }
