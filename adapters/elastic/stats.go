@@ -167,11 +167,7 @@ type trafficReply struct {
 		Names     rankingReply `json:"names"`
 		Templates struct {
 			Buckets []struct {
-				Key      string `json:"key"`
-				DocCount int64  `json:"doc_count"`
-				Errors   struct {
-					DocCount int64 `json:"doc_count"`
-				} `json:"errors"`
+				rankedKey
 				traffic
 			} `json:"buckets"`
 		} `json:"templates"`
@@ -197,13 +193,16 @@ type traffic struct {
 }
 
 type rankingReply struct {
-	Buckets []struct {
-		Key      string `json:"key"`
-		DocCount int64  `json:"doc_count"`
-		Errors   struct {
-			DocCount int64 `json:"doc_count"`
-		} `json:"errors"`
-	} `json:"buckets"`
+	Buckets []rankedKey `json:"buckets"`
+}
+
+// rankedKey is one bucket of a ranking: a key, its count and its errors.
+type rankedKey struct {
+	Key      string `json:"key"`
+	DocCount int64  `json:"doc_count"`
+	Errors   struct {
+		DocCount int64 `json:"doc_count"`
+	} `json:"errors"`
 }
 
 func (r *trafficReply) fill(q domain.StatsQuery, stats *domain.Stats) error {
