@@ -199,7 +199,7 @@ func (c *RouteCounter) Top(n int) []RouteStats {
 	return order
 }
 
-// Reset empties the counter, keeping its memory.
+// Reset empties the counter, keeping its slice of entries.
 func (c *RouteCounter) Reset() {
 	for i := range c.entries {
 		c.entries[i].durations.Reset()
