@@ -134,7 +134,9 @@ func (s *Store) countStats(ctx context.Context, index *tree, q domain.StatsQuery
 	var wg sync.WaitGroup
 	for i := range spans {
 		parts[i] = newStatsPart(&p, s.names.len(), len(spans))
-		parts[i].templateNames, parts[i].slotTemplates = &s.templates, &s.slotTemplates
+		if s.templates.len() > 1 { // else no message has a template: none to read
+			parts[i].templateNames, parts[i].slotTemplates = &s.templates, &s.slotTemplates
+		}
 		count := func() { errs[i] = s.countSpan(ctx, index, q, now, spans[i], parts[i]) }
 		if i < len(spans)-1 {
 			wg.Go(count)
@@ -340,6 +342,9 @@ func (p *statsPart) add(created int64, n uint32, sl *slot) {
 		name.errors++
 	}
 	p.routes.add(sl.route, n, isError)
+	if p.slotTemplates == nil {
+		return
+	}
 	if template := p.slotTemplates.at(n); template != 0 {
 		p.templates.Add(p.templateNames.value(template), isError, sl.duration, sl.hasDuration)
 	}
