@@ -56,6 +56,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"ExplorerBadInput", apiTestExplorerBadInput},
 		{"ExplorerRoutes", apiTestExplorerRoutes},
 		{"ExplorerRetention", apiTestExplorerRetention},
+		{"Routes", apiTestRoutes},
 		// Alerting (api_alerts.go).
 		{"AlertRules", apiTestAlertRules},
 		{"AlertBadInput", apiTestAlertBadInput},

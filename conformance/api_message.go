@@ -23,7 +23,7 @@ var (
 // apiMessageKeys are exactly the keys of a fetched message: nothing internal
 // (account, visibility, expiry) leaks.
 var apiMessageKeys = []string{"id", "reference", "name", "domain", "ip_address", "status_code", "duration_ms",
-	"request", "response", "path", "method", "created_at", "updated_at"}
+	"request", "response", "path", "route", "method", "created_at", "updated_at"}
 
 // apiCheckMessage checks the wire format of the message at path and returns it.
 func apiCheckMessage(t *testing.T, v any, path string) map[string]any {
@@ -51,6 +51,9 @@ func apiCheckMessage(t *testing.T, v any, path string) map[string]any {
 	}
 	if code := apiInt(t, m, "status_code"); code < 100 || code > 599 {
 		t.Errorf("%s.status_code is %d", path, code)
+	}
+	if r, _ := apiAt(m, "route"); r != nil && !domain.ValidRoute(apiMust[string](t, m, "route")) {
+		t.Errorf("%s.route is %s, want null or a route template", path, apiShow(r))
 	}
 	if d, _ := apiAt(m, "duration_ms"); d != nil {
 		if ms, err := apiMust[json.Number](t, m, "duration_ms").Float64(); err != nil || ms < 0 || ms > 86_400_000 {

@@ -25,7 +25,7 @@ func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]an
 	r := e.get(t, key, target)
 	r.wantOK(t, apiStatsText, "data")
 	data := apiMust[map[string]any](t, r.body, "data")
-	apiWantKeys(t, data, "", "from", "to", "interval", "total", "buckets", "top_paths", "top_names")
+	apiWantKeys(t, data, "", "from", "to", "interval", "total", "buckets", "top_paths", "top_names", "top_routes")
 	for _, key := range []string{"from", "to"} {
 		if s := apiMust[string](t, data, key); !apiTimePattern.MatchString(s) {
 			t.Errorf("data.%s %q is not a timestamp with six fractional digits", key, s)
@@ -51,14 +51,18 @@ func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]an
 	for _, rank := range []struct {
 		list, key string
 		max       int
-	}{{"top_paths", "path", domain.TopPaths}, {"top_names", "name", domain.TopNames}} {
+	}{{"top_paths", "path", domain.TopPaths}, {"top_names", "name", domain.TopNames}, {"top_routes", "route", domain.TopRoutes}} {
 		items := apiMust[[]any](t, data, rank.list)
 		if len(items) > rank.max {
 			t.Errorf("%s holds %d entries, more than %d", rank.list, len(items), rank.max)
 		}
 		for i := range items {
 			path := fmt.Sprintf("%s.%d", rank.list, i)
-			apiWantKeys(t, data, path, rank.key, "count", "errors")
+			if rank.list == "top_routes" {
+				apiWantKeys(t, data, path, rank.key, "count", "errors", "duration_ms")
+			} else {
+				apiWantKeys(t, data, path, rank.key, "count", "errors")
+			}
 			apiMust[string](t, data, path+"."+rank.key)
 			if n, errs := apiInt(t, data, path+".count"), apiInt(t, data, path+".errors"); n < 1 || errs < 0 || errs > n {
 				t.Errorf("%s has count %d and errors %d", path, n, errs)
@@ -124,6 +128,14 @@ func apiWantBucket(t *testing.T, data map[string]any, path string, msgs []apiSta
 			t.Errorf("%s.status.%s is %d, want %d", path, class, got, status[i])
 		}
 	}
+	apiWantDurations(t, data, path, durations)
+}
+
+// apiWantDurations compares the duration_ms of a bucket, total or route with
+// the durations it must summarise: null when there are none, else their
+// count and percentiles between the ranks the contract allows.
+func apiWantDurations(t *testing.T, data map[string]any, path string, durations []float64) {
+	t.Helper()
 	d, _ := apiAt(data, path+".duration_ms")
 	if len(durations) == 0 {
 		if d != nil {

@@ -77,6 +77,10 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "StatsReadableAt", run: testStatsReadableAt},
 		{name: "StatsScopeIsolation", run: testStatsScopeIsolation},
 		{name: "StatsFilters", run: testStatsFilters},
+		// Route templates (store_routes.go).
+		{name: "RouteRoundTrip", run: testRouteRoundTrip},
+		{name: "RouteFilter", run: testRouteFilter},
+		{name: "StatsTopRoutes", run: testStatsTopRoutes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

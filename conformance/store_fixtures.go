@@ -113,6 +113,7 @@ func (f fixtures) richMessages(scope domain.Scope) []domain.Message {
 			m.IPAddress = "2001:db8::1"
 			m.Method = "PATCH"
 			m.Path = "/v1/orders/42?expand=items&q=%20x"
+			m.Route = "/v1/orders/{id}"
 			m.StatusCode = 201
 			m.Request = domain.Content{
 				Header: domain.Header{
@@ -143,6 +144,7 @@ func (f fixtures) richMessages(scope domain.Scope) []domain.Message {
 		}),
 		f.message(scope, created.Add(-2*time.Second), func(m *domain.Message) {
 			m.Name = strings.Repeat("n", 200)
+			m.Route = "/" + strings.Repeat("ř", domain.MaxRouteLength-1)
 			m.IPAddress = "192.0.2.255"
 			m.StatusCode = 599
 			m.Response = domain.Content{

@@ -115,6 +115,7 @@ func assertStats(t testing.TB, msgs []domain.Message, q domain.StatsQuery, now t
 	if !slices.Equal(got.TopNames, want.TopNames) {
 		diff = append(diff, fmt.Sprintf("top names %v, want %v", got.TopNames, want.TopNames))
 	}
+	diff = append(diff, topRoutesDiff(msgs, q, now, want.TopRoutes, got.TopRoutes)...)
 	if len(diff) > 0 {
 		t.Errorf("%s differs from the contract's:\n  %s", what, strings.Join(diff, "\n  "))
 	}
@@ -131,15 +132,33 @@ func bucketDiff(name string, want, got domain.StatsBucket, sorted []float64) []s
 		diff = append(diff, fmt.Sprintf("%s: %d durations, want %d", name, got.Duration.Count, want.Duration.Count))
 		return diff
 	}
-	if len(sorted) == 0 {
-		return diff
+	return append(diff, percentileDiff(name, got.Duration, sorted, tolerance(len(sorted)))...)
+}
+
+// tolerance is how far from the neighbouring ranks' durations a percentile
+// of n durations may lie: nowhere for small sets, within 1 % for large ones
+// (as the contract allows; past domain.ExactDurations stores summarise).
+func tolerance(n int) float64 {
+	if n > domain.ExactDurations {
+		return 0.01
 	}
+	return 0
+}
+
+// percentileDiff checks each percentile of got lies between the durations of
+// sorted at its neighbouring ranks, widened by tolerance (a fraction: the
+// contract allows 1 % for large sets).
+func percentileDiff(name string, got domain.DurationSummary, sorted []float64, tolerance float64) []string {
+	if len(sorted) == 0 {
+		return nil
+	}
+	var diff []string
 	for _, p := range []struct {
 		p   float64
 		got float64
-	}{{0.50, got.Duration.P50}, {0.95, got.Duration.P95}, {0.99, got.Duration.P99}} {
+	}{{0.50, got.P50}, {0.95, got.P95}, {0.99, got.P99}} {
 		rank := p.p * float64(len(sorted)-1)
-		lo, hi := sorted[int(math.Floor(rank))], sorted[int(math.Ceil(rank))]
+		lo, hi := sorted[int(math.Floor(rank))]*(1-tolerance), sorted[int(math.Ceil(rank))]*(1+tolerance)
 		if p.got < lo-percentileSlack || p.got > hi+percentileSlack {
 			diff = append(diff, fmt.Sprintf("%s: p%02.0f = %v, want between %v and %v (of %v)", name, p.p*100, p.got, lo, hi, sorted))
 		}

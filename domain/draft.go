@@ -29,9 +29,9 @@ type Drafts struct {
 type Draft struct {
 	// Kind is Object for a submission; an item of a batch that is not an
 	// object is kept as its kind alone, for validation to refuse.
-	Kind                                                                  jsonbytes.Kind
-	Name, App, CreatedAt, IPAddress, Method, Path, DurationMS, StatusCode Value
-	Request, Response                                                     DraftContent
+	Kind                                                                         jsonbytes.Kind
+	Name, App, CreatedAt, IPAddress, Method, Path, Route, DurationMS, StatusCode Value
+	Request, Response                                                            DraftContent
 }
 
 // DraftContent is a request or response member as sent.
@@ -105,6 +105,9 @@ func (e Exchange) draft() Draft {
 	if e.IPAddress != "" {
 		d.IPAddress = StringValue(e.IPAddress)
 	}
+	if e.Route != "" {
+		d.Route = StringValue(e.Route)
+	}
 	if e.HasDuration {
 		d.DurationMS = Value{Kind: jsonbytes.Number, Text: []byte(FormatDurationMS(e.Duration))}
 	}
@@ -139,7 +142,7 @@ func draftHeader(h map[string][]string) DraftHeader {
 func (d Drafts) TextBytes() int64 {
 	n := 0
 	for _, item := range d.Items {
-		for _, v := range [...]Value{item.Name, item.CreatedAt, item.IPAddress, item.Method, item.Path} {
+		for _, v := range [...]Value{item.Name, item.CreatedAt, item.IPAddress, item.Method, item.Path, item.Route} {
 			n += len(v.Text)
 		}
 		for _, c := range [...]DraftContent{item.Request, item.Response} {

@@ -73,6 +73,7 @@ type Message struct {
 	IPAddress  string // canonical form, or ""
 	Method     string // upper-case
 	Path       string
+	Route      string // the template the server matched, or ""
 	StatusCode int
 	Request    Content
 	Response   Content
@@ -108,7 +109,7 @@ func (m Message) Clone() Message {
 // and its retry.
 func SameSubmission(a, b Message) bool {
 	return a.ID == b.ID && a.Reference == b.Reference && a.Scope() == b.Scope() && a.Name == b.Name &&
-		a.IPAddress == b.IPAddress && a.Method == b.Method && a.Path == b.Path && a.StatusCode == b.StatusCode &&
+		a.IPAddress == b.IPAddress && a.Method == b.Method && a.Path == b.Path && a.Route == b.Route && a.StatusCode == b.StatusCode &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.HasDuration == b.HasDuration && a.Duration == b.Duration &&
 		sameContent(a.Request, b.Request) && sameContent(a.Response, b.Response)
 }

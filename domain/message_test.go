@@ -43,6 +43,7 @@ func TestSameSubmission(t *testing.T) {
 		"ip_address":          func(m *domain.Message) { m.IPAddress = "" },
 		"method":              func(m *domain.Message) { m.Method = "PUT" },
 		"path":                func(m *domain.Message) { m.Path = "/orders/1" },
+		"route":               func(m *domain.Message) { m.Route = "/orders/{id}" },
 		"status_code":         func(m *domain.Message) { m.StatusCode = 200 },
 		"created_at":          func(m *domain.Message) { m.CreatedAt = m.CreatedAt.Add(time.Microsecond) },
 		"request body":        func(m *domain.Message) { m.Request.Body = "{ }" },

@@ -119,6 +119,7 @@ func (p Policy) NewUnstoredMessage(scope Scope, s Submission, id Identity) Messa
 		IPAddress:   s.IPAddress,
 		Method:      s.Method,
 		Path:        s.Path,
+		Route:       s.Route,
 		StatusCode:  s.StatusCode,
 		Request:     s.Request,
 		Response:    s.Response,

@@ -32,6 +32,8 @@ type Filter struct {
 	IPAddress  string
 	Path       string
 	PathPrefix string
+	// Route matches the route template exactly.
+	Route string
 	// StatusMin and StatusMax bound status_code inclusively (0: unbounded).
 	StatusMin, StatusMax int
 	// From and To bound created_at as [From, To) (zero: unbounded).
@@ -67,6 +69,7 @@ func (f Filter) matchesFields(m Message) bool {
 		(f.IPAddress == "" || m.IPAddress == f.IPAddress) &&
 		(f.Path == "" || m.Path == f.Path) &&
 		(f.PathPrefix == "" || strings.HasPrefix(m.Path, f.PathPrefix)) &&
+		(f.Route == "" || m.Route == f.Route) &&
 		(f.StatusMin == 0 || m.StatusCode >= f.StatusMin) &&
 		(f.StatusMax == 0 || m.StatusCode <= f.StatusMax) &&
 		(f.From.IsZero() || !m.CreatedAt.Before(f.From)) &&
@@ -250,6 +253,13 @@ func (p *params) filter() Filter {
 			} else {
 				f.PathPrefix = v
 			}
+		}
+	}
+	if v, ok := p.get("route"); ok {
+		if problem := routeProblem(v); problem != "" {
+			p.fe.add("route", "%s", problem)
+		} else {
+			f.Route = v
 		}
 	}
 	for _, bound := range []struct {

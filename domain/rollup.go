@@ -18,6 +18,7 @@ type Rollup struct {
 	Status    StatusCounts
 	Durations DurationDigest
 	Paths     KeyCounter // by RouteOf(path)
+	Routes    RouteCounter
 	// AllVisibleAt is the latest VisibleAt, and FirstExpiresAt the earliest
 	// ExpiresAt, of the messages counted: the rollup stands for all of them
 	// only in between (ReadableAt). Zero when no message said (Add).
@@ -33,6 +34,7 @@ func (r *Rollup) Add(s StatsSample) {
 		r.Durations.Add(s.Duration)
 	}
 	r.Paths.Add(RouteOf(s.Path), IsError(s.StatusCode))
+	r.Routes.AddSample(s)
 }
 
 // AddMessage counts m, and when it is readable.
@@ -54,6 +56,7 @@ func (r *Rollup) Merge(o *Rollup) {
 	}
 	r.Durations.Merge(&o.Durations)
 	r.Paths.Merge(&o.Paths)
+	r.Routes.Merge(&o.Routes)
 	if o.AllVisibleAt.After(r.AllVisibleAt) {
 		r.AllVisibleAt = o.AllVisibleAt
 	}
@@ -76,4 +79,5 @@ func (r *Rollup) Reset() {
 	r.Count, r.Status, r.AllVisibleAt, r.FirstExpiresAt = 0, StatusCounts{}, time.Time{}, time.Time{}
 	r.Durations.Reset()
 	r.Paths.Reset()
+	r.Routes.Reset()
 }

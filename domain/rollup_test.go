@@ -27,6 +27,9 @@ type rollupKey struct {
 
 var rollupBase = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 
+// rollupRoutes are the templates of the world's messages; some have none.
+var rollupRoutes = []string{"/v1/items/{id}", "/v1/items", "/v1/items/{id}/pay", "/health", "/v1/items/{id}/refund"}
+
 // newRollupWorld makes random messages: a few or thousands, names and paths
 // uniform or skewed, paths with and without query strings, statuses 100 to
 // 599, durations present or not and of every shape, some written long after
@@ -66,6 +69,9 @@ func newRollupWorld(rng *rand.Rand) *rollupWorld {
 			m.Path += fmt.Sprintf("?page=%d", rng.IntN(9))
 		case 1:
 			m.Path += "?"
+		}
+		if r := pick(len(rollupRoutes)+1, skewPaths); r < len(rollupRoutes) {
+			m.Route = rollupRoutes[r]
 		}
 		m.StatusCode = 100 + rng.IntN(500)
 		if skewStatus {
@@ -116,6 +122,9 @@ func (w *rollupWorld) query(rng *rand.Rand) (StatsQuery, time.Time) {
 	q.Filter.From, q.Filter.To = from, to
 	if oldest := now.Add(-time.Duration(rng.Int64N(int64(30*time.Hour/time.Microsecond))) * time.Microsecond); rng.IntN(3) == 0 && oldest.After(from) {
 		q.Filter.From = oldest // narrowed to retention
+	}
+	if rng.IntN(5) == 0 { // which rollups cannot answer
+		q.Filter.Route = rollupRoutes[rng.IntN(len(rollupRoutes))]
 	}
 	if len(w.msgs) > 0 && rng.IntN(3) == 0 {
 		q.Filter.Name = w.msgs[rng.IntN(len(w.msgs))].Name
@@ -209,22 +218,35 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 // most ExactDurations durations, and within 1 % past that.
 func TestRollupStatsAreStatsBuilders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2026, 11))
-	var refused, sketched int
+	var refused, sketched, routeFiltered int
 	for round := range 200 {
 		w := newRollupWorld(rng)
 		for range 6 {
 			q, now := w.query(rng)
-			what := fmt.Sprintf("round %d, %d messages, [%s, %s) counting [%s, %s) by %s, name %q, now %s", round, len(w.msgs),
-				FormatTime(q.From), FormatTime(q.To), FormatTime(q.Filter.From), FormatTime(q.Filter.To), q.Interval.Name, q.Filter.Name, FormatTime(now))
-			if !q.RollupsAnswer() {
-				t.Fatalf("%s: rollups do not answer", what)
-			}
+			what := fmt.Sprintf("round %d, %d messages, [%s, %s) counting [%s, %s) by %s, name %q, route %q, now %s", round, len(w.msgs),
+				FormatTime(q.From), FormatTime(q.To), FormatTime(q.Filter.From), FormatTime(q.Filter.To), q.Interval.Name, q.Filter.Name, q.Filter.Route, FormatTime(now))
 			counted := w.counted(q, now)
 			ref := NewStatsBuilder(q)
 			for _, m := range counted {
 				ref.Add(SampleOf(m))
 			}
-			got, n := w.answer(t, rng, q, now)
+			var got Stats
+			var n int
+			switch {
+			case q.Filter.Route != "" && q.RollupsAnswer():
+				t.Fatalf("%s: rollups answer a route filter, which they do not keep", what)
+			case q.Filter.Route != "": // a store streams every message matching it
+				b := NewRollupStatsBuilder(q, now)
+				for _, m := range counted {
+					b.Add(SampleOf(m))
+				}
+				got = b.Stats()
+				routeFiltered++
+			case !q.RollupsAnswer():
+				t.Fatalf("%s: rollups do not answer", what)
+			default:
+				got, n = w.answer(t, rng, q, now)
+			}
 			want := ref.Stats()
 			refused += n
 			if diff := statsDiff(q, counted, want, got); diff != "" {
@@ -236,8 +258,8 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 		}
 	}
 	// The worlds must reach what the test is for.
-	if sketched < 50 || refused < 500 {
-		t.Errorf("only %d queries summarised more than %d durations, %d rollups refused", sketched, ExactDurations, refused)
+	if sketched < 50 || refused < 500 || routeFiltered < 50 {
+		t.Errorf("only %d queries summarised more than %d durations, %d rollups refused, %d filtered by route", sketched, ExactDurations, refused, routeFiltered)
 	}
 	t.Logf("%d queries past %d durations, %d rollups refused", sketched, ExactDurations, refused)
 }
@@ -292,6 +314,11 @@ func statsDiff(q StatsQuery, counted []Message, want, got Stats) string {
 	}
 	if !slices.Equal(got.TopNames, want.TopNames) {
 		diff = append(diff, fmt.Sprintf("top names %v, want %v", got.TopNames, want.TopNames))
+	}
+	// Both count each route's durations in a DurationDigest, whose summary
+	// does not depend on the order of Add and Merge.
+	if !slices.Equal(got.TopRoutes, want.TopRoutes) {
+		diff = append(diff, fmt.Sprintf("top routes %v, want %v", got.TopRoutes, want.TopRoutes))
 	}
 	return strings.Join(diff, "\n")
 }
@@ -368,7 +395,8 @@ func TestRollupEncoding(t *testing.T) {
 			}
 			if back.Count != r.Count || back.Status != r.Status || !back.AllVisibleAt.Equal(r.AllVisibleAt) ||
 				!back.FirstExpiresAt.Equal(r.FirstExpiresAt) || back.Durations.Summary() != r.Durations.Summary() ||
-				!slices.Equal(back.Paths.Top(math.MaxInt32), r.Paths.Top(math.MaxInt32)) {
+				!slices.Equal(back.Paths.Top(math.MaxInt32), r.Paths.Top(math.MaxInt32)) ||
+				!slices.Equal(back.Routes.Top(math.MaxInt32), r.Routes.Top(math.MaxInt32)) {
 				t.Fatalf("decoded %+v, encoded %+v", back, r)
 			}
 			for range min(len(data), 200) { // every truncation is refused
@@ -386,8 +414,11 @@ func TestRollupEncoding(t *testing.T) {
 		t.Errorf("the empty rollup: %v", err)
 	}
 	bad := [][]byte{
-		{2}, // a later version
-		append([]byte{1, 2, 1, 0, 0, 0, 0}, data[7:]...), // two messages, one in a status class
+		{3}, // a later version
+		append([]byte{2, 2, 1, 0, 0, 0, 0}, data[7:]...),             // two messages, one in a status class
+		append(slices.Clone(data[:len(data)-1]), 1, 1, '/', 2, 0, 0), // a route of 2 messages in a rollup of none
+		append(slices.Clone(data[:len(data)-1]), 1, 1, 'x', 1, 0, 0), // a route that is no template
+		data[:len(data)-1], // version 2 without its routes
 	}
 	for _, b := range bad {
 		if err := back.UnmarshalBinary(b); !errors.Is(err, ErrInvalidEncoding) {

@@ -19,9 +19,12 @@ var ErrInvalidEncoding = errors.New("invalid encoding")
 // The binary encodings start with a version byte. Numbers are varints; a
 // digest's durations are the gaps between the sorted values, and a counter's
 // keys come in order, each as the length of the prefix it shares with the
-// one before and the rest.
+// one before and the rest. A rollup of version 2 ends with its routes (a
+// RouteCounter); version 1, written before routes were kept, is read as a
+// rollup of messages without routes, which they were.
 const (
 	rollupEncodingV1  = 1
+	rollupEncodingV2  = 2
 	digestEncodingV1  = 1
 	counterEncodingV1 = 1
 	counterHasDebts   = 1 // a counter's flag: each key carries its debt
@@ -29,7 +32,7 @@ const (
 
 // AppendBinary appends the encoding of r to b.
 func (r *Rollup) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, rollupEncodingV1)
+	b = append(b, rollupEncodingV2)
 	b = binary.AppendUvarint(b, uint64(r.Count))
 	for _, n := range r.Status {
 		b = binary.AppendUvarint(b, uint64(n))
@@ -37,7 +40,8 @@ func (r *Rollup) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendVarint(b, r.AllVisibleAt.UnixMicro())
 	b = binary.AppendVarint(b, r.FirstExpiresAt.UnixMicro())
 	b = r.Durations.appendBody(b)
-	return r.Paths.appendBody(b), nil
+	b = r.Paths.appendBody(b)
+	return r.Routes.appendBody(b), nil
 }
 
 // MarshalBinary returns the encoding of r.
@@ -46,7 +50,11 @@ func (r *Rollup) MarshalBinary() ([]byte, error) { return r.AppendBinary(nil) }
 // UnmarshalBinary sets r to the rollup data encodes, reusing r's memory, or
 // returns an error matching ErrInvalidEncoding and leaves r empty.
 func (r *Rollup) UnmarshalBinary(data []byte) error {
-	if err := decodeWhole(data, rollupEncodingV1, r.readBody); err != nil {
+	version, read := byte(rollupEncodingV2), r.readBody
+	if len(data) > 0 && data[0] == rollupEncodingV1 {
+		version, read = rollupEncodingV1, r.readBodyV1
+	}
+	if err := decodeWhole(data, version, read); err != nil {
 		r.Reset()
 		return fmt.Errorf("rollup: %w", err)
 	}
@@ -54,6 +62,18 @@ func (r *Rollup) UnmarshalBinary(data []byte) error {
 }
 
 func (r *Rollup) readBody(in *decoder) {
+	r.readBodyV1(in)
+	r.Routes.readBody(in)
+	var counted int64
+	for _, e := range r.Routes.entries {
+		if counted += e.count; counted > r.Count {
+			in.fail("routes count more messages than %d", r.Count)
+		}
+	}
+}
+
+// readBodyV1 reads a rollup without routes.
+func (r *Rollup) readBodyV1(in *decoder) {
 	r.Reset()
 	r.Count = in.count()
 	var classes int64
@@ -345,4 +365,52 @@ func (in *decoder) end() error {
 		in.fail("%d bytes past the end", len(in.data))
 	}
 	return in.err
+}
+
+func (c *RouteCounter) appendBody(b []byte) []byte {
+	order := make([]int32, len(c.entries))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int { return strings.Compare(c.entries[i].route, c.entries[j].route) })
+	b = binary.AppendUvarint(b, uint64(len(order)))
+	for _, i := range order {
+		e := &c.entries[i]
+		b = binary.AppendUvarint(b, uint64(len(e.route)))
+		b = append(b, e.route...)
+		b = binary.AppendUvarint(b, uint64(e.count))
+		b = binary.AppendUvarint(b, uint64(e.errors))
+		b = e.durations.appendBody(b)
+	}
+	return b
+}
+
+func (c *RouteCounter) readBody(in *decoder) {
+	c.Reset()
+	n := in.uvarint()
+	// Each route takes at least five bytes.
+	if n > uint64(2*c.keep()) || n > uint64(len(in.data))/5 {
+		in.fail("%d routes", n)
+		return
+	}
+	prev := ""
+	for range n {
+		size := in.uvarint()
+		if size > uint64(len(in.data)) {
+			in.fail("a route past the data")
+			return
+		}
+		e := routeEntry{route: string(in.take(int(size))), count: in.count(), errors: in.count()}
+		e.durations.readBody(in)
+		if in.err != nil {
+			return
+		}
+		if len(c.entries) > 0 && e.route <= prev || !ValidRoute(e.route) || e.count < 1 || e.errors > e.count || e.durations.count > e.count {
+			in.fail("route %q out of order or invalid, or counted %d with %d errors and %d durations", e.route, e.count, e.errors, e.durations.count)
+			return
+		}
+		c.entries = append(c.entries, e)
+		prev = e.route
+	}
+	c.reindex()
 }

@@ -63,6 +63,7 @@ type RollupStatsBuilder struct {
 	stats        Stats
 	durations    []DurationDigest // per bucket
 	paths, names KeyCounter
+	routes       RouteCounter
 }
 
 // NewRollupStatsBuilder returns an empty builder of q's statistics at now.
@@ -97,6 +98,7 @@ func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rol
 	}
 	b.durations[i].Merge(&r.Durations)
 	b.paths.Merge(&r.Paths)
+	b.routes.Merge(&r.Routes)
 	b.names.add(name, r.Count, r.Errors(), 0, true)
 	return true
 }
@@ -115,6 +117,7 @@ func (b *RollupStatsBuilder) Add(m StatsSample) {
 	isError := IsError(m.StatusCode)
 	b.paths.Add(RouteOf(m.Path), isError)
 	b.names.Add(m.Name, isError)
+	b.routes.AddSample(m)
 }
 
 // Merge adds what o counted, o being a builder of the same query at the same
@@ -131,6 +134,7 @@ func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
 	}
 	b.paths.Merge(&o.paths)
 	b.names.Merge(&o.names)
+	b.routes.Merge(&o.routes)
 }
 
 // Stats returns the statistics of what was added.
@@ -146,5 +150,6 @@ func (b *RollupStatsBuilder) Stats() Stats {
 	s.Total.Duration = all.Summary()
 	s.TopPaths = b.paths.Top(TopPaths)
 	s.TopNames = b.names.Top(TopNames)
+	s.TopRoutes = b.routes.Top(TopRoutes)
 	return s
 }

@@ -174,13 +174,15 @@ type Stats struct {
 	Buckets  []StatsBucket // every bucket of the range, oldest first
 	TopPaths []KeyCount    // paths without their query string
 	TopNames []KeyCount
+	// TopRoutes ranks the route templates of the messages that have one.
+	TopRoutes []RouteStats
 }
 
 // NewStats returns q's statistics with every bucket present and empty, for a
 // store to fill.
 func NewStats(q StatsQuery) Stats {
 	s := Stats{From: q.From, To: q.To, Interval: q.Interval,
-		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}}
+		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}, TopRoutes: []RouteStats{}}
 	first := q.FirstBucket()
 	for i := range s.Buckets {
 		s.Buckets[i].Start = first.Add(time.Duration(i) * q.Interval.Width)
@@ -200,13 +202,16 @@ func RouteOf(path string) string {
 func IsError(code int) bool { return code >= 400 }
 
 // StatsBuilder computes statistics from the messages themselves, exactly: the
-// memory store's way, and a fallback for a store that cannot aggregate.
+// memory store's way, and a fallback for a store that cannot aggregate. Each
+// route's percentiles come from a DurationDigest (RouteCounter): exact up to
+// ExactDurations durations of the route, within 1 % past that.
 type StatsBuilder struct {
 	q         StatsQuery
 	stats     Stats
 	durations [][]float64 // per bucket, in milliseconds
 	paths     KeyCounter
 	names     KeyCounter
+	routes    RouteCounter
 }
 
 // NewStatsBuilder returns an empty builder of q's statistics.
@@ -227,6 +232,7 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	}
 	b.paths.Add(RouteOf(m.Path), IsError(m.StatusCode))
 	b.names.Add(m.Name, IsError(m.StatusCode))
+	b.routes.AddSample(m)
 }
 
 // countSample counts m in its bucket of s, q's statistics, and returns the
@@ -255,12 +261,13 @@ type StatsSample struct {
 	Duration    time.Duration
 	HasDuration bool
 	Path, Name  string
+	Route       string // "" when the message has none
 }
 
 // SampleOf is what the statistics read of m.
 func SampleOf(m Message) StatsSample {
 	return StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
-		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name}
+		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name, Route: m.Route}
 }
 
 // Stats returns the statistics of what was added.
@@ -276,6 +283,7 @@ func (b *StatsBuilder) Stats() Stats {
 	s.Total.Duration = Summarise(all)
 	s.TopPaths = b.paths.Top(TopPaths)
 	s.TopNames = b.names.Top(TopNames)
+	s.TopRoutes = b.routes.Top(TopRoutes)
 	return s
 }
 

@@ -22,10 +22,12 @@ const maxMethodLen = 32
 
 // Submission is one validated, normalised exchange, before it gets an identity.
 type Submission struct {
-	Name       string
-	IPAddress  string
-	Method     string
-	Path       string
+	Name      string
+	IPAddress string
+	Method    string
+	Path      string
+	// Route is the template the server matched, "" when not sent.
+	Route      string
 	StatusCode int
 	CreatedAt  time.Time
 	Request    Content
@@ -150,6 +152,13 @@ func (v validator) submission(d *Draft, envelope bool, fe *fieldErrors) Submissi
 			fe.add("path", "must be at most %d characters", MaxPathLength)
 		default:
 			s.Path = string(path)
+		}
+	}
+	if route, ok := stringField(d.Route, "route", false, fe); ok && !d.Route.absent() {
+		if problem := routeProblem(string(route)); problem != "" {
+			fe.add("route", "%s", problem)
+		} else {
+			s.Route = string(route)
 		}
 	}
 	if ip, ok := stringField(d.IPAddress, "ip_address", false, fe); ok && len(ip) > 0 {

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,26 @@ type Options struct {
 	// Skip, when it returns true, lets the request through unrecorded (health
 	// checks, static files).
 	Skip func(*http.Request) bool
+	// Route returns the route template the request matched ("/orders/{id}"),
+	// sent as the exchange's route; it is called once the handler has
+	// returned, with the request the middleware was given. nil reads what an
+	// http.ServeMux (Go 1.22+) matched: Request.Pattern without its method and
+	// host (PatternRoute). Other routers set their match on a request of their
+	// own, so the middleware must run inside them; with gorilla/mux, as
+	// router.Use(recorder.Middleware) and
+	//
+	//	Route: func(r *http.Request) string {
+	//		if route := mux.CurrentRoute(r); route != nil {
+	//			template, _ := route.GetPathTemplate()
+	//			return template
+	//		}
+	//		return ""
+	//	}
+	//
+	// A result the service would refuse (see domain.ValidRoute: empty, no
+	// leading /, a ? or #, over 256 characters, control characters) is not
+	// sent, so that it cannot fail the batch.
+	Route func(*http.Request) string
 
 	// MaxBodyBytes caps each captured body, request and response (0:
 	// DefaultMaxBodyBytes; negative: keep no body, only the truncation marker).
@@ -123,7 +144,25 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = systemClock{}
 	}
+	if o.Route == nil {
+		o.Route = PatternRoute
+	}
 	return o
+}
+
+// PatternRoute is the pattern an http.ServeMux matched for r, without its
+// method and host ("GET example.com/orders/{id}" gives "/orders/{id}"); "" when
+// r was not served by one, or the pattern was set on a request of the mux's
+// own (a middleware in between that made a copy with WithContext).
+func PatternRoute(r *http.Request) string {
+	pattern := r.Pattern
+	if method, rest, ok := strings.Cut(pattern, " "); ok && !strings.Contains(method, "/") {
+		pattern = strings.TrimLeft(rest, " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		pattern = pattern[i:] // after the host
+	}
+	return pattern
 }
 
 // Stats counts exchanges. Once Close has returned, Captured = Submitted + Dropped +

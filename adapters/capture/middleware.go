@@ -26,6 +26,7 @@ type record struct {
 	ip         string
 	method     string
 	path       string
+	route      string
 	reqHeader  http.Header
 	reqBody    *cappedBuffer
 	reqLength  int64 // Content-Length, -1 when unknown
@@ -96,6 +97,9 @@ func (r *Recorder) record(req *http.Request, rec *record, resp *responseCapture,
 		return
 	}
 	resp.finish(whole)
+	if route := r.opts.Route(req); domain.ValidRoute(route) {
+		rec.route = route
+	}
 	r.enqueue(rec)
 }
 
@@ -344,6 +348,7 @@ func (r *Recorder) exchange(rec *record) domain.Exchange {
 		IPAddress:   rec.ip,
 		Method:      rec.method,
 		Path:        rec.path,
+		Route:       rec.route,
 		Request:     domain.ExchangeRequest{Header: rec.reqHeader, Body: rec.reqBody.text(rec.reqLength)},
 		Response:    domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: rec.respBody.text(-1)},
 		Duration:    rec.duration,

@@ -209,6 +209,7 @@ func readable(scope domain.Scope, now time.Time) *filters {
 func (f *filters) matching(filter domain.Filter) {
 	for _, t := range []struct{ field, value string }{
 		{"name", filter.Name}, {"method", filter.Method}, {"ip_address.keyword", filter.IPAddress}, {"path", filter.Path},
+		{record.JSONRouteTemplate, filter.Route},
 	} {
 		if t.value != "" {
 			f.term(t.field, t.value)

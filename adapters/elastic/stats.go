@@ -3,6 +3,7 @@ package elastic
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -107,6 +108,11 @@ func statsSearch(q domain.StatsQuery, now time.Time, plan statsPlan) (body objec
 	}
 	aggs["routes"] = ranking("route", domain.TopPaths)
 	aggs["names"] = ranking("name", domain.TopNames)
+	// Only documents with a template have the field: the others rank nowhere.
+	templates := ranking(record.JSONRouteTemplate, domain.TopRoutes)
+	maps.Copy(templates["aggs"].(object), trafficAggs(plan.compression))
+	delete(templates["aggs"].(object), "status")
+	aggs["templates"] = templates
 	return object{
 		"size": 0, "track_total_hits": false,
 		"query": object{"bool": object{"filter": f.clauses}},
@@ -157,8 +163,14 @@ type trafficReply struct {
 				traffic
 			} `json:"buckets"`
 		} `json:"buckets"`
-		Routes rankingReply `json:"routes"`
-		Names  rankingReply `json:"names"`
+		Routes    rankingReply `json:"routes"`
+		Names     rankingReply `json:"names"`
+		Templates struct {
+			Buckets []struct {
+				rankedKey
+				traffic
+			} `json:"buckets"`
+		} `json:"templates"`
 	} `json:"aggregations"`
 }
 
@@ -181,13 +193,16 @@ type traffic struct {
 }
 
 type rankingReply struct {
-	Buckets []struct {
-		Key      string `json:"key"`
-		DocCount int64  `json:"doc_count"`
-		Errors   struct {
-			DocCount int64 `json:"doc_count"`
-		} `json:"errors"`
-	} `json:"buckets"`
+	Buckets []rankedKey `json:"buckets"`
+}
+
+// rankedKey is one bucket of a ranking: a key, its count and its errors.
+type rankedKey struct {
+	Key      string `json:"key"`
+	DocCount int64  `json:"doc_count"`
+	Errors   struct {
+		DocCount int64 `json:"doc_count"`
+	} `json:"errors"`
 }
 
 func (r *trafficReply) fill(q domain.StatsQuery, stats *domain.Stats) error {
@@ -215,6 +230,14 @@ func (r *trafficReply) fill(q domain.StatsQuery, stats *domain.Stats) error {
 	}
 	stats.TopPaths = a.Routes.keyCounts()
 	stats.TopNames = a.Names.keyCounts()
+	for _, b := range a.Templates.Buckets {
+		route := domain.StatsBucket{Count: b.DocCount, Duration: domain.DurationSummary{Count: b.Durations.Value}}
+		if err := b.fillPercentiles(&route); err != nil {
+			return fmt.Errorf("route %s: %w", b.Key, err)
+		}
+		stats.TopRoutes = append(stats.TopRoutes, domain.RouteStats{Route: b.Key, Count: b.DocCount,
+			Errors: b.Errors.DocCount, Duration: route.Duration})
+	}
 	return nil
 }
 

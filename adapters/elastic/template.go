@@ -29,7 +29,9 @@ var existingMappings = func() json.RawMessage {
 // templateVersion changes whenever the template body does, so operators can
 // tell which reqlog wrote it. 2: duration_ms, route and the full-text field.
 // 3: the searched texts indexed in place (store.go: legacyMappings).
-const templateVersion = 3
+// 4: route_template, the route template (added to existing indices at
+// start-up, as any new field).
+const templateVersion = 4
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a

@@ -257,7 +257,7 @@ var keys = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{"took", "timed_out", "_shards", "hits", "total", "max_score", "_index", "_id",
 		"_score", "_source", "sort", "id", "reference", "account", "domain", "name", "ip_address", "method",
-		"path", "route", "status_code", record.JSONDuration, "request", "response", "created_at", "updated_at",
+		"path", "route", record.JSONRouteTemplate, "status_code", record.JSONDuration, "request", "response", "created_at", "updated_at",
 		"visible_at", "expires_at", "header", "values", "body", "content_type", "size", "text"} {
 		m[k] = k
 	}
@@ -654,6 +654,8 @@ func (w *wire) record(r *record.Record) error {
 			r.Path = w.string()
 		case "route":
 			r.Route = w.string()
+		case record.JSONRouteTemplate:
+			r.Template = w.string()
 		case "status_code":
 			n := w.int64()
 			if int64(int32(n)) != n && w.bad == nil {

@@ -98,6 +98,11 @@ func appendMessage(dst []byte, m domain.Message) []byte {
 	dst = append(dst, `,"response":`...)
 	dst = appendContent(dst, m.Response)
 	dst = jsonbytes.StringMember(dst, `,"path":`, m.Path)
+	if m.Route == "" {
+		dst = append(dst, `,"route":null`...)
+	} else {
+		dst = jsonbytes.StringMember(dst, `,"route":`, m.Route)
+	}
 	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonbytes.TimeMember(dst, `,"created_at":`, m.CreatedAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)

@@ -45,6 +45,7 @@ type messageJSON struct {
 	Request    contentJSON `json:"request"`
 	Response   contentJSON `json:"response"`
 	Path       string      `json:"path"`
+	Route      *string     `json:"route"`
 	Method     string      `json:"method"`
 	CreatedAt  string      `json:"created_at"`
 	UpdatedAt  string      `json:"updated_at"`
@@ -62,7 +63,11 @@ func toMessageJSON(m domain.Message) messageJSON {
 	if ms, ok := m.DurationMS(); ok {
 		duration = &ms
 	}
-	return messageJSON{DurationMS: duration,
+	var route *string
+	if m.Route != "" {
+		route = &m.Route
+	}
+	return messageJSON{DurationMS: duration, Route: route,
 		ID: m.ID, Reference: m.Reference, Name: m.Name, Domain: m.Domain, IPAddress: m.IPAddress,
 		StatusCode: m.StatusCode, Request: toContentJSON(m.Request), Response: toContentJSON(m.Response),
 		Path: m.Path, Method: m.Method,
@@ -280,7 +285,7 @@ func FuzzAppendMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, body, headerName, headerValue string, status int, createdMicro int64) {
 		created := time.UnixMicro(createdMicro)
 		m := domain.Message{
-			ID: text, Reference: text, Name: headerName, Domain: text, IPAddress: headerValue, Method: text, Path: body,
+			ID: text, Reference: text, Name: headerName, Domain: text, IPAddress: headerValue, Method: text, Path: body, Route: headerValue,
 			StatusCode: status,
 			Request: domain.Content{Header: domain.Header{headerName: {headerValue, text}, headerValue: nil, text: {}},
 				Body: body, ContentType: text},

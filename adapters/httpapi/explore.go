@@ -53,6 +53,8 @@ type statsJSON struct {
 	Buckets  []bucketJSON  `json:"buckets"`
 	TopPaths []topPathJSON `json:"top_paths"`
 	TopNames []topNameJSON `json:"top_names"`
+	// TopRoutes ranks route templates; messages without one are not in it.
+	TopRoutes []topRouteJSON `json:"top_routes"`
 }
 
 type totalJSON struct {
@@ -87,6 +89,13 @@ type topPathJSON struct {
 	Errors int64  `json:"errors"`
 }
 
+type topRouteJSON struct {
+	Route    string         `json:"route"`
+	Count    int64          `json:"count"`
+	Errors   int64          `json:"errors"`
+	Duration *durationsJSON `json:"duration_ms"`
+}
+
 type topNameJSON struct {
 	Name   string `json:"name"`
 	Count  int64  `json:"count"`
@@ -96,7 +105,8 @@ type topNameJSON struct {
 func toStatsJSON(s domain.Stats) statsJSON {
 	out := statsJSON{From: domain.FormatTime(s.From), To: domain.FormatTime(s.To), Interval: s.Interval.Name,
 		Total: toTotalJSON(s.Total), Buckets: make([]bucketJSON, len(s.Buckets)),
-		TopPaths: make([]topPathJSON, len(s.TopPaths)), TopNames: make([]topNameJSON, len(s.TopNames))}
+		TopPaths: make([]topPathJSON, len(s.TopPaths)), TopNames: make([]topNameJSON, len(s.TopNames)),
+		TopRoutes: make([]topRouteJSON, len(s.TopRoutes))}
 	for i, b := range s.Buckets {
 		out.Buckets[i] = bucketJSON{Start: domain.FormatTime(b.Start), totalJSON: toTotalJSON(b)}
 	}
@@ -105,6 +115,10 @@ func toStatsJSON(s domain.Stats) statsJSON {
 	}
 	for i, kc := range s.TopNames {
 		out.TopNames[i] = topNameJSON{Name: kc.Key, Count: kc.Count, Errors: kc.Errors}
+	}
+	for i, r := range s.TopRoutes {
+		out.TopRoutes[i] = topRouteJSON{Route: r.Route, Count: r.Count, Errors: r.Errors,
+			Duration: toTotalJSON(domain.StatsBucket{Duration: r.Duration}).Duration}
 	}
 	return out
 }

@@ -154,6 +154,7 @@ func (d *decoding) draft(m *members) domain.Draft {
 		IPAddress:  d.value(m[keyIPAddress]),
 		Method:     d.value(m[keyMethod]),
 		Path:       d.value(m[keyPath]),
+		Route:      d.value(m[keyRoute]),
 		DurationMS: d.value(m[keyDurationMS]),
 		StatusCode: d.value(m[keyStatusCode]),
 		Request:    d.content(m[keyRequest]),
@@ -232,6 +233,7 @@ const (
 	keyIPAddress
 	keyMethod
 	keyPath
+	keyRoute
 	keyDurationMS
 	keyStatusCode
 	keyRequest
@@ -281,6 +283,8 @@ func memberKeyOf(literal []byte) (memberKey, bool) {
 		return keyMethod, true
 	case "path":
 		return keyPath, true
+	case "route":
+		return keyRoute, true
 	case "duration_ms":
 		return keyDurationMS, true
 	case "status_code":

@@ -32,18 +32,21 @@ type Identity = domain.Identity
 // Message is one stored exchange as the service returns it. It encodes to and
 // decodes from the API's JSON, duration_ms included.
 type Message struct {
-	ID         string    `json:"id"`
-	Reference  string    `json:"reference"`
-	Name       string    `json:"name"`
-	Domain     string    `json:"domain"`
-	IPAddress  string    `json:"ip_address"`
-	StatusCode int       `json:"status_code"`
-	Request    Content   `json:"request"`
-	Response   Content   `json:"response"`
-	Path       string    `json:"path"`
-	Method     string    `json:"method"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID         string  `json:"id"`
+	Reference  string  `json:"reference"`
+	Name       string  `json:"name"`
+	Domain     string  `json:"domain"`
+	IPAddress  string  `json:"ip_address"`
+	StatusCode int     `json:"status_code"`
+	Request    Content `json:"request"`
+	Response   Content `json:"response"`
+	Path       string  `json:"path"`
+	// Route is the route template sent with the exchange ("/orders/{id}"),
+	// "" when none was (null on the wire).
+	Route     string    `json:"-"`
+	Method    string    `json:"method"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Duration is how long the server took to answer (duration_ms, to the
 	// microsecond); HasDuration is false when the submission did not say (null).
 	Duration    time.Duration `json:"-"`
@@ -54,6 +57,7 @@ type Message struct {
 type messageJSON struct {
 	messageFields
 	DurationMS json.RawMessage `json:"duration_ms"`
+	Route      *string         `json:"route"`
 }
 
 // messageFields has Message's fields but not its methods, so that encoding it
@@ -63,6 +67,9 @@ type messageFields Message
 // MarshalJSON writes duration_ms as a number of milliseconds, or null.
 func (m Message) MarshalJSON() ([]byte, error) {
 	w := messageJSON{messageFields: messageFields(m), DurationMS: json.RawMessage("null")}
+	if m.Route != "" {
+		w.Route = &m.Route
+	}
 	if m.HasDuration {
 		w.DurationMS = json.RawMessage(domain.FormatDurationMS(m.Duration))
 	}
@@ -76,6 +83,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*m = Message(w.messageFields)
+	if w.Route != nil {
+		m.Route = *w.Route
+	}
 	if len(w.DurationMS) > 0 && string(w.DurationMS) != "null" {
 		d, err := parseMS(string(w.DurationMS)) // a JSON string fails here too
 		if err != nil {
@@ -114,6 +124,8 @@ type ListOptions struct {
 	StatusCode string
 	Path       string
 	PathPrefix string
+	// Route is a route template, matched exactly.
+	Route string
 	// Search (q) is text to find in the path, the bodies and header values: 1 to
 	// 200 characters with a letter or digit, matched case-insensitively.
 	Search string
@@ -141,6 +153,7 @@ func (o ListOptions) values() url.Values {
 	set("status_code", o.StatusCode)
 	set("path", o.Path)
 	set("path_prefix", o.PathPrefix)
+	set("route", o.Route)
 	set("q", o.Search)
 	if o.MinDuration != nil {
 		v.Set("min_duration_ms", domain.FormatDurationMS(*o.MinDuration))

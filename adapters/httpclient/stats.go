@@ -31,6 +31,19 @@ type Stats struct {
 	// TopNames the 20 most frequent applications: by count, then name.
 	TopPaths []KeyCount
 	TopNames []KeyCount
+	// TopRoutes are the 20 most frequent route templates among the messages
+	// sent with one, ranked as TopPaths.
+	TopRoutes []RouteStats
+}
+
+// RouteStats is the traffic of one route template: how many messages, how
+// many of them have a status of 400 or more, and their durations (nil when
+// none had one).
+type RouteStats struct {
+	Route    string
+	Count    int64
+	Errors   int64
+	Duration *DurationSummary
 }
 
 // StatsBucket is the traffic of one bucket, whose messages were created in
@@ -101,13 +114,21 @@ func (c *Client) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 
 // statsJSON and the types below are the wire form of Stats.
 type statsJSON struct {
-	From     time.Time    `json:"from"`
-	To       time.Time    `json:"to"`
-	Interval string       `json:"interval"`
-	Total    bucketJSON   `json:"total"`
-	Buckets  []bucketJSON `json:"buckets"`
-	TopPaths []keyJSON    `json:"top_paths"`
-	TopNames []keyJSON    `json:"top_names"`
+	From      time.Time    `json:"from"`
+	To        time.Time    `json:"to"`
+	Interval  string       `json:"interval"`
+	Total     bucketJSON   `json:"total"`
+	Buckets   []bucketJSON `json:"buckets"`
+	TopPaths  []keyJSON    `json:"top_paths"`
+	TopNames  []keyJSON    `json:"top_names"`
+	TopRoutes []routeJSON  `json:"top_routes"`
+}
+
+type routeJSON struct {
+	Route    string        `json:"route"`
+	Count    int64         `json:"count"`
+	Errors   int64         `json:"errors"`
+	Duration *durationJSON `json:"duration_ms"`
 }
 
 type bucketJSON struct {
@@ -148,6 +169,13 @@ func (s *statsJSON) stats() (*Stats, error) {
 	}
 	for _, k := range s.TopNames {
 		out.TopNames = append(out.TopNames, KeyCount{Key: k.Name, Count: k.Count, Errors: k.Errors})
+	}
+	for _, r := range s.TopRoutes {
+		durations, err := bucketJSON{Duration: r.Duration}.bucket()
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", r.Route, err)
+		}
+		out.TopRoutes = append(out.TopRoutes, RouteStats{Route: r.Route, Count: r.Count, Errors: r.Errors, Duration: durations.Duration})
 	}
 	return out, nil
 }

@@ -31,6 +31,7 @@ const (
 	fieldExpiresAt = "expiresAt"
 	fieldExpireAt  = "expireAt"
 	fieldRoute     = record.BSONRoute
+	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration
 	fieldRequest   = "request"
 	fieldResponse  = "response"

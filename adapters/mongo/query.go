@@ -24,6 +24,7 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 	equal(fieldName, f.Name)
 	equal(fieldMethod, f.Method)
 	equal(fieldIP, f.IPAddress)
+	equal(fieldTemplate, f.Route)
 	switch {
 	case f.Path != "" && f.PathPrefix != "" && !strings.HasPrefix(f.Path, f.PathPrefix):
 		return nil, false

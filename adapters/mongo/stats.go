@@ -109,6 +109,7 @@ type statsSample struct {
 	Duration   *int64 `bson:"durationMicros"`
 	Path       string `bson:"path"`
 	Name       string `bson:"name"`
+	Template   string `bson:"routeTemplate"`
 }
 
 // streamStats reads only the fields the statistics need of each matching
@@ -117,7 +118,7 @@ type statsSample struct {
 // durations (for exact percentiles), not with the messages' size.
 func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bson.D) (domain.Stats, error) {
 	projection := bson.D{{Key: fieldID, Value: 0}}
-	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName} {
+	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
@@ -132,7 +133,7 @@ func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bso
 			return domain.Stats{}, storeError(ctx, "stats", err)
 		}
 		sample := domain.StatsSample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
-			Path: m.Path, Name: m.Name}
+			Path: m.Path, Name: m.Name, Route: m.Template}
 		if m.Duration != nil {
 			sample.Duration, sample.HasDuration = time.Duration(*m.Duration)*time.Microsecond, true
 		}
@@ -175,7 +176,8 @@ var percentiles = bson.A{0.5, 0.95, 0.99}
 // createdAt micros, which needs neither $dateTrunc nor a BSON date), its status
 // class and its route; one $facet then groups by bucket (counts per class,
 // duration count and $percentile), the whole range (percentiles), route and
-// name (counts and errors, sorted and cut to the top).
+// name (counts and errors, sorted and cut to the top), and route template
+// (counts, errors and percentiles of the messages that have one, likewise).
 func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
 	first := q.FirstBucket().UnixMicro()
 	width := q.Interval.Width.Microseconds()
@@ -205,25 +207,30 @@ func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
 		byBucket = append(byBucket, bson.E{Key: fmt.Sprintf("c%d", c), Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$c", c}}})})
 	}
 	byBucket = append(byBucket, durationStats...)
-	top := func(key string, n int) bson.A {
+	top := func(key string, n int, more ...bson.E) bson.A {
 		return bson.A{
-			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$" + key}, {Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
-				{Key: "errors", Value: countIf(bson.D{{Key: "$gte", Value: bson.A{"$" + fieldStatus, 400}}})}}}},
+			bson.D{{Key: "$group", Value: append(bson.D{{Key: "_id", Value: "$" + key}, {Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
+				{Key: "errors", Value: countIf(bson.D{{Key: "$gte", Value: bson.A{"$" + fieldStatus, 400}}})}}, more...)}},
 			bson.D{{Key: "$sort", Value: bson.D{{Key: "count", Value: -1}, {Key: "_id", Value: 1}}}},
 			bson.D{{Key: "$limit", Value: n}},
 		}
 	}
+	// Only messages with a template rank in top_routes.
+	routes := append(bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "t", Value: bson.D{{Key: "$type", Value: "string"}}}}}}},
+		top("t", domain.TopRoutes, durationStats...)...)
 	return bson.A{
 		bson.D{{Key: "$match", Value: filter}},
 		bson.D{{Key: "$project", Value: bson.D{
 			{Key: "_id", Value: 0}, {Key: "b", Value: bucket}, {Key: "c", Value: class}, {Key: fieldStatus, Value: 1},
 			{Key: "d", Value: "$" + fieldDuration}, {Key: "r", Value: route}, {Key: fieldName, Value: 1},
+			{Key: "t", Value: "$" + fieldTemplate},
 		}}},
 		bson.D{{Key: "$facet", Value: bson.D{
 			{Key: "buckets", Value: bson.A{bson.D{{Key: "$group", Value: byBucket}}}},
 			{Key: "total", Value: bson.A{bson.D{{Key: "$group", Value: append(bson.D{{Key: "_id", Value: nil}}, durationStats...)}}}},
 			{Key: "paths", Value: top("r", domain.TopPaths)},
 			{Key: "names", Value: top(fieldName, domain.TopNames)},
+			{Key: "routes", Value: routes},
 		}}},
 	}
 }
@@ -241,8 +248,13 @@ type facetResult struct {
 		Durations int64
 		P         []*float64
 	}
-	Paths []keyGroup
-	Names []keyGroup
+	Paths  []keyGroup
+	Names  []keyGroup
+	Routes []struct {
+		keyGroup  `bson:",inline"`
+		Durations int64
+		P         []*float64
+	}
 }
 
 type keyGroup struct {
@@ -271,6 +283,10 @@ func (r facetResult) stats(q domain.StatsQuery) (domain.Stats, error) {
 		s.Total.Duration = durationSummary(r.Total[0].Durations, r.Total[0].P)
 	}
 	s.TopPaths, s.TopNames = keyCounts(r.Paths), keyCounts(r.Names)
+	for _, g := range r.Routes {
+		s.TopRoutes = append(s.TopRoutes, domain.RouteStats{Route: g.Key, Count: g.Count, Errors: g.Errors,
+			Duration: durationSummary(g.Durations, g.P)})
+	}
 	return s, nil
 }
 

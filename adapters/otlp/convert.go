@@ -132,9 +132,13 @@ func exchange(name, method string, span *tracepb.Span, a attributes) (domain.Exc
 		IPAddress: a.clientIP(),
 		Method:    method,
 		Path:      path,
-		Route:     a.text("http.route"),
 		Request:   domain.ExchangeRequest{Header: a.headers(requestHeaderPrefix), Body: a.text(requestBody...)},
 		Response:  domain.ExchangeResponse{StatusCode: int(status), Header: a.headers(responseHeaderPrefix), Body: a.text(responseBody...)},
+	}
+	// A route the service would refuse (a raw URL with its query, an empty
+	// one) is left out rather than losing the exchange with it.
+	if route := a.text("http.route"); domain.ValidRoute(route) {
+		e.Route = route
 	}
 	// A span longer than the contract's bound (a stream left open for days)
 	// keeps its exchange, without a duration.

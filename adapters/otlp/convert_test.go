@@ -151,6 +151,17 @@ func TestConvertLeavesAnOverlongDurationUnknown(t *testing.T) {
 	}
 }
 
+// An http.route the service would refuse is left out; the exchange stays.
+func TestConvertLeavesOutARouteTheServiceRefuses(t *testing.T) {
+	for route, want := range map[string]string{"/users/:id": "/users/:id", "/users?id=1": "", "": "", "users/{id}": ""} {
+		c := otlp.Convert([]*tracepb.ResourceSpans{resourceOf("s", span(tracepb.Span_SPAN_KIND_SERVER, time.Millisecond,
+			str("http.request.method", "GET"), str("url.path", "/users/7"), integer("http.response.status_code", 200), str("http.route", route)))})
+		if len(c.Exchanges) != 1 || c.Exchanges[0].Route != want {
+			t.Errorf("http.route %q: conversion %+v, want one exchange with route %q", route, c, want)
+		}
+	}
+}
+
 func TestConvertMethodOther(t *testing.T) {
 	c := otlp.Convert([]*tracepb.ResourceSpans{resourceOf("s", span(tracepb.Span_SPAN_KIND_SERVER, 0,
 		str("http.request.method", "_OTHER"), str("http.request.method_original", "PURGE"), str("url.path", "/"),

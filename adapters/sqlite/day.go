@@ -46,7 +46,8 @@ func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // schema creates the tables of a day file. Times are Unix microseconds;
 // duration is microseconds, NULL without one; headers are JSON objects of
-// name -> values. words is the word index (words.go): contentless, keyed by
+// name -> values; route is the route template, NULL without one (version 4,
+// added last so that a migrated file has the same columns). words is the word index (words.go): contentless, keyed by
 // the message's seq, without positions. day holds one row: how many
 // messages the file has and the latest ExpiresAt among them, so that
 // retention decides to drop the file without reading it.
@@ -74,7 +75,8 @@ CREATE TABLE messages (
 	response_header TEXT NOT NULL,
 	response_body TEXT NOT NULL,
 	response_type TEXT NOT NULL,
-	response_size INTEGER NOT NULL
+	response_size INTEGER NOT NULL,
+	route TEXT
 );
 CREATE UNIQUE INDEX messages_id ON messages(id);
 CREATE INDEX messages_reference ON messages(reference);
@@ -88,14 +90,33 @@ INSERT INTO day VALUES (0, 0);
 `
 
 // statsIndex holds what the statistics read of each message, so that they
-// scan an index rather than the rows (version 2).
-const statsIndex = `CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path)`
+// scan an index rather than the rows (version 4: with the route; version 2
+// made it without, statsIndexV2).
+const (
+	statsIndex   = `CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path, route)`
+	statsIndexV2 = `CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path)`
+)
 
 // migrations[v] takes a day file from schema version v to v+1, inside the
 // migration's transaction.
 var migrations = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	1: func(ctx context.Context, tx *sql.Tx) error { _, err := tx.ExecContext(ctx, statsIndex); return err },
+	1: func(ctx context.Context, tx *sql.Tx) error { _, err := tx.ExecContext(ctx, statsIndexV2); return err },
 	2: addRollupsTable,
+	3: addRouteColumn,
+}
+
+// addRouteColumn is the migration to schema version 4: the route template
+// column, NULL for the messages already stored (sent before routes were
+// kept), and the statistics index rebuilt with it. The rollups need nothing:
+// those written before read as minutes without routes (domain.Rollup's
+// encoding version 1), which they are.
+func addRouteColumn(ctx context.Context, tx *sql.Tx) error {
+	for _, stmt := range []string{`ALTER TABLE messages ADD COLUMN route TEXT`, `DROP INDEX messages_stats`, statsIndex} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dayFile is one day's database: one writer connection (BEGIN IMMEDIATE) and

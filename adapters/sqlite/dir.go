@@ -31,7 +31,7 @@ const (
 
 // schemaVersion is the version of the day files' schema this reqlog writes
 // (day.go: schema, and migrations from each older one).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // meta is the content of metaName.
 type meta struct {

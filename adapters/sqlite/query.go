@@ -61,6 +61,9 @@ func readableWhere(scope domain.Scope, f domain.Filter, now time.Time) *where {
 	if f.Path != "" {
 		w.add("path = ?", f.Path)
 	}
+	if f.Route != "" {
+		w.add("route = ?", f.Route)
+	}
 	if f.PathPrefix != "" {
 		// Bytes, not characters: the prefix may end inside a character.
 		w.add("substr(CAST(path AS BLOB), 1, ?) = CAST(? AS BLOB)", len(f.PathPrefix), f.PathPrefix)

@@ -18,10 +18,18 @@ import (
 // messageColumns are the columns a message is read from, in scanRow's order.
 const messageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size`
+	response_header, response_body, response_type, response_size, route`
 
 const insertMessage = `INSERT INTO messages(` + messageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+
+// nullRoute is a route template as its column holds it: NULL for none.
+func nullRoute(route string) any {
+	if route == "" {
+		return nil
+	}
+	return route
+}
 
 // rowValues are m's column values in messageColumns' order.
 func rowValues(m domain.Message) ([]any, error) {
@@ -40,7 +48,7 @@ func rowValues(m domain.Message) ([]any, error) {
 	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size}, nil
+		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route)}, nil
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -51,13 +59,14 @@ func scanMessage(row scanner) (domain.Message, error) {
 	var (
 		m                                  domain.Message
 		duration                           sql.NullInt64
+		route                              sql.NullString
 		created, updated, visible, expires int64
 		reqHeader, respHeader              []byte
 	)
 	err := row.Scan(&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route)
 	if err != nil {
 		return domain.Message{}, err
 	}
@@ -67,6 +76,7 @@ func scanMessage(row scanner) (domain.Message, error) {
 	if m.Response.Header, err = decodeHeader(respHeader); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s: response headers: %w", m.ID, err)
 	}
+	m.Route = route.String
 	m.CreatedAt, m.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	m.VisibleAt, m.ExpiresAt = time.UnixMicro(visible).UTC(), time.UnixMicro(expires).UTC()
 	if duration.Valid {

@@ -112,17 +112,17 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 	wantNamed(t, err, meta)
 }
 
-// A directory of schema version 1 (before the statistics index and the
-// rollups) is migrated at start-up: each day file gets the index, the rollups
-// of its messages and version 3, then the directory's version is written;
-// the messages stay.
+// A directory of schema version 1 (before the statistics index, the rollups
+// and the route column) is migrated at start-up: each day file gets the
+// index, the rollups of its messages, the route column and version 4, then
+// the directory's version is written; the messages stay.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
 	db, err := sql.Open("sqlite", "file:"+day)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -140,8 +140,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	}
 	defer db.Close()
 	var version, indexes, rollups int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 3 {
-		t.Errorf("the day file's schema version is %d (%v), want 3", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 4 {
+		t.Errorf("the day file's schema version is %d (%v), want 4", version, err)
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
@@ -149,8 +149,68 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
 		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
 	}
-	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":3`) {
-		t.Errorf("%s holds %s (%v), want schema_version 3", meta, data, err)
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":4`) {
+		t.Errorf("%s holds %s (%v), want schema_version 4", meta, data, err)
+	}
+}
+
+// A day file of schema version 3 (before route templates: no route column,
+// the statistics index without it, rollups of encoding version 1) gets the
+// column and the index with it; its messages read without a route, its
+// rollups as minutes without routes, and messages stored after it with a
+// route are ranked in top_routes, from the same day's rollups.
+func TestVersion3DayFileGetsRoutes(t *testing.T) {
+	dir, day := seeded(t)
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The seeded message has no route: its rollup's routes are one byte (none),
+	// which version 1 did not have.
+	if _, err := db.Exec(`DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
+		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
+		PRAGMA user_version=3`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE INDEX messages_stats ON messages(account, domain, created, visible, expires, status, duration, name, path)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	writeFile(t, filepath.Join(dir, "reqlog-store.json"), []byte(`{"store":"reqlog-sqlite","schema_version":3}`))
+
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	now := time.Now().Add(time.Hour)
+	old, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10}, now)
+	if err != nil || len(old.Messages) != 1 || old.Messages[0].Route != "" {
+		t.Fatalf("List after the migration = %+v, %v; want the one stored, without a route", old.Messages, err)
+	}
+	routed := newMessage(t, old.Messages[0].CreatedAt.Add(time.Microsecond), 101)
+	routed.Route = "/orders/{id}"
+	if err := s.Append(opCtx(t), []domain.Message{routed}); err != nil {
+		t.Fatal(err)
+	}
+	from := old.Messages[0].CreatedAt.Truncate(time.Hour)
+	q := domain.StatsQuery{Scope: scope, From: from, To: from.Add(2 * time.Hour), Interval: domain.Intervals[3]}
+	q.Filter.From, q.Filter.To = q.From, q.To
+	stats, err := s.Stats(opCtx(t), q, now)
+	if err != nil || stats.Total.Count != 2 || len(stats.TopRoutes) != 1 || stats.TopRoutes[0].Route != routed.Route || stats.TopRoutes[0].Count != 1 {
+		t.Errorf("Stats after the migration: %d messages, top routes %+v, %v; want 2, one of %s", stats.Total.Count, stats.TopRoutes, err, routed.Route)
+	}
+	q.Filter.Route = routed.Route
+	if stats, err := s.Stats(opCtx(t), q, now); err != nil || stats.Total.Count != 1 {
+		t.Errorf("Stats by route after the migration: %d messages, %v; want 1", stats.Total.Count, err)
+	}
+	db, err = sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version, routeInIndex int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 4 {
+		t.Errorf("the day file's schema version is %d (%v), want 4", version, err)
+	}
+	if err := db.QueryRow("SELECT count(*) FROM pragma_index_info('messages_stats') WHERE name = 'route'").Scan(&routeInIndex); err != nil || routeInIndex != 1 {
+		t.Errorf("the statistics index holds the route %d times (%v), want once", routeInIndex, err)
 	}
 }
 

@@ -82,7 +82,7 @@ func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 	if words != "" {
 		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT created, status, duration, name, path FROM messages INDEXED BY messages_stats WHERE "+
+	rows, err := d.read.QueryContext(ctx, "SELECT created, status, duration, name, path, route FROM messages INDEXED BY messages_stats WHERE "+
 		w.String(), w.args...)
 	if err != nil {
 		return d.fileError(ctx, "stats", err)
@@ -93,11 +93,12 @@ func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 			sample   domain.StatsSample
 			created  int64
 			duration sql.NullInt64
+			route    sql.NullString
 		)
-		if err := rows.Scan(&created, &sample.StatusCode, &duration, &sample.Name, &sample.Path); err != nil {
+		if err := rows.Scan(&created, &sample.StatusCode, &duration, &sample.Name, &sample.Path, &route); err != nil {
 			return d.fileError(ctx, "stats", err)
 		}
-		sample.CreatedAt = time.UnixMicro(created).UTC()
+		sample.CreatedAt, sample.Route = time.UnixMicro(created).UTC(), route.String
 		if duration.Valid {
 			sample.Duration, sample.HasDuration = time.Duration(duration.Int64)*time.Microsecond, true
 		}

@@ -30,6 +30,9 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonbytes.StringMember(dst, `,"path":`, m.Path)
 	dst = jsonbytes.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
+	if m.Route != "" {
+		dst = jsonbytes.StringMember(dst, `,"route_template":`, m.Route)
+	}
 	dst = jsonbytes.IntMember(dst, `,"status_code":`, int(int32(m.StatusCode)))
 	if m.HasDuration {
 		dst = appendMillis(append(dst, `,"duration_ms":`...), DurationMicros(m.Duration.Microseconds()))

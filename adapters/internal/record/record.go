@@ -30,6 +30,12 @@
 //   - route (route): the path without its query string, what the statistics
 //     rank as top paths. An older document has none; readers needing it
 //     compute domain.RouteOf(path).
+//
+// Added with route templates, absent from older documents and from messages
+// sent without one (omitted, not stored empty):
+//   - routeTemplate (route_template): the template the server matched, which
+//     the API calls route. The name route was taken by the path without its
+//     query string above.
 package record
 
 import (
@@ -50,19 +56,24 @@ const (
 	JSONRoute    = "route"
 	BSONDuration = "durationMicros"
 	JSONDuration = "duration_ms"
+	// The route template (domain.Message.Route).
+	BSONRouteTemplate = "routeTemplate"
+	JSONRouteTemplate = "route_template"
 )
 
 // Record is a message as stored. Its json encoding is what AppendJSON writes.
 type Record struct {
-	ID         string `bson:"_id" json:"id"`
-	Reference  string `bson:"reference" json:"reference"`
-	Account    string `bson:"account" json:"account"`
-	Domain     string `bson:"domain" json:"domain"`
-	Name       string `bson:"name" json:"name"`
-	IPAddress  string `bson:"ipAddress" json:"ip_address,omitempty"`
-	Method     string `bson:"method" json:"method"`
-	Path       string `bson:"path" json:"path"`
-	Route      string `bson:"route" json:"route"`
+	ID        string `bson:"_id" json:"id"`
+	Reference string `bson:"reference" json:"reference"`
+	Account   string `bson:"account" json:"account"`
+	Domain    string `bson:"domain" json:"domain"`
+	Name      string `bson:"name" json:"name"`
+	IPAddress string `bson:"ipAddress" json:"ip_address,omitempty"`
+	Method    string `bson:"method" json:"method"`
+	Path      string `bson:"path" json:"path"`
+	Route     string `bson:"route" json:"route"`
+	// Template is the route template, "" when the message has none.
+	Template   string `bson:"routeTemplate,omitempty" json:"route_template,omitempty"`
 	StatusCode int32  `bson:"statusCode" json:"status_code"`
 	// Duration is nil when the message has none.
 	Duration  *DurationMicros `bson:"durationMicros,omitempty" json:"duration_ms,omitempty"`
@@ -153,6 +164,7 @@ func FromMessage(m domain.Message) Record {
 		Method:     m.Method,
 		Path:       m.Path,
 		Route:      domain.RouteOf(m.Path),
+		Template:   m.Route,
 		StatusCode: int32(m.StatusCode),
 		Request:    fromContent(m.Request),
 		Response:   fromContent(m.Response),
@@ -207,6 +219,7 @@ func (r Record) Message() domain.Message {
 		IPAddress:  r.IPAddress,
 		Method:     r.Method,
 		Path:       r.Path,
+		Route:      r.Template,
 		StatusCode: int(r.StatusCode),
 		Request:    r.Request.content(),
 		Response:   r.Response.content(),

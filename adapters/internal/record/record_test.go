@@ -40,7 +40,7 @@ func recordMessages() []domain.Message {
 	var msgs []domain.Message
 	for i, s := range recordStrings {
 		m := domain.Message{
-			ID: "id" + s, Reference: s, Account: s, Domain: s, Name: s, IPAddress: s, Method: s, Path: s, StatusCode: 100 + i,
+			ID: "id" + s, Reference: s, Account: s, Domain: s, Name: s, IPAddress: s, Method: s, Path: s, Route: s, StatusCode: 100 + i,
 			Request:   domain.Content{Header: domain.Header{s: {s, "v"}, "Empty": {}}, Body: s, ContentType: s, Size: len(s) + i},
 			Response:  domain.Content{Header: domain.Header{}, Body: s + s},
 			CreatedAt: at.AddDate(0, 0, i), UpdatedAt: at, VisibleAt: at.Add(time.Second), ExpiresAt: at.AddDate(0, 1, 0),
@@ -207,7 +207,7 @@ func FuzzAppendJSON(f *testing.F) {
 		at := time.UnixMicro(createdMicro)
 		m := domain.Message{
 			ID: text, Reference: body, Account: text, Domain: headerValue, Name: headerName, IPAddress: text,
-			Method: text, Path: body, StatusCode: status,
+			Method: text, Path: body, Route: headerName, StatusCode: status,
 			Request: domain.Content{Header: domain.Header{headerName: {headerValue, text}, headerValue: nil, text: {}},
 				Body: body, ContentType: text, Size: len(body)},
 			Response:  domain.Content{Header: domain.Header{headerValue: {body}}, Body: body + text, ContentType: headerValue},

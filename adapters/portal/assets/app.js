@@ -14,7 +14,7 @@ const ALERTS = new URL("v1/alerts/states", document.baseURI);
 
 // Query parameters the page keeps in its URL; "range" is a preset (or "custom"
 // for from/to), "message" the open message.
-const URL_PARAMS = ["q", "name", "status_code", "method", "path", "path_prefix", "min_duration_ms", "range", "from", "to", "message"];
+const URL_PARAMS = ["q", "name", "status_code", "method", "path", "path_prefix", "route", "min_duration_ms", "range", "from", "to", "message"];
 const RANGES = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3, "30d": 30 * 86400e3 };
 const DEFAULT_RANGE = "24h";
 // Bottom to top of each stacked bar; Okabe-Ito colours, told apart by readers
@@ -301,13 +301,14 @@ function fillForm(view) {
   set("method", view.get("method"));
   set("path_mode", view.has("path") ? "exact" : "prefix");
   set("path", view.get("path") || view.get("path_prefix"));
+  set("route", view.get("route"));
   set("min_duration_ms", view.get("min_duration_ms"));
   set("range", view.get("range"));
   for (const name of ["from", "to"]) {
     const v = view.get(name);
     set(name, v && !Number.isNaN(Date.parse(v)) ? localInput(new Date(v)) : "");
   }
-  const open = ["name", "status_code", "method", "path", "path_prefix", "min_duration_ms"].filter((n) => view.get(n)).length;
+  const open = ["name", "status_code", "method", "path", "path_prefix", "route", "min_duration_ms"].filter((n) => view.get(n)).length;
   $("toggle-filters").textContent = open ? `More filters (${open})` : "More filters";
 }
 
@@ -322,6 +323,8 @@ function readFilters(form) {
   }
   const path = String(data.get("path") || "").trim();
   if (path) params.set(data.get("path_mode") === "exact" ? "path" : "path_prefix", path.startsWith("/") ? path : `/${path}`);
+  const route = String(data.get("route") || "").trim();
+  if (route) params.set("route", route.startsWith("/") ? route : `/${route}`);
   const slower = String(data.get("min_duration_ms") || "").trim();
   if (slower) params.set("min_duration_ms", slower);
   const range = String(data.get("range") || DEFAULT_RANGE);
@@ -371,6 +374,7 @@ function addRow(m) {
   app.hidden = !state.wholeAccount;
   cell(row, m.method, "c-method method");
   cell(row, m.path, "c-path path").title = m.path;
+  cell(row, m.route || "–", "c-route path").title = m.route || "no route template sent";
   const status = document.createElement("span");
   status.className = statusClass(m.status_code);
   status.textContent = String(m.status_code);
@@ -550,10 +554,40 @@ function renderStats(stats) {
     cell(row, percent(errorsOf(b.status), b.count));
     cell(row, b.duration_ms ? formatDuration(b.duration_ms.p95) : "–");
   });
+  renderRoutes(stats.top_routes || []);
   state.focus = -1;
   state.anchor = -1;
   $("chart-readout").textContent = "";
   drawChart(stats);
+}
+
+// renderRoutes fills the per-route table; a route's name narrows the view to it.
+function renderRoutes(routes) {
+  const table = $("routes");
+  table.hidden = routes.length === 0;
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const r of routes) {
+    const row = body.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "link path";
+    button.textContent = r.route;
+    button.title = `Show the requests of ${r.route}`;
+    button.addEventListener("click", () => {
+      const params = new URLSearchParams(state.view);
+      params.set("route", r.route);
+      params.delete("message");
+      navigate(params);
+    });
+    th.append(button);
+    row.append(th);
+    cell(row, formatCount(r.count));
+    cell(row, `${formatCount(r.errors)} (${percent(r.errors, r.count)})`);
+    for (const p of ["p50", "p95", "p99"]) cell(row, r.duration_ms ? formatDuration(r.duration_ms[p]) : "–");
+  }
 }
 
 function drawChart(stats) {
