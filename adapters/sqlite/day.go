@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -158,10 +159,12 @@ func dsn(path string, cfg Config, writer bool) string {
 // version: anything else is an error naming the file.
 func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayFile, error) {
 	path := filepath.Join(cfg.Dir, dayName(day))
-	if !create {
-		if _, err := os.Stat(path); err != nil {
-			return nil, err
+	if create {
+		if err := createPrivate(path); err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 		}
+	} else if err := keepPrivate(path); err != nil {
+		return nil, err
 	}
 	write, err := sql.Open(driverName, dsn(path, cfg, true))
 	if err != nil {
@@ -183,6 +186,42 @@ func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayF
 	d.read.SetMaxIdleConns(cfg.Readers)
 	d.read.SetConnMaxIdleTime(cfg.IdleTime)
 	return d, nil
+}
+
+// createPrivate makes path an empty file readable by its owner only, unless
+// it exists: SQLite would create it 0644, and its -wal and -shm take the
+// database file's mode, so the messages stay the owner's even if the data
+// directory's 0700 is loosened.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// keepPrivate takes group and other permissions off an existing day file and
+// its -wal and -shm (files an older reqlog let SQLite create 0644). A file
+// that does not exist is the caller's error, as os.Stat's.
+func keepPrivate(path string) error {
+	for i, p := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(p)
+		if err != nil {
+			if i > 0 && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("sqlite: %s: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // prepare sets WAL mode and creates the schema of a new file, or checks that

@@ -55,9 +55,13 @@
 // index, keyset-paged on (created, id), and stops once the page is full and
 // one more message is known. Get and Lookup probe each day's unique id index
 // (or its reference index), newest first: an id derived from an
-// Idempotency-Key does not tell its day. References are not unique across
-// the store (71 random bits; MongoDB's unique index has no equivalent across
-// files).
+// Idempotency-Key does not tell its day. Ids are UUIDs, time-ordered
+// (version 7) or derived from an Idempotency-Key, and unique in each day
+// file by its index. References are unique by randomness alone: twelve
+// characters of 62 (62^12, about 2^71) drawn for each message, so among a
+// million stored the chance that any two share one is below 10^-9; no index
+// spans the day files (MongoDB's unique index has no equivalent across
+// files), and a file's reference index is not a unique one.
 //
 // # Search
 //

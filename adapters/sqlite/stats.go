@@ -79,10 +79,23 @@ func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) e
 func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, words string, now time.Time,
 	add func(domain.StatsSample)) error {
 	w := readableWhere(scope, f, now)
+	from := "messages INDEXED BY messages_stats"
 	if words != "" {
-		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+		// A word of few messages: read those rows by seq, rather than walk
+		// the day's statistics index testing each entry against them.
+		few, none, err := byWords(ctx, d, words, w)
+		switch {
+		case err != nil:
+			return d.fileError(ctx, "stats: search", err)
+		case none:
+			return nil
+		case few:
+			from = "messages NOT INDEXED"
+		default:
+			w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+		}
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT created, status, duration, name, path, route FROM messages INDEXED BY messages_stats WHERE "+
+	rows, err := d.read.QueryContext(ctx, "SELECT created, status, duration, name, path, route FROM "+from+" WHERE "+
 		w.String(), w.args...)
 	if err != nil {
 		return d.fileError(ctx, "stats", err)

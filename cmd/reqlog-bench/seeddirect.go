@@ -96,7 +96,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 			}
 		}
 	}()
-	var stored atomic.Int64
+	var stored, submitted atomic.Int64
 	var once sync.Once
 	var firstErr error
 	fail := func(err error) {
@@ -128,6 +128,7 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 					return
 				}
 				stored.Add(int64(len(msgs)))
+				submitted.Add(int64(len(raw)))
 			}
 		})
 	}
@@ -154,6 +155,11 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 	}
 	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines%s\n",
 		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections, ownMemory())
+	if n > 0 {
+		// What the API would have been sent (JSON arrays of submissions), to
+		// price the store's disk per message against.
+		fmt.Fprintf(stdout, "seed: %.0f bytes submitted per message\n", float64(submitted.Load())/float64(n))
+	}
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

@@ -77,6 +77,9 @@ func TestDirectSeedIntoSQLite(t *testing.T) {
 	if err := seedDirect(t.Context(), newGenerator(o.seed), o, &out); err != nil {
 		t.Fatalf("seedDirect: %v\n%s", err, out.String())
 	}
+	if !strings.Contains(out.String(), "bytes submitted per message") {
+		t.Errorf("the seed does not say the bytes it submitted per message:\n%s", out.String())
+	}
 	store, err := sqlite.New(t.Context(), sqlite.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
