@@ -1,10 +1,11 @@
-package elastic
+package esquery
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -30,15 +31,15 @@ func TestStatsSearchSplitsTheRangeWhenCacheable(t *testing.T) {
 	from := now.Add(-24 * time.Hour).Truncate(15 * time.Minute)
 	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
 		Interval: domain.Intervals[2], Filter: domain.Filter{From: from, To: now}}
-	earliest, latest := queryTime(minStorableTime), queryTime(maxStorableTime)
+	earliest, latest := esdoc.QueryTime(esdoc.MinStorableTime), esdoc.QueryTime(esdoc.MaxStorableTime)
 	for _, tc := range []struct {
 		plan statsPlan
 		want []object
 	}{
-		{statsPlan{compression: 500}, []object{{"gte": queryTime(from), "lt": queryTime(now)}}},
+		{statsPlan{compression: 500}, []object{{"gte": esdoc.QueryTime(from), "lt": esdoc.QueryTime(now)}}},
 		{statsPlan{compression: 500, cacheable: true}, []object{
-			{"gte": queryTime(from), "lte": latest},
-			{"gte": earliest, "lt": queryTime(now)},
+			{"gte": esdoc.QueryTime(from), "lte": latest},
+			{"gte": earliest, "lt": esdoc.QueryTime(now)},
 		}},
 	} {
 		body, ok := statsSearch(q, now, tc.plan)
@@ -53,7 +54,7 @@ func TestStatsSearchSplitsTheRangeWhenCacheable(t *testing.T) {
 	later := now.Add(3 * time.Second)
 	q.To, q.Filter.To = later, later
 	body, _ := statsSearch(q, later, statsPlan{compression: 500, cacheable: true})
-	if got := createdAtClauses(t, body)[0]; !reflect.DeepEqual(got, object{"gte": queryTime(from), "lte": latest}) {
+	if got := createdAtClauses(t, body)[0]; !reflect.DeepEqual(got, object{"gte": esdoc.QueryTime(from), "lte": latest}) {
 		t.Errorf("the lower clause moved with now: %v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package elastic
+package esclient
 
 import (
 	"encoding/json"

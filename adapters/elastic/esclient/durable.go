@@ -1,4 +1,4 @@
-package elastic
+package esclient
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -32,14 +31,15 @@ const (
 	durabilityPollMax = 500 * time.Millisecond
 )
 
-// confirmDurable returns once every message of existed, each one a create found
-// already there, is durable, or fails with ports.ErrUnavailable when ctx ends
-// or DurabilityWait passes first, or when a message cannot be read back as it
-// was (a replica without it yet, a primary that lost it, or purged since).
-func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DurabilityWait)
+// confirmDurable returns once the document of every target of existed, each
+// one a create found already there, is durable, or fails with
+// ports.ErrUnavailable when ctx ends or DurabilityWait passes first, or when a
+// document cannot be read back as it was (a replica without it yet, a primary
+// that lost it, or purged since).
+func (c *Client) confirmDurable(ctx context.Context, existed []Target) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DurabilityWait)
 	defer cancel()
-	versions, err := s.readVersions(ctx, existed)
+	versions, err := c.readVersions(ctx, existed)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) er
 	}
 	wait := durabilityPoll
 	for {
-		behind, err := s.notYetDurable(ctx, need)
+		behind, err := c.notYetDurable(ctx, need)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func (s *Store) confirmDurable(ctx context.Context, existed []domain.Message) er
 		}
 		wait = min(2*wait, durabilityPollMax)
 	}
-	again, err := s.readVersions(ctx, existed)
+	again, err := c.readVersions(ctx, existed)
 	if err != nil {
 		return err
 	}
@@ -94,39 +94,37 @@ type mgetReply struct {
 	} `json:"docs"`
 }
 
-// readVersions reads each message's document in realtime (from the translog if
+// readVersions reads each target's document in realtime (from the translog if
 // need be, so before a refresh): its index, sequence number and primary term.
-func (s *Store) readVersions(ctx context.Context, msgs []domain.Message) ([]version, error) {
+func (c *Client) readVersions(ctx context.Context, targets []Target) ([]version, error) {
 	type doc struct {
 		Index string `json:"_index"`
 		ID    string `json:"_id"`
 	}
-	docs := make([]doc, len(msgs))
-	days := dayIndices{names: s.names}
-	for i, m := range msgs {
-		index, _ := days.of(m.CreatedAt)
-		docs[i] = doc{Index: index, ID: m.ID}
+	docs := make([]doc, len(targets))
+	for i, t := range targets {
+		docs[i] = doc{Index: t.Index, ID: t.ID}
 	}
-	body, err := jsonBody(map[string]any{"docs": docs})
+	body, err := JSONBody(map[string]any{"docs": docs})
 	if err != nil {
 		return nil, err
 	}
 	var reply mgetReply
-	if err := s.do(ctx, "confirm existing messages", esapi.MgetRequest{
-		Body: body, Realtime: ptr(true), Source: []string{"false"},
+	if err := c.Do(ctx, "confirm existing messages", esapi.MgetRequest{
+		Body: body, Realtime: esapi.BoolPtr(true), Source: []string{"false"},
 		FilterPath: []string{"docs._index", "docs.found", "docs._seq_no", "docs._primary_term"},
 	}, &reply); err != nil {
 		return nil, err
 	}
-	if len(reply.Docs) != len(msgs) {
+	if len(reply.Docs) != len(targets) {
 		return nil, fmt.Errorf("elastic: append: confirming existing messages: %d documents in the reply for %d messages",
-			len(reply.Docs), len(msgs))
+			len(reply.Docs), len(targets))
 	}
-	versions := make([]version, len(msgs))
+	versions := make([]version, len(targets))
 	for i, d := range reply.Docs {
 		if !d.Found || d.SeqNo == nil || d.PrimaryTerm == nil {
 			return nil, fmt.Errorf("elastic: append: %w: message %s already existed when created, but a read does not "+
-				"find it (not yet on the copy read, lost by a failed primary, or purged since)", ports.ErrUnavailable, msgs[i].ID)
+				"find it (not yet on the copy read, lost by a failed primary, or purged since)", ports.ErrUnavailable, targets[i].ID)
 		}
 		versions[i] = version{index: d.Index, seqNo: *d.SeqNo, primaryTerm: *d.PrimaryTerm}
 	}
@@ -156,13 +154,13 @@ type shardCopy struct {
 // holds a document, so on an index created with more, every primary must reach
 // the number: safe, but a shard with fewer operations keeps the wait going until
 // it gets them, or until the request's deadline.
-func (s *Store) notYetDurable(ctx context.Context, need map[string]int64) (string, error) {
+func (c *Client) notYetDurable(ctx context.Context, need map[string]int64) (string, error) {
 	indices := make([]string, 0, len(need))
 	for index := range need {
 		indices = append(indices, index)
 	}
 	var reply statsReply
-	if err := s.do(ctx, "read global checkpoints", esapi.IndicesStatsRequest{
+	if err := c.Do(ctx, "read global checkpoints", esapi.IndicesStatsRequest{
 		Index: indices, Metric: []string{"docs"}, Level: "shards",
 		FilterPath: []string{"indices.*.shards.*.routing.primary", "indices.*.shards.*.seq_no.global_checkpoint"},
 	}, &reply); err != nil {

@@ -1,4 +1,4 @@
-package elastic
+package esindex
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -63,8 +64,8 @@ type warmRound struct {
 	Docs int
 }
 
-// warmReport is what prepareWrites did.
-type warmReport struct {
+// WarmReport is what PrepareWrites did.
+type WarmReport struct {
 	CopiesActive time.Duration // waiting for the day's indices' copies
 	CopiesErr    error         // nil when every copy the cluster can hold is active
 	Rounds       []warmRound
@@ -72,13 +73,13 @@ type warmReport struct {
 	Settled      bool          // the last rounds were fast; false: the budget ran out first
 }
 
-// prepareWrites makes the store ready for the day's writes before the service
+// PrepareWrites makes the store ready for the day's writes before the service
 // answers: it creates the indices of now's UTC day and the next (createDays),
 // waits until their replicas are active where the cluster can hold them, and
 // warms the indexing path (warmUp), all within Config.WarmUp and ctx. Nothing
 // it does is fatal: the cluster takes writes without it, only slower at first.
-func (s *Store) prepareWrites(ctx context.Context, now time.Time) (warmReport, error) {
-	var report warmReport
+func (s *Indices) PrepareWrites(ctx context.Context, now time.Time) (WarmReport, error) {
+	var report WarmReport
 	if err := s.createDays(ctx, now); err != nil {
 		return report, err
 	}
@@ -86,14 +87,15 @@ func (s *Store) prepareWrites(ctx context.Context, now time.Time) (warmReport, e
 		return report, nil
 	}
 	began := time.Now()
-	// A request cut short by the budget counts, in the client, as its node
-	// failing, and the client then leaves that node out for a minute: the
-	// warm-up must not do that to the store's clients.
-	warm, err := s.withClientOfItsOwn()
+	// A request cut short by the budget must not make the store's client
+	// leave its node out (esclient.Client.WithOwnConnections).
+	client, err := s.client.WithOwnConnections()
 	if err != nil {
 		return report, err
 	}
-	defer func() { _ = warm.client.Close(context.WithoutCancel(ctx)) }()
+	defer func() { _ = client.Close(context.WithoutCancel(ctx)) }()
+	warm := *s
+	warm.client = client
 	allowed := s.warmBudget(ctx)
 	budget, cancel := context.WithTimeout(ctx, allowed)
 	defer cancel()
@@ -107,21 +109,9 @@ func (s *Store) prepareWrites(ctx context.Context, now time.Time) (warmReport, e
 	return report, err
 }
 
-// withClientOfItsOwn is a copy of s sending every request through a new
-// client (no retry of a 503, as bulks), to be closed after use.
-func (s *Store) withClientOfItsOwn() (*Store, error) {
-	client, err := elasticsearch.NewClient(s.cfg.bulkClientConfig())
-	if err != nil {
-		return nil, fmt.Errorf("elastic: client: %w", err)
-	}
-	own := *s
-	own.client, own.bulks = client, client
-	return &own, nil
-}
-
 // warmBudget is Config.WarmUp, or half of what is left of ctx if less: the
 // rest of the service must start too.
-func (s *Store) warmBudget(ctx context.Context) time.Duration {
+func (s *Indices) warmBudget(ctx context.Context) time.Duration {
 	if deadline, ok := ctx.Deadline(); ok {
 		return min(s.cfg.WarmUp, time.Until(deadline)/2)
 	}
@@ -131,7 +121,7 @@ func (s *Store) warmBudget(ctx context.Context) time.Duration {
 // awaitCopies waits at most wait until the indices of days are green: every
 // copy the cluster can hold (auto_expand_replicas) started, so the first
 // writes do not wait for a replica's recovery and have a copy to fail over to.
-func (s *Store) awaitCopies(ctx context.Context, wait time.Duration, days ...time.Time) error {
+func (s *Indices) awaitCopies(ctx context.Context, wait time.Duration, days ...time.Time) error {
 	indices := make([]string, len(days))
 	for i, day := range days {
 		indices[i] = s.names.For(day)
@@ -140,20 +130,20 @@ func (s *Store) awaitCopies(ctx context.Context, wait time.Duration, days ...tim
 }
 
 // awaitGreen waits until indices are green, as long as ctx allows.
-func (s *Store) awaitGreen(ctx context.Context, indices ...string) error {
-	wait := s.cfg.RequestTimeout
+func (s *Indices) awaitGreen(ctx context.Context, indices ...string) error {
+	wait := s.client.RequestTimeout()
 	if deadline, ok := ctx.Deadline(); ok {
 		wait = time.Until(deadline)
 	}
 	return s.awaitGreenWithin(ctx, wait, indices...)
 }
 
-func (s *Store) awaitGreenWithin(ctx context.Context, wait time.Duration, indices ...string) error {
+func (s *Indices) awaitGreenWithin(ctx context.Context, wait time.Duration, indices ...string) error {
 	var health struct {
 		Status   string `json:"status"`
 		TimedOut bool   `json:"timed_out"`
 	}
-	if err := s.do(ctx, "wait for the indices' copies", esapi.ClusterHealthRequest{
+	if err := s.client.Do(ctx, "wait for the indices' copies", esapi.ClusterHealthRequest{
 		Index: indices, WaitForStatus: "green", Timeout: max(wait, time.Millisecond),
 	}, &health); err != nil {
 		return err
@@ -167,23 +157,23 @@ func (s *Store) awaitGreenWithin(ctx context.Context, wait time.Duration, indice
 // warmUp creates a hidden index with a primary per data node and a copy on
 // every node, writes rounds of documents into it until warmSettledRounds
 // rounds in a row were fast or ctx ends, and deletes it.
-func (s *Store) warmUp(ctx context.Context, report *warmReport) error {
+func (s *Indices) warmUp(ctx context.Context, report *WarmReport) error {
 	var cluster struct {
 		DataNodes int `json:"number_of_data_nodes"`
 	}
-	if err := s.do(ctx, "count the data nodes", esapi.ClusterHealthRequest{}, &cluster); err != nil {
+	if err := s.client.Do(ctx, "count the data nodes", esapi.ClusterHealthRequest{}, &cluster); err != nil {
 		return err
 	}
 	nodes := max(cluster.DataNodes, 1)
 	// The index is created and deleted outside ctx: a creation cut short by
 	// the budget could still complete on the cluster, and the index must not
 	// outlive the start-up.
-	settle, cancel := s.bounded(context.WithoutCancel(ctx))
+	settle, cancel := s.client.Bounded(context.WithoutCancel(ctx))
 	defer cancel()
 	s.dropStaleWarmIndices(settle, time.Now())
 	index := s.newWarmIndexName()
 	defer func() {
-		_ = s.do(settle, "delete the warm-up index", esapi.IndicesDeleteRequest{Index: []string{index}}, nil)
+		_ = s.client.Do(settle, "delete the warm-up index", esapi.IndicesDeleteRequest{Index: []string{index}}, nil)
 	}()
 	if err := s.createWarmIndex(settle, index, nodes); err != nil {
 		return err
@@ -213,10 +203,10 @@ func (s *Store) warmUp(ctx context.Context, report *warmReport) error {
 
 // newWarmIndexName is a name of its own for this warm-up: replicas of the
 // service starting at once must not write into, or delete, each other's.
-func (s *Store) newWarmIndexName() string {
+func (s *Indices) newWarmIndexName() string {
 	var suffix [6]byte
 	_, _ = crand.Read(suffix[:])
-	return s.cfg.IndexPrefix + warmIndexSuffix + hex.EncodeToString(suffix[:])
+	return s.cfg.Prefix + warmIndexSuffix + hex.EncodeToString(suffix[:])
 }
 
 // staleWarmIndex is the age past which a warm-up index is a leftover of a
@@ -226,13 +216,13 @@ const staleWarmIndex = time.Hour
 // dropStaleWarmIndices deletes the warm-up indices created staleWarmIndex
 // before now or earlier: left by start-ups that died during their warm-up.
 // Failing to is no reason to stop.
-func (s *Store) dropStaleWarmIndices(ctx context.Context, now time.Time) {
+func (s *Indices) dropStaleWarmIndices(ctx context.Context, now time.Time) {
 	var indices []struct {
 		Index        string `json:"index"`
 		CreationDate string `json:"creation.date"`
 	}
-	if err := s.do(ctx, "list warm-up indices", esapi.CatIndicesRequest{
-		Index: []string{s.cfg.IndexPrefix + warmIndexSuffix + "*"}, ExpandWildcards: "all",
+	if err := s.client.Do(ctx, "list warm-up indices", esapi.CatIndicesRequest{
+		Index: []string{s.cfg.Prefix + warmIndexSuffix + "*"}, ExpandWildcards: "all",
 		H: []string{"index", "creation.date"}, Format: "json",
 	}, &indices); err != nil {
 		return
@@ -245,41 +235,36 @@ func (s *Store) dropStaleWarmIndices(ctx context.Context, now time.Time) {
 		}
 	}
 	if len(stale) > 0 {
-		_ = s.do(ctx, "delete stale warm-up indices", esapi.IndicesDeleteRequest{Index: stale}, nil)
+		_ = s.client.Do(ctx, "delete stale warm-up indices", esapi.IndicesDeleteRequest{Index: stale}, nil)
 	}
 }
 
 // createWarmIndex creates index with the daily indices' mappings and sort,
 // shards primaries and a replica on every other node.
-func (s *Store) createWarmIndex(ctx context.Context, index string, shards int) error {
+func (s *Indices) createWarmIndex(ctx context.Context, index string, shards int) error {
 	template := newIndexTemplate(s.cfg).Template
 	settings := template.Settings["index"].(map[string]any)
 	warm := map[string]any{"hidden": true, "number_of_shards": shards, "auto_expand_replicas": "0-all"}
 	for _, key := range []string{"refresh_interval", "sort.field", "sort.order"} {
 		warm[key] = settings[key]
 	}
-	body, err := jsonBody(map[string]any{"settings": map[string]any{"index": warm}, "mappings": template.Mappings})
+	body, err := esclient.JSONBody(map[string]any{"settings": map[string]any{"index": warm}, "mappings": template.Mappings})
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, "create the warm-up index", esapi.IndicesCreateRequest{Index: index, Body: body}, nil)
+	return s.client.Do(ctx, "create the warm-up index", esapi.IndicesCreateRequest{Index: index, Body: body}, nil)
 }
 
 // warmRound sends bulks bulk requests of warmBatch documents at once (the
 // client spreads them over the nodes) and checks that every document was
 // created.
-func (s *Store) warmRound(ctx context.Context, docs *warmDocs, bulks int) error {
+func (s *Indices) warmRound(ctx context.Context, docs *warmDocs, bulks int) error {
 	errs := make([]error, bulks)
 	var wg sync.WaitGroup
 	for i := range bulks {
-		body, msgs := docs.bulk(warmBatch)
+		body, targets := docs.bulk(warmBatch)
 		wg.Go(func() {
-			reply, err := s.sendBulk(ctx, "warm up", body)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = checkBulk(msgs, 0, reply)
+			errs[i] = s.client.Creates(ctx, "warm up", body, targets, 0)
 		})
 	}
 	wg.Wait()
@@ -305,15 +290,17 @@ var warmWords = strings.Fields(`order customer item price quantity total currenc
 	street zip status pending shipped delivered token session user account plan coupon discount
 	created updated id name email phone description category tag warehouse carrier tracking`)
 
-// bulk returns the body of a bulk request creating n new documents, and their messages.
-func (d *warmDocs) bulk(n int) ([]byte, []domain.Message) {
-	msgs := make([]domain.Message, n)
+// bulk returns the body of a bulk request creating n new documents, and
+// where they go.
+func (d *warmDocs) bulk(n int) ([]byte, []esclient.Target) {
+	targets := make([]esclient.Target, n)
 	var body []byte
-	for i := range msgs {
-		msgs[i] = d.message()
-		body = appendBulkEntry(body, d.index, false, msgs[i])
+	for i := range targets {
+		m := d.message()
+		targets[i] = esclient.Target{Index: d.index, ID: m.ID}
+		body = esdoc.AppendCreate(body, d.index, false, m)
 	}
-	return body, msgs
+	return body, targets
 }
 
 func (d *warmDocs) message() domain.Message {
@@ -366,8 +353,8 @@ func (d *warmDocs) body() string {
 	return b.String()
 }
 
-// logWarmUp logs what prepareWrites did.
-func logWarmUp(log *zap.Logger, r warmReport) {
+// LogWarmUp logs what PrepareWrites did.
+func LogWarmUp(log *zap.Logger, r WarmReport) {
 	if r.CopiesErr != nil {
 		log.Warn("the daily indices' replicas are not all active; writing anyway", zap.Error(r.CopiesErr))
 	}

@@ -1,4 +1,4 @@
-package elastic
+package esquery
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 )
 
 // maxIndices bounds the daily indices one purge looks at: 27 years of days.
@@ -48,11 +50,11 @@ type indexBuckets struct {
 // with ports.ErrUnavailable; retried, it goes into that day's index again,
 // created anew if the purge deleted it.
 // Candidates that turn out to hold an unexpired message are unblocked.
-func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (deleted int64, err error) {
+func (s *Queries) PurgeExpired(ctx context.Context, now time.Time) (deleted int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("elastic: purge: %w", err)
 	}
-	ctx, cancel := s.bounded(ctx)
+	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
 	candidates, err := s.expiredCandidates(ctx, now)
 	if err != nil || len(candidates) == 0 {
@@ -65,13 +67,13 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (deleted int64,
 			err = errors.Join(err, s.unblock(ctx, kept))
 		}
 	}()
-	if err := s.do(ctx, "purge: block writes", esapi.IndicesAddBlockRequest{
-		Index: candidates, Block: "write", IgnoreUnavailable: ptr(true),
+	if err := s.client.Do(ctx, "purge: block writes", esapi.IndicesAddBlockRequest{
+		Index: candidates, Block: "write", IgnoreUnavailable: esapi.BoolPtr(true),
 	}, nil); err != nil {
 		return 0, err
 	}
-	if err := s.do(ctx, "purge: refresh", esapi.IndicesRefreshRequest{
-		Index: candidates, IgnoreUnavailable: ptr(true),
+	if err := s.client.Do(ctx, "purge: refresh", esapi.IndicesRefreshRequest{
+		Index: candidates, IgnoreUnavailable: esapi.BoolPtr(true),
 	}, nil); err != nil {
 		return 0, err
 	}
@@ -79,8 +81,8 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (deleted int64,
 	if err != nil || len(found) == 0 {
 		return 0, err
 	}
-	if err := s.do(ctx, "purge: delete indices", esapi.IndicesDeleteRequest{
-		Index: found, IgnoreUnavailable: ptr(true),
+	if err := s.client.Do(ctx, "purge: delete indices", esapi.IndicesDeleteRequest{
+		Index: found, IgnoreUnavailable: esapi.BoolPtr(true),
 	}, nil); err != nil {
 		return 0, err
 	}
@@ -91,7 +93,7 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (deleted int64,
 // expiredCandidates are the daily indices whose newest searchable ExpiresAt is
 // not after now. The aggregation's millisecond rounding can only add
 // candidates, which fullyExpired then checks exactly.
-func (s *Store) expiredCandidates(ctx context.Context, now time.Time) ([]string, error) {
+func (s *Queries) expiredCandidates(ctx context.Context, now time.Time) ([]string, error) {
 	body := object{"size": 0, "aggs": object{"indices": object{
 		"terms": object{"field": "_index", "size": maxIndices},
 		"aggs":  object{"newest": object{"max": object{"field": "expires_at"}}},
@@ -112,7 +114,7 @@ func (s *Store) expiredCandidates(ctx context.Context, now time.Time) ([]string,
 
 // fullyExpired counts exactly, in the given indices, the messages unexpired at
 // now; it returns the indices without any and how many messages they hold.
-func (s *Store) fullyExpired(ctx context.Context, indices []string, now time.Time) ([]string, int64, error) {
+func (s *Queries) fullyExpired(ctx context.Context, indices []string, now time.Time) ([]string, int64, error) {
 	unexpired := &filters{}
 	unexpired.bound("expires_at", "gt", now)
 	var filter object
@@ -143,33 +145,33 @@ func (s *Store) fullyExpired(ctx context.Context, indices []string, now time.Tim
 	return expired, messages, nil
 }
 
-func (s *Store) aggregate(ctx context.Context, op string, indices []string, body object) (indexBuckets, error) {
+func (s *Queries) aggregate(ctx context.Context, op string, indices []string, body object) (indexBuckets, error) {
 	body["track_total_hits"] = false
 	var reply indexBuckets
-	reader, err := jsonBody(body)
+	reader, err := esclient.JSONBody(body)
 	if err != nil {
 		return reply, err
 	}
-	err = s.do(ctx, op, esapi.SearchRequest{
+	err = s.client.Do(ctx, op, esapi.SearchRequest{
 		Index:                     indices,
 		Body:                      reader,
-		IgnoreUnavailable:         ptr(true),
-		AllowNoIndices:            ptr(true),
-		AllowPartialSearchResults: ptr(false),
+		IgnoreUnavailable:         esapi.BoolPtr(true),
+		AllowNoIndices:            esapi.BoolPtr(true),
+		AllowPartialSearchResults: esapi.BoolPtr(false),
 	}, &reply)
 	return reply, err
 }
 
 // unblock lifts the purge's write block from indices, even after ctx has
 // ended. Should that fail too, the next start-up lifts it (see liveSettings).
-func (s *Store) unblock(ctx context.Context, indices []string) error {
+func (s *Queries) unblock(ctx context.Context, indices []string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unblockTimeout)
 	defer cancel()
-	body, err := jsonBody(object{"index.blocks.write": nil})
+	body, err := esclient.JSONBody(object{"index.blocks.write": nil})
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, "purge: unblock", esapi.IndicesPutSettingsRequest{
-		Index: indices, Body: body, IgnoreUnavailable: ptr(true),
+	return s.client.Do(ctx, "purge: unblock", esapi.IndicesPutSettingsRequest{
+		Index: indices, Body: body, IgnoreUnavailable: esapi.BoolPtr(true),
 	}, nil)
 }

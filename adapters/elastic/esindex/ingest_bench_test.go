@@ -1,4 +1,4 @@
-package elastic
+package esindex
 
 import (
 	"bytes"
@@ -14,13 +14,15 @@ import (
 	"unicode"
 
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
+	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
 // BenchmarkIngestFullText: what the full-text field costs a bulk request of
-// 100 benchMessages on the real node, alternating in one run between an index
+// 100 fixtures.TrafficMessages on the real node, alternating in one run between an index
 // of template version 2 (documents with the text field, excluded from
 // _source: "with-text"), one without any full-text field (documents as
 // record.AppendJSON writes them, request and response not indexed), one of
@@ -45,7 +47,7 @@ import (
 // comma-separated) keeps only those variants besides with-text and
 // without-text.
 //
-//	go test -run '^$' -bench IngestFullText -benchtime 60x -count 3 ./adapters/elastic/
+//	go test -run '^$' -bench IngestFullText -benchtime 60x -count 3 ./adapters/elastic/esindex/
 func BenchmarkIngestFullText(b *testing.B) {
 	base := elastictest.URL(b)
 	// v2 is template version 2's mappings: legacyMappings, text excluded
@@ -75,13 +77,13 @@ func BenchmarkIngestFullText(b *testing.B) {
 	}
 	asIs := func(text string) []string { return []string{text} }
 	joined := func(text string) []string { return []string{strings.Join(benchWords(text), " ")} }
-	asStored := func(dst []byte, i int) []byte { return appendDocument(dst, benchMessage(i)) }
+	asStored := func(dst []byte, i int) []byte { return esdoc.Append(dst, benchMessage(i)) }
 	variants := []struct {
 		name     string
 		mappings any
 		append   func(dst []byte, i int) []byte
 	}{
-		{"with-text", v2(), func(dst []byte, i int) []byte { return appendDocumentWithText(dst, benchMessage(i)) }},
+		{"with-text", v2(), func(dst []byte, i int) []byte { return esdoc.AppendWithText(dst, benchMessage(i)) }},
 		{"without-text", withoutText, asStored},
 		{"in-place", json.RawMessage(mappings), asStored},
 		{"copy-to", copyToMappings(b), asStored},
@@ -184,7 +186,7 @@ func appendBenchDocument(dst []byte, i int, values func(string) []string) []byte
 	dst = record.AppendJSONMembers(dst, m)
 	dst = append(dst, `,"text":[`...)
 	first := true
-	searchedTexts(m, func(text string) {
+	domain.SearchedTexts(m, func(text string) bool {
 		for _, v := range values(text) {
 			if !first {
 				dst = append(dst, ',')
@@ -192,6 +194,7 @@ func appendBenchDocument(dst []byte, i int, values func(string) []string) []byte
 			first = false
 			dst = jsonbytes.AppendString(dst, v)
 		}
+		return true
 	})
 	return append(dst, "]}"...)
 }
@@ -202,13 +205,14 @@ func appendUniqueWords(dst []byte, i int) []byte {
 	m := benchMessage(i)
 	seen := map[string]bool{}
 	var words []string
-	searchedTexts(m, func(text string) {
+	domain.SearchedTexts(m, func(text string) bool {
 		for _, w := range benchWords(text) {
 			if !seen[w] {
 				seen[w] = true
 				words = append(words, w)
 			}
 		}
+		return true
 	})
 	dst = record.AppendJSONMembers(dst, m)
 	dst = append(dst, `,"text":`...)
@@ -223,9 +227,9 @@ func benchWords(text string) []string {
 	})
 }
 
-// benchMessage is benchMessages' message with an id and body of its own.
+// benchMessage is fixtures.TrafficMessages' message with an id and body of its own.
 func benchMessage(i int) (m domain.Message) {
-	m = benchMessages(1)[0]
+	m = fixtures.TrafficMessages(1)[0]
 	m.ID = fmt.Sprintf("msg_%020d", i)
 	m.Response.Body = fmt.Sprintf(`{"n":%d,`, i) + m.Response.Body[1:]
 	return m

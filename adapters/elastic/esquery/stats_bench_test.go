@@ -1,4 +1,4 @@
-package elastic
+package esquery
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -20,15 +21,13 @@ import (
 // with Elasticsearch's default percentile compression. Paths carry ids, as in
 // reqlog-bench's traffic, so top paths rank tens of thousands of routes.
 //
-//	go test -run '^$' -bench Stats24Hours -benchtime 20x ./adapters/elastic/
+//	go test -run '^$' -bench Stats24Hours -benchtime 20x ./adapters/elastic/esquery/
 func BenchmarkStats24Hours(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	base := elastictest.URL(b)
-	s, err := New(ctx, Config{Addresses: []string{base}, IndexPrefix: "reqlog-bench-stats"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	client, indices := benchIndices(b, base, "reqlog-bench-stats")
+	s := New(client, indices.Names())
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	b.Cleanup(func() {
 		for _, day := range []time.Time{now, now.Add(-24 * time.Hour)} {
@@ -37,10 +36,9 @@ func BenchmarkStats24Hours(b *testing.B) {
 				res.Body.Close()
 			}
 		}
-		_ = s.Close(ctx)
 	})
 	rng := rand.New(rand.NewPCG(5, 6))
-	template := benchMessages(1)[0]
+	template := fixtures.TrafficMessages(1)[0]
 	paths := []string{"/v1/orders/%d", "/v1/users/%d", "/v1/carts/%d/items", "/v1/payments/%d", "/health"}
 	batch := make([]domain.Message, 0, 1000)
 	for i := range n {
@@ -58,16 +56,14 @@ func BenchmarkStats24Hours(b *testing.B) {
 		m.Request.Body, m.Response.Body = "", `{"ok":true}` // statistics read no body; keep the setup short
 		batch = append(batch, m)
 		if len(batch) == cap(batch) {
-			if err := s.Append(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
+			benchAppend(b, client, s.names, batch)
 			batch = batch[:0]
 		}
 	}
 	from := now.Add(-24 * time.Hour)
 	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
 		Interval: domain.Intervals[2], Filter: domain.Filter{From: from, To: now}}
-	WaitFor(b, "every message counted after the refresh", 2*time.Minute, func() error {
+	fixtures.WaitFor(b, "every message counted after the refresh", 2*time.Minute, func() error {
 		stats, err := s.Stats(ctx, q, now.Add(time.Second))
 		if err == nil && stats.Total.Count != n {
 			err = fmt.Errorf("Stats counts %d of %d messages", stats.Total.Count, n)

@@ -1,4 +1,4 @@
-package elastic
+package esindex
 
 import (
 	"context"
@@ -16,9 +16,10 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
 )
 
-// warmTestStore opens a store with a prefix of its own on the test node and
-// deletes every index of that prefix, hidden ones included, when t ends.
-func warmTestStore(t *testing.T, warmUp time.Duration) (*Store, func(method, path string, body string) (int, []byte)) {
+// warmTestIndices sets up the indices of a prefix of their own on the test
+// node, as the store does, and deletes every index of that prefix, hidden ones
+// included, when t ends.
+func warmTestIndices(t *testing.T, warmUp time.Duration) (*Indices, func(method, path string, body string) (int, []byte)) {
 	t.Helper()
 	base := elastictest.URL(t)
 	var suffix [4]byte
@@ -39,12 +40,8 @@ func warmTestStore(t *testing.T, warmUp time.Duration) (*Store, func(method, pat
 		raw, _ := io.ReadAll(res.Body)
 		return res.StatusCode, raw
 	}
-	s, err := New(t.Context(), Config{Addresses: []string{base}, IndexPrefix: prefix, WarmUp: warmUp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testIndices(t, base, Config{Prefix: prefix, WarmUp: warmUp})
 	t.Cleanup(func() {
-		_ = s.Close(context.Background())
 		for _, index := range prefixIndices(t, call, prefix) {
 			call(http.MethodDelete, "/"+index, "")
 		}
@@ -75,10 +72,10 @@ func prefixIndices(t *testing.T, call func(string, string, string) (int, []byte)
 // assertOnlyTheDays fails t unless the indices of s's prefix are the daily
 // indices of now and the next day, both empty: the warm-up left nothing a
 // reader could see.
-func assertOnlyTheDays(t *testing.T, s *Store, call func(string, string, string) (int, []byte), now time.Time) {
+func assertOnlyTheDays(t *testing.T, s *Indices, call func(string, string, string) (int, []byte), now time.Time) {
 	t.Helper()
 	want := []string{s.names.For(now), s.names.For(now.AddDate(0, 0, 1))}
-	if got := prefixIndices(t, call, s.cfg.IndexPrefix); !slices.Equal(got, want) {
+	if got := prefixIndices(t, call, s.cfg.Prefix); !slices.Equal(got, want) {
 		t.Errorf("indices after the warm-up: %v, want only %v", got, want)
 	}
 	call(http.MethodPost, "/"+s.names.ReadPattern()+"/_refresh", "")
@@ -90,11 +87,11 @@ func assertOnlyTheDays(t *testing.T, s *Store, call func(string, string, string)
 }
 
 func TestPrepareWritesWarmsUpAndLeavesNothing(t *testing.T) {
-	s, call := warmTestStore(t, DefaultWarmUp)
+	s, call := warmTestIndices(t, 15*time.Second)
 	now := time.Now()
-	report, err := s.prepareWrites(t.Context(), now)
+	report, err := s.PrepareWrites(t.Context(), now)
 	if err != nil {
-		t.Fatalf("prepareWrites: %v", err)
+		t.Fatalf("PrepareWrites: %v", err)
 	}
 	if report.CopiesErr != nil {
 		t.Errorf("the daily indices' copies: %v (a single node holds every copy it keeps)", report.CopiesErr)
@@ -121,11 +118,11 @@ func TestPrepareWritesWarmsUpAndLeavesNothing(t *testing.T) {
 func TestWarmUpCutShortByItsBudgetLeavesNothing(t *testing.T) {
 	defer func(fast time.Duration) { warmFastRound = fast }(warmFastRound)
 	warmFastRound = 0 // no round is fast enough: the budget ends the warm-up, mid-round
-	s, call := warmTestStore(t, 2*time.Second)
+	s, call := warmTestIndices(t, 2*time.Second)
 	now := time.Now()
-	report, err := s.prepareWrites(t.Context(), now)
+	report, err := s.PrepareWrites(t.Context(), now)
 	if err != nil {
-		t.Fatalf("prepareWrites: %v (a warm-up that runs out of time is no failure)", err)
+		t.Fatalf("PrepareWrites: %v (a warm-up that runs out of time is no failure)", err)
 	}
 	if report.Settled {
 		t.Error("the warm-up settled although no round could count as fast")
@@ -134,11 +131,11 @@ func TestWarmUpCutShortByItsBudgetLeavesNothing(t *testing.T) {
 }
 
 func TestWarmUpDisabled(t *testing.T) {
-	s, call := warmTestStore(t, -1)
+	s, call := warmTestIndices(t, -1)
 	now := time.Now()
-	report, err := s.prepareWrites(t.Context(), now)
+	report, err := s.PrepareWrites(t.Context(), now)
 	if err != nil {
-		t.Fatalf("prepareWrites: %v", err)
+		t.Fatalf("PrepareWrites: %v", err)
 	}
 	if len(report.Rounds) != 0 || report.Took != 0 {
 		t.Errorf("a disabled warm-up ran: %+v", report)
@@ -147,12 +144,12 @@ func TestWarmUpDisabled(t *testing.T) {
 }
 
 func TestWarmUpDropsStaleWarmUpIndices(t *testing.T) {
-	s, call := warmTestStore(t, time.Second)
+	s, call := warmTestIndices(t, time.Second)
 	created := map[string]time.Time{}
 	// Elasticsearch sets creation dates itself: "stale" is made first, and
 	// the clock is then set to make it just old enough, and "recent" not.
 	for _, name := range []string{"stale", "recent"} {
-		index := s.cfg.IndexPrefix + warmIndexSuffix + name
+		index := s.cfg.Prefix + warmIndexSuffix + name
 		if status, raw := call(http.MethodPut, "/"+index, `{"settings":{"index":{"hidden":true}}}`); status != http.StatusOK {
 			t.Fatalf("creating %s: %d %s", index, status, raw)
 		}
@@ -175,8 +172,8 @@ func TestWarmUpDropsStaleWarmUpIndices(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s.dropStaleWarmIndices(ctx, created["stale"].Add(staleWarmIndex+time.Millisecond))
-	got := prefixIndices(t, call, s.cfg.IndexPrefix)
-	stale, recent := s.cfg.IndexPrefix+warmIndexSuffix+"stale", s.cfg.IndexPrefix+warmIndexSuffix+"recent"
+	got := prefixIndices(t, call, s.cfg.Prefix)
+	stale, recent := s.cfg.Prefix+warmIndexSuffix+"stale", s.cfg.Prefix+warmIndexSuffix+"recent"
 	if slices.Contains(got, stale) || !slices.Contains(got, recent) {
 		t.Errorf("indices after dropping stale warm-up indices: %v, want %s gone and %s (another start-up's, running) kept", got, stale, recent)
 	}

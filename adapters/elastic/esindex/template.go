@@ -1,8 +1,9 @@
-package elastic
+package esindex
 
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 )
 
 // mappings are the strict mappings of every daily index.
@@ -28,7 +29,7 @@ var existingMappings = func() json.RawMessage {
 
 // templateVersion changes whenever the template body does, so operators can
 // tell which reqlog wrote it. 2: duration_ms, route and the full-text field.
-// 3: the searched texts indexed in place (store.go: legacyMappings).
+// 3: the searched texts indexed in place (indices.go: legacyMappings).
 const templateVersion = 3
 
 // templatePriority outranks the built-in templates of a full distribution
@@ -52,7 +53,7 @@ type templateContent struct {
 
 // newIndexTemplate builds the template of cfg's daily indices.
 func newIndexTemplate(cfg Config) indexTemplate {
-	names := indexNames{cfg.IndexPrefix}
+	names := NewNames(cfg.Prefix)
 	return indexTemplate{
 		IndexPatterns: []string{names.ReadPattern()},
 		Priority:      templatePriority,
@@ -79,11 +80,21 @@ func newIndexTemplate(cfg Config) indexTemplate {
 // liveSettings are applied at start-up to the indices that already exist, so
 // that ReadLag holds for them too and they keep as many copies as new ones;
 // the block removal undoes a purge that died between blocking an index and
-// deleting it (see purge.go).
+// deleting it (esquery: PurgeExpired).
 func liveSettings(cfg Config) map[string]any {
 	return map[string]any{"index": map[string]any{
 		"refresh_interval":     cfg.refreshSetting(),
 		"auto_expand_replicas": cfg.autoExpandReplicas(),
 		"blocks.write":         nil,
 	}}
+}
+
+// autoExpandReplicas is index.auto_expand_replicas for Replicas.
+func (cfg Config) autoExpandReplicas() string {
+	return fmt.Sprintf("0-%d", cfg.Replicas)
+}
+
+// refreshSetting is RefreshInterval in Elasticsearch's time unit syntax.
+func (cfg Config) refreshSetting() string {
+	return fmt.Sprintf("%dms", cfg.RefreshInterval.Milliseconds())
 }

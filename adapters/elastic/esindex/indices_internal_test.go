@@ -1,4 +1,4 @@
-package elastic
+package esindex
 
 import (
 	"fmt"

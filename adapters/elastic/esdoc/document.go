@@ -1,4 +1,4 @@
-package elastic
+package esdoc
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // A message is stored as its record (adapters/internal/record: the fields of
-// mappings.json), read back from _source. Times are the API's strings (UTC,
+// the daily indices' mappings), read back from _source. Times are the API's strings (UTC,
 // six fractional digits), exact at the microsecond the domain keeps, and
 // indexed as date_nanos. The index's mappings index the searched texts where
 // the record holds them (path.text, bodies, header values); only the daily
@@ -20,22 +20,22 @@ import (
 
 // The range of date_nanos: a time outside it cannot be stored.
 var (
-	minStorableTime = time.Unix(0, 0).UTC()
-	maxStorableTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Microsecond)
+	MinStorableTime = time.Unix(0, 0).UTC()
+	MaxStorableTime = time.Unix(0, 1<<63-1).UTC().Truncate(time.Microsecond)
 )
 
-// appendDocument appends m as stored: its record as record.AppendJSON writes
+// Append appends m as stored: its record as record.AppendJSON writes
 // it (by hand: encoding a bulk request was a quarter of the service's CPU
 // under load).
-func appendDocument(dst []byte, m domain.Message) []byte {
+func Append(dst []byte, m domain.Message) []byte {
 	return record.AppendJSON(dst, m)
 }
 
-// appendDocumentWithText appends m as an index created before in-place
+// AppendWithText appends m as an index created before in-place
 // indexing takes it: the record, then the full-text field, which such an
 // index leaves out of _source, since it indexes neither the record's
 // request and response nor copies its path.
-func appendDocumentWithText(dst []byte, m domain.Message) []byte {
+func AppendWithText(dst []byte, m domain.Message) []byte {
 	dst = record.AppendJSONMembers(dst, m)
 	dst = append(dst, `,"text":[`...)
 	first := true
@@ -50,7 +50,7 @@ func appendDocumentWithText(dst []byte, m domain.Message) []byte {
 }
 
 // searchedTexts calls yield with each value of the full-text field of an
-// index created before in-place indexing (appendDocumentWithText): the texts
+// index created before in-place indexing (AppendWithText): the texts
 // q searches (domain.SearchedTexts: path, bodies, header values), each cut to
 // its first domain.SearchedBodyBytes, empty texts left out, headers in name
 // order so documents are deterministic. They are separate values of one
@@ -89,8 +89,8 @@ func headOf(s string, n int) string {
 // fails its document. The domain's limits keep every field far below it.
 const maxKeywordBytes = 32766
 
-// checkStorable refuses what the mappings cannot hold, before anything is sent.
-func checkStorable(m domain.Message) error {
+// CheckStorable refuses what the mappings cannot hold, before anything is sent.
+func CheckStorable(m domain.Message) error {
 	if m.ID == "" {
 		return fmt.Errorf("has no id")
 	}
@@ -107,16 +107,31 @@ func checkStorable(m domain.Message) error {
 		name string
 		t    time.Time
 	}{{"CreatedAt", m.CreatedAt}, {"UpdatedAt", m.UpdatedAt}, {"VisibleAt", m.VisibleAt}, {"ExpiresAt", m.ExpiresAt}} {
-		if ts.t.Before(minStorableTime) || ts.t.After(maxStorableTime) {
+		if ts.t.Before(MinStorableTime) || ts.t.After(MaxStorableTime) {
 			return fmt.Errorf("%s %s is outside the storable range %s to %s", ts.name,
-				domain.FormatTime(ts.t), domain.FormatTime(minStorableTime), domain.FormatTime(maxStorableTime))
+				domain.FormatTime(ts.t), domain.FormatTime(MinStorableTime), domain.FormatTime(MaxStorableTime))
 		}
 	}
 	return nil
 }
 
-// queryTime renders an instant for queries with all nine fractional digits, so
+// QueryTime renders an instant for queries with all nine fractional digits, so
 // that bounds compare exactly as the memory store compares time.Time values.
-func queryTime(t time.Time) string {
+func QueryTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+}
+
+// AppendCreate appends the two lines of a bulk request that create m in
+// index: the action and the document, with the full-text field if index was
+// created before in-place indexing (legacy).
+func AppendCreate(dst []byte, index string, legacy bool, m domain.Message) []byte {
+	dst = jsonbytes.StringMember(dst, `{"create":{"_index":`, index)
+	dst = jsonbytes.StringMember(dst, `,"_id":`, m.ID)
+	dst = append(dst, "}}\n"...)
+	if legacy {
+		dst = AppendWithText(dst, m)
+	} else {
+		dst = Append(dst, m)
+	}
+	return append(dst, '\n')
 }

@@ -1,4 +1,4 @@
-package elastic
+package esquery
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -35,16 +37,17 @@ const maxPresized = 100
 // errPageRead ends the reading of a reply once the page is full.
 var errPageRead = errors.New("page read")
 
-func (p *pageReader) readReply(r io.Reader) error {
-	w := newWire(r)
-	defer w.release()
-	err := w.object(func(key string) error {
+// DecodeReply reads the hits of a search reply into the page.
+func (p *pageReader) DecodeReply(r io.Reader) error {
+	w := esclient.NewReplyReader(r)
+	defer w.Release()
+	err := w.Object(func(key string) error {
 		if key != "hits" {
-			return w.skip()
+			return w.Skip()
 		}
-		return w.object(func(key string) error {
+		return w.Object(func(key string) error {
 			if key != "hits" {
-				return w.skip()
+				return w.Skip()
 			}
 			return p.readHits(w)
 		})
@@ -55,39 +58,40 @@ func (p *pageReader) readReply(r io.Reader) error {
 	return err
 }
 
-func (p *pageReader) readHits(w *wire) error {
-	if err := w.arrayStart(); err != nil {
+func (p *pageReader) readHits(w *esclient.ReplyReader) error {
+	if err := w.ArrayStart(); err != nil {
 		return err
 	}
 	first := true
 	more := func() bool {
-		m := w.more(first)
+		m := w.More(first)
 		first = false
 		return m
 	}
+	var sources esdoc.Sources
 	var syntax error
 	p.page, p.badHit = domain.FillPage(p.limit, min(p.limit, maxPresized), more, func() (domain.Message, error) {
 		var rec record.Record
-		syntax = w.object(func(key string) error {
+		syntax = w.Object(func(key string) error {
 			if key != "_source" {
-				return w.skip()
+				return w.Skip()
 			}
-			return w.record(&rec)
+			return sources.Read(w, &rec)
 		})
 		if syntax != nil {
 			return domain.Message{}, syntax
 		}
-		if w.bad != nil {
-			return domain.Message{}, w.bad
+		if err := w.Refused(); err != nil {
+			return domain.Message{}, err
 		}
 		return rec.Message(), nil
 	})
 	if syntax != nil {
 		return syntax
 	}
-	if w.err != nil {
-		// more answers false on a read error too: a reply cut short.
-		return w.err
+	if err := w.Err(); err != nil {
+		// More answers false on a read error too: a reply cut short.
+		return err
 	}
 	return errPageRead
 }
@@ -118,12 +122,12 @@ func (f *filters) add(clause object) { f.clauses = append(f.clauses, clause) }
 func (f *filters) bound(field, op string, t time.Time) {
 	lower := op == "gt" || op == "gte"
 	switch {
-	case t.Before(minStorableTime):
+	case t.Before(esdoc.MinStorableTime):
 		f.empty = f.empty || !lower
-	case t.After(maxStorableTime):
+	case t.After(esdoc.MaxStorableTime):
 		f.empty = f.empty || lower
 	default:
-		f.addBound(field, op, queryTime(t))
+		f.addBound(field, op, esdoc.QueryTime(t))
 	}
 }
 
@@ -139,10 +143,10 @@ func (f *filters) closeRange(field string) {
 		}
 	}
 	if bounds["gt"] == nil && bounds["gte"] == nil {
-		f.addBound(field, "gte", queryTime(minStorableTime))
+		f.addBound(field, "gte", esdoc.QueryTime(esdoc.MinStorableTime))
 	}
 	if bounds["lt"] == nil && bounds["lte"] == nil {
-		f.addBound(field, "lte", queryTime(maxStorableTime))
+		f.addBound(field, "lte", esdoc.QueryTime(esdoc.MaxStorableTime))
 	}
 }
 
@@ -163,7 +167,7 @@ func (f *filters) splitRange(field string) {
 		if !ok {
 			continue
 		}
-		lower, upper := object{"lte": queryTime(maxStorableTime)}, object{"gte": queryTime(minStorableTime)}
+		lower, upper := object{"lte": esdoc.QueryTime(esdoc.MaxStorableTime)}, object{"gte": esdoc.QueryTime(esdoc.MinStorableTime)}
 		for op, v := range bounds {
 			switch op {
 			case "gt", "gte":
@@ -278,7 +282,7 @@ func durationMS(d time.Duration) float64 {
 // List runs one search over every daily index: the filters, newest first, from
 // after the cursor (search_after), one message more than the page to learn
 // HasMore.
-func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+func (s *Queries) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Page{}, fmt.Errorf("elastic: list: %w", err)
 	}
@@ -303,13 +307,13 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 // message lies after c, and f is marked empty when none does.
 func searchAfter(c domain.Cursor, f *filters) (after []string, ok bool) {
 	switch {
-	case c.CreatedAt.After(maxStorableTime):
+	case c.CreatedAt.After(esdoc.MaxStorableTime):
 		return nil, false
-	case c.CreatedAt.Before(minStorableTime):
+	case c.CreatedAt.Before(esdoc.MinStorableTime):
 		f.empty = true
 		return nil, false
 	}
-	return []string{queryTime(c.CreatedAt), c.ID}, true
+	return []string{esdoc.QueryTime(c.CreatedAt), c.ID}, true
 }
 
 // Lookup searches every daily index for scope's messages with any of ids,
@@ -317,7 +321,7 @@ func searchAfter(c domain.Cursor, f *filters) (after []string, ok bool) {
 // chunks under the search window (index.max_result_window, 10,000), and a chunk
 // is searched again for the ids not yet found while its reply was cut short: by
 // the page's byte budget, or by one id stored in two daily indices.
-func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+func (s *Queries) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
 	var found []domain.Message
 	for chunk := range slices.Chunk(ids, maxLookupIDs) {
 		for len(chunk) > 0 {
@@ -351,7 +355,7 @@ const maxKeyBytes = 512
 // Get searches every daily index for the scope's message whose id or reference
 // is idOrReference and that is readable at now; an id match wins over a
 // reference match, as in the memory store.
-func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
+func (s *Queries) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Message{}, fmt.Errorf("elastic: get: %w", err)
 	}
@@ -390,22 +394,22 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 // search runs body with f as its query over the read pattern. An empty store
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
-func (s *Store) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
+func (s *Queries) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
 	body["query"] = object{"bool": object{"filter": f.clauses}}
 	body["track_total_hits"] = false
-	reader, err := jsonBody(body)
+	reader, err := esclient.JSONBody(body)
 	if err != nil {
 		return domain.Page{}, err
 	}
-	ctx, cancel := s.bounded(ctx)
+	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
 	reply := &pageReader{limit: limit}
-	if err := s.do(ctx, op, esapi.SearchRequest{
+	if err := s.client.Do(ctx, op, esapi.SearchRequest{
 		Index:                     []string{s.names.ReadPattern()},
 		Body:                      reader,
-		IgnoreUnavailable:         ptr(true),
-		AllowNoIndices:            ptr(true),
-		AllowPartialSearchResults: ptr(false),
+		IgnoreUnavailable:         esapi.BoolPtr(true),
+		AllowNoIndices:            esapi.BoolPtr(true),
+		AllowPartialSearchResults: esapi.BoolPtr(false),
 	}, reply); err != nil {
 		return domain.Page{}, err
 	}

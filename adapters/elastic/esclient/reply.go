@@ -1,4 +1,4 @@
-package elastic
+package esclient
 
 import (
 	"encoding/binary"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/bits"
 	"sync"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -16,66 +15,82 @@ import (
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
-// wire reads the JSON of a search reply in one pass as it streams in, and
-// decodes each hit's _source straight into a record: encoding/json scanned
-// every hit twice and decoded it by reflection, most of the service's CPU per
-// fetch. It reads strings as encoding/json does (escapes, surrogate pairs,
-// invalid UTF-8 as U+FFFD; wire_test.go checks that), decoding a string's
-// escapes in the same pass that finds its end, and skips what it does not
-// need. The first error sticks.
-type wire struct {
+// ReplyReader reads the JSON of a reply in one pass as it streams in,
+// handing its values to the caller as it meets them and skipping what the
+// caller does not ask for: a search reply's hits go straight into records,
+// without the second scan and the reflection of encoding/json, which were
+// most of the service's CPU per fetch. It reads strings as encoding/json does
+// (escapes, surrogate pairs, invalid UTF-8 as U+FFFD; reply_test.go checks
+// that). The first error sticks.
+type ReplyReader struct {
 	src     io.Reader
 	srcErr  error  // the reader's error, met when buf runs out
 	buf     []byte // buf[pos:] is read from src and not yet consumed
 	pos     int
 	err     error
-	bad     error // the first well-formed value a record cannot hold
+	refused error // the first well-formed value the caller could not use
 	scratch []byte
-	// slab is where string cuts the strings it returns from (stringSlab).
+	// slab is where ReadString cuts the strings it returns from (stringSlab).
 	slab []byte
 	// interned holds the strings of few distinct values (header names,
 	// accounts, methods, content types): one copy per reply, not per hit.
 	interned map[string]string
-	// values is a slab the header value lists of a reply are cut from, and
-	// valueScratch collects one list; headers collects one side's headers
-	// until record.Content.content turns them into a map.
+	// values is a slab the string lists of a reply are cut from, and
+	// valueScratch collects one list.
 	values       []string
 	valueScratch []string
-	headers      [2][]record.Header
 }
 
-// wireBufferSize is how much of a reply is read from the connection at once.
-const wireBufferSize = 32 << 10
+// replyBufferSize is how much of a reply is read from the connection at once.
+const replyBufferSize = 32 << 10
 
-// wires keeps the buffers of finished readers for the next reply.
-var wires = sync.Pool{New: func() any {
-	return &wire{buf: make([]byte, 0, wireBufferSize), interned: map[string]string{}}
+// replyReaders keeps the buffers of finished readers for the next reply.
+var replyReaders = sync.Pool{New: func() any {
+	return &ReplyReader{buf: make([]byte, 0, replyBufferSize), interned: map[string]string{}}
 }}
 
-func newWire(r io.Reader) *wire {
-	w := wires.Get().(*wire)
+// NewReplyReader is a reader of r, from a pool; Release returns it.
+func NewReplyReader(r io.Reader) *ReplyReader {
+	w := replyReaders.Get().(*ReplyReader)
 	w.src = r
 	return w
 }
 
-// release returns w's buffers to the pool. The strings and slices it handed
+// Release returns w's buffers to the pool. The strings and slices it handed
 // out stay valid: they are never written again.
-func (w *wire) release() {
+func (w *ReplyReader) Release() {
 	if len(w.interned) >= maxInterned {
 		w.interned = map[string]string{}
 	}
-	*w = wire{buf: w.buf[:0], scratch: w.scratch[:0], slab: w.slab[len(w.slab):], interned: w.interned,
-		valueScratch: w.valueScratch[:0], headers: [2][]record.Header{w.headers[0][:0], w.headers[1][:0]}}
+	*w = ReplyReader{buf: w.buf[:0], scratch: w.scratch[:0], slab: w.slab[len(w.slab):], interned: w.interned,
+		valueScratch: w.valueScratch[:0]}
 	clear(w.valueScratch[:cap(w.valueScratch)])
-	clear(w.headers[0][:cap(w.headers[0])])
-	clear(w.headers[1][:cap(w.headers[1])])
-	wires.Put(w)
+	replyReaders.Put(w)
+}
+
+// Err is the first error of reading or syntax, which ended the read.
+func (w *ReplyReader) Err() error { return w.err }
+
+// Refuse notes that a well-formed value cannot be used (a time that is no
+// time), unless one was noted before: the read goes on.
+func (w *ReplyReader) Refuse(err error) {
+	if w.refused == nil {
+		w.refused = err
+	}
+}
+
+// Refused is the first error Refuse noted.
+func (w *ReplyReader) Refused() error { return w.refused }
+
+// Malformed ends the read: the reply is not the JSON expected, as err says.
+func (w *ReplyReader) Malformed(err error) error {
+	return w.fail(fmt.Errorf("%w: %w", errSyntax, err))
 }
 
 // errSyntax marks a reply that is not the JSON expected.
 var errSyntax = errors.New("malformed search reply")
 
-func (w *wire) fail(err error) error {
+func (w *ReplyReader) fail(err error) error {
 	if w.err == nil {
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("%w: %w", errSyntax, io.ErrUnexpectedEOF)
@@ -85,13 +100,13 @@ func (w *wire) fail(err error) error {
 	return w.err
 }
 
-func (w *wire) failf(format string, args ...any) error {
+func (w *ReplyReader) failf(format string, args ...any) error {
 	return w.fail(fmt.Errorf("%w: "+format, append([]any{errSyntax}, args...)...))
 }
 
 // fill reads more of the reply after the unconsumed bytes; false when the
 // reply has no more (src's error is kept in srcErr).
-func (w *wire) fill() bool {
+func (w *ReplyReader) fill() bool {
 	if w.srcErr != nil || w.err != nil {
 		return false
 	}
@@ -117,7 +132,7 @@ func (w *wire) fill() bool {
 }
 
 // ensure reports whether n unconsumed bytes are buffered, reading more if needed.
-func (w *wire) ensure(n int) bool {
+func (w *ReplyReader) ensure(n int) bool {
 	for len(w.buf)-w.pos < n {
 		if !w.fill() {
 			return false
@@ -127,7 +142,7 @@ func (w *wire) ensure(n int) bool {
 }
 
 // cut fails the read at the end of what src gave.
-func (w *wire) cut() {
+func (w *ReplyReader) cut() {
 	if w.srcErr != nil {
 		w.fail(w.srcErr)
 	} else {
@@ -136,7 +151,7 @@ func (w *wire) cut() {
 }
 
 // peek returns the next byte that is not white space, without consuming it.
-func (w *wire) peek() byte {
+func (w *ReplyReader) peek() byte {
 	for w.err == nil {
 		for w.pos < len(w.buf) {
 			switch c := w.buf[w.pos]; c {
@@ -154,7 +169,7 @@ func (w *wire) peek() byte {
 }
 
 // expect reads the byte c, after white space.
-func (w *wire) expect(c byte) error {
+func (w *ReplyReader) expect(c byte) error {
 	if got := w.peek(); w.err == nil {
 		if got != c {
 			return w.failf("found %q where %q was expected", got, c)
@@ -164,8 +179,8 @@ func (w *wire) expect(c byte) error {
 	return w.err
 }
 
-// object reads an object, calling member with each key; member reads the value.
-func (w *wire) object(member func(key string) error) error {
+// Object reads an object, calling member with each key; member reads the value.
+func (w *ReplyReader) Object(member func(key string) error) error {
 	if err := w.expect('{'); err != nil {
 		return err
 	}
@@ -194,11 +209,11 @@ func (w *wire) object(member func(key string) error) error {
 	return w.err
 }
 
-// arrayStart reads '['; more then reports whether an element follows, reading
+// ArrayStart reads '['; More then reports whether an element follows, reading
 // the comma before it, and reads the closing bracket when none does.
-func (w *wire) arrayStart() error { return w.expect('[') }
+func (w *ReplyReader) ArrayStart() error { return w.expect('[') }
 
-func (w *wire) more(first bool) bool {
+func (w *ReplyReader) More(first bool) bool {
 	c := w.peek()
 	switch {
 	case w.err != nil:
@@ -216,12 +231,12 @@ func (w *wire) more(first bool) bool {
 	return false
 }
 
-// array reads an array, calling element for each element.
-func (w *wire) array(element func() error) error {
-	if err := w.arrayStart(); err != nil {
+// Array reads an array, calling element for each element.
+func (w *ReplyReader) Array(element func() error) error {
+	if err := w.ArrayStart(); err != nil {
 		return err
 	}
-	for first := true; w.more(first); first = false {
+	for first := true; w.More(first); first = false {
 		if err := element(); err != nil {
 			return w.fail(err)
 		}
@@ -229,8 +244,8 @@ func (w *wire) array(element func() error) error {
 	return w.err
 }
 
-// null reads a null if one is next.
-func (w *wire) null() bool {
+// Null reads a null if one is next.
+func (w *ReplyReader) Null() bool {
 	if w.peek() != 'n' {
 		return false
 	}
@@ -238,7 +253,7 @@ func (w *wire) null() bool {
 	return true
 }
 
-func (w *wire) literal(want string) {
+func (w *ReplyReader) literal(want string) {
 	for i := 0; i < len(want) && w.err == nil; i++ {
 		if !w.ensure(1) {
 			w.cut()
@@ -265,18 +280,18 @@ var keys = func() map[string]string {
 }()
 
 // key reads a member name.
-func (w *wire) key() string {
-	text := w.text()
+func (w *ReplyReader) key() string {
+	text := w.ReadText()
 	if k, ok := keys[string(text)]; ok {
 		return k
 	}
 	return string(text)
 }
 
-// string reads a string the caller keeps: decoded straight into the reader's
+// ReadString reads a string the caller keeps: decoded straight into the reader's
 // string slab (see stringSlab), one copy of its bytes and no allocation of its
 // own.
-func (w *wire) string() string {
+func (w *ReplyReader) ReadString() string {
 	if w.expect('"') != nil {
 		return ""
 	}
@@ -305,10 +320,10 @@ const (
 	maxInternedBytes = 64
 )
 
-// internedString reads a string of few distinct values, returning the copy read
+// ReadInterned reads a string of few distinct values, returning the copy read
 // before when there is one.
-func (w *wire) internedString() string {
-	text := w.text()
+func (w *ReplyReader) ReadInterned() string {
+	text := w.ReadText()
 	if s, ok := w.interned[string(text)]; ok {
 		return s
 	}
@@ -342,11 +357,11 @@ func hasStringEnd(v uint64) bool {
 	return jsonbytes.QuoteBackslashOrControl(v)|v&highs != 0
 }
 
-// text reads a string and returns its decoded bytes, valid until the next read.
+// ReadText reads a string and returns its decoded bytes, valid until the next read.
 // A string that ends in the buffer without an escape or a multi-byte sequence
 // is returned from it without a copy; others are decoded into the scratch
 // buffer.
-func (w *wire) text() []byte {
+func (w *ReplyReader) ReadText() []byte {
 	if w.expect('"') != nil {
 		return nil
 	}
@@ -385,7 +400,7 @@ func (w *wire) text() []byte {
 // decodes to at most one output byte, except \u escapes (at most 4 from 6), so
 // nothing is written past the returned string's end except spare capacity.
 // Invalid UTF-8 is left for the caller to check.
-func (w *wire) decode(out []byte, start int) (decoded []byte, newStart int, multiByte, ok bool) {
+func (w *ReplyReader) decode(out []byte, start int) (decoded []byte, newStart int, multiByte, ok bool) {
 	const room = 16 // a word, or a \u escape's 4 bytes after up to 7 plain ones
 	o, n := out[:cap(out)], len(out)
 	// high or-s the words copied: a multi-byte sequence sets a high bit (so
@@ -467,7 +482,7 @@ func growString(out []byte, start, more int) (grown []byte, n, newStart int) {
 
 // escape decodes the escape at the read position onto out, as encoding/json
 // does: a lone or reversed surrogate becomes U+FFFD.
-func (w *wire) escape(out []byte) ([]byte, bool) {
+func (w *ReplyReader) escape(out []byte) ([]byte, bool) {
 	if !w.ensure(2) {
 		w.cut()
 		return out, false
@@ -559,8 +574,8 @@ func isNumberByte(c byte) bool {
 	return '0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// number reads a number's text into the scratch buffer.
-func (w *wire) number() []byte {
+// ReadNumber reads a number's text into the scratch buffer.
+func (w *ReplyReader) ReadNumber() []byte {
 	raw := w.scratch[:0]
 	for w.err == nil {
 		if w.pos == len(w.buf) && !w.fill() {
@@ -583,9 +598,9 @@ func (w *wire) number() []byte {
 	return raw
 }
 
-// int64 reads an integer.
-func (w *wire) int64() int64 {
-	raw := w.number()
+// ReadInt64 reads an integer.
+func (w *ReplyReader) ReadInt64() int64 {
+	raw := w.ReadNumber()
 	var n int64
 	neg := len(raw) > 0 && raw[0] == '-'
 	digits := raw
@@ -606,16 +621,16 @@ func (w *wire) int64() int64 {
 	return n
 }
 
-// skip reads a value of any kind.
-func (w *wire) skip() error {
+// Skip reads a value of any kind.
+func (w *ReplyReader) Skip() error {
 	switch c := w.peek(); {
 	case w.err != nil:
 	case c == '{':
-		return w.object(func(string) error { return w.skip() })
+		return w.Object(func(string) error { return w.Skip() })
 	case c == '[':
-		return w.array(w.skip)
+		return w.Array(w.Skip)
 	case c == '"':
-		w.text()
+		w.ReadText()
 	case c == 't':
 		w.literal("true")
 	case c == 'f':
@@ -623,126 +638,20 @@ func (w *wire) skip() error {
 	case c == 'n':
 		w.literal("null")
 	default:
-		w.number()
+		w.ReadNumber()
 	}
 	return w.err
 }
 
-// record reads a _source into r: the members record.Record's json tags name
-// (wire_test.go checks the result against encoding/json's); others are skipped.
-func (w *wire) record(r *record.Record) error {
-	return w.object(func(key string) error {
-		if w.null() {
-			return w.err
-		}
-		switch key {
-		case "id":
-			r.ID = w.string()
-		case "reference":
-			r.Reference = w.string()
-		case "account":
-			r.Account = w.internedString()
-		case "domain":
-			r.Domain = w.internedString()
-		case "name":
-			r.Name = w.internedString()
-		case "ip_address":
-			r.IPAddress = w.string()
-		case "method":
-			r.Method = w.internedString()
-		case "path":
-			r.Path = w.string()
-		case "route":
-			r.Route = w.string()
-		case "status_code":
-			n := w.int64()
-			if int64(int32(n)) != n && w.bad == nil {
-				w.bad = fmt.Errorf("decode stored message: status_code %d is out of range", n)
-			}
-			r.StatusCode = int32(n)
-		case record.JSONDuration:
-			var us record.DurationMicros
-			if err := us.UnmarshalJSON(w.number()); err != nil {
-				return w.fail(fmt.Errorf("%w: %w", errSyntax, err))
-			}
-			r.Duration = &us
-		case "request":
-			return w.content(&r.Request, 0)
-		case "response":
-			return w.content(&r.Response, 1)
-		case "created_at":
-			r.CreatedAt = w.micros()
-		case "updated_at":
-			r.UpdatedAt = w.micros()
-		case "visible_at":
-			r.VisibleAt = w.micros()
-		case "expires_at":
-			r.ExpiresAt = w.micros()
-		default:
-			return w.skip()
-		}
-		return w.err
-	})
-}
-
-// content reads one side of a message; side (0 request, 1 response) picks
-// the reader's scratch list for its headers.
-func (w *wire) content(c *record.Content, side int) error {
-	return w.object(func(key string) error {
-		if w.null() {
-			return w.err
-		}
-		switch key {
-		case "header":
-			c.Headers = w.headers[side][:0]
-			err := w.array(func() error {
-				var h record.Header
-				if w.null() {
-					c.Headers = append(c.Headers, h)
-					return w.err
-				}
-				err := w.object(func(key string) error {
-					if w.null() {
-						return w.err
-					}
-					switch key {
-					case "name":
-						h.Name = w.internedString()
-					case "values":
-						h.Values = w.headerValues()
-					default:
-						return w.skip()
-					}
-					return w.err
-				})
-				c.Headers = append(c.Headers, h)
-				return err
-			})
-			w.headers[side] = c.Headers
-			return err
-		case "body":
-			c.Body = w.string()
-		case "content_type":
-			c.ContentType = w.internedString()
-		case "size":
-			n := int(w.int64())
-			c.Size = &n
-		default:
-			return w.skip()
-		}
-		return w.err
-	})
-}
-
-// headerValues reads a header's list of values (null reads as "") into a
-// slice cut from the reader's slab: one allocation for many headers.
-func (w *wire) headerValues() []string {
+// ReadStrings reads an array of strings (null reads as "") into a slice cut
+// from the reader's slab: one allocation for many lists.
+func (w *ReplyReader) ReadStrings() []string {
 	list := w.valueScratch[:0]
-	_ = w.array(func() error {
-		if w.null() {
+	_ = w.Array(func() error {
+		if w.Null() {
 			list = append(list, "")
 		} else {
-			list = append(list, w.string())
+			list = append(list, w.ReadString())
 		}
 		return w.err
 	})
@@ -759,60 +668,5 @@ func (w *wire) headerValues() []string {
 	return w.values[n : n+len(list) : n+len(list)]
 }
 
-// valueSlab is how many header values one allocation holds.
+// valueSlab is how many strings of lists one allocation holds.
 const valueSlab = 256
-
-// micros reads a time as record.Micros does: reqlog's own format (six
-// fractional digits, UTC) directly, anything else through time.Parse.
-func (w *wire) micros() record.Micros {
-	text := w.text()
-	if w.err != nil {
-		return 0
-	}
-	if us, ok := parseStoredTime(text); ok {
-		return us
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(text))
-	if err != nil {
-		if w.bad == nil {
-			w.bad = fmt.Errorf("decode stored message: %w", err)
-		}
-		return 0
-	}
-	return record.MicrosOf(t)
-}
-
-// parseStoredTime reads "2006-01-02T15:04:05.000000Z", as jsonbytes.AppendTime
-// writes it; ok is false for any other text, or a date time.Parse would refuse.
-func parseStoredTime(b []byte) (us record.Micros, ok bool) {
-	const layout = "dddd-dd-ddTdd:dd:dd.ddddddZ"
-	if len(b) != len(layout) {
-		return 0, false
-	}
-	for i := range len(layout) {
-		if layout[i] == 'd' {
-			if b[i] < '0' || b[i] > '9' {
-				return 0, false
-			}
-		} else if b[i] != layout[i] {
-			return 0, false
-		}
-	}
-	num := func(from, to int) int {
-		n := 0
-		for _, c := range b[from:to] {
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	year, month, day := num(0, 4), time.Month(num(5, 7)), num(8, 10)
-	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
-	if hour > 23 || minute > 59 || sec > 59 {
-		return 0, false
-	}
-	t := time.Date(year, month, day, hour, minute, sec, num(20, 26)*1000, time.UTC)
-	if y, m, d := t.Date(); y != year || m != month || d != day {
-		return 0, false // out of range: time.Parse says why
-	}
-	return record.MicrosOf(t), true
-}

@@ -1,12 +1,12 @@
-package elastic
+package esquery
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -16,10 +16,7 @@ func searchReplyOf(t *testing.T, ids ...string) string {
 	hits := make([]string, len(ids))
 	for i, id := range ids {
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		source, err := json.Marshal(toDocument(domain.Message{ID: id, CreatedAt: at, UpdatedAt: at, VisibleAt: at, ExpiresAt: at}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		source := esdoc.AppendWithText(nil, domain.Message{ID: id, CreatedAt: at, UpdatedAt: at, VisibleAt: at, ExpiresAt: at})
 		hits[i] = fmt.Sprintf(`{"_index":"i","_id":%q,"_score":null,"_source":%s,"sort":["x",%q]}`, id, source, id)
 	}
 	return `{"took":3,"timed_out":false,"_shards":{"total":1,"successful":1,"skipped":0,"failed":0},` +
@@ -43,7 +40,7 @@ func TestPageReaderReadsHitsOnlyAsFarAsThePage(t *testing.T) {
 		if tc.hasMore {
 			reply = reply[:strings.LastIndex(reply, `{"_index"`)+len(`{"_index"`)]
 		}
-		if err := r.readReply(strings.NewReader(reply)); err != nil || r.badHit != nil {
+		if err := r.DecodeReply(strings.NewReader(reply)); err != nil || r.badHit != nil {
 			t.Fatalf("limit %d over %v: %v, %v", tc.limit, tc.ids, err, r.badHit)
 		}
 		if len(r.page.Messages) != tc.want || r.page.HasMore != tc.hasMore {
@@ -66,7 +63,7 @@ func TestPageReaderRefusesMalformedReplies(t *testing.T) {
 		`{"hits":{"hits":[`, afterFirstHit, afterFirstHit + ",",
 	} {
 		r := &pageReader{limit: 10}
-		if err := r.readReply(strings.NewReader(reply)); err == nil && r.badHit == nil {
+		if err := r.DecodeReply(strings.NewReader(reply)); err == nil && r.badHit == nil {
 			t.Errorf("reply %q was read as a page of %d", reply, len(r.page.Messages))
 		}
 	}

@@ -1,4 +1,4 @@
-package elastic
+package esclient
 
 import (
 	"context"
@@ -41,17 +41,17 @@ func transient(status int, e *esError) bool {
 		status >= 500 || (e != nil && e.Type == "cluster_block_exception")
 }
 
-// errIndexNotFound marks a request that named an index that does not exist.
-var errIndexNotFound = errors.New("index not found")
+// ErrIndexNotFound marks a request that named an index that does not exist.
+var ErrIndexNotFound = errors.New("index not found")
 
-// errIndexExists marks the creation of an index that exists already.
-var errIndexExists = errors.New("index exists")
+// ErrIndexExists marks the creation of an index that exists already.
+var ErrIndexExists = errors.New("index exists")
 
 // failure builds the error of op that failed with status and e, wrapping
 // ports.ErrOverloaded when the cluster is busy (429: its queues are full; not an
 // outage, so the service answers 429 and keeps its queue), ports.ErrUnavailable
 // when it is otherwise transient, domain.ErrTooLarge when the request was over
-// the cluster's http.max_content_length, and errIndexNotFound.
+// the cluster's http.max_content_length, and ErrIndexNotFound.
 func failure(op string, status int, e *esError) error {
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -62,9 +62,9 @@ func failure(op string, status int, e *esError) error {
 		return fmt.Errorf("elastic: %s: the request is larger than Elasticsearch accepts "+
 			"(its http.max_content_length is below MaxRequestBytes): %w", op, domain.ErrTooLarge)
 	case status == http.StatusNotFound && e != nil && e.Type == "index_not_found_exception":
-		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, errIndexNotFound, status, e)
+		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, ErrIndexNotFound, status, e)
 	case status == http.StatusBadRequest && e != nil && e.Type == "resource_already_exists_exception":
-		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, errIndexExists, status, e)
+		return fmt.Errorf("elastic: %s: %w: status %d, %s", op, ErrIndexExists, status, e)
 	}
 	return fmt.Errorf("elastic: %s: status %d, %s", op, status, e)
 }
@@ -81,48 +81,6 @@ func transportError(ctx context.Context, op string, err error) error {
 
 // maxReplyBytes bounds what is read of an error reply.
 const maxReplyBytes = 64 << 10
-
-// do runs req and decodes a successful JSON reply into out (nil: discard it).
-// Error replies become errors of op.
-func (s *Store) do(ctx context.Context, op string, req esapi.Request, out any) error {
-	return s.doWith(ctx, s.client, op, req, out)
-}
-
-// doWith is do on client.
-func (s *Store) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any) error {
-	res, err := req.Do(ctx, client)
-	if err != nil {
-		return transportError(ctx, op, err)
-	}
-	defer res.Body.Close()
-	if res.IsError() {
-		return replyError(op, res)
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, res.Body)
-		return nil
-	}
-	if r, ok := out.(replyReader); ok {
-		err = r.readReply(res.Body)
-		// Reading on lets the connection be reused, unless much is left unread.
-		_, _ = io.CopyN(io.Discard, res.Body, maxDrainBytes)
-	} else {
-		err = json.NewDecoder(res.Body).Decode(out)
-	}
-	if err != nil {
-		return transportError(ctx, op, fmt.Errorf("decode reply: %w", err))
-	}
-	return nil
-}
-
-// replyReader decodes a reply as it streams in, reading only what it needs.
-type replyReader interface {
-	readReply(r io.Reader) error
-}
-
-// maxDrainBytes bounds what is read past the part of a reply a replyReader
-// needed; beyond it the connection is closed instead.
-const maxDrainBytes = 1 << 20
 
 // replyError reads an error reply of op.
 func replyError(op string, res *esapi.Response) error {

@@ -1,4 +1,4 @@
-package elastic
+package esclient
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -31,7 +30,7 @@ func TestBusyIsOverloadedAndDownIsUnavailable(t *testing.T) {
 		}
 	}
 
-	msgs := []domain.Message{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	targets := []Target{{ID: "a"}, {ID: "b"}, {ID: "c"}}
 	reply := func(statuses ...int) bulkReply {
 		var r bulkReply
 		for _, status := range statuses {
@@ -51,12 +50,12 @@ func TestBusyIsOverloadedAndDownIsUnavailable(t *testing.T) {
 		{[]int{429, 503, 201}, ports.ErrUnavailable},
 		{[]int{409, 503, 503}, ports.ErrUnavailable},
 	} {
-		err := checkBulk(msgs, 0, reply(c.statuses...))
+		err := checkBulk(targets, 0, reply(c.statuses...))
 		if !errors.Is(err, c.want) || errors.Is(err, otherOf(c.want)) {
 			t.Errorf("bulk items %v: %v, want only %v", c.statuses, err, c.want)
 		}
 	}
-	if err := checkBulk(msgs, 0, reply(201, 429, 400)); errors.Is(err, ports.ErrOverloaded) || errors.Is(err, ports.ErrUnavailable) {
+	if err := checkBulk(targets, 0, reply(201, 429, 400)); errors.Is(err, ports.ErrOverloaded) || errors.Is(err, ports.ErrUnavailable) {
 		t.Errorf("bulk items with a refused document: %v, want neither transient error", err)
 	}
 }
@@ -64,7 +63,7 @@ func TestBusyIsOverloadedAndDownIsUnavailable(t *testing.T) {
 // A reply that does not account for every message never counts as stored: an
 // item without a create result, or too few items, fails the batch.
 func TestBulkReplyWithoutEveryOutcomeFails(t *testing.T) {
-	msgs := []domain.Message{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	targets := []Target{{ID: "a"}, {ID: "b"}, {ID: "c"}}
 	created := bulkEntry{Create: bulkItem{Status: http.StatusCreated}}
 	blocked := &esError{Type: "cluster_block_exception", Reason: "index read-only"}
 	for _, c := range []struct {
@@ -78,7 +77,7 @@ func TestBulkReplyWithoutEveryOutcomeFails(t *testing.T) {
 		{"one item short", []bulkEntry{created, created}, nil, "2 items for 3 messages"},
 		{"no items", nil, nil, "0 items for 3 messages"},
 	} {
-		err := checkBulk(msgs, 0, bulkReply{Items: c.items})
+		err := checkBulk(targets, 0, bulkReply{Items: c.items})
 		switch {
 		case err == nil:
 			t.Errorf("%s: the batch counted as stored", c.name)

@@ -1,4 +1,4 @@
-package elastic
+package esquery
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
@@ -70,7 +72,7 @@ func ranking(field string, size int) object {
 
 // Stats runs one search over every daily index. Only buckets holding messages
 // come back (min_doc_count 1); domain.NewStats holds the others, empty.
-func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *Queries) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
 	return s.stats(ctx, q, now, defaultStatsPlan)
 }
 
@@ -115,7 +117,7 @@ func statsSearch(q domain.StatsQuery, now time.Time, plan statsPlan) (body objec
 }
 
 // stats is Stats by the given plan.
-func (s *Store) stats(ctx context.Context, q domain.StatsQuery, now time.Time, plan statsPlan) (domain.Stats, error) {
+func (s *Queries) stats(ctx context.Context, q domain.StatsQuery, now time.Time, plan statsPlan) (domain.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}
@@ -124,19 +126,19 @@ func (s *Store) stats(ctx context.Context, q domain.StatsQuery, now time.Time, p
 	if !ok {
 		return stats, nil
 	}
-	reader, err := jsonBody(body)
+	reader, err := esclient.JSONBody(body)
 	if err != nil {
 		return domain.Stats{}, err
 	}
-	ctx, cancel := s.bounded(ctx)
+	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
 	var reply trafficReply
-	if err := s.do(ctx, "stats", esapi.SearchRequest{
+	if err := s.client.Do(ctx, "stats", esapi.SearchRequest{
 		Index:                     []string{s.names.ReadPattern()},
 		Body:                      reader,
-		IgnoreUnavailable:         ptr(true),
-		AllowNoIndices:            ptr(true),
-		AllowPartialSearchResults: ptr(false),
+		IgnoreUnavailable:         esapi.BoolPtr(true),
+		AllowNoIndices:            esapi.BoolPtr(true),
+		AllowPartialSearchResults: esapi.BoolPtr(false),
 	}, &reply); err != nil {
 		return domain.Stats{}, err
 	}

@@ -1,4 +1,4 @@
-package elastic
+package esindex
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestIndexNames(t *testing.T) {
-	names := indexNames{"reqlog"}
+	names := NewNames("reqlog")
 	if got, want := names.ReadPattern(), "reqlog-messages-*"; got != want {
 		t.Errorf("ReadPattern() = %q, want %q", got, want)
 	}
@@ -34,15 +34,15 @@ func TestIndexNames(t *testing.T) {
 			t.Errorf("For(%s) = %q, want %q", tc.at.Format(time.RFC3339Nano), got, tc.want)
 		}
 	}
-	if got, want := (indexNames{"acme-prod"}).For(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "acme-prod-messages-2026.01.02"; got != want {
+	if got, want := NewNames("acme-prod").For(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "acme-prod-messages-2026.01.02"; got != want {
 		t.Errorf("For with prefix acme-prod = %q, want %q", got, want)
 	}
 }
 
-// dayIndices gives For's name for every time, and says it changed exactly when
+// Days gives For's name for every time, and says it changed exactly when
 // the UTC day did, whatever zone the times are in.
 func TestDayIndicesFollowForDayByDay(t *testing.T) {
-	names := indexNames{"reqlog"}
+	names := NewNames("reqlog")
 	tokyo := time.FixedZone("UTC+9", 9*60*60)
 	base := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
 	times := []time.Time{
@@ -50,10 +50,10 @@ func TestDayIndicesFollowForDayByDay(t *testing.T) {
 		base.Add(3 * time.Hour), base.Add(3 * time.Hour).In(tokyo), // the next UTC day
 		base, base.AddDate(0, 1, 0), base.AddDate(1, 0, 0), // back, a month on, a year on
 	}
-	days := dayIndices{names: names}
+	days := Days{Names: names}
 	previous := ""
 	for i, at := range times {
-		name, changed := days.of(at)
+		name, changed := days.Of(at)
 		if want := names.For(at); name != want {
 			t.Errorf("time %d (%v): %q, want %q", i, at, name, want)
 		}
@@ -61,5 +61,16 @@ func TestDayIndicesFollowForDayByDay(t *testing.T) {
 			t.Errorf("time %d (%v): changed %v, want %v", i, at, changed, want)
 		}
 		previous = name
+	}
+}
+
+// Elasticsearch takes the refresh interval in whole milliseconds.
+func TestRefreshSetting(t *testing.T) {
+	for interval, want := range map[time.Duration]string{
+		time.Second: "1000ms", 250 * time.Millisecond: "250ms", 2 * time.Millisecond: "2ms", time.Millisecond: "1ms",
+	} {
+		if got := (Config{RefreshInterval: interval}).refreshSetting(); got != want {
+			t.Errorf("refresh setting of %s = %q, want %q", interval, got, want)
+		}
 	}
 }
