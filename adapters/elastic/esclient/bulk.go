@@ -14,7 +14,8 @@ import (
 
 // Target is where a bulk entry creates its document: the index and the _id.
 type Target struct {
-	Index, ID string
+	Index string `json:"_index"`
+	ID    string `json:"_id"`
 }
 
 // Creates sends body, the bulk entries creating the documents of targets in

@@ -97,15 +97,7 @@ type mgetReply struct {
 // readVersions reads each target's document in realtime (from the translog if
 // need be, so before a refresh): its index, sequence number and primary term.
 func (c *Client) readVersions(ctx context.Context, targets []Target) ([]version, error) {
-	type doc struct {
-		Index string `json:"_index"`
-		ID    string `json:"_id"`
-	}
-	docs := make([]doc, len(targets))
-	for i, t := range targets {
-		docs[i] = doc{Index: t.Index, ID: t.ID}
-	}
-	body, err := JSONBody(map[string]any{"docs": docs})
+	body, err := JSONBody(map[string]any{"docs": targets})
 	if err != nil {
 		return nil, err
 	}

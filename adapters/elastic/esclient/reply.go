@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
@@ -62,7 +59,11 @@ func (w *ReplyReader) Release() {
 	if len(w.interned) >= maxInterned {
 		w.interned = map[string]string{}
 	}
-	*w = ReplyReader{buf: w.buf[:0], scratch: w.scratch[:0], slab: w.slab[len(w.slab):], interned: w.interned,
+	buf := w.buf[:0]
+	if cap(buf) > replyBufferSize { // grown for a long string
+		buf = make([]byte, 0, replyBufferSize)
+	}
+	*w = ReplyReader{buf: buf, scratch: w.scratch[:0], slab: w.slab[len(w.slab):], interned: w.interned,
 		valueScratch: w.valueScratch[:0]}
 	clear(w.valueScratch[:cap(w.valueScratch)])
 	replyReaders.Put(w)
@@ -267,46 +268,31 @@ func (w *ReplyReader) literal(want string) {
 	}
 }
 
-// keys are the member names a reply holds, read without allocating.
-var keys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{"took", "timed_out", "_shards", "hits", "total", "max_score", "_index", "_id",
-		"_score", "_source", "sort", "id", "reference", "account", "domain", "name", "ip_address", "method",
-		"path", "route", "status_code", record.JSONDuration, "request", "response", "created_at", "updated_at",
-		"visible_at", "expires_at", "header", "values", "body", "content_type", "size", "text"} {
-		m[k] = k
-	}
-	return m
-}()
-
-// key reads a member name.
-func (w *ReplyReader) key() string {
-	text := w.ReadText()
-	if k, ok := keys[string(text)]; ok {
-		return k
-	}
-	return string(text)
-}
+// key reads a member name, interned: a reply repeats its few names in every
+// hit.
+func (w *ReplyReader) key() string { return w.ReadInterned() }
 
 // ReadString reads a string the caller keeps: decoded straight into the reader's
 // string slab (see stringSlab), one copy of its bytes and no allocation of its
 // own.
 func (w *ReplyReader) ReadString() string {
-	if w.expect('"') != nil {
+	content := w.quoted()
+	if len(content) == 0 {
 		return ""
 	}
-	out, start, multiByte, ok := w.decode(w.slab, len(w.slab))
-	switch {
-	case !ok || len(out) == start:
-		w.slab = out[:start]
-		return ""
-	case multiByte && !utf8.Valid(out[start:]):
-		w.slab = out[:start] // the invalid text is no string's: its room is free
-		return string(appendValid(make([]byte, 0, len(out)-start+16), out[start:]))
+	// Each byte of content decodes to at most one, but for invalid UTF-8 (3
+	// for 1), which AppendUnquoted makes room for itself.
+	if need := len(content) + unquoteSlack; cap(w.slab)-len(w.slab) < need {
+		w.slab = make([]byte, 0, max(stringSlab, need))
 	}
-	w.slab = out
-	return unsafe.String(&out[start], len(out)-start)
+	start := len(w.slab)
+	w.slab = jsonbytes.AppendUnquoted(w.slab, content)
+	return unsafe.String(&w.slab[start], len(w.slab)-start)
 }
+
+// unquoteSlack is the room jsonbytes.AppendUnquoted wants past the decoded
+// string's end, which it may write.
+const unquoteSlack = 16
 
 // stringSlab is the size of the arrays the strings of a reply are cut from.
 // Their bytes are never written again once a string was cut, so the strings
@@ -334,239 +320,81 @@ func (w *ReplyReader) ReadInterned() string {
 	return s
 }
 
-// stringEnds marks the bytes that end a run of plain string bytes: the quote,
-// the backslash, control characters (refused) and bytes of multi-byte UTF-8
-// sequences (checked).
-var stringEnds = func() (t [256]bool) {
-	for c := range 256 {
-		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+// ReadText reads a string and returns its decoded bytes, valid until the next
+// read: a string that decodes to itself straight from the buffer, others
+// decoded into the scratch buffer.
+func (w *ReplyReader) ReadText() []byte {
+	content := w.quoted()
+	if jsonbytes.PlainPrefix(content) == len(content) {
+		return content
 	}
-	return t
-}()
-
-// shortEscapes maps the byte after a backslash to what it stands for, where
-// that is one byte; 0 elsewhere.
-var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
-
-// highs is the high bit of each byte of a word.
-const highs = 0x8080808080808080
-
-// hasStringEnd reports whether any of the 8 bytes of v is a stringEnds byte
-// (it may say so wrongly; text then looks byte by byte).
-func hasStringEnd(v uint64) bool {
-	return jsonbytes.QuoteBackslashOrControl(v)|v&highs != 0
+	w.scratch = jsonbytes.AppendUnquoted(w.scratch[:0], content)
+	return w.scratch
 }
 
-// ReadText reads a string and returns its decoded bytes, valid until the next read.
-// A string that ends in the buffer without an escape or a multi-byte sequence
-// is returned from it without a copy; others are decoded into the scratch
-// buffer.
-func (w *ReplyReader) ReadText() []byte {
+// quoted reads a string literal whole into the buffer, growing it for a
+// string longer than it, and returns its content between the quotes, valid
+// until the next read; nil after a failed read.
+func (w *ReplyReader) quoted() []byte {
 	if w.expect('"') != nil {
 		return nil
 	}
-	b, i := w.buf, w.pos
-	for i+8 <= len(b) && !hasStringEnd(binary.LittleEndian.Uint64(b[i:])) {
+	w.pos-- // the literal is kept in the buffer from its opening quote
+	// Most strings (keys, ids, times, header values) are plain ASCII: eight
+	// bytes at a time to the closing quote (jsonbytes' word test, and the
+	// high bits of multi-byte sequences), nothing to check or decode.
+	b, i := w.buf, w.pos+1
+	for i+8 <= len(b) {
+		word := binary.LittleEndian.Uint64(b[i:])
+		if jsonbytes.QuoteBackslashOrControl(word)|word&0x8080808080808080 != 0 {
+			break
+		}
 		i += 8
 	}
-	for i < len(b) && !stringEnds[b[i]] {
+	for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
 		i++
 	}
 	if i < len(b) && b[i] == '"' {
-		s := b[w.pos:i]
+		content := b[w.pos+1 : i]
 		w.pos = i + 1
-		return s
+		return content
 	}
-	out := append(w.scratch[:0], b[w.pos:i]...)
-	w.pos = i
-	out, _, multiByte, ok := w.decode(out, 0)
-	w.scratch = out[:0]
-	if !ok {
-		return nil
+	// Any other string is checked and its end found by jsonbytes, in the
+	// buffer, which holds it whole.
+	for {
+		if end := jsonbytes.ValidStringEnd(w.buf, w.pos); end >= 0 {
+			content := w.buf[w.pos+1 : end-1]
+			w.pos = end
+			return content
+		}
+		if !w.fillWhole() {
+			if w.srcErr == nil || errors.Is(w.srcErr, io.EOF) {
+				w.failf("a string is malformed or not closed")
+			} else {
+				w.fail(w.srcErr)
+			}
+			return nil
+		}
 	}
-	if multiByte && !utf8.Valid(out) {
-		return appendValid(make([]byte, 0, len(out)+16), out)
-	}
-	return out
 }
 
-// decode reads the rest of a string, its opening quote read, appending its
-// decoded bytes to out, where the string starts at start; it returns out (a
-// new array when out had no room, holding only the string from start on),
-// where the string starts in it, and false if the read failed. Bodies stored in
-// JSON have an escape every few bytes, so the text is copied a word at a time
-// into out's spare capacity, moving on by the bytes of the word that need no
-// decoding, rather than appended run by run (a memmove each); every input byte
-// decodes to at most one output byte, except \u escapes (at most 4 from 6), so
-// nothing is written past the returned string's end except spare capacity.
-// Invalid UTF-8 is left for the caller to check.
-func (w *ReplyReader) decode(out []byte, start int) (decoded []byte, newStart int, multiByte, ok bool) {
-	const room = 16 // a word, or a \u escape's 4 bytes after up to 7 plain ones
-	o, n := out[:cap(out)], len(out)
-	// high or-s the words copied: a multi-byte sequence sets a high bit (so
-	// may a byte past the string's end, which costs only a utf8.Valid).
-	var high uint64
-	for {
-		b, i := w.buf, w.pos
-		for {
-			if len(o)-n < room {
-				o, n, start = growString(o[:n], start, len(b)-i+room)
-			}
-			if i+8 <= len(b) {
-				v := binary.LittleEndian.Uint64(b[i:])
-				binary.LittleEndian.PutUint64(o[n:], v)
-				high |= v
-				special := jsonbytes.QuoteBackslashOrControl(v)
-				if special == 0 {
-					i += 8
-					n += 8
-					continue
-				}
-				plain := bits.TrailingZeros64(special) / 8
-				i += plain
-				n += plain
-			} else if i == len(b) {
-				break
-			} else if c := b[i]; c >= 0x20 && c != '"' && c != '\\' {
-				high |= uint64(c)
-				o[n] = c
-				n++
-				i++
-				continue
-			}
-			if b[i] == '\\' && i+1 < len(b) {
-				if d := shortEscapes[b[i+1]]; d != 0 {
-					o[n] = d
-					n++
-					i += 2
-					continue
-				}
-			}
+// fillWhole reads more of the reply after the unconsumed bytes until the
+// buffer is full, doubling it first if they fill it already; false when the
+// reply has no more. A literal that did not end in the buffer is scanned
+// again from its start after each, and each holds twice as much of it as the
+// one before: a long string is scanned about three times at most.
+func (w *ReplyReader) fillWhole() bool {
+	if w.pos == 0 && len(w.buf) == cap(w.buf) {
+		w.buf = append(make([]byte, 0, 2*cap(w.buf)), w.buf...)
+	}
+	read := false
+	for len(w.buf) < cap(w.buf) || w.pos > 0 {
+		if !w.fill() {
 			break
 		}
-		w.pos = i
-		if i == len(b) {
-			if !w.fill() {
-				w.cut()
-				return o[:n], start, false, false
-			}
-			continue
-		}
-		switch b[i] {
-		case '"':
-			w.pos = i + 1
-			return o[:n], start, high&highs != 0, true
-		case '\\':
-			// At most 4 bytes, within room; \u escapes of non-ASCII runes
-			// decode to valid UTF-8, so they leave multiByte alone.
-			escaped, ok := w.escape(o[:n])
-			if !ok {
-				return escaped, start, false, false
-			}
-			o, n = escaped[:cap(escaped)], len(escaped)
-		default:
-			w.failf("a control character in a string")
-			return o[:n], start, false, false
-		}
+		read = true
 	}
-}
-
-// growString moves the string that starts at start in out to a new array with
-// room for at least more bytes after it: the bytes before start belong to
-// strings already handed out, and are neither copied nor written.
-func growString(out []byte, start, more int) (grown []byte, n, newStart int) {
-	s := out[start:]
-	grown = make([]byte, max(stringSlab, 2*len(s)+more))
-	return grown, copy(grown, s), 0
-}
-
-// escape decodes the escape at the read position onto out, as encoding/json
-// does: a lone or reversed surrogate becomes U+FFFD.
-func (w *ReplyReader) escape(out []byte) ([]byte, bool) {
-	if !w.ensure(2) {
-		w.cut()
-		return out, false
-	}
-	e := w.buf[w.pos+1]
-	switch e {
-	case '"', '\\', '/':
-		out = append(out, e)
-	case 'b':
-		out = append(out, '\b')
-	case 'f':
-		out = append(out, '\f')
-	case 'n':
-		out = append(out, '\n')
-	case 'r':
-		out = append(out, '\r')
-	case 't':
-		out = append(out, '\t')
-	case 'u':
-		if !w.ensure(6) {
-			w.cut()
-			return out, false
-		}
-		r, ok := hex4(w.buf[w.pos+2 : w.pos+6])
-		if !ok {
-			w.failf("a bad escape in a string")
-			return out, false
-		}
-		w.pos += 6
-		if utf16.IsSurrogate(r) {
-			high := r
-			r = utf8.RuneError
-			// The low half must follow at once; the string's end quote is
-			// still to come, so a short read here ends the reply early.
-			if w.ensure(6) && w.buf[w.pos] == '\\' && w.buf[w.pos+1] == 'u' {
-				if low, ok := hex4(w.buf[w.pos+2 : w.pos+6]); ok {
-					if pair := utf16.DecodeRune(high, low); pair != utf8.RuneError {
-						r = pair
-						w.pos += 6
-					}
-				}
-			}
-		}
-		return utf8.AppendRune(out, r), true
-	default:
-		w.failf("a bad escape in a string")
-		return out, false
-	}
-	w.pos += 2
-	return out, true
-}
-
-// appendValid appends b with each invalid UTF-8 byte as U+FFFD. Escapes only
-// ever decode to whole sequences, so checking the decoded string whole finds
-// exactly the invalid bytes of its raw text.
-func appendValid(out, b []byte) []byte {
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, b[:size]...)
-		}
-		b = b[size:]
-	}
-	return out
-}
-
-func hex4(b []byte) (rune, bool) {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	return read
 }
 
 // isNumberByte reports whether c can be part of a number's text.

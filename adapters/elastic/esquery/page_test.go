@@ -3,7 +3,6 @@ package esquery
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -90,6 +89,24 @@ func TestPagesOfLongStringsStayAsRead(t *testing.T) {
 	}
 }
 
+// encoding/json, which the reply reader is measured against, reads the same
+// pages from the same replies.
+func TestEncodingJSONReadsTheSamePages(t *testing.T) {
+	reply := string(benchSearchReply(t))
+	for limit := range domain.DefaultLimit + 3 {
+		reader, library := &pageReader{limit: limit + 1}, &pageReader{limit: limit + 1}
+		if err := reader.DecodeReply(strings.NewReader(reply)); err != nil || reader.badHit != nil {
+			t.Fatalf("the reply reader: %v, %v", err, reader.badHit)
+		}
+		if err := library.decodeWithEncodingJSON(strings.NewReader(reply)); err != nil || library.badHit != nil {
+			t.Fatalf("encoding/json: %v, %v", err, library.badHit)
+		}
+		if !reflect.DeepEqual(reader.page, library.page) {
+			t.Fatalf("a page of %d: the reply reader and encoding/json read different pages", limit+1)
+		}
+	}
+}
+
 // A hit whose time is not a time is a bad hit, not a broken reply.
 func TestBadTimeIsABadHit(t *testing.T) {
 	reply := `{"hits":{"hits":[{"_source":{"id":"a","created_at":"yesterday"}}]}}`
@@ -101,7 +118,7 @@ func TestBadTimeIsABadHit(t *testing.T) {
 
 // benchSearchReply is the reply of a first page of 20 (21 hits asked) of
 // fixtures.TrafficMessages, as Elasticsearch writes it: _source without the full-text field.
-func benchSearchReply(b *testing.B) []byte {
+func benchSearchReply(b testing.TB) []byte {
 	msgs := fixtures.TrafficMessages(domain.DefaultLimit + 1)
 	hits := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -113,8 +130,10 @@ func benchSearchReply(b *testing.B) []byte {
 		`"hits":{"max_score":null,"hits":[` + strings.Join(hits, ",") + `]}}`)
 }
 
-// BenchmarkReadSearchReply: the CPU List spends on the reply of a first page,
-// sent plain and gzipped (as Elasticsearch answers a client accepting gzip).
+// BenchmarkReadSearchReply: the CPU List spends on the reply of a first page:
+// read by the reply reader, sent plain ("reader") and gzipped (as
+// Elasticsearch answers a client accepting gzip: "reader-gzip"), and read by
+// encoding/json with each _source a json.RawMessage ("encoding-json").
 //
 //	go test -run '^$' -bench ReadSearchReply -benchmem ./adapters/elastic/esquery/
 func BenchmarkReadSearchReply(b *testing.B) {
@@ -127,69 +146,35 @@ func BenchmarkReadSearchReply(b *testing.B) {
 	if err := zw.Close(); err != nil {
 		b.Fatal(err)
 	}
-	read := func(b *testing.B, r io.Reader) {
+	read := func(b *testing.B, decode func(p *pageReader) error) {
 		p := &pageReader{limit: domain.DefaultLimit}
-		if err := p.DecodeReply(r); err != nil || p.badHit != nil {
+		if err := decode(p); err != nil || p.badHit != nil {
 			b.Fatal(err, p.badHit)
 		}
 		if len(p.page.Messages) != domain.DefaultLimit || !p.page.HasMore {
 			b.Fatalf("%d messages, has more %t", len(p.page.Messages), p.page.HasMore)
 		}
 	}
-	b.Run("plain", func(b *testing.B) {
-		b.SetBytes(int64(len(reply)))
-		b.ReportAllocs()
-		for b.Loop() {
-			read(b, bytes.NewReader(reply))
-		}
-	})
-	b.Run("gzip", func(b *testing.B) {
-		b.SetBytes(int64(len(reply)))
-		b.ReportAllocs()
-		for b.Loop() {
+	for _, c := range []struct {
+		name   string
+		decode func(p *pageReader) error
+	}{
+		{"reader", func(p *pageReader) error { return p.DecodeReply(bytes.NewReader(reply)) }},
+		{"reader-gzip", func(p *pageReader) error {
 			zr, err := gzip.NewReader(bytes.NewReader(zipped.Bytes()))
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
-			read(b, zr)
-		}
-	})
-}
-
-// BenchmarkReaderVersusEncodingJSON: one page's hits decoded by the reply reader and by
-// encoding/json as List did before (a json.Decoder, then json.Unmarshal of
-// each hit's _source).
-func BenchmarkReaderVersusEncodingJSON(b *testing.B) {
-	reply := benchSearchReply(b)
-	b.Run("reader", func(b *testing.B) {
-		b.SetBytes(int64(len(reply)))
-		b.ReportAllocs()
-		for b.Loop() {
-			p := &pageReader{limit: domain.DefaultLimit}
-			if err := p.DecodeReply(bytes.NewReader(reply)); err != nil || len(p.page.Messages) != domain.DefaultLimit {
-				b.Fatal(err, len(p.page.Messages))
+			return p.DecodeReply(zr)
+		}},
+		{"encoding-json", func(p *pageReader) error { return p.decodeWithEncodingJSON(bytes.NewReader(reply)) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(reply)))
+			b.ReportAllocs()
+			for b.Loop() {
+				read(b, c.decode)
 			}
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(reply)))
-		b.ReportAllocs()
-		for b.Loop() {
-			var r struct {
-				Hits struct {
-					Hits []struct {
-						Source json.RawMessage `json:"_source"`
-					} `json:"hits"`
-				} `json:"hits"`
-			}
-			if err := json.NewDecoder(bytes.NewReader(reply)).Decode(&r); err != nil {
-				b.Fatal(err)
-			}
-			for _, h := range r.Hits.Hits[:domain.DefaultLimit] {
-				if _, err := record.DecodeJSON(h.Source); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+		})
+	}
 }

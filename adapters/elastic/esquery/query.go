@@ -39,6 +39,9 @@ var errPageRead = errors.New("page read")
 
 // DecodeReply reads the hits of a search reply into the page.
 func (p *pageReader) DecodeReply(r io.Reader) error {
+	if encodingJSONReplies {
+		return p.decodeWithEncodingJSON(r)
+	}
 	w := esclient.NewReplyReader(r)
 	defer w.Release()
 	err := w.Object(func(key string) error {
