@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -84,4 +85,51 @@ func newIngestQueue(p ingestQueueParams) ingestQueue {
 	committer := NewGroupCommitter(p.Store, opts)
 	p.Lifecycle.Append(fx.Hook{OnStop: committer.Close})
 	return ingestQueue{committer}
+}
+
+// AlertsModule provides alerting: the *Alerts use case of the API, and this
+// replica's evaluator and delivery worker, started and stopped with the
+// service. It needs an AlertConfig, a ports.WebhookSender and the *Statistics
+// (Module's) from the graph, and the store's ports.AlertStore: without one,
+// alerting is off and *Alerts is nil. It uses a ports.PortalLinker if the graph
+// has one.
+var AlertsModule = fx.Module("alerts", fx.Provide(newAlerting))
+
+type alertingParams struct {
+	fx.In
+	Lifecycle  fx.Lifecycle
+	Config     AlertConfig
+	Store      ports.AlertStore `optional:"true"`
+	Sender     ports.WebhookSender
+	Statistics *Statistics
+	Clock      ports.Clock
+	Links      ports.PortalLinker `optional:"true"`
+	Log        *zap.Logger
+}
+
+func newAlerting(p alertingParams) (*Alerts, error) {
+	if p.Store == nil {
+		p.Log.Info("alerting is off: the store keeps no alert rules")
+		return nil, nil
+	}
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
+	}
+	owner := ReplicaName()
+	evaluator := NewAlertEvaluator(p.Store, p.Statistics, p.Clock, p.Links, owner, p.Config, p.Log)
+	worker := NewAlertDeliverer(p.Store, p.Sender, p.Clock, owner, p.Config, p.Log)
+	alerts := NewAlerts(p.Store, p.Sender, p.Clock, p.Links, p.Config)
+	alerts.WakeOnEvents(worker)
+	evaluator.WakeOnEvents(worker)
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			evaluator.Start()
+			worker.Start()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			return errors.Join(evaluator.Stop(ctx), worker.Stop(ctx))
+		},
+	})
+	return alerts, nil
 }

@@ -56,6 +56,12 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"ExplorerBadInput", apiTestExplorerBadInput},
 		{"ExplorerRoutes", apiTestExplorerRoutes},
 		{"ExplorerRetention", apiTestExplorerRetention},
+		// Alerting (api_alerts.go).
+		{"AlertRules", apiTestAlertRules},
+		{"AlertBadInput", apiTestAlertBadInput},
+		{"AlertScoping", apiTestAlertScoping},
+		{"AlertTestEvent", apiTestAlertTestEvent},
+		{"AlertFiresAndResolves", apiTestAlertFiresAndResolves},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

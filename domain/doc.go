@@ -4,8 +4,10 @@
 // headers, masking, redaction, content types, identities) and holds the rules
 // every store shares (visibility, retention, ordering, filters, cursors). Its
 // validation errors name fields by their JSON paths ("[3].method"), the
-// contract's language. Bytes of JSON are read and written by its package
-// jsonbytes only: the domain itself uses it to redact JSON bodies.
+// contract's language. It also holds alerting's rules, their state machine
+// and events (alert_*.go), whose fields it reads as the edge decoded them.
+// Bytes of JSON are read and written by its package jsonbytes only: the
+// domain itself uses it to redact JSON bodies.
 //
 // It does no I/O and imports no framework or driver: time comes in as an argument,
 // so the same rules run in the HTTP use cases, the store adapters and the

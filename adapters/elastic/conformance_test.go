@@ -21,5 +21,5 @@ func TestStoreConformance(t *testing.T) {
 }
 
 func TestAPIConformance(t *testing.T) {
-	conformance.RunAPITests(t, storeMaker, httpapitest.Serve)
+	conformance.RunAPITests(t, alertingStoreMaker, httpapitest.Serve)
 }

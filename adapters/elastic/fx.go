@@ -63,3 +63,14 @@ func provide(p moduleParams) (*Store, error) {
 	})
 	return store, nil
 }
+
+// AlertModule provides the alert store on the Elasticsearch store's cluster and
+// index prefix as the service's ports.AlertStore. Its indices are created on
+// start, after the store's set-up.
+var AlertModule = fx.Module("elastic.alerts",
+	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
+		a := s.alertStore()
+		lc.Append(fx.Hook{OnStart: a.SetUp})
+		return a
+	}, fx.As(new(ports.AlertStore)))),
+)

@@ -1,6 +1,6 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
 // POST and GET /v1/messages, GET /v1/messages/{idOrReference}, GET /v1/stats,
-// GET /v1/messages/export, /healthz, /readyz,
+// GET /v1/messages/export, /v1/alerts (rules, states, webhook endpoints), /healthz, /readyz,
 // /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
@@ -48,6 +48,8 @@ type Options struct {
 	// Exports bounds the exports running at once and how slowly they may be
 	// read (zero: DefaultExportLimits).
 	Exports ExportLimits
+	// Alerts serves /v1/alerts (nil: those endpoints answer 404).
+	Alerts *app.Alerts
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -71,6 +73,7 @@ type api struct {
 	// traceReceiver serves POST /v1/traces; nil: no such route.
 	traceReceiver TraceReceiver
 	exports       *exportSlots
+	alerts        *app.Alerts
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -78,7 +81,7 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -134,6 +137,7 @@ func (a *api) routes(r *mux.Router) {
 	}
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
+	a.alertRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC

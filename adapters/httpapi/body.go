@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -47,12 +48,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *bytes.Bu
 	return buf.Bytes(), nil
 }
 
-// refuseBody answers a body readBody could not read: 413 beyond the limit, 400
-// otherwise.
+// refuseBody answers a body readBody could not read: 413 beyond the limit, no
+// reply to a client that hung up mid-body (net/http cancels the request's context
+// when its connection fails, and clientLeft counts it as such), 400 otherwise.
 func (a *api) refuseBody(w http.ResponseWriter, r *http.Request, limit int64, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		a.refuseTooLarge(w, r, limit)
+		return
+	}
+	if gone := r.Context().Err(); gone != nil && a.clientLeft(w, r, fmt.Errorf("read the request body: %w: %w", err, gone)) {
 		return
 	}
 	writeError(w, apiError{status: http.StatusBadRequest, message: "the request body could not be read"})

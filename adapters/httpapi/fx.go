@@ -50,11 +50,14 @@ type handlerParams struct {
 	Exporter   *app.Exporter   `optional:"true"`
 	// Traces serves POST /v1/traces when the graph has one (adapters/otlp).
 	Traces TraceReceiver `optional:"true"`
+	// Alerting, when the graph has it (app.AlertsModule) and the store keeps
+	// rules.
+	Alerts *app.Alerts `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
 	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
-		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports}
+		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -172,5 +173,25 @@ func TestCanceledWorkOfAWaitingClientIs503(t *testing.T) {
 	decodeError(t, rec, http.StatusServiceUnavailable)
 	if rec.Header().Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After: %v", rec.Header())
+	}
+}
+
+// A client that hangs up in the middle of its POST body is counted under 499,
+// like any client that left, not as a 400 it will never read.
+func TestClientThatHangsUpMidBodyIsCountedAs499(t *testing.T) {
+	f := newFixture(t, setup{})
+	srv := httptest.NewServer(f.handler)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := submission(start)
+	fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: reqlog\r\nContent-Type: application/json\r\n"+
+		"Authorization: %s\r\nContent-Length: %d\r\n\r\n%s", authed()["Authorization"], len(body)+100, body)
+	conn.Close() // a hundred bytes short
+	awaitCounter(t, f.handler, 1, "reqlog_http_requests_total", "method", http.MethodPost, "route", "/v1/messages", "code", "499")
+	if n := f.logs.FilterMessage("the client went away before its reply").Len(); n != 1 {
+		t.Errorf("%d lines for the client that went away, want 1: %v", n, f.logs.All())
 	}
 }

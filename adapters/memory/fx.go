@@ -11,3 +11,10 @@ import (
 var Module = fx.Module("memory",
 	fx.Provide(fx.Annotate(New, fx.As(new(ports.MessageStore)))),
 )
+
+// AlertModule provides the in-memory alert store as the service's
+// ports.AlertStore: rules, states and the delivery queue, kept until the
+// process ends.
+var AlertModule = fx.Module("memory.alerts",
+	fx.Provide(fx.Annotate(NewAlertStore, fx.As(new(ports.AlertStore)))),
+)

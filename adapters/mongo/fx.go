@@ -54,3 +54,14 @@ func provide(p moduleParams) (*Store, error) {
 	})
 	return store, nil
 }
+
+// AlertModule provides the alert store on the MongoDB store's database as the
+// service's ports.AlertStore. Its indexes are created on start, after the
+// store connects.
+var AlertModule = fx.Module("mongo.alerts",
+	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
+		a := &AlertStore{store: s}
+		lc.Append(fx.Hook{OnStart: a.setUp})
+		return a
+	}, fx.As(new(ports.AlertStore)))),
+)

@@ -294,7 +294,7 @@ func TestExplorerWorkloads(t *testing.T) {
 	}
 
 	out.Reset()
-	stats, err := srv.prepareStats(ctx, &out)
+	stats, err := srv.prepareStats(ctx, "", &out)
 	if err != nil || !strings.Contains(out.String(), ": 300 messages, ") {
 		t.Fatalf("prepare stats: %v\n%s", err, out.String())
 	}

@@ -60,15 +60,20 @@ type statsReply struct {
 	} `json:"data"`
 }
 
-// prepareStats asks for the default statistics (the last 24 hours) once,
-// reports what they cover, and returns their URL.
-func (s *server) prepareStats(ctx context.Context, stdout io.Writer) (string, error) {
-	status, body, err := s.get(ctx, "/v1/stats")
+// prepareStats asks for the default statistics (the last 24 hours), with
+// query's parameters added, once, reports what they cover, and returns their
+// URL.
+func (s *server) prepareStats(ctx context.Context, query string, stdout io.Writer) (string, error) {
+	path := "/v1/stats"
+	if query != "" {
+		path += "?" + query
+	}
+	status, body, err := s.get(ctx, path)
 	if err != nil {
 		return "", err
 	}
 	if status != http.StatusOK {
-		return "", fmt.Errorf("GET /v1/stats: %d %s", status, body)
+		return "", fmt.Errorf("GET %s: %d %s", path, status, body)
 	}
 	var reply statsReply
 	if err := json.Unmarshal(body, &reply); err != nil {
@@ -83,7 +88,7 @@ func (s *server) prepareStats(ctx context.Context, stdout io.Writer) (string, er
 	if d.Total.Count == 0 {
 		return "", errors.New("the statistics count no message: seed the server first (reqlog-bench seed, whose -spread is 24h)")
 	}
-	return s.base + "/v1/stats", nil
+	return s.base + path, nil
 }
 
 // getTargets asks for target again and again.
@@ -243,7 +248,11 @@ func resetPeakRSS(pid int) error {
 }
 
 // peakRSSOf reads the peak resident size of process pid, in bytes.
-func peakRSSOf(pid int) (float64, error) {
+func peakRSSOf(pid int) (float64, error) { return procStatusBytes(pid, "VmHWM:") }
+
+// procStatusBytes reads a size field of /proc/<pid>/status ("VmRSS:",
+// "VmHWM:"), in bytes.
+func procStatusBytes(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -251,10 +260,10 @@ func peakRSSOf(pid int) (float64, error) {
 	defer f.Close()
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
-		if rest, ok := strings.CutPrefix(lines.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(lines.Text(), field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

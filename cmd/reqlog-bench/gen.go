@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -351,4 +352,26 @@ func (g *generator) pool(n, items int, now time.Time) [][]byte {
 		bodies[i] = body(batch)
 	}
 	return bodies
+}
+
+// fileBodies is the one POST body of items copies of the submission in path
+// (a JSON object), an array when items > 1.
+func fileBodies(path string, items int) ([][]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-body: %w", err)
+	}
+	raw = bytes.TrimSpace(raw)
+	var object map[string]any
+	if err := json.Unmarshal(raw, &object); err != nil {
+		return nil, fmt.Errorf("-body %s: not one JSON object: %w", path, err)
+	}
+	if items == 1 {
+		return [][]byte{raw}, nil
+	}
+	copies := make([][]byte, items)
+	for i := range copies {
+		copies[i] = raw
+	}
+	return [][]byte{append(append([]byte{'['}, bytes.Join(copies, []byte{','})...), ']')}, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -138,5 +140,33 @@ func TestGeneratedPaths(t *testing.T) {
 	}
 	if !seen["/healthz"] || !seen["/oauth/token"] {
 		t.Errorf("no /healthz or /oauth/token among %d distinct paths", len(seen))
+	}
+}
+
+// -body's file becomes one body of -items copies of its submission, which the
+// service parses; a file that is not one JSON object is refused.
+func TestFileBodies(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/body.json"
+	submission := fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"GET","path":"/v1/orders","request":{"header":{}},"response":{"status_code":200,"header":{}}}`,
+		time.Now().Unix())
+	if err := os.WriteFile(path, []byte(submission+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, items := range []int{1, 10} {
+		bodies, err := fileBodies(path, items)
+		if err != nil || len(bodies) != 1 {
+			t.Fatalf("items %d: %d bodies, %v", items, len(bodies), err)
+		}
+		batch, err := httpapi.ParseSubmissions(servicePolicy().Validator(), bodies[0], time.Now())
+		if err != nil || len(batch.Submissions) != items {
+			t.Fatalf("items %d: the body parses into %d submissions, %v:\n%s", items, len(batch.Submissions), err, bodies[0])
+		}
+	}
+	if err := os.WriteFile(path, []byte(`[`+submission+`]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fileBodies(path, 1); err == nil {
+		t.Error("an array was taken for one submission")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -241,6 +242,22 @@ func openElasticBaseline(ctx context.Context, addr string) (*baseline, error) {
 	}}, nil
 }
 
+// openSQLiteBaseline opens a store on a temporary directory on this
+// machine's disk, deleted afterwards.
+func openSQLiteBaseline(ctx context.Context) (*baseline, error) {
+	dir, err := os.MkdirTemp("", "reqlog-bench-sqlite-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := sqlite.New(ctx, sqlite.Config{Dir: dir})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return &baseline{name: "sqlite", writer: store, cleanup: func(context.Context) error {
+		return errors.Join(store.Close(), os.RemoveAll(dir))
+	}}, nil
+}
+
 // verifyInMongo checks that every id is stored in the server's MongoDB database,
 // reading the stored ids in one scan.
 func verifyInMongo(ctx context.Context, uri, database string, ids []string, deadline time.Duration) (verification, error) {
@@ -346,6 +363,7 @@ type baselineRun struct {
 	workers  int
 	rate     float64 // messages per second
 	failures int64
+	cpu      time.Duration // the tool's CPU per message stored (0: unknown)
 }
 
 // measureBaseline appends the decoded submissions of bodies, with fresh
@@ -378,6 +396,7 @@ func measureBaseline(ctx context.Context, b *baseline, bodies [][]byte, batches,
 func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy, subs []domain.Submission, size, workers int, duration time.Duration) (baselineRun, error) {
 	var stored, failures atomic.Int64
 	var next atomic.Uint64
+	cpu := startCPU(os.Getpid()) // the store works in this process
 	deadline := time.Now().Add(duration)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -404,5 +423,5 @@ func appendFor(ctx context.Context, w ports.MessageWriter, policy domain.Policy,
 	}
 	wg.Wait()
 	return baselineRun{batch: size, workers: workers, rate: float64(stored.Load()) / time.Since(began).Seconds(),
-		failures: failures.Load()}, ctx.Err()
+		failures: failures.Load(), cpu: cpu.per(float64(stored.Load()))}, ctx.Err()
 }

@@ -75,6 +75,7 @@ type options struct {
 	verifyIn     string
 	mongoDB      string
 	esPrefix     string
+	sqliteDir    string
 	verifyWithin time.Duration
 	sample       time.Duration
 	writeShare   float64
@@ -87,6 +88,9 @@ type options struct {
 	pid          int
 	direct       string
 	directScope  string
+	cpuProfile   string
+	bodyFile     string
+	statsQuery   string
 	proxy        proxyOptions
 }
 
@@ -108,6 +112,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if opts.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(opts.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "reqlog-bench:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	if err := execute(ctx, mode, opts, stdout); err != nil {
 		fmt.Fprintln(stderr, "reqlog-bench:", err)
 		return 1
@@ -129,7 +141,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated traffic")
 	fs.IntVar(&o.items, "items", 1, "submissions per ingest request")
 	fs.IntVar(&o.poolSize, "pool", 2000, "distinct request bodies generated before the run")
-	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb or elasticsearch (direct store)")
+	limits := fs.String("limit", "", "also measure ceilings, comma-separated: decode (a plain JSON decode), bare (the service's parser), mongodb, elasticsearch or sqlite (direct store; sqlite in a temporary directory)")
 	fs.StringVar(&o.mongoURI, "mongodb-uri", "mongodb://127.0.0.1:27017", "MongoDB of -limit mongodb")
 	fs.StringVar(&o.esURL, "elasticsearch-url", "http://127.0.0.1:9200", "Elasticsearch of -limit elasticsearch")
 	batches := fs.String("baseline-batches", "100,500,1000", "batch sizes the direct store baseline tries")
@@ -147,12 +159,16 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id (Linux): ingest and mixed report its CPU per message, fetch, search and stats per request, export its exact peak resident size")
-	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix)")
+	fs.StringVar(&o.direct, "direct", "", "seed: store the messages through the store adapter instead of the API: elasticsearch (-elasticsearch-url, -elasticsearch-index-prefix) or sqlite (-sqlite-dir, with reqlogd stopped: one process per directory)")
+	fs.StringVar(&o.sqliteDir, "sqlite-dir", "./reqlog-data", "the data directory of -direct sqlite")
 	fs.StringVar(&o.directScope, "direct-scope", "bench:live", "seed with -direct: the account:domain that owns the messages (the server's API key's)")
 	fs.StringVar(&o.label, "label", "", "a name for this run in the report, e.g. the store")
 	fs.StringVar(&o.proxy.upstream, "upstream", "127.0.0.1:18090", "proxy: where the tool serves the upstream, which reqlogd's REQLOG_PROXY_UPSTREAM must name")
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
 	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
+	fs.StringVar(&o.statsQuery, "stats-query", "", "stats: query parameters added to /v1/stats, e.g. q=application or name=shop-frontend")
+	fs.StringVar(&o.bodyFile, "body", "", "ingest: every message is this file's submission (one JSON object, e.g. docs/bench/submission-1.8kb.py's output), -items of them per request, instead of the generated mix; -limit's stores append the same")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy")
@@ -243,11 +259,14 @@ func (o options) check(mode string) error {
 	case o.format != "ndjson" && o.format != "csv":
 		return fmt.Errorf("-format %q: use ndjson or csv", o.format)
 	}
+	if _, err := url.ParseQuery(o.statsQuery); err != nil {
+		return fmt.Errorf("-stats-query %q: %w", o.statsQuery, err)
+	}
 	if o.direct != "" {
-		if mode != "seed" || o.direct != "elasticsearch" {
-			return errors.New("-direct: use -direct elasticsearch with seed")
+		if mode != "seed" || (o.direct != "elasticsearch" && o.direct != "sqlite") {
+			return errors.New("-direct: use -direct elasticsearch or -direct sqlite with seed")
 		}
-		if u, err := url.Parse(o.esURL); err != nil || !isLoopback(u.Hostname()) {
+		if u, err := url.Parse(o.esURL); o.direct == "elasticsearch" && (err != nil || !isLoopback(u.Hostname())) {
 			return fmt.Errorf("-direct: %q is not on this machine: the tool only sends load to loopback addresses", o.esURL)
 		}
 		if _, err := directScope(o.directScope); err != nil {
@@ -258,8 +277,8 @@ func (o options) check(mode string) error {
 		return fmt.Errorf("-verify-in %q: use mongodb or elasticsearch", o.verifyIn)
 	}
 	for _, limit := range o.limits {
-		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch"}, limit) {
-			return fmt.Errorf("-limit %q: use decode, bare, mongodb or elasticsearch", limit)
+		if !slices.Contains([]string{"decode", "bare", "mongodb", "elasticsearch", "sqlite"}, limit) {
+			return fmt.Errorf("-limit %q: use decode, bare, mongodb, elasticsearch or sqlite", limit)
 		}
 		target := map[string]string{"mongodb": o.mongoURI, "elasticsearch": o.esURL}[limit]
 		if u, err := url.Parse(target); target != "" && (err != nil || !isLoopback(u.Hostname())) {
@@ -310,7 +329,7 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		readAttack(title, o, srv.getTargets(target), sm, stdout)
 		return nil
 	case "stats":
-		target, err := srv.prepareStats(ctx, stdout)
+		target, err := srv.prepareStats(ctx, o.statsQuery, stdout)
 		if err != nil {
 			return err
 		}
@@ -320,6 +339,11 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		return srv.export(ctx, title, o, stdout)
 	}
 	bodies := gen.pool(o.poolSize, o.items, time.Now())
+	if o.bodyFile != "" {
+		if bodies, err = fileBodies(o.bodyFile, o.items); err != nil {
+			return err
+		}
+	}
 	targets := srv.ingestTargets(bodies)
 	if mode == "mixed" || mode == "soak" {
 		mix, err := srv.prepareFetch(ctx)
@@ -339,6 +363,10 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 	rep.print(stdout)
 	serverCPU := cpu.per(rep.ingested())
 	printCPU(stdout, fmt.Sprintf("the server (pid %d)", o.pid), serverCPU)
+	if waited := cpu.waitedPer(rep.ingested()); waited > 0 {
+		fmt.Fprintf(stdout, "cpu: the server's threads waited %.1fµs per message for a CPU (run queue, /proc/<pid>/task/*/schedstat)\n",
+			float64(waited)/float64(time.Microsecond))
+	}
 	printRatios(stdout, rep.ingestRate(), serverCPU, o.limits, ceilings)
 	if o.verify {
 		var v verification
@@ -372,6 +400,10 @@ func readAttack(title string, o options, targets vegeta.Targeter, sm *sampler, s
 		fmt.Fprintf(stdout, "cpu: the server (pid %d) spent %.2fms per request (user and system, /proc/<pid>/stat)\n",
 			o.pid, float64(perRequest)/float64(time.Millisecond))
 	}
+	if waited := cpu.waitedPer(float64(rep.all.Requests)); waited > 0 {
+		fmt.Fprintf(stdout, "cpu: the server's threads waited %.2fms per request for a CPU (run queue, /proc/<pid>/task/*/schedstat)\n",
+			float64(waited)/float64(time.Millisecond))
+	}
 }
 
 // ceiling is what a limit measured: messages per second, and for a handler in
@@ -402,9 +434,12 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 	}
 	var b *baseline
 	var err error
-	if limit == "mongodb" {
+	switch limit {
+	case "mongodb":
 		b, err = openMongoBaseline(ctx, o.mongoURI)
-	} else {
+	case "sqlite":
+		b, err = openSQLiteBaseline(ctx)
+	default:
 		b, err = openElasticBaseline(ctx, o.esURL)
 	}
 	if err != nil {
@@ -418,13 +453,15 @@ func measureLimit(ctx context.Context, limit string, o options, bodies [][]byte,
 		return ceiling{}, err
 	}
 	fmt.Fprintf(stdout, "\n== limit: direct %s store, %s per combination\n", limit, o.baselineEach)
-	best := 0.0
+	best, bestCPU := 0.0, time.Duration(0)
 	for _, r := range runs {
-		fmt.Fprintf(stdout, "batch %5d x %3d goroutines: %8.0f messages/s (%d failed appends)\n", r.batch, r.workers,
-			r.rate, r.failures)
-		best = max(best, r.rate)
+		fmt.Fprintf(stdout, "batch %5d x %3d goroutines: %8.0f messages/s (%d failed appends), %.1fµs of CPU per message\n",
+			r.batch, r.workers, r.rate, r.failures, float64(r.cpu)/float64(time.Microsecond))
+		if r.rate > best {
+			best, bestCPU = r.rate, r.cpu
+		}
 	}
-	return ceiling{rate: best}, nil
+	return ceiling{rate: best, cpu: bestCPU}, nil
 }
 
 // seedBatch is seed's default submissions per request: about 1 MB of the

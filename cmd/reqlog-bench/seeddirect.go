@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -39,6 +42,13 @@ func seedDirect(ctx context.Context, gen *generator, o options, stdout io.Writer
 	scope, err := directScope(o.directScope)
 	if err != nil {
 		return err
+	}
+	if o.direct == "sqlite" {
+		store, err := sqlite.New(ctx, sqlite.Config{Dir: o.sqliteDir})
+		if err != nil {
+			return fmt.Errorf("-direct sqlite: %w", err)
+		}
+		return errors.Join(seedInto(ctx, store, scope, gen, o, stdout), store.Close())
 	}
 	// Refreshing every second while a million messages go in costs the node
 	// most of its time in small segments and their merges; the seed's store
@@ -132,14 +142,18 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		case <-done:
 			waiting = false
 		case <-progress.C:
-			fmt.Fprintf(stdout, "seed: %d of %d stored after %s\n", stored.Load(), o.n, time.Since(began).Round(time.Second))
+			fmt.Fprintf(stdout, "seed: %d of %d stored after %s%s\n", stored.Load(), o.n, time.Since(began).Round(time.Second), ownMemory())
 		}
 	}
 	progress.Stop()
 	took := time.Since(began)
 	n := stored.Load()
-	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s, %s) in %s: %.0f messages/s from %d goroutines\n",
-		n, o.esURL, o.esPrefix, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections)
+	into := o.sqliteDir
+	if o.direct == "elasticsearch" {
+		into = o.esURL + ", " + o.esPrefix
+	}
+	fmt.Fprintf(stdout, "seed: %d messages stored directly (%s) in %s: %.0f messages/s from %d goroutines%s\n",
+		n, into, took.Round(time.Millisecond), float64(n)/took.Seconds(), o.load.connections, ownMemory())
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
@@ -147,4 +161,17 @@ func seedInto(ctx context.Context, w ports.MessageWriter, scope domain.Scope, ge
 		return errors.Join(firstErr, fmt.Errorf("%d of %d messages stored", n, o.n))
 	}
 	return nil
+}
+
+// ownMemory is this process's resident size now and at its peak, and its Go
+// heap in use, as the seed grows the store (Linux; empty elsewhere).
+func ownMemory() string {
+	rss, err := procStatusBytes(os.Getpid(), "VmRSS:")
+	if err != nil {
+		return ""
+	}
+	peak, _ := procStatusBytes(os.Getpid(), "VmHWM:")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("; rss %s (peak %s), Go heap in use %s", mib(rss), mib(peak), mib(float64(ms.HeapInuse)))
 }

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 // A direct seed stores every generated message, in the scope asked for, with the
@@ -28,23 +30,7 @@ func TestSeedIntoStoresEveryMessage(t *testing.T) {
 	if err := seedInto(t.Context(), store, scope, newGenerator(o.seed), o, &out); err != nil {
 		t.Fatalf("seedInto: %v\n%s", err, out.String())
 	}
-	later := time.Now().Add(time.Hour) // past the policy's visibility delay
-	count := func(filter domain.Filter) int {
-		n := 0
-		q := domain.Query{Scope: scope, Filter: filter, Limit: 1000}
-		for {
-			page, err := store.List(t.Context(), q, later)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(page.Messages)
-			if !page.HasMore {
-				return n
-			}
-			last := page.Messages[len(page.Messages)-1]
-			q.After = &domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
-		}
-	}
+	count := func(filter domain.Filter) int { return countListed(t, store, scope, filter) }
 	if n := count(domain.Filter{}); n != 1234 {
 		t.Errorf("%d messages stored, want 1234", n)
 	}
@@ -56,6 +42,48 @@ func TestSeedIntoStoresEveryMessage(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "seed: 1234 messages stored directly") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// countListed counts the messages of scope that pass filter, read an hour
+// from now (past the policy's visibility delay).
+func countListed(t *testing.T, store ports.MessageReader, scope domain.Scope, filter domain.Filter) int {
+	t.Helper()
+	later := time.Now().Add(time.Hour)
+	n := 0
+	q := domain.Query{Scope: scope, Filter: filter, Limit: 1000}
+	for {
+		page, err := store.List(t.Context(), q, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Messages)
+		if !page.HasMore {
+			return n
+		}
+		last := page.Messages[len(page.Messages)-1]
+		q.After = &domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+}
+
+// -direct sqlite seeds a data directory, which reqlogd then opens.
+func TestDirectSeedIntoSQLite(t *testing.T) {
+	dir := t.TempDir()
+	o, _, err := parse([]string{"-n", "321", "-connections", "2", "-direct", "sqlite", "-sqlite-dir", dir, "seed"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := seedDirect(t.Context(), newGenerator(o.seed), o, &out); err != nil {
+		t.Fatalf("seedDirect: %v\n%s", err, out.String())
+	}
+	store, err := sqlite.New(t.Context(), sqlite.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if n := countListed(t, store, domain.Scope{Account: "bench", Domain: domain.DomainLive}, domain.Filter{}); n != 321 {
+		t.Errorf("%d messages stored, want 321", n)
 	}
 }
 

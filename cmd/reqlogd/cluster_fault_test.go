@@ -25,7 +25,14 @@ import (
 	"github.com/reqlog/reqlog/app"
 )
 
-func TestMain(m *testing.M) { os.Exit(elastictest.Main(m)) }
+// TestMain runs the test binary as reqlogd itself when asReqlogdEnv says so
+// (kill_test.go), and otherwise the tests, with the shared cluster.
+func TestMain(m *testing.M) {
+	if os.Getenv(asReqlogdEnv) == "1" {
+		os.Exit(run(nil, os.LookupEnv, os.Stdout, os.Stderr))
+	}
+	os.Exit(elastictest.Main(m))
+}
 
 // refusalBound is the longest any request may take while the cluster loses a
 // node: the client timeout of the check. A write whose shard has no

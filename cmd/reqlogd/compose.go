@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -13,7 +17,10 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 // options is the whole service graph for cfg: each part's module with its own
@@ -30,15 +37,42 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		// Every store's Config: the graph uses the chosen store's only.
-		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP),
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP, cfg.SQLite, cfg.Alerts, cfg.Webhook),
 		store,
 		app.Module,
 		keyring.Module,
 		portal.Module,
+		webhook.Module,
+		fx.Provide(newPortalLinks, func(l *portalLinks) ports.PortalLinker { return l }),
+		app.AlertsModule,
 		httpapi.Module,
 		otlp.Module,  // POST /v1/traces
 		proxy.Module, // runs only when cfg.Proxy is enabled
 	), nil
+}
+
+// portalLinks gives alert events their portal links: on REQLOG_PUBLIC_URL, or
+// else on the address the server listens on, known once it has started
+// (listening).
+type portalLinks struct {
+	site *portal.Portal
+	base atomic.Pointer[string]
+}
+
+func newPortalLinks(site *portal.Portal) *portalLinks { return &portalLinks{site: site} }
+
+// listening records where the server listens.
+func (l *portalLinks) listening(addr net.Addr) {
+	base := "http://" + reachable(addr)
+	l.base.Store(&base)
+}
+
+func (l *portalLinks) PortalLink(principal domain.Principal, view url.Values, expires time.Time) string {
+	base := ""
+	if b := l.base.Load(); b != nil {
+		base = *b
+	}
+	return l.site.Link(base, principal, view, expires)
 }
 
 func storeModule(name string, registry map[string]fx.Option) (fx.Option, error) {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,12 +45,20 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		fmt.Fprint(stdout, configUsage())
 		return exitOK
 	}
+	if errors.Is(err, errVersionRequested) {
+		fmt.Fprintln(stdout, buildVersion())
+		return exitOK
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	generateDevKey, err := keepGenerated(&cfg)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	var devKey string
 	if len(cfg.Keyring.Keys) == 0 {
-		if devKey, err = addDevKey(&cfg); err != nil {
+		if devKey, err = addDevKey(&cfg, generateDevKey); err != nil {
 			return fail(stderr, err)
 		}
 		if cfg.Proxy.APIKey == "" && cfg.Proxy.ReqlogURL == "" {
@@ -69,7 +76,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	}
 	var server *httpapi.Server
 	var site *portal.Portal
-	svc := fx.New(graph, fx.Populate(&server, &site))
+	var links *portalLinks
+	svc := fx.New(graph, fx.Populate(&server, &site, &links))
 	if err := svc.Err(); err != nil {
 		return fail(stderr, err)
 	}
@@ -79,6 +87,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return fail(stderr, err)
 	}
 	shutdown := svc.Wait() // handles SIGINT and SIGTERM from here on
+	links.listening(server.Addr())
 	if devKey != "" {
 		logger.Warn("REQLOG_API_KEYS is not set: generated a development key, printed on standard output",
 			zap.String("account", devAccount), zap.String("domain", devDomain))
@@ -142,9 +151,12 @@ func warnDroppedDefaults(logger *zap.Logger, policy domain.Policy) {
 	}
 }
 
-// addDevKey makes a random test-domain key when none is configured.
-func addDevKey(cfg *config) (string, error) {
-	key := "rk_dev_" + rand.Text()
+// addDevKey adds a test-domain key from generate when none is configured.
+func addDevKey(cfg *config, generate func() (string, error)) (string, error) {
+	key, err := generate()
+	if err != nil {
+		return "", err
+	}
 	entry, err := app.NewAPIKey(devAccount, devDomain, key)
 	if err != nil {
 		return "", err

@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -92,6 +94,7 @@ func TestGraphServesOverHTTP(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.HTTP.Addr = "127.0.0.1:0"
 	cfg.App.VisibilityDelay = 0
+	cfg.SQLite.Dir = t.TempDir()
 	key, err := app.NewAPIKey("acme", "live", "rk_graph_test")
 	if err != nil {
 		t.Fatal(err)
@@ -162,14 +165,22 @@ func TestInvalidConfigurationExitsWith2(t *testing.T) {
 	}
 }
 
-// The whole command: a development key printed once, a real round trip, and a
-// clean exit on SIGTERM.
-func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
+// devRun is run in the background, up to its development key banner.
+type devRun struct {
+	text, key, base string
+	link            []string // the portal link and its token
+	done            chan int
+}
+
+// startDev runs reqlogd with env and no key until it prints its development
+// key banner.
+func startDev(t *testing.T, env map[string]string) devRun {
+	t.Helper()
 	out, stdout := io.Pipe()
-	done := make(chan int, 1)
+	r := devRun{done: make(chan int, 1)}
 	go func() {
 		defer stdout.Close()
-		done <- run([]string{"-addr", "127.0.0.1:0", "-visibility-delay", "0", "-log-level", "error"}, envOf(nil), stdout, io.Discard)
+		r.done <- run([]string{"-addr", "127.0.0.1:0", "-visibility-delay", "0", "-log-level", "error"}, envOf(env), stdout, io.Discard)
 	}()
 	var printed strings.Builder
 	lines := bufio.NewScanner(out)
@@ -180,37 +191,78 @@ func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	text := printed.String()
-	key := regexp.MustCompile(`rk_dev_[A-Z2-7]+`).FindString(text)
-	base := regexp.MustCompile(`http://[^ ]+:\d+`).FindString(text)
-	if key == "" || base == "" || !strings.Contains(text, "set REQLOG_API_KEYS in production") {
-		t.Fatalf("development key banner:\n%s", text)
+	r.text = printed.String()
+	r.key = regexp.MustCompile(`rk_dev_[A-Z2-7]+`).FindString(r.text)
+	r.base = regexp.MustCompile(`http://[^ ]+:\d+`).FindString(r.text)
+	if r.key == "" || r.base == "" || !strings.Contains(r.text, "set REQLOG_API_KEYS in production") {
+		t.Fatalf("development key banner:\n%s", r.text)
 	}
-	if n := strings.Count(text, key); n != 3 {
-		t.Errorf("the key appears %d times, want once plus in the two curl examples", n)
+	r.link = regexp.MustCompile(`http://\S+/portal#token=(rlp_\S+)`).FindStringSubmatch(r.text)
+	if r.link == nil || !strings.HasPrefix(r.link[0], r.base+"/portal#") {
+		t.Fatalf("no portal link on %s in the banner:\n%s", r.base, r.text)
 	}
-	msg := roundTrip(t, base, key)
-	if msg["domain"] != "test" {
-		t.Errorf("the development key is not a test key: %v", msg)
-	}
-	// The portal link reads the whole development account: the message just sent.
-	link := regexp.MustCompile(`http://\S+/portal#token=(rlp_\S+)`).FindStringSubmatch(text)
-	if link == nil || !strings.HasPrefix(link[0], base+"/portal#") {
-		t.Fatalf("no portal link on %s in the banner:\n%s", base, text)
-	}
-	if got := roundTripList(t, base, link[1]); len(got) != 1 || got[0] != msg["id"] {
-		t.Errorf("the portal link's token lists %v, want the submitted message %v", got, msg["id"])
-	}
+	return r
+}
+
+// stop sends the process SIGTERM and waits for run to exit cleanly.
+func (r devRun) stop(t *testing.T) {
+	t.Helper()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case code := <-done:
+	case code := <-r.done:
 		if code != exitOK {
 			t.Fatalf("exit code %d after SIGTERM", code)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no exit within 10s of SIGTERM")
+	}
+}
+
+// The whole command on its default store: a development key printed once, a
+// real round trip, and a clean exit on SIGTERM.
+func TestRunWithDevelopmentKeyUntilSIGTERM(t *testing.T) {
+	r := startDev(t, map[string]string{"REQLOG_SQLITE_DIR": t.TempDir()})
+	if n := strings.Count(r.text, r.key); n != 3 {
+		t.Errorf("the key appears %d times, want once plus in the two curl examples", n)
+	}
+	msg := roundTrip(t, r.base, r.key)
+	if msg["domain"] != "test" {
+		t.Errorf("the development key is not a test key: %v", msg)
+	}
+	// The portal link reads the whole development account: the message just sent.
+	if got := roundTripList(t, r.base, r.link[1]); len(got) != 1 || got[0] != msg["id"] {
+		t.Errorf("the portal link's token lists %v, want the submitted message %v", got, msg["id"])
+	}
+	r.stop(t)
+}
+
+// On the default store a restart keeps the messages, the generated key and
+// the portal secret: the first run's key and portal link still read what it
+// stored. Both are files of mode 0600 in the data directory.
+func TestRestartKeepsMessagesKeyAndPortalLinks(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"REQLOG_SQLITE_DIR": dir}
+	first := startDev(t, env)
+	msg := roundTrip(t, first.base, first.key)
+	first.stop(t)
+
+	second := startDev(t, env)
+	defer second.stop(t)
+	if second.key != first.key {
+		t.Errorf("the restart generated another development key")
+	}
+	for _, credential := range []string{first.key, first.link[1]} {
+		if got := roundTripList(t, second.base, credential); len(got) != 1 || got[0] != msg["id"] {
+			t.Errorf("after the restart, the first run's credential lists %v, want %v", got, msg["id"])
+		}
+	}
+	for _, name := range []string{keptDevKeyName, keptPortalSecretName} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v; want a file of mode 0600", name, err, info.Mode().Perm())
+		}
 	}
 }
 

@@ -112,12 +112,16 @@ func TestProxyNeedsAKeyToStoreAs(t *testing.T) {
 }
 
 // startGraph starts reqlogd's graph on the settings of env, the API on a free
-// port with no visibility delay, fills targets (pointers, as fx.Populate) and
-// stops it when the test ends.
+// port with no visibility delay and the default store in a temporary directory
+// (never the package's own), fills targets (pointers, as fx.Populate) and stops
+// it when the test ends.
 func startGraph(t *testing.T, env map[string]string, targets ...any) {
 	t.Helper()
 	env = maps.Clone(env)
 	env["REQLOG_ADDR"], env["REQLOG_VISIBILITY_DELAY"] = "127.0.0.1:0", "0"
+	if _, ok := env["REQLOG_SQLITE_DIR"]; !ok {
+		env["REQLOG_SQLITE_DIR"] = t.TempDir()
+	}
 	cfg, err := loadConfig(nil, envOf(env))
 	if err != nil {
 		t.Fatal(err)

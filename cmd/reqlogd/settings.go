@@ -3,7 +3,7 @@ package main
 // Every setting of reqlogd is a row of the table below: its YAML key gives its
 // environment variable and flag, and its field says which part's Config it sets,
 // where that field's meaning is documented (app.Config, httpapi.Config,
-// portal.Config, keyring.Config, mongo.Config, elastic.Config, or config below for
+// portal.Config, keyring.Config, sqlite.Config, mongo.Config, elastic.Config, or config below for
 // the process's own). Each part validates its Config; the table turns a refused
 // field back into the setting, with the value as given and where it came from.
 //
@@ -34,12 +34,15 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
 
 // Store names REQLOG_STORE accepts.
 const (
+	storeSQLite        = "sqlite"
 	storeMemory        = "memory"
 	storeMongoDB       = "mongodb"
 	storeElasticsearch = "elasticsearch"
@@ -78,6 +81,9 @@ type config struct {
 	Elasticsearch elastic.Config
 	Proxy         proxy.Config
 	OTLP          otlp.Config
+	SQLite        sqlite.Config
+	Alerts        app.AlertConfig
+	Webhook       webhook.Config
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -89,7 +95,7 @@ type origin struct{ value, source string }
 // defaultConfig returns the defaults of every setting: each part's own.
 func defaultConfig() config {
 	return config{
-		Store:           storeMemory,
+		Store:           storeSQLite,
 		LogLevel:        zapcore.InfoLevel,
 		LogFormat:       logFormatJSON,
 		ShutdownTimeout: 15 * time.Second,
@@ -100,6 +106,9 @@ func defaultConfig() config {
 		Elasticsearch:   elastic.DefaultConfig(),
 		Proxy:           proxy.DefaultConfig(),
 		OTLP:            otlp.DefaultConfig(),
+		SQLite:          sqlite.DefaultConfig(),
+		Alerts:          app.DefaultAlertConfig(),
+		Webhook:         webhook.DefaultConfig(),
 	}
 }
 
@@ -109,7 +118,8 @@ type setting struct {
 	key    string
 	field  string // the config field it sets, e.g. "MongoDB.URI"
 	usage  string
-	secret bool // never repeated in errors
+	secret bool   // never repeated in errors
+	fileOf string // the secret setting whose value this row's file holds (secretfile.go)
 	parse  func(c *config, value string) error
 	show   func(c config) string // the default, for usage text
 }
@@ -183,7 +193,8 @@ func boolSetting(key, field, usage string, ptr func(*config) *bool) setting {
 // settings is the single list of what can be configured.
 var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
-	stringSetting("store", "Store", "storage backend: memory, mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("store", "Store", "storage backend: sqlite (a directory of files, see sqlite.dir), memory (lost on restart), mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
 		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
@@ -270,18 +281,34 @@ var settings = []setting{
 	intSetting("exports_max", "HTTP.Exports.Total", "exports the process runs at once, every key together (429 with Retry-After beyond); each holds up to a store page of about 4 MiB while its client reads it", func(c *config) *int { return &c.HTTP.Exports.Total }),
 	int64Setting("export_min_rate", "HTTP.Exports.MinRate", "slowest average rate, in bytes per second, at which a client must read its export, counted over the time spent writing it; a slower one is cut once export_stall_timeout of slack is spent (0: no minimum)", func(c *config) *int64 { return &c.HTTP.Exports.MinRate }),
 	durationSetting("export_stall_timeout", "HTTP.Exports.Stall", "longest one write of an export waits for its client beyond its bytes at export_min_rate: a client that stops reading is cut after it", func(c *config) *time.Duration { return &c.HTTP.Exports.Stall }),
+	durationSetting("alerts.evaluation_interval", "Alerts.EvaluationInterval", "how often every alert rule is evaluated, on its multiples (a divisor of an hour); one replica evaluates each time", func(c *config) *time.Duration { return &c.Alerts.EvaluationInterval }),
+	durationSetting("alerts.poll_interval", "Alerts.Poll", "how often each replica looks for the next evaluation and for due webhook deliveries (at most the evaluation interval)", func(c *config) *time.Duration { return &c.Alerts.Poll }),
+	boolSetting("alerts.allow_private_webhooks", "Webhook.AllowPrivate", "let webhook URLs resolve to loopback, private, link-local and other internal addresses (refused by default, at creation and on every connection)", func(c *config) *bool { return &c.Webhook.AllowPrivate }),
+	durationSetting("alerts.webhook_timeout", "Webhook.Timeout", "longest a webhook attempt may take, connecting and reading the reply included (1s to 1m)", func(c *config) *time.Duration { return &c.Webhook.Timeout }),
+	durationSetting("alerts.delivery_lease", "Alerts.DeliveryLease", "how long a replica holds a webhook delivery it attempts before another may take it over (above the webhook timeout)", func(c *config) *time.Duration { return &c.Alerts.DeliveryLease }),
+	intSetting("alerts.delivery_concurrency", "Alerts.DeliveryConcurrency", "webhook attempts each replica makes at the same time", func(c *config) *int { return &c.Alerts.DeliveryConcurrency }),
+	durationSetting("alerts.history_retention", "Alerts.HistoryRetention", "how long alert transitions, finished deliveries and the delivery log are kept", func(c *config) *time.Duration { return &c.Alerts.HistoryRetention }),
+	durationSetting("alerts.portal_link_ttl", "Alerts.PortalLinkTTL", "how long the portal link in an alert event opens the portal (a read-only session of the rule's application, or account); 0 sends links without a session", func(c *config) *time.Duration { return &c.Alerts.PortalLinkTTL }),
+	// Every secret setting from a file, too (secretfile.go).
+	secretFileSetting("api_keys"),
+	secretFileSetting("portal.secret"),
+	secretFileSetting("mongodb.uri"),
+	secretFileSetting("elasticsearch.password"),
+	secretFileSetting("elasticsearch.api_key"),
+	secretFileSetting("proxy.api_key"),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
 // defaults, the YAML file named by -config or REQLOG_CONFIG, the REQLOG_*
 // environment variables (empty ones are ignored) and the command-line flags; then it
 // validates the result. lookupEnv is os.LookupEnv outside tests. -h gives
-// flag.ErrHelp; print configUsage then.
+// flag.ErrHelp; print configUsage then. -version gives errVersionRequested.
 func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, error) {
 	fs := flag.NewFlagSet("reqlogd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	configPath := fs.String("config", "", "path of a YAML configuration file")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	flagValues := make([]*string, len(settings))
 	for i, s := range settings {
 		flagValues[i] = fs.String(s.flag(), "", s.usage)
@@ -291,6 +318,9 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, e
 			return config{}, err
 		}
 		return config{}, fmt.Errorf("command line: %w", err)
+	}
+	if *showVersion {
+		return config{}, errVersionRequested
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
@@ -306,12 +336,18 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, e
 			return config{}, err
 		}
 	}
+	if err := bothGiven("environment", func(s setting) bool { v, ok := lookupEnv(s.env()); return ok && v != "" }); err != nil {
+		return config{}, err
+	}
 	for _, s := range settings {
 		if v, ok := lookupEnv(s.env()); ok && v != "" {
 			if err := apply(&cfg, s, v, "environment"); err != nil {
 				return config{}, err
 			}
 		}
+	}
+	if err := bothGiven("command line", func(s setting) bool { return flagSet(fs, s.flag()) }); err != nil {
+		return config{}, err
 	}
 	for i, s := range settings {
 		if flagSet(fs, s.flag()) {
@@ -330,6 +366,9 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 func apply(cfg *config, s setting, value, source string) error {
+	if s.fileOf != "" {
+		return applySecretFile(cfg, s, value, source)
+	}
 	if err := s.parse(cfg, value); err != nil {
 		return s.invalid(value, source, err.Error())
 	}
@@ -379,6 +418,9 @@ func applyFile(cfg *config, path string) error {
 		if _, ok := byKey[key]; !ok {
 			return fileError(fmt.Sprintf("unknown setting %q", key))
 		}
+	}
+	if err := bothGiven("config file "+path, func(s setting) bool { _, ok := values[s.key]; return ok }); err != nil {
+		return err
 	}
 	for _, s := range settings {
 		if v, ok := values[s.key]; ok {
@@ -465,7 +507,7 @@ func (c config) validate() error {
 		return err
 	}
 	switch c.Store {
-	case storeMemory:
+	case storeSQLite, storeMemory:
 	case storeMongoDB:
 		if c.MongoDB.URI == "" {
 			return c.bad("mongodb.uri", "is required with REQLOG_STORE=mongodb")
@@ -475,7 +517,7 @@ func (c config) validate() error {
 			return c.bad("elasticsearch.url", "is required with REQLOG_STORE=elasticsearch")
 		}
 	default:
-		return c.bad("store", "must be memory, mongodb or elasticsearch")
+		return c.bad("store", "must be sqlite, memory, mongodb or elasticsearch")
 	}
 	if err := c.refused("App", c.App.Validate()); err != nil {
 		return err
@@ -493,13 +535,25 @@ func (c config) validate() error {
 	if err := c.refused("MongoDB", c.MongoDB.Validate()); err != nil {
 		return err
 	}
+	if err := c.refused("SQLite", c.SQLite.Validate()); err != nil {
+		return err
+	}
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
 		return err
 	}
 	if err := c.refused("Proxy", c.Proxy.Validate()); err != nil {
 		return err
 	}
-	return c.refused("OTLP", c.OTLP.Validate())
+	if err := c.refused("OTLP", c.OTLP.Validate()); err != nil {
+		return err
+	}
+	if err := c.refused("Alerts", c.Alerts.Validate()); err != nil {
+		return err
+	}
+	if c.Alerts.DeliveryLease <= c.Webhook.Timeout {
+		return c.bad("alerts.delivery_lease", "must be longer than REQLOG_ALERTS_WEBHOOK_TIMEOUT ("+formatDuration(c.Webhook.Timeout)+"), or another replica would send a delivery again while it is under way")
+	}
+	return c.refused("Webhook", c.Webhook.Validate())
 }
 
 // refused turns a part's refusal of one field (a *domain.ValidationError
@@ -540,6 +594,7 @@ func configUsage() string {
 		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
 	defaults := defaultConfig()
 	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)
+	b.WriteString("  -version\n      print the version and build revision, and exit\n")
 	for _, s := range settings {
 		fmt.Fprintf(&b, "  -%s\n      %s, YAML %s: %s", s.flag(), s.env(), s.key, s.usage)
 		if d := s.show(defaults); d != "" {

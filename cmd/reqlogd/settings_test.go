@@ -24,6 +24,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -118,6 +119,7 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.warm_up", value: "-1s", check: func(c config) bool { return c.Elasticsearch.WarmUp == -time.Second }},
 	{key: "elasticsearch.replicas", value: "2", check: func(c config) bool { return c.Elasticsearch.Replicas == 2 }},
 	{key: "elasticsearch.shards", value: "2", check: func(c config) bool { return c.Elasticsearch.Shards == 2 }},
+	{key: "sqlite.dir", value: "/var/lib/reqlog", check: func(c config) bool { return c.SQLite.Dir == "/var/lib/reqlog" }},
 	{key: "public_url", value: "https://logs.example.com", check: func(c config) bool { return c.Portal.PublicURL == "https://logs.example.com" }},
 	{key: "portal.secret", value: strings.Repeat("s", 32), check: func(c config) bool { return string(c.Portal.Secret) == strings.Repeat("s", 32) }},
 	{key: "portal.frame_ancestors", value: "'self', https://app.example.com", check: func(c config) bool {
@@ -148,6 +150,14 @@ var settingCases = []settingCase{
 	{key: "exports_max", value: "40", check: func(c config) bool { return c.HTTP.Exports.Total == 40 }},
 	{key: "export_min_rate", value: "0", check: func(c config) bool { return c.HTTP.Exports.MinRate == 0 }},
 	{key: "export_stall_timeout", value: "20s", check: func(c config) bool { return c.HTTP.Exports.Stall == 20*time.Second }},
+	{key: "alerts.evaluation_interval", value: "30s", check: func(c config) bool { return c.Alerts.EvaluationInterval == 30*time.Second }},
+	{key: "alerts.poll_interval", value: "5s", check: func(c config) bool { return c.Alerts.Poll == 5*time.Second }},
+	{key: "alerts.allow_private_webhooks", value: "true", check: func(c config) bool { return c.Webhook.AllowPrivate }},
+	{key: "alerts.webhook_timeout", value: "5s", check: func(c config) bool { return c.Webhook.Timeout == 5*time.Second }},
+	{key: "alerts.delivery_lease", value: "2m", check: func(c config) bool { return c.Alerts.DeliveryLease == 2*time.Minute }},
+	{key: "alerts.delivery_concurrency", value: "8", check: func(c config) bool { return c.Alerts.DeliveryConcurrency == 8 }},
+	{key: "alerts.history_retention", value: "7d", check: func(c config) bool { return c.Alerts.HistoryRetention == 7*24*time.Hour }},
+	{key: "alerts.portal_link_ttl", value: "0", check: func(c config) bool { return c.Alerts.PortalLinkTTL == 0 }},
 }
 
 // Each row names the config field it sets, so that a part's refusal of that field
@@ -156,6 +166,9 @@ var settingCases = []settingCase{
 func TestEachSettingSetsTheFieldItNames(t *testing.T) {
 	defaults := defaultConfig()
 	for _, s := range settings {
+		if s.fileOf != "" {
+			continue // a secret's file: TestSecretFromFile
+		}
 		i := slices.IndexFunc(settingCases, func(tc settingCase) bool { return tc.key == s.key })
 		if i < 0 {
 			t.Errorf("setting %s has no case in settingCases", s.key)
@@ -204,6 +217,8 @@ func TestDefaultsAreEachPartsDefaults(t *testing.T) {
 		"keyring": {cfg.Keyring, keyring.Config{}},
 		"proxy":   {cfg.Proxy, proxy.DefaultConfig()},
 		"otlp":    {cfg.OTLP, otlp.DefaultConfig()},
+		"alerts":  {cfg.Alerts, app.DefaultAlertConfig()},
+		"webhook": {cfg.Webhook, webhook.DefaultConfig()},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("default %s config %+v, want its DefaultConfig %+v", part, pair[0], pair[1])
@@ -379,6 +394,13 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"remote reqlog without a key", map[string]string{"REQLOG_PROXY_UPSTREAM": "http://app", "REQLOG_PROXY_REQLOG_URL": "http://logs:8080"}, nil, "REQLOG_PROXY_API_KEY", ""},
 		{"no OTLP spans", map[string]string{"REQLOG_OTLP_MAX_SPANS": "0"}, nil, "REQLOG_OTLP_MAX_SPANS", ""},
 		{"OTLP body limit with unit", map[string]string{"REQLOG_OTLP_MAX_BODY_BYTES": "16MB"}, nil, "REQLOG_OTLP_MAX_BODY_BYTES", ""},
+		{"evaluation interval not dividing an hour", map[string]string{"REQLOG_ALERTS_EVALUATION_INTERVAL": "7m"}, nil, "REQLOG_ALERTS_EVALUATION_INTERVAL", ""},
+		{"alert poll over the interval", nil, []string{"-alerts-poll-interval", "2m"}, "REQLOG_ALERTS_POLL_INTERVAL", ""},
+		{"zero webhook timeout", map[string]string{"REQLOG_ALERTS_WEBHOOK_TIMEOUT": "0s"}, nil, "REQLOG_ALERTS_WEBHOOK_TIMEOUT", ""},
+		{"delivery lease under the webhook timeout", map[string]string{"REQLOG_ALERTS_DELIVERY_LEASE": "5s"}, nil, "REQLOG_ALERTS_DELIVERY_LEASE", ""},
+		{"no delivery concurrency", map[string]string{"REQLOG_ALERTS_DELIVERY_CONCURRENCY": "0"}, nil, "REQLOG_ALERTS_DELIVERY_CONCURRENCY", ""},
+		{"portal link for a month", map[string]string{"REQLOG_ALERTS_PORTAL_LINK_TTL": "30d"}, nil, "REQLOG_ALERTS_PORTAL_LINK_TTL", ""},
+		{"allow private webhooks syntax", map[string]string{"REQLOG_ALERTS_ALLOW_PRIVATE_WEBHOOKS": "yes please"}, nil, "REQLOG_ALERTS_ALLOW_PRIVATE_WEBHOOKS", ""},
 		{"missing config file", map[string]string{configFileEnv: "/nonexistent/reqlog.yaml"}, nil, configFileEnv, ""},
 		{"config file syntax", map[string]string{configFileEnv: writeFile(t, "retention: [1d\n")}, nil, configFileEnv, ""},
 		{"unknown key in file", map[string]string{configFileEnv: writeFile(t, "retenton: 1d\n")}, nil, configFileEnv, ""},

@@ -6,12 +6,15 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 )
 
-// stores maps REQLOG_STORE to the module that provides ports.MessageStore; each
-// reads its own Config (mongo.Config, elastic.Config) from the graph.
+// stores maps REQLOG_STORE to the modules that provide ports.MessageStore and,
+// where the store keeps alert rules, ports.AlertStore; each reads its own
+// Config (sqlite.Config, mongo.Config, elastic.Config) from the graph.
 var stores = map[string]fx.Option{
-	storeMemory:        memory.Module,
-	storeMongoDB:       mongo.Module,
-	storeElasticsearch: elastic.Module,
+	storeSQLite:        fx.Options(sqlite.Module, sqlite.AlertModule),
+	storeMemory:        fx.Options(memory.Module, memory.AlertModule),
+	storeMongoDB:       fx.Options(mongo.Module, mongo.AlertModule),
+	storeElasticsearch: fx.Options(elastic.Module, elastic.AlertModule),
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
@@ -80,11 +82,42 @@ func (c *Client) sendBulk(ctx context.Context, what string, body []byte) (bulkRe
 	ctx, cancel := c.Bounded(ctx)
 	defer cancel()
 	var reply bulkReply
-	err := c.doWith(ctx, c.bulks, what, esapi.BulkRequest{
+	_, err := c.doWith(ctx, c.bulks, what, esapi.BulkRequest{
 		Body: bytes.NewReader(body), FilterPath: bulkReplyFields,
 		Timeout: c.cfg.ShardWait, WaitForActiveShards: waitForActiveShards,
-	}, &reply)
+	}, &reply, nil)
 	return reply, err
+}
+
+// Bulk sends body, bulk entries of any actions, and fails on the first item
+// whose status is an error not in allowed (a 409 of a create finding its
+// document there, a 404 of a delete finding none), classified as a request's
+// failure is. Unlike Creates it neither confirms what existed durable nor
+// bounds the request's wait for shards: it is for the few small documents of
+// the alert store.
+func (c *Client) Bulk(ctx context.Context, op string, body io.Reader, allowed ...int) error {
+	var reply struct {
+		Errors bool `json:"errors"`
+		Items  []map[string]struct {
+			ID     string   `json:"_id"`
+			Status int      `json:"status"`
+			Error  *esError `json:"error"`
+		} `json:"items"`
+	}
+	if err := c.Do(ctx, op, esapi.BulkRequest{Body: body}, &reply); err != nil {
+		return err
+	}
+	if !reply.Errors {
+		return nil
+	}
+	for _, item := range reply.Items {
+		for _, r := range item {
+			if r.Status >= 300 && !slices.Contains(allowed, r.Status) {
+				return failure(op+" "+r.ID, r.Status, r.Error)
+			}
+		}
+	}
+	return nil
 }
 
 // alreadyExisting returns the targets of a checked reply whose create found

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -88,22 +89,30 @@ func (c *Client) Bounded(ctx context.Context) (context.Context, context.CancelFu
 // Do runs req and decodes a successful JSON reply into out (nil: discard it;
 // a ReplyDecoder decodes itself). Error replies become errors of op.
 func (c *Client) Do(ctx context.Context, op string, req esapi.Request, out any) error {
-	return c.doWith(ctx, c.es, op, req, out)
+	_, err := c.doWith(ctx, c.es, op, req, out, nil)
+	return err
 }
 
-// doWith is Do on client.
-func (c *Client) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any) error {
+// DoAllowing is Do where an error reply of a status in allowed (a 404 of a
+// missing document, a 409 of a lost compare-and-set) is no error: it is
+// discarded, and its status returned as any other.
+func (c *Client) DoAllowing(ctx context.Context, op string, req esapi.Request, out any, allowed ...int) (int, error) {
+	return c.doWith(ctx, c.es, op, req, out, allowed)
+}
+
+// doWith is DoAllowing on client.
+func (c *Client) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any, allowed []int) (int, error) {
 	res, err := req.Do(ctx, client)
 	if err != nil {
-		return transportError(ctx, op, err)
+		return 0, transportError(ctx, op, err)
 	}
 	defer res.Body.Close()
-	if res.IsError() {
-		return replyError(op, res)
+	if res.IsError() && !slices.Contains(allowed, res.StatusCode) {
+		return res.StatusCode, replyError(op, res)
 	}
-	if out == nil {
+	if out == nil || res.IsError() {
 		_, _ = io.Copy(io.Discard, res.Body)
-		return nil
+		return res.StatusCode, nil
 	}
 	if r, ok := out.(ReplyDecoder); ok {
 		err = r.DecodeReply(res.Body)
@@ -113,9 +122,9 @@ func (c *Client) doWith(ctx context.Context, client esapi.Transport, op string, 
 		err = json.NewDecoder(res.Body).Decode(out)
 	}
 	if err != nil {
-		return transportError(ctx, op, fmt.Errorf("decode reply: %w", err))
+		return res.StatusCode, transportError(ctx, op, fmt.Errorf("decode reply: %w", err))
 	}
-	return nil
+	return res.StatusCode, nil
 }
 
 // ReplyDecoder decodes a reply as it streams in, reading only what it needs.

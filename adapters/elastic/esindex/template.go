@@ -65,7 +65,7 @@ func newIndexTemplate(cfg Config) indexTemplate {
 					// One primary shard by default: a day's index stays small.
 					"number_of_shards": cfg.Shards,
 					// Replicas follow the cluster's size (Config.Replicas).
-					"auto_expand_replicas": cfg.autoExpandReplicas(),
+					"auto_expand_replicas": cfg.AutoExpandReplicas(),
 					"refresh_interval":     cfg.refreshSetting(),
 					// Segments sorted newest first let a page stop early.
 					"sort.field": []string{"created_at", "id"},
@@ -84,13 +84,13 @@ func newIndexTemplate(cfg Config) indexTemplate {
 func liveSettings(cfg Config) map[string]any {
 	return map[string]any{"index": map[string]any{
 		"refresh_interval":     cfg.refreshSetting(),
-		"auto_expand_replicas": cfg.autoExpandReplicas(),
+		"auto_expand_replicas": cfg.AutoExpandReplicas(),
 		"blocks.write":         nil,
 	}}
 }
 
-// autoExpandReplicas is index.auto_expand_replicas for Replicas.
-func (cfg Config) autoExpandReplicas() string {
+// AutoExpandReplicas is index.auto_expand_replicas for Replicas.
+func (cfg Config) AutoExpandReplicas() string {
 	return fmt.Sprintf("0-%d", cfg.Replicas)
 }
 

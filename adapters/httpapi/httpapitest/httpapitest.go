@@ -2,8 +2,8 @@
 //
 //	conformance.RunAPITests(t, newStore, httpapitest.Serve)
 //
-// It builds the same fx graph as cmd/reqlogd (app, keyring, portal and the API
-// handler) on the given store, so the suite tests the real wiring.
+// It builds the same fx graph as cmd/reqlogd (app, keyring, portal, alerting
+// and the API handler) on the given store, so the suite tests the real wiring.
 package httpapitest
 
 import (
@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -20,13 +21,18 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/ports"
 )
 
 var _ conformance.ServeFunc = Serve
+
+// AlertPoll is how often the service's alert loops look at the clock.
+const AlertPoll = 20 * time.Millisecond
 
 // portalSecret signs portal sessions; a fixed one spares every test the warning
 // about a random secret.
@@ -35,6 +41,11 @@ const portalSecret = "httpapitest-portal-secret-0123456789abcdef"
 // Serve returns the API handler of a service with cfg's keys, policy, clock and
 // body limit on store. The service stops when the test ends, before the store's own
 // cleanup runs (the store maker registered that earlier).
+//
+// Alerting runs on store when it is a ports.AlertStore too, otherwise on a
+// memory alert store of its own. Its loops look at the clock every
+// AlertPoll, so that a test moving the fake clock on sees the next evaluation
+// soon after; webhooks may reach loopback addresses (the suite's receiver).
 func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
 	t.Helper()
 	keys := keyring.Config{Keys: make([]app.APIKey, len(cfg.Keys))}
@@ -59,15 +70,24 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		t.Fatalf("httpapitest: policy: %v", err)
 	}
 
+	alerting := app.DefaultAlertConfig()
+	alerting.Poll = AlertPoll
+	alerts, ok := store.(ports.AlertStore)
+	if !ok {
+		alerts = memory.NewAlertStore()
+	}
 	var handler http.Handler
 	opts := []fx.Option{
 		fx.NopLogger,
 		app.Module,
 		keyring.Module,
 		portal.Module,
+		webhook.Module,
+		app.AlertsModule,
 		httpapi.HandlerModule,
-		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
-		fx.Provide(func() ports.MessageStore { return store }),
+		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
+		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts }),
 		fx.Replace(policy),
 		fx.Populate(&handler),
 	}

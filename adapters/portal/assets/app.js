@@ -10,6 +10,7 @@ const TOKEN_KEY = "reqlog.portal.token";
 const API = new URL("v1/messages", document.baseURI);
 const STATS = new URL("v1/stats", document.baseURI);
 const EXPORT = new URL("v1/messages/export", document.baseURI);
+const ALERTS = new URL("v1/alerts/states", document.baseURI);
 
 // Query parameters the page keeps in its URL; "range" is a preset (or "custom"
 // for from/to), "message" the open message.
@@ -44,6 +45,8 @@ const state = {
   openId: "",
   chart: null,
   stats: null,
+  alerts: null, // the rules' states over the chart's range; null before (or without) alerting
+  firing: [], // when an alert was firing, as [from, to] in Unix seconds, merged
   focus: -1, // the chart's bucket under keyboard focus
   anchor: -1, // where a Shift selection started
   painted: { list: false, chart: false },
@@ -263,6 +266,7 @@ function show() {
     resolveQuery(view);
     load(true);
     loadStats();
+    loadAlerts();
   }
   const id = params.get("message") || "";
   if (id !== state.openId) {
@@ -446,16 +450,21 @@ function painted(part) {
 
 // ---- traffic chart ---------------------------------------------------------
 
-async function loadStats() {
-  const generation = state.generation;
-  $("chart").setAttribute("aria-busy", "true");
+// chartQuery is the view's query with the chart's range: an open-ended custom
+// range still needs a start, the default retention (30 days) back from its end.
+function chartQuery() {
   const query = new URLSearchParams(state.query);
-  // An open-ended custom range still needs a start for the chart: the default
-  // retention (30 days) back from its end.
   if (!query.get("from")) {
     const to = query.get("to") ? new Date(query.get("to")) : new Date();
     query.set("from", new Date(to.getTime() - RANGES["30d"]).toISOString());
   }
+  return query;
+}
+
+async function loadStats() {
+  const generation = state.generation;
+  $("chart").setAttribute("aria-busy", "true");
+  const query = chartQuery();
   query.set("interval", intervalFor(query, $("chart").clientWidth));
   const url = new URL(STATS);
   url.search = query.toString();
@@ -597,6 +606,7 @@ function drawChart(stats) {
       label: CLASSES[k].key, show: shown[k], fill: CLASSES[k].color, stroke: CLASSES[k].color, width: 0, paths: bars, points: { show: false },
     }))],
     hooks: {
+      drawClear: [drawFiring],
       setCursor: [(u) => {
         const i = u.cursor.idx;
         if (i != null) $("chart-readout").textContent = describeBucket(stats, i);
@@ -610,6 +620,29 @@ function drawChart(stats) {
     },
   };
   state.chart = new uPlot(opts, [xs, ...order.map((k) => sums[k])], el);
+}
+
+// drawFiring shades, behind the bars, the periods when an alert was firing: a
+// pale band with a strong line along its top (pale enough that an empty slot
+// still reads as empty).
+function drawFiring(u) {
+  const { left, top, width, height } = u.bbox;
+  const ctx = u.ctx;
+  let drawn = 0;
+  ctx.save();
+  for (const [from, to] of state.firing) {
+    const x0 = Math.max(left, u.valToPos(from, "x", true));
+    const x1 = Math.min(left + width, u.valToPos(to, "x", true));
+    if (x1 <= x0) continue;
+    drawn++;
+    ctx.fillStyle = "#fff0e8";
+    ctx.fillRect(x0, top, x1 - x0, height);
+    ctx.fillStyle = "#D55E00";
+    ctx.fillRect(x0, top, x1 - x0, 3 * devicePixelRatio);
+  }
+  ctx.restore();
+  $("chart").dataset.firing = String(drawn);
+  $("legend-firing").hidden = drawn === 0;
 }
 
 // zoomTo narrows the range to buckets i..j (clamped to the current range) and
@@ -689,6 +722,130 @@ function resizeChart() {
   const width = Math.max(240, el.clientWidth);
   const height = el.clientWidth < 500 ? 150 : 190;
   if (width !== u.width || height !== u.height) u.setSize({ width, height });
+}
+
+// ---- alerts ----------------------------------------------------------------
+
+// loadAlerts reads the rules' states with their firing periods over the
+// chart's range, lists them, and marks the periods on the chart. A service
+// without alerting answers 404: the section stays hidden.
+async function loadAlerts() {
+  const generation = state.generation;
+  const range = chartQuery();
+  const url = new URL(ALERTS);
+  url.search = new URLSearchParams({ from: range.get("from"), to: range.get("to") || new Date().toISOString() }).toString();
+  try {
+    const reply = await api(url);
+    if (generation !== state.generation) return;
+    state.alerts = reply.data;
+  } catch (err) {
+    if (generation !== state.generation) return;
+    state.alerts = null;
+    if (err.status === 401) explain(err);
+  }
+  state.firing = firingPeriods(state.alerts || []);
+  renderAlerts(state.alerts || []);
+  describeFiring();
+  if (state.chart) state.chart.redraw(false);
+}
+
+// firingPeriods merges every rule's firing periods into [from, to] pairs of
+// Unix seconds, oldest first; a period still open runs to the chart's end.
+function firingPeriods(states) {
+  const all = states.flatMap((st) => st.firing_periods.map((p) => [Date.parse(p.from) / 1000, p.to ? Date.parse(p.to) / 1000 : Infinity]))
+    .sort((a, b) => a[0] - b[0]);
+  const merged = [];
+  for (const p of all) {
+    const last = merged.at(-1);
+    if (last && p[0] <= last[1]) last[1] = Math.max(last[1], p[1]);
+    else merged.push([...p]);
+  }
+  return merged;
+}
+
+function describeFiring() {
+  const spans = state.firing.map(([from, to]) => `from ${shortTime(new Date(from * 1000), false)} ` +
+    (Number.isFinite(to) ? `to ${shortTime(new Date(to * 1000), false)}` : "until now"));
+  $("chart-alerts").textContent = spans.length ? `An alert was firing ${spans.join("; ")}.` : "";
+}
+
+const STATUS_NAMES = { ok: "OK", pending: "Pending", firing: "Firing", resolved: "Resolved" };
+
+// formatMetric writes a rule's value for a person: shares in percent,
+// durations as the list writes them, counts whole.
+function formatMetric(metric, v) {
+  if (v === null || v === undefined) return "no data";
+  if (metric.endsWith("error_rate")) return `${(100 * v).toFixed(1).replace(/\.0$/, "")} %`;
+  if (metric.startsWith("duration_")) return formatDuration(v);
+  return formatCount(v);
+}
+
+// condition is a rule's condition and filters, in one line.
+function condition(rule) {
+  const filters = [rule.name, rule.method, rule.path_prefix, rule.status_classes.join("/")].filter(Boolean);
+  return `${rule.metric.replace(/_/g, " ")} ${rule.comparison} ${formatMetric(rule.metric, rule.threshold)} over ${rule.window}` +
+    (filters.length ? ` · ${filters.join(" ")}` : "");
+}
+
+function renderAlerts(states) {
+  const list = $("alert-rules");
+  list.replaceChildren();
+  $("alerts").hidden = states.length === 0;
+  const firing = states.filter((st) => st.status === "firing").length;
+  $("alerts-summary").textContent = states.length === 0 ? "" :
+    `${states.length} ${states.length === 1 ? "rule" : "rules"}, ${firing} firing`;
+  for (const st of states) {
+    const li = document.createElement("li");
+    li.className = "alert-rule";
+    li.dataset.ruleId = st.rule.id;
+    li.dataset.status = st.status;
+    const badge = document.createElement("span");
+    badge.className = `alert-status a-${st.status}`;
+    badge.textContent = STATUS_NAMES[st.status] || st.status;
+    const main = document.createElement("div");
+    main.className = "alert-main";
+    const title = document.createElement("span");
+    title.className = "alert-title";
+    title.textContent = st.rule.title || condition(st.rule);
+    const cond = document.createElement("span");
+    cond.className = "alert-condition muted";
+    const since = st.since && st.evaluated_at ? `, since ${shortTime(new Date(st.since), false)}` : "";
+    cond.textContent = condition(st.rule) + (st.rule.enabled ? since : " (disabled)");
+    main.append(title, cond);
+    const value = document.createElement("span");
+    value.className = "alert-value";
+    value.textContent = st.evaluated_at ? formatMetric(st.rule.metric, st.value) : "not evaluated yet";
+    li.append(badge, main, value);
+    if (st.recent_transitions.length) {
+      const history = document.createElement("ul");
+      history.className = "alert-history";
+      history.setAttribute("aria-label", "Last changes");
+      for (const tr of st.recent_transitions.slice(0, 3)) {
+        const item = document.createElement("li");
+        item.textContent = `${STATUS_NAMES[tr.from] || tr.from} → ${STATUS_NAMES[tr.to] || tr.to} ${shortTime(new Date(tr.at), false)}`;
+        history.append(item);
+      }
+      li.append(history);
+    }
+    const show = document.createElement("button");
+    show.type = "button";
+    show.className = "secondary";
+    show.textContent = "Show these requests";
+    show.addEventListener("click", () => navigate(ruleView(st.rule)));
+    li.append(show);
+    list.append(li);
+  }
+}
+
+// ruleView is the current view narrowed to a rule's requests.
+function ruleView(rule) {
+  const params = new URLSearchParams(state.view);
+  for (const n of ["name", "method", "path", "path_prefix", "status_code"]) params.delete(n);
+  if (rule.name && state.wholeAccount) params.set("name", rule.name);
+  if (rule.method) params.set("method", rule.method);
+  if (rule.path_prefix) params.set("path_prefix", rule.path_prefix);
+  if (rule.status_classes.length === 1) params.set("status_code", rule.status_classes[0]);
+  return params;
 }
 
 // ---- detail ----------------------------------------------------------------

@@ -1,0 +1,79 @@
+package elastic_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// openAlertStore is an alert store on a fresh index prefix, whose alert indices
+// are deleted when t ends.
+func openAlertStore(ctx context.Context, t *testing.T, s *elastic.Store, cfg elastic.Config) (*elastic.AlertStore, error) {
+	t.Helper()
+	c := newCluster(t)
+	t.Cleanup(func() {
+		if names := c.indices(cfg.IndexPrefix + "-alert-*"); len(names) > 0 {
+			c.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
+		}
+	})
+	return elastic.NewAlertStore(ctx, s)
+}
+
+func TestAlertStoreConformance(t *testing.T) {
+	conformance.RunAlertStoreTests(t, func(ctx context.Context, t *testing.T) (ports.AlertStore, error) {
+		cfg := testConfig(t)
+		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
+	})
+}
+
+// storeWithAlerts is a message store that keeps alert rules too, as the
+// service runs it: the HTTP suite then runs alerting on Elasticsearch.
+type storeWithAlerts struct {
+	*elastic.Store
+	*elastic.AlertStore
+}
+
+func alertingStoreMaker(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
+	cfg := testConfig(t)
+	s := openStore(ctx, t, cfg)
+	a, err := openAlertStore(ctx, t, s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return storeWithAlerts{s, a}, nil
+}
+
+// AlertModule provides an alert store on the started store's cluster and
+// prefix, its indices made on start.
+func TestAlertModule(t *testing.T) {
+	cfg := testConfig(t)
+	c := newCluster(t)
+	t.Cleanup(func() {
+		if names := c.indices(cfg.IndexPrefix + "-alert-*"); len(names) > 0 {
+			c.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
+		}
+	})
+	cfg.WarmUp = -time.Second // not what this is about
+	var alerts ports.AlertStore
+	app := fxtest.New(t, fx.Supply(cfg), elastic.Module, elastic.AlertModule, fx.Populate(&alerts), fx.StartTimeout(time.Minute))
+	app.RequireStart()
+	defer app.RequireStop()
+	r := domain.DefaultAlertRule()
+	r.ID, r.Scope, r.Metric, r.CreatedAt = "alr_0123456789abcdef", scope, domain.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
+	if err := alerts.CreateRule(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := alerts.Rules(t.Context(), scope); err != nil || len(got) != 1 || got[0].ID != r.ID {
+		t.Errorf("Rules = %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,88 @@
+package alertjson_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/internal/alertjson"
+	"github.com/reqlog/reqlog/domain"
+)
+
+var scope = domain.Scope{Account: "acme", Domain: "live"}
+
+func rule(at time.Time) domain.AlertRule {
+	return domain.AlertRule{ID: "alr_0123456789abcdef", Scope: scope, Title: "Orders",
+		Filter: domain.AlertFilter{Name: "shop", PathPrefix: "/v1/orders", Method: "POST", StatusClasses: []int{4, 5}},
+		Metric: domain.MetricDurationP99, Comparison: domain.BelowOrEqual, Threshold: 12.5, ResolveThreshold: 20.25,
+		Window: 90 * time.Minute, For: 150 * time.Second, MinRequests: 7, NoData: domain.NoDataFiring,
+		RepeatInterval: 26 * time.Hour, EndpointIDs: []string{"whe_0123456789abcdef"}, Enabled: true,
+		CreatedAt: at, UpdatedAt: at.Add(time.Microsecond)}
+}
+
+// What the stores keep as this JSON reads back to the same domain value.
+func TestRoundTrips(t *testing.T) {
+	at := time.Date(2026, 3, 2, 3, 4, 5, 123456000, time.UTC)
+	r := rule(at)
+	raw, err := alertjson.EncodeRule(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := alertjson.DecodeRule(raw, scope)
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Errorf("rule: %+v, %v\nwant %+v", back, err, r)
+	}
+	bare := domain.AlertRule{ID: "alr_0123456789abcdef", Scope: scope, Metric: domain.MetricRequestCount,
+		Comparison: domain.Above, NoData: domain.NoDataKeep, Window: time.Minute, CreatedAt: at, UpdatedAt: at}
+	raw, _ = alertjson.EncodeRule(bare)
+	if back, err := alertjson.DecodeRule(raw, scope); err != nil || back.Title != "" || back.Filter.StatusClasses != nil ||
+		len(back.EndpointIDs) != 0 || back.For != 0 || back.RepeatInterval != 0 {
+		t.Errorf("bare rule: %+v, %v", back, err)
+	}
+	o := domain.AlertObservation{From: at, To: at.Add(5 * time.Minute), Count: 10, Status: domain.StatusCounts{1, 2, 3, 2, 2},
+		Errors: 4, ServerErrors: 2, Duration: domain.DurationSummary{Count: 9, P50: 1.5, P95: 9.25, P99: 12.125},
+		Value: 0.4, HasValue: true, TopPaths: []domain.KeyCount{{Key: "/a", Count: 6, Errors: 1}}}
+	e := domain.AlertEvent{ID: "evt_0123456789abcdef", Type: domain.EventResolved, At: at, Rule: r, Status: domain.AlertResolved,
+		Previous: domain.AlertFiring, Reason: domain.ReasonNoData, Since: at.Add(-time.Hour), Observation: o, Repeat: true,
+		PortalURL: "https://x/portal"}
+	raw, err = alertjson.EncodeEvent(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := alertjson.DecodeEvent(raw, scope); err != nil || !reflect.DeepEqual(back, e) {
+		t.Errorf("event: %+v, %v\nwant %+v", back, err, e)
+	}
+	o.HasValue, o.Value, o.Duration, o.TopPaths = false, 0, domain.DurationSummary{}, nil
+	raw, _ = alertjson.EncodeWindow(o)
+	if back, err := alertjson.DecodeWindow(raw); err != nil || !reflect.DeepEqual(back, o) {
+		t.Errorf("window without data: %+v, %v\nwant %+v", back, err, o)
+	}
+}
+
+// The payload's paths are cut on a character boundary.
+func TestPayloadCutsLongPaths(t *testing.T) {
+	long := "/" + string(make([]rune, 0))
+	for range alertjson.MaxPayloadPath {
+		long += "é"
+	}
+	w := alertjson.WindowOf(domain.AlertObservation{TopPaths: []domain.KeyCount{{Key: long}}})
+	if p := w.TopPaths[0].Path; len(p) > alertjson.MaxPayloadPath || p[len(p)-2:] != "é" {
+		t.Errorf("cut path ends %q (%d bytes)", p[len(p)-4:], len(p))
+	}
+}
+
+// A body that is not one JSON object is refused whole, showing the example.
+func TestFields(t *testing.T) {
+	fields, err := alertjson.Fields([]byte(`{"metric":"error_rate","threshold":0.05,"name":null}`), alertjson.RuleExample)
+	if err != nil || fields["metric"] != "error_rate" || fields["threshold"] != 0.05 || fields["name"] != nil || len(fields) != 3 {
+		t.Errorf("Fields = %v, %v", fields, err)
+	}
+	for _, body := range []string{``, `[]`, `null`, `{"metric":"error_rate"} {}`, `"x"`, `{"threshold":1e400}`} {
+		var invalid *domain.ValidationError
+		if _, err := alertjson.Fields([]byte(body), alertjson.RuleExample); !errors.As(err, &invalid) || !strings.Contains(invalid.Message, alertjson.RuleExample) {
+			t.Errorf("body %q: %v, want a validation error showing the example", body, err)
+		}
+	}
+}

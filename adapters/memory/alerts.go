@@ -1,0 +1,371 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+var _ ports.AlertStore = (*AlertStore)(nil)
+
+// AlertStore is the in-memory ports.AlertStore: maps under one mutex, every
+// record copied in and out. It shares nothing with the message store, and like
+// it keeps nothing across a restart.
+type AlertStore struct {
+	mu          sync.Mutex
+	rules       map[string]domain.AlertRule // by id
+	endpoints   map[string]domain.AlertEndpoint
+	states      map[string]domain.AlertState // by rule id
+	transitions map[string]domain.AlertTransition
+	deliveries  map[string]domain.AlertDelivery
+	attempts    []domain.AlertAttempt
+	leases      map[string]lease
+}
+
+type lease struct {
+	owner string
+	until time.Time
+}
+
+// NewAlertStore returns an empty store.
+func NewAlertStore() *AlertStore {
+	return &AlertStore{rules: map[string]domain.AlertRule{}, endpoints: map[string]domain.AlertEndpoint{},
+		states: map[string]domain.AlertState{}, transitions: map[string]domain.AlertTransition{},
+		deliveries: map[string]domain.AlertDelivery{}, leases: map[string]lease{}}
+}
+
+func alertNotFound(what, id string) error {
+	return fmt.Errorf("memory: %s %q: %w", what, id, ports.ErrNotFound)
+}
+
+// CreateRule stores a new rule.
+func (s *AlertStore) CreateRule(_ context.Context, r domain.AlertRule) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.rules[r.ID]; taken {
+		return fmt.Errorf("memory: rule %q: %w", r.ID, ports.ErrExists)
+	}
+	s.rules[r.ID] = r.Clone()
+	return nil
+}
+
+// UpdateRule replaces a stored rule.
+func (s *AlertStore) UpdateRule(_ context.Context, r domain.AlertRule) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.rules[r.ID]; !ok || old.Scope != r.Scope {
+		return alertNotFound("rule", r.ID)
+	}
+	s.rules[r.ID] = r.Clone()
+	return nil
+}
+
+// Rule returns one rule of scope.
+func (s *AlertStore) Rule(_ context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rules[id]
+	if !ok || r.Scope != scope {
+		return domain.AlertRule{}, alertNotFound("rule", id)
+	}
+	return r.Clone(), nil
+}
+
+// Rules returns scope's rules, oldest first.
+func (s *AlertStore) Rules(_ context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+	return s.rulesWhere(func(r domain.AlertRule) bool { return r.Scope == scope }), nil
+}
+
+// AllRules returns every rule.
+func (s *AlertStore) AllRules(context.Context) ([]domain.AlertRule, error) {
+	return s.rulesWhere(func(domain.AlertRule) bool { return true }), nil
+}
+
+func (s *AlertStore) rulesWhere(keep func(domain.AlertRule) bool) []domain.AlertRule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []domain.AlertRule{}
+	for _, r := range s.rules {
+		if keep(r) {
+			out = append(out, r.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.AlertRule) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// DeleteRule deletes a rule, its state and its history.
+func (s *AlertStore) DeleteRule(_ context.Context, scope domain.Scope, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.rules[id]; !ok || r.Scope != scope {
+		return alertNotFound("rule", id)
+	}
+	delete(s.rules, id)
+	delete(s.states, id)
+	for key, tr := range s.transitions {
+		if tr.RuleID == id {
+			delete(s.transitions, key)
+		}
+	}
+	return nil
+}
+
+// CreateEndpoint stores a new endpoint.
+func (s *AlertStore) CreateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.endpoints[e.ID]; taken {
+		return fmt.Errorf("memory: endpoint %q: %w", e.ID, ports.ErrExists)
+	}
+	s.endpoints[e.ID] = e.Clone()
+	return nil
+}
+
+// UpdateEndpoint replaces a stored endpoint.
+func (s *AlertStore) UpdateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.endpoints[e.ID]; !ok || old.Scope != e.Scope {
+		return alertNotFound("endpoint", e.ID)
+	}
+	s.endpoints[e.ID] = e.Clone()
+	return nil
+}
+
+// Endpoint returns one endpoint of scope.
+func (s *AlertStore) Endpoint(_ context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.endpoints[id]
+	if !ok || e.Scope != scope {
+		return domain.AlertEndpoint{}, alertNotFound("endpoint", id)
+	}
+	return e.Clone(), nil
+}
+
+// Endpoints returns scope's endpoints, oldest first.
+func (s *AlertStore) Endpoints(_ context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []domain.AlertEndpoint{}
+	for _, e := range s.endpoints {
+		if e.Scope == scope {
+			out = append(out, e.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.AlertEndpoint) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// DeleteEndpoint deletes an endpoint.
+func (s *AlertStore) DeleteEndpoint(_ context.Context, scope domain.Scope, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.endpoints[id]; !ok || e.Scope != scope {
+		return alertNotFound("endpoint", id)
+	}
+	delete(s.endpoints, id)
+	return nil
+}
+
+// States returns the states of scope's rules.
+func (s *AlertStore) States(_ context.Context, scope domain.Scope) ([]domain.AlertState, error) {
+	return s.statesWhere(func(st domain.AlertState) bool { return st.Scope == scope }), nil
+}
+
+// AllStates returns every state.
+func (s *AlertStore) AllStates(context.Context) ([]domain.AlertState, error) {
+	return s.statesWhere(func(domain.AlertState) bool { return true }), nil
+}
+
+func (s *AlertStore) statesWhere(keep func(domain.AlertState) bool) []domain.AlertState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []domain.AlertState{}
+	for _, st := range s.states {
+		if keep(st) {
+			out = append(out, st.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.AlertState) int { return cmp.Compare(a.RuleID, b.RuleID) })
+	return out
+}
+
+// SwapState stores next if the stored version is prev.
+func (s *AlertStore) SwapState(_ context.Context, next domain.AlertState, prev int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.rules[next.RuleID]; !ok || r.Scope != next.Scope {
+		return alertNotFound("rule", next.RuleID)
+	}
+	if s.states[next.RuleID].Version != prev {
+		return fmt.Errorf("memory: state of rule %q is not at version %d: %w", next.RuleID, prev, ports.ErrStale)
+	}
+	next = next.Clone()
+	next.Version = prev + 1
+	s.states[next.RuleID] = next
+	return nil
+}
+
+func transitionKey(ruleID string, seq int64) string { return ruleID + "/" + strconv.FormatInt(seq, 10) }
+
+// AppendTransitions adds transitions not stored yet.
+func (s *AlertStore) AppendTransitions(_ context.Context, trs []domain.AlertTransition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tr := range trs {
+		if _, stored := s.transitions[transitionKey(tr.RuleID, tr.Seq)]; !stored {
+			s.transitions[transitionKey(tr.RuleID, tr.Seq)] = tr
+		}
+	}
+	return nil
+}
+
+// Transitions returns a rule's history, newest first.
+func (s *AlertStore) Transitions(_ context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []domain.AlertTransition{}
+	for _, tr := range s.transitions {
+		if tr.RuleID == ruleID && tr.Scope == scope && (q.Before == 0 || tr.Seq < q.Before) &&
+			(q.From.IsZero() || !tr.At.Before(q.From)) && (q.To.IsZero() || tr.At.Before(q.To)) {
+			out = append(out, tr)
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.AlertTransition) int { return cmp.Compare(b.Seq, a.Seq) })
+	return out[:min(len(out), max(q.Limit, 0))], nil
+}
+
+// AcquireLease takes or renews a lease.
+func (s *AlertStore) AcquireLease(_ context.Context, name, owner string, now, until time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, held := s.leases[name]; held && l.owner != owner && l.until.After(now) {
+		return false, nil
+	}
+	s.leases[name] = lease{owner: owner, until: until}
+	return true, nil
+}
+
+// Enqueue adds deliveries not queued yet.
+func (s *AlertStore) Enqueue(_ context.Context, ds []domain.AlertDelivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range ds {
+		if _, queued := s.deliveries[d.ID]; !queued {
+			s.deliveries[d.ID] = d.Clone()
+		}
+	}
+	return nil
+}
+
+// Claim leases due deliveries to owner.
+func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []domain.AlertDelivery
+	for _, d := range s.deliveries {
+		if d.Status == domain.DeliveryPending && !d.NextAttemptAt.After(now) && !d.LeaseUntil.After(now) {
+			due = append(due, d)
+		}
+	}
+	slices.SortFunc(due, func(a, b domain.AlertDelivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
+	})
+	due = due[:min(len(due), max(limit, 0))]
+	for i := range due {
+		due[i].LeaseOwner, due[i].LeaseUntil = owner, until
+		s.deliveries[due[i].ID] = due[i]
+		due[i] = due[i].Clone()
+	}
+	return due, nil
+}
+
+// Finish stores the outcome of owner's attempt.
+func (s *AlertStore) Finish(_ context.Context, d domain.AlertDelivery, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok := s.deliveries[d.ID]
+	if !ok {
+		return alertNotFound("delivery", d.ID)
+	}
+	if stored.LeaseOwner != owner {
+		return fmt.Errorf("memory: delivery %q is leased to another worker: %w", d.ID, ports.ErrStale)
+	}
+	s.deliveries[d.ID] = d.Clone()
+	return nil
+}
+
+// Delivery returns one delivery of scope.
+func (s *AlertStore) Delivery(_ context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deliveries[id]
+	if !ok || d.Scope != scope {
+		return domain.AlertDelivery{}, alertNotFound("delivery", id)
+	}
+	return d.Clone(), nil
+}
+
+// LogAttempt adds an attempt to the log.
+func (s *AlertStore) LogAttempt(_ context.Context, a domain.AlertAttempt) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts = append(s.attempts, a)
+	return nil
+}
+
+// Attempts returns an endpoint's log, newest first.
+func (s *AlertStore) Attempts(_ context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []domain.AlertAttempt{}
+	for _, a := range s.attempts {
+		if a.Scope == scope && a.EndpointID == endpointID {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.AlertAttempt) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
+	return out[:min(len(out), max(limit, 0))], nil
+}
+
+// PruneAlerts deletes old transitions, finished deliveries and attempts.
+func (s *AlertStore) PruneAlerts(_ context.Context, before time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for key, tr := range s.transitions {
+		if tr.At.Before(before) {
+			delete(s.transitions, key)
+			n++
+		}
+	}
+	for id, d := range s.deliveries {
+		if d.Status != domain.DeliveryPending && d.UpdatedAt.Before(before) {
+			delete(s.deliveries, id)
+			n++
+		}
+	}
+	kept := s.attempts[:0]
+	for _, a := range s.attempts {
+		if a.At.Before(before) {
+			n++
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	s.attempts = kept
+	return n, nil
+}

@@ -1,0 +1,16 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/ports"
+)
+
+func TestAlertStoreConformance(t *testing.T) {
+	conformance.RunAlertStoreTests(t, func(context.Context, *testing.T) (ports.AlertStore, error) {
+		return memory.NewAlertStore(), nil
+	})
+}

@@ -1,0 +1,575 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+var _ ports.AlertStore = (*AlertStore)(nil)
+
+// alertFileName is alerting's database in the data directory: not a day file
+// (no "messages-" prefix, no ".db" suffix), so the message store leaves it
+// alone, and under the directory's lock like the day files.
+const alertFileName = "reqlog-alerts.sqlite"
+
+// alertSchema is the alert file's tables: each record as its alertrecord
+// struct's JSON (doc), beside the columns queries filter and sort on.
+const alertSchema = `
+CREATE TABLE IF NOT EXISTS rules (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, created_at INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS rules_scope ON rules(account, domain, created_at, id);
+CREATE TABLE IF NOT EXISTS endpoints (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, created_at INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS endpoints_scope ON endpoints(account, domain, created_at, id);
+CREATE TABLE IF NOT EXISTS states (rule_id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS transitions (rule_id TEXT NOT NULL, seq INTEGER NOT NULL, account TEXT NOT NULL, domain TEXT NOT NULL,
+	at INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (rule_id, seq));
+CREATE INDEX IF NOT EXISTS transitions_at ON transitions(at);
+CREATE TABLE IF NOT EXISTS deliveries (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, status TEXT NOT NULL,
+	next_attempt_at INTEGER NOT NULL, lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL, updated_at INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_attempt_at, id);
+CREATE INDEX IF NOT EXISTS deliveries_updated ON deliveries(updated_at);
+CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, endpoint_id TEXT NOT NULL,
+	at INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS attempts_endpoint ON attempts(account, domain, endpoint_id, at, id);
+CREATE INDEX IF NOT EXISTS attempts_at ON attempts(at);
+CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+`
+
+// AlertStore is the SQLite ports.AlertStore: one database file beside the day
+// files, reqlog-alerts.sqlite, in WAL mode with synchronous=FULL. Every
+// compare-and-set is a transaction begun IMMEDIATE on the one writer
+// connection, so it reads and writes with no other write in between; reads
+// have a pool of query-only connections and see every committed write.
+type AlertStore struct {
+	path  string
+	write *sql.DB
+	read  *sql.DB
+}
+
+// NewAlertStore opens (creating if needed) the alert file in s's data
+// directory. s must hold the directory (opened, or about to be by its
+// module); Close releases the file.
+func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
+	path := filepath.Join(s.cfg.Dir, alertFileName)
+	a := &AlertStore{path: path}
+	var err error
+	if a.write, err = sql.Open(driverName, dsn(path, s.cfg, true)); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	a.write.SetMaxOpenConns(1)
+	a.write.SetConnMaxIdleTime(0)
+	var mode string
+	if err := a.write.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
+		return nil, errors.Join(storeError(ctx, "open "+path, errors.Join(err, fmt.Errorf("journal mode %q", mode))), a.Close())
+	}
+	if _, err := a.write.ExecContext(ctx, alertSchema); err != nil {
+		return nil, errors.Join(storeError(ctx, "create the schema of "+path, err), a.Close())
+	}
+	if a.read, err = sql.Open(driverName, dsn(path, s.cfg, false)); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: %s: %w", path, err), a.Close())
+	}
+	a.read.SetMaxOpenConns(s.cfg.Readers)
+	a.read.SetMaxIdleConns(s.cfg.Readers)
+	return a, nil
+}
+
+// Close closes the alert file.
+func (a *AlertStore) Close() error {
+	var errs []error
+	for _, db := range []*sql.DB{a.read, a.write} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func alertNotFound(what, id string) error {
+	return fmt.Errorf("sqlite: %s %q: %w", what, id, ports.ErrNotFound)
+}
+
+func encodeDoc(v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: encode alert record: %w", err)
+	}
+	return string(raw), nil
+}
+
+// inTx runs f in a write transaction (BEGIN IMMEDIATE) and commits it.
+func (a *AlertStore) inTx(ctx context.Context, op string, f func(tx *sql.Tx) error) error {
+	tx, err := a.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(ctx, op, err)
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return storeError(ctx, op, err)
+	}
+	return nil
+}
+
+// exec runs one write statement and returns the rows it changed.
+func (a *AlertStore) exec(ctx context.Context, op, stmt string, args ...any) (int64, error) {
+	res, err := a.write.ExecContext(ctx, stmt, args...)
+	if err != nil {
+		return 0, storeError(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, storeError(ctx, op, err)
+	}
+	return n, nil
+}
+
+// docs reads the doc column of query's rows into records of R, each turned
+// into a T by convert.
+func docs[R any, T any](ctx context.Context, db *sql.DB, op, query string, convert func(R) (T, error), args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, storeError(ctx, op, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, storeError(ctx, op, err)
+		}
+		var rec R
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return nil, fmt.Errorf("sqlite: %s: decode: %w", op, err)
+		}
+		v, err := convert(rec)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeError(ctx, op, err)
+	}
+	return out, nil
+}
+
+func plain[R any, T any](f func(R) T) func(R) (T, error) {
+	return func(r R) (T, error) { return f(r), nil }
+}
+
+// one is docs of a query for one row: ErrNotFound when there is none.
+func one[R any, T any](ctx context.Context, db *sql.DB, what, id, query string, convert func(R) (T, error), args ...any) (T, error) {
+	found, err := docs(ctx, db, what, query, convert, args...)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if len(found) == 0 {
+		var zero T
+		return zero, alertNotFound(what, id)
+	}
+	return found[0], nil
+}
+
+// isConstraint reports a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}
+
+// insertConfig stores a new rule or endpoint (table) as doc; a taken id is
+// ErrExists.
+func (a *AlertStore) insertConfig(ctx context.Context, table, what, id string, scope domain.Scope, createdAt int64, doc any) error {
+	raw, err := encodeDoc(doc)
+	if err != nil {
+		return err
+	}
+	_, err = a.write.ExecContext(ctx, "INSERT INTO "+table+" (id, account, domain, created_at, doc) VALUES (?, ?, ?, ?, ?)",
+		id, scope.Account, scope.Domain, createdAt, raw)
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: %s %q: %w", what, id, ports.ErrExists)
+	}
+	if err != nil {
+		return storeError(ctx, "create "+what, err)
+	}
+	return nil
+}
+
+// updateConfig replaces the doc of a stored rule or endpoint of scope; none is
+// ErrNotFound.
+func (a *AlertStore) updateConfig(ctx context.Context, table, what, id string, scope domain.Scope, doc any) error {
+	raw, err := encodeDoc(doc)
+	if err != nil {
+		return err
+	}
+	n, err := a.exec(ctx, "update "+what, "UPDATE "+table+" SET doc = ? WHERE id = ? AND account = ? AND domain = ?",
+		raw, id, scope.Account, scope.Domain)
+	if err == nil && n == 0 {
+		err = alertNotFound(what, id)
+	}
+	return err
+}
+
+// CreateRule stores a new rule.
+func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
+	rec, err := alertrecord.RuleOf(r)
+	if err != nil {
+		return err
+	}
+	return a.insertConfig(ctx, "rules", "rule", r.ID, r.Scope, rec.CreatedAt, rec)
+}
+
+// UpdateRule replaces a stored rule.
+func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
+	rec, err := alertrecord.RuleOf(r)
+	if err != nil {
+		return err
+	}
+	return a.updateConfig(ctx, "rules", "rule", r.ID, r.Scope, rec)
+}
+
+// Rule returns one rule of scope.
+func (a *AlertStore) Rule(ctx context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+	return one(ctx, a.read, "rule", id, "SELECT doc FROM rules WHERE id = ? AND account = ? AND domain = ?",
+		alertrecord.Rule.ToDomain, id, scope.Account, scope.Domain)
+}
+
+// Rules returns scope's rules, oldest first.
+func (a *AlertStore) Rules(ctx context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+	return docs(ctx, a.read, "rules", "SELECT doc FROM rules WHERE account = ? AND domain = ? ORDER BY created_at, id",
+		alertrecord.Rule.ToDomain, scope.Account, scope.Domain)
+}
+
+// AllRules returns every rule.
+func (a *AlertStore) AllRules(ctx context.Context) ([]domain.AlertRule, error) {
+	return docs(ctx, a.read, "rules", "SELECT doc FROM rules ORDER BY created_at, id", alertrecord.Rule.ToDomain)
+}
+
+// DeleteRule deletes a rule with its state and history, in one transaction.
+func (a *AlertStore) DeleteRule(ctx context.Context, scope domain.Scope, id string) error {
+	return a.inTx(ctx, "delete rule", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM rules WHERE id = ? AND account = ? AND domain = ?", id, scope.Account, scope.Domain)
+		if err != nil {
+			return storeError(ctx, "delete rule", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return alertNotFound("rule", id)
+		}
+		for _, stmt := range []string{"DELETE FROM states WHERE rule_id = ?", "DELETE FROM transitions WHERE rule_id = ?"} {
+			if _, err := tx.ExecContext(ctx, stmt, id); err != nil {
+				return storeError(ctx, "delete rule", err)
+			}
+		}
+		return nil
+	})
+}
+
+// CreateEndpoint stores a new endpoint.
+func (a *AlertStore) CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+	return a.insertConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.Micros(e.CreatedAt), alertrecord.EndpointOf(e))
+}
+
+// UpdateEndpoint replaces a stored endpoint.
+func (a *AlertStore) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+	return a.updateConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.EndpointOf(e))
+}
+
+// Endpoint returns one endpoint of scope.
+func (a *AlertStore) Endpoint(ctx context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+	return one(ctx, a.read, "endpoint", id, "SELECT doc FROM endpoints WHERE id = ? AND account = ? AND domain = ?",
+		plain(alertrecord.Endpoint.ToDomain), id, scope.Account, scope.Domain)
+}
+
+// Endpoints returns scope's endpoints, oldest first.
+func (a *AlertStore) Endpoints(ctx context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+	return docs(ctx, a.read, "endpoints", "SELECT doc FROM endpoints WHERE account = ? AND domain = ? ORDER BY created_at, id",
+		plain(alertrecord.Endpoint.ToDomain), scope.Account, scope.Domain)
+}
+
+// DeleteEndpoint deletes an endpoint.
+func (a *AlertStore) DeleteEndpoint(ctx context.Context, scope domain.Scope, id string) error {
+	n, err := a.exec(ctx, "delete endpoint", "DELETE FROM endpoints WHERE id = ? AND account = ? AND domain = ?",
+		id, scope.Account, scope.Domain)
+	if err == nil && n == 0 {
+		err = alertNotFound("endpoint", id)
+	}
+	return err
+}
+
+// States returns the states of scope's rules.
+func (a *AlertStore) States(ctx context.Context, scope domain.Scope) ([]domain.AlertState, error) {
+	return docs(ctx, a.read, "states", "SELECT doc FROM states WHERE account = ? AND domain = ? ORDER BY rule_id",
+		alertrecord.State.ToDomain, scope.Account, scope.Domain)
+}
+
+// AllStates returns every state.
+func (a *AlertStore) AllStates(ctx context.Context) ([]domain.AlertState, error) {
+	return docs(ctx, a.read, "states", "SELECT doc FROM states ORDER BY rule_id", alertrecord.State.ToDomain)
+}
+
+// SwapState stores next if the stored version is prev and the rule exists,
+// in one transaction.
+func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev int64) error {
+	rec, err := alertrecord.StateOf(next, prev+1)
+	if err != nil {
+		return err
+	}
+	doc, err := encodeDoc(rec)
+	if err != nil {
+		return err
+	}
+	return a.inTx(ctx, "swap state", func(tx *sql.Tx) error {
+		var exists int
+		err := tx.QueryRowContext(ctx, "SELECT count(*) FROM rules WHERE id = ? AND account = ? AND domain = ?",
+			next.RuleID, next.Scope.Account, next.Scope.Domain).Scan(&exists)
+		if err != nil {
+			return storeError(ctx, "swap state", err)
+		}
+		if exists == 0 {
+			return alertNotFound("rule", next.RuleID)
+		}
+		var version int64
+		switch err := tx.QueryRowContext(ctx, "SELECT version FROM states WHERE rule_id = ?", next.RuleID).Scan(&version); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return storeError(ctx, "swap state", err)
+		}
+		if version != prev {
+			return fmt.Errorf("sqlite: state of rule %q is not at version %d: %w", next.RuleID, prev, ports.ErrStale)
+		}
+		_, err = tx.ExecContext(ctx, "INSERT OR REPLACE INTO states (rule_id, account, domain, version, doc) VALUES (?, ?, ?, ?, ?)",
+			next.RuleID, next.Scope.Account, next.Scope.Domain, prev+1, doc)
+		if err != nil {
+			return storeError(ctx, "swap state", err)
+		}
+		return nil
+	})
+}
+
+// AppendTransitions adds transitions not stored yet.
+func (a *AlertStore) AppendTransitions(ctx context.Context, trs []domain.AlertTransition) error {
+	if len(trs) == 0 {
+		return nil
+	}
+	return a.inTx(ctx, "append transitions", func(tx *sql.Tx) error {
+		for _, tr := range trs {
+			doc, err := encodeDoc(alertrecord.TransitionOf(tr))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO transitions (rule_id, seq, account, domain, at, doc) VALUES (?, ?, ?, ?, ?, ?)",
+				tr.RuleID, tr.Seq, tr.Scope.Account, tr.Scope.Domain, alertrecord.Micros(tr.At), doc); err != nil {
+				return storeError(ctx, "append transitions", err)
+			}
+		}
+		return nil
+	})
+}
+
+// Transitions returns a rule's history, newest first.
+func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+	if q.Limit <= 0 {
+		return []domain.AlertTransition{}, nil
+	}
+	query := "SELECT doc FROM transitions WHERE rule_id = ? AND account = ? AND domain = ?"
+	args := []any{ruleID, scope.Account, scope.Domain}
+	if q.Before > 0 {
+		query += " AND seq < ?"
+		args = append(args, q.Before)
+	}
+	if !q.From.IsZero() {
+		query += " AND at >= ?"
+		args = append(args, alertrecord.Micros(q.From))
+	}
+	if !q.To.IsZero() {
+		query += " AND at < ?"
+		args = append(args, alertrecord.Micros(q.To))
+	}
+	query += " ORDER BY seq DESC LIMIT ?"
+	args = append(args, q.Limit)
+	return docs(ctx, a.read, "transitions", query, plain(alertrecord.Transition.ToDomain), args...)
+}
+
+// AcquireLease takes or renews a lease in one transaction.
+func (a *AlertStore) AcquireLease(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+	held := false
+	err := a.inTx(ctx, "lease", func(tx *sql.Tx) error {
+		var current string
+		var currentUntil int64
+		switch err := tx.QueryRowContext(ctx, "SELECT owner, until FROM leases WHERE name = ?", name).Scan(&current, &currentUntil); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return storeError(ctx, "lease", err)
+		case current != owner && currentUntil > alertrecord.Micros(now):
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO leases (name, owner, until) VALUES (?, ?, ?)",
+			name, owner, alertrecord.Micros(until)); err != nil {
+			return storeError(ctx, "lease", err)
+		}
+		held = true
+		return nil
+	})
+	return held, err
+}
+
+// putDelivery writes d as its row, in tx.
+func putDelivery(ctx context.Context, tx *sql.Tx, stmt string, d domain.AlertDelivery) error {
+	rec, err := alertrecord.DeliveryOf(d)
+	if err != nil {
+		return err
+	}
+	doc, err := encodeDoc(rec)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, stmt+" INTO deliveries (id, account, domain, status, next_attempt_at, lease_owner, lease_until, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		d.ID, d.Scope.Account, d.Scope.Domain, string(d.Status), rec.NextAttemptAt, d.LeaseOwner, rec.LeaseUntil, rec.UpdatedAt, doc)
+	if err != nil {
+		return storeError(ctx, "write delivery", err)
+	}
+	return nil
+}
+
+// Enqueue adds deliveries not queued yet.
+func (a *AlertStore) Enqueue(ctx context.Context, ds []domain.AlertDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	return a.inTx(ctx, "enqueue", func(tx *sql.Tx) error {
+		for _, d := range ds {
+			if err := putDelivery(ctx, tx, "INSERT OR IGNORE", d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Claim leases due deliveries to owner, in one transaction.
+func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
+	claimed := []domain.AlertDelivery{}
+	if limit <= 0 {
+		return claimed, nil
+	}
+	err := a.inTx(ctx, "claim deliveries", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT doc FROM deliveries WHERE status = ? AND next_attempt_at <= ? AND lease_until <= ?
+			ORDER BY next_attempt_at, id LIMIT ?`, string(domain.DeliveryPending), alertrecord.Micros(now), alertrecord.Micros(now), limit)
+		if err != nil {
+			return storeError(ctx, "claim deliveries", err)
+		}
+		var due []domain.AlertDelivery
+		for rows.Next() {
+			var raw string
+			var rec alertrecord.Delivery
+			if err := rows.Scan(&raw); err != nil {
+				rows.Close()
+				return storeError(ctx, "claim deliveries", err)
+			}
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: claim deliveries: decode: %w", err)
+			}
+			d, err := rec.ToDomain()
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: claim deliveries: %w", err)
+			}
+			due = append(due, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return storeError(ctx, "claim deliveries", err)
+		}
+		for _, d := range due {
+			d.LeaseOwner, d.LeaseUntil = owner, domain.Micro(until)
+			if err := putDelivery(ctx, tx, "INSERT OR REPLACE", d); err != nil {
+				return err
+			}
+			claimed = append(claimed, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return []domain.AlertDelivery{}, err
+	}
+	return claimed, nil
+}
+
+// Finish stores the outcome of owner's attempt if owner holds the lease, in
+// one transaction.
+func (a *AlertStore) Finish(ctx context.Context, d domain.AlertDelivery, owner string) error {
+	return a.inTx(ctx, "finish delivery", func(tx *sql.Tx) error {
+		var current string
+		switch err := tx.QueryRowContext(ctx, "SELECT lease_owner FROM deliveries WHERE id = ?", d.ID).Scan(&current); {
+		case errors.Is(err, sql.ErrNoRows):
+			return alertNotFound("delivery", d.ID)
+		case err != nil:
+			return storeError(ctx, "finish delivery", err)
+		case current != owner:
+			return fmt.Errorf("sqlite: delivery %q is leased to another worker: %w", d.ID, ports.ErrStale)
+		}
+		return putDelivery(ctx, tx, "INSERT OR REPLACE", d)
+	})
+}
+
+// Delivery returns one delivery of scope.
+func (a *AlertStore) Delivery(ctx context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+	return one(ctx, a.read, "delivery", id, "SELECT doc FROM deliveries WHERE id = ? AND account = ? AND domain = ?",
+		alertrecord.Delivery.ToDomain, id, scope.Account, scope.Domain)
+}
+
+// LogAttempt adds an attempt to the log.
+func (a *AlertStore) LogAttempt(ctx context.Context, at domain.AlertAttempt) error {
+	doc, err := encodeDoc(alertrecord.AttemptOf(at))
+	if err != nil {
+		return err
+	}
+	_, err = a.exec(ctx, "log attempt", "INSERT OR IGNORE INTO attempts (id, account, domain, endpoint_id, at, doc) VALUES (?, ?, ?, ?, ?, ?)",
+		at.ID, at.Scope.Account, at.Scope.Domain, at.EndpointID, alertrecord.Micros(at.At), doc)
+	return err
+}
+
+// Attempts returns an endpoint's log, newest first.
+func (a *AlertStore) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+	if limit <= 0 {
+		return []domain.AlertAttempt{}, nil
+	}
+	return docs(ctx, a.read, "attempts", `SELECT doc FROM attempts WHERE account = ? AND domain = ? AND endpoint_id = ?
+		ORDER BY at DESC, id DESC LIMIT ?`, plain(alertrecord.Attempt.ToDomain), scope.Account, scope.Domain, endpointID, limit)
+}
+
+// PruneAlerts deletes old transitions, finished deliveries and attempts, in
+// one transaction.
+func (a *AlertStore) PruneAlerts(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	cut := alertrecord.Micros(before)
+	err := a.inTx(ctx, "prune alerts", func(tx *sql.Tx) error {
+		for _, del := range []struct {
+			stmt string
+			args []any
+		}{
+			{"DELETE FROM transitions WHERE at < ?", []any{cut}},
+			{"DELETE FROM deliveries WHERE status != ? AND updated_at < ?", []any{string(domain.DeliveryPending), cut}},
+			{"DELETE FROM attempts WHERE at < ?", []any{cut}},
+		} {
+			res, err := tx.ExecContext(ctx, del.stmt, del.args...)
+			if err != nil {
+				return storeError(ctx, "prune alerts", err)
+			}
+			n, _ := res.RowsAffected()
+			total += n
+		}
+		return nil
+	})
+	return total, err
+}

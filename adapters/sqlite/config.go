@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"strings"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Defaults of Config.
+const (
+	DefaultDir = "./reqlog-data"
+	// DefaultMinFreeBytes keeps room on the disk for SQLite's own needs (a
+	// checkpoint, the WAL of a batch) and for the operator: writes are refused
+	// below it, before the disk is full, as Elasticsearch's flood-stage
+	// watermark makes its indices read-only.
+	DefaultMinFreeBytes = 64 << 20
+	// DefaultReaders is how many read connections each day file keeps open.
+	DefaultReaders = 4
+	// DefaultBusyTimeout bounds a wait for a lock SQLite needs briefly even in
+	// WAL mode (recovering the WAL index after a crash).
+	DefaultBusyTimeout = 5 * time.Second
+	// DefaultWriterCacheBytes is the page cache of each day file's writer
+	// connection: a batch of 500 messages of 6 KB dirties about 4 MiB, and
+	// the indexes of a day of a million messages take tens of MiB.
+	DefaultWriterCacheBytes = 32 << 20
+	// DefaultIdleTime is how long a day file's connection stays open unused:
+	// a day no longer written or read gives back its page caches.
+	DefaultIdleTime = time.Minute
+	// DefaultWALBytes is what a day's WAL is truncated back to after a checkpoint.
+	DefaultWALBytes = 64 << 20
+)
+
+// Config configures the SQLite store. The zero value of every field but Dir
+// means its default.
+type Config struct {
+	// Dir is the data directory: one database file per UTC day, a lock file
+	// and the schema version (required; the service's default is DefaultDir).
+	Dir string
+	// MinFreeBytes: writes fail with ports.ErrUnavailable while the data
+	// directory's file system has less free space than this, and Ping fails.
+	// Zero means DefaultMinFreeBytes; a negative value turns the check off.
+	MinFreeBytes int64
+	// Readers is how many read connections each day file may hold open.
+	Readers int
+	// BusyTimeout bounds SQLite's wait for a lock.
+	BusyTimeout time.Duration
+	// WALBytes bounds a day's WAL file after each checkpoint.
+	WALBytes int64
+	// WriterCacheBytes is the page cache of each day file's writer connection.
+	WriterCacheBytes int64
+	// IdleTime closes a day file's connections unused for this long (each
+	// opens again when next needed).
+	IdleTime time.Duration
+}
+
+// DefaultConfig returns the service's defaults.
+func DefaultConfig() Config {
+	return Config{Dir: DefaultDir, MinFreeBytes: DefaultMinFreeBytes, Readers: DefaultReaders,
+		BusyTimeout: DefaultBusyTimeout, WALBytes: DefaultWALBytes,
+		WriterCacheBytes: DefaultWriterCacheBytes, IdleTime: DefaultIdleTime}
+}
+
+// Validate reports the first unusable field of a configuration with its
+// defaults filled in as a *domain.ValidationError naming the field.
+func (cfg Config) Validate() error {
+	bad := func(field, message string) error {
+		return &domain.ValidationError{Message: "sqlite: config", Fields: []domain.FieldError{{Field: field, Message: message}}}
+	}
+	switch {
+	case strings.TrimSpace(cfg.Dir) == "":
+		return bad("Dir", "must name a directory")
+	case strings.ContainsRune(cfg.Dir, 0):
+		return bad("Dir", "must not contain NUL")
+	case cfg.Readers < 0:
+		return bad("Readers", "must not be negative")
+	case cfg.BusyTimeout < 0:
+		return bad("BusyTimeout", "must not be negative")
+	case cfg.WALBytes < 0:
+		return bad("WALBytes", "must not be negative")
+	case cfg.WriterCacheBytes < 0:
+		return bad("WriterCacheBytes", "must not be negative")
+	case cfg.IdleTime < 0:
+		return bad("IdleTime", "must not be negative")
+	}
+	return nil
+}
+
+// withDefaults fills every zero field with its default and validates.
+func (cfg Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if cfg.MinFreeBytes == 0 {
+		cfg.MinFreeBytes = d.MinFreeBytes
+	}
+	if cfg.Readers == 0 {
+		cfg.Readers = d.Readers
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = d.BusyTimeout
+	}
+	if cfg.WALBytes == 0 {
+		cfg.WALBytes = d.WALBytes
+	}
+	if cfg.WriterCacheBytes == 0 {
+		cfg.WriterCacheBytes = d.WriterCacheBytes
+	}
+	if cfg.IdleTime == 0 {
+		cfg.IdleTime = d.IdleTime
+	}
+	return cfg, cfg.Validate()
+}

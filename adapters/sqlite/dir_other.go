@@ -1,0 +1,16 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package sqlite
+
+import (
+	"errors"
+	"os"
+)
+
+// errUnsupported: the directory lock and the free-space check are written for
+// Linux and the BSDs (flock, statfs) only; elsewhere the store does not open.
+var errUnsupported = errors.New("the sqlite store runs on Linux, macOS and the BSDs only")
+
+func lockFile(*os.File) error { return errUnsupported }
+
+func freeBytes(string) (int64, error) { return 0, errUnsupported }

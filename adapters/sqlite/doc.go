@@ -1,0 +1,107 @@
+// Package sqlite is the embedded message store: SQLite through
+// modernc.org/sqlite (pure Go, no cgo; chosen over ncruces/go-sqlite3 by
+// measurement, docs/benchmarks.md "SQLite store"), one database file per UTC
+// day in a data directory. It keeps the ports.MessageStore contract as the
+// memory store does; the shared conformance suites (store, HTTP, faults) are
+// the proof.
+//
+// # Files
+//
+// The data directory (Config.Dir) holds messages-yyyy-mm-dd.db for each UTC
+// day of the messages' CreatedAt (with SQLite's -wal and -shm beside it),
+// reqlog-store.json (the schema version of the directory) and reqlog.lock.
+// The lock file is flock'd while a store has the directory open, so a second
+// process refuses to start with a message naming the directory; the kernel
+// drops the lock of a process that dies, even by kill -9. A directory of a
+// newer schema version is refused; an older one is migrated at start-up, file
+// by file (PRAGMA user_version), before its version is written. A day file
+// is marked with PRAGMA application_id, so a foreign SQLite file is refused;
+// a corrupt one fails the start-up with an error naming it. Nothing is ever
+// reset.
+//
+// # Durability and locking
+//
+// Each day file has one writer connection, whose transactions are BEGIN
+// IMMEDIATE, in WAL mode with synchronous=FULL: Append returns nil only after
+// the commit of every day file its batch touches (one transaction each; a
+// batch is mostly of one day). The service's group committer batches
+// concurrent submissions in front of it. Readers have a pool of their own
+// connections with query_only set: in WAL mode a read never waits for the
+// writer nor takes a lock the writer holds, and no read runs a statement
+// that would need the write lock (journal_mode is set by the writer only).
+// Every List, Get, Lookup and Stats is its own read transaction, so an export
+// (a List per page) never pins the WAL: SQLite's automatic checkpoints keep
+// it bounded, and journal_size_limit (Config.WALBytes) truncates it after.
+//
+// Writes are refused with ports.ErrUnavailable while the file system has
+// less than Config.MinFreeBytes free (as Elasticsearch's flood-stage
+// watermark): SQLite keeps room for its WAL and checkpoints, and the service
+// answers 503 with Retry-After rather than fail halfway. A disk that fills
+// anyway (SQLITE_FULL), an I/O error, a lock (never expected) are
+// ports.ErrUnavailable too (errors.go).
+//
+// # Retention
+//
+// PurgeExpired drops a whole day file once every message in it has expired
+// (the file's one-row table day keeps its count and latest ExpiresAt,
+// updated in each Append's transaction): connections closed, the file and
+// its -wal and -shm deleted, so the disk space returns to the operating
+// system at once. No row is ever deleted, nothing is vacuumed.
+//
+// # Reads
+//
+// List reads the days of the range newest first, each through its
+// (account, domain, created, id) or (account, domain, name, created, id)
+// index, keyset-paged on (created, id), and stops once the page is full and
+// one more message is known. Get and Lookup probe each day's unique id index
+// (or its reference index), newest first: an id derived from an
+// Idempotency-Key does not tell its day. References are not unique across
+// the store (71 random bits; MongoDB's unique index has no equivalent across
+// files).
+//
+// # Search
+//
+// The contract's words are UAX #29 words (github.com/clipperhouse/uax29),
+// which SQLite's tokenizers do not split alike (unicode61 splits ord_8f7d
+// and example.com, keeps runs of ideographs together and folds accents). So
+// each distinct word of the path, of the first domain.SearchedBodyBytes of
+// each body and of each header value is indexed once per message as an
+// eight-letter token of its hash, in lower case, in a contentless FTS5 table
+// without positions (words.go), and a q finds the messages holding all of
+// its words' tokens. Every one of them is checked with domain.Search, the
+// reference, which decides the phrase and rules out a hash collision. A day
+// whose candidates are few (maxWordCandidates) is read by seq and sorted;
+// past that, List walks the day's index newest first and checks each
+// message, which fills a page of a frequent q sooner.
+//
+// # Statistics
+//
+// Each day file keeps a domain.Rollup per scope, application and minute of
+// created_at (table rollups), added to in the transaction that stores the
+// messages (a retry adds nothing: only messages newly stored count). Stats
+// answers a query the rollups can answer (a scope or one application over a
+// range) from them with domain.RollupStatsBuilder, and streams only the
+// minutes a rollup cannot stand for (an edge of the range, messages not
+// visible yet or expired). Any other filter streams five columns (created,
+// status, duration, name, path) of the matching messages of each day into
+// domain.StatsBuilder from the messages_stats index, which holds every
+// column the query reads; with q, the messages holding its words are read
+// whole and checked first.
+//
+// # Schema versions
+//
+// A day file records its schema version (PRAGMA user_version); migrations
+// in day.go take a file from each older version to the next, in one
+// transaction, at start-up, and the directory's reqlog-store.json is written
+// once every file is migrated.
+//
+// # Memory
+//
+// Each day file holds one writer connection, whose page cache is
+// Config.WriterCacheBytes (32 MiB: a batch's pages are written once, at
+// commit, and the indexes' inner pages stay cached), and up to
+// Config.Readers read connections with SQLite's default cache (2 MiB each).
+// A connection unused for Config.IdleTime (a minute) closes. The store's
+// memory is so bounded by the days written or read within the last minute
+// (usually one or two) times about 40 MiB, whatever the messages stored.
+package sqlite

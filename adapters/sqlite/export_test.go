@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// SetIndexWords turns the word index on or off for a benchmark that prices
+// it, and returns what restores it.
+func SetIndexWords(on bool) (restore func()) {
+	was := indexWords
+	indexWords = on
+	return func() { indexWords = was }
+}
+
+// SetIndexPairs turns the indexing of consecutive word pairs on or off for
+// the benchmark that prices it, and returns what restores it.
+func SetIndexPairs(on bool) (restore func()) {
+	was := indexPairs
+	indexPairs = on
+	return func() { indexPairs = was }
+}
+
+// WriterSettings reads journal_mode and synchronous on the writer
+// connection of day's file, and query_only on a reader's.
+func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {
+	d, err := s.acquire(ctx, dayOf(day), false)
+	if err != nil || d == nil {
+		return "", 0, 0, errors.Join(err, errors.New("no such day"))
+	}
+	defer d.use.RUnlock()
+	if err = d.write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
+		err = d.write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
+	}
+	if err == nil {
+		err = d.read.QueryRowContext(ctx, "PRAGMA query_only").Scan(&readerQueryOnly)
+	}
+	return journal, synchronous, readerQueryOnly, err
+}
+
+// RollupMinutes is how many minutes Stats has answered from a rollup so far.
+func RollupMinutes() int64 { return rollupMinutes.Load() }
+
+// StatsMessagesRead is how many messages Stats has read whole so far.
+func StatsMessagesRead() int64 { return statsMessagesRead.Load() }
+
+// OpenConns is how many connections day's file has open, writer and readers.
+func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
+	d, err := s.acquire(ctx, dayOf(day), false)
+	if err != nil || d == nil {
+		return 0, errors.Join(err, errors.New("no such day"))
+	}
+	defer d.use.RUnlock()
+	return d.write.Stats().OpenConnections + d.read.Stats().OpenConnections, nil
+}

@@ -1,0 +1,92 @@
+package sqlite_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// BenchmarkListPages is the store's part of an export: pages of 1,000
+// messages (app.ExportPageSize) of the 1.8 KB submission, newest first,
+// each after the last one's cursor, through a day of 20,000. It reports the
+// process's CPU per message read.
+//
+//	go test -run '^$' -bench ListPages -benchtime 20x ./adapters/sqlite/
+func BenchmarkListPages(b *testing.B) {
+	const stored, pageSize = 20_000, 1000
+	s := mustOpenB(b, sqlite.Config{Dir: b.TempDir()})
+	for range stored / 500 {
+		if err := s.Append(b.Context(), benchMessages(b, 500)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now().Add(time.Hour)
+	cpu := cpuTime(b)
+	read := 0
+	b.ResetTimer()
+	for range b.N {
+		q := domain.Query{Scope: scope, Limit: pageSize}
+		for {
+			page, err := s.List(b.Context(), q, now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			read += len(page.Messages)
+			if q.After = page.Next(); q.After == nil {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	if read != b.N*stored {
+		b.Fatalf("read %d messages, want %d", read, b.N*stored)
+	}
+	b.ReportMetric(float64(read)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(read), "cpu-µs/msg")
+}
+
+// BenchmarkStats is /v1/stats over a day of 20,000 messages of the 1.8 KB
+// submission: the scope (from the rollups), a q of one word that every
+// message holds (from the word and statistics indexes alone) and a q of two
+// (each message read whole and checked). It reports the CPU per message
+// counted.
+//
+//	go test -run '^$' -bench 'Stats$' -benchtime 5x ./adapters/sqlite/
+func BenchmarkStats(b *testing.B) {
+	const stored = 20_000
+	s := mustOpenB(b, sqlite.Config{Dir: b.TempDir()})
+	for range stored / 500 {
+		if err := s.Append(b.Context(), benchMessages(b, 500)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	at := time.Now().Add(time.Hour)
+	for _, q := range []string{"", "application", "application/json"} {
+		b.Run("q="+q, func(b *testing.B) {
+			values := map[string][]string{}
+			if q != "" {
+				values["q"] = []string{q}
+			}
+			query, err := domain.ParseStatsQuery(values, at)
+			if err != nil {
+				b.Fatal(err)
+			}
+			query.Scope = scope
+			cpu := cpuTime(b)
+			b.ResetTimer()
+			for range b.N {
+				st, err := s.Stats(b.Context(), query, at)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st.Total.Count != stored {
+					b.Fatalf("counted %d, want %d", st.Total.Count, stored)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N*stored), "cpu-ns/msg")
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Start-up errors must name the file or directory at fault: that is the
+// behaviour under test, so these tests read the message for the path.
+func wantNamed(t *testing.T, err error, path string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("opening succeeded; want an error naming %s", path)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Fatalf("the error does not name %s: %v", path, err)
+	}
+}
+
+// seeded returns a data directory holding one message of today, closed.
+func seeded(t *testing.T) (dir string, day string) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMessage(t, time.Now(), 100)
+	if err := s.Append(opCtx(t), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, filepath.Join(dir, "messages-"+m.CreatedAt.UTC().Format("2006-01-02")+".db")
+}
+
+func TestSecondStoreOnTheSameDirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	mustOpen(t, sqlite.Config{Dir: dir})
+	_, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	wantNamed(t, err, dir)
+}
+
+// holdEnv makes the test binary a child process that opens the store on the
+// named directory, says so and waits to be killed.
+const holdEnv = "REQLOG_SQLITE_TEST_HOLD_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(holdEnv); dir != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		s, err := sqlite.New(ctx, sqlite.Config{Dir: dir})
+		cancel()
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("holding")
+		time.Sleep(time.Minute) // killed long before
+		_ = s.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A process killed with SIGKILL leaves no lock behind: the kernel releases
+// its flock, so the next start succeeds; while it lived, it held the lock.
+func TestKilledHolderLeavesNoLock(t *testing.T) {
+	dir, _ := seeded(t)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), holdEnv+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "holding" {
+		t.Fatalf("the child did not open the store: %q", line)
+	}
+	_, err = sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	wantNamed(t, err, dir)
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	mustOpen(t, sqlite.Config{Dir: dir})
+}
+
+func TestNewerDirectoryIsRefused(t *testing.T) {
+	dir, _ := seeded(t)
+	meta := filepath.Join(dir, "reqlog-store.json")
+	if err := os.WriteFile(meta, []byte(`{"store":"reqlog-sqlite","schema_version":99}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	wantNamed(t, err, meta)
+}
+
+// A directory of schema version 1 (before the statistics index and the
+// rollups) is migrated at start-up: each day file gets the index, the rollups
+// of its messages and version 3, then the directory's version is written;
+// the messages stay.
+func TestOlderDirectoryIsMigrated(t *testing.T) {
+	dir, day := seeded(t)
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; PRAGMA user_version=1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	meta := filepath.Join(dir, "reqlog-store.json")
+	writeFile(t, meta, []byte(`{"store":"reqlog-sqlite","schema_version":1}`))
+
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	page, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10}, time.Now().Add(time.Hour))
+	if err != nil || len(page.Messages) != 1 {
+		t.Fatalf("List after the migration = %d messages, %v; want the one stored", len(page.Messages), err)
+	}
+	db, err = sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version, indexes, rollups int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 3 {
+		t.Errorf("the day file's schema version is %d (%v), want 3", version, err)
+	}
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
+		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
+	}
+	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
+		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
+	}
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":3`) {
+		t.Errorf("%s holds %s (%v), want schema_version 3", meta, data, err)
+	}
+}
+
+func TestNewerDayFileIsRefused(t *testing.T) {
+	dir, day := seeded(t)
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version=99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	wantNamed(t, err, day)
+}
+
+// A corrupt day file, a foreign SQLite database under a day file's name,
+// other files named like databases, day files without the directory's
+// metadata, a file where the directory should be: each is a start-up error
+// naming it, and nothing is changed.
+func TestUnusableFilesAreNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, dir, day string) (named string)
+	}{
+		{"corrupt day file", func(t *testing.T, dir, day string) string {
+			writeFile(t, day, bytes.Repeat([]byte("not a database "), 512))
+			return day
+		}},
+		{"truncated day file", func(t *testing.T, dir, day string) string {
+			if err := os.Truncate(day, 1000); err != nil {
+				t.Fatal(err)
+			}
+			return day
+		}},
+		{"foreign database under a day file's name", func(t *testing.T, dir, day string) string {
+			other := filepath.Join(dir, "messages-2020-01-01.db")
+			db, err := sql.Open("sqlite", "file:"+other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec("CREATE TABLE notes (text TEXT)"); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			return other
+		}},
+		{"other database file", func(t *testing.T, dir, day string) string {
+			other := filepath.Join(dir, "backup.db")
+			writeFile(t, other, []byte("x"))
+			return other
+		}},
+		{"misnamed day file", func(t *testing.T, dir, day string) string {
+			other := filepath.Join(dir, "messages-yesterday")
+			writeFile(t, other, []byte("x"))
+			return other
+		}},
+		{"day files without the metadata file", func(t *testing.T, dir, day string) string {
+			meta := filepath.Join(dir, "reqlog-store.json")
+			if err := os.Remove(meta); err != nil {
+				t.Fatal(err)
+			}
+			return meta
+		}},
+		{"corrupt metadata file", func(t *testing.T, dir, day string) string {
+			meta := filepath.Join(dir, "reqlog-store.json")
+			writeFile(t, meta, []byte("{"))
+			return meta
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, day := seeded(t)
+			named := tc.spoil(t, dir, day)
+			before := snapshot(t, dir)
+			_, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+			wantNamed(t, err, named)
+			if after := snapshot(t, dir); after != before {
+				t.Errorf("a refused start changed the directory:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+	t.Run("a file where the directory should be", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "data")
+		writeFile(t, path, []byte("x"))
+		_, err := sqlite.New(opCtx(t), sqlite.Config{Dir: path})
+		wantNamed(t, err, path)
+	})
+}
+
+// A read-only file system (a read-only tmpfs: root ignores permission bits,
+// not a read-only mount) is a start-up error naming the directory.
+func TestReadOnlyDirectory(t *testing.T) {
+	dir := mountTmpfs(t, 1<<20)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remounting %s read-only: %v", dir, err)
+	}
+	_, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	wantNamed(t, err, dir)
+	_, err = sqlite.New(opCtx(t), sqlite.Config{Dir: filepath.Join(dir, "data")})
+	wantNamed(t, err, filepath.Join(dir, "data"))
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot lists dir's files with their sizes and modification times, the
+// lock file aside (opening takes it).
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || e.Name() == "reqlog.lock" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%d:%d ", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return b.String()
+}

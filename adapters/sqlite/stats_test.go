@@ -1,0 +1,75 @@
+package sqlite_test
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/conformance"
+	"github.com/reqlog/reqlog/domain"
+)
+
+// Statistics with a q of one word come from the word index and the
+// statistics index alone (no message is read whole) and equal
+// domain.StatsBuilder's over the messages domain.Search finds; a q of two
+// words is still checked on each message, and equal too.
+func TestStatsOfOneWordFromTheIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 2))
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	now := time.Now().UTC()
+	vocabulary := []string{"alpha", "Beta", "gamma", "ord_8f7d", "example.com", "zürich"}
+	var all []domain.Message
+	for range 300 {
+		created := now.Add(-time.Duration(rng.Int64N(int64(20 * time.Hour))))
+		m := conformance.NewMessage(t, scope, created, func(m *domain.Message) {
+			var words []string
+			for range rng.IntN(4) {
+				words = append(words, vocabulary[rng.IntN(len(vocabulary))])
+			}
+			m.Response.Body = `{"note":"` + strings.Join(words, " ") + `"}`
+			m.StatusCode = []int{200, 404, 500}[rng.IntN(3)]
+			m.Duration, m.HasDuration = time.Duration(rng.Int64N(900_000))*time.Microsecond, rng.IntN(4) > 0
+		})
+		all = append(all, m)
+	}
+	if err := s.Append(opCtx(t), all); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(time.Minute)
+	for _, tc := range []struct {
+		q       string
+		checked bool // read whole and checked with domain.Search
+	}{
+		{"alpha", false}, {"BETA", false}, {"ord_8f7d", false}, {"example.com", false}, {"ZÜRICH", false},
+		{"absent", false}, {"alpha beta", true}, {"ord_8f7d\"", true},
+	} {
+		q, err := domain.ParseStatsQuery(map[string][]string{"q": {tc.q}}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Scope = scope
+		want := domain.NewStatsBuilder(q)
+		for _, m := range all {
+			if m.Readable(at) && q.Filter.Matches(m) {
+				want.Add(domain.SampleOf(m))
+			}
+		}
+		before := sqlite.StatsMessagesRead()
+		got, err := s.Stats(opCtx(t), q, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want.Stats(); !reflect.DeepEqual(got, w) {
+			t.Fatalf("q=%q: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", tc.q, got, w)
+		}
+		if read := sqlite.StatsMessagesRead() - before; (read > 0) != tc.checked {
+			t.Errorf("q=%q: %d messages read whole; want them read: %v", tc.q, read, tc.checked)
+		}
+		if tc.q != "absent" && got.Total.Count == 0 {
+			t.Errorf("q=%q counted nothing: the test proves little", tc.q)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package sqlite
+
+import (
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/clipperhouse/uax29/v2/words"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// The word index holds each distinct word of a message's searched texts as a
+// short ASCII token: 40 bits of a 64-bit FNV-1a hash of the word in lower
+// case, in eight base32 letters. FTS5's own tokenizer ("ascii") then sees one
+// token per word whatever the word's script or punctuation, so UAX #29 alone
+// decides what a word is, case is folded exactly as domain.Search folds it,
+// and accents are kept. The index keeps no positions (detail=none) and each
+// word once per message: a q finds the messages holding all its words, and
+// List and Stats check each with domain.Search, which decides the phrase and
+// also rules out two words sharing a token (one pair in 2^40).
+const (
+	tokenLetters = 8
+	tokenBits    = 5 * tokenLetters
+	base32Lower  = "abcdefghijklmnopqrstuvwxyz234567"
+)
+
+// isWord reports whether a UAX #29 segment is a word to index: it holds a
+// letter or a number (spaces and punctuation segments are not).
+func isWord(segment string) bool {
+	for _, r := range segment {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				return true
+			}
+			continue
+		}
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordHash is the token's bits of word, lower-cased rune by rune as
+// strings.ToLower does (an invalid byte reads as U+FFFD).
+func wordHash(word string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(word); {
+		c := word[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			h = (h ^ uint64(c)) * prime
+			i++
+			continue
+		}
+		r, width := utf8.DecodeRuneInString(word[i:])
+		i += width
+		for _, b := range buf[:utf8.EncodeRune(buf[:], unicode.ToLower(r))] {
+			h = (h ^ uint64(b)) * prime
+		}
+	}
+	return h >> (64 - tokenBits)
+}
+
+// appendToken appends the eight letters of a word's hash.
+func appendToken(dst []byte, h uint64) []byte {
+	for shift := tokenBits - 5; shift >= 0; shift -= 5 {
+		dst = append(dst, base32Lower[(h>>shift)&31])
+	}
+	return dst
+}
+
+// appendWordHashes appends the hashes of text's words, and with indexPairs
+// those of each two consecutive words.
+func appendWordHashes(dst []uint64, text string) []uint64 {
+	first := len(dst)
+	it := words.FromString(text)
+	for it.Next() {
+		if w := it.Value(); isWord(w) {
+			dst = append(dst, wordHash(w))
+		}
+	}
+	if indexPairs {
+		for i, end := first+1, len(dst); i < end; i++ {
+			dst = append(dst, pairHash(dst[i-1], dst[i]))
+		}
+	}
+	return dst
+}
+
+// indexPairs, on only in the benchmark that prices it, also indexes each two
+// consecutive words (bigrams) of a text, which would let a phrase be found
+// without reading the messages.
+var indexPairs = false
+
+// pairHash is the token's bits of two consecutive words of hashes a and b.
+func pairHash(a, b uint64) uint64 {
+	return ((a * 0x9e3779b97f4a7c15) ^ b) * 1099511628211 >> (64 - tokenBits)
+}
+
+// distinctTokens appends the tokens of hashes, each once, separated by
+// spaces; it sorts hashes.
+func distinctTokens(dst []byte, hashes []uint64) []byte {
+	slices.Sort(hashes)
+	for i, h := range hashes {
+		if i > 0 && h == hashes[i-1] {
+			continue
+		}
+		if len(dst) > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = appendToken(dst, h)
+	}
+	return dst
+}
+
+// messageTokens is what the word index holds of m: the tokens of the words of
+// its path, of the first domain.SearchedBodyBytes of each body and of every
+// header value, each once. hashes is scratch space, returned for reuse.
+func messageTokens(dst []byte, hashes []uint64, m domain.Message) ([]byte, []uint64) {
+	hashes = hashes[:0]
+	domain.SearchedTexts(m, func(text string) bool {
+		hashes = appendWordHashes(hashes, searchedPrefix(text))
+		return true
+	})
+	return distinctTokens(dst, hashes), hashes
+}
+
+// searchedPrefix is the part of a text the index holds: the first
+// domain.SearchedBodyBytes, cut back to a rune boundary. Only bodies can be
+// longer; paths and header values are far shorter.
+func searchedPrefix(text string) string {
+	if len(text) <= domain.SearchedBodyBytes {
+		return text
+	}
+	cut := domain.SearchedBodyBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
+
+// wordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
+// side by side as AND), and false when q has no word (the domain refuses such
+// a q).
+func wordsQuery(q string) (string, bool) {
+	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
+	return tokens, tokens != ""
+}
+
+// isOneWord reports whether q is a single UAX #29 word and nothing else. A
+// message whose words hold it holds q as a substring bounded by words, which
+// the contract says MUST match; so does no message whose words lack it (q's
+// words do not occur in it), which MUST NOT. The word index alone answers
+// such a q, except for two words sharing a token: a message holding another
+// word of q's token would be counted too. Its ~300 distinct words each match
+// a given token with odds 2^-40, so over a million messages a q counts a
+// wrong one with odds under 1 in 3,600 (and only a message of the caller's
+// own scope and filters).
+func isOneWord(q string) bool {
+	it := words.FromString(q)
+	return it.Next() && isWord(it.Value()) && !it.Next()
+}

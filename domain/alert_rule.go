@@ -1,0 +1,570 @@
+package domain
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// AlertMetric is what a rule watches, computed from the statistics of its window.
+type AlertMetric string
+
+// The metrics of a rule.
+const (
+	// MetricErrorRate is the share of requests with a status of 400 or more, 0 to 1.
+	MetricErrorRate AlertMetric = "error_rate"
+	// MetricServerErrorRate is the share of requests with a status of 500 or more.
+	MetricServerErrorRate AlertMetric = "server_error_rate"
+	// MetricRequestCount is how many requests the window holds.
+	MetricRequestCount AlertMetric = "request_count"
+	// MetricDurationP50, P95 and P99 are percentiles of duration_ms, as /v1/stats
+	// computes them.
+	MetricDurationP50 AlertMetric = "duration_p50"
+	MetricDurationP95 AlertMetric = "duration_p95"
+	MetricDurationP99 AlertMetric = "duration_p99"
+)
+
+// AlertMetrics lists every metric, in the order the API documents them.
+var AlertMetrics = []AlertMetric{MetricErrorRate, MetricServerErrorRate, MetricRequestCount,
+	MetricDurationP50, MetricDurationP95, MetricDurationP99}
+
+// IsRate reports a metric that is a share of the window's requests (0 to 1).
+func (m AlertMetric) IsRate() bool { return m == MetricErrorRate || m == MetricServerErrorRate }
+
+// IsDuration reports a percentile of durations.
+func (m AlertMetric) IsDuration() bool {
+	return m == MetricDurationP50 || m == MetricDurationP95 || m == MetricDurationP99
+}
+
+// Comparison is how a rule compares the metric with its threshold.
+type Comparison string
+
+// The comparisons of a rule.
+const (
+	Above        Comparison = ">"
+	AboveOrEqual Comparison = ">="
+	Below        Comparison = "<"
+	BelowOrEqual Comparison = "<="
+)
+
+// Holds reports whether value compares with threshold as c says.
+func (c Comparison) Holds(value, threshold float64) bool {
+	switch c {
+	case Above:
+		return value > threshold
+	case AboveOrEqual:
+		return value >= threshold
+	case Below:
+		return value < threshold
+	case BelowOrEqual:
+		return value <= threshold
+	}
+	return false
+}
+
+// upward reports a comparison that alerts on high values.
+func (c Comparison) upward() bool { return c == Above || c == AboveOrEqual }
+
+// NoDataPolicy says what a window without data means: no request at all for a
+// rate, no request with a duration for a percentile. A request count always has
+// data (zero is a count).
+type NoDataPolicy string
+
+// The no-data policies of a rule.
+const (
+	// NoDataKeep gives no verdict: the state stays as it is.
+	NoDataKeep NoDataPolicy = "keep"
+	// NoDataOK counts as the condition not holding: a firing alert resolves.
+	NoDataOK NoDataPolicy = "ok"
+	// NoDataFiring counts as the condition holding: silence is an incident.
+	NoDataFiring NoDataPolicy = "firing"
+)
+
+// Bounds and defaults of a rule.
+const (
+	// AlertBucket is the statistics interval every rule is evaluated on: its
+	// window is a whole number of these buckets and ends one bucket before the
+	// evaluation, so that late logs of the last minute are in.
+	AlertBucket = time.Minute
+	// MaxAlertWindow is the longest window: 1,440 one-minute buckets, within
+	// MaxBuckets.
+	MaxAlertWindow      = 24 * time.Hour
+	DefaultAlertWindow  = 5 * time.Minute
+	MaxAlertFor         = 24 * time.Hour
+	MinRepeatInterval   = time.Minute
+	MaxRepeatInterval   = 30 * 24 * time.Hour
+	DefaultRepeatEvery  = 4 * time.Hour
+	MaxAlertTitleLength = 200
+	MaxMinRequests      = 1_000_000_000
+	// MaxRuleEndpoints bounds the endpoints one rule names.
+	MaxRuleEndpoints = 20
+)
+
+// AlertFilter selects the requests a rule counts: every field is optional.
+type AlertFilter struct {
+	Name       string // the application
+	PathPrefix string
+	Method     string
+	// StatusClasses are the status classes counted, 1 (1xx) to 5 (5xx),
+	// ascending and distinct; empty counts every class.
+	StatusClasses []int
+}
+
+// AlertRule watches one metric of a scope's traffic.
+type AlertRule struct {
+	ID     string
+	Scope  Scope
+	Title  string
+	Filter AlertFilter
+	Metric AlertMetric
+	// Comparison and Threshold: the condition that makes the alert pending, then
+	// firing once it held For.
+	Comparison Comparison
+	Threshold  float64
+	// ResolveThreshold is where a firing alert resolves: it stays firing while
+	// the metric compares with it as with Threshold. Equal to Threshold, or on
+	// its healthy side (hysteresis).
+	ResolveThreshold float64
+	Window           time.Duration
+	For              time.Duration
+	// MinRequests: below this many requests in the window a rate or percentile
+	// gives no verdict (too little traffic).
+	MinRequests int64
+	NoData      NoDataPolicy
+	// RepeatInterval: how often a firing alert is sent again (0: never).
+	RepeatInterval time.Duration
+	// EndpointIDs receive the rule's events; empty: every endpoint of the scope.
+	EndpointIDs []string
+	Enabled     bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// DefaultAlertRule is what a new rule holds before its fields are read.
+func DefaultAlertRule() AlertRule {
+	return AlertRule{Comparison: Above, Window: DefaultAlertWindow, NoData: NoDataKeep,
+		RepeatInterval: DefaultRepeatEvery, Enabled: true}
+}
+
+// Clone returns a copy that shares no slice with r.
+func (r AlertRule) Clone() AlertRule {
+	r.Filter.StatusClasses = slices.Clone(r.Filter.StatusClasses)
+	r.EndpointIDs = slices.Clone(r.EndpointIDs)
+	return r
+}
+
+// WindowAt is the window evaluated at now: whole buckets, ending at the start
+// of the bucket before the one now falls in.
+func (r AlertRule) WindowAt(now time.Time) (from, to time.Time) {
+	to = alignDown(now, AlertBucket).Add(-AlertBucket)
+	return to.Add(-r.Window), to
+}
+
+// StatsQuery asks the statistics of the window evaluated at now: the same query
+// as GET /v1/stats with the rule's filters, from and to, and interval=1m. A
+// rate or count reads the status classes from the buckets, so only a
+// percentile narrows the query to them (they are then contiguous).
+func (r AlertRule) StatsQuery(now time.Time) StatsQuery {
+	from, to := r.WindowAt(now)
+	f := Filter{Name: r.Filter.Name, PathPrefix: r.Filter.PathPrefix, Method: r.Filter.Method, From: from, To: to}
+	if r.Metric.IsDuration() && len(r.Filter.StatusClasses) > 0 {
+		f.StatusMin = r.Filter.StatusClasses[0] * 100
+		f.StatusMax = r.Filter.StatusClasses[len(r.Filter.StatusClasses)-1]*100 + 99
+	}
+	return StatsQuery{Scope: r.Scope, From: from, To: to, Filter: f, Interval: Interval{"1m", AlertBucket}}
+}
+
+// StatusClassNames are the classes as the API writes them ("5xx").
+func (f AlertFilter) StatusClassNames() []string {
+	names := make([]string, len(f.StatusClasses))
+	for i, c := range f.StatusClasses {
+		names[i] = strconv.Itoa(c) + "xx"
+	}
+	return names
+}
+
+// counts reports whether a request of status class c (1-5) counts.
+func (f AlertFilter) counts(class int) bool {
+	return len(f.StatusClasses) == 0 || slices.Contains(f.StatusClasses, class)
+}
+
+// ParseAlertRule applies a rule's fields, as the edge decoded them from JSON
+// (nil, bool, float64, string, []any), onto base: a new rule's defaults
+// (DefaultAlertRule) or, for an update, the stored rule, whose fields the body
+// does not name stay as they are. null (nil) resets an optional field. Every
+// problem is a *ValidationError naming the field; unknown fields are
+// refused, so that a misspelt one is not silently left at its default.
+func ParseAlertRule(fields map[string]any, base AlertRule) (AlertRule, error) {
+	r := base.Clone()
+	var fe fieldErrors
+	for name, v := range fields {
+		read, known := ruleFields[name]
+		if !known {
+			fe.add(unknownField(name), "is not a field of an alert rule")
+			continue
+		}
+		if msg := read(&r, v); msg != "" {
+			fe.add(name, "%s", msg)
+		}
+	}
+	if len(fe.list) == 0 {
+		_, thresholdGiven := fields["threshold"]
+		_, resolveGiven := fields["resolve_threshold"]
+		r.check(&fe, thresholdGiven, resolveGiven)
+	}
+	if len(fe.list) > 0 {
+		slices.SortFunc(fe.list, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return AlertRule{}, &ValidationError{Message: "the alert rule is invalid", Fields: fe.list}
+	}
+	return r, nil
+}
+
+// ruleFields reads each field of a rule; the message says what is wrong ("" if
+// nothing is).
+var ruleFields = map[string]func(r *AlertRule, v any) string{
+	"title": func(r *AlertRule, v any) string {
+		return readText(v, &r.Title, MaxAlertTitleLength)
+	},
+	"name": func(r *AlertRule, v any) string {
+		return readText(v, &r.Filter.Name, MaxNameLength)
+	},
+	"path_prefix": func(r *AlertRule, v any) string {
+		if msg := readString(v, &r.Filter.PathPrefix); msg != "" || r.Filter.PathPrefix == "" {
+			return msg
+		}
+		switch p := r.Filter.PathPrefix; {
+		case !strings.HasPrefix(p, "/"):
+			return "must start with /"
+		case len(p) > MaxPathPrefixBytes:
+			return fmt.Sprintf("must be at most %d bytes", MaxPathPrefixBytes)
+		}
+		return ""
+	},
+	"method": func(r *AlertRule, v any) string {
+		if msg := readString(v, &r.Filter.Method); msg != "" || r.Filter.Method == "" {
+			return msg
+		}
+		if !isToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
+			return "must be an HTTP method token such as GET"
+		}
+		r.Filter.Method = strings.ToUpper(r.Filter.Method)
+		return ""
+	},
+	"status_classes": func(r *AlertRule, v any) string {
+		const problem = `must be a list of distinct status classes such as ["4xx", "5xx"]`
+		if v == nil {
+			r.Filter.StatusClasses = nil
+			return ""
+		}
+		names, ok := stringList(v)
+		if !ok || len(names) > 5 {
+			return problem
+		}
+		classes := make([]int, 0, len(names))
+		for _, n := range names {
+			if len(n) != 3 || n[0] < '1' || n[0] > '5' || n[1:] != "xx" || slices.Contains(classes, int(n[0]-'0')) {
+				return problem
+			}
+			classes = append(classes, int(n[0]-'0'))
+		}
+		slices.Sort(classes)
+		r.Filter.StatusClasses = classes
+		return ""
+	},
+	"metric": func(r *AlertRule, v any) string {
+		s, _ := v.(string)
+		if !slices.Contains(AlertMetrics, AlertMetric(s)) {
+			return "must be one of " + joinQuoted(AlertMetrics)
+		}
+		r.Metric = AlertMetric(s)
+		return ""
+	},
+	"comparison": func(r *AlertRule, v any) string {
+		s, _ := v.(string)
+		all := []Comparison{Above, AboveOrEqual, Below, BelowOrEqual}
+		if !slices.Contains(all, Comparison(s)) {
+			return "must be one of " + joinQuoted(all)
+		}
+		r.Comparison = Comparison(s)
+		return ""
+	},
+	"threshold": func(r *AlertRule, v any) string {
+		return readNumber(v, &r.Threshold)
+	},
+	"resolve_threshold": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.ResolveThreshold = math.NaN() // follows threshold: set in check
+			return ""
+		}
+		return readNumber(v, &r.ResolveThreshold)
+	},
+	"window": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.Window = DefaultAlertWindow
+			return ""
+		}
+		d, msg := readDuration(v)
+		if msg == "" && (d < AlertBucket || d > MaxAlertWindow || d%AlertBucket != 0) {
+			msg = "must be a whole number of minutes from 1m to 24h"
+		}
+		r.Window = d
+		return msg
+	},
+	"for": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.For = 0
+			return ""
+		}
+		d, msg := readDuration(v)
+		if msg == "" && (d < 0 || d > MaxAlertFor || d%time.Second != 0) {
+			msg = "must be a whole number of seconds from 0s to 24h"
+		}
+		r.For = d
+		return msg
+	},
+	"min_requests": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.MinRequests = 0
+			return ""
+		}
+		n, ok := wholeNumber(v)
+		if !ok || n < 0 || n > MaxMinRequests {
+			return fmt.Sprintf("must be a whole number from 0 to %d", MaxMinRequests)
+		}
+		r.MinRequests = n
+		return ""
+	},
+	"no_data": func(r *AlertRule, v any) string {
+		all := []NoDataPolicy{NoDataKeep, NoDataOK, NoDataFiring}
+		if v == nil {
+			r.NoData = NoDataKeep
+			return ""
+		}
+		if s, _ := v.(string); !slices.Contains(all, NoDataPolicy(s)) {
+			return "must be one of " + joinQuoted(all)
+		}
+		r.NoData = NoDataPolicy(v.(string))
+		return ""
+	},
+	"repeat_interval": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.RepeatInterval = DefaultRepeatEvery
+			return ""
+		}
+		d, msg := readDuration(v)
+		if msg == "" && d != 0 && (d < MinRepeatInterval || d > MaxRepeatInterval || d%time.Second != 0) {
+			msg = "must be 0s (never) or a whole number of seconds from 1m to 720h"
+		}
+		r.RepeatInterval = d
+		return msg
+	},
+	"endpoint_ids": func(r *AlertRule, v any) string {
+		if v == nil {
+			r.EndpointIDs = nil
+			return ""
+		}
+		ids, ok := stringList(v)
+		if !ok || len(ids) > MaxRuleEndpoints {
+			return fmt.Sprintf("must be a list of at most %d endpoint ids", MaxRuleEndpoints)
+		}
+		for i, id := range ids {
+			if !IsAlertID(id, EndpointIDPrefix) || slices.Contains(ids[:i], id) {
+				return "must list distinct endpoint ids such as " + EndpointIDPrefix + "Ab3dEf6hIj9kLm2n"
+			}
+		}
+		r.EndpointIDs = ids
+		return ""
+	},
+	"enabled": func(r *AlertRule, v any) string {
+		enabled, ok := v.(bool)
+		if !ok {
+			return "must be true or false"
+		}
+		r.Enabled = enabled
+		return ""
+	},
+}
+
+// unknownField names a field that is not one, quoted when it is empty (a JSON
+// key may be): an error always names something.
+func unknownField(name string) string {
+	if name == "" {
+		return `""`
+	}
+	return name
+}
+
+// maxMethodLength is the longest method a submission may have.
+const maxMethodLength = 32
+
+// check validates what depends on several fields, and what a new rule must have.
+func (r *AlertRule) check(fe *fieldErrors, thresholdGiven, resolveGiven bool) {
+	if r.Metric == "" {
+		fe.add("metric", "is required: one of %s", joinQuoted(AlertMetrics))
+		return
+	}
+	if r.CreatedAt.IsZero() && !thresholdGiven {
+		fe.add("threshold", "is required")
+		return
+	}
+	switch {
+	case r.Metric.IsRate() && (r.Threshold < 0 || r.Threshold > 1):
+		fe.add("threshold", "must be a share from 0 to 1 for %s (0.05 is 5 %%)", r.Metric)
+		return
+	case r.Threshold < 0:
+		fe.add("threshold", "must not be negative")
+		return
+	}
+	// An update that moves the threshold and not the resolve threshold keeps
+	// the resolve threshold only where it still makes sense; a new rule, or one
+	// without hysteresis, follows the threshold.
+	if math.IsNaN(r.ResolveThreshold) || (!resolveGiven && (r.CreatedAt.IsZero() || !r.healthySide(r.ResolveThreshold))) {
+		r.ResolveThreshold = r.Threshold
+	}
+	switch {
+	case r.Metric.IsRate() && (r.ResolveThreshold < 0 || r.ResolveThreshold > 1):
+		fe.add("resolve_threshold", "must be a share from 0 to 1 for %s", r.Metric)
+	case r.ResolveThreshold < 0:
+		fe.add("resolve_threshold", "must not be negative")
+	case !r.healthySide(r.ResolveThreshold):
+		if r.Comparison.upward() {
+			fe.add("resolve_threshold", "must not be above threshold for comparison %s", r.Comparison)
+		} else {
+			fe.add("resolve_threshold", "must not be below threshold for comparison %s", r.Comparison)
+		}
+	}
+	if r.Metric.IsDuration() && !contiguous(r.Filter.StatusClasses) {
+		fe.add("status_classes", "must be neighbouring classes (such as 4xx and 5xx) for a duration metric, which is counted over one status range")
+	}
+}
+
+// healthySide reports whether v lies at the threshold or on its healthy side.
+func (r AlertRule) healthySide(v float64) bool {
+	if r.Comparison.upward() {
+		return v <= r.Threshold
+	}
+	return v >= r.Threshold
+}
+
+func contiguous(classes []int) bool {
+	return len(classes) == 0 || classes[len(classes)-1]-classes[0] == len(classes)-1
+}
+
+// readText reads an optional string of at most limit characters, kept
+// without its surrounding spaces; null or "" clears it.
+func readText(v any, dst *string, limit int) string {
+	var s string
+	if msg := readString(v, &s); msg != "" {
+		return msg
+	}
+	if utf8.RuneCountInString(s) > limit {
+		return fmt.Sprintf("must be at most %d characters", limit)
+	}
+	*dst = strings.TrimSpace(s)
+	return ""
+}
+
+// readString reads a string, or null as "".
+func readString(v any, dst *string) string {
+	if v == nil {
+		*dst = ""
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "must be a string"
+	}
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	*dst = s
+	return ""
+}
+
+func readNumber(v any, dst *float64) string {
+	f, ok := v.(float64)
+	if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "must be a number"
+	}
+	*dst = f
+	return ""
+}
+
+// durationText is the form of a rule's durations: whole hours, minutes and
+// seconds, in that order, such as "90s", "5m" or "1h30m" (what FormatAlertDuration
+// writes, and openapi.json's pattern).
+var durationText = regexp.MustCompile(`^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?$`)
+
+// readDuration reads a duration such as "90s", "5m" or "1h30m".
+func readDuration(v any) (time.Duration, string) {
+	const problem = "must be a duration of whole hours, minutes and seconds such as 30s, 5m or 1h30m"
+	s, _ := v.(string)
+	parts := durationText.FindStringSubmatch(s)
+	if s == "" || parts == nil {
+		return 0, problem
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{time.Hour, time.Minute, time.Second} {
+		if parts[i+1] != "" {
+			n, _ := strconv.ParseInt(parts[i+1], 10, 64)
+			d += time.Duration(n) * unit
+		}
+	}
+	return d, ""
+}
+
+// wholeNumber reads a number without a fractional part.
+func wholeNumber(v any) (int64, bool) {
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// stringList reads a list of strings.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(list))
+	for i, item := range list {
+		if out[i], ok = item.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func joinQuoted[T ~string](values []T) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = strconv.Quote(string(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FormatAlertDuration writes a rule's duration as the API does: "5m",
+// "1h30m", "45s", "0s".
+func FormatAlertDuration(d time.Duration) string {
+	if d <= 0 || d%time.Second != 0 {
+		return d.String()
+	}
+	var b strings.Builder
+	for _, unit := range []struct {
+		suffix string
+		width  time.Duration
+	}{{"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}} {
+		if n := d / unit.width; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + unit.suffix)
+			d -= n * unit.width
+		}
+	}
+	return b.String()
+}
