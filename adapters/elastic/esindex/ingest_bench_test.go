@@ -27,8 +27,7 @@ import (
 // _source: "with-text"), one without any full-text field (documents as
 // record.AppendJSON writes them, request and response not indexed), one of
 // the current mappings (the texts indexed in place: "in-place") and the
-// alternatives measured for issue 19 (docs/benchmarks.md, "Full-text indexing
-// on Elasticsearch"). ratio is the time of a bulk request with the text field
+// alternatives the layout was chosen against. ratio is the time of a bulk request with the text field
 // over one without; ratio-<name> the same for each other variant:
 //
 //   - in-place: mappings.json, the texts indexed where the record stores them;

@@ -10,10 +10,10 @@ import (
 
 // encodingJSONReplies makes searches read their replies with encoding/json
 // (decodeWithEncodingJSON) instead of the reply reader. A build with the tag
-// reqlog_encodingjson_replies sets it, for docs/benchmarks.md to measure what
-// the reply reader saves ("Search replies: the reply reader against
-// encoding/json"); such a build reads whole replies, so the tests of reading
-// only as far as the page fail in it.
+// reqlog_encodingjson_replies sets it, so that reqlogd's CPU per fetch can be
+// measured with either reader (docs/benchmarks.md, section Elasticsearch);
+// such a build reads whole replies, so the tests of reading only as far as
+// the page fail in it.
 var encodingJSONReplies = false
 
 // decodeWithEncodingJSON reads a search reply as the library would: the whole

@@ -19,7 +19,7 @@
 // hand) reads as one header with the values of every entry, in order: nothing
 // stored is lost.
 //
-// Fields added with the explorer (issue 19), absent from older documents:
+// Fields added with the explorer, absent from older documents:
 //   - duration, absent when the message has none (an older document has
 //     none): MongoDB's durationMicros is whole microseconds (int64);
 //     Elasticsearch's duration_ms is milliseconds with up to three decimals
