@@ -3,15 +3,14 @@ package elastic
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esindex"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -27,7 +26,7 @@ const (
 	// 503 long before it gives up (often after 3s).
 	DefaultShardWait = 500 * time.Millisecond
 	// DefaultDurabilityWait bounds a retried write's wait for its shard's
-	// global checkpoint (durable.go); after a failover that can take seconds,
+	// global checkpoint (esclient/durable.go); after a failover that can take seconds,
 	// and a 503 lets the client retry instead of waiting.
 	DefaultDurabilityWait = time.Second
 	DefaultPingTimeout    = 2 * time.Second
@@ -45,7 +44,7 @@ const (
 	// maxShards is Elasticsearch's own limit of primary shards per index.
 	maxShards = 1024
 	// DefaultWarmUp bounds the start-up's wait for the day's replicas and its
-	// warm-up of the indexing path (warm.go): a freshly started three-node
+	// warm-up of the indexing path (esindex/warm.go): a freshly started three-node
 	// cluster on two busy shared cores was not warm after 15 s either, and
 	// reqlogd must start within 30 s.
 	DefaultWarmUp = 15 * time.Second
@@ -97,7 +96,7 @@ type Config struct {
 	// ports.ErrUnavailable; default 1s (DefaultDurabilityWait).
 	DurabilityWait time.Duration
 	// WarmUp bounds how long start-up waits for the day's indices' replicas and
-	// warms the cluster's indexing path before the store is ready (warm.go):
+	// warms the cluster's indexing path before the store is ready (esindex/warm.go):
 	// a cold cluster's first writes took seconds each. Default 15s
 	// (DefaultWarmUp), and at most half of what start-up has left; negative
 	// disables both.
@@ -219,51 +218,19 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-// maxIdleConnsPerNode keeps enough connections open for the service's
-// concurrent reads and bulk writes; Go's default of 2 closes and reopens
-// connections under any concurrency.
-const maxIdleConnsPerNode = 32
-
-// bulkClientConfig is clientConfig for bulk requests: a whole request
-// answered 503 (no elected master, a cluster block) already waited ShardWait
-// on the cluster, so it is not retried, or each retry would wait as long
-// again; a write refused that way is answered 503 and retried by its client.
-// Network errors are still retried on the next node.
-func (cfg Config) bulkClientConfig() elasticsearch.Config {
-	c := cfg.clientConfig()
-	c.RetryOnStatus = []int{429, 502, 504}
-	return c
-}
-
-// clientConfig is the official client's configuration for cfg.
-func (cfg Config) clientConfig() elasticsearch.Config {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	// Replies come uncompressed: un-gzipping search replies was most of the
-	// service's CPU per fetch, and a cluster is near the service. Requests are
-	// not compressed either.
-	transport.DisableCompression = true
-	transport.MaxIdleConnsPerHost = maxIdleConnsPerNode
-	return elasticsearch.Config{
-		Transport:     transport,
-		Addresses:     cfg.Addresses,
-		Username:      cfg.Username,
-		Password:      cfg.Password,
-		APIKey:        cfg.APIKey,
-		RetryOnStatus: []int{429, 502, 503, 504},
-		DisableRetry:  cfg.MaxRetries < 0,
-		MaxRetries:    max(cfg.MaxRetries, 0),
-		RetryBackoff:  func(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond },
+// clientConfig is what the client takes of cfg.
+func (cfg Config) clientConfig() esclient.Config {
+	return esclient.Config{
+		Addresses: cfg.Addresses, Username: cfg.Username, Password: cfg.Password, APIKey: cfg.APIKey,
+		MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ShardWait: cfg.ShardWait,
+		DurabilityWait: cfg.DurabilityWait,
 	}
 }
 
-// autoExpandReplicas is index.auto_expand_replicas for Replicas.
-func (cfg Config) autoExpandReplicas() string {
-	return fmt.Sprintf("0-%d", cfg.Replicas)
-}
-
-// refreshSetting is RefreshInterval in Elasticsearch's time unit syntax.
-func (cfg Config) refreshSetting() string {
-	return fmt.Sprintf("%dms", cfg.RefreshInterval.Milliseconds())
+// indexConfig is what the indices take of cfg.
+func (cfg Config) indexConfig() esindex.Config {
+	return esindex.Config{Prefix: cfg.IndexPrefix, Shards: cfg.Shards, Replicas: cfg.Replicas,
+		RefreshInterval: cfg.RefreshInterval, WarmUp: cfg.WarmUp}
 }
 
 // redact drops the user information of a URL for error messages.

@@ -31,26 +31,22 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.Shards != DefaultShards || DefaultConfig().Shards != DefaultShards {
 		t.Errorf("shards %d, DefaultConfig's %d, want %d", cfg.Shards, DefaultConfig().Shards, DefaultShards)
 	}
-	if got := cfg.refreshSetting(); got != "1000ms" {
-		t.Errorf("refresh setting = %q, want 1000ms", got)
-	}
 }
 
 func TestConfigRoundsRefreshIntervalUp(t *testing.T) {
 	for _, tc := range []struct {
 		in, want time.Duration
-		setting  string
 	}{
-		{250 * time.Millisecond, 250 * time.Millisecond, "250ms"},
-		{1500 * time.Microsecond, 2 * time.Millisecond, "2ms"},
-		{time.Nanosecond, time.Millisecond, "1ms"},
+		{250 * time.Millisecond, 250 * time.Millisecond},
+		{1500 * time.Microsecond, 2 * time.Millisecond},
+		{time.Nanosecond, time.Millisecond},
 	} {
 		cfg, err := Config{Addresses: []string{"http://es:9200"}, RefreshInterval: tc.in}.withDefaults()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.RefreshInterval != tc.want || cfg.refreshSetting() != tc.setting {
-			t.Errorf("RefreshInterval %s became %s (%q), want %s (%q)", tc.in, cfg.RefreshInterval, cfg.refreshSetting(), tc.want, tc.setting)
+		if cfg.RefreshInterval != tc.want {
+			t.Errorf("RefreshInterval %s became %s, want %s", tc.in, cfg.RefreshInterval, tc.want)
 		}
 	}
 }

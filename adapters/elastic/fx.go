@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esindex"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -15,7 +16,8 @@ import (
 // Config from the graph and uses a *zap.Logger if there is one. On start it
 // checks the cluster, installs the index template, creates the daily indices
 // of today and tomorrow, waits for their replicas and warms the cluster's
-// indexing path (warm.go, within Config.WarmUp); on stop it closes the client.
+// indexing path (esindex.Indices.PrepareWrites, within Config.WarmUp); on stop
+// it closes the client.
 var Module = fx.Module("elastic",
 	fx.Provide(fx.Annotate(provide,
 		fx.As(fx.Self()), fx.As(new(ports.MessageStore)), fx.As(new(ports.HealthChecker)))),
@@ -41,18 +43,19 @@ func provide(p moduleParams) (*Store, error) {
 	}
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
-			if err := store.setUp(ctx); err != nil {
+			if err := store.indices.SetUp(ctx); err != nil {
 				return err
 			}
 			// Not fatal: the first write of a day creates its index anyway.
-			warm, err := store.prepareWrites(ctx, time.Now())
+			warm, err := store.indices.PrepareWrites(ctx, time.Now())
 			if err != nil {
 				log.Named("elastic").Warn("preparing the daily indices of today and tomorrow", zap.Error(err))
 			}
-			logWarmUp(log.Named("elastic"), warm)
+			esindex.LogWarmUp(log.Named("elastic"), warm)
+			names := store.indices.Names()
 			log.Named("elastic").Info("Elasticsearch store ready",
-				zap.String("template", store.names.Template()),
-				zap.String("indices", store.names.ReadPattern()),
+				zap.String("template", names.Template()),
+				zap.String("indices", names.ReadPattern()),
 				zap.Duration("read_lag", store.ReadLag()))
 			return nil
 		},
@@ -66,8 +69,8 @@ func provide(p moduleParams) (*Store, error) {
 // start, after the store's set-up.
 var AlertModule = fx.Module("elastic.alerts",
 	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
-		a := &AlertStore{store: s}
-		lc.Append(fx.Hook{OnStart: a.setUp})
+		a := s.alertStore()
+		lc.Append(fx.Hook{OnStart: a.SetUp})
 		return a
 	}, fx.As(new(ports.AlertStore)))),
 )

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -180,7 +181,7 @@ func message(t testing.TB, createdAt time.Time) domain.Message {
 }
 
 // waitFor polls check until it returns nil or the deadline passes.
-var waitFor = elastic.WaitFor
+var waitFor = fixtures.WaitFor
 
 // waitReadable waits until Get finds every one of msgs at now.
 func waitReadable(t testing.TB, s ports.MessageStore, now time.Time, msgs ...domain.Message) {

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esquery"
+	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
 	"github.com/reqlog/reqlog/domain"
 )
 
-// BenchmarkListFirstPage: a first page of 20 benchMessages from the real node,
+// BenchmarkListFirstPage: a first page of 20 fixtures.TrafficMessages from the real node,
 // with replies uncompressed (the store's transport) and gzipped (Go's default
 // transport): what a fetch costs the service in CPU and allocations, plus the
 // node's time.
@@ -29,13 +30,13 @@ func BenchmarkListFirstPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		req, _ := http.NewRequest(http.MethodDelete, base+"/"+s.names.For(benchMessages(1)[0].CreatedAt), nil)
+		req, _ := http.NewRequest(http.MethodDelete, base+"/"+s.indices.Names().For(fixtures.TrafficMessages(1)[0].CreatedAt), nil)
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
 		}
 		_ = s.Close(ctx)
 	})
-	msgs := benchMessages(200)
+	msgs := fixtures.TrafficMessages(200)
 	for i := range msgs {
 		msgs[i].CreatedAt = msgs[i].CreatedAt.Add(time.Duration(i) * time.Microsecond)
 	}
@@ -51,15 +52,16 @@ func BenchmarkListFirstPage(b *testing.B) {
 		}
 		return err
 	}
-	WaitFor(b, "the first page after the refresh", 30*time.Second, func() error { return fullPage(s) })
+	fixtures.WaitFor(b, "the first page after the refresh", 30*time.Second, func() error { return fullPage(s) })
 	gzipped := *s
-	gzipCfg := cfg
-	gzipCfg.Addresses = []string{base}
-	clientCfg := gzipCfg.clientConfig()
-	clientCfg.Transport = nil // Go's default: asks for gzip
-	if gzipped.client, err = elasticsearch.NewClient(clientCfg); err != nil {
+	clientCfg := s.cfg.clientConfig()
+	clientCfg.Transport = http.DefaultTransport.(*http.Transport).Clone() // asks for gzip
+	gzipClient, err := esclient.New(clientCfg)
+	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = gzipClient.Close(ctx) })
+	gzipped.queries = esquery.New(gzipClient, s.indices.Names())
 	for _, c := range []struct {
 		name string
 		s    *Store

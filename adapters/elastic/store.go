@@ -1,19 +1,15 @@
 package elastic
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/adapters/elastic/esquery"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -25,12 +21,10 @@ var (
 
 // Store is the Elasticsearch ports.MessageStore. It is safe for concurrent use.
 type Store struct {
-	cfg    Config
-	names  indexNames
-	client *elasticsearch.Client
-	bulks  *elasticsearch.Client // for bulk requests: no retry of a 503 (bulkClientConfig)
-	// layouts knows which daily indices predate in-place indexing.
-	layouts *indexLayouts
+	cfg     Config
+	client  *esclient.Client
+	indices *esindex.Indices
+	queries *esquery.Queries
 }
 
 // New checks cfg, checks that the cluster answers, and installs the index
@@ -41,7 +35,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.setUp(ctx); err != nil {
+	if err := s.indices.SetUp(ctx); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -54,258 +48,41 @@ func newUnopened(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := elasticsearch.NewClient(cfg.clientConfig())
+	client, err := esclient.New(cfg.clientConfig())
 	if err != nil {
-		return nil, fmt.Errorf("elastic: client: %w", err)
+		return nil, err
 	}
-	bulks, err := elasticsearch.NewClient(cfg.bulkClientConfig())
-	if err != nil {
-		return nil, fmt.Errorf("elastic: client: %w", err)
-	}
-	return &Store{cfg: cfg, names: indexNames{cfg.IndexPrefix}, client: client, bulks: bulks,
-		layouts: &indexLayouts{legacy: map[string]bool{}}}, nil
+	indices := esindex.New(client, cfg.indexConfig())
+	return &Store{cfg: cfg, client: client, indices: indices, queries: esquery.New(client, indices.Names())}, nil
 }
 
-// setUp checks the cluster, installs the template, and brings the indices that
-// already exist in line with it: their refresh interval (so ReadLag holds for
-// them), new mappings (additive changes only), no leftover purge block.
-func (s *Store) setUp(ctx context.Context) error {
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	if err := s.do(ctx, "check cluster", esapi.ClusterHealthRequest{}, nil); err != nil {
-		return err
-	}
-	template, err := jsonBody(newIndexTemplate(s.cfg))
-	if err != nil {
-		return err
-	}
-	if err := s.do(ctx, "install index template", esapi.IndicesPutIndexTemplateRequest{
-		Name: s.names.Template(), Body: template,
-	}, nil); err != nil {
-		return err
-	}
-	if err := s.updateExistingMappings(ctx); err != nil {
-		return err
-	}
-	existing := []string{s.names.ReadPattern()}
-	settings, err := json.Marshal(liveSettings(s.cfg))
-	if err != nil {
-		return fmt.Errorf("elastic: encode index settings: %w", err)
-	}
-	return s.updateExisting(ctx, "update settings of existing indices", func() esapi.Request {
-		return esapi.IndicesPutSettingsRequest{Index: existing, Body: bytes.NewReader(settings), AllowNoIndices: ptr(true)}
-	}, nil)
+// List: see esquery.Queries.List.
+func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	return s.queries.List(ctx, q, now)
 }
 
-// updateExistingMappings adds the current mappings' new fields to the indices
-// that exist: legacyMappings to those created before in-place indexing (their
-// request and response cannot become indexed), mappings.json's to the others.
-// It remembers which are which for Append.
-func (s *Store) updateExistingMappings(ctx context.Context) error {
-	var existing map[string]indexMapping
-	if err := s.updateExisting(ctx, "read mappings of existing indices", func() esapi.Request {
-		return esapi.IndicesGetMappingRequest{Index: []string{s.names.ReadPattern()}, AllowNoIndices: ptr(true), FilterPath: indexMappingFields}
-	}, &existing); err != nil {
-		return err
-	}
-	var legacy, current []string
-	for index, m := range existing {
-		if m.legacy() {
-			legacy = append(legacy, index)
-		} else {
-			current = append(current, index)
-		}
-		s.layouts.learn(index, m.legacy())
-	}
-	for _, update := range []struct {
-		indices  []string
-		mappings []byte
-	}{{legacy, legacyMappings}, {current, existingMappings}} {
-		for _, indices := range namesInURLs(update.indices) {
-			// An index dropped since by another replica's purge needs no update.
-			if err := s.updateExisting(ctx, "update mappings of existing indices", func() esapi.Request {
-				return esapi.IndicesPutMappingRequest{
-					Index: indices, Body: bytes.NewReader(update.mappings), IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true),
-				}
-			}, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// Lookup: see esquery.Queries.Lookup.
+func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
+	return s.queries.Lookup(ctx, scope, ids)
 }
 
-// maxURLNames bounds the bytes of index names one request's URL lists:
-// Elasticsearch refuses a request line over 4 KB (http.max_initial_line_length),
-// and a year of daily indices is over 10 KB of names.
-const maxURLNames = 3 << 10
-
-// namesInURLs splits indices into lists that fit in a URL.
-func namesInURLs(indices []string) [][]string {
-	var lists [][]string
-	for len(indices) > 0 {
-		n, size := 0, 0
-		for n < len(indices) && (n == 0 || size+len(indices[n])+1 <= maxURLNames) {
-			size += len(indices[n]) + 1
-			n++
-		}
-		lists = append(lists, indices[:n])
-		indices = indices[n:]
-	}
-	return lists
+// Get: see esquery.Queries.Get.
+func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
+	return s.queries.Get(ctx, scope, idOrReference, now)
 }
 
-// indexMapping is what the store reads of an index's mapping: whether its
-// request is an unindexed object, as in every index created before in-place
-// indexing (legacyMappings), never since.
-type indexMapping struct {
-	Mappings struct {
-		Properties struct {
-			Request struct {
-				Enabled *bool `json:"enabled"`
-			} `json:"request"`
-		} `json:"properties"`
-	} `json:"mappings"`
+// Stats: see esquery.Queries.Stats.
+func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+	return s.queries.Stats(ctx, q, now)
 }
 
-// indexMappingFields is the filter_path of the mapping reads: dynamic, which
-// every template of reqlog sets, so that each of its indices is in the reply
-// (an index of the pattern that no template of reqlog made is left alone).
-var indexMappingFields = []string{"*.mappings.dynamic", "*.mappings.properties.request.enabled"}
-
-func (m indexMapping) legacy() bool {
-	e := m.Mappings.Properties.Request.Enabled
-	return e != nil && !*e
-}
-
-// legacyMappings are mappings.json as an index created before in-place
-// indexing can take them (template versions 1 and 2): request and response
-// unindexed objects (enabled: false cannot be changed), path without its
-// text sub-field; the writer sends the searched texts in "text" instead.
-var legacyMappings = func() []byte {
-	var m map[string]any
-	if err := json.Unmarshal(mappings, &m); err != nil {
-		panic("elastic: mappings.json: " + err.Error())
-	}
-	delete(m, "_source")
-	props := m["properties"].(map[string]any)
-	props["path"] = map[string]any{"type": "keyword"}
-	for _, side := range []string{"request", "response"} {
-		props[side] = map[string]any{"type": "object", "enabled": false}
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		panic("elastic: legacy mappings: " + err.Error())
-	}
-	return raw
-}()
-
-// indexLayouts remembers, per daily index, whether it was created before
-// in-place indexing: its documents must then carry the searched texts in the
-// full-text field (appendDocumentWithText). The store learns it at start-up
-// for the indices that exist, when it creates an index, and from the index's
-// mapping the first time it writes to any other (learnLayouts).
-type indexLayouts struct {
-	mu     sync.RWMutex
-	legacy map[string]bool // by index name; absent: not known yet
-}
-
-func (l *indexLayouts) lookup(index string) (legacy, known bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	legacy, known = l.legacy[index]
-	return legacy, known
-}
-
-func (l *indexLayouts) learn(index string, legacy bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.legacy[index] = legacy
-}
-
-// learnLayouts learns the layout of every index msgs go to that the store
-// does not know yet, with one read of their mappings. An index that does not
-// exist yet stays unknown: the write creates it from whichever template the
-// cluster holds (a replica of an earlier version may have put its own back),
-// so encodeBulk sends such an index the full-text field, which both layouts
-// take, and the next write learns what it became.
-func (s *Store) learnLayouts(ctx context.Context, msgs []domain.Message) error {
-	var unknown []string
-	days := dayIndices{names: s.names}
-	for _, m := range msgs {
-		index, changed := days.of(m.CreatedAt)
-		if !changed {
-			continue
-		}
-		if _, known := s.layouts.lookup(index); !known && !slices.Contains(unknown, index) {
-			unknown = append(unknown, index)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	var found map[string]indexMapping
-	if err := s.do(ctx, "read the indices' mappings", esapi.IndicesGetMappingRequest{
-		Index: unknown, IgnoreUnavailable: ptr(true), AllowNoIndices: ptr(true), FilterPath: indexMappingFields,
-	}, &found); err != nil {
-		return fmt.Errorf("elastic: append: %w", err)
-	}
-	for _, index := range unknown {
-		if m, exists := found[index]; exists {
-			s.layouts.learn(index, m.legacy())
-		}
-	}
-	return nil
-}
-
-// updateAttempts bounds how often updateExisting asks again.
-const updateAttempts = 3
-
-// updateExisting runs the request that request builds on the indices the read
-// pattern matches. An index dropped while the pattern was being resolved (by the
-// purge job of another replica) fails it with index_not_found, although that
-// index needs no update: asking again resolves the pattern without it.
-func (s *Store) updateExisting(ctx context.Context, op string, request func() esapi.Request, out any) error {
-	for attempt := 1; ; attempt++ {
-		err := s.do(ctx, op, request(), out)
-		if !errors.Is(err, errIndexNotFound) || attempt == updateAttempts {
-			return err
-		}
-	}
-}
-
-// createDays creates the daily indices of now's UTC day and the next if they
-// are missing, and waits until their primaries are active. Otherwise the first
-// write into a day's index creates it, which on a newly started or busy
-// cluster took several seconds, longer than ShardWait: that day's first
-// writes were refused, or held while the index was being created.
-func (s *Store) createDays(ctx context.Context, now time.Time) error {
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	for _, day := range []time.Time{now, now.AddDate(0, 0, 1)} {
-		index := s.names.For(day)
-		err := s.do(ctx, "create the day's index", esapi.IndicesCreateRequest{
-			Index: index, WaitForActiveShards: "1",
-		}, nil)
-		switch {
-		case err == nil:
-			s.layouts.learn(index, false) // from the template
-		case !errors.Is(err, errIndexExists):
-			return err
-		}
-	}
-	return nil
+// PurgeExpired: see esquery.Queries.PurgeExpired.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
+	return s.queries.PurgeExpired(ctx, now)
 }
 
 // Close releases the client; the store is unusable afterwards.
-func (s *Store) Close(ctx context.Context) error {
-	if err := errors.Join(s.client.Close(ctx), s.bulks.Close(ctx)); err != nil {
-		return fmt.Errorf("elastic: close: %w", err)
-	}
-	return nil
-}
+func (s *Store) Close(ctx context.Context) error { return s.client.Close(ctx) }
 
 // ReadLag is the refresh interval: a write becomes searchable at the next
 // refresh of its index.
@@ -319,26 +96,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	var health struct {
 		Status string `json:"status"`
 	}
-	if err := s.do(ctx, "ping", esapi.ClusterHealthRequest{Index: []string{s.names.ReadPattern()}}, &health); err != nil {
+	pattern := s.indices.Names().ReadPattern()
+	if err := s.client.Do(ctx, "ping", esapi.ClusterHealthRequest{Index: []string{pattern}}, &health); err != nil {
 		return err
 	}
 	if health.Status == "red" {
-		return fmt.Errorf("elastic: ping: %w: the health of %s is red", ports.ErrUnavailable, s.names.ReadPattern())
+		return fmt.Errorf("elastic: ping: %w: the health of %s is red", ports.ErrUnavailable, pattern)
 	}
 	return nil
 }
-
-// bounded applies RequestTimeout to ctx unless it already ends sooner.
-func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
-}
-
-func jsonBody(v any) (io.Reader, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("elastic: encode request: %w", err)
-	}
-	return bytes.NewReader(raw), nil
-}
-
-func ptr[T any](v T) *T { return &v }

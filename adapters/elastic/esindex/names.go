@@ -1,0 +1,48 @@
+package esindex
+
+import "time"
+
+// Names is the one place that knows how indices and the template are named:
+// "<prefix>-messages-<yyyy.mm.dd>", one index per UTC day of CreatedAt.
+type Names struct {
+	prefix string
+}
+
+// NewNames names the indices of prefix.
+func NewNames(prefix string) Names { return Names{prefix: prefix} }
+
+// dayLayout is the date part of a daily index name.
+const dayLayout = "2006.01.02"
+
+// base is the name shared by the template and every daily index.
+func (n Names) base() string { return n.prefix + "-messages" }
+
+// Template names the composable index template.
+func (n Names) Template() string { return n.base() }
+
+// For names the index that holds messages created at t (its UTC day).
+func (n Names) For(t time.Time) string { return n.base() + "-" + t.UTC().Format(dayLayout) }
+
+// Days names the daily index of each message of a batch in turn, with a new
+// name only when the day changes: a batch is mostly of one day, and For
+// builds a string each time.
+type Days struct {
+	Names Names
+	year  int
+	month time.Month
+	day   int
+	name  string
+}
+
+// Of returns For(t), and whether it differs from the one before.
+func (d *Days) Of(t time.Time) (name string, changed bool) {
+	year, month, day := t.UTC().Date()
+	if d.name != "" && year == d.year && month == d.month && day == d.day {
+		return d.name, false
+	}
+	d.year, d.month, d.day, d.name = year, month, day, d.Names.For(t)
+	return d.name, true
+}
+
+// ReadPattern matches every daily index; reads and the template use it.
+func (n Names) ReadPattern() string { return n.base() + "-*" }

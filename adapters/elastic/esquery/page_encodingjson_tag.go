@@ -1,0 +1,5 @@
+//go:build reqlog_encodingjson_replies
+
+package esquery
+
+func init() { encodingJSONReplies = true }
