@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,10 +15,7 @@ type Purger struct {
 	clock    ports.Clock
 	interval time.Duration
 	log      *zap.Logger
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop     loop
 }
 
 // NewPurger returns a stopped purge job.
@@ -29,47 +25,22 @@ func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Durat
 
 // Start runs the job in the background; a second Start is a no-op.
 func (p *Purger) Start() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel, p.done = cancel, make(chan struct{})
-	go p.run(ctx, p.done)
+	p.loop.start(func(ctx context.Context) {
+		ticker := time.NewTicker(p.interval)
+		defer ticker.Stop()
+		for {
+			p.PurgeOnce(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	})
 }
 
 // Stop cancels a running purge and waits for the job to end, or for ctx.
-func (p *Purger) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.cancel, p.done = nil, nil
-	p.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (p *Purger) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	ticker := time.NewTicker(p.interval)
-	defer ticker.Stop()
-	for {
-		p.PurgeOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
-}
+func (p *Purger) Stop(ctx context.Context) error { return p.loop.stop(ctx) }
 
 // PurgeOnce deletes what has expired at the clock's now and logs the outcome.
 func (p *Purger) PurgeOnce(ctx context.Context) {
