@@ -20,8 +20,8 @@ var _ ports.AlertStore = (*AlertStore)(nil)
 // it keeps nothing across a restart.
 type AlertStore struct {
 	mu          sync.Mutex
-	rules       map[string]domain.AlertRule // by id
-	endpoints   map[string]domain.AlertEndpoint
+	rules       table[domain.AlertRule]
+	endpoints   table[domain.AlertEndpoint]
 	states      map[string]domain.AlertState // by rule id
 	transitions map[string]domain.AlertTransition
 	deliveries  map[string]domain.AlertDelivery
@@ -36,7 +36,11 @@ type lease struct {
 
 // NewAlertStore returns an empty store.
 func NewAlertStore() *AlertStore {
-	return &AlertStore{rules: map[string]domain.AlertRule{}, endpoints: map[string]domain.AlertEndpoint{},
+	return &AlertStore{
+		rules: table[domain.AlertRule]{what: "rule", byID: map[string]domain.AlertRule{},
+			key: func(r domain.AlertRule) tableKey { return tableKey{r.ID, r.Scope, r.CreatedAt} }, clone: domain.AlertRule.Clone},
+		endpoints: table[domain.AlertEndpoint]{what: "endpoint", byID: map[string]domain.AlertEndpoint{},
+			key: func(e domain.AlertEndpoint) tableKey { return tableKey{e.ID, e.Scope, e.CreatedAt} }, clone: domain.AlertEndpoint.Clone},
 		states: map[string]domain.AlertState{}, transitions: map[string]domain.AlertTransition{},
 		deliveries: map[string]domain.AlertDelivery{}, leases: map[string]lease{}}
 }
@@ -49,68 +53,44 @@ func alertNotFound(what, id string) error {
 func (s *AlertStore) CreateRule(_ context.Context, r domain.AlertRule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, taken := s.rules[r.ID]; taken {
-		return fmt.Errorf("memory: rule %q: %w", r.ID, ports.ErrExists)
-	}
-	s.rules[r.ID] = r.Clone()
-	return nil
+	return s.rules.create(r)
 }
 
 // UpdateRule replaces a stored rule.
 func (s *AlertStore) UpdateRule(_ context.Context, r domain.AlertRule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.rules[r.ID]; !ok || old.Scope != r.Scope {
-		return alertNotFound("rule", r.ID)
-	}
-	s.rules[r.ID] = r.Clone()
-	return nil
+	return s.rules.update(r)
 }
 
 // Rule returns one rule of scope.
 func (s *AlertStore) Rule(_ context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.rules[id]
-	if !ok || r.Scope != scope {
-		return domain.AlertRule{}, alertNotFound("rule", id)
-	}
-	return r.Clone(), nil
+	return s.rules.get(scope, id)
 }
 
 // Rules returns scope's rules, oldest first.
 func (s *AlertStore) Rules(_ context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
-	return s.rulesWhere(func(r domain.AlertRule) bool { return r.Scope == scope }), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rules.list(&scope), nil
 }
 
 // AllRules returns every rule.
 func (s *AlertStore) AllRules(context.Context) ([]domain.AlertRule, error) {
-	return s.rulesWhere(func(domain.AlertRule) bool { return true }), nil
-}
-
-func (s *AlertStore) rulesWhere(keep func(domain.AlertRule) bool) []domain.AlertRule {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []domain.AlertRule{}
-	for _, r := range s.rules {
-		if keep(r) {
-			out = append(out, r.Clone())
-		}
-	}
-	slices.SortFunc(out, func(a, b domain.AlertRule) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out
+	return s.rules.list(nil), nil
 }
 
 // DeleteRule deletes a rule, its state and its history.
 func (s *AlertStore) DeleteRule(_ context.Context, scope domain.Scope, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.rules[id]; !ok || r.Scope != scope {
-		return alertNotFound("rule", id)
+	if err := s.rules.delete(scope, id); err != nil {
+		return err
 	}
-	delete(s.rules, id)
 	delete(s.states, id)
 	for key, tr := range s.transitions {
 		if tr.RuleID == id {
@@ -124,60 +104,35 @@ func (s *AlertStore) DeleteRule(_ context.Context, scope domain.Scope, id string
 func (s *AlertStore) CreateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, taken := s.endpoints[e.ID]; taken {
-		return fmt.Errorf("memory: endpoint %q: %w", e.ID, ports.ErrExists)
-	}
-	s.endpoints[e.ID] = e.Clone()
-	return nil
+	return s.endpoints.create(e)
 }
 
 // UpdateEndpoint replaces a stored endpoint.
 func (s *AlertStore) UpdateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.endpoints[e.ID]; !ok || old.Scope != e.Scope {
-		return alertNotFound("endpoint", e.ID)
-	}
-	s.endpoints[e.ID] = e.Clone()
-	return nil
+	return s.endpoints.update(e)
 }
 
 // Endpoint returns one endpoint of scope.
 func (s *AlertStore) Endpoint(_ context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.endpoints[id]
-	if !ok || e.Scope != scope {
-		return domain.AlertEndpoint{}, alertNotFound("endpoint", id)
-	}
-	return e.Clone(), nil
+	return s.endpoints.get(scope, id)
 }
 
 // Endpoints returns scope's endpoints, oldest first.
 func (s *AlertStore) Endpoints(_ context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []domain.AlertEndpoint{}
-	for _, e := range s.endpoints {
-		if e.Scope == scope {
-			out = append(out, e.Clone())
-		}
-	}
-	slices.SortFunc(out, func(a, b domain.AlertEndpoint) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out, nil
+	return s.endpoints.list(&scope), nil
 }
 
 // DeleteEndpoint deletes an endpoint.
 func (s *AlertStore) DeleteEndpoint(_ context.Context, scope domain.Scope, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.endpoints[id]; !ok || e.Scope != scope {
-		return alertNotFound("endpoint", id)
-	}
-	delete(s.endpoints, id)
-	return nil
+	return s.endpoints.delete(scope, id)
 }
 
 // States returns the states of scope's rules.
@@ -207,8 +162,8 @@ func (s *AlertStore) statesWhere(keep func(domain.AlertState) bool) []domain.Ale
 func (s *AlertStore) SwapState(_ context.Context, next domain.AlertState, prev int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.rules[next.RuleID]; !ok || r.Scope != next.Scope {
-		return alertNotFound("rule", next.RuleID)
+	if _, err := s.rules.get(next.Scope, next.RuleID); err != nil {
+		return err
 	}
 	if s.states[next.RuleID].Version != prev {
 		return fmt.Errorf("memory: state of rule %q is not at version %d: %w", next.RuleID, prev, ports.ErrStale)
