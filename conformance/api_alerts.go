@@ -329,9 +329,12 @@ func apiTestAlertFiresAndResolves(t *testing.T, s apiSuite) {
 	}
 	e.ingestBatch(t, apiAcmeLive, burst, len(burst))
 	e.awaitStatus(t, rule, "firing")
-	recovery := []any{}
+	// The recovery a minute and a half back from now: inside the window of
+	// the next four evaluations, so a store whose reads lag (Elasticsearch's
+	// refresh) has several to show it before the window leaves it.
+	recovery, recovered := []any{}, e.clock.Now().Add(-90*time.Second)
 	for i := range 40 {
-		recovery = append(recovery, apiItem(at, map[string]any{"path": fmt.Sprintf("/v1/orders/%d", i)}))
+		recovery = append(recovery, apiItem(recovered, map[string]any{"path": fmt.Sprintf("/v1/orders/%d", i)}))
 	}
 	e.ingestBatch(t, apiAcmeLive, recovery, len(recovery))
 	e.awaitStatus(t, rule, "resolved")
@@ -380,7 +383,8 @@ func apiTestAlertFiresAndResolves(t *testing.T, s apiSuite) {
 
 // awaitStatus moves the fake clock a minute at a time (an evaluation each)
 // until rule has status, for at most ten evaluations; after each move it polls
-// the state for a few seconds (the service evaluates within its poll).
+// the state for up to ten seconds (the service evaluates within its poll; a
+// loaded machine and a store's read lag take longer), and moves on only then.
 func (e *apiEnv) awaitStatus(t *testing.T, rule, status string) {
 	t.Helper()
 	var last string
@@ -388,7 +392,7 @@ func (e *apiEnv) awaitStatus(t *testing.T, rule, status string) {
 	defer tick.Stop()
 	for range 10 {
 		e.clock.Advance(time.Minute)
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); <-tick.C {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
 			r := e.alertCall(t, apiAcmeLive, http.MethodGet, "/v1/alerts/states", nil)
 			for _, st := range apiMust[[]any](t, r.body, "data") {
 				if m := st.(map[string]any); apiMust[string](t, m, "rule.id") == rule {
