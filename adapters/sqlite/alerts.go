@@ -61,6 +61,13 @@ type AlertStore struct {
 func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
 	path := filepath.Join(s.cfg.Dir, alertFileName)
 	a := &AlertStore{path: path}
+	// Endpoints hold webhook secrets: the owner's only, as the day files.
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := keepPrivate(path); err != nil {
+		return nil, err
+	}
 	var err error
 	if a.write, err = sql.Open(driverName, dsn(path, s.cfg, true)); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)

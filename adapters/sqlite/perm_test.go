@@ -10,8 +10,9 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// A day file and its -wal and -shm hold messages: only their owner may read
-// them, whatever the data directory's mode becomes.
+// A day file and its -wal and -shm hold messages, the alert file webhook
+// secrets: only their owner may read them, whatever the data directory's mode
+// becomes.
 func TestDayFilesAreTheOwnersOnly(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, sqlite.Config{Dir: dir})
@@ -19,6 +20,11 @@ func TestDayFilesAreTheOwnersOnly(t *testing.T) {
 	if err := s.Append(opCtx(t), []domain.Message{m}); err != nil {
 		t.Fatal(err)
 	}
+	alerts, err := sqlite.NewAlertStore(opCtx(t), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = alerts.Close() })
 	day := filepath.Join(dir, "messages-"+m.CreatedAt.UTC().Format("2006-01-02")+".db")
 	for _, path := range []string{day, day + "-wal", day + "-shm"} {
 		info, err := os.Stat(path)
@@ -32,6 +38,9 @@ func TestDayFilesAreTheOwnersOnly(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(entries) < 5 {
+		t.Fatalf("%d files in the data directory, want the day's and the alert file's among them", len(entries))
 	}
 	for _, e := range entries {
 		info, err := e.Info()
