@@ -14,20 +14,27 @@ import (
 
 // Statistics with a q of one word come from the word index and the
 // statistics index alone (no message is read whole) and equal
-// domain.StatsBuilder's over the messages domain.Search finds; a q of two
-// words is still checked on each message, and equal too.
+// domain.StatsBuilder's over the messages domain.Search finds, for a word of
+// few messages (read by seq) and of many ("omni", more than the store reads
+// by seq); a q of two words is still checked on each message, and equal too.
 func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 2))
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 	now := time.Now().UTC()
+	// One day file: a day's word index decides how its messages are read.
+	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	vocabulary := []string{"alpha", "Beta", "gamma", "ord_8f7d", "example.com", "zürich"}
 	var all []domain.Message
-	for range 300 {
-		created := now.Add(-time.Duration(rng.Int64N(int64(20 * time.Hour))))
+	const omniFrom = 2600 // of the messages holding "omni", more than maxWordCandidates
+	for i := range 4000 {
+		created := yesterday.Add(2*time.Hour + time.Duration(rng.Int64N(int64(20*time.Hour))))
 		m := conformance.NewMessage(t, scope, created, func(m *domain.Message) {
 			var words []string
 			for range rng.IntN(4) {
 				words = append(words, vocabulary[rng.IntN(len(vocabulary))])
+			}
+			if i%3 != 0 {
+				words = append(words, "omni")
 			}
 			m.Response.Body = `{"note":"` + strings.Join(words, " ") + `"}`
 			m.StatusCode = []int{200, 404, 500}[rng.IntN(3)]
@@ -44,9 +51,10 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 		checked bool // read whole and checked with domain.Search
 	}{
 		{"alpha", false}, {"BETA", false}, {"ord_8f7d", false}, {"example.com", false}, {"ZÜRICH", false},
-		{"absent", false}, {"alpha beta", true}, {"ord_8f7d\"", true},
+		{"omni", false}, {"absent", false}, {"alpha beta", true}, {"ord_8f7d\"", true},
 	} {
-		q, err := domain.ParseStatsQuery(map[string][]string{"q": {tc.q}}, at)
+		q, err := domain.ParseStatsQuery(map[string][]string{"q": {tc.q},
+			"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}}, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +78,9 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 		}
 		if tc.q != "absent" && got.Total.Count == 0 {
 			t.Errorf("q=%q counted nothing: the test proves little", tc.q)
+		}
+		if tc.q == "omni" && got.Total.Count < omniFrom {
+			t.Errorf("q=omni counted %d: fewer than a word of many", got.Total.Count)
 		}
 	}
 }
