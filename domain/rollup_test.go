@@ -147,9 +147,10 @@ func (w *rollupWorld) counted(q StatsQuery, now time.Time) []Message {
 }
 
 // answer is what a store answers from its rollups (decoded from their
-// encoding, fed in random order, at times merged into hours),
+// encoding, fed in random order, at times merged into hours, at times ranked
+// by hour),
 // streaming the messages of what they cannot stand for.
-func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now time.Time) (stats Stats, refused int) {
+func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now time.Time) (stats Stats, refused, rankedHours int) {
 	from, to := q.CountedRange()
 	type span struct {
 		name       string
@@ -191,6 +192,65 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 	// The spans counted by two builders, added up (RollupStatsBuilder.Merge).
 	b, other := NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now)
 	match := q.Filter.Matcher()
+	stream := func(b *RollupStatsBuilder, s span) {
+		for minute := s.start; minute.Before(s.end); minute = minute.Add(time.Minute) {
+			for _, m := range w.byMinute[rollupKey{s.name, minute}] {
+				if m.Readable(now) && match(m) {
+					b.Add(SampleOf(m))
+				}
+			}
+		}
+	}
+	if !useHours && rng.IntN(2) == 0 {
+		// Ranked by hour: an hour's minutes (of every application the
+		// filter counts) read without their keys, and the rankings of their
+		// merge, when every minute can stand for itself.
+		byHour := map[time.Time][]span{}
+		for _, s := range spans {
+			byHour[s.start.Truncate(time.Hour)] = append(byHour[s.start.Truncate(time.Hour)], s)
+		}
+		k := 0
+		for _, group := range byHour {
+			b := b
+			if k++; k%2 == 0 {
+				b = other
+			}
+			whole := true
+			for _, s := range group {
+				whole = whole && b.Accepts(s.start, s.end, s.r)
+			}
+			if !whole {
+				for _, s := range group {
+					if !b.AddRollup(s.start, s.end, s.name, s.r) {
+						refused++
+						stream(b, s)
+					}
+				}
+				continue
+			}
+			var merged Rollup
+			for _, s := range group {
+				data, err := s.r.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var series Rollup
+				if err := series.UnmarshalSeries(data); err != nil {
+					t.Fatalf("rollup of %s at %s: %v", s.name, FormatTime(s.start), err)
+				}
+				if !b.AddSeries(s.start, s.end, s.name, &series) {
+					t.Fatalf("AddSeries refused the rollup of %s at %s, which it accepts", s.name, FormatTime(s.start))
+				}
+				if q.Filter.Name == "" || s.name == q.Filter.Name {
+					merged.Merge(s.r)
+				}
+			}
+			b.AddRankings(&merged)
+			rankedHours++
+		}
+		b.Merge(other)
+		return b.Stats(), refused, rankedHours
+	}
 	for k, s := range spans {
 		b := b
 		if k%2 == 1 {
@@ -200,16 +260,10 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 			continue
 		}
 		refused++
-		for minute := s.start; minute.Before(s.end); minute = minute.Add(time.Minute) {
-			for _, m := range w.byMinute[rollupKey{s.name, minute}] {
-				if m.Readable(now) && match(m) {
-					b.Add(SampleOf(m))
-				}
-			}
-		}
+		stream(b, s)
 	}
 	b.Merge(other)
-	return b.Stats(), refused
+	return b.Stats(), refused, 0
 }
 
 // The differential test: rollups plus the messages they cannot stand for give
@@ -218,7 +272,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 // most ExactDurations durations, and within 1 % past that.
 func TestRollupStatsAreStatsBuilders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2026, 11))
-	var refused, sketched, routeFiltered int
+	var refused, sketched, routeFiltered, rankedHours int
 	for round := range 200 {
 		w := newRollupWorld(rng)
 		for range 6 {
@@ -245,7 +299,9 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 			case !q.RollupsAnswer():
 				t.Fatalf("%s: rollups do not answer", what)
 			default:
-				got, n = w.answer(t, rng, q, now)
+				var hours int
+				got, n, hours = w.answer(t, rng, q, now)
+				rankedHours += hours
 			}
 			want := ref.Stats()
 			refused += n
@@ -258,10 +314,11 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 		}
 	}
 	// The worlds must reach what the test is for.
-	if sketched < 50 || refused < 500 || routeFiltered < 50 {
-		t.Errorf("only %d queries summarised more than %d durations, %d rollups refused, %d filtered by route", sketched, ExactDurations, refused, routeFiltered)
+	if sketched < 50 || refused < 500 || routeFiltered < 50 || rankedHours < 100 {
+		t.Errorf("only %d queries summarised more than %d durations, %d rollups refused, %d filtered by route, %d hours ranked whole",
+			sketched, ExactDurations, refused, routeFiltered, rankedHours)
 	}
-	t.Logf("%d queries past %d durations, %d rollups refused", sketched, ExactDurations, refused)
+	t.Logf("%d queries past %d durations, %d rollups refused, %d hours ranked whole", sketched, ExactDurations, refused, rankedHours)
 }
 
 // statsDiff compares got with want, StatsBuilder's over counted: counts,

@@ -54,6 +54,10 @@ func (q StatsQuery) CountedRange() (from, to time.Time) {
 //     of retention, or older minutes a store has not dropped yet.
 //  3. Stats.
 //
+// A store may instead rank from wider spans: when every rollup of a span (an
+// hour of a 15 m view) Accepts, AddSeries each and AddRankings their merge,
+// which it may keep for the next query while no rollup of the span grows.
+//
 // Rollups are never subtracted from: a minute is counted from its rollup or
 // from its messages, whole. A minute without a rollup holds no message.
 type RollupStatsBuilder struct {
@@ -76,31 +80,62 @@ func NewRollupStatsBuilder(q StatsQuery, now time.Time) *RollupStatsBuilder {
 
 // AddRollup counts r, the rollup of application name over [start, end), and
 // reports true; or counts nothing and reports false when r cannot stand for
-// that span at now: the span is not wholly in the counted range, or not in
-// one bucket, or some message r counts is not readable at now. The store then
-// counts the span's messages of name through Add instead. A rollup of another
-// application than the filter's holds nothing to count: true.
+// that span at now (Accepts). The store then counts the span's messages of
+// name through Add instead. A rollup of another application than the
+// filter's holds nothing to count: true.
 func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rollup) bool {
-	if (b.q.Filter.Name != "" && name != b.q.Filter.Name) || r.Count == 0 {
-		return true
+	if !b.AddSeries(start, end, name, r) {
+		return false
 	}
+	if b.counts(name, r) {
+		b.AddRankings(r)
+	}
+	return true
+}
+
+// Accepts reports whether r, a rollup of [start, end), can stand for that
+// span at now: the span is wholly in the counted range and in one bucket, and
+// every message r counts is readable at now.
+func (b *RollupStatsBuilder) Accepts(start, end time.Time, r *Rollup) bool {
 	if !start.Before(end) || start.Before(b.from) || end.After(b.to) || !r.ReadableAt(b.now) {
 		return false
 	}
-	i := b.q.BucketIndex(start)
-	if b.q.BucketIndex(end.Add(-time.Nanosecond)) != i {
+	return b.q.BucketIndex(start) == b.q.BucketIndex(end.Add(-time.Nanosecond))
+}
+
+// counts reports whether r holds messages the query counts.
+func (b *RollupStatsBuilder) counts(name string, r *Rollup) bool {
+	return (b.q.Filter.Name == "" || name == b.q.Filter.Name) && r.Count > 0
+}
+
+// AddSeries counts r as AddRollup does, and reports the same, but for its
+// paths and routes: the store counts those through AddRankings, from the
+// merge of the rollups of a span wider than a bucket (an hour of a 15 m
+// view), all of them counted through AddSeries. Ranking from fewer, wider
+// rollups merges fewer keys (paths that carry ids make nearly every path a
+// key of its own); r may then be read without its keys (UnmarshalSeries).
+func (b *RollupStatsBuilder) AddSeries(start, end time.Time, name string, r *Rollup) bool {
+	if !b.counts(name, r) {
+		return true
+	}
+	if !b.Accepts(start, end, r) {
 		return false
 	}
-	bucket := &b.stats.Buckets[i]
+	bucket := &b.stats.Buckets[b.q.BucketIndex(start)]
 	bucket.Count += r.Count
 	for c := range bucket.Status {
 		bucket.Status[c] += r.Status[c]
 	}
-	b.durations[i].Merge(&r.Durations)
-	b.paths.Merge(&r.Paths)
-	b.routes.Merge(&r.Routes)
+	b.durations[b.q.BucketIndex(start)].Merge(&r.Durations)
 	b.names.add(name, r.Count, r.Errors(), 0, true)
 	return true
+}
+
+// AddRankings counts the paths and routes of r, which it leaves as it was:
+// the rollup of a span whose every rollup AddSeries counted, or one of them.
+func (b *RollupStatsBuilder) AddRankings(r *Rollup) {
+	b.paths.Merge(&r.Paths)
+	b.routes.Merge(&r.Routes)
 }
 
 // Add counts one message that passed the query's filter and is readable at
