@@ -76,12 +76,27 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.R
 	return nil
 }
 
-// rollupMinutes counts the minutes Stats answered from a rollup, for tests
-// that the rollups were used at all.
-var rollupMinutes atomic.Int64
+// rollupMinutes counts the minutes Stats answered from a rollup, and
+// rankedHours the hours it ranked from the rank cache, for tests.
+var rollupMinutes, rankedHours atomic.Int64
+
+// rollupRow is one minute's rollup as read, not decoded yet.
+type rollupRow struct {
+	start int64 // Unix seconds
+	name  string
+	data  []byte
+}
+
+// refusedMinute is a minute of one application that no rollup stands for.
+type refusedMinute struct {
+	start time.Time
+	name  string
+}
 
 // statsFromRollups answers q, which the rollups can answer, from day's
-// rollups, streaming the minutes they cannot stand for into b.
+// rollups, streaming the minutes they cannot stand for into b. It reads them
+// hour by hour: the buckets count each minute, the rankings count the hour's
+// merge (countHour).
 func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.StatsQuery, now time.Time, b *domain.RollupStatsBuilder) error {
 	from, to := q.CountedRange()
 	args := []any{q.Scope.Account, q.Scope.Domain, from.Unix() - 59, ceilMicro(to)/1e6 + 1}
@@ -90,44 +105,35 @@ func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.Stats
 		query += ` AND name = ?`
 		args = append(args, q.Filter.Name)
 	}
-	rows, err := d.read.QueryContext(ctx, query, args...)
+	rows, err := d.read.QueryContext(ctx, query+` ORDER BY minute`, args...)
 	if err != nil {
 		return d.fileError(ctx, "stats: rollups", err)
 	}
-	type minute struct {
-		start time.Time
-		name  string
-	}
-	var refused []minute
-	var r domain.Rollup
+	h := hourReader{s: s, d: d, q: q, b: b}
 	for rows.Next() {
-		var (
-			start int64
-			name  string
-			data  []byte
-		)
-		if err := rows.Scan(&start, &name, &data); err != nil {
+		var row rollupRow
+		if err := rows.Scan(&row.start, &row.name, &row.data); err != nil {
 			rows.Close()
 			return d.fileError(ctx, "stats: rollups", err)
 		}
-		if err := r.UnmarshalBinary(data); err != nil {
-			rows.Close()
-			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", d.path, name, start, err)
+		if len(h.rows) > 0 && hourOf(row.start) != hourOf(h.rows[0].start) {
+			if err := h.count(); err != nil {
+				rows.Close()
+				return err
+			}
 		}
-		at := time.Unix(start, 0).UTC()
-		if b.AddRollup(at, at.Add(time.Minute), name, &r) {
-			rollupMinutes.Add(1)
-			continue
-		}
-		refused = append(refused, minute{at, name})
+		h.rows = append(h.rows, row)
 	}
 	err = rows.Err()
 	rows.Close()
 	if err != nil {
 		return d.fileError(ctx, "stats: rollups", err)
 	}
+	if err := h.count(); err != nil {
+		return err
+	}
 	// The minutes refused, from their messages readable at now, within the range.
-	for _, m := range refused {
+	for _, m := range h.refused {
 		f := q.Filter
 		f.Name = m.name
 		if f.From.Before(m.start) {
@@ -141,6 +147,99 @@ func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.Stats
 		}
 	}
 	return nil
+}
+
+func hourOf(unix int64) int64 { return unix - unix%3600 }
+
+// hourReader counts the rollups of a day file one hour at a time.
+type hourReader struct {
+	s       *Store
+	d       *dayFile
+	q       domain.StatsQuery
+	b       *domain.RollupStatsBuilder
+	rows    []rollupRow // of one hour, by minute
+	refused []refusedMinute
+	series  []domain.Rollup // the rows read without their keys
+	whole   domain.Rollup   // one row read whole
+}
+
+// count counts h.rows, one hour's, and empties them. An hour wholly in the
+// counted range ranks from the cache when its entry still stands for the
+// hour's rollups; otherwise it reads them whole, ranks their merge, and
+// keeps that merge when every minute could stand for itself.
+func (h *hourReader) count() error {
+	if len(h.rows) == 0 {
+		return nil
+	}
+	defer func() { h.rows = h.rows[:0] }()
+	from, to := h.q.CountedRange()
+	hour := time.Unix(hourOf(h.rows[0].start), 0).UTC()
+	whole := !hour.Before(from) && !hour.Add(time.Hour).After(to)
+	key := rankKey{h.d, h.q.Scope.Account, h.q.Scope.Domain, h.q.Filter.Name, hour.Unix()}
+	if whole {
+		if rankings := h.s.ranks.get(key); rankings != nil {
+			if ok, err := h.countSeries(rankings.Count); err != nil || ok {
+				if ok {
+					h.b.AddRankings(rankings)
+					rankedHours.Add(1)
+				}
+				return err
+			}
+		}
+	}
+	// Only the filter's application's rows are read, so each counts.
+	merged, all := &domain.Rollup{}, true
+	for _, row := range h.rows {
+		if err := h.whole.UnmarshalBinary(row.data); err != nil {
+			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
+		}
+		at := time.Unix(row.start, 0).UTC()
+		if !h.b.AddSeries(at, at.Add(time.Minute), row.name, &h.whole) {
+			all = false
+			h.refused = append(h.refused, refusedMinute{at, row.name})
+			continue
+		}
+		rollupMinutes.Add(1)
+		merged.Count += h.whole.Count
+		merged.Paths.Merge(&h.whole.Paths)
+		merged.Routes.Merge(&h.whole.Routes)
+	}
+	h.b.AddRankings(merged)
+	if whole && all {
+		h.s.ranks.put(key, merged)
+	}
+	return nil
+}
+
+// countSeries counts the buckets of h.rows, read without their keys, and
+// reports true, when every one can stand for its minute and together they
+// count want messages (what the cached rankings count); otherwise it counts
+// nothing and reports false.
+func (h *hourReader) countSeries(want int64) (bool, error) {
+	if cap(h.series) < len(h.rows) {
+		h.series = make([]domain.Rollup, len(h.rows))
+	}
+	series := h.series[:len(h.rows)]
+	var count int64
+	for i, row := range h.rows {
+		if err := series[i].UnmarshalSeries(row.data); err != nil {
+			return false, fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
+		}
+		at := time.Unix(row.start, 0).UTC()
+		if !h.b.Accepts(at, at.Add(time.Minute), &series[i]) {
+			return false, nil
+		}
+		count += series[i].Count
+	}
+	if count != want {
+		return false, nil
+	}
+	for i, row := range h.rows {
+		at := time.Unix(row.start, 0).UTC()
+		h.b.AddSeries(at, at.Add(time.Minute), row.name, &series[i])
+		rollupMinutes.Add(1)
+	}
+	return true, nil
 }
 
 // addRollupsTable is the migration to schema version 3: the rollups of the

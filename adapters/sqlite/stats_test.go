@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -83,4 +84,79 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 			t.Errorf("q=omni counted %d: fewer than a word of many", got.Total.Count)
 		}
 	}
+}
+
+// The rankings of whole hours kept between calls answer the next call over
+// them, and stop answering once a message is added to the hour (a backfill)
+// or the day file is dropped: every answer equals StatsBuilder's.
+func TestStatsRankWholeHoursFromTheCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 26))
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	now := time.Now().UTC()
+	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	var all []domain.Message
+	// At most domain.ExactDurations durations, so percentiles compare exactly.
+	add := func(n int, withDurations bool, path func(i int) string) {
+		t.Helper()
+		var batch []domain.Message
+		for i := range n {
+			created := yesterday.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))))
+			batch = append(batch, conformance.NewMessage(t, scope, created, func(m *domain.Message) {
+				m.Name = []string{"shop", "billing", "search"}[rng.IntN(3)]
+				m.Path = path(i)
+				m.StatusCode = []int{200, 404, 500}[rng.IntN(3)]
+				m.Duration, m.HasDuration = time.Duration(rng.Int64N(900_000))*time.Microsecond, withDurations
+			}))
+		}
+		if err := s.Append(opCtx(t), batch); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, batch...)
+	}
+	add(480, true, func(i int) string { return fmt.Sprintf("/v1/orders/%d", rng.IntN(400)) })
+	at := now.Add(time.Minute)
+	check := func(name string) domain.Stats {
+		t.Helper()
+		values := map[string][]string{"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}}
+		if name != "" {
+			values["name"] = []string{name}
+		}
+		q, err := domain.ParseStatsQuery(values, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Scope = scope
+		want := domain.NewStatsBuilder(q)
+		for _, m := range all {
+			if m.Readable(at) && q.Filter.Matches(m) {
+				want.Add(domain.SampleOf(m))
+			}
+		}
+		got, err := s.Stats(opCtx(t), q, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want.Stats(); !reflect.DeepEqual(got, w) {
+			t.Fatalf("name %q: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", name, got, w)
+		}
+		return got
+	}
+	for _, name := range []string{"", "billing"} {
+		check(name)
+		before := sqlite.RankedHours()
+		check(name)
+		if ranked := sqlite.RankedHours() - before; ranked != 24 {
+			t.Fatalf("name %q: the second call ranked %d hours from the cache, not 24", name, ranked)
+		}
+	}
+	// A backfill into every hour: the cache must not answer for them.
+	add(240, false, func(i int) string { return "/v1/backfill" })
+	before := sqlite.RankedHours()
+	if top := check("").TopPaths[0]; top.Key != "/v1/backfill" {
+		t.Fatalf("after the backfill the top path is %+v", top)
+	}
+	if ranked := sqlite.RankedHours() - before; ranked != 0 {
+		t.Fatalf("after a backfill into every hour, %d hours ranked from the cache", ranked)
+	}
+	check("billing")
 }
