@@ -65,6 +65,11 @@ func (c *KeyCounter) Add(key string, isError bool) {
 	c.add(key, 1, errors, 0, true)
 }
 
+// AddCounts counts count messages of key, errors of them errors.
+func (c *KeyCounter) AddCounts(key string, count, errors int64) {
+	c.add(key, count, errors, 0, true)
+}
+
 // Merge adds the counts of o, which it leaves as it was.
 func (c *KeyCounter) Merge(o *KeyCounter) {
 	if o == c {

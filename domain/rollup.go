@@ -50,13 +50,19 @@ func (r *Rollup) AddMessage(m Message) {
 
 // Merge adds the messages of o, which it leaves as it was.
 func (r *Rollup) Merge(o *Rollup) {
+	r.MergeSeries(o)
+	r.Paths.Merge(&o.Paths)
+	r.Routes.Merge(&o.Routes)
+}
+
+// MergeSeries adds the messages of o as Merge does, but not their paths and
+// routes: what a bucket counts of them (RollupStatsBuilder.AddBuckets).
+func (r *Rollup) MergeSeries(o *Rollup) {
 	r.Count += o.Count
 	for c := range r.Status {
 		r.Status[c] += o.Status[c]
 	}
 	r.Durations.Merge(&o.Durations)
-	r.Paths.Merge(&o.Paths)
-	r.Routes.Merge(&o.Routes)
 	if o.AllVisibleAt.After(r.AllVisibleAt) {
 		r.AllVisibleAt = o.AllVisibleAt
 	}

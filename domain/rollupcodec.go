@@ -61,24 +61,6 @@ func (r *Rollup) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// UnmarshalSeries sets r to what data encodes but its paths and routes, left
-// empty: what a bucket counts of it (RollupStatsBuilder.AddSeries), without
-// reading its keys. It checks only what it reads.
-func (r *Rollup) UnmarshalSeries(data []byte) error {
-	in := decoder{data: data}
-	if len(data) > 0 && data[0] == rollupEncodingV1 {
-		in.version(rollupEncodingV1)
-	} else {
-		in.version(rollupEncodingV2)
-	}
-	r.readSeries(&in)
-	if in.err != nil {
-		r.Reset()
-		return fmt.Errorf("rollup: %w", in.err)
-	}
-	return nil
-}
-
 func (r *Rollup) readBody(in *decoder) {
 	r.readBodyV1(in)
 	r.Routes.readBody(in)
@@ -92,18 +74,6 @@ func (r *Rollup) readBody(in *decoder) {
 
 // readBodyV1 reads a rollup without routes.
 func (r *Rollup) readBodyV1(in *decoder) {
-	r.readSeries(in)
-	r.Paths.readBody(in)
-	var counted int64
-	for _, e := range r.Paths.entries {
-		if counted += e.count; counted > r.Count {
-			in.fail("paths count more messages than %d", r.Count)
-		}
-	}
-}
-
-// readSeries reads a rollup up to its paths.
-func (r *Rollup) readSeries(in *decoder) {
 	r.Reset()
 	r.Count = in.count()
 	var classes int64
@@ -122,6 +92,13 @@ func (r *Rollup) readSeries(in *decoder) {
 	r.Durations.readBody(in)
 	if r.Durations.count > r.Count {
 		in.fail("%d durations of %d messages", r.Durations.count, r.Count)
+	}
+	r.Paths.readBody(in)
+	var counted int64
+	for _, e := range r.Paths.entries {
+		if counted += e.count; counted > r.Count {
+			in.fail("paths count more messages than %d", r.Count)
+		}
 	}
 }
 

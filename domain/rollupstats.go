@@ -55,8 +55,11 @@ func (q StatsQuery) CountedRange() (from, to time.Time) {
 //  3. Stats.
 //
 // A store may instead rank from wider spans: when every rollup of a span (an
-// hour of a 15 m view) Accepts, AddSeries each and AddRankings their merge,
-// which it may keep for the next query while no rollup of the span grows.
+// hour of a 15 m view) Accepts, AddSeries each and AddRankings their merge.
+// It may keep that span for the next query, while no rollup of it grows, as
+// the parts of it in each bucket (MergeSeries of the applications' rollups),
+// its applications and their merge: AddBuckets each part, AddNames and
+// AddRankings.
 //
 // Rollups are never subtracted from: a minute is counted from its rollup or
 // from its messages, whole. A minute without a rollup holds no message.
@@ -113,21 +116,34 @@ func (b *RollupStatsBuilder) counts(name string, r *Rollup) bool {
 // merge of the rollups of a span wider than a bucket (an hour of a 15 m
 // view), all of them counted through AddSeries. Ranking from fewer, wider
 // rollups merges fewer keys (paths that carry ids make nearly every path a
-// key of its own); r may then be read without its keys (UnmarshalSeries).
+// key of its own).
 func (b *RollupStatsBuilder) AddSeries(start, end time.Time, name string, r *Rollup) bool {
 	if !b.counts(name, r) {
 		return true
 	}
+	if !b.AddBuckets(start, end, r) {
+		return false
+	}
+	b.names.add(name, r.Count, r.Errors(), 0, true)
+	return true
+}
+
+// AddBuckets counts r's messages, status classes and durations in the
+// bucket of [start, end), and reports true; or counts nothing and reports
+// false where AddRollup would. r may merge the rollups of several
+// applications of the view over that span: the store counts their
+// applications through AddNames, their paths and routes through AddRankings.
+func (b *RollupStatsBuilder) AddBuckets(start, end time.Time, r *Rollup) bool {
 	if !b.Accepts(start, end, r) {
 		return false
 	}
-	bucket := &b.stats.Buckets[b.q.BucketIndex(start)]
+	i := b.q.BucketIndex(start)
+	bucket := &b.stats.Buckets[i]
 	bucket.Count += r.Count
 	for c := range bucket.Status {
 		bucket.Status[c] += r.Status[c]
 	}
-	b.durations[b.q.BucketIndex(start)].Merge(&r.Durations)
-	b.names.add(name, r.Count, r.Errors(), 0, true)
+	b.durations[i].Merge(&r.Durations)
 	return true
 }
 
@@ -137,6 +153,10 @@ func (b *RollupStatsBuilder) AddRankings(r *Rollup) {
 	b.paths.Merge(&r.Paths)
 	b.routes.Merge(&r.Routes)
 }
+
+// AddNames counts names, the messages and errors per application of spans
+// counted through AddBuckets.
+func (b *RollupStatsBuilder) AddNames(names *KeyCounter) { b.names.Merge(names) }
 
 // Add counts one message that passed the query's filter and is readable at
 // now, of a span no rollup stands for. A message outside the range is

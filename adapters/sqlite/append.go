@@ -71,6 +71,9 @@ func (s *Store) appendDay(ctx context.Context, day time.Time, msgs []domain.Mess
 	if err != nil {
 		return d.fileError(ctx, "append: begin", err)
 	}
+	// Whatever the transaction's end: once it has ended, the hours it may
+	// have written are read again.
+	defer d.versions.wrote(msgs)
 	defer tx.Rollback()
 	if err := insert(ctx, tx, msgs); err != nil {
 		return d.fileError(ctx, "append", err)

@@ -133,6 +133,9 @@ type dayFile struct {
 	// purge that drops it; dropped is set then, under it.
 	use     sync.RWMutex
 	dropped bool
+
+	// versions says which hours a write touched since a kept hour was read.
+	versions hourVersions
 }
 
 // dsn is the connection string of path with SQLite's settings: durable

@@ -86,11 +86,18 @@
 // answers a query the rollups can answer (a scope or one application over a
 // range) from them with domain.RollupStatsBuilder, and streams only the
 // minutes a rollup cannot stand for (an edge of the range, messages not
-// visible yet or expired). Any other filter streams five columns (created,
-// status, duration, name, path) of the matching messages of each day into
+// visible yet or expired). It reads them hour by hour, ranking paths and
+// routes from each hour's merge rather than from every minute of every
+// application, and keeps a whole hour of the view (its buckets' parts, its
+// applications, its rankings: at most 64 MiB of hours, least recently used
+// out first) until a transaction writes a message created in that hour
+// (rollup.go, rankcache.go): the portal's 24 h view then reads only the hour
+// still filling. Any other filter streams six columns (created, status,
+// duration, name, path, route) of the matching messages of each day into
 // domain.StatsBuilder from the messages_stats index, which holds every
-// column the query reads; with q, the messages holding its words are read
-// whole and checked first.
+// column the query reads; a q of one word tests each entry's seq against the
+// word's (a bit set), any other q reads the messages holding its words whole
+// and checks them.
 //
 // # Schema versions
 //
@@ -107,5 +114,6 @@
 // Config.Readers read connections with SQLite's default cache (2 MiB each).
 // A connection unused for Config.IdleTime (a minute) closes. The store's
 // memory is so bounded by the days written or read within the last minute
-// (usually one or two) times about 40 MiB, whatever the messages stored.
+// (usually one or two) times about 40 MiB, plus the 64 MiB of kept hours,
+// whatever the messages stored.
 package sqlite

@@ -42,8 +42,8 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 // RollupMinutes is how many minutes Stats has answered from a rollup so far.
 func RollupMinutes() int64 { return rollupMinutes.Load() }
 
-// RankedHours is how many hours Stats has ranked from its cache so far.
-func RankedHours() int64 { return rankedHours.Load() }
+// KeptHours is how many whole hours Stats has counted from its cache so far.
+func KeptHours() int64 { return keptHours.Load() }
 
 // StatsMessagesRead is how many messages Stats has read whole so far.
 func StatsMessagesRead() int64 { return statsMessagesRead.Load() }

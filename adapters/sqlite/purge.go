@@ -55,7 +55,7 @@ func (s *Store) dropIfExpired(ctx context.Context, day time.Time, now time.Time)
 	delete(s.days, day)
 	s.mu.Unlock()
 	d.dropped = true
-	s.ranks.forgetDay(d)
+	s.hours.forgetDay(d)
 	// Deleted before closing: the last close would checkpoint the WAL into a
 	// file about to go.
 	var errs []error

@@ -2,89 +2,153 @@ package sqlite
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/reqlog/reqlog/domain"
 )
 
-// rankCacheBytes bounds the memory of the hours' rankings kept between
-// statistics calls: a whole scope's hour holds at most 2·MaxRankedKeys paths,
-// so about 40 such hours when paths carry ids, and far more otherwise.
+// rankCacheBytes bounds the memory of the hours kept between statistics
+// calls: a whole scope's hour holds at most 2·MaxRankedKeys paths, so about
+// 40 such hours when paths carry ids, and far more otherwise.
 const rankCacheBytes = 64 << 20
 
-// rankKey names the rankings of one whole hour of a day file: of one
-// application, or of every application of the scope when name is "".
-type rankKey struct {
+// hourKey names what a view (one application, or every application of the
+// scope when name is "") counted in one whole hour of a day file, in parts
+// of width (its buckets' width, at most an hour).
+type hourKey struct {
 	day                   *dayFile
 	account, domain, name string
 	hour                  int64 // Unix seconds
+	width                 time.Duration
 }
 
-// rankCache keeps the merged paths and routes of whole hours, so that the
-// next statistics call over them merges one rollup an hour instead of the
-// hour's minutes of every application (domain.RollupStatsBuilder.AddRankings).
-// An entry stands for its hour while the hour's minute rollups count as many
-// messages as it does: rollups only grow, and only a purge removes them,
-// whole day files at once (forgetDay).
-type rankCache struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[rankKey, rankEntry]
-	bytes int
-}
-
-type rankEntry struct {
-	rankings *domain.Rollup // Count, Paths and Routes; never changed once kept
+// keptHour is a view's whole hour as the statistics count it: each part's
+// messages, status classes and durations (the view's applications merged),
+// its applications, and the merge of its paths and routes. It stands for the
+// hour while the day file's version of the hour is the one it was read at
+// (hourVersions). Never changed once kept.
+type keptHour struct {
+	version  uint64
+	parts    []domain.Rollup
+	names    domain.KeyCounter
+	rankings domain.Rollup // paths and routes
 	bytes    int
 }
 
-func newRankCache() *rankCache {
-	c := &rankCache{}
+// countInto counts the hour into b and reports true when every part can
+// stand for its span at b's now; otherwise it counts nothing.
+func (k *keptHour) countInto(b *domain.RollupStatsBuilder, hour time.Time, width time.Duration) bool {
+	for i := range k.parts {
+		start := hour.Add(time.Duration(i) * width)
+		if k.parts[i].Count > 0 && !b.Accepts(start, start.Add(width), &k.parts[i]) {
+			return false
+		}
+	}
+	for i := range k.parts {
+		start := hour.Add(time.Duration(i) * width)
+		if k.parts[i].Count > 0 {
+			b.AddBuckets(start, start.Add(width), &k.parts[i])
+		}
+	}
+	b.AddNames(&k.names)
+	b.AddRankings(&k.rankings)
+	return true
+}
+
+// hourCache keeps views' whole hours, least recently used out first past
+// rankCacheBytes.
+type hourCache struct {
+	mu    sync.Mutex
+	lru   *simplelru.LRU[hourKey, *keptHour]
+	bytes int
+}
+
+func newHourCache() *hourCache {
+	c := &hourCache{}
 	// Bounded by bytes (put); the count bound only has to be above that.
-	c.lru, _ = simplelru.NewLRU(1<<20, func(_ rankKey, e rankEntry) { c.bytes -= e.bytes })
+	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
 	return c
 }
 
-func (c *rankCache) get(k rankKey) *domain.Rollup {
+// get returns the hour kept at version, or nil.
+func (c *hourCache) get(key hourKey, version uint64) *keptHour {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.lru.Get(k)
-	if !ok {
+	k, ok := c.lru.Get(key)
+	if !ok || k.version != version {
 		return nil
 	}
-	return e.rankings
+	return k
 }
 
-// put keeps rankings, which no one may change from then on, evicting the
-// least recently used entries past rankCacheBytes.
-func (c *rankCache) put(k rankKey, rankings *domain.Rollup) {
-	size := rankingsBytes(rankings)
-	if size > rankCacheBytes/4 {
+// put keeps k, which no one may change from then on.
+func (c *hourCache) put(key hourKey, k *keptHour) {
+	k.bytes = keptBytes(k)
+	if k.bytes > rankCacheBytes/4 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lru.Add(k, rankEntry{rankings, size})
-	c.bytes += size
+	c.lru.Add(key, k)
+	c.bytes += k.bytes
 	for c.bytes > rankCacheBytes {
 		c.lru.RemoveOldest()
 	}
 }
 
-// forgetDay drops the entries of a day file a purge dropped.
-func (c *rankCache) forgetDay(d *dayFile) {
+// forgetDay drops the hours of a day file a purge dropped.
+func (c *hourCache) forgetDay(d *dayFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, k := range c.lru.Keys() {
-		if k.day == d {
-			c.lru.Remove(k)
+	for _, key := range c.lru.Keys() {
+		if key.day == d {
+			c.lru.Remove(key)
 		}
 	}
 }
 
-// rankingsBytes estimates the memory of r: its encoding, whose keys share
-// prefixes, twice over, and a map entry and counts per key.
-func rankingsBytes(r *domain.Rollup) int {
-	data, _ := r.AppendBinary(nil)
-	return 2*len(data) + 96*(r.Paths.Len()+r.Routes.Len()) + 256
+// keptBytes estimates the memory of k: its rollups' encodings, whose keys
+// share prefixes, twice over, and a map entry and counts per key.
+func keptBytes(k *keptHour) int {
+	data, _ := k.rankings.AppendBinary(nil)
+	n := 2*len(data) + 96*(k.rankings.Paths.Len()+k.rankings.Routes.Len()+k.names.Len()) + 256
+	for i := range k.parts {
+		data, _ = k.parts[i].AppendBinary(data[:0])
+		n += 2*len(data) + 128
+	}
+	return n
+}
+
+// hourVersions counts, per hour of a day file, the transactions that wrote
+// messages created in it: a kept hour read at one version stands for the
+// hour until the next. A transaction counts once it has ended and a read
+// takes the version before its query, so a read that misses a write never
+// carries that write's version.
+type hourVersions struct {
+	mu sync.Mutex
+	v  map[int64]uint64
+}
+
+// wrote counts a transaction that wrote msgs, whether it committed or not.
+func (h *hourVersions) wrote(msgs []domain.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.v == nil {
+		h.v = map[int64]uint64{}
+	}
+	last := int64(-1)
+	for _, m := range msgs {
+		if hour := hourOf(m.CreatedAt.Unix()); hour != last {
+			h.v[hour]++
+			last = hour
+		}
+	}
+}
+
+func (h *hourVersions) version(hour int64) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.v[hour]
 }

@@ -77,8 +77,8 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.R
 }
 
 // rollupMinutes counts the minutes Stats answered from a rollup, and
-// rankedHours the hours it ranked from the rank cache, for tests.
-var rollupMinutes, rankedHours atomic.Int64
+// keptHours the hours it answered from the hour cache, for tests.
+var rollupMinutes, keptHours atomic.Int64
 
 // rollupRow is one minute's rollup as read, not decoded yet.
 type rollupRow struct {
@@ -94,43 +94,41 @@ type refusedMinute struct {
 }
 
 // statsFromRollups answers q, which the rollups can answer, from day's
-// rollups, streaming the minutes they cannot stand for into b. It reads them
-// hour by hour: the buckets count each minute, the rankings count the hour's
-// merge (countHour).
+// rollups, streaming the minutes they cannot stand for into b. A whole hour
+// of the range kept from an earlier call (hourCache) is counted from there;
+// the other hours' rollups are read hour by hour (hourReader.count).
 func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.StatsQuery, now time.Time, b *domain.RollupStatsBuilder) error {
 	from, to := q.CountedRange()
-	args := []any{q.Scope.Account, q.Scope.Domain, from.Unix() - 59, ceilMicro(to)/1e6 + 1}
-	query := `SELECT minute, name, data FROM rollups WHERE account = ? AND domain = ? AND minute >= ? AND minute < ?`
-	if q.Filter.Name != "" {
-		query += ` AND name = ?`
-		args = append(args, q.Filter.Name)
+	h := hourReader{s: s, d: d, q: q, b: b, width: min(q.Interval.Width, time.Hour), versions: map[int64]uint64{}}
+	// The spans of minutes to read: the range, but the hours kept.
+	var spans [][2]int64
+	next, end := from.Unix()-59, ceilMicro(to)/1e6+1
+	first, last := from, to // the day file's part of the range
+	if first.Before(d.day) {
+		first = d.day
 	}
-	rows, err := d.read.QueryContext(ctx, query+` ORDER BY minute`, args...)
-	if err != nil {
-		return d.fileError(ctx, "stats: rollups", err)
+	if dayEnd := d.day.Add(24 * time.Hour); last.After(dayEnd) {
+		last = dayEnd
 	}
-	h := hourReader{s: s, d: d, q: q, b: b}
-	for rows.Next() {
-		var row rollupRow
-		if err := rows.Scan(&row.start, &row.name, &row.data); err != nil {
-			rows.Close()
-			return d.fileError(ctx, "stats: rollups", err)
-		}
-		if len(h.rows) > 0 && hourOf(row.start) != hourOf(h.rows[0].start) {
-			if err := h.count(); err != nil {
-				rows.Close()
-				return err
+	for hour := first.Add(time.Hour - time.Nanosecond).Truncate(time.Hour); !hour.Add(time.Hour).After(last); hour = hour.Add(time.Hour) {
+		version := d.versions.version(hour.Unix())
+		if kept := s.hours.get(h.key(hour.Unix()), version); kept != nil && kept.countInto(b, hour, h.width) {
+			keptHours.Add(1)
+			if next < hour.Unix() {
+				spans = append(spans, [2]int64{next, hour.Unix()})
 			}
+			next = hour.Unix() + 3600
+			continue
 		}
-		h.rows = append(h.rows, row)
+		h.versions[hour.Unix()] = version
 	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return d.fileError(ctx, "stats: rollups", err)
+	if next < end {
+		spans = append(spans, [2]int64{next, end})
 	}
-	if err := h.count(); err != nil {
-		return err
+	for _, span := range spans {
+		if err := h.read(ctx, span[0], span[1]); err != nil {
+			return err
+		}
 	}
 	// The minutes refused, from their messages readable at now, within the range.
 	for _, m := range h.refused {
@@ -153,93 +151,93 @@ func hourOf(unix int64) int64 { return unix - unix%3600 }
 
 // hourReader counts the rollups of a day file one hour at a time.
 type hourReader struct {
-	s       *Store
-	d       *dayFile
-	q       domain.StatsQuery
-	b       *domain.RollupStatsBuilder
-	rows    []rollupRow // of one hour, by minute
-	refused []refusedMinute
-	series  []domain.Rollup // the rows read without their keys
-	whole   domain.Rollup   // one row read whole
+	s     *Store
+	d     *dayFile
+	q     domain.StatsQuery
+	b     *domain.RollupStatsBuilder
+	width time.Duration // of the parts an hour is kept in
+	// versions are those of the whole hours of the range, taken before
+	// reading them: an hour read whole is kept at its version.
+	versions map[int64]uint64
+	rows     []rollupRow // of one hour, by minute
+	refused  []refusedMinute
+	whole    domain.Rollup // one row decoded
 }
 
-// count counts h.rows, one hour's, and empties them. An hour wholly in the
-// counted range ranks from the cache when its entry still stands for the
-// hour's rollups; otherwise it reads them whole, ranks their merge, and
-// keeps that merge when every minute could stand for itself.
+func (h *hourReader) key(hour int64) hourKey {
+	return hourKey{h.d, h.q.Scope.Account, h.q.Scope.Domain, h.q.Filter.Name, hour, h.width}
+}
+
+// read counts the rollups of the minutes in [from, to), Unix seconds.
+func (h *hourReader) read(ctx context.Context, from, to int64) error {
+	args := []any{h.q.Scope.Account, h.q.Scope.Domain, from, to}
+	query := `SELECT minute, name, data FROM rollups WHERE account = ? AND domain = ? AND minute >= ? AND minute < ?`
+	if h.q.Filter.Name != "" {
+		query += ` AND name = ?`
+		args = append(args, h.q.Filter.Name)
+	}
+	rows, err := h.d.read.QueryContext(ctx, query+` ORDER BY minute`, args...)
+	if err != nil {
+		return h.d.fileError(ctx, "stats: rollups", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var row rollupRow
+		if err := rows.Scan(&row.start, &row.name, &row.data); err != nil {
+			return h.d.fileError(ctx, "stats: rollups", err)
+		}
+		if len(h.rows) > 0 && hourOf(row.start) != hourOf(h.rows[0].start) {
+			if err := h.count(); err != nil {
+				return err
+			}
+		}
+		h.rows = append(h.rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return h.d.fileError(ctx, "stats: rollups", err)
+	}
+	return h.count()
+}
+
+// count counts h.rows, one hour's, and empties them: each minute in its
+// bucket, the paths and routes of their merge. An hour wholly in the range
+// whose every minute could stand for itself is kept, at the version it was
+// read at.
 func (h *hourReader) count() error {
 	if len(h.rows) == 0 {
 		return nil
 	}
 	defer func() { h.rows = h.rows[:0] }()
-	from, to := h.q.CountedRange()
-	hour := time.Unix(hourOf(h.rows[0].start), 0).UTC()
-	whole := !hour.Before(from) && !hour.Add(time.Hour).After(to)
-	key := rankKey{h.d, h.q.Scope.Account, h.q.Scope.Domain, h.q.Filter.Name, hour.Unix()}
+	hour := hourOf(h.rows[0].start)
+	version, whole := h.versions[hour]
+	kept := &keptHour{version: version}
 	if whole {
-		if rankings := h.s.ranks.get(key); rankings != nil {
-			if ok, err := h.countSeries(rankings.Count); err != nil || ok {
-				if ok {
-					h.b.AddRankings(rankings)
-					rankedHours.Add(1)
-				}
-				return err
-			}
-		}
+		kept.parts = make([]domain.Rollup, time.Hour/h.width)
 	}
 	// Only the filter's application's rows are read, so each counts.
-	merged, all := &domain.Rollup{}, true
 	for _, row := range h.rows {
 		if err := h.whole.UnmarshalBinary(row.data); err != nil {
 			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
 		}
 		at := time.Unix(row.start, 0).UTC()
 		if !h.b.AddSeries(at, at.Add(time.Minute), row.name, &h.whole) {
-			all = false
+			whole = false
 			h.refused = append(h.refused, refusedMinute{at, row.name})
 			continue
 		}
 		rollupMinutes.Add(1)
-		merged.Count += h.whole.Count
-		merged.Paths.Merge(&h.whole.Paths)
-		merged.Routes.Merge(&h.whole.Routes)
+		if whole {
+			kept.parts[time.Duration(row.start-hour)*time.Second/h.width].MergeSeries(&h.whole)
+			kept.names.AddCounts(row.name, h.whole.Count, h.whole.Errors())
+		}
+		kept.rankings.Paths.Merge(&h.whole.Paths)
+		kept.rankings.Routes.Merge(&h.whole.Routes)
 	}
-	h.b.AddRankings(merged)
-	if whole && all {
-		h.s.ranks.put(key, merged)
+	h.b.AddRankings(&kept.rankings)
+	if whole {
+		h.s.hours.put(h.key(hour), kept)
 	}
 	return nil
-}
-
-// countSeries counts the buckets of h.rows, read without their keys, and
-// reports true, when every one can stand for its minute and together they
-// count want messages (what the cached rankings count); otherwise it counts
-// nothing and reports false.
-func (h *hourReader) countSeries(want int64) (bool, error) {
-	if cap(h.series) < len(h.rows) {
-		h.series = make([]domain.Rollup, len(h.rows))
-	}
-	series := h.series[:len(h.rows)]
-	var count int64
-	for i, row := range h.rows {
-		if err := series[i].UnmarshalSeries(row.data); err != nil {
-			return false, fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
-		}
-		at := time.Unix(row.start, 0).UTC()
-		if !h.b.Accepts(at, at.Add(time.Minute), &series[i]) {
-			return false, nil
-		}
-		count += series[i].Count
-	}
-	if count != want {
-		return false, nil
-	}
-	for i, row := range h.rows {
-		at := time.Unix(row.start, 0).UTC()
-		h.b.AddSeries(at, at.Add(time.Minute), row.name, &series[i])
-		rollupMinutes.Add(1)
-	}
-	return true, nil
 }
 
 // addRollupsTable is the migration to schema version 3: the rollups of the

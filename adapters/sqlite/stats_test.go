@@ -86,10 +86,10 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 	}
 }
 
-// The rankings of whole hours kept between calls answer the next call over
-// them, and stop answering once a message is added to the hour (a backfill)
-// or the day file is dropped: every answer equals StatsBuilder's.
-func TestStatsRankWholeHoursFromTheCache(t *testing.T) {
+// Whole hours kept between calls answer the next call over them, and stop
+// answering once a message is added to the hour (a backfill), the others
+// still answering: every answer equals StatsBuilder's.
+func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 26))
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 	now := time.Now().UTC()
@@ -141,22 +141,35 @@ func TestStatsRankWholeHoursFromTheCache(t *testing.T) {
 		}
 		return got
 	}
-	for _, name := range []string{"", "billing"} {
+	kept := func(name string, want int64) {
+		t.Helper()
+		before := sqlite.KeptHours()
 		check(name)
-		before := sqlite.RankedHours()
-		check(name)
-		if ranked := sqlite.RankedHours() - before; ranked != 24 {
-			t.Fatalf("name %q: the second call ranked %d hours from the cache, not 24", name, ranked)
+		if n := sqlite.KeptHours() - before; n != want {
+			t.Fatalf("name %q: %d hours counted from the cache, not %d", name, n, want)
 		}
 	}
+	for _, name := range []string{"", "billing"} {
+		check(name)
+		kept(name, 24)
+	}
+	// One message in one hour: that hour is read again, the others kept.
+	one := conformance.NewMessage(t, scope, yesterday.Add(5*time.Hour+time.Minute), func(m *domain.Message) { m.Name = "billing" })
+	if err := s.Append(opCtx(t), []domain.Message{one}); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, one)
+	kept("", 23)
+	kept("", 24)
 	// A backfill into every hour: the cache must not answer for them.
 	add(240, false, func(i int) string { return "/v1/backfill" })
-	before := sqlite.RankedHours()
+	before := sqlite.KeptHours()
 	if top := check("").TopPaths[0]; top.Key != "/v1/backfill" {
 		t.Fatalf("after the backfill the top path is %+v", top)
 	}
-	if ranked := sqlite.RankedHours() - before; ranked != 0 {
-		t.Fatalf("after a backfill into every hour, %d hours ranked from the cache", ranked)
+	if n := sqlite.KeptHours() - before; n != 0 {
+		t.Fatalf("after a backfill into every hour, %d hours counted from the cache", n)
 	}
-	check("billing")
+	kept("billing", 0)
+	kept("billing", 24)
 }

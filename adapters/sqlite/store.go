@@ -32,7 +32,7 @@ type Store struct {
 	mu   sync.RWMutex
 	days map[time.Time]*dayFile // by UTC midnight
 
-	ranks *rankCache // statistics: the rankings of whole hours
+	hours *hourCache // statistics: whole hours kept between calls
 }
 
 // New opens (creating if needed) the data directory cfg.Dir and every day
@@ -50,7 +50,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, lock: lock, days: map[time.Time]*dayFile{}, ranks: newRankCache()}
+	s := &Store{cfg: cfg, lock: lock, days: map[time.Time]*dayFile{}, hours: newHourCache()}
 	if err := s.openDays(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -184,7 +184,7 @@ func (s *Store) daysNewestFirst(first, last time.Time) []time.Time {
 func (s *Store) adopt(opened *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cfg, s.lock, s.days, s.ranks = opened.cfg, opened.lock, opened.days, opened.ranks
+	s.cfg, s.lock, s.days, s.hours = opened.cfg, opened.lock, opened.days, opened.hours
 }
 
 func (s *Store) dayCount() int {
