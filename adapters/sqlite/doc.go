@@ -91,7 +91,7 @@
 // application, and keeps a whole hour of the view (its buckets' parts, its
 // applications, its rankings: at most 64 MiB of hours, least recently used
 // out first) until a transaction writes a message created in that hour
-// (rollup.go, rankcache.go): the portal's 24 h view then reads only the hour
+// (rollup.go, hourcache.go): the portal's 24 h view then reads only the hour
 // still filling. Any other filter streams six columns (created, status,
 // duration, name, path, route) of the matching messages of each day into
 // domain.StatsBuilder from the messages_stats index, which holds every

@@ -9,10 +9,10 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// rankCacheBytes bounds the memory of the hours kept between statistics
+// hourCacheBytes bounds the memory of the hours kept between statistics
 // calls: a whole scope's hour holds at most 2·MaxRankedKeys paths, so about
 // 40 such hours when paths carry ids, and far more otherwise.
-const rankCacheBytes = 64 << 20
+const hourCacheBytes = 64 << 20
 
 // hourKey names what a view (one application, or every application of the
 // scope when name is "") counted in one whole hour of a day file, in parts
@@ -58,7 +58,7 @@ func (k *keptHour) countInto(b *domain.RollupStatsBuilder, hour time.Time, width
 }
 
 // hourCache keeps views' whole hours, least recently used out first past
-// rankCacheBytes.
+// hourCacheBytes.
 type hourCache struct {
 	mu    sync.Mutex
 	lru   *simplelru.LRU[hourKey, *keptHour]
@@ -86,14 +86,14 @@ func (c *hourCache) get(key hourKey, version uint64) *keptHour {
 // put keeps k, which no one may change from then on.
 func (c *hourCache) put(key hourKey, k *keptHour) {
 	k.bytes = keptBytes(k)
-	if k.bytes > rankCacheBytes/4 {
+	if k.bytes > hourCacheBytes/4 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Add(key, k)
 	c.bytes += k.bytes
-	for c.bytes > rankCacheBytes {
+	for c.bytes > hourCacheBytes {
 		c.lru.RemoveOldest()
 	}
 }
