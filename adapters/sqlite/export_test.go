@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"time"
 )
@@ -56,4 +58,42 @@ func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
 	}
 	defer d.use.RUnlock()
 	return d.write.Stats().OpenConnections + d.read.Stats().OpenConnections, nil
+}
+
+// ReadStatsColumns reads the statistics columns of day's messages, through
+// rows.Scan or eachRow, and returns how many rows it read.
+func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (int, error) {
+	d, err := s.acquire(ctx, dayOf(day), false)
+	if err != nil || d == nil {
+		return 0, errors.Join(err, errors.New("no such day"))
+	}
+	defer d.use.RUnlock()
+	const query = `SELECT seq, created, status, duration, name, path, route FROM messages INDEXED BY messages_stats`
+	n := 0
+	if raw {
+		err := eachRow(ctx, d.read, query, nil, func(row []driver.Value) error {
+			_, _, _ = textOf(row[4]), textOf(row[5]), textOf(row[6])
+			n++
+			return nil
+		})
+		return n, err
+	}
+	rows, err := d.read.QueryContext(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			seq, created, status int64
+			duration             sql.NullInt64
+			name, path           string
+			route                sql.NullString
+		)
+		if err := rows.Scan(&seq, &created, &status, &duration, &name, &path, &route); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, rows.Err()
 }

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -102,56 +104,55 @@ func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 			}
 		}
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+
-		w.String(), w.args...)
+	err := eachRow(ctx, d.read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.args,
+		func(row []driver.Value) error {
+			seq, okSeq := row[0].(int64)
+			created, okCreated := row[1].(int64)
+			status, okStatus := row[2].(int64)
+			if !okSeq || !okCreated || !okStatus {
+				return fmt.Errorf("a row of seq %v holds created %v, status %v: not integers", row[0], row[1], row[2])
+			}
+			if holdWords != nil && (seq < 0 || !holdWords.Test(uint(seq))) {
+				return nil
+			}
+			sample := domain.StatsSample{CreatedAt: time.UnixMicro(created).UTC(), StatusCode: int(status),
+				Name: textOf(row[4]), Path: textOf(row[5]), Route: textOf(row[6])}
+			if duration, ok := row[3].(int64); ok {
+				sample.Duration, sample.HasDuration = time.Duration(duration)*time.Microsecond, true
+			}
+			add(sample)
+			return nil
+		})
 	if err != nil {
-		return d.fileError(ctx, "stats", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			sample       domain.StatsSample
-			seq, created int64
-			duration     sql.NullInt64
-			route        sql.NullString
-		)
-		if err := rows.Scan(&seq, &created, &sample.StatusCode, &duration, &sample.Name, &sample.Path, &route); err != nil {
-			return d.fileError(ctx, "stats", err)
-		}
-		if holdWords != nil && (seq < 0 || !holdWords.Test(uint(seq))) {
-			continue
-		}
-		sample.CreatedAt, sample.Route = time.UnixMicro(created).UTC(), route.String
-		if duration.Valid {
-			sample.Duration, sample.HasDuration = time.Duration(duration.Int64)*time.Microsecond, true
-		}
-		add(sample)
-	}
-	if err := rows.Err(); err != nil {
 		return d.fileError(ctx, "stats", err)
 	}
 	return nil
 }
 
+// textOf is a TEXT column's value as the driver gives it, "" for NULL.
+func textOf(v driver.Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
 // wordSeqs returns the seqs of all the messages whose words hold words'
 // tokens.
 func wordSeqs(ctx context.Context, db *sql.DB, words string) (*bitset.BitSet, error) {
-	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ?`, words)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var seqs bitset.BitSet
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, err
+	err := eachRow(ctx, db, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
+		seq, ok := row[0].(int64)
+		if !ok || seq < 0 {
+			return fmt.Errorf("the word index holds rowid %v", row[0])
 		}
-		if seq >= 0 {
-			seqs.Set(uint(seq))
-		}
-	}
-	return &seqs, rows.Err()
+		seqs.Set(uint(seq))
+		return nil
+	})
+	return &seqs, err
 }
 
 // searchSamples adds the samples of d's messages of scope readable at now

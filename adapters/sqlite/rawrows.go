@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// eachRow runs query on one of db's connections and calls each with every
+// row's values as the driver gives them (int64, float64, string, []byte or
+// nil), stopping at the first error each returns or when ctx ends. It skips database/sql's
+// per-row locking, conversions and copies: for the hundreds of thousands of
+// rows a statistics walk reads, 0.6–0.7 of the time of rows.Scan
+// (BenchmarkEachRow). The values are valid only during the call.
+func eachRow(ctx context.Context, db *sql.DB, query string, args []any, each func([]driver.Value) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(raw any) error {
+		prepare, ok := raw.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's connection %T cannot prepare with a context", raw)
+		}
+		stmt, err := prepare.PrepareContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		querier, ok := stmt.(driver.StmtQueryContext)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's statement %T cannot query with a context", stmt)
+		}
+		named := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			if named[i].Value, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
+				return fmt.Errorf("argument %d: %w", i+1, err)
+			}
+			named[i].Ordinal = i + 1
+		}
+		rows, err := querier.QueryContext(ctx, named)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		values := make([]driver.Value, len(rows.Columns()))
+		for n := 1; ; n++ {
+			// The driver's rows do not watch ctx once the query runs;
+			// database/sql's did.
+			if n%256 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := rows.Next(values); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := each(values); err != nil {
+				return err
+			}
+		}
+	})
+}
