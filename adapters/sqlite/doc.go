@@ -95,9 +95,9 @@
 // still filling. Any other filter streams six columns (created, status,
 // duration, name, path, route) of the matching messages of each day into
 // domain.StatsBuilder from the messages_stats index, which holds every
-// column the query reads; a q of one word tests each entry's seq against the
-// word's (a bit set), any other q reads the messages holding its words whole
-// and checks them.
+// column the query reads, row by row through the driver (rawrows.go); a q
+// of one word tests each entry's seq against the word's (a bit set), any
+// other q reads the messages holding its words whole and checks them.
 //
 // # Schema versions
 //
