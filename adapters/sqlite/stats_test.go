@@ -54,26 +54,9 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 		{"alpha", false}, {"BETA", false}, {"ord_8f7d", false}, {"example.com", false}, {"ZÜRICH", false},
 		{"omni", false}, {"absent", false}, {"alpha beta", true}, {"ord_8f7d\"", true},
 	} {
-		q, err := domain.ParseStatsQuery(map[string][]string{"q": {tc.q},
-			"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}}, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Scope = scope
-		want := domain.NewStatsBuilder(q)
-		for _, m := range all {
-			if m.Readable(at) && q.Filter.Matches(m) {
-				want.Add(domain.SampleOf(m))
-			}
-		}
 		before := sqlite.StatsMessagesRead()
-		got, err := s.Stats(opCtx(t), q, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := want.Stats(); !reflect.DeepEqual(got, w) {
-			t.Fatalf("q=%q: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", tc.q, got, w)
-		}
+		got := statsEqualBuilders(t, s, all, at, map[string][]string{"q": {tc.q},
+			"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}})
 		if read := sqlite.StatsMessagesRead() - before; (read > 0) != tc.checked {
 			t.Errorf("q=%q: %d messages read whole; want them read: %v", tc.q, read, tc.checked)
 		}
@@ -121,25 +104,7 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 		if name != "" {
 			values["name"] = []string{name}
 		}
-		q, err := domain.ParseStatsQuery(values, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Scope = scope
-		want := domain.NewStatsBuilder(q)
-		for _, m := range all {
-			if m.Readable(at) && q.Filter.Matches(m) {
-				want.Add(domain.SampleOf(m))
-			}
-		}
-		got, err := s.Stats(opCtx(t), q, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := want.Stats(); !reflect.DeepEqual(got, w) {
-			t.Fatalf("name %q: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", name, got, w)
-		}
-		return got
+		return statsEqualBuilders(t, s, all, at, values)
 	}
 	kept := func(name string, want int64) {
 		t.Helper()
@@ -172,4 +137,30 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	}
 	kept("billing", 0)
 	kept("billing", 24)
+}
+
+// statsEqualBuilders returns s's statistics of scope for the query values at
+// at, and fails unless they equal domain.StatsBuilder's over the messages of
+// all readable then.
+func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
+	t.Helper()
+	q, err := domain.ParseStatsQuery(values, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Scope = scope
+	want := domain.NewStatsBuilder(q)
+	for _, m := range all {
+		if m.Readable(at) && q.Filter.Matches(m) {
+			want.Add(domain.SampleOf(m))
+		}
+	}
+	got, err := s.Stats(opCtx(t), q, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := want.Stats(); !reflect.DeepEqual(got, w) {
+		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", values, got, w)
+	}
+	return got
 }
