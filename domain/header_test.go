@@ -95,7 +95,9 @@ func TestHeaderAllocationsDoNotGrowPerHeader(t *testing.T) {
 			fields[i] = fmt.Sprintf(`"x-field-%d":["value %d","caf\u00e9",%d]`, i, i, i)
 		}
 		body := []byte(validItem("request", `{"header":{`+strings.Join(fields, ",")+`}}`))
-		return testing.AllocsPerRun(20, func() {
+		// Many runs: under -race sync.Pool drops a share of what it is
+		// given at random, which twenty runs did not average out.
+		return testing.AllocsPerRun(400, func() {
 			if _, err := p.parse(body, testNow); err != nil {
 				t.Fatal(err)
 			}
