@@ -123,6 +123,76 @@ func (d *DurationDigest) Merge(o *DurationDigest) {
 	d.count += o.count
 }
 
+// Subtract takes o's durations, a part of d's, out of d and reports true; or
+// reports false, leaving d as it was, when o holds a duration d does not, or
+// when d is a sketch and what is left would be a set small enough to keep
+// exact (1 to ExactDurations durations), which a sketch cannot give back.
+// So a digest of part of a set is told from the digest of the whole and of
+// the rest, exactly as the digest of the part itself.
+func (d *DurationDigest) Subtract(o *DurationDigest) bool {
+	rest := d.count - o.count
+	switch {
+	case o.count == 0:
+		return true
+	case rest < 0:
+		return false
+	case d.Exact(): // o, no larger, is exact too
+		left := make([]int64, 0, rest)
+		taken := 0
+		for _, v := range d.sorted {
+			if taken < len(o.sorted) && o.sorted[taken] == v {
+				taken++
+				continue
+			}
+			if taken < len(o.sorted) && o.sorted[taken] < v {
+				return false
+			}
+			left = append(left, v)
+		}
+		if taken < len(o.sorted) {
+			return false
+		}
+		d.count, d.sorted = rest, left
+		return true
+	case rest > 0 && rest <= ExactDurations:
+		return false
+	}
+	buckets := slices.Clone(d.buckets)
+	take := func(i int, n int64) bool {
+		if i -= d.first; i < 0 || i >= len(buckets) || buckets[i] < n {
+			return false
+		}
+		buckets[i] -= n
+		return true
+	}
+	if o.Exact() {
+		for _, v := range o.sorted {
+			if !take(sketchBucket(v), 1) {
+				return false
+			}
+		}
+	} else {
+		for i, n := range o.buckets {
+			if n > 0 && !take(o.first+i, n) {
+				return false
+			}
+		}
+	}
+	lo, hi := 0, len(buckets)
+	for lo < hi && buckets[lo] == 0 {
+		lo++
+	}
+	for hi > lo && buckets[hi-1] == 0 {
+		hi--
+	}
+	if rest == 0 {
+		d.Reset()
+		return true
+	}
+	d.count, d.first, d.buckets = rest, d.first+lo, buckets[lo:hi]
+	return true
+}
+
 // Clone returns a copy of d that shares no memory with it.
 func (d *DurationDigest) Clone() *DurationDigest {
 	return &DurationDigest{count: d.count, sorted: slices.Clone(d.sorted), first: d.first, buckets: slices.Clone(d.buckets)}

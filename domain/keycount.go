@@ -80,6 +80,43 @@ func (c *KeyCounter) Merge(o *KeyCounter) {
 	}
 }
 
+// Subtract takes o's counts, a part of c's, out of c: keys left with no
+// message are dropped. While c counts exactly (it has never pruned) it
+// reports false, leaving c as it was, when o counts a key, or errors of it,
+// that c does not. Past pruning c's counts are bounds, and so are the
+// differences: a key o counts and c dropped is left dropped, and a count
+// falls no lower than nothing. Each is then at most the rest's true count and
+// at least that less n/(MaxRankedKeys+1), n being all that c counted.
+func (c *KeyCounter) Subtract(o *KeyCounter) bool {
+	if len(c.index) < len(c.entries) {
+		c.reindex()
+	}
+	exact := !slices.ContainsFunc(c.entries, func(e keyEntry) bool { return e.debt > 0 })
+	for _, oe := range o.entries {
+		i, ok := c.index[oe.key]
+		if exact && (!ok || c.entries[i].count < oe.count || c.entries[i].errors < oe.errors) {
+			return false
+		}
+	}
+	for _, oe := range o.entries {
+		if i, ok := c.index[oe.key]; ok {
+			e := &c.entries[i]
+			e.count -= oe.count
+			e.errors = min(max(e.errors-oe.errors, 0), max(e.count, 0))
+		}
+	}
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		if e.count > e.debt {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.entries[len(kept):])
+	c.entries = kept
+	c.reindex()
+	return true
+}
+
 // Clone returns a copy of c that shares no memory with it but the keys.
 func (c *KeyCounter) Clone() *KeyCounter {
 	return &KeyCounter{entries: slices.Clone(c.entries), capacity: c.capacity, keyViews: c.keyViews}

@@ -192,6 +192,39 @@ func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
 	b.routes.Merge(&o.routes)
 }
 
+// Subtract takes what o counted, a part of what b counted (a builder of the
+// same query at the same now), out of b, and reports true: b then counts the
+// rest as if only the rest had been added, with the same bounds. So a store
+// may count the messages of a q that nearly all of a range's messages match
+// as the range's rollups less the few messages that do not. It reports false
+// when the rest cannot be told so (DurationDigest.Subtract,
+// RouteCounter.Subtract): b is then spoiled, and the store counts the rest
+// another way.
+func (b *RollupStatsBuilder) Subtract(o *RollupStatsBuilder) bool {
+	for i := range b.stats.Buckets {
+		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
+		if bucket.Count < other.Count || !b.durations[i].Subtract(&o.durations[i]) {
+			return false
+		}
+		bucket.Count -= other.Count
+		for c := range bucket.Status {
+			if bucket.Status[c] -= other.Status[c]; bucket.Status[c] < 0 {
+				return false
+			}
+		}
+	}
+	return b.paths.Subtract(&o.paths) && b.names.Subtract(&o.names) && b.routes.Subtract(&o.routes)
+}
+
+// Count is how many messages the builder has counted.
+func (b *RollupStatsBuilder) Count() int64 {
+	var n int64
+	for _, bucket := range b.stats.Buckets {
+		n += bucket.Count
+	}
+	return n
+}
+
 // Stats returns the statistics of what was added.
 func (b *RollupStatsBuilder) Stats() Stats {
 	s := b.stats

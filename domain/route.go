@@ -130,6 +130,56 @@ func (c *RouteCounter) Merge(o *RouteCounter) {
 	}
 }
 
+// Subtract takes o's counts and durations, a part of c's, out of c: routes
+// left with no message are dropped. It reports false, leaving c as it was,
+// when a route's durations cannot be told (DurationDigest.Subtract), or, while
+// c may count exactly (it holds fewer routes than a prune keeps), when o
+// counts a route, or more of it, that c does not. Past that c's routes are
+// those it kept, and a route o counts and c dropped is left dropped.
+func (c *RouteCounter) Subtract(o *RouteCounter) bool {
+	if len(c.index) < len(c.entries) {
+		c.reindex()
+	}
+	exact := len(c.entries) < c.keep()
+	left := make(map[int32]routeEntry, len(o.entries))
+	for i := range o.entries {
+		oe := &o.entries[i]
+		at, ok := c.index[oe.route]
+		if !ok {
+			if exact {
+				return false
+			}
+			continue
+		}
+		e := c.entries[at]
+		if e.count < oe.count || e.errors < oe.errors {
+			if exact {
+				return false
+			}
+		}
+		e.durations = *e.durations.Clone()
+		if !e.durations.Subtract(&oe.durations) {
+			return false
+		}
+		e.count -= oe.count
+		e.errors = min(max(e.errors-oe.errors, 0), max(e.count, 0))
+		left[at] = e
+	}
+	kept := c.entries[:0]
+	for i, e := range c.entries {
+		if changed, ok := left[int32(i)]; ok {
+			e = changed
+		}
+		if e.count > 0 {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.entries[len(kept):])
+	c.entries = kept
+	c.reindex()
+	return true
+}
+
 // Clone returns a copy of c that shares no memory with it but the routes.
 func (c *RouteCounter) Clone() *RouteCounter {
 	out := &RouteCounter{entries: make([]routeEntry, len(c.entries)), capacity: c.capacity}

@@ -1,0 +1,131 @@
+package domain
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The complement's differential test: a store counts the messages of a q
+// that most of a range's messages match as the rollups less the messages
+// that do not match (RollupStatsBuilder.Subtract). Where Subtract reports
+// true, the statistics equal those of the matching messages added alone;
+// it reports false exactly where a bucket's or a route's durations were
+// sketched and the rest is small enough to be kept exact.
+func TestRollupStatsSubtractTheRest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2026, 27))
+	var told, refused, sketched int
+	for round := range 300 {
+		w := newRollupWorld(rng)
+		for range 4 {
+			q, now := w.query(rng)
+			q.Filter.Route = "" // what rollups answer
+			what := fmt.Sprintf("round %d, %d messages, [%s, %s) by %s, name %q, now %s", round, len(w.msgs),
+				FormatTime(q.From), FormatTime(q.To), q.Interval.Name, q.Filter.Name, FormatTime(now))
+			holds := holdingRule(rng)
+			whole, rest, part := NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now)
+			match := q.Filter.Matcher()
+			var inWhole, held []Message // what whole counts, and the rest
+			for key, r := range w.rollups {
+				accepted := whole.AddRollup(key.start, key.start.Add(time.Minute), key.name, r)
+				for _, m := range w.byMinute[key] {
+					if !m.Readable(now) || !match(m) {
+						continue
+					}
+					switch {
+					case holds(m):
+						rest.Add(SampleOf(m))
+						held = append(held, m)
+						if !accepted {
+							whole.Add(SampleOf(m))
+						}
+						inWhole = append(inWhole, m)
+					case accepted:
+						part.Add(SampleOf(m))
+						inWhole = append(inWhole, m)
+					}
+				}
+			}
+			want := rest.Stats()
+			if want.Total.Duration.Count > ExactDurations {
+				sketched++
+			}
+			cannot := cannotSubtract(q, inWhole, held)
+			if ok := whole.Subtract(part); ok == (cannot != "") {
+				t.Fatalf("%s: Subtract reports %v, but %s", what, ok, cmp.Or(cannot, "every digest can be told"))
+			} else if !ok {
+				refused++
+				continue
+			}
+			told++
+			if got := whole.Stats(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: the rollups less the rest count\n%+v\nbut the rest alone\n%+v", what, got, want)
+			}
+		}
+	}
+	if told < 300 || refused < 5 || sketched < 40 {
+		t.Errorf("only %d subtractions told, %d refused, %d past %d durations", told, refused, sketched, ExactDurations)
+	}
+	t.Logf("%d told, %d refused, %d past %d durations", told, refused, sketched, ExactDurations)
+}
+
+// holdingRule picks which messages hold a q's word: none, all, a share of
+// them at random, or all but one route's.
+func holdingRule(rng *rand.Rand) func(Message) bool {
+	switch share := []float64{0, 0.03, 0.5, 0.97, 1, -1}[rng.IntN(6)]; share {
+	case -1:
+		lacking := rollupRoutes[rng.IntN(len(rollupRoutes))]
+		return func(m Message) bool { return m.Route != lacking }
+	default:
+		return func(m Message) bool {
+			// The same answer for the same message: a hash of what it holds.
+			h := uint64(m.CreatedAt.UnixNano()) ^ uint64(m.Duration)<<7 ^ uint64(len(m.Path))
+			h *= 0x9E3779B97F4A7C15
+			return float64(h>>11)/(1<<53) < share
+		}
+	}
+}
+
+// cannotSubtract says which bucket or route of q's statistics has sketched
+// durations over the messages counted whole, while those of the messages
+// held are 1 to ExactDurations; or "".
+func cannotSubtract(q StatsQuery, whole, held []Message) string {
+	buckets, routes := map[int]*durationTally{}, map[string]*durationTally{}
+	from, to := q.CountedRange()
+	for k, messages := range [][]Message{whole, held} {
+		for _, m := range messages {
+			if !m.HasDuration || m.CreatedAt.Before(from) || !m.CreatedAt.Before(to) {
+				continue
+			}
+			for _, t := range []*durationTally{tallyOf(buckets, q.BucketIndex(m.CreatedAt)), tallyOf(routes, m.Route)} {
+				t.all += 1 - k
+				t.held += k
+			}
+		}
+	}
+	for i, t := range buckets {
+		if t.all > ExactDurations && t.held >= 1 && t.held <= ExactDurations {
+			return fmt.Sprintf("bucket %d has %d durations, %d held", i, t.all, t.held)
+		}
+	}
+	for route, t := range routes {
+		if route != "" && t.all > ExactDurations && t.held >= 1 && t.held <= ExactDurations {
+			return fmt.Sprintf("route %q has %d durations, %d held", route, t.all, t.held)
+		}
+	}
+	return ""
+}
+
+// durationTally counts the durations of a bucket or a route, and those of
+// the messages holding the word.
+type durationTally struct{ all, held int }
+
+func tallyOf[K comparable](m map[K]*durationTally, k K) *durationTally {
+	if m[k] == nil {
+		m[k] = &durationTally{}
+	}
+	return m[k]
+}
