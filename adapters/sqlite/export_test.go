@@ -97,3 +97,7 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 	}
 	return n, rows.Err()
 }
+
+// DaysLessTheRest is how many day files Stats has counted as their rollups
+// less the messages lacking a q's word so far.
+func DaysLessTheRest() int64 { return daysLessTheRest.Load() }

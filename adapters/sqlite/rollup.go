@@ -93,11 +93,12 @@ type refusedMinute struct {
 	name  string
 }
 
-// statsFromRollups answers q, which the rollups can answer, from day's
-// rollups, streaming the minutes they cannot stand for into b. A whole hour
+// statsFromRollups counts into b what day's rollups can answer of q, which
+// the rollups can answer, and returns the minutes they cannot stand for: the
+// caller streams those (refusedMinute.filter). A whole hour
 // of the range kept from an earlier call (hourCache) is counted from there;
 // the other hours' rollups are read hour by hour (hourReader.count).
-func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.StatsQuery, now time.Time, b *domain.RollupStatsBuilder) error {
+func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.StatsQuery, now time.Time, b *domain.RollupStatsBuilder) ([]refusedMinute, error) {
 	from, to := q.CountedRange()
 	h := hourReader{s: s, d: d, q: q, b: b, width: min(q.Interval.Width, time.Hour), versions: map[int64]uint64{}}
 	// The spans of minutes to read: the range, but the hours kept.
@@ -127,24 +128,22 @@ func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.Stats
 	}
 	for _, span := range spans {
 		if err := h.read(ctx, span[0], span[1]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// The minutes refused, from their messages readable at now, within the range.
-	for _, m := range h.refused {
-		f := q.Filter
-		f.Name = m.name
-		if f.From.Before(m.start) {
-			f.From = m.start
-		}
-		if end := m.start.Add(time.Minute); f.To.IsZero() || f.To.After(end) {
-			f.To = end
-		}
-		if err := streamSamples(ctx, d, q.Scope, f, "", now, b.Add); err != nil {
-			return err
-		}
+	return h.refused, nil
+}
+
+// filter is f narrowed to the minute's application and to the minute.
+func (m refusedMinute) filter(f domain.Filter) domain.Filter {
+	f.Name = m.name
+	if f.From.Before(m.start) {
+		f.From = m.start
 	}
-	return nil
+	if end := m.start.Add(time.Minute); f.To.IsZero() || f.To.After(end) {
+		f.To = end
+	}
+	return f
 }
 
 func hourOf(unix int64) int64 { return unix - unix%3600 }

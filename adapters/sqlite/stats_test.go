@@ -69,6 +69,93 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 	}
 }
 
+// Statistics with a q of a word nearly every message holds count a day as
+// its rollups less the messages lacking the word, and equal a
+// RollupStatsBuilder's over the messages holding it (StatsBuilder's within
+// its bounds: TestRollupStatsAreStatsBuilders); other filters, and a word of
+// few messages, walk and equal StatsBuilder's. Where a route's durations
+// cannot be told as the rollups less the rest, every day is walked and the
+// answer is StatsBuilder's.
+func TestStatsOfAWordMostMessagesHold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 11))
+	now := time.Now().UTC()
+	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	at := now.Add(time.Minute)
+	// from and to inside a minute: the rollups of the edges are refused, and
+	// their messages holding the word walked.
+	from, to := yesterday.Add(3*time.Hour+17*time.Minute+30*time.Second), yesterday.Add(21*time.Hour+2*time.Minute+15*time.Second)
+	// The first messages are in those minutes, in the range.
+	edges := []time.Time{from.Add(5 * time.Second), from.Add(20 * time.Second), to.Add(-10 * time.Second), to.Add(-3 * time.Second)}
+	values := func(more ...string) map[string][]string {
+		v := map[string][]string{"q": {"omni"}, "from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}}
+		for i := 0; i+1 < len(more); i += 2 {
+			if more[i+1] != "" {
+				v[more[i]] = []string{more[i+1]}
+			}
+		}
+		return v
+	}
+	store := func(lacks func(i int, m *domain.Message) bool) (*sqlite.Store, []domain.Message) {
+		s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+		var all []domain.Message
+		for i := range 3000 {
+			created := yesterday.Add(2*time.Hour + time.Duration(rng.Int64N(int64(20*time.Hour))))
+			if i < len(edges) {
+				created = edges[i]
+			}
+			all = append(all, conformance.NewMessage(t, scope, created, func(m *domain.Message) {
+				m.Name = []string{"shop", "billing", "search"}[rng.IntN(3)]
+				m.Path = fmt.Sprintf("/v1/orders/%d", rng.IntN(300))
+				m.Route = []string{"/v1/orders/{id}", "/v1/carts", ""}[rng.IntN(3)]
+				m.StatusCode = []int{200, 404, 500}[rng.IntN(3)]
+				m.Duration, m.HasDuration = time.Duration(rng.Int64N(900_000))*time.Microsecond, rng.IntN(3) == 0
+				m.Response.Body = `{"note":"omni"}`
+				if rng.IntN(40) == 0 {
+					m.Response.Body = `{"note":"rare"}`
+				}
+				if lacks(i, m) {
+					m.Response.Body = `{"note":"other"}`
+				}
+			}))
+		}
+		if err := s.Append(opCtx(t), all); err != nil {
+			t.Fatal(err)
+		}
+		return s, all
+	}
+	s, all := store(func(i int, m *domain.Message) bool {
+		return i%25 == 0 || i < len(edges) && i%2 == 0 || m.Route == "/v1/carts" && m.Name == "search" && i%3 == 0
+	})
+	for _, name := range []string{"", "billing"} {
+		before := sqlite.DaysLessTheRest()
+		got := statsEqualRollupBuilder(t, s, all, at, values("name", name))
+		if n := sqlite.DaysLessTheRest() - before; n != 1 || got.Total.Count < 500 {
+			t.Errorf("name %q: %d day files counted less the rest, %d messages; want 1, and hundreds", name, n, got.Total.Count)
+		}
+	}
+	for _, v := range []map[string][]string{values("status_code", "404"), values("q", "rare")} {
+		before := sqlite.DaysLessTheRest()
+		statsEqualBuilders(t, s, all, at, v)
+		if n := sqlite.DaysLessTheRest() - before; n != 0 {
+			t.Errorf("%v: %d day files counted less the rest; the rollups cannot answer it", v, n)
+		}
+	}
+	// One route of 800 durations, 300 of them held: a sketch cannot give the
+	// 300 back exactly.
+	s, all = store(func(i int, m *domain.Message) bool {
+		if i < 800 {
+			m.Route, m.HasDuration = "/v1/big", true
+			return i >= 300
+		}
+		return false
+	})
+	before := sqlite.DaysLessTheRest()
+	statsEqualBuilders(t, s, all, at, values())
+	if n := sqlite.DaysLessTheRest() - before; n != 1 {
+		t.Errorf("%d day files counted less the rest before the walk; want 1", n)
+	}
+}
+
 // Whole hours kept between calls answer the next call over them, and stop
 // answering once a message is added to the hour (a backfill), the others
 // still answering: every answer equals StatsBuilder's.
@@ -161,6 +248,32 @@ func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at 
 	}
 	if w := want.Stats(); !reflect.DeepEqual(got, w) {
 		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", values, got, w)
+	}
+	return got
+}
+
+// statsEqualRollupBuilder returns s's statistics of scope for the query
+// values at at, and fails unless they equal those of a
+// domain.RollupStatsBuilder given each message of all readable then.
+func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
+	t.Helper()
+	q, err := domain.ParseStatsQuery(values, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Scope = scope
+	want := domain.NewRollupStatsBuilder(q, at)
+	for _, m := range all {
+		if m.Readable(at) && q.Filter.Matches(m) {
+			want.Add(domain.SampleOf(m))
+		}
+	}
+	got, err := s.Stats(opCtx(t), q, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := want.Stats(); !reflect.DeepEqual(got, w) {
+		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from RollupStatsBuilder's\n%+v", values, got, w)
 	}
 	return got
 }
