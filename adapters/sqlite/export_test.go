@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"testing"
 	"time"
 )
 
@@ -101,3 +102,15 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 // DaysLessTheRest is how many day files Stats has counted as their rollups
 // less the messages lacking a q's word so far.
 func DaysLessTheRest() int64 { return daysLessTheRest.Load() }
+
+// DaysReadBySeq is how many day files Stats has counted from the messages
+// holding a q's word, read by seq, so far.
+func DaysReadBySeq() int64 { return daysReadBySeq.Load() }
+
+// SetMaxWarmLookup sets what a message read by seq may cost for Stats to read
+// by seq, until the test ends: 0 reads as a disk that is never warm.
+func SetMaxWarmLookup(t testing.TB, d time.Duration) {
+	was := maxWarmLookup
+	maxWarmLookup = d
+	t.Cleanup(func() { maxWarmLookup = was })
+}

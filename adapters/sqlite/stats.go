@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -79,9 +80,10 @@ func withoutText(q domain.StatsQuery) domain.StatsQuery {
 }
 
 // statsMessagesRead counts the messages Stats has read whole, for tests that
-// the word index alone answered; daysLessTheRest the day files it counted as
-// their rollups less the messages lacking the word.
-var statsMessagesRead, daysLessTheRest atomic.Int64
+// the word index alone answered; daysReadBySeq and daysLessTheRest the day
+// files it counted from the messages holding a q's word read by seq, and as
+// their rollups less the messages lacking it (statsOfOneWord).
+var statsMessagesRead, daysReadBySeq, daysLessTheRest atomic.Int64
 
 // withDay calls use with day's file held, if it still exists.
 func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) error) error {
@@ -99,13 +101,14 @@ func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) e
 const lookupCostInRows = 3
 
 // oneWordDay is how statsOfOneWord counts one day file's messages holding
-// the word: those few, read by seq; or the word's seqs, read into a bit set,
+// the word: those few (or fewer than a third of the scope's), read by seq;
+// or the word's seqs, read into a bit set,
 // walking the statistics index and testing each entry (SQLite's own test,
 // seq IN the word's rowids, seeks a temporary b-tree per row, three times the
 // CPU); or the day's rollups less the messages lacking the word.
 type oneWordDay struct {
 	day     time.Time
-	few     *where         // the few messages' where, read by seq
+	bySeq   *where         // the where of the messages read by seq
 	holding *bitset.BitSet // the word's seqs
 	// The day's rollups, the minutes they cannot stand for, and the seqs of
 	// the messages lacking the word: counted less the rest when rollups is
@@ -144,7 +147,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 			case none:
 				return nil
 			case few:
-				plan.few = w
+				plan.bySeq = w
 				plans = append(plans, plan)
 				return nil
 			}
@@ -159,17 +162,36 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 			if !withRollups {
 				return nil
 			}
-			// Even if every message were the scope's, the lookups would cost more.
-			if lacking := lastSeq - int64(plan.holding.Count()); lacking*lookupCostInRows >= lastSeq {
+			// Reading the word's messages by seq, or those lacking it, pays
+			// against a walk of the scope's messages in the range, which the
+			// rollups count; and neither can, even if every message of the
+			// day were the scope's, past a third of the day.
+			holding := int64(plan.holding.Count())
+			if min(holding, lastSeq-holding)*lookupCostInRows >= lastSeq {
 				return nil
 			}
-			plan.lacking = seqsLacking(plan.holding, lastSeq)
 			rollups := domain.NewRollupStatsBuilder(withoutText(q), now)
 			if plan.refused, err = s.statsFromRollups(ctx, d, withoutText(q), now, rollups); err != nil {
 				return err
 			}
-			if int64(len(plan.lacking)*lookupCostInRows) < rollups.Count() {
-				plan.rollups, subtract = rollups, true
+			switch walked := rollups.Count(); {
+			case (lastSeq-holding)*lookupCostInRows < walked:
+				lacking := seqsLacking(plan.holding, lastSeq)
+				if warm, err := lookupsWarm(ctx, d, lacking); err != nil || !warm {
+					return err
+				}
+				plan.lacking, plan.rollups, subtract = lacking, rollups, true
+			case holding*lookupCostInRows < walked:
+				seqs := seqsOf(plan.holding)
+				if warm, err := lookupsWarm(ctx, d, seqs); err != nil || !warm {
+					return err
+				}
+				list, err := json.Marshal(seqs)
+				if err != nil {
+					return err
+				}
+				plan.bySeq = w
+				plan.bySeq.add("seq IN (SELECT value FROM json_each(?))", string(list))
 			}
 			return nil
 		})
@@ -208,8 +230,9 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 	add, lacking func(domain.StatsSample)) error {
 	return s.withDay(ctx, plan.day, func(d *dayFile) error {
 		switch {
-		case plan.few != nil:
-			return walkSamples(ctx, d, "messages NOT INDEXED", plan.few, nil, add)
+		case plan.bySeq != nil:
+			daysReadBySeq.Add(1)
+			return walkSamples(ctx, d, "messages NOT INDEXED", plan.bySeq, nil, add)
 		case plan.rollups == nil:
 			return walkSamples(ctx, d, statsIndexWalk, readableWhere(scope, f, now), plan.holding, add)
 		}
@@ -237,6 +260,42 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 			}
 		})
 	})
+}
+
+// maxWarmLookup is the most a message read by seq may cost on average for
+// lookupCostInRows to hold: a few microseconds when its page is in memory
+// (SQLite's cache or the operating system's), a hundred and more when it
+// must be read from disk, where the walk of the statistics index, whose
+// pages are dense and read in order, costs far less.
+var maxWarmLookup = 25 * time.Microsecond
+
+// lookupsWarm reports whether reading the messages of seqs by seq costs what
+// lookupCostInRows assumes, from a probe of up to 256 of them at random: the
+// same ones each time would be in memory from the probe before, whatever the
+// others.
+func lookupsWarm(ctx context.Context, d *dayFile, seqs []int64) (bool, error) {
+	probe := make([]int64, min(len(seqs), 256))
+	for i := range probe {
+		probe[i] = seqs[rand.IntN(len(seqs))]
+	}
+	list, err := json.Marshal(probe)
+	if err != nil {
+		return false, err
+	}
+	w := &where{}
+	w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+	start := time.Now()
+	err = walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(domain.StatsSample) {})
+	return time.Since(start) <= time.Duration(len(probe))*maxWarmLookup, err
+}
+
+// seqsOf returns the seqs in set, ascending.
+func seqsOf(set *bitset.BitSet) []int64 {
+	seqs := make([]int64, 0, set.Count())
+	for seq, ok := set.NextSet(0); ok; seq, ok = set.NextSet(seq + 1) {
+		seqs = append(seqs, int64(seq))
+	}
+	return seqs
 }
 
 // seqsLacking returns the seqs from 1 to last not in holding.

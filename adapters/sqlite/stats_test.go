@@ -95,10 +95,10 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		}
 		return v
 	}
-	store := func(lacks func(i int, m *domain.Message) bool) (*sqlite.Store, []domain.Message) {
+	store := func(n int, lacks func(i int, m *domain.Message) bool) (*sqlite.Store, []domain.Message) {
 		s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 		var all []domain.Message
-		for i := range 3000 {
+		for i := range n {
 			created := yesterday.Add(2*time.Hour + time.Duration(rng.Int64N(int64(20*time.Hour))))
 			if i < len(edges) {
 				created = edges[i]
@@ -123,7 +123,7 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		}
 		return s, all
 	}
-	s, all := store(func(i int, m *domain.Message) bool {
+	s, all := store(3000, func(i int, m *domain.Message) bool {
 		return i%25 == 0 || i < len(edges) && i%2 == 0 || m.Route == "/v1/carts" && m.Name == "search" && i%3 == 0
 	})
 	for _, name := range []string{"", "billing"} {
@@ -140,16 +140,36 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 			t.Errorf("%v: %d day files counted less the rest; the rollups cannot answer it", v, n)
 		}
 	}
+	// On a disk whose pages are never in memory, reading by seq would cost
+	// more than the walk: every day is walked.
+	t.Run("cold", func(t *testing.T) {
+		sqlite.SetMaxWarmLookup(t, 0)
+		before := sqlite.DaysLessTheRest()
+		statsEqualBuilders(t, s, all, at, values())
+		if n := sqlite.DaysLessTheRest() - before; n != 0 {
+			t.Errorf("%d day files counted less the rest on a cold disk", n)
+		}
+	})
+	// A word of a quarter of 9,000 messages, more than a word of few: read
+	// by seq, and equal to StatsBuilder's.
+	s, all = store(9000, func(i int, m *domain.Message) bool { return i%4 != 0 })
+	before := sqlite.DaysReadBySeq()
+	if got := statsEqualBuilders(t, s, all, at, values()); got.Total.Count < 1500 {
+		t.Errorf("a quarter of 9,000 messages counted %d", got.Total.Count)
+	}
+	if n := sqlite.DaysReadBySeq() - before; n != 1 {
+		t.Errorf("%d day files read by seq; want 1", n)
+	}
 	// One route of 800 durations, 300 of them held: a sketch cannot give the
 	// 300 back exactly.
-	s, all = store(func(i int, m *domain.Message) bool {
+	s, all = store(3000, func(i int, m *domain.Message) bool {
 		if i < 800 {
 			m.Route, m.HasDuration = "/v1/big", true
 			return i >= 300
 		}
 		return false
 	})
-	before := sqlite.DaysLessTheRest()
+	before = sqlite.DaysLessTheRest()
 	statsEqualBuilders(t, s, all, at, values())
 	if n := sqlite.DaysLessTheRest() - before; n != 1 {
 		t.Errorf("%d day files counted less the rest before the walk; want 1", n)
