@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -35,17 +36,34 @@ func provide(p moduleParams) (*Store, error) {
 		log = zap.NewNop()
 	}
 	s := &Store{cfg: cfg}
+	warming, stopWarming := context.WithCancel(context.Background())
+	warmed := make(chan struct{})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			opened, err := New(ctx, cfg)
 			if err != nil {
+				close(warmed)
 				return err
 			}
 			s.adopt(opened)
-			log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
+			log := log.Named("sqlite")
+			log.Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
+			go func() {
+				defer close(warmed)
+				start := time.Now()
+				if err := s.WarmStats(warming, start); err != nil && warming.Err() == nil {
+					log.Warn("counting the busiest scopes' statistics at start failed; their first chart reads every minute", zap.Error(err))
+					return
+				}
+				log.Debug("statistics warmed", zap.Duration("took", time.Since(start)))
+			}()
 			return nil
 		},
-		OnStop: func(context.Context) error { return s.Close() },
+		OnStop: func(context.Context) error {
+			stopWarming()
+			<-warmed
+			return s.Close()
+		},
 	})
 	return s, nil
 }

@@ -300,3 +300,52 @@ func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message
 	}
 	return got
 }
+
+// WarmStats keeps the default view's hours of the busiest scopes, at most
+// eight: the next call over the view counts them from the cache, equal to
+// StatsBuilder's; the ninth scope's first call reads every minute.
+func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 9))
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	at := time.Now().UTC().Add(time.Minute)
+	scopes := []domain.Scope{scope}
+	for i := 1; i < 9; i++ {
+		scopes = append(scopes, domain.Scope{Account: fmt.Sprintf("account-%d", i), Domain: scope.Domain})
+	}
+	var all []domain.Message
+	for i, sc := range scopes {
+		var batch []domain.Message
+		for range (len(scopes) - i) * 60 { // the last scope writes the fewest minutes
+			created := at.Add(-time.Minute - time.Duration(rng.Int64N(int64(23*time.Hour))))
+			batch = append(batch, conformance.NewMessage(t, sc, created, func(m *domain.Message) {
+				m.Path = fmt.Sprintf("/v1/orders/%d", rng.IntN(50))
+			}))
+		}
+		if err := s.Append(opCtx(t), batch); err != nil {
+			t.Fatal(err)
+		}
+		if sc == scope {
+			all = batch
+		}
+	}
+	if err := s.WarmStats(opCtx(t), at); err != nil {
+		t.Fatal(err)
+	}
+	before := sqlite.KeptHours()
+	statsEqualBuilders(t, s, all, at, map[string][]string{})
+	if n := sqlite.KeptHours() - before; n < 22 {
+		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", n)
+	}
+	q, err := domain.ParseStatsQuery(map[string][]string{}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Scope = scopes[len(scopes)-1]
+	before = sqlite.KeptHours()
+	if _, err := s.Stats(opCtx(t), q, at); err != nil {
+		t.Fatal(err)
+	}
+	if n := sqlite.KeptHours() - before; n != 0 {
+		t.Errorf("the ninth scope's first call counted %d hours from the cache; WarmStats keeps eight", n)
+	}
+}

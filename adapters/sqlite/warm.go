@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// warmScopes bounds how many scopes WarmStats counts.
+const warmScopes = 8
+
+// WarmStats counts the default statistics view (the 24 hours before now, at
+// the interval the service picks for them) of the scopes that wrote the most
+// minutes in that day, at most warmScopes of them, so that the view's whole
+// hours are kept (hourcache.go) before the first chart asks for them. The
+// first call after a start otherwise reads every minute of the day's
+// rollups: 300 ms of CPU at a million messages a day, against 20–40 ms once
+// kept. The service's module (fx.go) runs it in the background after start;
+// it stops when ctx ends.
+func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
+	q, err := domain.ParseStatsQuery(map[string][]string{}, now)
+	if err != nil {
+		return err
+	}
+	scopes, err := s.busiestScopes(ctx, q.From, now)
+	if err != nil {
+		return err
+	}
+	for _, scope := range scopes[:min(len(scopes), warmScopes)] {
+		q.Scope = scope
+		if _, err := s.Stats(ctx, q, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// busiestScopes returns the scopes with rollups in [from, to), the most
+// minutes (of any application) first.
+func (s *Store) busiestScopes(ctx context.Context, from, to time.Time) ([]domain.Scope, error) {
+	minutes := map[domain.Scope]int64{}
+	for _, day := range s.daysNewestFirst(dayRange(domain.Filter{From: from, To: to}, nil)) {
+		err := s.withDay(ctx, day, func(d *dayFile) error {
+			rows, err := d.read.QueryContext(ctx, `SELECT account, domain, count(*) FROM rollups
+				WHERE minute >= ? AND minute < ? GROUP BY account, domain`, from.Unix(), to.Unix())
+			if err != nil {
+				return d.fileError(ctx, "stats: rollups", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var scope domain.Scope
+				var n int64
+				if err := rows.Scan(&scope.Account, &scope.Domain, &n); err != nil {
+					return d.fileError(ctx, "stats: rollups", err)
+				}
+				minutes[scope] += n
+			}
+			if err := rows.Err(); err != nil {
+				return d.fileError(ctx, "stats: rollups", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	scopes := make([]domain.Scope, 0, len(minutes))
+	for scope := range minutes {
+		scopes = append(scopes, scope)
+	}
+	slices.SortFunc(scopes, func(a, b domain.Scope) int {
+		return cmp.Or(cmp.Compare(minutes[b], minutes[a]), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Domain, b.Domain))
+	})
+	return scopes, nil
+}
