@@ -92,12 +92,23 @@
 // applications, its rankings: at most 64 MiB of hours, least recently used
 // out first) until a transaction writes a message created in that hour
 // (rollup.go, hourcache.go): the portal's 24 h view then reads only the hour
-// still filling. Any other filter streams six columns (created, status,
+// still filling. At start the service's module counts the default view of
+// the eight busiest scopes in the background (WarmStats, warm.go), so that
+// the first chart after a restart is answered from kept hours too. Any other filter streams six columns (created, status,
 // duration, name, path, route) of the matching messages of each day into
 // domain.StatsBuilder from the messages_stats index, which holds every
-// column the query reads, row by row through the driver (rawrows.go); a q
-// of one word tests each entry's seq against the word's (a bit set), any
-// other q reads the messages holding its words whole and checks them.
+// column the query reads, row by row through the driver (rawrows.go). A q
+// of one word is answered from the word index, with no message read whole
+// (statsOfOneWord in stats.go), by whichever of three reads costs least in
+// each day file: the messages holding the word read by seq (when they are
+// few, or under a third of the scope's); the rollups less the messages
+// lacking the word, read by seq (a word nearly every message holds, such as
+// a content type; domain.RollupStatsBuilder.Subtract); or the statistics
+// index walked, each entry's seq tested against the word's (a bit set).
+// Reads by seq are taken only while a probe of 256 random seqs finds their
+// pages in memory, since on disk a lookup costs a hundred times a walked
+// row. Any other q reads the messages holding its words whole and checks
+// them.
 //
 // # Schema versions
 //
