@@ -254,38 +254,34 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 // all readable then.
 func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
 	t.Helper()
-	q, err := domain.ParseStatsQuery(values, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Scope = scope
-	want := domain.NewStatsBuilder(q)
-	for _, m := range all {
-		if m.Readable(at) && q.Filter.Matches(m) {
-			want.Add(domain.SampleOf(m))
-		}
-	}
-	got, err := s.Stats(opCtx(t), q, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := want.Stats(); !reflect.DeepEqual(got, w) {
-		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", values, got, w)
-	}
-	return got
+	return statsEqualTo(t, s, all, at, values, "StatsBuilder's", func(q domain.StatsQuery) statsCounter { return domain.NewStatsBuilder(q) })
 }
 
-// statsEqualRollupBuilder returns s's statistics of scope for the query
-// values at at, and fails unless they equal those of a
-// domain.RollupStatsBuilder given each message of all readable then.
+// statsEqualRollupBuilder is statsEqualBuilders with a
+// domain.RollupStatsBuilder given each message.
 func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
+	t.Helper()
+	return statsEqualTo(t, s, all, at, values, "RollupStatsBuilder's", func(q domain.StatsQuery) statsCounter { return domain.NewRollupStatsBuilder(q, at) })
+}
+
+// statsCounter is a builder of statistics from samples.
+type statsCounter interface {
+	Add(domain.StatsSample)
+	Stats() domain.Stats
+}
+
+// statsEqualTo returns s's statistics of scope for the query values at at,
+// and fails unless they equal those of the builder (named whose) given each
+// message of all readable then that the query's filter matches.
+func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string,
+	whose string, builder func(domain.StatsQuery) statsCounter) domain.Stats {
 	t.Helper()
 	q, err := domain.ParseStatsQuery(values, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.Scope = scope
-	want := domain.NewRollupStatsBuilder(q, at)
+	want := builder(q)
 	for _, m := range all {
 		if m.Readable(at) && q.Filter.Matches(m) {
 			want.Add(domain.SampleOf(m))
@@ -296,7 +292,7 @@ func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message
 		t.Fatal(err)
 	}
 	if w := want.Stats(); !reflect.DeepEqual(got, w) {
-		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from RollupStatsBuilder's\n%+v", values, got, w)
+		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from %s\n%+v", values, got, whose, w)
 	}
 	return got
 }
