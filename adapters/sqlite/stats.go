@@ -202,10 +202,13 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 	if subtract {
 		all, lacking := domain.NewRollupStatsBuilder(withoutText(q), now), domain.NewRollupStatsBuilder(withoutText(q), now)
 		for _, plan := range plans {
-			if err := s.countOneWordDay(ctx, plan, q.Scope, f, now, all.Add, lacking.Add); err != nil {
+			// The day's rollups count only if its file is still there to
+			// take the rest out of (retention may have dropped it since).
+			read, err := s.countOneWordDay(ctx, plan, q.Scope, f, now, all.Add, lacking.Add)
+			if err != nil {
 				return domain.Stats{}, err
 			}
-			if plan.rollups != nil {
+			if plan.rollups != nil && read {
 				all.Merge(plan.rollups)
 			}
 		}
@@ -216,7 +219,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 	b := domain.NewStatsBuilder(q)
 	for _, plan := range plans {
 		plan.rollups = nil // walk every day
-		if err := s.countOneWordDay(ctx, plan, q.Scope, f, now, b.Add, nil); err != nil {
+		if _, err := s.countOneWordDay(ctx, plan, q.Scope, f, now, b.Add, nil); err != nil {
 			return domain.Stats{}, err
 		}
 	}
@@ -226,9 +229,11 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 // countOneWordDay adds to add the samples of plan's day of scope readable at
 // now that pass f and hold the word, but for those its rollups count; and to
 // lacking the samples its rollups count of the messages lacking the word.
+// It reports whether the day's file was still there to read.
 func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope domain.Scope, f domain.Filter, now time.Time,
-	add, lacking func(domain.StatsSample)) error {
-	return s.withDay(ctx, plan.day, func(d *dayFile) error {
+	add, lacking func(domain.StatsSample)) (read bool, err error) {
+	err = s.withDay(ctx, plan.day, func(d *dayFile) error {
+		read = true
 		switch {
 		case plan.bySeq != nil:
 			daysReadBySeq.Add(1)
@@ -260,6 +265,7 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 			}
 		})
 	})
+	return read, err
 }
 
 // maxWarmLookup is the most a message read by seq may cost on average for
