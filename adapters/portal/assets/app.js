@@ -658,16 +658,24 @@ function drawChart(stats) {
 
 // drawFiring shades, behind the bars, the periods when an alert was firing: a
 // pale band with a strong line along its top (pale enough that an empty slot
-// still reads as empty).
+// still reads as empty). A period of a few seconds (an alert that fired just
+// now, at the range's end) is drawn MIN_FIRING_PX wide, on whole pixels, so
+// that it shows at all.
+const MIN_FIRING_PX = 4;
 function drawFiring(u) {
   const { left, top, width, height } = u.bbox;
   const ctx = u.ctx;
+  const least = MIN_FIRING_PX * devicePixelRatio;
   let drawn = 0;
   ctx.save();
   for (const [from, to] of state.firing) {
-    const x0 = Math.max(left, u.valToPos(from, "x", true));
-    const x1 = Math.min(left + width, u.valToPos(to, "x", true));
+    let x0 = Math.floor(Math.max(left, u.valToPos(from, "x", true)));
+    let x1 = Math.ceil(Math.min(left + width, u.valToPos(to, "x", true)));
     if (x1 <= x0) continue;
+    if (x1 - x0 < least) {
+      x0 = Math.max(left, Math.min(x0, x1 - least));
+      x1 = Math.min(left + width, x0 + least);
+    }
     drawn++;
     ctx.fillStyle = "#fff0e8";
     ctx.fillRect(x0, top, x1 - x0, height);
