@@ -103,10 +103,10 @@ const lookupCostInRows = 3
 
 // oneWordDay is how statsOfOneWord counts one day file's messages holding
 // the word: those few (or fewer than a third of the scope's), read by seq;
-// or the word's seqs, read into a bit set,
-// walking the statistics index and testing each entry (SQLite's own test,
-// seq IN the word's rowids, seeks a temporary b-tree per row, three times the
-// CPU); or the day's rollups less the messages lacking the word.
+// or the walk of the statistics index, each entry's seq tested against the
+// word's, read into a bit set (SQLite's own test, seq IN the word's rowids,
+// seeks a temporary b-tree per row, three times the CPU); or the day's
+// rollups less the messages lacking the word.
 type oneWordDay struct {
 	day     time.Time
 	bySeq   *where         // the where of the messages read by seq
@@ -164,9 +164,9 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 				return nil
 			}
 			// Reading the word's messages by seq, or those lacking it, pays
-			// against a walk of the scope's messages in the range, which the
-			// rollups count; and neither can, even if every message of the
-			// day were the scope's, past a third of the day.
+			// when they are fewer than a third of the scope's messages in the
+			// range, which the rollups count: never when both are a third of
+			// the day's messages or more.
 			holding := int64(plan.holding.Count())
 			if min(holding, lastSeq-holding)*lookupCostInRows >= lastSeq {
 				return nil
