@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,21 @@ func (w *where) add(clause string, args ...any) {
 }
 
 func (w *where) String() string { return strings.Join(w.clauses, " AND ") }
+
+// addSeqs narrows w to the messages whose seq is one of seqs: SQLite reads
+// each by its rowid (with messages NOT INDEXED, or the planner may walk an
+// index instead).
+func (w *where) addSeqs(seqs []int64) {
+	list := make([]byte, 0, 8*len(seqs)+2)
+	list = append(list, '[')
+	for i, seq := range seqs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, seq, 10)
+	}
+	w.add("seq IN (SELECT value FROM json_each(?))", string(append(list, ']')))
+}
 
 // ceilMicro is t in Unix microseconds, rounded up.
 func ceilMicro(t time.Time) int64 {
@@ -228,11 +244,7 @@ func byWords(ctx context.Context, d *dayFile, words string, w *where) (few, none
 	if len(seqs) == 0 {
 		return true, true, nil
 	}
-	list, err := json.Marshal(seqs)
-	if err != nil {
-		return false, false, err
-	}
-	w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+	w.addSeqs(seqs)
 	return true, false, nil
 }
 

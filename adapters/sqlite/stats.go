@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -187,12 +186,8 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 				if warm, err := lookupsWarm(ctx, d, seqs); err != nil || !warm {
 					return err
 				}
-				list, err := json.Marshal(seqs)
-				if err != nil {
-					return err
-				}
 				plan.bySeq = w
-				plan.bySeq.add("seq IN (SELECT value FROM json_each(?))", string(list))
+				plan.bySeq.addSeqs(seqs)
 			}
 			return nil
 		})
@@ -254,12 +249,8 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 				return err
 			}
 		}
-		list, err := json.Marshal(plan.lacking)
-		if err != nil {
-			return err
-		}
 		w := readableWhere(scope, f, now)
-		w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+		w.addSeqs(plan.lacking)
 		return walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(sample domain.StatsSample) {
 			if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
 				lacking(sample)
@@ -289,12 +280,8 @@ func lookupsWarm(ctx context.Context, d *dayFile, seqs []int64) (bool, error) {
 		for i := range probe {
 			probe[i] = seqs[rand.IntN(len(seqs))]
 		}
-		list, err := json.Marshal(probe)
-		if err != nil {
-			return false, err
-		}
 		w := &where{}
-		w.add("seq IN (SELECT value FROM json_each(?))", string(list))
+		w.addSeqs(probe)
 		start := time.Now()
 		if err := walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(domain.StatsSample) {}); err != nil {
 			return false, err
