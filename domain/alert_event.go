@@ -312,7 +312,7 @@ func NewAttempt(d AlertDelivery, n int, at time.Time, o AttemptOutcome, took tim
 // be reached is for the sender to say.
 func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoint, error) {
 	e := base.Clone()
-	var fe fieldErrors
+	var fe FieldErrors
 	_, formatGiven := fields["format"]
 	for name, v := range fields {
 		var msg string
@@ -344,15 +344,15 @@ func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoin
 			name, msg = unknownField(name), "is not a field of a webhook endpoint"
 		}
 		if msg != "" {
-			fe.add(name, "%s", msg)
+			fe.Add(name, "%s", msg)
 		}
 	}
-	if e.URL == "" && len(fe.list) == 0 {
-		fe.add("url", "is required")
+	if e.URL == "" && len(fe.List) == 0 {
+		fe.Add("url", "is required")
 	}
-	if len(fe.list) > 0 {
-		slices.SortFunc(fe.list, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return AlertEndpoint{}, &ValidationError{Message: "the webhook endpoint is invalid", Fields: fe.list}
+	if len(fe.List) > 0 {
+		slices.SortFunc(fe.List, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return AlertEndpoint{}, &ValidationError{Message: "the webhook endpoint is invalid", Fields: fe.List}
 	}
 	if !formatGiven && base.URL == "" {
 		e.Format = FormatStandard

@@ -20,23 +20,23 @@ const (
 	alertIDLen = 16
 )
 
-// NewAlertID returns prefix and 16 random alphanumerics.
+// NewAlertID returns prefix and 16 random Alphanumerics.
 func NewAlertID(prefix string) (string, error) {
 	var b [alertIDLen]byte
-	if err := randomAlphanumerics(b[:]); err != nil {
+	if err := RandomAlphanumerics(b[:]); err != nil {
 		return "", fmt.Errorf("new id: %w", err)
 	}
 	return prefix + string(b[:]), nil
 }
 
-// DerivedAlertID returns prefix and 16 alphanumerics derived from parts: the
+// DerivedAlertID returns prefix and 16 Alphanumerics derived from parts: the
 // same parts always give the same id, so two replicas that decide the same
 // thing write the same record, once.
 func DerivedAlertID(prefix string, parts ...string) string {
 	sum := sha256.Sum256([]byte(prefix + "\x00" + strings.Join(parts, "\x00")))
 	var b [alertIDLen]byte
 	for i := range b {
-		b[i] = alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(alphanumerics))]
+		b[i] = Alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(Alphanumerics))]
 	}
 	return prefix + string(b[:])
 }
@@ -48,7 +48,7 @@ func IsAlertID(s, prefix string) bool {
 		return false
 	}
 	for i := 0; i < len(rest); i++ {
-		if strings.IndexByte(alphanumerics, rest[i]) < 0 {
+		if strings.IndexByte(Alphanumerics, rest[i]) < 0 {
 			return false
 		}
 	}

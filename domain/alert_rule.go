@@ -161,7 +161,7 @@ func (r AlertRule) Clone() AlertRule {
 // WindowAt is the window evaluated at now: whole buckets, ending at the start
 // of the bucket before the one now falls in.
 func (r AlertRule) WindowAt(now time.Time) (from, to time.Time) {
-	to = alignDown(now, AlertBucket).Add(-AlertBucket)
+	to = AlignDown(now, AlertBucket).Add(-AlertBucket)
 	return to.Add(-r.Window), to
 }
 
@@ -201,25 +201,25 @@ func (f AlertFilter) counts(class int) bool {
 // refused, so that a misspelt one is not silently left at its default.
 func ParseAlertRule(fields map[string]any, base AlertRule) (AlertRule, error) {
 	r := base.Clone()
-	var fe fieldErrors
+	var fe FieldErrors
 	for name, v := range fields {
 		read, known := ruleFields[name]
 		if !known {
-			fe.add(unknownField(name), "is not a field of an alert rule")
+			fe.Add(unknownField(name), "is not a field of an alert rule")
 			continue
 		}
 		if msg := read(&r, v); msg != "" {
-			fe.add(name, "%s", msg)
+			fe.Add(name, "%s", msg)
 		}
 	}
-	if len(fe.list) == 0 {
+	if len(fe.List) == 0 {
 		_, thresholdGiven := fields["threshold"]
 		_, resolveGiven := fields["resolve_threshold"]
 		r.check(&fe, thresholdGiven, resolveGiven)
 	}
-	if len(fe.list) > 0 {
-		slices.SortFunc(fe.list, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return AlertRule{}, &ValidationError{Message: "the alert rule is invalid", Fields: fe.list}
+	if len(fe.List) > 0 {
+		slices.SortFunc(fe.List, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return AlertRule{}, &ValidationError{Message: "the alert rule is invalid", Fields: fe.List}
 	}
 	return r, nil
 }
@@ -249,7 +249,7 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		if msg := readString(v, &r.Filter.Method); msg != "" || r.Filter.Method == "" {
 			return msg
 		}
-		if !isToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
+		if !IsToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
 			return "must be an HTTP method token such as GET"
 		}
 		r.Filter.Method = strings.ToUpper(r.Filter.Method)
@@ -403,21 +403,21 @@ func unknownField(name string) string {
 const maxMethodLength = 32
 
 // check validates what depends on several fields, and what a new rule must have.
-func (r *AlertRule) check(fe *fieldErrors, thresholdGiven, resolveGiven bool) {
+func (r *AlertRule) check(fe *FieldErrors, thresholdGiven, resolveGiven bool) {
 	if r.Metric == "" {
-		fe.add("metric", "is required: one of %s", joinQuoted(AlertMetrics))
+		fe.Add("metric", "is required: one of %s", joinQuoted(AlertMetrics))
 		return
 	}
 	if r.CreatedAt.IsZero() && !thresholdGiven {
-		fe.add("threshold", "is required")
+		fe.Add("threshold", "is required")
 		return
 	}
 	switch {
 	case r.Metric.IsRate() && (r.Threshold < 0 || r.Threshold > 1):
-		fe.add("threshold", "must be a share from 0 to 1 for %s (0.05 is 5 %%)", r.Metric)
+		fe.Add("threshold", "must be a share from 0 to 1 for %s (0.05 is 5 %%)", r.Metric)
 		return
 	case r.Threshold < 0:
-		fe.add("threshold", "must not be negative")
+		fe.Add("threshold", "must not be negative")
 		return
 	}
 	// An update that moves the threshold and not the resolve threshold keeps
@@ -428,18 +428,18 @@ func (r *AlertRule) check(fe *fieldErrors, thresholdGiven, resolveGiven bool) {
 	}
 	switch {
 	case r.Metric.IsRate() && (r.ResolveThreshold < 0 || r.ResolveThreshold > 1):
-		fe.add("resolve_threshold", "must be a share from 0 to 1 for %s", r.Metric)
+		fe.Add("resolve_threshold", "must be a share from 0 to 1 for %s", r.Metric)
 	case r.ResolveThreshold < 0:
-		fe.add("resolve_threshold", "must not be negative")
+		fe.Add("resolve_threshold", "must not be negative")
 	case !r.healthySide(r.ResolveThreshold):
 		if r.Comparison.upward() {
-			fe.add("resolve_threshold", "must not be above threshold for comparison %s", r.Comparison)
+			fe.Add("resolve_threshold", "must not be above threshold for comparison %s", r.Comparison)
 		} else {
-			fe.add("resolve_threshold", "must not be below threshold for comparison %s", r.Comparison)
+			fe.Add("resolve_threshold", "must not be below threshold for comparison %s", r.Comparison)
 		}
 	}
 	if r.Metric.IsDuration() && !contiguous(r.Filter.StatusClasses) {
-		fe.add("status_classes", "must be neighbouring classes (such as 4xx and 5xx) for a duration metric, which is counted over one status range")
+		fe.Add("status_classes", "must be neighbouring classes (such as 4xx and 5xx) for a duration metric, which is counted over one status range")
 	}
 }
 

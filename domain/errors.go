@@ -38,12 +38,13 @@ func invalid(format string, args ...any) *ValidationError {
 	return &ValidationError{Message: fmt.Sprintf(format, args...)}
 }
 
-// fieldErrors collects the problems of one submission or query.
-type fieldErrors struct {
+// FieldErrors collects the problems of one submission or query.
+type FieldErrors struct {
 	prefix string
-	list   []FieldError
+	List   []FieldError
 }
 
-func (fe *fieldErrors) add(field, format string, args ...any) {
-	fe.list = append(fe.list, FieldError{Field: fe.prefix + field, Message: fmt.Sprintf(format, args...)})
+// Add records what is wrong with field.
+func (fe *FieldErrors) Add(field, format string, args ...any) {
+	fe.List = append(fe.List, FieldError{Field: fe.prefix + field, Message: fmt.Sprintf(format, args...)})
 }

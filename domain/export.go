@@ -21,25 +21,25 @@ type ExportQuery struct {
 // ParseExportQuery reads the export's query parameters: every fetch filter,
 // format (ndjson, the default, or csv) and limit (1 to MaxExport, the default).
 func ParseExportQuery(values map[string][]string) (ExportQuery, error) {
-	p := params{values: values}
-	q := ExportQuery{Filter: p.filter(), Max: MaxExport, Format: ExportNDJSON}
-	if v, ok := p.get("format"); ok {
+	p := NewQueryParams(values)
+	q := ExportQuery{Filter: p.Filter(), Max: MaxExport, Format: ExportNDJSON}
+	if v, ok := p.Get("format"); ok {
 		switch v {
 		case ExportNDJSON, ExportCSV:
 			q.Format = v
 		default:
-			p.fe.add("format", "must be ndjson or csv")
+			p.fe.Add("format", "must be ndjson or csv")
 		}
 	}
-	if v, ok := p.get("limit"); ok {
+	if v, ok := p.Get("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxExport {
-			p.fe.add("limit", "must be an integer from 1 to %d", MaxExport)
+			p.fe.Add("limit", "must be an integer from 1 to %d", MaxExport)
 		} else {
 			q.Max = n
 		}
 	}
-	if err := p.err(); err != nil {
+	if err := p.Err(); err != nil {
 		return ExportQuery{}, err
 	}
 	return q, nil

@@ -18,12 +18,12 @@ import (
 // masked names are not copied: each is Mask at once, so no secret is kept. Only
 // a masked Content-Type is copied, into a string of its own that masking drops
 // once contentType has read it.
-func (v validator) header(d DraftHeader, field string, fe *fieldErrors) Header {
+func (v validator) header(d DraftHeader, field string, fe *FieldErrors) Header {
 	if d.Kind == jsonbytes.Absent || d.Kind == jsonbytes.Null {
 		return Header{}
 	}
 	if d.Kind != jsonbytes.Object {
-		fe.add(field, "must be an object mapping header names to a string or an array of strings")
+		fe.Add(field, "must be an object mapping header names to a string or an array of strings")
 		return Header{}
 	}
 	// First the names are checked and written, canonical, to the scratch buffer,
@@ -38,8 +38,8 @@ func (v validator) header(d DraftHeader, field string, fe *fieldErrors) Header {
 	entries := make([]entry, 0, 32)
 	text := v.scratch.header[:0]
 	for _, f := range d.Fields {
-		if !isToken(f.Name) {
-			fe.add(field, "has %q, which is not a valid header field name", f.Name)
+		if !IsToken(f.Name) {
+			fe.Add(field, "has %q, which is not a valid header field name", f.Name)
 			continue
 		}
 		e := entry{name: jsonbytes.Span{Start: len(text)}, values: f.Values}
@@ -47,7 +47,7 @@ func (v validator) header(d DraftHeader, field string, fe *fieldErrors) Header {
 		e.name.End = len(text)
 		canonical := text[e.name.Start:e.name.End]
 		if !validHeaderValue(f) {
-			fe.add(field+"."+string(canonical), "must be a string or an array of strings")
+			fe.Add(field+"."+string(canonical), "must be a string or an array of strings")
 			text = text[:e.name.Start]
 			continue
 		}

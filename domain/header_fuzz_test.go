@@ -70,7 +70,7 @@ func expectedHeader(raw string, masked map[string]bool) (Header, bool) {
 		tok, _ := dec.Token()
 		name := tok.(string)
 		var value any
-		if err := dec.Decode(&value); err != nil || !isToken(name) {
+		if err := dec.Decode(&value); err != nil || !IsToken(name) {
 			return nil, false
 		}
 		var values []string

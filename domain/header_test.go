@@ -14,7 +14,7 @@ import (
 func TestCanonicalHeaderNameMatchesTextproto(t *testing.T) {
 	for _, name := range []string{"content-type", "CONTENT-TYPE", "x-api-key", "X-API-KEY", "www-authenticate",
 		"a", "-x-", "x--y", "accept-encoding", "dnt", "X_Under_score", "foo.bar", "1-a", "Ä"} {
-		if !isToken(name) {
+		if !IsToken(name) {
 			continue
 		}
 		if got, want := CanonicalHeaderName(name), textproto.CanonicalMIMEHeaderKey(name); got != want {
@@ -28,7 +28,7 @@ func FuzzCanonicalHeaderName(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if !isToken(name) {
+		if !IsToken(name) {
 			return
 		}
 		if got, want := CanonicalHeaderName(name), textproto.CanonicalMIMEHeaderKey(name); got != want {
@@ -143,7 +143,7 @@ func FuzzHeaderMaskKey(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if !isToken(name) {
+		if !IsToken(name) {
 			return
 		}
 		key := HeaderMaskKey(name)

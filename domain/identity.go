@@ -14,7 +14,7 @@ import (
 const (
 	referencePrefix = "msg_"
 	referenceLen    = 12
-	alphanumerics   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	Alphanumerics   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 )
 
 // idempotencyNamespace scopes name-based ids derived from Idempotency-Key headers.
@@ -27,7 +27,7 @@ func NewIdentity() (Identity, error) {
 		return Identity{}, fmt.Errorf("new message id: %w", err)
 	}
 	var ref [referenceLen]byte
-	if err := randomAlphanumerics(ref[:]); err != nil {
+	if err := RandomAlphanumerics(ref[:]); err != nil {
 		return Identity{}, fmt.Errorf("new message reference: %w", err)
 	}
 	return Identity{ID: id.String(), Reference: referencePrefix + string(ref[:])}, nil
@@ -43,15 +43,15 @@ func DerivedIdentity(scope Scope, idempotencyKey string, index int) Identity {
 	sum := sha256.Sum256([]byte("reference\x00" + name))
 	var ref [referenceLen]byte
 	for i := range ref {
-		ref[i] = alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(alphanumerics))]
+		ref[i] = Alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(Alphanumerics))]
 	}
 	return Identity{ID: id.String(), Reference: referencePrefix + string(ref[:])}
 }
 
-// randomAlphanumerics fills dst uniformly from alphanumerics (rejection sampling,
+// RandomAlphanumerics fills dst uniformly from Alphanumerics (rejection sampling,
 // so no character is likelier than another).
-func randomAlphanumerics(dst []byte) error {
-	const limit = 256 - 256%len(alphanumerics)
+func RandomAlphanumerics(dst []byte) error {
+	const limit = 256 - 256%len(Alphanumerics)
 	buf := make([]byte, len(dst)*2)
 	for filled := 0; filled < len(dst); {
 		if _, err := rand.Read(buf); err != nil {
@@ -59,7 +59,7 @@ func randomAlphanumerics(dst []byte) error {
 		}
 		for _, b := range buf {
 			if int(b) < limit && filled < len(dst) {
-				dst[filled] = alphanumerics[int(b)%len(alphanumerics)]
+				dst[filled] = Alphanumerics[int(b)%len(Alphanumerics)]
 				filled++
 			}
 		}
@@ -73,7 +73,7 @@ func IsReference(s string) bool {
 		return false
 	}
 	for i := len(referencePrefix); i < len(s); i++ {
-		if strings.IndexByte(alphanumerics, s[i]) < 0 {
+		if strings.IndexByte(Alphanumerics, s[i]) < 0 {
 			return false
 		}
 	}

@@ -66,7 +66,7 @@ type Content struct {
 // Message is one stored HTTP exchange.
 type Message struct {
 	ID         string // UUID, lower-case canonical form
-	Reference  string // "msg_" + 12 alphanumerics
+	Reference  string // "msg_" + 12 Alphanumerics
 	Account    string
 	Domain     string
 	Name       string // the application the exchange belongs to

@@ -60,7 +60,7 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("batch limit must be at least 1, got %d", p.MaxBatch)
 	}
 	for _, name := range p.MaskedHeaders {
-		if !isToken(name) {
+		if !IsToken(name) {
 			return fmt.Errorf("masked header %q is not a valid header name", name)
 		}
 	}

@@ -155,99 +155,110 @@ func DecodeCursor(s string) (Cursor, error) {
 // reported by parameter name; unknown parameters are ignored.
 func ParseQuery(values map[string][]string) (Query, error) {
 	q := Query{Limit: DefaultLimit}
-	p := params{values: values}
-	if v, ok := p.get("limit"); ok {
+	p := NewQueryParams(values)
+	if v, ok := p.Get("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxLimit {
-			p.fe.add("limit", "must be an integer from 1 to %d", MaxLimit)
+			p.fe.Add("limit", "must be an integer from 1 to %d", MaxLimit)
 		} else {
 			q.Limit = n
 		}
 	}
 	q.After = p.cursor()
-	q.Filter = p.filter()
-	if err := p.err(); err != nil {
+	q.Filter = p.Filter()
+	if err := p.Err(); err != nil {
 		return Query{}, err
 	}
 	return q, nil
 }
 
-// params reads query parameters, collecting every problem by parameter name.
-type params struct {
+// QueryParams reads query parameters, collecting every problem by parameter name.
+type QueryParams struct {
 	values map[string][]string
-	fe     fieldErrors
+	fe     FieldErrors
 }
 
-// get returns the one non-empty, valid UTF-8 value of name, if given.
-func (p *params) get(name string) (string, bool) {
+// NewQueryParams reads values, the query parameters of a request.
+func NewQueryParams(values map[string][]string) *QueryParams {
+	return &QueryParams{values: values}
+}
+
+// Invalid records what is wrong with the parameter name.
+func (p *QueryParams) Invalid(name, format string, args ...any) {
+	p.fe.Add(name, format, args...)
+}
+
+// Get returns the one non-empty, valid UTF-8 value of name, if given.
+func (p *QueryParams) Get(name string) (string, bool) {
 	vs, ok := p.values[name]
 	switch {
 	case !ok:
 		return "", false
 	case len(vs) > 1:
-		p.fe.add(name, "must be given at most once")
+		p.fe.Add(name, "must be given at most once")
 		return "", false
 	case strings.TrimSpace(vs[0]) == "":
-		p.fe.add(name, "must not be empty")
+		p.fe.Add(name, "must not be empty")
 		return "", false
 	case !utf8.ValidString(vs[0]):
 		// Stored text is valid UTF-8, so such a value matches nothing; and a
 		// store's query language would turn it into U+FFFD or refuse it.
-		p.fe.add(name, "must be valid UTF-8 (percent-decoded)")
+		p.fe.Add(name, "must be valid UTF-8 (percent-decoded)")
 		return "", false
 	}
 	return vs[0], true
 }
 
-func (p *params) err() error {
-	if len(p.fe.list) > 0 {
-		return &ValidationError{Message: "the query parameters are invalid", Fields: p.fe.list}
+// Err is every problem found, as a ValidationError, or nil.
+func (p *QueryParams) Err() error {
+	if len(p.fe.List) > 0 {
+		return &ValidationError{Message: "the query parameters are invalid", Fields: p.fe.List}
 	}
 	return nil
 }
 
-func (p *params) cursor() *Cursor {
-	v, ok := p.get("cursor")
+func (p *QueryParams) cursor() *Cursor {
+	v, ok := p.Get("cursor")
 	if !ok {
 		return nil
 	}
 	c, err := DecodeCursor(v)
 	if err != nil {
-		p.fe.add("cursor", "%s", err.Error())
+		p.fe.Add("cursor", "%s", err.Error())
 		return nil
 	}
 	return &c
 }
 
-// filter reads the filter parameters that fetch, statistics and export share.
-func (p *params) filter() Filter {
+// Filter reads the filter parameters that fetch, statistics and export share.
+func (p *QueryParams) Filter() Filter {
 	var f Filter
-	if v, ok := p.get("name"); ok {
+	if v, ok := p.Get("name"); ok {
 		f.Name = strings.TrimSpace(v)
 	}
-	if v, ok := p.get("method"); ok {
-		if !isToken(v) {
-			p.fe.add("method", "must be an HTTP method token such as GET")
+	if v, ok := p.Get("method"); ok {
+		if !IsToken(v) {
+			p.fe.Add("method", "must be an HTTP method token such as GET")
 		}
 		f.Method = strings.ToUpper(v)
 	}
-	if v, ok := p.get("ip_address"); ok {
+	if v, ok := p.Get("ip_address"); ok {
 		if f.IPAddress, ok = canonicalIP(v); !ok {
-			p.fe.add("ip_address", "%s", errIPAddress)
+			p.fe.Add("ip_address", "%s", errIPAddress)
 		}
 	}
-	if v, ok := p.get("status_code"); ok {
+	if v, ok := p.Get("status_code"); ok {
 		f.StatusMin, f.StatusMax, ok = parseStatusFilter(v)
 		if !ok {
-			p.fe.add("status_code", "must be a status code from 100 to 599 (404) or a class (4xx)")
+			p.fe.Add("status_code", "must be a status code from 100 to 599 (404) or a class (4xx)")
 		}
 	}
 	for _, name := range []string{"path", "path_prefix"} {
-		if v, ok := p.get(name); ok {
+		if v, ok := p.Get(name); ok {
 			if !strings.HasPrefix(v, "/") {
-				p.fe.add(name, "must start with /")
+				p.fe.Add(name, "must start with /")
 			} else if name == "path_prefix" && len(v) > MaxPathPrefixBytes {
-				p.fe.add(name, "must be at most %d bytes", MaxPathPrefixBytes)
+				p.fe.Add(name, "must be at most %d bytes", MaxPathPrefixBytes)
 			} else if name == "path" {
 				f.Path = v
 			} else {
@@ -255,9 +266,9 @@ func (p *params) filter() Filter {
 			}
 		}
 	}
-	if v, ok := p.get("route"); ok {
+	if v, ok := p.Get("route"); ok {
 		if problem := routeProblem(v); problem != "" {
-			p.fe.add("route", "%s", problem)
+			p.fe.Add("route", "%s", problem)
 		} else {
 			f.Route = v
 		}
@@ -266,19 +277,19 @@ func (p *params) filter() Filter {
 		name string
 		t    *time.Time
 	}{{"from", &f.From}, {"to", &f.To}} {
-		if v, ok := p.get(bound.name); ok {
+		if v, ok := p.Get(bound.name); ok {
 			var err error
 			if *bound.t, err = ParseUnixOrRFC3339(v); err != nil {
-				p.fe.add(bound.name, "%s", err.Error())
+				p.fe.Add(bound.name, "%s", err.Error())
 			}
 		}
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
-		p.fe.add("to", "must be after from")
+		p.fe.Add("to", "must be after from")
 	}
-	if v, ok := p.get("q"); ok {
+	if v, ok := p.Get("q"); ok {
 		if problem := checkSearch(v); problem != "" {
-			p.fe.add("q", "%s", problem)
+			p.fe.Add("q", "%s", problem)
 		} else {
 			f.Text = v
 		}
@@ -290,21 +301,21 @@ func (p *params) filter() Filter {
 	f.MinDuration, minOK = p.duration("min_duration_ms", roundUp)
 	f.MaxDuration, maxOK = p.duration("max_duration_ms", truncate)
 	if minOK && maxOK && exceeds(p.values["min_duration_ms"][0], p.values["max_duration_ms"][0]) {
-		p.fe.add("max_duration_ms", "must not be less than min_duration_ms")
+		p.fe.Add("max_duration_ms", "must not be less than min_duration_ms")
 	}
 	return f
 }
 
 // duration reads a duration bound in milliseconds, rounded to a microsecond
 // as round says; ok reports a valid bound.
-func (p *params) duration(name string, round rounding) (bound *time.Duration, ok bool) {
-	v, given := p.get(name)
+func (p *QueryParams) duration(name string, round rounding) (bound *time.Duration, ok bool) {
+	v, given := p.Get(name)
 	if !given {
 		return nil, false
 	}
 	d, valid := parseMillis(v, round)
 	if !valid {
-		p.fe.add(name, errDurationMS)
+		p.fe.Add(name, errDurationMS)
 		return nil, false
 	}
 	return &d, true

@@ -52,7 +52,7 @@ func queryInvariant(q Query) string {
 	switch {
 	case q.Limit < 1 || q.Limit > MaxLimit:
 		return "limit out of range"
-	case f.Method != "" && (!isToken(f.Method) || f.Method != strings.ToUpper(f.Method)):
+	case f.Method != "" && (!IsToken(f.Method) || f.Method != strings.ToUpper(f.Method)):
 		return "method is not an upper-case token"
 	case f.Path != "" && !strings.HasPrefix(f.Path, "/"), f.PathPrefix != "" && !strings.HasPrefix(f.PathPrefix, "/"):
 		return "path filter does not start with /"

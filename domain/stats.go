@@ -48,7 +48,7 @@ type StatsQuery struct {
 }
 
 // FirstBucket is the start of the first bucket: From rounded down to the interval.
-func (q StatsQuery) FirstBucket() time.Time { return alignDown(q.From, q.Interval.Width) }
+func (q StatsQuery) FirstBucket() time.Time { return AlignDown(q.From, q.Interval.Width) }
 
 // BucketCount is how many buckets the range spans.
 func (q StatsQuery) BucketCount() int { return bucketCount(q.From, q.To, q.Interval.Width) }
@@ -58,10 +58,10 @@ func (q StatsQuery) BucketIndex(t time.Time) int {
 	return int(t.Sub(q.FirstBucket()) / q.Interval.Width)
 }
 
-// alignDown and bucketCount count in Unix seconds (every interval is whole
+// AlignDown and bucketCount count in Unix seconds (every interval is whole
 // seconds): a time.Duration since 1970 saturates past the year 2262, which
 // gave a year-9999 range a negative bucket count.
-func alignDown(t time.Time, width time.Duration) time.Time {
+func AlignDown(t time.Time, width time.Duration) time.Time {
 	secs, w := t.Unix(), int64(width/time.Second)
 	r := secs % w
 	if r < 0 {
@@ -72,7 +72,7 @@ func alignDown(t time.Time, width time.Duration) time.Time {
 
 func bucketCount(from, to time.Time, width time.Duration) int {
 	w := int64(width / time.Second)
-	span := to.Unix() - alignDown(from, width).Unix()
+	span := to.Unix() - AlignDown(from, width).Unix()
 	if to.Nanosecond() > 0 {
 		span++ // the partial second still needs its bucket
 	}
@@ -84,15 +84,15 @@ func bucketCount(from, to time.Time, width time.Duration) int {
 // down to the interval) and the interval (default: the narrowest that gives at
 // most DefaultBuckets buckets).
 func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, error) {
-	p := params{values: values}
-	q := StatsQuery{Filter: p.filter()}
+	p := NewQueryParams(values)
+	q := StatsQuery{Filter: p.Filter()}
 	var named bool
-	if v, ok := p.get("interval"); ok {
+	if v, ok := p.Get("interval"); ok {
 		if q.Interval, named = intervalNamed(v); !named {
-			p.fe.add("interval", "must be one of 1m, 5m, 15m, 1h, 6h, 1d")
+			p.fe.Add("interval", "must be one of 1m, 5m, 15m, 1h, 6h, 1d")
 		}
 	}
-	if err := p.err(); err != nil {
+	if err := p.Err(); err != nil {
 		return StatsQuery{}, err
 	}
 	f := &q.Filter
@@ -104,8 +104,8 @@ func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, err
 		f.From = f.To.Add(-DefaultStatsRange)
 	}
 	if !f.From.Before(f.To) {
-		p.fe.add("from", "must be before to (to defaults to now)")
-		return StatsQuery{}, p.err()
+		p.fe.Add("from", "must be before to (to defaults to now)")
+		return StatsQuery{}, p.Err()
 	}
 	if !named {
 		q.Interval = Intervals[len(Intervals)-1]
@@ -117,8 +117,8 @@ func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, err
 		}
 	}
 	if n := bucketCount(f.From, f.To, q.Interval.Width); n > MaxBuckets {
-		p.fe.add("interval", "gives %d buckets over this range, more than %d: choose a wider interval or a shorter range", n, MaxBuckets)
-		return StatsQuery{}, p.err()
+		p.fe.Add("interval", "gives %d buckets over this range, more than %d: choose a wider interval or a shorter range", n, MaxBuckets)
+		return StatsQuery{}, p.Err()
 	}
 	q.From, q.To = f.From, f.To
 	if defaultFrom {

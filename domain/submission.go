@@ -95,23 +95,23 @@ func (vs Validator) ValidateSubmissions(drafts Drafts, now time.Time) (Batch, er
 		v.sniff = plainSniff
 	}
 	if !drafts.Multiple {
-		fe := fieldErrors{}
+		fe := FieldErrors{}
 		s := v.submission(&drafts.Items[0], false, &fe)
-		if len(fe.list) > 0 {
-			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.list}
+		if len(fe.List) > 0 {
+			return Batch{}, &ValidationError{Message: "the submission is invalid", Fields: fe.List}
 		}
 		return Batch{Submissions: []Submission{s}}, nil
 	}
 	batch := Batch{Submissions: make([]Submission, len(drafts.Items)), Multiple: true}
 	var all []FieldError
 	for i := range drafts.Items {
-		fe := fieldErrors{prefix: fmt.Sprintf("[%d].", i)}
+		fe := FieldErrors{prefix: fmt.Sprintf("[%d].", i)}
 		if item := &drafts.Items[i]; item.Kind != jsonbytes.Object {
-			fe.list = append(fe.list, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
+			fe.List = append(fe.List, FieldError{Field: fmt.Sprintf("[%d]", i), Message: "must be a JSON object"})
 		} else {
 			batch.Submissions[i] = v.submission(item, drafts.Envelope, &fe)
 		}
-		all = append(all, fe.list...)
+		all = append(all, fe.List...)
 	}
 	if len(all) > 0 {
 		return Batch{}, &ValidationError{Message: "the batch is invalid: nothing was stored", Fields: all}
@@ -130,7 +130,7 @@ type validator struct {
 
 // submission validates one item. envelope items may use "app" for "name" and a
 // top-level "status_code" for "response.status_code".
-func (v validator) submission(d *Draft, envelope bool, fe *fieldErrors) Submission {
+func (v validator) submission(d *Draft, envelope bool, fe *FieldErrors) Submission {
 	var s Submission
 	nameField, name := "name", d.Name
 	if envelope && d.Name.absent() && !d.App.absent() {
@@ -139,7 +139,7 @@ func (v validator) submission(d *Draft, envelope bool, fe *fieldErrors) Submissi
 	if text, ok := stringField(name, nameField, true, fe); ok {
 		s.Name = strings.TrimSpace(string(text))
 		if n := utf8.RuneCountInString(s.Name); n < 1 || n > MaxNameLength {
-			fe.add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
+			fe.Add(nameField, "must be 1 to %d characters after trimming spaces", MaxNameLength)
 		}
 	}
 	s.CreatedAt = v.createdAt(d.CreatedAt, fe)
@@ -147,23 +147,23 @@ func (v validator) submission(d *Draft, envelope bool, fe *fieldErrors) Submissi
 	if path, ok := stringField(d.Path, "path", true, fe); ok {
 		switch {
 		case !bytes.HasPrefix(path, []byte("/")):
-			fe.add("path", "must start with /")
+			fe.Add("path", "must start with /")
 		case utf8.RuneCount(path) > MaxPathLength:
-			fe.add("path", "must be at most %d characters", MaxPathLength)
+			fe.Add("path", "must be at most %d characters", MaxPathLength)
 		default:
 			s.Path = string(path)
 		}
 	}
 	if route, ok := stringField(d.Route, "route", false, fe); ok && !d.Route.absent() {
 		if problem := routeProblem(string(route)); problem != "" {
-			fe.add("route", "%s", problem)
+			fe.Add("route", "%s", problem)
 		} else {
 			s.Route = string(route)
 		}
 	}
 	if ip, ok := stringField(d.IPAddress, "ip_address", false, fe); ok && len(ip) > 0 {
 		if s.IPAddress, ok = canonicalIP(string(ip)); !ok {
-			fe.add("ip_address", "%s", errIPAddress)
+			fe.Add("ip_address", "%s", errIPAddress)
 		}
 	}
 	var topStatus Value
@@ -195,15 +195,15 @@ func (s *scratch) giveBack() {
 
 // content validates the request or response. For the response it also returns
 // status_code, which an envelope item may carry at its top level instead.
-func (v validator) content(d *DraftContent, field string, isResponse bool, topStatus Value, fe *fieldErrors) (Content, int) {
+func (v validator) content(d *DraftContent, field string, isResponse bool, topStatus Value, fe *FieldErrors) (Content, int) {
 	switch {
 	case d.Kind == jsonbytes.Absent || d.Kind == jsonbytes.Null:
 		if !isResponse || topStatus.absent() {
-			fe.add(field, "is required")
+			fe.Add(field, "is required")
 			return Content{}, 0
 		}
 	case d.Kind != jsonbytes.Object:
-		fe.add(field, "must be an object")
+		fe.Add(field, "must be an object")
 		return Content{}, 0
 	}
 	var c Content
@@ -211,7 +211,7 @@ func (v validator) content(d *DraftContent, field string, isResponse bool, topSt
 	switch {
 	case d.Body.absent():
 	case d.Body.Kind != jsonbytes.String:
-		fe.add(field+".body", "must be a string")
+		fe.Add(field+".body", "must be a string")
 	default:
 		body = d.Body.Text
 	}
@@ -235,22 +235,22 @@ func (v validator) content(d *DraftContent, field string, isResponse bool, topSt
 
 // method reads the required method, upper-cased. The standard methods come
 // without allocating: nearly every submission has one.
-func method(v Value, fe *fieldErrors) string {
+func method(v Value, fe *FieldErrors) string {
 	switch {
 	case v.absent():
-		fe.add("method", "is required")
+		fe.Add("method", "is required")
 		return ""
 	case v.Kind != jsonbytes.String:
-		fe.add("method", "must be a string")
+		fe.Add("method", "must be a string")
 		return ""
 	}
 	name := v.Text
 	switch {
-	case !isToken(name):
-		fe.add("method", "must be an HTTP method token such as GET or POST")
+	case !IsToken(name):
+		fe.Add("method", "must be an HTTP method token such as GET or POST")
 		return ""
 	case len(name) > maxMethodLen:
-		fe.add("method", "must be at most %d characters", maxMethodLen)
+		fe.Add("method", "must be at most %d characters", maxMethodLen)
 		return ""
 	}
 	var buf [maxMethodLen]byte
@@ -278,13 +278,13 @@ const errDurationMS = "must be a number of milliseconds from 0 to 86400000 (deci
 
 // durationMS reads the optional duration_ms, kept to the microsecond (further
 // decimals are dropped, as created_at's are).
-func durationMS(v Value, fe *fieldErrors) (time.Duration, bool) {
+func durationMS(v Value, fe *FieldErrors) (time.Duration, bool) {
 	if v.absent() {
 		return 0, false
 	}
 	d, ok := parseDurationMS(string(v.Text), v.Kind == jsonbytes.Number)
 	if !ok {
-		fe.add("duration_ms", errDurationMS)
+		fe.Add("duration_ms", errDurationMS)
 	}
 	return d, ok
 }
@@ -319,18 +319,18 @@ func parseMillis(text string, round rounding) (time.Duration, bool) {
 	return time.Duration(micros) * time.Microsecond, true
 }
 
-func statusCode(v Value, field string, fe *fieldErrors) int {
+func statusCode(v Value, field string, fe *FieldErrors) int {
 	if v.absent() {
-		fe.add(field, "is required")
+		fe.Add(field, "is required")
 		return 0
 	}
 	code, ok := integer(v)
 	if !ok {
-		fe.add(field, "must be an integer")
+		fe.Add(field, "must be an integer")
 		return 0
 	}
 	if code < 100 || code > 599 {
-		fe.add(field, "must be between 100 and 599")
+		fe.Add(field, "must be between 100 and 599")
 		return 0
 	}
 	return int(code)
@@ -338,37 +338,37 @@ func statusCode(v Value, field string, fe *fieldErrors) int {
 
 // stringField reads the text of a string member, reporting problems under
 // path. An absent or null optional member is empty.
-func stringField(v Value, path string, required bool, fe *fieldErrors) ([]byte, bool) {
+func stringField(v Value, path string, required bool, fe *FieldErrors) ([]byte, bool) {
 	if v.absent() {
 		if required {
-			fe.add(path, "is required")
+			fe.Add(path, "is required")
 		}
 		return nil, !required
 	}
 	if v.Kind != jsonbytes.String {
-		fe.add(path, "must be a string")
+		fe.Add(path, "must be a string")
 		return nil, false
 	}
 	return v.Text, true
 }
 
-func (v validator) createdAt(value Value, fe *fieldErrors) time.Time {
+func (v validator) createdAt(value Value, fe *FieldErrors) time.Time {
 	if value.absent() {
-		fe.add("created_at", "is required")
+		fe.Add("created_at", "is required")
 		return time.Time{}
 	}
 	t, err := parseTimestamp(value)
 	if err != nil {
-		fe.add("created_at", "%s", err.Error())
+		fe.Add("created_at", "%s", err.Error())
 		return time.Time{}
 	}
 	if t.After(v.now.Add(MaxFutureSkew)) {
-		fe.add("created_at", "is more than %s in the future", formatDuration(MaxFutureSkew))
+		fe.Add("created_at", "is more than %s in the future", formatDuration(MaxFutureSkew))
 		return time.Time{}
 	}
 	// A message that expires before it becomes visible would never be seen.
 	if !v.now.Add(v.policy.VisibilityDelay).Before(t.Add(v.policy.Retention)) {
-		fe.add("created_at", "is older than the retention period of %s", formatDuration(v.policy.Retention))
+		fe.Add("created_at", "is older than the retention period of %s", formatDuration(v.policy.Retention))
 		return time.Time{}
 	}
 	return t
@@ -382,8 +382,8 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-// isToken reports whether s is a non-empty RFC 9110 token (method or header name).
-func isToken[T string | []byte](s T) bool {
+// IsToken reports whether s is a non-empty RFC 9110 token (method or header name).
+func IsToken[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false
 	}

@@ -66,7 +66,7 @@ func submissionInvariant(p Policy, now time.Time, s Submission) error {
 	switch n := utf8.RuneCountInString(s.Name); {
 	case s.Name != strings.TrimSpace(s.Name) || n < 1 || n > MaxNameLength:
 		return errors.New("name is not trimmed or not 1 to 200 characters")
-	case !isToken(s.Method) || s.Method != strings.ToUpper(s.Method) || len(s.Method) > maxMethodLen:
+	case !IsToken(s.Method) || s.Method != strings.ToUpper(s.Method) || len(s.Method) > maxMethodLen:
 		return errors.New("method is not an upper-case token of at most 32 characters")
 	case !strings.HasPrefix(s.Path, "/") || utf8.RuneCountInString(s.Path) > MaxPathLength:
 		return errors.New("path does not start with / or is too long")
@@ -96,7 +96,7 @@ func contentInvariant(p Policy, c Content) error {
 	}
 	masked := p.maskSet()
 	for name, values := range c.Header {
-		if !isToken(name) || CanonicalHeaderName(name) != name {
+		if !IsToken(name) || CanonicalHeaderName(name) != name {
 			return errors.New("header name " + strconv.Quote(name) + " is not canonical")
 		}
 		for _, v := range values {
