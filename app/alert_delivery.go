@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -75,7 +76,7 @@ func (d *AlertDeliverer) DeliverOnce(ctx context.Context) (int, error) {
 }
 
 // attempt makes one attempt of delivery at time now and records it.
-func (d *AlertDeliverer) attempt(ctx context.Context, delivery domain.AlertDelivery, now time.Time) error {
+func (d *AlertDeliverer) attempt(ctx context.Context, delivery alerting.Delivery, now time.Time) error {
 	endpoint, err := d.store.Endpoint(ctx, delivery.Scope, delivery.EndpointID)
 	switch {
 	case errors.Is(err, ports.ErrNotFound):
@@ -91,7 +92,7 @@ func (d *AlertDeliverer) attempt(ctx context.Context, delivery domain.AlertDeliv
 	if ctx.Err() != nil {
 		return ctx.Err() // stopping: the lease runs out and another worker sends it again
 	}
-	attempt, err := domain.NewAttempt(delivery, delivery.Attempts+1, now, outcome, took, response)
+	attempt, err := alerting.NewAttempt(delivery, delivery.Attempts+1, now, outcome, took, response)
 	if err == nil {
 		err = d.store.LogAttempt(ctx, attempt)
 	}
@@ -113,7 +114,7 @@ func (d *AlertDeliverer) attempt(ctx context.Context, delivery domain.AlertDeliv
 
 // finish stores the outcome; a lease lost meanwhile is not an error (the
 // delivery is another worker's now).
-func (d *AlertDeliverer) finish(ctx context.Context, delivery domain.AlertDelivery) error {
+func (d *AlertDeliverer) finish(ctx context.Context, delivery alerting.Delivery) error {
 	switch err := d.store.Finish(ctx, delivery, d.owner); {
 	case errors.Is(err, ports.ErrStale):
 		d.log.Info("a delivery was taken over by another worker before its attempt ended", zap.String("delivery", delivery.ID))

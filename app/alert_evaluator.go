@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -54,9 +56,9 @@ type AlertEvaluator struct {
 
 // NewAlertEvaluator returns a stopped evaluator; owner names this replica in
 // the lease.
-func NewAlertEvaluator(store ports.AlertStore, stats *Statistics, clock ports.Clock, links ports.PortalLinker,
+func NewAlertEvaluator(store ports.AlertStore, got *Statistics, clock ports.Clock, links ports.PortalLinker,
 	owner string, cfg AlertConfig, log *zap.Logger) *AlertEvaluator {
-	return &AlertEvaluator{store: store, stats: stats, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
+	return &AlertEvaluator{store: store, stats: got, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
 		owner: owner, interval: cfg.EvaluationInterval, retain: cfg.HistoryRetention, poll: cfg.Poll,
 		log: log.Named("alerts"), wake: func() {}}
 }
@@ -115,13 +117,13 @@ func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 	if err != nil {
 		return fmt.Errorf("alerts: states: %w", err)
 	}
-	byRule := make(map[string]domain.AlertState, len(states))
+	byRule := make(map[string]alerting.State, len(states))
 	for _, st := range states {
 		byRule[st.RuleID] = st
 	}
 	type group struct {
-		q     domain.StatsQuery
-		rules []domain.AlertRule
+		q     stats.Query
+		rules []alerting.Rule
 	}
 	var groups []*group
 	byQuery := map[string]*group{}
@@ -148,19 +150,19 @@ func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 		}
 		g.rules = append(g.rules, r)
 	}
-	endpoints := map[domain.Scope][]domain.AlertEndpoint{}
+	endpoints := map[domain.Scope][]alerting.Endpoint{}
 	for _, g := range groups {
-		stats, statsErr := e.stats.Compute(ctx, domain.Principal{Scope: g.q.Scope}, g.q)
+		got, statsErr := e.stats.Compute(ctx, domain.Principal{Scope: g.q.Scope}, g.q)
 		if ctx.Err() != nil {
 			return errors.Join(append(errs, ctx.Err())...)
 		}
 		for _, r := range g.rules {
-			var obs domain.AlertObservation
+			var obs alerting.Observation
 			var failure string
 			if statsErr != nil {
 				failure = statsErr.Error()
 			} else {
-				obs = r.Observe(stats)
+				obs = r.Observe(got)
 			}
 			if err := e.decide(ctx, r, byRule[r.ID], slot, obs, failure, endpoints); err != nil {
 				errs = append(errs, err)
@@ -174,7 +176,7 @@ func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 }
 
 // statsKey tells statistics queries apart: rules with equal keys share a call.
-func statsKey(q domain.StatsQuery) string {
+func statsKey(q stats.Query) string {
 	f := q.Filter
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%d\x00%d", q.Scope.Account, q.Scope.Domain,
 		f.Name, f.PathPrefix, f.Method, f.StatusMin, f.StatusMax, q.From.UnixNano(), q.To.UnixNano())
@@ -189,8 +191,8 @@ const refreshEvery = 10
 
 // decide steps rule r from state st on what was observed, swaps the outcome in
 // with its outbox, and flushes the outbox.
-func (e *AlertEvaluator) decide(ctx context.Context, r domain.AlertRule, st domain.AlertState, slot time.Time,
-	obs domain.AlertObservation, failure string, endpoints map[domain.Scope][]domain.AlertEndpoint) error {
+func (e *AlertEvaluator) decide(ctx context.Context, r alerting.Rule, st alerting.State, slot time.Time,
+	obs alerting.Observation, failure string, endpoints map[domain.Scope][]alerting.Endpoint) error {
 	step := r.Step(st, slot, obs, failure)
 	next := step.State
 	if step.Transition == nil && step.Event == nil && st.Status != "" && next.Status == st.Status &&
@@ -208,7 +210,7 @@ func (e *AlertEvaluator) decide(ctx context.Context, r domain.AlertRule, st doma
 			return err
 		}
 		for _, target := range targets {
-			next.Outbox.Deliveries = append(next.Outbox.Deliveries, domain.NewDelivery(event, r.Scope, target.ID, slot))
+			next.Outbox.Deliveries = append(next.Outbox.Deliveries, alerting.NewDelivery(event, r.Scope, target.ID, slot))
 		}
 	}
 	switch err := e.store.SwapState(ctx, next, st.Version); {
@@ -234,7 +236,7 @@ func (e *AlertEvaluator) decide(ctx context.Context, r domain.AlertRule, st doma
 // then swaps the state with an empty outbox in, and returns it. Both writes
 // are idempotent, so a flush repeated by another replica, or after a failure,
 // queues nothing twice.
-func (e *AlertEvaluator) flush(ctx context.Context, st domain.AlertState) (domain.AlertState, error) {
+func (e *AlertEvaluator) flush(ctx context.Context, st alerting.State) (alerting.State, error) {
 	if err := e.store.AppendTransitions(ctx, st.Outbox.Transitions); err != nil {
 		return st, fmt.Errorf("alerts: history of rule %s: %w", st.RuleID, err)
 	}
@@ -245,7 +247,7 @@ func (e *AlertEvaluator) flush(ctx context.Context, st domain.AlertState) (domai
 		e.wake()
 	}
 	flushed := st.Clone()
-	flushed.Outbox = domain.AlertOutbox{}
+	flushed.Outbox = alerting.Outbox{}
 	switch err := e.store.SwapState(ctx, flushed, st.Version); {
 	case errors.Is(err, ports.ErrStale), errors.Is(err, ports.ErrNotFound):
 		return st, nil // flushed and moved on by another replica, or deleted

@@ -18,6 +18,7 @@ import (
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -33,9 +34,9 @@ func obj(t *testing.T, body string) map[string]any {
 
 var acmeKey = domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}
 
-// alerting is one service's alerting on memory stores, a fake clock and a
+// alertService is one service's alerting on memory stores, a fake clock and a
 // local receiver, the way the fx module wires it.
-type alerting struct {
+type alertService struct {
 	messages  *memory.Store
 	store     *memory.AlertStore
 	clock     *conformance.FakeClock
@@ -43,12 +44,12 @@ type alerting struct {
 	evaluator *app.AlertEvaluator
 	worker    *app.AlertDeliverer
 	receiver  *webhooktest.Receiver
-	endpoint  domain.AlertEndpoint
+	endpoint  alerting.Endpoint
 	msgs      int
 }
 
-func newAlerting(t *testing.T, start time.Time) *alerting {
-	a := &alerting{messages: memory.New(), store: memory.NewAlertStore(), clock: conformance.NewFakeClock(start),
+func newAlerting(t *testing.T, start time.Time) *alertService {
+	a := &alertService{messages: memory.New(), store: memory.NewAlertStore(), clock: conformance.NewFakeClock(start),
 		receiver: webhooktest.NewReceiver(t)}
 	cfg := app.DefaultAlertConfig()
 	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second})
@@ -65,7 +66,7 @@ func newAlerting(t *testing.T, start time.Time) *alerting {
 }
 
 // traffic stores n requests of status created at at, visible at once.
-func (a *alerting) traffic(t *testing.T, at time.Time, n, status int) {
+func (a *alertService) traffic(t *testing.T, at time.Time, n, status int) {
 	t.Helper()
 	msgs := make([]domain.Message, n)
 	for i := range msgs {
@@ -82,7 +83,7 @@ func (a *alerting) traffic(t *testing.T, at time.Time, n, status int) {
 
 // minute moves the clock to a few seconds past the minute after, evaluates
 // and delivers what is due.
-func (a *alerting) minute(t *testing.T) {
+func (a *alertService) minute(t *testing.T) {
 	t.Helper()
 	a.clock.Set(a.clock.Now().Truncate(time.Minute).Add(time.Minute + 3*time.Second))
 	if _, err := a.evaluator.Tick(t.Context()); err != nil {
@@ -91,7 +92,7 @@ func (a *alerting) minute(t *testing.T) {
 	a.deliver(t)
 }
 
-func (a *alerting) deliver(t *testing.T) {
+func (a *alertService) deliver(t *testing.T) {
 	t.Helper()
 	for {
 		n, err := a.worker.DeliverOnce(t.Context())
@@ -181,7 +182,7 @@ func TestAlertFiresAndResolvesOnStoredTraffic(t *testing.T) {
 		t.Fatalf("States: %+v, %v", states, err)
 	}
 	st := states[0]
-	if st.State.Status != domain.AlertResolved || len(st.Recent) != 2 || len(st.Firing) != 1 ||
+	if st.State.Status != alerting.Resolved || len(st.Recent) != 2 || len(st.Firing) != 1 ||
 		!st.Firing[0].From.Equal(start.Add(3*time.Minute)) || !st.Firing[0].To.Equal(start.Add(5*time.Minute)) {
 		t.Errorf("state %+v: want resolved, 2 transitions, firing over [03:03, 03:05)", st)
 	}
@@ -203,14 +204,14 @@ func TestDeliveryRetriesUntilTheReceiverSucceeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.deliver(t) // 500
-	a.clock.Advance(domain.DeliverySchedule[0] - time.Second)
+	a.clock.Advance(alerting.DeliverySchedule[0] - time.Second)
 	a.deliver(t) // not due yet
 	if n := len(a.receiver.Requests()); n != 1 {
 		t.Fatalf("%d requests before the first retry was due, want 1", n)
 	}
 	a.clock.Advance(time.Second)
 	a.deliver(t) // 503, Retry-After 60s (longer than the schedule's 30s)
-	a.clock.Advance(domain.DeliverySchedule[1])
+	a.clock.Advance(alerting.DeliverySchedule[1])
 	a.deliver(t)
 	if n := len(a.receiver.Requests()); n != 2 {
 		t.Fatalf("%d requests 30s after a Retry-After of 60s, want 2", n)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -61,53 +63,53 @@ func (a *Alerts) now() time.Time { return domain.Micro(a.clock.Now()) }
 
 // CreateRule validates fields (a JSON body's, decoded) as a new rule of the principal's scope and stores
 // it.
-func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, fields map[string]any) (domain.AlertRule, error) {
+func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, fields map[string]any) (alerting.Rule, error) {
 	if err := writer(p); err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
-	r, err := domain.ParseAlertRule(fields, domain.DefaultAlertRule())
+	r, err := alerting.ParseRule(fields, alerting.DefaultRule())
 	if err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
 	existing, err := a.store.Rules(ctx, p.Scope)
 	if err != nil {
-		return domain.AlertRule{}, fmt.Errorf("alert rules: %w", err)
+		return alerting.Rule{}, fmt.Errorf("alert rules: %w", err)
 	}
 	if len(existing) >= MaxRulesPerScope {
-		return domain.AlertRule{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d alert rules per domain: delete one first", MaxRulesPerScope)}
+		return alerting.Rule{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d alert rules per domain: delete one first", MaxRulesPerScope)}
 	}
 	if err := a.checkEndpoints(ctx, p.Scope, r.EndpointIDs); err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
-	if r.ID, err = domain.NewAlertID(domain.RuleIDPrefix); err != nil {
-		return domain.AlertRule{}, err
+	if r.ID, err = alerting.NewID(alerting.RuleIDPrefix); err != nil {
+		return alerting.Rule{}, err
 	}
 	r.Scope, r.CreatedAt, r.UpdatedAt = p.Scope, a.now(), a.now()
 	if err := a.store.CreateRule(ctx, r); err != nil {
-		return domain.AlertRule{}, fmt.Errorf("create alert rule: %w", err)
+		return alerting.Rule{}, fmt.Errorf("create alert rule: %w", err)
 	}
 	return r, nil
 }
 
 // UpdateRule applies fields (a JSON body's, decoded) to a stored rule.
-func (a *Alerts) UpdateRule(ctx context.Context, p domain.Principal, id string, fields map[string]any) (domain.AlertRule, error) {
+func (a *Alerts) UpdateRule(ctx context.Context, p domain.Principal, id string, fields map[string]any) (alerting.Rule, error) {
 	if err := writer(p); err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
 	stored, err := a.Rule(ctx, p, id)
 	if err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
-	r, err := domain.ParseAlertRule(fields, stored)
+	r, err := alerting.ParseRule(fields, stored)
 	if err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
 	if err := a.checkEndpoints(ctx, p.Scope, r.EndpointIDs); err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
 	r.UpdatedAt = a.now()
 	if err := a.store.UpdateRule(ctx, r); err != nil {
-		return domain.AlertRule{}, fmt.Errorf("update alert rule: %w", err)
+		return alerting.Rule{}, fmt.Errorf("update alert rule: %w", err)
 	}
 	return r, nil
 }
@@ -126,22 +128,22 @@ func (a *Alerts) checkEndpoints(ctx context.Context, scope domain.Scope, ids []s
 }
 
 // Rule returns one rule of the principal's scope (an API key's).
-func (a *Alerts) Rule(ctx context.Context, p domain.Principal, id string) (domain.AlertRule, error) {
+func (a *Alerts) Rule(ctx context.Context, p domain.Principal, id string) (alerting.Rule, error) {
 	if err := writer(p); err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
-	if !domain.IsAlertID(id, domain.RuleIDPrefix) {
-		return domain.AlertRule{}, fmt.Errorf("alert rule %q: %w", id, ports.ErrNotFound)
+	if !alerting.IsID(id, alerting.RuleIDPrefix) {
+		return alerting.Rule{}, fmt.Errorf("alert rule %q: %w", id, ports.ErrNotFound)
 	}
 	r, err := a.store.Rule(ctx, p.Scope, id)
 	if err != nil {
-		return domain.AlertRule{}, fmt.Errorf("alert rule: %w", err)
+		return alerting.Rule{}, fmt.Errorf("alert rule: %w", err)
 	}
 	return r, nil
 }
 
 // Rules returns the rules of the principal's scope, oldest first.
-func (a *Alerts) Rules(ctx context.Context, p domain.Principal) ([]domain.AlertRule, error) {
+func (a *Alerts) Rules(ctx context.Context, p domain.Principal) ([]alerting.Rule, error) {
 	if err := writer(p); err != nil {
 		return nil, err
 	}
@@ -165,11 +167,11 @@ func (a *Alerts) DeleteRule(ctx context.Context, p domain.Principal, id string) 
 
 // RuleState is a rule with its state and recent history, as the API shows it.
 type RuleState struct {
-	Rule domain.AlertRule
+	Rule alerting.Rule
 	// State is the zero AlertState (status "") for a rule never evaluated.
-	State domain.AlertState
+	State alerting.State
 	// Recent are its last transitions, newest first.
-	Recent []domain.AlertTransition
+	Recent []alerting.Transition
 	// Firing are the periods of the asked range when it was firing, oldest
 	// first; an open period has a zero To.
 	Firing []Period
@@ -187,7 +189,7 @@ func (a *Alerts) States(ctx context.Context, p domain.Principal, from, to time.T
 		to = a.now()
 	}
 	if from.IsZero() {
-		from = to.Add(-domain.DefaultStatsRange)
+		from = to.Add(-stats.DefaultRange)
 	}
 	rules, err := a.store.Rules(ctx, p.Scope)
 	if err != nil {
@@ -197,7 +199,7 @@ func (a *Alerts) States(ctx context.Context, p domain.Principal, from, to time.T
 	if err != nil {
 		return nil, fmt.Errorf("alert states: %w", err)
 	}
-	byRule := make(map[string]domain.AlertState, len(states))
+	byRule := make(map[string]alerting.State, len(states))
 	for _, st := range states {
 		byRule[st.RuleID] = st
 	}
@@ -211,7 +213,7 @@ func (a *Alerts) States(ctx context.Context, p domain.Principal, from, to time.T
 			return nil, fmt.Errorf("alert history: %w", err)
 		}
 		st := byRule[r.ID]
-		st.Outbox = domain.AlertOutbox{}
+		st.Outbox = alerting.Outbox{}
 		recent := history[:min(len(history), RecentTransitions)]
 		out = append(out, RuleState{Rule: r, State: st, Recent: recent, Firing: firingPeriods(history, from, to)})
 	}
@@ -220,13 +222,13 @@ func (a *Alerts) States(ctx context.Context, p domain.Principal, from, to time.T
 
 // firingPeriods reads the periods of [from, to) when the rule was firing off
 // its history up to to, newest first.
-func firingPeriods(history []domain.AlertTransition, from, to time.Time) []Period {
+func firingPeriods(history []alerting.Transition, from, to time.Time) []Period {
 	var periods []Period
 	for _, tr := range slices.Backward(history) {
 		switch {
-		case tr.To == domain.AlertFiring:
+		case tr.To == alerting.Firing:
 			periods = append(periods, Period{From: tr.At})
-		case tr.From == domain.AlertFiring && len(periods) > 0 && periods[len(periods)-1].To.IsZero():
+		case tr.From == alerting.Firing && len(periods) > 0 && periods[len(periods)-1].To.IsZero():
 			periods[len(periods)-1].To = tr.At
 		}
 	}
@@ -245,7 +247,7 @@ func firingPeriods(history []domain.AlertTransition, from, to time.Time) []Perio
 
 // History returns a rule's transitions, newest first, before seq before (0:
 // the newest), at most limit.
-func (a *Alerts) History(ctx context.Context, p domain.Principal, id string, before int64, limit int) ([]domain.AlertTransition, error) {
+func (a *Alerts) History(ctx context.Context, p domain.Principal, id string, before int64, limit int) ([]alerting.Transition, error) {
 	if _, err := a.Rule(ctx, p, id); err != nil {
 		return nil, err
 	}
@@ -259,23 +261,23 @@ func (a *Alerts) History(ctx context.Context, p domain.Principal, id string, bef
 // TestRule queues an alert.test event of the rule to its endpoints (all of the
 // scope's when it names none) and wakes the delivery worker. The event looks
 // like a firing one, on the rule's last observation.
-func (a *Alerts) TestRule(ctx context.Context, p domain.Principal, id string) (domain.AlertEvent, []domain.AlertDelivery, error) {
+func (a *Alerts) TestRule(ctx context.Context, p domain.Principal, id string) (alerting.Event, []alerting.Delivery, error) {
 	r, err := a.Rule(ctx, p, id)
 	if err != nil {
-		return domain.AlertEvent{}, nil, err
+		return alerting.Event{}, nil, err
 	}
 	states, err := a.store.States(ctx, p.Scope)
 	if err != nil {
-		return domain.AlertEvent{}, nil, fmt.Errorf("alert test: %w", err)
+		return alerting.Event{}, nil, fmt.Errorf("alert test: %w", err)
 	}
-	var st domain.AlertState
-	if i := slices.IndexFunc(states, func(s domain.AlertState) bool { return s.RuleID == id }); i >= 0 {
+	var st alerting.State
+	if i := slices.IndexFunc(states, func(s alerting.State) bool { return s.RuleID == id }); i >= 0 {
 		st = states[i]
 	}
 	now := a.now()
-	event, err := domain.TestEvent(r, st, now)
+	event, err := alerting.TestEvent(r, st, now)
 	if err != nil {
-		return domain.AlertEvent{}, nil, err
+		return alerting.Event{}, nil, err
 	}
 	if event.Observation.From.IsZero() {
 		event.Observation.From, event.Observation.To = r.WindowAt(now)
@@ -283,14 +285,14 @@ func (a *Alerts) TestRule(ctx context.Context, p domain.Principal, id string) (d
 	event.PortalURL = a.links.link(event, now)
 	endpoints, err := ruleEndpoints(ctx, a.store, r, nil)
 	if err != nil {
-		return domain.AlertEvent{}, nil, err
+		return alerting.Event{}, nil, err
 	}
-	deliveries := make([]domain.AlertDelivery, len(endpoints))
+	deliveries := make([]alerting.Delivery, len(endpoints))
 	for i, e := range endpoints {
-		deliveries[i] = domain.NewDelivery(event, r.Scope, e.ID, now)
+		deliveries[i] = alerting.NewDelivery(event, r.Scope, e.ID, now)
 	}
 	if err := a.store.Enqueue(ctx, deliveries); err != nil {
-		return domain.AlertEvent{}, nil, fmt.Errorf("alert test: %w", err)
+		return alerting.Event{}, nil, fmt.Errorf("alert test: %w", err)
 	}
 	a.wake()
 	return event, deliveries, nil
@@ -299,7 +301,7 @@ func (a *Alerts) TestRule(ctx context.Context, p domain.Principal, id string) (d
 // ruleEndpoints returns the enabled endpoints a rule's events go to: those it
 // names that still exist, or every endpoint of its scope. scopeEndpoints, when
 // set, caches the scope's endpoints across rules of one evaluation.
-func ruleEndpoints(ctx context.Context, store ports.AlertConfigStore, r domain.AlertRule, scopeEndpoints map[domain.Scope][]domain.AlertEndpoint) ([]domain.AlertEndpoint, error) {
+func ruleEndpoints(ctx context.Context, store ports.AlertConfigStore, r alerting.Rule, scopeEndpoints map[domain.Scope][]alerting.Endpoint) ([]alerting.Endpoint, error) {
 	all, cached := scopeEndpoints[r.Scope]
 	if !cached {
 		var err error
@@ -310,7 +312,7 @@ func ruleEndpoints(ctx context.Context, store ports.AlertConfigStore, r domain.A
 			scopeEndpoints[r.Scope] = all
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(all), func(e domain.AlertEndpoint) bool {
+	return slices.DeleteFunc(slices.Clone(all), func(e alerting.Endpoint) bool {
 		return !e.Enabled || (len(r.EndpointIDs) > 0 && !slices.Contains(r.EndpointIDs, e.ID))
 	}), nil
 }
@@ -318,57 +320,57 @@ func ruleEndpoints(ctx context.Context, store ports.AlertConfigStore, r domain.A
 // CreateEndpoint validates fields (a JSON body's, decoded) as a new endpoint, checks that its URL may be
 // reached, gives it a fresh secret and stores it. The secret is returned here
 // and by RotateSecret only.
-func (a *Alerts) CreateEndpoint(ctx context.Context, p domain.Principal, fields map[string]any) (domain.AlertEndpoint, error) {
+func (a *Alerts) CreateEndpoint(ctx context.Context, p domain.Principal, fields map[string]any) (alerting.Endpoint, error) {
 	if err := writer(p); err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
-	e, err := domain.ParseAlertEndpoint(fields, domain.DefaultAlertEndpoint())
+	e, err := alerting.ParseEndpoint(fields, alerting.DefaultEndpoint())
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	if err := a.sender.CheckURL(ctx, e.URL); err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	existing, err := a.store.Endpoints(ctx, p.Scope)
 	if err != nil {
-		return domain.AlertEndpoint{}, fmt.Errorf("alert endpoints: %w", err)
+		return alerting.Endpoint{}, fmt.Errorf("alert endpoints: %w", err)
 	}
 	if len(existing) >= MaxEndpointsPerScope {
-		return domain.AlertEndpoint{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d webhook endpoints per domain: delete one first", MaxEndpointsPerScope)}
+		return alerting.Endpoint{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d webhook endpoints per domain: delete one first", MaxEndpointsPerScope)}
 	}
-	if e.ID, err = domain.NewAlertID(domain.EndpointIDPrefix); err != nil {
-		return domain.AlertEndpoint{}, err
+	if e.ID, err = alerting.NewID(alerting.EndpointIDPrefix); err != nil {
+		return alerting.Endpoint{}, err
 	}
-	secret, err := domain.NewWebhookSecret()
+	secret, err := alerting.NewWebhookSecret()
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	now := a.now()
 	e.Scope, e.CreatedAt, e.UpdatedAt = p.Scope, now, now
-	e.Secrets = []domain.WebhookSecret{{Secret: secret, CreatedAt: now}}
+	e.Secrets = []alerting.WebhookSecret{{Secret: secret, CreatedAt: now}}
 	if err := a.store.CreateEndpoint(ctx, e); err != nil {
-		return domain.AlertEndpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
+		return alerting.Endpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
 	}
 	return e, nil
 }
 
 // Endpoint returns one endpoint of the principal's scope.
-func (a *Alerts) Endpoint(ctx context.Context, p domain.Principal, id string) (domain.AlertEndpoint, error) {
+func (a *Alerts) Endpoint(ctx context.Context, p domain.Principal, id string) (alerting.Endpoint, error) {
 	if err := writer(p); err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
-	if !domain.IsAlertID(id, domain.EndpointIDPrefix) {
-		return domain.AlertEndpoint{}, fmt.Errorf("webhook endpoint %q: %w", id, ports.ErrNotFound)
+	if !alerting.IsID(id, alerting.EndpointIDPrefix) {
+		return alerting.Endpoint{}, fmt.Errorf("webhook endpoint %q: %w", id, ports.ErrNotFound)
 	}
 	e, err := a.store.Endpoint(ctx, p.Scope, id)
 	if err != nil {
-		return domain.AlertEndpoint{}, fmt.Errorf("webhook endpoint: %w", err)
+		return alerting.Endpoint{}, fmt.Errorf("webhook endpoint: %w", err)
 	}
 	return e, nil
 }
 
 // Endpoints returns the endpoints of the principal's scope, oldest first.
-func (a *Alerts) Endpoints(ctx context.Context, p domain.Principal) ([]domain.AlertEndpoint, error) {
+func (a *Alerts) Endpoints(ctx context.Context, p domain.Principal) ([]alerting.Endpoint, error) {
 	if err := writer(p); err != nil {
 		return nil, err
 	}
@@ -381,41 +383,41 @@ func (a *Alerts) Endpoints(ctx context.Context, p domain.Principal) ([]domain.Al
 
 // UpdateEndpoint applies fields (a JSON body's, decoded) to a stored endpoint; a new URL is
 // checked as a new endpoint's is.
-func (a *Alerts) UpdateEndpoint(ctx context.Context, p domain.Principal, id string, fields map[string]any) (domain.AlertEndpoint, error) {
+func (a *Alerts) UpdateEndpoint(ctx context.Context, p domain.Principal, id string, fields map[string]any) (alerting.Endpoint, error) {
 	stored, err := a.Endpoint(ctx, p, id)
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
-	e, err := domain.ParseAlertEndpoint(fields, stored)
+	e, err := alerting.ParseEndpoint(fields, stored)
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	if e.URL != stored.URL {
 		if err := a.sender.CheckURL(ctx, e.URL); err != nil {
-			return domain.AlertEndpoint{}, err
+			return alerting.Endpoint{}, err
 		}
 	}
 	e.UpdatedAt = a.now()
 	if err := a.store.UpdateEndpoint(ctx, e); err != nil {
-		return domain.AlertEndpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
+		return alerting.Endpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
 	}
 	return e, nil
 }
 
 // RotateSecret gives an endpoint a new secret; the one before keeps signing
 // beside it for domain.SecretRotationGrace.
-func (a *Alerts) RotateSecret(ctx context.Context, p domain.Principal, id string) (domain.AlertEndpoint, error) {
+func (a *Alerts) RotateSecret(ctx context.Context, p domain.Principal, id string) (alerting.Endpoint, error) {
 	e, err := a.Endpoint(ctx, p, id)
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
-	secret, err := domain.NewWebhookSecret()
+	secret, err := alerting.NewWebhookSecret()
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	e.Rotate(secret, a.now())
 	if err := a.store.UpdateEndpoint(ctx, e); err != nil {
-		return domain.AlertEndpoint{}, fmt.Errorf("rotate webhook secret: %w", err)
+		return alerting.Endpoint{}, fmt.Errorf("rotate webhook secret: %w", err)
 	}
 	return e, nil
 }
@@ -432,7 +434,7 @@ func (a *Alerts) DeleteEndpoint(ctx context.Context, p domain.Principal, id stri
 }
 
 // Attempts returns the newest limit entries of an endpoint's delivery log.
-func (a *Alerts) Attempts(ctx context.Context, p domain.Principal, id string, limit int) ([]domain.AlertAttempt, error) {
+func (a *Alerts) Attempts(ctx context.Context, p domain.Principal, id string, limit int) ([]alerting.Attempt, error) {
 	if _, err := a.Endpoint(ctx, p, id); err != nil {
 		return nil, err
 	}
@@ -451,7 +453,7 @@ type alertLinks struct {
 
 // link is the portal link of event e at time at, "" without a linker. The
 // session in it covers the rule's application, or the whole account.
-func (l *alertLinks) link(e domain.AlertEvent, at time.Time) string {
+func (l *alertLinks) link(e alerting.Event, at time.Time) string {
 	if l == nil || l.linker == nil {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -19,34 +20,34 @@ func NewStatistics(store ports.MessageReader, policy domain.Policy, clock ports.
 }
 
 // ParseQuery reads the statistics' query parameters at the current time.
-func (s *Statistics) ParseQuery(values map[string][]string) (domain.StatsQuery, error) {
-	return domain.ParseStatsQuery(values, s.reads.clock.Now())
+func (s *Statistics) ParseQuery(values map[string][]string) (stats.Query, error) {
+	return stats.ParseQuery(values, s.reads.clock.Now())
 }
 
 // Compute returns the statistics of the principal's readable messages, scoped
 // as every read is (reads.scoped): the counted range starts no earlier than
 // retention allows, while the reply's range and buckets stay those asked for.
-func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q domain.StatsQuery) (domain.Stats, error) {
-	if q.Interval.Width <= 0 || !q.From.Before(q.To) || q.BucketCount() > domain.MaxBuckets {
-		return domain.Stats{}, &domain.ValidationError{Message: "the statistics query is invalid",
-			Fields: []domain.FieldError{{Field: "interval", Message: fmt.Sprintf("must give 1 to %d buckets over the range", domain.MaxBuckets)}}}
+func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q stats.Query) (stats.Stats, error) {
+	if q.Interval.Width <= 0 || !q.From.Before(q.To) || q.BucketCount() > stats.MaxBuckets {
+		return stats.Stats{}, &domain.ValidationError{Message: "the statistics query is invalid",
+			Fields: []domain.FieldError{{Field: "interval", Message: fmt.Sprintf("must give 1 to %d buckets over the range", stats.MaxBuckets)}}}
 	}
 	now := s.reads.clock.Now()
 	q.Scope = principal.Scope
 	var ok bool
 	if q.Filter, ok = s.reads.scoped(principal, q.Filter, now); !ok {
-		return domain.NewStats(q), nil
+		return stats.New(q), nil
 	}
 	release, err := s.reads.walks.admit(ctx, principal.Account)
 	if err != nil {
-		return domain.Stats{}, fmt.Errorf("compute statistics: %w", err)
+		return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
 	}
 	defer release()
-	stats, err := s.reads.store.Stats(ctx, q, now)
+	st, err := s.reads.store.Stats(ctx, q, now)
 	if err != nil {
-		return domain.Stats{}, fmt.Errorf("compute statistics: %w", err)
+		return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
 	}
-	return stats, nil
+	return st, nil
 }
 
 // ExportPageSize is how many messages an export asks the store for at a time:

@@ -10,11 +10,12 @@ import (
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-func statsQuery(t *testing.T, from, to time.Time, interval string) domain.StatsQuery {
+func statsQuery(t *testing.T, from, to time.Time, interval string) stats.Query {
 	t.Helper()
-	q, err := domain.ParseStatsQuery(map[string][]string{
+	q, err := stats.ParseQuery(map[string][]string{
 		"from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}, "interval": {interval}}, testNow)
 	if err != nil {
 		t.Fatal(err)
@@ -25,12 +26,12 @@ func statsQuery(t *testing.T, from, to time.Time, interval string) domain.StatsQ
 func TestStatisticsScopesAndClampsTheCountedRange(t *testing.T) {
 	retention := 24 * time.Hour
 	store := &recordingStore{}
-	stats := newReader(store, retention).Statistics()
+	st := newReader(store, retention).Statistics()
 	from, to := testNow.Add(-48*time.Hour), testNow
 	q := statsQuery(t, from, to, "1h")
 	q.Scope = domain.Scope{Account: "other", Domain: domain.DomainTest}
 
-	got, err := stats.Compute(context.Background(), domain.Principal{Scope: acmeLive.Scope, Name: "shop"}, q)
+	got, err := st.Compute(context.Background(), domain.Principal{Scope: acmeLive.Scope, Name: "shop"}, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +52,18 @@ func TestStatisticsScopesAndClampsTheCountedRange(t *testing.T) {
 
 func TestStatisticsOfAnotherApplicationOrAnExpiredRangeAreEmpty(t *testing.T) {
 	store := &recordingStore{}
-	stats := newReader(store, 24*time.Hour).Statistics()
+	st := newReader(store, 24*time.Hour).Statistics()
 	other := statsQuery(t, testNow.Add(-time.Hour), testNow, "5m")
 	other.Filter.Name = "billing"
 	expired := statsQuery(t, testNow.Add(-72*time.Hour), testNow.Add(-48*time.Hour), "1h")
 	for name, tc := range map[string]struct {
 		principal domain.Principal
-		q         domain.StatsQuery
+		q         stats.Query
 	}{
 		"another application":  {domain.Principal{Scope: acmeLive.Scope, Name: "shop"}, other},
 		"range wholly expired": {acmeLive, expired},
 	} {
-		got, err := stats.Compute(context.Background(), tc.principal, tc.q)
+		got, err := st.Compute(context.Background(), tc.principal, tc.q)
 		if err != nil || got.Total.Count != 0 || len(got.Buckets) != tc.q.BucketCount() || got.TopPaths == nil {
 			t.Errorf("%s: %+v, %v; want every bucket, all empty", name, got, err)
 		}
@@ -74,7 +75,7 @@ func TestStatisticsOfAnotherApplicationOrAnExpiredRangeAreEmpty(t *testing.T) {
 
 func TestStatisticsRefuseAQueryWithoutBuckets(t *testing.T) {
 	store := &recordingStore{}
-	_, err := newReader(store, time.Hour).Statistics().Compute(context.Background(), acmeLive, domain.StatsQuery{})
+	_, err := newReader(store, time.Hour).Statistics().Compute(context.Background(), acmeLive, stats.Query{})
 	var invalid *domain.ValidationError
 	if !errors.As(err, &invalid) || len(store.stats) != 0 {
 		t.Errorf("a zero query gave %v after %d store calls; want a validation error and none", err, len(store.stats))

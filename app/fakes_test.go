@@ -9,6 +9,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -18,7 +19,7 @@ type recordingStore struct {
 	mu        sync.Mutex
 	appended  []domain.Message
 	queries   []domain.Query
-	stats     []domain.StatsQuery
+	stats     []stats.Query
 	gets      []string
 	purges    []time.Time
 	err       error          // returned by every call when set
@@ -51,11 +52,11 @@ func (s *recordingStore) List(_ context.Context, q domain.Query, _ time.Time) (d
 	return s.page, s.err
 }
 
-func (s *recordingStore) Stats(_ context.Context, q domain.StatsQuery, _ time.Time) (domain.Stats, error) {
+func (s *recordingStore) Stats(_ context.Context, q stats.Query, _ time.Time) (stats.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats = append(s.stats, q)
-	return domain.NewStats(q), s.err
+	return stats.New(q), s.err
 }
 
 func (s *recordingStore) Lookup(_ context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {

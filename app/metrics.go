@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -77,9 +78,9 @@ func (s observedStore) Get(ctx context.Context, scope domain.Scope, idOrReferenc
 	return m, s.observe(OpGet, err)
 }
 
-func (s observedStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
-	stats, err := s.MessageStore.Stats(ctx, q, now)
-	return stats, s.observe(OpStats, err)
+func (s observedStore) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	st, err := s.MessageStore.Stats(ctx, q, now)
+	return st, s.observe(OpStats, err)
 }
 
 func (s observedStore) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // heldStore holds every statistics call and list of account "acme" until the
@@ -41,7 +42,7 @@ func (s *heldStore) hold(account string, walk bool) {
 	<-release
 }
 
-func (s *heldStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *heldStore) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	s.hold(q.Scope.Account, true)
 	return s.recordingStore.Stats(ctx, q, now)
 }
@@ -58,11 +59,11 @@ func TestOneAccountsWalksDoNotHoldUpAnothers(t *testing.T) {
 	store := &heldStore{held: make(chan chan struct{})}
 	reader := app.NewReaderWith(store, app.DefaultConfig().Policy(), fixedClock{testNow},
 		app.WalkLimits{Walks: 2, PerAccount: 1, MaxWaiting: 4})
-	stats, exporter := reader.Statistics(), reader.Exporter()
+	st, exporter := reader.Statistics(), reader.Exporter()
 	q := statsQuery(t, testNow.Add(-time.Hour), testNow, "5m")
 	done := make(chan error, 4)
 	go func() {
-		_, err := stats.Compute(t.Context(), acmeLive, q)
+		_, err := st.Compute(t.Context(), acmeLive, q)
 		done <- err
 	}()
 	running := <-store.held
@@ -78,7 +79,7 @@ func TestOneAccountsWalksDoNotHoldUpAnothers(t *testing.T) {
 	// A deadline, so that waiting behind acme fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := stats.Compute(ctx, other, q); err != nil {
+	if _, err := st.Compute(ctx, other, q); err != nil {
 		t.Fatalf("another account's statistics while acme's run: %v", err)
 	}
 	go func() {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -42,9 +44,9 @@ func BenchAlertEvaluation(b *testing.B, messages ports.MessageReader, alerts por
 	start := now.Add(-2 * time.Hour)
 	rules := benchRules(b, alerts, scope, names, start)
 	clock := NewFakeClock(start)
-	stats := app.NewStatistics(messages, domain.DefaultPolicy(), clock)
+	got := app.NewStatistics(messages, domain.DefaultPolicy(), clock)
 	cfg := app.DefaultAlertConfig()
-	evaluator := app.NewAlertEvaluator(alerts, stats, clock, nil, "bench", cfg, zap.NewNop())
+	evaluator := app.NewAlertEvaluator(alerts, got, clock, nil, "bench", cfg, zap.NewNop())
 	slot := start.Truncate(time.Minute)
 	next := func() time.Time {
 		slot = slot.Add(time.Minute)
@@ -87,12 +89,12 @@ func BenchAlertEvaluation(b *testing.B, messages ports.MessageReader, alerts por
 			if err != nil {
 				b.Fatal(err)
 			}
-			byRule := map[string]domain.AlertState{}
+			byRule := map[string]alerting.State{}
 			for _, st := range states {
 				byRule[st.RuleID] = st
 			}
 			for _, r := range rules {
-				s, err := stats.Compute(b.Context(), domain.Principal{Scope: r.Scope}, r.StatsQuery(at))
+				s, err := got.Compute(b.Context(), domain.Principal{Scope: r.Scope}, r.StatsQuery(at))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -109,20 +111,20 @@ func BenchAlertEvaluation(b *testing.B, messages ports.MessageReader, alerts por
 }
 
 // benchRules stores BenchAlertRules varied rules of scope, created at now.
-func benchRules(b *testing.B, alerts ports.AlertStore, scope domain.Scope, names []string, now time.Time) []domain.AlertRule {
+func benchRules(b *testing.B, alerts ports.AlertStore, scope domain.Scope, names []string, now time.Time) []alerting.Rule {
 	prefixes := []string{"", "/v1/orders", "/v1/orders/1", "/v1/orders/2", "/v1/orders/42"}
 	methods := []string{"", "GET", "POST"}
 	windows := []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour}
 	apps := append([]string{""}, names...)
-	thresholds := map[domain.AlertMetric]float64{domain.MetricErrorRate: 0.2, domain.MetricServerErrorRate: 0.05,
-		domain.MetricRequestCount: 100_000, domain.MetricDurationP50: 100, domain.MetricDurationP95: 250, domain.MetricDurationP99: 500}
-	rules := make([]domain.AlertRule, BenchAlertRules)
+	thresholds := map[alerting.Metric]float64{alerting.MetricErrorRate: 0.2, alerting.MetricServerErrorRate: 0.05,
+		alerting.MetricRequestCount: 100_000, alerting.MetricDurationP50: 100, alerting.MetricDurationP95: 250, alerting.MetricDurationP99: 500}
+	rules := make([]alerting.Rule, BenchAlertRules)
 	for i := range rules {
-		r := domain.DefaultAlertRule()
+		r := alerting.DefaultRule()
 		r.ID, r.Scope, r.CreatedAt, r.UpdatedAt = DerivedBenchID(i), scope, now, now
-		r.Filter = domain.AlertFilter{Name: apps[i%len(apps)], PathPrefix: prefixes[(i/4)%len(prefixes)], Method: methods[(i/20)%len(methods)]}
+		r.Filter = alerting.Filter{Name: apps[i%len(apps)], PathPrefix: prefixes[(i/4)%len(prefixes)], Method: methods[(i/20)%len(methods)]}
 		r.Window = windows[(i/60)%len(windows)]
-		r.Metric = domain.AlertMetrics[i%len(domain.AlertMetrics)]
+		r.Metric = alerting.Metrics[i%len(alerting.Metrics)]
 		r.Threshold, r.ResolveThreshold = thresholds[r.Metric], thresholds[r.Metric]
 		if err := alerts.CreateRule(b.Context(), r); err != nil {
 			b.Fatal(err)
@@ -134,7 +136,7 @@ func benchRules(b *testing.B, alerts ports.AlertStore, scope domain.Scope, names
 
 // DerivedBenchID is the id of the benchmark's rule i.
 func DerivedBenchID(i int) string {
-	return domain.DerivedAlertID(domain.RuleIDPrefix, "bench", fmt.Sprint(i))
+	return alerting.DerivedID(alerting.RuleIDPrefix, "bench", fmt.Sprint(i))
 }
 
 // reportRoundCPU reports the process's CPU since cpu per iteration, and that
@@ -163,6 +165,6 @@ func (NoTraffic) Get(_ context.Context, _ domain.Scope, id string, _ time.Time) 
 }
 
 // Stats counts nothing.
-func (NoTraffic) Stats(_ context.Context, q domain.StatsQuery, _ time.Time) (domain.Stats, error) {
-	return domain.NewStats(q), nil
+func (NoTraffic) Stats(_ context.Context, q stats.Query, _ time.Time) (stats.Stats, error) {
+	return stats.New(q), nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -39,11 +41,11 @@ func (s *scriptedTraffic) Get(_ context.Context, _ domain.Scope, id string, _ ti
 	return domain.Message{}, fmt.Errorf("message %q: %w", id, ports.ErrNotFound)
 }
 
-func (s *scriptedTraffic) Stats(_ context.Context, q domain.StatsQuery, _ time.Time) (domain.Stats, error) {
+func (s *scriptedTraffic) Stats(_ context.Context, q stats.Query, _ time.Time) (stats.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	st := domain.NewStats(q)
+	st := stats.New(q)
 	st.Total.Count, st.Total.Status[1], st.Total.Status[4] = s.requests, s.requests-s.errors, s.errors
 	return st, nil
 }
@@ -59,9 +61,9 @@ var _ ports.WebhookSender = (*receiver)(nil)
 
 func (r *receiver) CheckURL(context.Context, string) error { return nil }
 
-func (r *receiver) Send(_ context.Context, e domain.AlertEndpoint, d domain.AlertDelivery, _ time.Time) (domain.AttemptOutcome, string) {
+func (r *receiver) Send(_ context.Context, e alerting.Endpoint, d alerting.Delivery, _ time.Time) (alerting.AttemptOutcome, string) {
 	r.record(e.ID, d.Event.ID)
-	return domain.AttemptOutcome{StatusCode: 204}, ""
+	return alerting.AttemptOutcome{StatusCode: 204}, ""
 }
 
 func (r *receiver) record(endpointID, eventID string) {
@@ -92,17 +94,17 @@ type replicaSetup struct {
 	traffic   *scriptedTraffic
 	clock     *FakeClock
 	receiver  *receiver
-	rule      domain.AlertRule
-	endpoints []domain.AlertEndpoint
+	rule      alerting.Rule
+	endpoints []alerting.Endpoint
 	start     time.Time
 }
 
 func newReplicaSetup(t *testing.T, s ports.AlertStore, endpoints int) *replicaSetup {
 	start := alertTime().Truncate(time.Minute)
 	rs := &replicaSetup{store: s, traffic: &scriptedTraffic{}, clock: NewFakeClock(start), receiver: &receiver{}, start: start}
-	rs.rule = domain.DefaultAlertRule()
-	rs.rule.ID, rs.rule.Scope, rs.rule.CreatedAt, rs.rule.UpdatedAt = mustID(t, domain.RuleIDPrefix), scopeLive, start, start
-	rs.rule.Metric, rs.rule.Threshold, rs.rule.ResolveThreshold = domain.MetricServerErrorRate, 0.1, 0.1
+	rs.rule = alerting.DefaultRule()
+	rs.rule.ID, rs.rule.Scope, rs.rule.CreatedAt, rs.rule.UpdatedAt = mustID(t, alerting.RuleIDPrefix), scopeLive, start, start
+	rs.rule.Metric, rs.rule.Threshold, rs.rule.ResolveThreshold = alerting.MetricServerErrorRate, 0.1, 0.1
 	mustCreateRule(t, s, rs.rule)
 	for i := range endpoints {
 		e := fullEndpoint(t, scopeLive, start.Add(time.Duration(i)*time.Second))
@@ -115,9 +117,9 @@ func newReplicaSetup(t *testing.T, s ports.AlertStore, endpoints int) *replicaSe
 
 func (rs *replicaSetup) replica(name string) replica {
 	cfg := app.DefaultAlertConfig()
-	stats := app.NewStatistics(rs.traffic, domain.DefaultPolicy(), rs.clock)
+	answer := app.NewStatistics(rs.traffic, domain.DefaultPolicy(), rs.clock)
 	return replica{
-		evaluator: app.NewAlertEvaluator(rs.store, stats, rs.clock, nil, name, cfg, zap.NewNop()),
+		evaluator: app.NewAlertEvaluator(rs.store, answer, rs.clock, nil, name, cfg, zap.NewNop()),
 		worker:    app.NewAlertDeliverer(rs.store, rs.receiver, rs.clock, name, cfg, zap.NewNop()),
 	}
 }
@@ -222,7 +224,7 @@ func testAlertReplicasDeliverOnce(t *testing.T, s ports.AlertStore) {
 		t.Errorf("history %v, want %v", moves, want)
 	}
 	states, err := s.States(ctx, scopeLive)
-	if err != nil || len(states) != 1 || !states[0].Outbox.Empty() || states[0].Status != domain.AlertOK {
+	if err != nil || len(states) != 1 || !states[0].Outbox.Empty() || states[0].Status != alerting.OK {
 		t.Errorf("final state %+v (%v): want ok with an empty outbox", states, err)
 	}
 }
@@ -266,7 +268,7 @@ func testAlertReplicaStoppedMidDelivery(t *testing.T, s ports.AlertStore) {
 		t.Errorf("the receiver got %v, want the event %s twice (the same webhook-id)", got, claimed[0].Event.ID)
 	}
 	d, err := s.Delivery(ctx, scopeLive, claimed[0].ID)
-	if err != nil || d.Status != domain.DeliveryDelivered || d.Attempts != 1 {
+	if err != nil || d.Status != alerting.DeliveryDelivered || d.Attempts != 1 {
 		t.Errorf("delivery after the takeover: %+v (%v); want delivered after 1 recorded attempt", d, err)
 	}
 }

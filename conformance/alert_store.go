@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -68,7 +70,7 @@ func alertTime() time.Time { return domain.Micro(time.Now()) }
 
 func mustID(t testing.TB, prefix string) string {
 	t.Helper()
-	id, err := domain.NewAlertID(prefix)
+	id, err := alerting.NewID(prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,22 +79,22 @@ func mustID(t testing.TB, prefix string) string {
 
 // fullRule is a rule of scope with every field set to something other than
 // its default.
-func fullRule(t testing.TB, scope domain.Scope, at time.Time) domain.AlertRule {
-	return domain.AlertRule{
-		ID: mustID(t, domain.RuleIDPrefix), Scope: scope, Title: "Orders: 5xx ‰ \"spike\"",
-		Filter: domain.AlertFilter{Name: "shop", PathPrefix: "/v1/orders/ü?", Method: "POST", StatusClasses: []int{4, 5}},
-		Metric: domain.MetricServerErrorRate, Comparison: domain.AboveOrEqual, Threshold: 0.125, ResolveThreshold: 0.0625,
-		Window: 15 * time.Minute, For: 90 * time.Second, MinRequests: 25, NoData: domain.NoDataOK,
-		RepeatInterval: 2 * time.Hour, EndpointIDs: []string{mustID(t, domain.EndpointIDPrefix), mustID(t, domain.EndpointIDPrefix)},
+func fullRule(t testing.TB, scope domain.Scope, at time.Time) alerting.Rule {
+	return alerting.Rule{
+		ID: mustID(t, alerting.RuleIDPrefix), Scope: scope, Title: "Orders: 5xx ‰ \"spike\"",
+		Filter: alerting.Filter{Name: "shop", PathPrefix: "/v1/orders/ü?", Method: "POST", StatusClasses: []int{4, 5}},
+		Metric: alerting.MetricServerErrorRate, Comparison: alerting.AboveOrEqual, Threshold: 0.125, ResolveThreshold: 0.0625,
+		Window: 15 * time.Minute, For: 90 * time.Second, MinRequests: 25, NoData: alerting.NoDataOK,
+		RepeatInterval: 2 * time.Hour, EndpointIDs: []string{mustID(t, alerting.EndpointIDPrefix), mustID(t, alerting.EndpointIDPrefix)},
 		Enabled: true, CreatedAt: at, UpdatedAt: at.Add(time.Second),
 	}
 }
 
-func fullEndpoint(t testing.TB, scope domain.Scope, at time.Time) domain.AlertEndpoint {
-	return domain.AlertEndpoint{
-		ID: mustID(t, domain.EndpointIDPrefix), Scope: scope, URL: "https://hooks.example.com/reqlog?team=ops&x=%20",
-		Description: "ops channel", Format: domain.FormatSlack, Enabled: false, DisabledReason: "410 Gone",
-		Secrets: []domain.WebhookSecret{
+func fullEndpoint(t testing.TB, scope domain.Scope, at time.Time) alerting.Endpoint {
+	return alerting.Endpoint{
+		ID: mustID(t, alerting.EndpointIDPrefix), Scope: scope, URL: "https://hooks.example.com/reqlog?team=ops&x=%20",
+		Description: "ops channel", Format: alerting.FormatSlack, Enabled: false, DisabledReason: "410 Gone",
+		Secrets: []alerting.WebhookSecret{
 			{Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: at.Add(-time.Hour), ExpiresAt: at.Add(time.Hour)},
 			{Secret: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", CreatedAt: at},
 		},
@@ -100,22 +102,22 @@ func fullEndpoint(t testing.TB, scope domain.Scope, at time.Time) domain.AlertEn
 	}
 }
 
-func fullObservation(at time.Time) domain.AlertObservation {
-	return domain.AlertObservation{From: at.Add(-6 * time.Minute), To: at.Add(-time.Minute), Count: 120,
-		Status: domain.StatusCounts{0, 100, 2, 8, 10}, Errors: 18, ServerErrors: 10,
-		Duration: domain.DurationSummary{Count: 118, P50: 41.2, P95: 380.125, P99: 1210.5}, Value: 0.083333, HasValue: true,
-		TopPaths: []domain.KeyCount{{Key: "/v1/orders", Count: 90, Errors: 15}, {Key: "/v1/pay", Count: 30, Errors: 3}}}
+func fullObservation(at time.Time) alerting.Observation {
+	return alerting.Observation{From: at.Add(-6 * time.Minute), To: at.Add(-time.Minute), Count: 120,
+		Status: stats.StatusCounts{0, 100, 2, 8, 10}, Errors: 18, ServerErrors: 10,
+		Duration: stats.DurationSummary{Count: 118, P50: 41.2, P95: 380.125, P99: 1210.5}, Value: 0.083333, HasValue: true,
+		TopPaths: []stats.KeyCount{{Key: "/v1/orders", Count: 90, Errors: 15}, {Key: "/v1/pay", Count: 30, Errors: 3}}}
 }
 
 // fullEvent is an event of rule r with every field set.
-func fullEvent(t testing.TB, r domain.AlertRule, at time.Time) domain.AlertEvent {
-	return domain.AlertEvent{ID: mustID(t, domain.EventIDPrefix), Type: domain.EventFiring, At: at, Rule: r,
-		Status: domain.AlertFiring, Previous: domain.AlertPending, Reason: domain.ReasonThreshold, Since: at,
+func fullEvent(t testing.TB, r alerting.Rule, at time.Time) alerting.Event {
+	return alerting.Event{ID: mustID(t, alerting.EventIDPrefix), Type: alerting.EventFiring, At: at, Rule: r,
+		Status: alerting.Firing, Previous: alerting.Pending, Reason: alerting.ReasonThreshold, Since: at,
 		Observation: fullObservation(at), Repeat: true, PortalURL: "https://logs.example.com/portal?name=shop#token=x"}
 }
 
-func fullDelivery(t testing.TB, r domain.AlertRule, endpointID string, at time.Time) domain.AlertDelivery {
-	d := domain.NewDelivery(fullEvent(t, r, at), r.Scope, endpointID, at)
+func fullDelivery(t testing.TB, r alerting.Rule, endpointID string, at time.Time) alerting.Delivery {
+	d := alerting.NewDelivery(fullEvent(t, r, at), r.Scope, endpointID, at)
 	d.Attempts, d.LastStatusCode, d.LastError = 2, 503, "Service Unavailable"
 	return d
 }
@@ -176,14 +178,14 @@ func assertSame(t testing.TB, what string, want, got any) {
 	}
 }
 
-func mustCreateRule(t testing.TB, s ports.AlertStore, r domain.AlertRule) {
+func mustCreateRule(t testing.TB, s ports.AlertStore, r alerting.Rule) {
 	t.Helper()
 	if err := s.CreateRule(t.Context(), r); err != nil {
 		t.Fatalf("CreateRule: %v", err)
 	}
 }
 
-func mustCreateEndpoint(t testing.TB, s ports.AlertStore, e domain.AlertEndpoint) {
+func mustCreateEndpoint(t testing.TB, s ports.AlertStore, e alerting.Endpoint) {
 	t.Helper()
 	if err := s.CreateEndpoint(t.Context(), e); err != nil {
 		t.Fatalf("CreateEndpoint: %v", err)
@@ -207,14 +209,14 @@ func testAlertRulesRoundTrip(t *testing.T, s ports.AlertStore) {
 	}
 	assertSame(t, "Rule after CreateRule", r, got)
 	// Defaults round-trip too: empty filter, zero durations, disabled.
-	bare := domain.AlertRule{ID: mustID(t, domain.RuleIDPrefix), Scope: scopeLive, Metric: domain.MetricRequestCount,
-		Comparison: domain.Below, NoData: domain.NoDataKeep, Window: time.Minute, CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)}
+	bare := alerting.Rule{ID: mustID(t, alerting.RuleIDPrefix), Scope: scopeLive, Metric: alerting.MetricRequestCount,
+		Comparison: alerting.Below, NoData: alerting.NoDataKeep, Window: time.Minute, CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)}
 	mustCreateRule(t, s, bare)
 	all, err := s.Rules(t.Context(), scopeLive)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("Rules = %d rules, %v; want 2", len(all), err)
 	}
-	assertSame(t, "Rules (oldest first)", []domain.AlertRule{r, bare}, all)
+	assertSame(t, "Rules (oldest first)", []alerting.Rule{r, bare}, all)
 }
 
 func testAlertRulesLifecycle(t *testing.T, s ports.AlertStore) {
@@ -278,7 +280,7 @@ func testAlertEndpoints(t *testing.T, s ports.AlertStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertSame(t, "Endpoints after an update", []domain.AlertEndpoint{e, second}, all)
+	assertSame(t, "Endpoints after an update", []alerting.Endpoint{e, second}, all)
 	if err := s.DeleteEndpoint(t.Context(), scopeLive, e.ID); err != nil {
 		t.Fatalf("DeleteEndpoint: %v", err)
 	}
@@ -295,20 +297,20 @@ func testAlertScopeIsolation(t *testing.T, s ports.AlertStore) {
 	r, e := fullRule(t, scopeLive, at), fullEndpoint(t, scopeLive, at)
 	mustCreateRule(t, s, r)
 	mustCreateEndpoint(t, s, e)
-	st := domain.AlertState{RuleID: r.ID, Scope: r.Scope, Status: domain.AlertFiring, Since: at}
+	st := alerting.State{RuleID: r.ID, Scope: r.Scope, Status: alerting.Firing, Since: at}
 	if err := s.SwapState(t.Context(), st, 0); err != nil {
 		t.Fatal(err)
 	}
-	tr := domain.AlertTransition{RuleID: r.ID, Scope: r.Scope, Seq: 1, From: domain.AlertOK, To: domain.AlertFiring, At: at}
-	if err := s.AppendTransitions(t.Context(), []domain.AlertTransition{tr}); err != nil {
+	tr := alerting.Transition{RuleID: r.ID, Scope: r.Scope, Seq: 1, From: alerting.OK, To: alerting.Firing, At: at}
+	if err := s.AppendTransitions(t.Context(), []alerting.Transition{tr}); err != nil {
 		t.Fatal(err)
 	}
-	a := domain.AlertAttempt{ID: mustID(t, domain.AttemptIDPrefix), Scope: scopeLive, EndpointID: e.ID, At: at, Number: 1}
+	a := alerting.Attempt{ID: mustID(t, alerting.AttemptIDPrefix), Scope: scopeLive, EndpointID: e.ID, At: at, Number: 1}
 	if err := s.LogAttempt(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	d := fullDelivery(t, r, e.ID, at)
-	if err := s.Enqueue(t.Context(), []domain.AlertDelivery{d}); err != nil {
+	if err := s.Enqueue(t.Context(), []alerting.Delivery{d}); err != nil {
 		t.Fatal(err)
 	}
 	for _, other := range []domain.Scope{scopeTest, scopeOtherLive} {
@@ -369,7 +371,7 @@ func testAlertStateSwap(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	mustCreateRule(t, s, r)
-	st := domain.AlertState{RuleID: r.ID, Scope: r.Scope, Status: domain.AlertPending, Reason: domain.ReasonThreshold,
+	st := alerting.State{RuleID: r.ID, Scope: r.Scope, Status: alerting.Pending, Reason: alerting.ReasonThreshold,
 		Since: at, EvaluatedAt: at, Observation: fullObservation(at)}
 	if err := s.SwapState(t.Context(), st, 0); err != nil {
 		t.Fatalf("SwapState from no state: %v", err)
@@ -377,7 +379,7 @@ func testAlertStateSwap(t *testing.T, s ports.AlertStore) {
 	assertIs(t, "SwapState from no state again", s.SwapState(t.Context(), st, 0), ports.ErrStale)
 	assertIs(t, "SwapState from a version ahead", s.SwapState(t.Context(), st, 5), ports.ErrStale)
 	next := st
-	next.Status, next.Since = domain.AlertFiring, at.Add(time.Minute)
+	next.Status, next.Since = alerting.Firing, at.Add(time.Minute)
 	if err := s.SwapState(t.Context(), next, 1); err != nil {
 		t.Fatalf("SwapState from version 1: %v", err)
 	}
@@ -388,12 +390,12 @@ func testAlertStateSwap(t *testing.T, s ports.AlertStore) {
 	next.Version = 2
 	assertSame(t, "state after two swaps", next, states[0])
 	stale := st
-	stale.Status = domain.AlertOK
+	stale.Status = alerting.OK
 	assertIs(t, "SwapState from version 1 after 2", s.SwapState(t.Context(), stale, 1), ports.ErrStale)
-	if states, _ := s.AllStates(t.Context()); len(states) != 1 || states[0].Status != domain.AlertFiring {
+	if states, _ := s.AllStates(t.Context()); len(states) != 1 || states[0].Status != alerting.Firing {
 		t.Errorf("a stale swap changed the state: %+v", states)
 	}
-	orphan := domain.AlertState{RuleID: mustID(t, domain.RuleIDPrefix), Scope: scopeLive, Status: domain.AlertOK}
+	orphan := alerting.State{RuleID: mustID(t, alerting.RuleIDPrefix), Scope: scopeLive, Status: alerting.OK}
 	assertIs(t, "SwapState of a rule never created", s.SwapState(t.Context(), orphan, 0), ports.ErrNotFound)
 }
 
@@ -402,13 +404,13 @@ func testAlertStateRoundTrip(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	mustCreateRule(t, s, r)
-	st := domain.AlertState{RuleID: r.ID, Scope: r.Scope, Status: domain.AlertFiring, Reason: domain.ReasonNoData,
+	st := alerting.State{RuleID: r.ID, Scope: r.Scope, Status: alerting.Firing, Reason: alerting.ReasonNoData,
 		Since: at, EvaluatedAt: at.Add(time.Minute), Observation: fullObservation(at), Error: "statistics: store unavailable",
 		NotifiedAt: at, Transitions: 7, Events: 3,
-		Outbox: domain.AlertOutbox{
-			Transitions: []domain.AlertTransition{{RuleID: r.ID, Scope: r.Scope, Seq: 7, From: domain.AlertPending,
-				To: domain.AlertFiring, Reason: domain.ReasonThreshold, At: at, Value: 0.25, HasValue: true}},
-			Deliveries: []domain.AlertDelivery{fullDelivery(t, r, r.EndpointIDs[0], at), fullDelivery(t, r, r.EndpointIDs[1], at)},
+		Outbox: alerting.Outbox{
+			Transitions: []alerting.Transition{{RuleID: r.ID, Scope: r.Scope, Seq: 7, From: alerting.Pending,
+				To: alerting.Firing, Reason: alerting.ReasonThreshold, At: at, Value: 0.25, HasValue: true}},
+			Deliveries: []alerting.Delivery{fullDelivery(t, r, r.EndpointIDs[0], at), fullDelivery(t, r, r.EndpointIDs[1], at)},
 		}}
 	if err := s.SwapState(t.Context(), st, 0); err != nil {
 		t.Fatal(err)
@@ -420,7 +422,7 @@ func testAlertStateRoundTrip(t *testing.T, s ports.AlertStore) {
 	st.Version = 1
 	assertSame(t, "state with an outbox", st, states[0])
 	emptied := st
-	emptied.Outbox = domain.AlertOutbox{}
+	emptied.Outbox = alerting.Outbox{}
 	if err := s.SwapState(t.Context(), emptied, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +441,7 @@ func testAlertConcurrentSwaps(t *testing.T, s ports.AlertStore) {
 		results := make([]error, racers)
 		for i := range racers {
 			wg.Go(func() {
-				st := domain.AlertState{RuleID: r.ID, Scope: r.Scope, Status: domain.AlertPending, Since: at,
+				st := alerting.State{RuleID: r.ID, Scope: r.Scope, Status: alerting.Pending, Since: at,
 					Error: fmt.Sprintf("racer %d", i)}
 				results[i] = s.SwapState(t.Context(), st, round)
 			})
@@ -466,12 +468,12 @@ func testAlertConcurrentSwaps(t *testing.T, s ports.AlertStore) {
 func testAlertDeleteRuleCascades(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r, kept := fullRule(t, scopeLive, at), fullRule(t, scopeLive, at)
-	for _, rule := range []domain.AlertRule{r, kept} {
+	for _, rule := range []alerting.Rule{r, kept} {
 		mustCreateRule(t, s, rule)
-		if err := s.SwapState(t.Context(), domain.AlertState{RuleID: rule.ID, Scope: rule.Scope, Status: domain.AlertOK}, 0); err != nil {
+		if err := s.SwapState(t.Context(), alerting.State{RuleID: rule.ID, Scope: rule.Scope, Status: alerting.OK}, 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendTransitions(t.Context(), []domain.AlertTransition{{RuleID: rule.ID, Scope: rule.Scope, Seq: 1, At: at}}); err != nil {
+		if err := s.AppendTransitions(t.Context(), []alerting.Transition{{RuleID: rule.ID, Scope: rule.Scope, Seq: 1, At: at}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -488,25 +490,25 @@ func testAlertDeleteRuleCascades(t *testing.T, s ports.AlertStore) {
 		t.Errorf("after deleting one of two rules: states %+v, its history %d, the other's %d; want the other's state and history only",
 			states, len(gone), len(left))
 	}
-	assertIs(t, "SwapState of a deleted rule", s.SwapState(t.Context(), domain.AlertState{RuleID: r.ID, Scope: r.Scope}, 1), ports.ErrNotFound)
+	assertIs(t, "SwapState of a deleted rule", s.SwapState(t.Context(), alerting.State{RuleID: r.ID, Scope: r.Scope}, 1), ports.ErrNotFound)
 }
 
 func testAlertTransitions(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	mustCreateRule(t, s, r)
-	var all []domain.AlertTransition
-	statuses := []domain.AlertStatus{domain.AlertOK, domain.AlertPending, domain.AlertFiring, domain.AlertResolved}
+	var all []alerting.Transition
+	statuses := []alerting.Status{alerting.OK, alerting.Pending, alerting.Firing, alerting.Resolved}
 	for i := range 10 {
-		all = append(all, domain.AlertTransition{RuleID: r.ID, Scope: r.Scope, Seq: int64(i + 1),
-			From: statuses[i%4], To: statuses[(i+1)%4], Reason: domain.ReasonThreshold, At: at.Add(time.Duration(i) * time.Minute),
+		all = append(all, alerting.Transition{RuleID: r.ID, Scope: r.Scope, Seq: int64(i + 1),
+			From: statuses[i%4], To: statuses[(i+1)%4], Reason: alerting.ReasonThreshold, At: at.Add(time.Duration(i) * time.Minute),
 			Value: float64(i) / 8, HasValue: i%3 != 0})
 	}
 	if err := s.AppendTransitions(t.Context(), all[:6]); err != nil {
 		t.Fatal(err)
 	}
 	changed := slices.Clone(all[4:])
-	changed[0].Reason = domain.ReasonNoData // a stored one: must stay as it was
+	changed[0].Reason = alerting.ReasonNoData // a stored one: must stay as it was
 	if err := s.AppendTransitions(t.Context(), changed); err != nil {
 		t.Fatal(err)
 	}
@@ -590,13 +592,13 @@ func testAlertEnqueueIdempotent(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	d := fullDelivery(t, r, r.EndpointIDs[0], at)
-	if err := s.Enqueue(t.Context(), []domain.AlertDelivery{d}); err != nil {
+	if err := s.Enqueue(t.Context(), []alerting.Delivery{d}); err != nil {
 		t.Fatal(err)
 	}
 	retry := d.Clone()
 	retry.Attempts, retry.Event.Observation.Value = 0, 99
 	other := fullDelivery(t, r, r.EndpointIDs[1], at)
-	if err := s.Enqueue(t.Context(), []domain.AlertDelivery{retry, other}); err != nil {
+	if err := s.Enqueue(t.Context(), []alerting.Delivery{retry, other}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Delivery(t.Context(), scopeLive, d.ID)
@@ -616,16 +618,16 @@ func testAlertEnqueueIdempotent(t *testing.T, s ports.AlertStore) {
 func testAlertClaimDue(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
-	var ds []domain.AlertDelivery
+	var ds []alerting.Delivery
 	for i := range 5 {
 		d := fullDelivery(t, r, r.EndpointIDs[0], at)
 		d.NextAttemptAt = at.Add(time.Duration(i-2) * time.Minute) // 2 past, 1 now, 2 future
 		ds = append(ds, d)
 	}
 	delivered := fullDelivery(t, r, r.EndpointIDs[1], at)
-	delivered.Status, delivered.NextAttemptAt = domain.DeliveryDelivered, at.Add(-time.Hour)
+	delivered.Status, delivered.NextAttemptAt = alerting.DeliveryDelivered, at.Add(-time.Hour)
 	failed := fullDelivery(t, r, r.EndpointIDs[1], at)
-	failed.Status, failed.NextAttemptAt = domain.DeliveryFailed, at.Add(-time.Hour)
+	failed.Status, failed.NextAttemptAt = alerting.DeliveryFailed, at.Add(-time.Hour)
 	if err := s.Enqueue(t.Context(), append(slices.Clone(ds), delivered, failed)); err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +636,7 @@ func testAlertClaimDue(t *testing.T, s ports.AlertStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []domain.AlertDelivery{ds[0], ds[1]}
+	want := []alerting.Delivery{ds[0], ds[1]}
 	for i := range want {
 		want[i].LeaseOwner, want[i].LeaseUntil = "w", until
 	}
@@ -653,7 +655,7 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	d := fullDelivery(t, r, r.EndpointIDs[0], at)
-	if err := s.Enqueue(t.Context(), []domain.AlertDelivery{d}); err != nil {
+	if err := s.Enqueue(t.Context(), []alerting.Delivery{d}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := s.Claim(t.Context(), "a", at, at.Add(time.Minute), 1)
@@ -667,9 +669,9 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 	if err != nil || len(b) != 1 || b[0].LeaseOwner != "b" {
 		t.Fatalf("claim by b after a's lease ran out: %+v, %v; want the delivery", b, err)
 	}
-	late := a[0].Record(domain.AttemptOutcome{StatusCode: 200}, at.Add(61*time.Second))
+	late := a[0].Record(alerting.AttemptOutcome{StatusCode: 200}, at.Add(61*time.Second))
 	assertIs(t, "Finish by a after b took over", s.Finish(t.Context(), late, "a"), ports.ErrStale)
-	failed := b[0].Record(domain.AttemptOutcome{StatusCode: 500, Error: "boom"}, at.Add(61*time.Second))
+	failed := b[0].Record(alerting.AttemptOutcome{StatusCode: 500, Error: "boom"}, at.Add(61*time.Second))
 	if err := s.Finish(t.Context(), failed, "b"); err != nil {
 		t.Fatalf("Finish by b: %v", err)
 	}
@@ -685,7 +687,7 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 	if err != nil || len(again) != 1 {
 		t.Fatalf("claim when the retry is due: %d, %v", len(again), err)
 	}
-	done := again[0].Record(domain.AttemptOutcome{StatusCode: 204}, failed.NextAttemptAt)
+	done := again[0].Record(alerting.AttemptOutcome{StatusCode: 204}, failed.NextAttemptAt)
 	if err := s.Finish(t.Context(), done, "c"); err != nil {
 		t.Fatal(err)
 	}
@@ -701,7 +703,7 @@ func testAlertConcurrentClaims(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
 	r := fullRule(t, scopeLive, at)
 	const n = 30
-	var ds []domain.AlertDelivery
+	var ds []alerting.Delivery
 	for range n {
 		ds = append(ds, fullDelivery(t, r, r.EndpointIDs[0], at))
 	}
@@ -739,11 +741,11 @@ func testAlertConcurrentClaims(t *testing.T, s ports.AlertStore) {
 
 func testAlertAttempts(t *testing.T, s ports.AlertStore) {
 	at := alertTime()
-	e, other := mustID(t, domain.EndpointIDPrefix), mustID(t, domain.EndpointIDPrefix)
-	var logged []domain.AlertAttempt
+	e, other := mustID(t, alerting.EndpointIDPrefix), mustID(t, alerting.EndpointIDPrefix)
+	var logged []alerting.Attempt
 	for i := range 5 {
-		a := domain.AlertAttempt{ID: mustID(t, domain.AttemptIDPrefix), Scope: scopeLive, DeliveryID: mustID(t, domain.DeliveryIDPrefix),
-			EndpointID: e, EventID: mustID(t, domain.EventIDPrefix), EventType: domain.EventResolved, RuleID: mustID(t, domain.RuleIDPrefix),
+		a := alerting.Attempt{ID: mustID(t, alerting.AttemptIDPrefix), Scope: scopeLive, DeliveryID: mustID(t, alerting.DeliveryIDPrefix),
+			EndpointID: e, EventID: mustID(t, alerting.EventIDPrefix), EventType: alerting.EventResolved, RuleID: mustID(t, alerting.RuleIDPrefix),
 			Number: i + 1, At: at.Add(time.Duration(i) * time.Second), StatusCode: 500 + i, Error: "HTTP 50x",
 			Duration: time.Duration(i+1) * 1500 * time.Microsecond, Response: `{"error":"ünavailable"}`}
 		logged = append(logged, a)
@@ -751,7 +753,7 @@ func testAlertAttempts(t *testing.T, s ports.AlertStore) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.LogAttempt(t.Context(), domain.AlertAttempt{ID: mustID(t, domain.AttemptIDPrefix), Scope: scopeLive, EndpointID: other, At: at}); err != nil {
+	if err := s.LogAttempt(t.Context(), alerting.Attempt{ID: mustID(t, alerting.AttemptIDPrefix), Scope: scopeLive, EndpointID: other, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Attempts(t.Context(), scopeLive, e, 3)
@@ -768,22 +770,22 @@ func testAlertPrune(t *testing.T, s ports.AlertStore) {
 	r := fullRule(t, scopeLive, at)
 	mustCreateRule(t, s, r)
 	old, recent := at.Add(-48*time.Hour), at
-	if err := s.AppendTransitions(t.Context(), []domain.AlertTransition{
+	if err := s.AppendTransitions(t.Context(), []alerting.Transition{
 		{RuleID: r.ID, Scope: r.Scope, Seq: 1, At: old}, {RuleID: r.ID, Scope: r.Scope, Seq: 2, At: recent},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	oldDone := fullDelivery(t, r, r.EndpointIDs[0], old)
-	oldDone.Status, oldDone.UpdatedAt = domain.DeliveryDelivered, old
+	oldDone.Status, oldDone.UpdatedAt = alerting.DeliveryDelivered, old
 	oldPending := fullDelivery(t, r, r.EndpointIDs[0], old)
 	oldPending.UpdatedAt, oldPending.NextAttemptAt = old, at.Add(time.Hour)
 	newDone := fullDelivery(t, r, r.EndpointIDs[0], recent)
-	newDone.Status = domain.DeliveryFailed
-	if err := s.Enqueue(t.Context(), []domain.AlertDelivery{oldDone, oldPending, newDone}); err != nil {
+	newDone.Status = alerting.DeliveryFailed
+	if err := s.Enqueue(t.Context(), []alerting.Delivery{oldDone, oldPending, newDone}); err != nil {
 		t.Fatal(err)
 	}
 	for _, when := range []time.Time{old, recent} {
-		if err := s.LogAttempt(t.Context(), domain.AlertAttempt{ID: mustID(t, domain.AttemptIDPrefix), Scope: scopeLive, EndpointID: r.EndpointIDs[0], At: when}); err != nil {
+		if err := s.LogAttempt(t.Context(), alerting.Attempt{ID: mustID(t, alerting.AttemptIDPrefix), Scope: scopeLive, EndpointID: r.EndpointIDs[0], At: when}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -248,9 +249,9 @@ func (s *apiFlakyStore) Get(ctx context.Context, scope domain.Scope, idOrReferen
 	return s.MessageStore.Get(ctx, scope, idOrReference, now)
 }
 
-func (s *apiFlakyStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *apiFlakyStore) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	if s.down.Load() {
-		return domain.Stats{}, errAPIDown
+		return stats.Stats{}, errAPIDown
 	}
 	return s.MessageStore.Stats(ctx, q, now)
 }

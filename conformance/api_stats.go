@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 const apiStatsText = "successfully computed statistics"
@@ -51,7 +51,7 @@ func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]an
 	for _, rank := range []struct {
 		list, key string
 		max       int
-	}{{"top_paths", "path", domain.TopPaths}, {"top_names", "name", domain.TopNames}, {"top_routes", "route", domain.TopRoutes}} {
+	}{{"top_paths", "path", stats.TopPaths}, {"top_names", "name", stats.TopNames}, {"top_routes", "route", stats.TopRoutes}} {
 		items := apiMust[[]any](t, data, rank.list)
 		if len(items) > rank.max {
 			t.Errorf("%s holds %d entries, more than %d", rank.list, len(items), rank.max)

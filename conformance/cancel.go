@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -30,11 +31,11 @@ const cancelWithin = 30 * time.Second
 func RunCancelledReads(t *testing.T, s ports.MessageReader, scope domain.Scope, watch QueryWatch) {
 	t.Helper()
 	now := time.Now()
-	stats, err := domain.ParseStatsQuery(map[string][]string{}, now)
+	st, err := stats.ParseQuery(map[string][]string{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats.Scope = scope
+	st.Scope = scope
 	for _, read := range []struct {
 		name string
 		run  func(ctx context.Context) error
@@ -44,7 +45,7 @@ func RunCancelledReads(t *testing.T, s ports.MessageReader, scope domain.Scope, 
 			return err
 		}},
 		{"statistics", func(ctx context.Context) error {
-			_, err := s.Stats(ctx, stats, now)
+			_, err := s.Stats(ctx, st, now)
 			return err
 		}},
 	} {

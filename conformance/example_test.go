@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi/httpapitest"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -85,13 +86,13 @@ func (s *sliceStore) PurgeExpired(_ context.Context, now time.Time) (int64, erro
 }
 
 // Stats counts every readable match with the domain's exact reference builder.
-func (s *sliceStore) Stats(_ context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *sliceStore) Stats(_ context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	b := domain.NewStatsBuilder(q)
+	b := stats.NewBuilder(q)
 	for _, m := range s.msgs {
 		if m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) {
-			b.Add(domain.SampleOf(m))
+			b.Add(stats.SampleOf(m))
 		}
 	}
 	return b.Stats(), nil

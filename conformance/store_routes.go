@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// topRoutesDiff compares got's top_routes with want's (domain.StatsBuilder's
+// topRoutesDiff compares got's top_routes with want's (stats.Builder's
 // over msgs): routes, order, counts and errors exactly; each route's
 // percentiles between the durations at its neighbouring ranks, within 1 %
-// past domain.ExactDurations of them (a digest per route).
-func topRoutesDiff(msgs []domain.Message, q domain.StatsQuery, now time.Time, want, got []domain.RouteStats) []string {
+// past stats.ExactDurations of them (a digest per route).
+func topRoutesDiff(msgs []domain.Message, q stats.Query, now time.Time, want, got []stats.RouteStats) []string {
 	if len(got) != len(want) {
 		return []string{fmt.Sprintf("top routes %v, want %v", got, want)}
 	}
@@ -154,7 +155,7 @@ func testStatsTopRoutes(t *testing.T, s ports.MessageStore) {
 	}
 	assertStats(t, msgs, q, f.now(), getStats(t, s, q, f.now()))
 	// The same per application, and within a part of the range.
-	for _, q := range []domain.StatsQuery{
+	for _, q := range []stats.Query{
 		statsQuery(scopeLive, from, to, "6h", domain.Filter{Name: "shop"}),
 		statsQuery(scopeLive, from.Add(5*time.Minute), from.Add(40*time.Minute), "5m", domain.Filter{}),
 		statsQuery(scopeLive, from, to, "1h", domain.Filter{StatusMin: 400}),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -18,10 +19,10 @@ const percentileSlack = 0.0005
 
 // statsQuery asks for scope's statistics over [from, to) in buckets of interval,
 // with filter's range set to the query's as the service sets it.
-func statsQuery(scope domain.Scope, from, to time.Time, interval string, filter domain.Filter) domain.StatsQuery {
+func statsQuery(scope domain.Scope, from, to time.Time, interval string, filter domain.Filter) stats.Query {
 	filter.From, filter.To = from, to
-	q := domain.StatsQuery{Scope: scope, From: from, To: to, Filter: filter}
-	for _, iv := range domain.Intervals {
+	q := stats.Query{Scope: scope, From: from, To: to, Filter: filter}
+	for _, iv := range stats.Intervals {
 		if iv.Name == interval {
 			q.Interval = iv
 		}
@@ -33,7 +34,7 @@ func statsQuery(scope domain.Scope, from, to time.Time, interval string, filter 
 }
 
 // counted are the messages q's statistics count at now, by the domain's rules.
-func counted(msgs []domain.Message, q domain.StatsQuery, now time.Time) []domain.Message {
+func counted(msgs []domain.Message, q stats.Query, now time.Time) []domain.Message {
 	match := q.Filter.Matcher()
 	var out []domain.Message
 	for _, m := range msgs {
@@ -46,18 +47,18 @@ func counted(msgs []domain.Message, q domain.StatsQuery, now time.Time) []domain
 }
 
 // expectedStats is what the contract says Stats must return for q at now over
-// msgs, computed exactly by domain.StatsBuilder.
-func expectedStats(msgs []domain.Message, q domain.StatsQuery, now time.Time) domain.Stats {
-	b := domain.NewStatsBuilder(q)
+// msgs, computed exactly by stats.Builder.
+func expectedStats(msgs []domain.Message, q stats.Query, now time.Time) stats.Stats {
+	b := stats.NewBuilder(q)
 	for _, m := range counted(msgs, q, now) {
-		b.Add(domain.SampleOf(m))
+		b.Add(stats.SampleOf(m))
 	}
 	return b.Stats()
 }
 
 // sortedDurations are the durations in milliseconds of the messages q counts
 // at now, per bucket and in all, each sorted.
-func sortedDurations(msgs []domain.Message, q domain.StatsQuery, now time.Time) (perBucket [][]float64, all []float64) {
+func sortedDurations(msgs []domain.Message, q stats.Query, now time.Time) (perBucket [][]float64, all []float64) {
 	perBucket = make([][]float64, q.BucketCount())
 	for _, m := range counted(msgs, q, now) {
 		if ms, ok := m.DurationMS(); ok {
@@ -73,7 +74,7 @@ func sortedDurations(msgs []domain.Message, q domain.StatsQuery, now time.Time) 
 	return perBucket, all
 }
 
-func getStats(t testing.TB, s ports.MessageStore, q domain.StatsQuery, now time.Time) domain.Stats {
+func getStats(t testing.TB, s ports.MessageStore, q stats.Query, now time.Time) stats.Stats {
 	t.Helper()
 	got, err := s.Stats(t.Context(), q, now)
 	if err != nil {
@@ -85,7 +86,7 @@ func getStats(t testing.TB, s ports.MessageStore, q domain.StatsQuery, now time.
 // assertStats fails unless got is q's statistics at now over msgs: every count
 // exact, every bucket present, aligned and oldest first, each percentile
 // between the durations at ranks ⌊p·(n−1)⌋ and ⌈p·(n−1)⌉.
-func assertStats(t testing.TB, msgs []domain.Message, q domain.StatsQuery, now time.Time, got domain.Stats) {
+func assertStats(t testing.TB, msgs []domain.Message, q stats.Query, now time.Time, got stats.Stats) {
 	t.Helper()
 	what := fmt.Sprintf("Stats(%s) at %s", describeStatsQuery(q), domain.FormatTime(now))
 	want := expectedStats(msgs, q, now)
@@ -123,7 +124,7 @@ func assertStats(t testing.TB, msgs []domain.Message, q domain.StatsQuery, now t
 
 // bucketDiff compares the counts exactly and the percentiles by rank bounds
 // over sorted, the bucket's durations.
-func bucketDiff(name string, want, got domain.StatsBucket, sorted []float64) []string {
+func bucketDiff(name string, want, got stats.Bucket, sorted []float64) []string {
 	var diff []string
 	if got.Count != want.Count || got.Status != want.Status {
 		diff = append(diff, fmt.Sprintf("%s: count %d, status %v; want %d, %v", name, got.Count, got.Status, want.Count, want.Status))
@@ -137,9 +138,9 @@ func bucketDiff(name string, want, got domain.StatsBucket, sorted []float64) []s
 
 // tolerance is how far from the neighbouring ranks' durations a percentile
 // of n durations may lie: nowhere for small sets, within 1 % for large ones
-// (as the contract allows; past domain.ExactDurations stores summarise).
+// (as the contract allows; past stats.ExactDurations stores summarise).
 func tolerance(n int) float64 {
-	if n > domain.ExactDurations {
+	if n > stats.ExactDurations {
 		return 0.01
 	}
 	return 0
@@ -148,7 +149,7 @@ func tolerance(n int) float64 {
 // percentileDiff checks each percentile of got lies between the durations of
 // sorted at its neighbouring ranks, widened by tolerance (a fraction: the
 // contract allows 1 % for large sets).
-func percentileDiff(name string, got domain.DurationSummary, sorted []float64, tolerance float64) []string {
+func percentileDiff(name string, got stats.DurationSummary, sorted []float64, tolerance float64) []string {
 	if len(sorted) == 0 {
 		return nil
 	}
@@ -166,7 +167,7 @@ func percentileDiff(name string, got domain.DurationSummary, sorted []float64, t
 	return diff
 }
 
-func describeStatsQuery(q domain.StatsQuery) string {
+func describeStatsQuery(q stats.Query) string {
 	return fmt.Sprintf("%s/%s, [%s, %s) by %s, %s", q.Scope.Account, q.Scope.Domain,
 		domain.FormatTime(q.From), domain.FormatTime(q.To), q.Interval.Name, describeFilter(q.Filter))
 }
@@ -223,7 +224,7 @@ func testStatsBuckets(t *testing.T, s ports.MessageStore) {
 	if !slices.Equal(gotCounts, wantCounts) || !slices.Equal(gotDurations, wantDurations) {
 		t.Errorf("Stats(%s): bucket counts %v with %v durations, want %v with %v", describeStatsQuery(q), gotCounts, gotDurations, wantCounts, wantDurations)
 	}
-	if want := (domain.StatusCounts{3, 6, 2, 3, 3}); got.Total.Count != 17 || got.Total.Status != want || got.Total.Duration.Count != 14 {
+	if want := (stats.StatusCounts{3, 6, 2, 3, 3}); got.Total.Count != 17 || got.Total.Status != want || got.Total.Duration.Count != 14 {
 		t.Errorf("Stats(%s): total %d, status %v, %d durations; want 17, %v, 14", describeStatsQuery(q), got.Total.Count, got.Total.Status, got.Total.Duration.Count, want)
 	}
 	assertStats(t, msgs, q, f.now(), got)
@@ -279,22 +280,22 @@ func testStatsTop(t *testing.T, s ports.MessageStore) {
 	mustAppend(t, s, msgs)
 	waitForStored(t, s, f.now(), readable)
 
-	wantPaths := []domain.KeyCount{
+	wantPaths := []stats.KeyCount{
 		{Key: "/v1/orders", Count: 5, Errors: 2}, {Key: "/v1/users", Count: 5}, {Key: "/v1/items", Count: 4, Errors: 4},
 		{Key: "/a", Count: 3}, {Key: "/m", Count: 3, Errors: 3}, {Key: "/z", Count: 3, Errors: 1},
 		{Key: "/", Count: 2}, {Key: "/v1/orders/42", Count: 2, Errors: 1}, {Key: "/b", Count: 1, Errors: 1}, {Key: "/c", Count: 1},
 	}
-	wantNames := []domain.KeyCount{{Key: "shop", Count: 31, Errors: 12}, {Key: "Billing", Count: 3}, {Key: "billing", Count: 3, Errors: 1}}
+	wantNames := []stats.KeyCount{{Key: "shop", Count: 31, Errors: 12}, {Key: "Billing", Count: 3}, {Key: "billing", Count: 3, Errors: 1}}
 	for k := range 17 {
-		wantNames = append(wantNames, domain.KeyCount{Key: fmt.Sprintf("app-%02d", k), Count: 1, Errors: 1})
+		wantNames = append(wantNames, stats.KeyCount{Key: fmt.Sprintf("app-%02d", k), Count: 1, Errors: 1})
 	}
 	// Paths among the shop's messages (the others would rank), names among all.
 	for _, tc := range []struct {
 		filter domain.Filter
-		check  func(domain.Stats) (got, want []domain.KeyCount)
+		check  func(stats.Stats) (got, want []stats.KeyCount)
 	}{
-		{domain.Filter{Name: "shop"}, func(s domain.Stats) ([]domain.KeyCount, []domain.KeyCount) { return s.TopPaths, wantPaths }},
-		{domain.Filter{}, func(s domain.Stats) ([]domain.KeyCount, []domain.KeyCount) { return s.TopNames, wantNames }},
+		{domain.Filter{Name: "shop"}, func(s stats.Stats) ([]stats.KeyCount, []stats.KeyCount) { return s.TopPaths, wantPaths }},
+		{domain.Filter{}, func(s stats.Stats) ([]stats.KeyCount, []stats.KeyCount) { return s.TopNames, wantNames }},
 	} {
 		q := statsQuery(scopeLive, from, to, "6h", tc.filter)
 		if ref, want := tc.check(expectedStats(msgs, q, f.now())); !slices.Equal(ref, want) {

@@ -4,8 +4,9 @@
 // headers, masking, redaction, content types, identities) and holds the rules
 // every store shares (visibility, retention, ordering, filters, cursors). Its
 // validation errors name fields by their JSON paths ("[3].method"), the
-// contract's language. It also holds alerting's rules, their state machine
-// and events (alert_*.go), whose fields it reads as the edge decoded them.
+// contract's language. Its sub-packages hold the statistics (stats) and
+// alerting's rules, state machine and events (alerting), which build on its
+// messages and filters.
 // Bytes of JSON are read and written by its package jsonbytes only: the
 // domain itself uses it to redact JSON bodies.
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 )
 
 // Sentinel errors of the alert store (besides ErrNotFound and ErrUnavailable).
@@ -35,16 +36,16 @@ type AlertStore interface {
 type AlertConfigStore interface {
 	// CreateRule stores a new rule. It MUST fail with ErrExists when the id
 	// is taken, and MUST be durable when it returns nil.
-	CreateRule(ctx context.Context, r domain.AlertRule) error
+	CreateRule(ctx context.Context, r alerting.Rule) error
 	// UpdateRule replaces the stored rule of r's scope and id; ErrNotFound when
 	// there is none.
-	UpdateRule(ctx context.Context, r domain.AlertRule) error
+	UpdateRule(ctx context.Context, r alerting.Rule) error
 	// Rule returns the rule of scope with id, or an error wrapping ErrNotFound.
-	Rule(ctx context.Context, scope domain.Scope, id string) (domain.AlertRule, error)
+	Rule(ctx context.Context, scope domain.Scope, id string) (alerting.Rule, error)
 	// Rules returns scope's rules, oldest first (by CreatedAt, then ID).
-	Rules(ctx context.Context, scope domain.Scope) ([]domain.AlertRule, error)
+	Rules(ctx context.Context, scope domain.Scope) ([]alerting.Rule, error)
 	// AllRules returns the rules of every scope, for the evaluator.
-	AllRules(ctx context.Context) ([]domain.AlertRule, error)
+	AllRules(ctx context.Context) ([]alerting.Rule, error)
 	// DeleteRule deletes a rule with its state and history; ErrNotFound when
 	// there is none. Queued deliveries of its events stay.
 	DeleteRule(ctx context.Context, scope domain.Scope, id string) error
@@ -53,10 +54,10 @@ type AlertConfigStore interface {
 	// are the same for endpoints (secrets included: they are returned as
 	// stored). Deleting an endpoint leaves its queued deliveries, which the
 	// worker then abandons.
-	CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error
-	UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error
-	Endpoint(ctx context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error)
-	Endpoints(ctx context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error)
+	CreateEndpoint(ctx context.Context, e alerting.Endpoint) error
+	UpdateEndpoint(ctx context.Context, e alerting.Endpoint) error
+	Endpoint(ctx context.Context, scope domain.Scope, id string) (alerting.Endpoint, error)
+	Endpoints(ctx context.Context, scope domain.Scope) ([]alerting.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, scope domain.Scope, id string) error
 }
 
@@ -65,8 +66,8 @@ type AlertConfigStore interface {
 type AlertStateStore interface {
 	// States returns the states of scope's rules (none for a rule never
 	// evaluated); AllStates those of every scope.
-	States(ctx context.Context, scope domain.Scope) ([]domain.AlertState, error)
-	AllStates(ctx context.Context) ([]domain.AlertState, error)
+	States(ctx context.Context, scope domain.Scope) ([]alerting.State, error)
+	AllStates(ctx context.Context) ([]alerting.State, error)
 	// SwapState stores next as the state of its rule if the stored state's
 	// Version is prev (0: no state stored yet), and then holds next with
 	// Version prev+1 (the store sets it). It MUST be atomic: of concurrent
@@ -74,15 +75,15 @@ type AlertStateStore interface {
 	// an error wrapping ErrStale, having changed nothing. A state whose rule
 	// has been deleted MUST NOT be stored (ErrNotFound). It MUST be durable
 	// when it returns nil.
-	SwapState(ctx context.Context, next domain.AlertState, prev int64) error
+	SwapState(ctx context.Context, next alerting.State, prev int64) error
 	// AppendTransitions adds transitions to their rules' history. It MUST be
 	// idempotent per (RuleID, Seq): a transition already stored is left as it
 	// is. It MUST be durable when it returns nil.
-	AppendTransitions(ctx context.Context, trs []domain.AlertTransition) error
+	AppendTransitions(ctx context.Context, trs []alerting.Transition) error
 	// Transitions returns the history of scope's rule, newest first (by Seq
 	// descending), those with Seq below q.Before when it is set and with At in
 	// [q.From, q.To) when they are set, at most q.Limit.
-	Transitions(ctx context.Context, scope domain.Scope, ruleID string, q TransitionQuery) ([]domain.AlertTransition, error)
+	Transitions(ctx context.Context, scope domain.Scope, ruleID string, q TransitionQuery) ([]alerting.Transition, error)
 	// AcquireLease makes owner the holder of the lease name until until, when
 	// the lease is free at now (never held, or held until now or earlier) or
 	// owner holds it already; it reports whether owner holds it afterwards. Of
@@ -103,24 +104,24 @@ type AlertDeliveryStore interface {
 	// Enqueue adds deliveries to the queue. It MUST be idempotent per ID: a
 	// delivery already queued (whatever its status) is left as it is. It MUST
 	// be durable when it returns nil.
-	Enqueue(ctx context.Context, ds []domain.AlertDelivery) error
+	Enqueue(ctx context.Context, ds []alerting.Delivery) error
 	// Claim leases to owner, until until, at most limit pending deliveries
 	// that are due (NextAttemptAt <= now) and not leased (LeaseUntil <= now),
 	// oldest due first, and returns them with the lease set. Of concurrent
 	// claims, each delivery MUST go to at most one owner until its lease ends.
-	Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error)
+	Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error)
 	// Finish stores d, the outcome of owner's attempt (its lease released), if
 	// owner still holds the delivery's lease; otherwise it fails with
 	// ErrStale and changes nothing (the lease ran out and another worker
 	// took the delivery over).
-	Finish(ctx context.Context, d domain.AlertDelivery, owner string) error
+	Finish(ctx context.Context, d alerting.Delivery, owner string) error
 	// Delivery returns the delivery of scope with id, or ErrNotFound.
-	Delivery(ctx context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error)
+	Delivery(ctx context.Context, scope domain.Scope, id string) (alerting.Delivery, error)
 	// LogAttempt adds one attempt to the delivery log.
-	LogAttempt(ctx context.Context, a domain.AlertAttempt) error
+	LogAttempt(ctx context.Context, a alerting.Attempt) error
 	// Attempts returns the log of scope's endpoint, newest first (by At, then
 	// ID descending), at most limit.
-	Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error)
+	Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]alerting.Attempt, error)
 	// PruneAlerts deletes what is older than before: transitions (At),
 	// finished deliveries (UpdatedAt) and logged attempts (At). It returns how
 	// many records it deleted (-1 when the backend cannot tell).
@@ -140,7 +141,7 @@ type WebhookSender interface {
 	// reply's body. It MUST sign with every secret e.SigningSecrets(at) gives
 	// and send d.Event.ID as the webhook-id, so a retry is recognisable, and
 	// MUST check the address it connects to as CheckURL checks the URL's.
-	Send(ctx context.Context, e domain.AlertEndpoint, d domain.AlertDelivery, at time.Time) (domain.AttemptOutcome, string)
+	Send(ctx context.Context, e alerting.Endpoint, d alerting.Delivery, at time.Time) (alerting.AttemptOutcome, string)
 }
 
 // PortalLinker makes the portal links of alert events.

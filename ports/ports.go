@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Sentinel errors. Adapters wrap backend errors into these (fmt.Errorf("...: %w"));
@@ -74,14 +75,14 @@ type MessageReader interface {
 
 	// Stats returns the traffic statistics of q.Scope's messages that are
 	// readable at now and pass q.Filter (q.Filter.From and To included), in
-	// q's buckets: domain.NewStats gives their shape, and domain.StatsBuilder
+	// q's buckets: stats.New gives their shape, and stats.Builder
 	// computes them exactly from the messages (the reference).
 	//
 	// Stats MUST count every such message once, in the bucket of its
 	// CreatedAt, and no other. Percentiles MAY be approximate within the
 	// contract's bounds. TopPaths and TopNames MUST be ranked as
-	// domain.CompareKeyCounts orders them.
-	Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error)
+	// stats.CompareKeyCounts orders them.
+	Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error)
 }
 
 // MessageLookup finds stored messages by id, for telling a retry from a new

@@ -12,7 +12,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/conformance"
-	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -68,8 +68,8 @@ func TestAlertModule(t *testing.T) {
 	app := fxtest.New(t, fx.Supply(cfg), elastic.Module, elastic.AlertModule, fx.Populate(&alerts), fx.StartTimeout(time.Minute))
 	app.RequireStart()
 	defer app.RequireStop()
-	r := domain.DefaultAlertRule()
-	r.ID, r.Scope, r.Metric, r.CreatedAt = "alr_0123456789abcdef", scope, domain.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
+	r := alerting.DefaultRule()
+	r.ID, r.Scope, r.Metric, r.CreatedAt = "alr_0123456789abcdef", scope, alerting.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
 	if err := alerts.CreateRule(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // A store with Shards 2 creates its daily indices with two primary shards,
@@ -63,8 +64,8 @@ func TestStatsOverSeveralShards(t *testing.T) {
 	if !slices.Equal(got.TopPaths, want.TopPaths) || !slices.Equal(got.TopNames, want.TopNames) {
 		t.Errorf("top paths %v, names %v; the memory store's %v, %v", got.TopPaths, got.TopNames, want.TopPaths, want.TopNames)
 	}
-	buckets := append([]domain.StatsBucket{got.Total}, got.Buckets...)
-	wantBuckets := append([]domain.StatsBucket{want.Total}, want.Buckets...)
+	buckets := append([]stats.Bucket{got.Total}, got.Buckets...)
+	wantBuckets := append([]stats.Bucket{want.Total}, want.Buckets...)
 	for i := range buckets {
 		g, w := buckets[i], wantBuckets[i]
 		if g.Count != w.Count || g.Status != w.Status || g.Duration.Count != w.Duration.Count {

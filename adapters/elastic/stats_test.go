@@ -10,35 +10,36 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // hourStats asks for the statistics of the hour around at, by hour.
-func hourStats(at time.Time) domain.StatsQuery {
+func hourStats(at time.Time) stats.Query {
 	from := at.Truncate(time.Hour)
-	return domain.StatsQuery{Scope: scope, From: from, To: from.Add(time.Hour), Interval: domain.Intervals[3],
+	return stats.Query{Scope: scope, From: from, To: from.Add(time.Hour), Interval: stats.Intervals[3],
 		Filter: domain.Filter{From: from, To: from.Add(time.Hour)}}
 }
 
 // statsOnceCounted polls Stats until its total counts n messages.
-func statsOnceCounted(t *testing.T, s *elastic.Store, q domain.StatsQuery, now time.Time, n int64) domain.Stats {
+func statsOnceCounted(t *testing.T, s *elastic.Store, q stats.Query, now time.Time, n int64) stats.Stats {
 	t.Helper()
-	var stats domain.Stats
+	var st stats.Stats
 	waitFor(t, fmt.Sprintf("Stats counting %d messages", n), time.Minute, func() error {
 		var err error
-		if stats, err = s.Stats(t.Context(), q, now); err != nil {
+		if st, err = s.Stats(t.Context(), q, now); err != nil {
 			return err
 		}
-		if stats.Total.Count != n {
-			return fmt.Errorf("total count %d", stats.Total.Count)
+		if st.Total.Count != n {
+			return fmt.Errorf("total count %d", st.Total.Count)
 		}
 		return nil
 	})
-	return stats
+	return st
 }
 
 // appendDurations stores one message per duration (in milliseconds), all in
 // the hour of at, and returns the statistics of that hour once all count.
-func appendDurations(t *testing.T, s *elastic.Store, at time.Time, durations []float64) domain.Stats {
+func appendDurations(t *testing.T, s *elastic.Store, at time.Time, durations []float64) stats.Stats {
 	t.Helper()
 	msgs := make([]domain.Message, len(durations))
 	for i, ms := range durations {
@@ -54,12 +55,12 @@ func appendDurations(t *testing.T, s *elastic.Store, at time.Time, durations []f
 }
 
 // percentiles are a summary's percentiles with their ranks (0 to 1).
-func percentiles(d domain.DurationSummary) map[float64]float64 {
+func percentiles(d stats.DurationSummary) map[float64]float64 {
 	return map[float64]float64{0.50: d.P50, 0.95: d.P95, 0.99: d.P99}
 }
 
 // Below 10,000 durations a bucket's percentiles are exact, as
-// domain.Percentile interpolates them (to the microsecond), and so between the sorted durations at
+// stats.Percentile interpolates them (to the microsecond), and so between the sorted durations at
 // ranks ⌊p·(n−1)⌋ and ⌈p·(n−1)⌉ as the contract requires.
 func TestStatsPercentilesOfSmallSetsAreExact(t *testing.T) {
 	s, _ := newStore(t)
@@ -72,12 +73,12 @@ func TestStatsPercentilesOfSmallSetsAreExact(t *testing.T) {
 				// Microsecond values spread over six orders of magnitude.
 				durations[j] = math.Round(math.Exp(rng.Float64()*14)) / 1000
 			}
-			stats := appendDurations(t, s, base.Add(time.Duration(i)*time.Hour), durations)
+			st := appendDurations(t, s, base.Add(time.Duration(i)*time.Hour), durations)
 			sorted := slices.Sorted(slices.Values(durations))
-			want := domain.Summarise(slices.Clone(sorted))
-			got := stats.Total.Duration
-			if got.Count != int64(n) || stats.Buckets[0].Duration != got {
-				t.Fatalf("total durations %+v, bucket %+v; want %d durations in both", got, stats.Buckets[0].Duration, n)
+			want := stats.Summarise(slices.Clone(sorted))
+			got := st.Total.Duration
+			if got.Count != int64(n) || st.Buckets[0].Duration != got {
+				t.Fatalf("total durations %+v, bucket %+v; want %d durations in both", got, st.Buckets[0].Duration, n)
 			}
 			for p, v := range percentiles(got) {
 				rank := p * float64(n-1)
@@ -110,9 +111,9 @@ func TestStatsPercentilesOfLargeSetsWithinOnePercent(t *testing.T) {
 	for i := range durations {
 		durations[i] = math.Round(math.Exp(3+1.5*rng.NormFloat64())*1000) / 1000 // log-normal, as latencies are
 	}
-	stats := appendDurations(t, s, time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour), durations)
-	want := percentiles(domain.Summarise(durations))
-	for p, v := range percentiles(stats.Total.Duration) {
+	st := appendDurations(t, s, time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour), durations)
+	want := percentiles(stats.Summarise(durations))
+	for p, v := range percentiles(st.Total.Duration) {
 		if math.Abs(v-want[p]) > 0.01*want[p] {
 			t.Errorf("p%g = %g, more than 1%% away from %g", p*100, v, want[p])
 		}
@@ -129,9 +130,9 @@ func TestStatsRangeBeforeTheEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := time.Unix(-86400, 0).UTC(), time.Unix(86400, 0).UTC()
-	q := domain.StatsQuery{Scope: scope, From: from, To: to, Interval: domain.Intervals[5], Filter: domain.Filter{From: from, To: to}}
-	stats := statsOnceCounted(t, s, q, at.Add(time.Minute), 1)
-	if len(stats.Buckets) != 2 || stats.Buckets[1].Count != 1 || stats.Buckets[1].Duration.P50 != 1.5 {
-		t.Errorf("buckets %+v, want two days with the message in the second", stats.Buckets)
+	q := stats.Query{Scope: scope, From: from, To: to, Interval: stats.Intervals[5], Filter: domain.Filter{From: from, To: to}}
+	st := statsOnceCounted(t, s, q, at.Add(time.Minute), 1)
+	if len(st.Buckets) != 2 || st.Buckets[1].Count != 1 || st.Buckets[1].Duration.P50 != 1.5 {
+		t.Errorf("buckets %+v, want two days with the message in the second", st.Buckets)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
 	"github.com/reqlog/reqlog/adapters/elastic/esquery"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -72,7 +73,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 }
 
 // Stats: see esquery.Queries.Stats.
-func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	return s.queries.Stats(ctx, q, now)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // mapping is the part of a mapping the tests read.
@@ -322,12 +323,12 @@ func TestIndexOfTemplateV1KeepsWorking(t *testing.T) {
 			t.Errorf("List with q=%s: %d messages, want %d", q, len(page.Messages), want)
 		}
 	}
-	stats := statsOnceCounted(t, s, hourStats(at), now, 2)
-	if d := stats.Total.Duration; d.Count != 1 || d.P50 != 2.5 {
+	st := statsOnceCounted(t, s, hourStats(at), now, 2)
+	if d := st.Total.Duration; d.Count != 1 || d.P50 != 2.5 {
 		t.Errorf("durations %+v, want the new message's only", d)
 	}
-	if want := []domain.KeyCount{{Key: "/v1/orders", Count: 1}}; !slices.Equal(stats.TopPaths, want) {
-		t.Errorf("top paths %+v, want %+v (the old message has no route)", stats.TopPaths, want)
+	if want := []stats.KeyCount{{Key: "/v1/orders", Count: 1}}; !slices.Equal(st.TopPaths, want) {
+		t.Errorf("top paths %+v, want %+v (the old message has no route)", st.TopPaths, want)
 	}
 }
 
@@ -453,7 +454,7 @@ func checkFound(t *testing.T, s *elastic.Store, now time.Time, q string, want ..
 func oldDocument(m domain.Message) map[string]any {
 	return map[string]any{
 		"id": m.ID, "reference": m.Reference, "account": m.Account, "domain": m.Domain, "name": m.Name,
-		"method": m.Method, "path": m.Path, "route": domain.RouteOf(m.Path), "status_code": m.StatusCode,
+		"method": m.Method, "path": m.Path, "route": stats.PathOf(m.Path), "status_code": m.StatusCode,
 		"request":    map[string]any{"header": []any{}, "body": m.Request.Body, "content_type": "", "size": len(m.Request.Body)},
 		"response":   map[string]any{"header": []any{}, "body": m.Response.Body, "content_type": "", "size": len(m.Response.Body)},
 		"created_at": domain.FormatTime(m.CreatedAt), "updated_at": domain.FormatTime(m.UpdatedAt),

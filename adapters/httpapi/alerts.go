@@ -11,6 +11,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertjson"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -386,7 +387,7 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: "webhook secret rotated; the one before signs too for " +
-		domain.FormatAlertDuration(domain.SecretRotationGrace) + "; keep the new one now, it is not shown again",
+		alerting.FormatDuration(alerting.SecretRotationGrace) + "; keep the new one now, it is not shown again",
 		Data: alertjson.EndpointWithSecret(e)})
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -339,8 +340,8 @@ func (s flakyStore) List(context.Context, domain.Query, time.Time) (domain.Page,
 	return domain.Page{}, s.err
 }
 
-func (s flakyStore) Stats(context.Context, domain.StatsQuery, time.Time) (domain.Stats, error) {
-	return domain.Stats{}, s.err
+func (s flakyStore) Stats(context.Context, stats.Query, time.Time) (stats.Stats, error) {
+	return stats.Stats{}, s.err
 }
 
 func TestStoreErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 const msgStats = "successfully computed statistics"
@@ -102,7 +103,7 @@ type topNameJSON struct {
 	Errors int64  `json:"errors"`
 }
 
-func toStatsJSON(s domain.Stats) statsJSON {
+func toStatsJSON(s stats.Stats) statsJSON {
 	out := statsJSON{From: domain.FormatTime(s.From), To: domain.FormatTime(s.To), Interval: s.Interval.Name,
 		Total: toTotalJSON(s.Total), Buckets: make([]bucketJSON, len(s.Buckets)),
 		TopPaths: make([]topPathJSON, len(s.TopPaths)), TopNames: make([]topNameJSON, len(s.TopNames)),
@@ -118,12 +119,12 @@ func toStatsJSON(s domain.Stats) statsJSON {
 	}
 	for i, r := range s.TopRoutes {
 		out.TopRoutes[i] = topRouteJSON{Route: r.Route, Count: r.Count, Errors: r.Errors,
-			Duration: toTotalJSON(domain.StatsBucket{Duration: r.Duration}).Duration}
+			Duration: toTotalJSON(stats.Bucket{Duration: r.Duration}).Duration}
 	}
 	return out
 }
 
-func toTotalJSON(b domain.StatsBucket) totalJSON {
+func toTotalJSON(b stats.Bucket) totalJSON {
 	t := totalJSON{Count: b.Count, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
 	if d := b.Duration; d.Count > 0 {
 		t.Duration = &durationsJSON{Count: d.Count, P50: roundMicro(d.P50), P95: roundMicro(d.P95), P99: roundMicro(d.P99)}

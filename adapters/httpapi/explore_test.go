@@ -15,6 +15,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -141,18 +142,18 @@ func TestExportCSVQuoting(t *testing.T) {
 // fixedStatsStore answers Stats with its own statistics in the asked shape.
 type fixedStatsStore struct {
 	ports.MessageStore
-	total domain.StatsBucket
+	total stats.Bucket
 }
 
-func (s fixedStatsStore) Stats(_ context.Context, q domain.StatsQuery, _ time.Time) (domain.Stats, error) {
-	stats := domain.NewStats(q)
-	stats.Total = s.total
-	return stats, nil
+func (s fixedStatsStore) Stats(_ context.Context, q stats.Query, _ time.Time) (stats.Stats, error) {
+	st := stats.New(q)
+	st.Total = s.total
+	return st, nil
 }
 
 // Percentiles are written to the microsecond, whatever a store estimated.
 func TestStatsPercentilesAreWrittenToTheMicrosecond(t *testing.T) {
-	total := domain.StatsBucket{Count: 3, Status: domain.StatusCounts{0, 3}, Duration: domain.DurationSummary{
+	total := stats.Bucket{Count: 3, Status: stats.StatusCounts{0, 3}, Duration: stats.DurationSummary{
 		Count: 3, P50: 41.20000000001, P95: 0.0000004, P99: 1210.4996}}
 	f := newFixture(t, setup{store: fixedStatsStore{MessageStore: memory.New(), total: total}})
 	rec := f.do(t, request{method: http.MethodGet, target: "/v1/stats?interval=1h", header: authed()})

@@ -18,6 +18,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -103,8 +104,8 @@ func (s stallingStore) List(ctx context.Context, _ domain.Query, _ time.Time) (d
 	return domain.Page{}, s.stall(ctx)
 }
 
-func (s stallingStore) Stats(ctx context.Context, _ domain.StatsQuery, _ time.Time) (domain.Stats, error) {
-	return domain.Stats{}, s.stall(ctx)
+func (s stallingStore) Stats(ctx context.Context, _ stats.Query, _ time.Time) (stats.Stats, error) {
+	return stats.Stats{}, s.stall(ctx)
 }
 
 // A client that disconnects while the store works is counted under 499, never

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -20,12 +21,12 @@ var _ ports.AlertStore = (*AlertStore)(nil)
 // it keeps nothing across a restart.
 type AlertStore struct {
 	mu          sync.Mutex
-	rules       table[domain.AlertRule]
-	endpoints   table[domain.AlertEndpoint]
-	states      map[string]domain.AlertState // by rule id
-	transitions map[string]domain.AlertTransition
-	deliveries  map[string]domain.AlertDelivery
-	attempts    []domain.AlertAttempt
+	rules       table[alerting.Rule]
+	endpoints   table[alerting.Endpoint]
+	states      map[string]alerting.State // by rule id
+	transitions map[string]alerting.Transition
+	deliveries  map[string]alerting.Delivery
+	attempts    []alerting.Attempt
 	leases      map[string]lease
 }
 
@@ -37,12 +38,12 @@ type lease struct {
 // NewAlertStore returns an empty store.
 func NewAlertStore() *AlertStore {
 	return &AlertStore{
-		rules: table[domain.AlertRule]{what: "rule", byID: map[string]domain.AlertRule{},
-			key: func(r domain.AlertRule) tableKey { return tableKey{r.ID, r.Scope, r.CreatedAt} }, clone: domain.AlertRule.Clone},
-		endpoints: table[domain.AlertEndpoint]{what: "endpoint", byID: map[string]domain.AlertEndpoint{},
-			key: func(e domain.AlertEndpoint) tableKey { return tableKey{e.ID, e.Scope, e.CreatedAt} }, clone: domain.AlertEndpoint.Clone},
-		states: map[string]domain.AlertState{}, transitions: map[string]domain.AlertTransition{},
-		deliveries: map[string]domain.AlertDelivery{}, leases: map[string]lease{}}
+		rules: table[alerting.Rule]{what: "rule", byID: map[string]alerting.Rule{},
+			key: func(r alerting.Rule) tableKey { return tableKey{r.ID, r.Scope, r.CreatedAt} }, clone: alerting.Rule.Clone},
+		endpoints: table[alerting.Endpoint]{what: "endpoint", byID: map[string]alerting.Endpoint{},
+			key: func(e alerting.Endpoint) tableKey { return tableKey{e.ID, e.Scope, e.CreatedAt} }, clone: alerting.Endpoint.Clone},
+		states: map[string]alerting.State{}, transitions: map[string]alerting.Transition{},
+		deliveries: map[string]alerting.Delivery{}, leases: map[string]lease{}}
 }
 
 func alertNotFound(what, id string) error {
@@ -50,35 +51,35 @@ func alertNotFound(what, id string) error {
 }
 
 // CreateRule stores a new rule.
-func (s *AlertStore) CreateRule(_ context.Context, r domain.AlertRule) error {
+func (s *AlertStore) CreateRule(_ context.Context, r alerting.Rule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rules.create(r)
 }
 
 // UpdateRule replaces a stored rule.
-func (s *AlertStore) UpdateRule(_ context.Context, r domain.AlertRule) error {
+func (s *AlertStore) UpdateRule(_ context.Context, r alerting.Rule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rules.update(r)
 }
 
 // Rule returns one rule of scope.
-func (s *AlertStore) Rule(_ context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+func (s *AlertStore) Rule(_ context.Context, scope domain.Scope, id string) (alerting.Rule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rules.get(scope, id)
 }
 
 // Rules returns scope's rules, oldest first.
-func (s *AlertStore) Rules(_ context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+func (s *AlertStore) Rules(_ context.Context, scope domain.Scope) ([]alerting.Rule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rules.list(&scope), nil
 }
 
 // AllRules returns every rule.
-func (s *AlertStore) AllRules(context.Context) ([]domain.AlertRule, error) {
+func (s *AlertStore) AllRules(context.Context) ([]alerting.Rule, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rules.list(nil), nil
@@ -101,28 +102,28 @@ func (s *AlertStore) DeleteRule(_ context.Context, scope domain.Scope, id string
 }
 
 // CreateEndpoint stores a new endpoint.
-func (s *AlertStore) CreateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
+func (s *AlertStore) CreateEndpoint(_ context.Context, e alerting.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endpoints.create(e)
 }
 
 // UpdateEndpoint replaces a stored endpoint.
-func (s *AlertStore) UpdateEndpoint(_ context.Context, e domain.AlertEndpoint) error {
+func (s *AlertStore) UpdateEndpoint(_ context.Context, e alerting.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endpoints.update(e)
 }
 
 // Endpoint returns one endpoint of scope.
-func (s *AlertStore) Endpoint(_ context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+func (s *AlertStore) Endpoint(_ context.Context, scope domain.Scope, id string) (alerting.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endpoints.get(scope, id)
 }
 
 // Endpoints returns scope's endpoints, oldest first.
-func (s *AlertStore) Endpoints(_ context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+func (s *AlertStore) Endpoints(_ context.Context, scope domain.Scope) ([]alerting.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endpoints.list(&scope), nil
@@ -136,30 +137,30 @@ func (s *AlertStore) DeleteEndpoint(_ context.Context, scope domain.Scope, id st
 }
 
 // States returns the states of scope's rules.
-func (s *AlertStore) States(_ context.Context, scope domain.Scope) ([]domain.AlertState, error) {
-	return s.statesWhere(func(st domain.AlertState) bool { return st.Scope == scope }), nil
+func (s *AlertStore) States(_ context.Context, scope domain.Scope) ([]alerting.State, error) {
+	return s.statesWhere(func(st alerting.State) bool { return st.Scope == scope }), nil
 }
 
 // AllStates returns every state.
-func (s *AlertStore) AllStates(context.Context) ([]domain.AlertState, error) {
-	return s.statesWhere(func(domain.AlertState) bool { return true }), nil
+func (s *AlertStore) AllStates(context.Context) ([]alerting.State, error) {
+	return s.statesWhere(func(alerting.State) bool { return true }), nil
 }
 
-func (s *AlertStore) statesWhere(keep func(domain.AlertState) bool) []domain.AlertState {
+func (s *AlertStore) statesWhere(keep func(alerting.State) bool) []alerting.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []domain.AlertState{}
+	out := []alerting.State{}
 	for _, st := range s.states {
 		if keep(st) {
 			out = append(out, st.Clone())
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.AlertState) int { return cmp.Compare(a.RuleID, b.RuleID) })
+	slices.SortFunc(out, func(a, b alerting.State) int { return cmp.Compare(a.RuleID, b.RuleID) })
 	return out
 }
 
 // SwapState stores next if the stored version is prev.
-func (s *AlertStore) SwapState(_ context.Context, next domain.AlertState, prev int64) error {
+func (s *AlertStore) SwapState(_ context.Context, next alerting.State, prev int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.rules.get(next.Scope, next.RuleID); err != nil {
@@ -177,7 +178,7 @@ func (s *AlertStore) SwapState(_ context.Context, next domain.AlertState, prev i
 func transitionKey(ruleID string, seq int64) string { return ruleID + "/" + strconv.FormatInt(seq, 10) }
 
 // AppendTransitions adds transitions not stored yet.
-func (s *AlertStore) AppendTransitions(_ context.Context, trs []domain.AlertTransition) error {
+func (s *AlertStore) AppendTransitions(_ context.Context, trs []alerting.Transition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, tr := range trs {
@@ -189,17 +190,17 @@ func (s *AlertStore) AppendTransitions(_ context.Context, trs []domain.AlertTran
 }
 
 // Transitions returns a rule's history, newest first.
-func (s *AlertStore) Transitions(_ context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+func (s *AlertStore) Transitions(_ context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]alerting.Transition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []domain.AlertTransition{}
+	out := []alerting.Transition{}
 	for _, tr := range s.transitions {
 		if tr.RuleID == ruleID && tr.Scope == scope && (q.Before == 0 || tr.Seq < q.Before) &&
 			(q.From.IsZero() || !tr.At.Before(q.From)) && (q.To.IsZero() || tr.At.Before(q.To)) {
 			out = append(out, tr)
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.AlertTransition) int { return cmp.Compare(b.Seq, a.Seq) })
+	slices.SortFunc(out, func(a, b alerting.Transition) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out[:min(len(out), max(q.Limit, 0))], nil
 }
 
@@ -215,7 +216,7 @@ func (s *AlertStore) AcquireLease(_ context.Context, name, owner string, now, un
 }
 
 // Enqueue adds deliveries not queued yet.
-func (s *AlertStore) Enqueue(_ context.Context, ds []domain.AlertDelivery) error {
+func (s *AlertStore) Enqueue(_ context.Context, ds []alerting.Delivery) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range ds {
@@ -227,16 +228,16 @@ func (s *AlertStore) Enqueue(_ context.Context, ds []domain.AlertDelivery) error
 }
 
 // Claim leases due deliveries to owner.
-func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
+func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var due []domain.AlertDelivery
+	var due []alerting.Delivery
 	for _, d := range s.deliveries {
-		if d.Status == domain.DeliveryPending && !d.NextAttemptAt.After(now) && !d.LeaseUntil.After(now) {
+		if d.Status == alerting.DeliveryPending && !d.NextAttemptAt.After(now) && !d.LeaseUntil.After(now) {
 			due = append(due, d)
 		}
 	}
-	slices.SortFunc(due, func(a, b domain.AlertDelivery) int {
+	slices.SortFunc(due, func(a, b alerting.Delivery) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
 	})
 	due = due[:min(len(due), max(limit, 0))]
@@ -249,7 +250,7 @@ func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time
 }
 
 // Finish stores the outcome of owner's attempt.
-func (s *AlertStore) Finish(_ context.Context, d domain.AlertDelivery, owner string) error {
+func (s *AlertStore) Finish(_ context.Context, d alerting.Delivery, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored, ok := s.deliveries[d.ID]
@@ -264,18 +265,18 @@ func (s *AlertStore) Finish(_ context.Context, d domain.AlertDelivery, owner str
 }
 
 // Delivery returns one delivery of scope.
-func (s *AlertStore) Delivery(_ context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+func (s *AlertStore) Delivery(_ context.Context, scope domain.Scope, id string) (alerting.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.deliveries[id]
 	if !ok || d.Scope != scope {
-		return domain.AlertDelivery{}, alertNotFound("delivery", id)
+		return alerting.Delivery{}, alertNotFound("delivery", id)
 	}
 	return d.Clone(), nil
 }
 
 // LogAttempt adds an attempt to the log.
-func (s *AlertStore) LogAttempt(_ context.Context, a domain.AlertAttempt) error {
+func (s *AlertStore) LogAttempt(_ context.Context, a alerting.Attempt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.attempts = append(s.attempts, a)
@@ -283,16 +284,16 @@ func (s *AlertStore) LogAttempt(_ context.Context, a domain.AlertAttempt) error 
 }
 
 // Attempts returns an endpoint's log, newest first.
-func (s *AlertStore) Attempts(_ context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+func (s *AlertStore) Attempts(_ context.Context, scope domain.Scope, endpointID string, limit int) ([]alerting.Attempt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []domain.AlertAttempt{}
+	out := []alerting.Attempt{}
 	for _, a := range s.attempts {
 		if a.Scope == scope && a.EndpointID == endpointID {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.AlertAttempt) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
+	slices.SortFunc(out, func(a, b alerting.Attempt) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.ID, a.ID)) })
 	return out[:min(len(out), max(limit, 0))], nil
 }
 
@@ -308,7 +309,7 @@ func (s *AlertStore) PruneAlerts(_ context.Context, before time.Time) (int64, er
 		}
 	}
 	for id, d := range s.deliveries {
-		if d.Status != domain.DeliveryPending && d.UpdatedAt.Before(before) {
+		if d.Status != alerting.DeliveryPending && d.UpdatedAt.Before(before) {
 			delete(s.deliveries, id)
 			n++
 		}

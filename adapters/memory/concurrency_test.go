@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Ids other than canonical UUIDs, which tests and other callers may use, sort
@@ -133,8 +134,8 @@ func TestWalksDuringWritesAndPurges(t *testing.T) {
 						return
 					}
 				}
-				if _, err := s.Stats(t.Context(), domain.StatsQuery{Scope: scope, From: start.Add(-time.Minute), To: start.Add(time.Hour),
-					Interval: domain.Intervals[3], Filter: domain.Filter{From: start.Add(-time.Minute), To: start.Add(time.Hour)}}, start.Add(time.Second)); err != nil {
+				if _, err := s.Stats(t.Context(), stats.Query{Scope: scope, From: start.Add(-time.Minute), To: start.Add(time.Hour),
+					Interval: stats.Intervals[3], Filter: domain.Filter{From: start.Add(-time.Minute), To: start.Add(time.Hour)}}, start.Add(time.Second)); err != nil {
 					t.Error(err)
 					return
 				}

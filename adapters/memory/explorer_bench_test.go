@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Benchmarks of the explorer's reads over a store of benchStored messages spread
@@ -125,7 +126,7 @@ func BenchmarkStats(b *testing.B) {
 		{"q", domain.Filter{Text: "cus_000042"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			q, err := domain.ParseStatsQuery(map[string][]string{}, now)
+			q, err := stats.ParseQuery(map[string][]string{}, now)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -137,11 +138,11 @@ func BenchmarkStats(b *testing.B) {
 			var counted int64
 			cpu := processCPU()
 			for b.Loop() {
-				stats, err := s.Stats(b.Context(), q, now)
+				st, err := s.Stats(b.Context(), q, now)
 				if err != nil {
 					b.Fatal(err)
 				}
-				counted = stats.Total.Count
+				counted = st.Total.Count
 			}
 			reportCPU(b, cpu)
 			if counted == 0 {

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // List and Stats, which walk in steps, agree with domain.Filter.Matches and
-// domain.StatsBuilder on the messages themselves, for random messages,
+// stats.Builder on the messages themselves, for random messages,
 // filters, cursors and times.
 func TestFiltersAgreeWithTheDomain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -89,21 +90,21 @@ func agreeWithTheDomain(t *testing.T, s *Store, msgs []domain.Message, filters [
 					t.Fatalf("%s: message %d is %+v, want %+v", what, i, got[i], want[i])
 				}
 			}
-			sq := domain.StatsQuery{Scope: scope, From: now.Add(-10 * time.Minute), To: now.Add(time.Minute),
-				Interval: domain.Intervals[0], Filter: f}
+			sq := stats.Query{Scope: scope, From: now.Add(-10 * time.Minute), To: now.Add(time.Minute),
+				Interval: stats.Intervals[0], Filter: f}
 			if sq.Filter.From.IsZero() {
 				sq.Filter.From, sq.Filter.To = sq.From, sq.To
 			}
-			reference := domain.NewStatsBuilder(sq)
+			reference := stats.NewBuilder(sq)
 			for _, m := range want {
-				reference.Add(domain.SampleOf(m))
+				reference.Add(stats.SampleOf(m))
 			}
-			stats, err := s.Stats(t.Context(), sq, at)
+			st, err := s.Stats(t.Context(), sq, at)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if wantStats := reference.Stats(); !reflect.DeepEqual(stats, wantStats) {
-				t.Fatalf("%s: stats %+v, want %+v", what, stats, wantStats)
+			if wantStats := reference.Stats(); !reflect.DeepEqual(st, wantStats) {
+				t.Fatalf("%s: stats %+v, want %+v", what, st, wantStats)
 			}
 		}
 	}

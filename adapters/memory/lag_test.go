@@ -9,6 +9,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -74,9 +75,9 @@ func (l *laggingStore) Lookup(ctx context.Context, scope domain.Scope, ids []str
 	return l.Store.Lookup(ctx, scope, ids)
 }
 
-func (l *laggingStore) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (l *laggingStore) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	if err := l.refresh(ctx); err != nil {
-		return domain.Stats{}, err
+		return stats.Stats{}, err
 	}
 	return l.Store.Stats(ctx, q, now)
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// Stats, which walks the range in steps, gives what domain.StatsBuilder gives
+// Stats, which walks the range in steps, gives what stats.Builder gives
 // on the messages themselves fed in List order, for random messages (durations
 // present or not, odd status codes, visibility and expiry, two scopes),
 // filters, intervals and ranges (the walk reads only the range), with a few
@@ -24,8 +25,8 @@ func TestStatsAgreeWithTheBuilder(t *testing.T) {
 		frequentRoutes int // routes on many messages, each on a different share
 	}{
 		{"few routes", 6_000, 300, 0},
-		{"as many routes as ranked exactly", 30_000, domain.MaxRankedKeys - 12, 12},
-		{"more routes than the bound", 40_000, 5 * domain.MaxRankedKeys, 14},
+		{"as many routes as ranked exactly", 30_000, stats.MaxRankedKeys - 12, 12},
+		{"more routes than the bound", 40_000, 5 * stats.MaxRankedKeys, 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.messages), 42))
@@ -60,11 +61,11 @@ func TestStatsAgreeWithTheBuilder(t *testing.T) {
 				matches := f.Matcher()
 				for _, r := range ranges {
 					at := now.Add(time.Duration(rng.IntN(3)-1) * 20 * time.Minute)
-					q := domain.StatsQuery{Scope: scope, From: r.from, To: r.to, Interval: domain.Intervals[r.interval], Filter: f}
-					want := domain.NewStatsBuilder(q)
+					q := stats.Query{Scope: scope, From: r.from, To: r.to, Interval: stats.Intervals[r.interval], Filter: f}
+					want := stats.NewBuilder(q)
 					for _, m := range msgs {
 						if m.Scope() == scope && m.Readable(at) && matches(m) {
-							want.Add(domain.SampleOf(m))
+							want.Add(stats.SampleOf(m))
 						}
 					}
 					got, err := s.Stats(t.Context(), q, at)
@@ -127,7 +128,7 @@ func randomStatsStore(t *testing.T, rng *rand.Rand, now time.Time, n, distinct, 
 }
 
 // statsDiff names the first parts where got and want differ.
-func statsDiff(got, want domain.Stats) string {
+func statsDiff(got, want stats.Stats) string {
 	var out string
 	if got.Total != want.Total {
 		out += fmt.Sprintf("total %+v, want %+v\n", got.Total, want.Total)

@@ -4,7 +4,7 @@
 // last as long as the process.
 //
 // The domain decides every rule (domain.Precedes, domain.Filter.Matches,
-// domain.Message.Readable, domain.FillPage, domain.StatsBuilder); the store
+// domain.Message.Readable, domain.FillPage, stats.Builder); the store
 // keeps messages in order and hands copies over:
 //
 //   - each scope's messages in a B-tree in List order (domain.Precedes), and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Purging the last message of a scope or application drops its index, so a
@@ -109,8 +110,8 @@ func walksOf(scope domain.Scope, now time.Time) []walk {
 			return err
 		}},
 		{"statistics", func(ctx context.Context, s *Store) error {
-			_, err := s.Stats(ctx, domain.StatsQuery{Scope: scope, From: now.Add(-time.Hour), To: now.Add(time.Hour),
-				Interval: domain.Intervals[3]}, now)
+			_, err := s.Stats(ctx, stats.Query{Scope: scope, From: now.Add(-time.Hour), To: now.Add(time.Hour),
+				Interval: stats.Intervals[3]}, now)
 			return err
 		}},
 	}

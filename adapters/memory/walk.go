@@ -9,6 +9,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Bounds of one step of a walk (see the package doc).
@@ -43,11 +44,11 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	return domain.PageOf(q.Limit, found, domain.Message.Clone), nil
 }
 
-// Stats feeds domain.StatsBuilder with every message of q's range readable at
+// Stats feeds stats.Builder with every message of q's range readable at
 // now that passes q.Filter.
-func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
+		return stats.Stats{}, fmt.Errorf("memory: stats: %w", err)
 	}
 	// The builder counts only the range; the walk need not read beyond it.
 	f := q.Filter
@@ -57,13 +58,13 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 	if f.To.IsZero() || f.To.After(q.To) {
 		f.To = q.To
 	}
-	builder := domain.NewStatsBuilder(q)
+	builder := stats.NewBuilder(q)
 	err := s.walk(ctx, domain.Query{Scope: q.Scope, Filter: f}, now, func(m *domain.Message) bool {
-		builder.Add(domain.SampleOf(*m))
+		builder.Add(stats.SampleOf(*m))
 		return true
 	})
 	if err != nil {
-		return domain.Stats{}, fmt.Errorf("memory: stats: %w", err)
+		return stats.Stats{}, fmt.Errorf("memory: stats: %w", err)
 	}
 	return builder.Stats(), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -186,7 +187,7 @@ func findAll[R any, T any](ctx context.Context, coll *mongodrv.Collection, op st
 var oldestFirst = bson.D{{Key: alertrecord.FieldCreatedAt, Value: 1}, {Key: fieldID, Value: 1}}
 
 // CreateRule stores a new rule.
-func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *AlertStore) CreateRule(ctx context.Context, r alerting.Rule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
@@ -195,7 +196,7 @@ func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
 }
 
 // UpdateRule replaces a stored rule.
-func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *AlertStore) UpdateRule(ctx context.Context, r alerting.Rule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
@@ -204,25 +205,25 @@ func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
 }
 
 // Rule returns one rule of scope.
-func (a *AlertStore) Rule(ctx context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+func (a *AlertStore) Rule(ctx context.Context, scope domain.Scope, id string) (alerting.Rule, error) {
 	var rec alertrecord.Rule
 	err := a.coll(collAlertRules).FindOne(ctx, scoped(scope, id)).Decode(&rec)
 	switch {
 	case errors.Is(err, mongodrv.ErrNoDocuments):
-		return domain.AlertRule{}, notFoundError("rule", id)
+		return alerting.Rule{}, notFoundError("rule", id)
 	case err != nil:
-		return domain.AlertRule{}, storeError(ctx, "rule", err)
+		return alerting.Rule{}, storeError(ctx, "rule", err)
 	}
 	return rec.ToDomain()
 }
 
 // Rules returns scope's rules, oldest first.
-func (a *AlertStore) Rules(ctx context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+func (a *AlertStore) Rules(ctx context.Context, scope domain.Scope) ([]alerting.Rule, error) {
 	return findAll(ctx, a.coll(collAlertRules), "rules", scopeFilter(scope), oldestFirst, 0, alertrecord.Rule.ToDomain)
 }
 
 // AllRules returns every rule.
-func (a *AlertStore) AllRules(ctx context.Context) ([]domain.AlertRule, error) {
+func (a *AlertStore) AllRules(ctx context.Context) ([]alerting.Rule, error) {
 	return findAll(ctx, a.coll(collAlertRules), "rules", bson.D{}, oldestFirst, 0, alertrecord.Rule.ToDomain)
 }
 
@@ -245,32 +246,32 @@ func (a *AlertStore) DeleteRule(ctx context.Context, scope domain.Scope, id stri
 }
 
 // CreateEndpoint stores a new endpoint.
-func (a *AlertStore) CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *AlertStore) CreateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	return a.insert(ctx, collAlertEndpoints, "endpoint", e.ID, alertrecord.EndpointOf(e))
 }
 
 // UpdateEndpoint replaces a stored endpoint.
-func (a *AlertStore) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *AlertStore) UpdateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	return a.replace(ctx, collAlertEndpoints, "endpoint", e.ID, scoped(e.Scope, e.ID), alertrecord.EndpointOf(e))
 }
 
 // Endpoint returns one endpoint of scope.
-func (a *AlertStore) Endpoint(ctx context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+func (a *AlertStore) Endpoint(ctx context.Context, scope domain.Scope, id string) (alerting.Endpoint, error) {
 	var rec alertrecord.Endpoint
 	err := a.coll(collAlertEndpoints).FindOne(ctx, scoped(scope, id)).Decode(&rec)
 	switch {
 	case errors.Is(err, mongodrv.ErrNoDocuments):
-		return domain.AlertEndpoint{}, notFoundError("endpoint", id)
+		return alerting.Endpoint{}, notFoundError("endpoint", id)
 	case err != nil:
-		return domain.AlertEndpoint{}, storeError(ctx, "endpoint", err)
+		return alerting.Endpoint{}, storeError(ctx, "endpoint", err)
 	}
 	return rec.ToDomain(), nil
 }
 
 // Endpoints returns scope's endpoints, oldest first.
-func (a *AlertStore) Endpoints(ctx context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+func (a *AlertStore) Endpoints(ctx context.Context, scope domain.Scope) ([]alerting.Endpoint, error) {
 	return findAll(ctx, a.coll(collAlertEndpoints), "endpoints", scopeFilter(scope), oldestFirst, 0,
-		func(r alertrecord.Endpoint) (domain.AlertEndpoint, error) { return r.ToDomain(), nil })
+		func(r alertrecord.Endpoint) (alerting.Endpoint, error) { return r.ToDomain(), nil })
 }
 
 // DeleteEndpoint deletes an endpoint.
@@ -286,12 +287,12 @@ func (a *AlertStore) DeleteEndpoint(ctx context.Context, scope domain.Scope, id 
 }
 
 // states returns the states of the rules filter selects.
-func (a *AlertStore) states(ctx context.Context, filter bson.D) ([]domain.AlertState, error) {
+func (a *AlertStore) states(ctx context.Context, filter bson.D) ([]alerting.State, error) {
 	versions, err := latestVersions[alertrecord.State](ctx, a.coll(collAlertStates), filter)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertState, 0, len(versions))
+	out := make([]alerting.State, 0, len(versions))
 	for _, v := range versions {
 		st, err := v.Doc.ToDomain()
 		if err != nil {
@@ -303,19 +304,19 @@ func (a *AlertStore) states(ctx context.Context, filter bson.D) ([]domain.AlertS
 }
 
 // States returns the states of scope's rules.
-func (a *AlertStore) States(ctx context.Context, scope domain.Scope) ([]domain.AlertState, error) {
+func (a *AlertStore) States(ctx context.Context, scope domain.Scope) ([]alerting.State, error) {
 	return a.states(ctx, bson.D{{Key: docField + alertrecord.FieldAccount, Value: scope.Account},
 		{Key: docField + alertrecord.FieldDomain, Value: scope.Domain}})
 }
 
 // AllStates returns every state.
-func (a *AlertStore) AllStates(ctx context.Context) ([]domain.AlertState, error) {
+func (a *AlertStore) AllStates(ctx context.Context) ([]alerting.State, error) {
 	return a.states(ctx, bson.D{})
 }
 
 // SwapState stores next as the rule's state version prev+1 if prev is the
 // latest.
-func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev int64) error {
+func (a *AlertStore) SwapState(ctx context.Context, next alerting.State, prev int64) error {
 	rec, err := alertrecord.StateOf(next, prev+1)
 	if err != nil {
 		return err
@@ -354,7 +355,7 @@ func (a *AlertStore) insertMissing(ctx context.Context, coll, op string, docs []
 }
 
 // AppendTransitions adds transitions not stored yet.
-func (a *AlertStore) AppendTransitions(ctx context.Context, trs []domain.AlertTransition) error {
+func (a *AlertStore) AppendTransitions(ctx context.Context, trs []alerting.Transition) error {
 	docs := make([]any, len(trs))
 	for i, tr := range trs {
 		docs[i] = alertrecord.TransitionOf(tr)
@@ -363,9 +364,9 @@ func (a *AlertStore) AppendTransitions(ctx context.Context, trs []domain.AlertTr
 }
 
 // Transitions returns a rule's history, newest first.
-func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]alerting.Transition, error) {
 	if q.Limit <= 0 {
-		return []domain.AlertTransition{}, nil
+		return []alerting.Transition{}, nil
 	}
 	filter := append(scopeFilter(scope), bson.E{Key: alertrecord.FieldRuleID, Value: ruleID})
 	if q.Before > 0 {
@@ -382,7 +383,7 @@ func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID
 		filter = append(filter, bson.E{Key: alertrecord.FieldAt, Value: at})
 	}
 	return findAll(ctx, a.coll(collAlertTransitions), "transitions", filter, bson.D{{Key: alertrecord.FieldSeq, Value: -1}},
-		int64(q.Limit), func(r alertrecord.Transition) (domain.AlertTransition, error) { return r.ToDomain(), nil })
+		int64(q.Limit), func(r alertrecord.Transition) (alerting.Transition, error) { return r.ToDomain(), nil })
 }
 
 // AcquireLease takes or renews a lease: a new version of it, when the latest
@@ -407,7 +408,7 @@ func (a *AlertStore) AcquireLease(ctx context.Context, name, owner string, now, 
 }
 
 // Enqueue adds deliveries not queued yet, as their first version.
-func (a *AlertStore) Enqueue(ctx context.Context, ds []domain.AlertDelivery) error {
+func (a *AlertStore) Enqueue(ctx context.Context, ds []alerting.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -440,14 +441,14 @@ const claimCandidates = 4
 
 // Claim leases due deliveries to owner: each a new version, which only one
 // claimer can write.
-func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
+func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
 	if limit <= 0 {
-		return []domain.AlertDelivery{}, nil
+		return []alerting.Delivery{}, nil
 	}
 	nowMicros := alertrecord.Micros(now)
 	deliveries := a.coll(collAlertDeliveries)
 	filter := bson.D{
-		{Key: docField + alertrecord.FieldStatus, Value: string(domain.DeliveryPending)},
+		{Key: docField + alertrecord.FieldStatus, Value: string(alerting.DeliveryPending)},
 		{Key: docField + alertrecord.FieldNextAttemptAt, Value: bson.D{{Key: "$lte", Value: nowMicros}}},
 		{Key: docField + alertrecord.FieldLeaseUntil, Value: bson.D{{Key: "$lte", Value: nowMicros}}},
 	}
@@ -460,7 +461,7 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 	if err := cur.All(ctx, &due); err != nil {
 		return nil, storeError(ctx, "claim deliveries", err)
 	}
-	claimed := []domain.AlertDelivery{}
+	claimed := []alerting.Delivery{}
 	for _, v := range due {
 		if len(claimed) == limit {
 			break
@@ -483,7 +484,7 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 
 // Finish stores the outcome of owner's attempt as the delivery's next
 // version, if owner holds the lease.
-func (a *AlertStore) Finish(ctx context.Context, d domain.AlertDelivery, owner string) error {
+func (a *AlertStore) Finish(ctx context.Context, d alerting.Delivery, owner string) error {
 	deliveries := a.coll(collAlertDeliveries)
 	latest, found, err := latestVersion[alertrecord.Delivery](ctx, deliveries, d.ID)
 	switch {
@@ -502,31 +503,31 @@ func (a *AlertStore) Finish(ctx context.Context, d domain.AlertDelivery, owner s
 }
 
 // Delivery returns one delivery of scope.
-func (a *AlertStore) Delivery(ctx context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+func (a *AlertStore) Delivery(ctx context.Context, scope domain.Scope, id string) (alerting.Delivery, error) {
 	latest, found, err := latestVersion[alertrecord.Delivery](ctx, a.coll(collAlertDeliveries), id)
 	switch {
 	case err != nil:
-		return domain.AlertDelivery{}, err
+		return alerting.Delivery{}, err
 	case !found || latest.Doc.Account != scope.Account || latest.Doc.Domain != scope.Domain:
-		return domain.AlertDelivery{}, notFoundError("delivery", id)
+		return alerting.Delivery{}, notFoundError("delivery", id)
 	}
 	return latest.Doc.ToDomain()
 }
 
 // LogAttempt adds an attempt to the log.
-func (a *AlertStore) LogAttempt(ctx context.Context, at domain.AlertAttempt) error {
+func (a *AlertStore) LogAttempt(ctx context.Context, at alerting.Attempt) error {
 	return a.insertMissing(ctx, collAlertAttempts, "log attempt", []any{alertrecord.AttemptOf(at)})
 }
 
 // Attempts returns an endpoint's log, newest first.
-func (a *AlertStore) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+func (a *AlertStore) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]alerting.Attempt, error) {
 	if limit <= 0 {
-		return []domain.AlertAttempt{}, nil
+		return []alerting.Attempt{}, nil
 	}
 	filter := append(scopeFilter(scope), bson.E{Key: alertrecord.FieldEndpointID, Value: endpointID})
 	return findAll(ctx, a.coll(collAlertAttempts), "attempts", filter,
 		bson.D{{Key: alertrecord.FieldAt, Value: -1}, {Key: fieldID, Value: -1}}, int64(limit),
-		func(r alertrecord.Attempt) (domain.AlertAttempt, error) { return r.ToDomain(), nil })
+		func(r alertrecord.Attempt) (alerting.Attempt, error) { return r.ToDomain(), nil })
 }
 
 // PruneAlerts deletes old transitions, finished deliveries and attempts.
@@ -536,7 +537,7 @@ func (a *AlertStore) PruneAlerts(ctx context.Context, before time.Time) (int64, 
 	// A finished delivery's latest version is its last: every version of it goes.
 	deliveries := a.coll(collAlertDeliveries)
 	keys, err := versionKeys(ctx, deliveries, bson.D{
-		{Key: docField + alertrecord.FieldStatus, Value: bson.D{{Key: "$ne", Value: string(domain.DeliveryPending)}}},
+		{Key: docField + alertrecord.FieldStatus, Value: bson.D{{Key: "$ne", Value: string(alerting.DeliveryPending)}}},
 		{Key: docField + alertrecord.FieldUpdatedAt, Value: cut}})
 	if err != nil {
 		return 0, err

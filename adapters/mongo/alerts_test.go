@@ -11,7 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
 	"github.com/reqlog/reqlog/conformance"
-	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -55,8 +55,8 @@ func TestAlertModule(t *testing.T) {
 	app := fxtest.New(t, fx.Supply(mongo.Config{URI: uri, Database: db}), mongo.Module, mongo.AlertModule, fx.Populate(&alerts))
 	app.RequireStart()
 	defer app.RequireStop()
-	r := domain.DefaultAlertRule()
-	r.ID, r.Scope, r.Metric, r.CreatedAt = "alr_0123456789abcdef", scope, domain.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
+	r := alerting.DefaultRule()
+	r.ID, r.Scope, r.Metric, r.CreatedAt = "alr_0123456789abcdef", scope, alerting.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
 	if err := alerts.CreateRule(opCtx(t), r); err != nil {
 		t.Fatal(err)
 	}

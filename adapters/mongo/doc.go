@@ -46,7 +46,7 @@
 //     counts sorted by count then key and cut to the top). FerretDB (no
 //     $percentile, $toLong, $dateTrunc) and MongoDB < 7.0: the matching
 //     messages are streamed with a five-field projection into
-//     domain.StatsBuilder (exact; memory grows with the durations only).
+//     stats.Builder (exact; memory grows with the durations only).
 //     Config.StreamStats forces the fallback.
 //   - Outages: network errors, timeouts, server selection failures, a closed
 //     client and transient server codes wrap ports.ErrUnavailable. Server

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // A document stored before the explorer's fields (no duration, sizes or
@@ -55,7 +56,7 @@ func TestDocumentsStoredBeforeTheExplorer(t *testing.T) {
 			t.Errorf("List(%+v) = %d messages, %v; want %d", tc.filter, len(page.Messages), err, tc.want)
 		}
 	}
-	q, err := domain.ParseStatsQuery(nil, now)
+	q, err := stats.ParseQuery(nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestDocumentsStoredBeforeTheExplorer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTop := []domain.KeyCount{{Key: "/v1/orders", Count: 1, Errors: 1}}
+	wantTop := []stats.KeyCount{{Key: "/v1/orders", Count: 1, Errors: 1}}
 	if st.Total.Count != 1 || st.Total.Status[4] != 1 || st.Total.Duration.Count != 0 || !slices.Equal(st.TopPaths, wantTop) {
 		t.Errorf("statistics of the older document: total %+v, top paths %v; want one 5xx without duration under %v",
 			st.Total, st.TopPaths, wantTop)

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // How Stats computes, chosen once at start-up by statsMethodOf.
@@ -17,7 +18,7 @@ const (
 	// statsPipeline: one aggregation does it all (MongoDB 7.0+: $percentile).
 	statsPipeline = "pipeline"
 	// statsStreaming: the matching messages' few needed fields are streamed
-	// into domain.StatsBuilder (FerretDB, which has no $percentile; MongoDB
+	// into stats.Builder (FerretDB, which has no $percentile; MongoDB
 	// before 7.0; Config.StreamStats).
 	statsStreaming = "streaming"
 )
@@ -75,10 +76,10 @@ func (s *Store) detectStatsMethod(ctx context.Context) error {
 func (s *Store) StatsMethod() string { return s.statsMethod }
 
 // Stats computes q's statistics over the messages readable at now.
-func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	filter, possible := statsFilter(q, now)
 	if !possible {
-		return domain.NewStats(q), nil
+		return stats.New(q), nil
 	}
 	if s.statsMethod == statsPipeline {
 		return s.aggregateStats(ctx, q, filter)
@@ -88,7 +89,7 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 
 // statsFilter is List's filter over the statistics' range, [q.From, q.To)
 // within the filter's own range.
-func statsFilter(q domain.StatsQuery, now time.Time) (bson.D, bool) {
+func statsFilter(q stats.Query, now time.Time) (bson.D, bool) {
 	f := q.Filter
 	if f.From.IsZero() || f.From.Before(q.From) {
 		f.From = q.From
@@ -114,25 +115,25 @@ type statsSample struct {
 
 // streamStats reads only the fields the statistics need of each matching
 // message, in the server's natural order (no sort to pay for), and counts
-// them exactly with domain.StatsBuilder. Memory grows with the number of
+// them exactly with stats.Builder. Memory grows with the number of
 // durations (for exact percentiles), not with the messages' size.
-func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bson.D) (domain.Stats, error) {
+func (s *Store) streamStats(ctx context.Context, q stats.Query, filter bson.D) (stats.Stats, error) {
 	projection := bson.D{{Key: fieldID, Value: 0}}
 	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
 	if err != nil {
-		return domain.Stats{}, storeError(ctx, "stats", err)
+		return stats.Stats{}, storeError(ctx, "stats", err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
-	b := domain.NewStatsBuilder(q)
+	b := stats.NewBuilder(q)
 	for cur.Next(ctx) {
 		var m statsSample
 		if err := cur.Decode(&m); err != nil {
-			return domain.Stats{}, storeError(ctx, "stats", err)
+			return stats.Stats{}, storeError(ctx, "stats", err)
 		}
-		sample := domain.StatsSample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
+		sample := stats.Sample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
 			Path: m.Path, Name: m.Name, Route: m.Template}
 		if m.Duration != nil {
 			sample.Duration, sample.HasDuration = time.Duration(*m.Duration)*time.Microsecond, true
@@ -140,7 +141,7 @@ func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bso
 		b.Add(sample)
 	}
 	if err := cur.Err(); err != nil {
-		return domain.Stats{}, storeError(ctx, "stats", err)
+		return stats.Stats{}, storeError(ctx, "stats", err)
 	}
 	return b.Stats(), nil
 }
@@ -150,20 +151,20 @@ func (s *Store) streamStats(ctx context.Context, q domain.StatsQuery, filter bso
 const statsBatchSize = 10000
 
 // aggregateStats runs statsPipeline and reads its one result document.
-func (s *Store) aggregateStats(ctx context.Context, q domain.StatsQuery, filter bson.D) (domain.Stats, error) {
+func (s *Store) aggregateStats(ctx context.Context, q stats.Query, filter bson.D) (stats.Stats, error) {
 	cur, err := s.coll.Aggregate(ctx, statsPipelineOf(q, filter), options.Aggregate().SetAllowDiskUse(true))
 	if err != nil {
-		return domain.Stats{}, storeError(ctx, "stats", err)
+		return stats.Stats{}, storeError(ctx, "stats", err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	var result facetResult
 	if cur.Next(ctx) {
 		if err := cur.Decode(&result); err != nil {
-			return domain.Stats{}, storeError(ctx, "stats", err)
+			return stats.Stats{}, storeError(ctx, "stats", err)
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return domain.Stats{}, storeError(ctx, "stats", err)
+		return stats.Stats{}, storeError(ctx, "stats", err)
 	}
 	return result.stats(q)
 }
@@ -178,7 +179,7 @@ var percentiles = bson.A{0.5, 0.95, 0.99}
 // duration count and $percentile), the whole range (percentiles), route and
 // name (counts and errors, sorted and cut to the top), and route template
 // (counts, errors and percentiles of the messages that have one, likewise).
-func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
+func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 	first := q.FirstBucket().UnixMicro()
 	width := q.Interval.Width.Microseconds()
 	sinceFirst := bson.D{{Key: "$subtract", Value: bson.A{"$" + fieldCreatedAt, first}}}
@@ -187,7 +188,7 @@ func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
 		bson.D{{Key: "$subtract", Value: bson.A{sinceFirst, bson.D{{Key: "$mod", Value: bson.A{sinceFirst, width}}}}}},
 		width,
 	}}}}}
-	// domain.StatusCounts.Add: the class clamped to 1xx..5xx.
+	// stats.StatusCounts.Add: the class clamped to 1xx..5xx.
 	class := bson.D{{Key: "$min", Value: bson.A{5, bson.D{{Key: "$max", Value: bson.A{1,
 		bson.D{{Key: "$floor", Value: bson.D{{Key: "$divide", Value: bson.A{"$" + fieldStatus, 100}}}}},
 	}}}}}}
@@ -217,7 +218,7 @@ func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
 	}
 	// Only messages with a template rank in top_routes.
 	routes := append(bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "t", Value: bson.D{{Key: "$type", Value: "string"}}}}}}},
-		top("t", domain.TopRoutes, durationStats...)...)
+		top("t", stats.TopRoutes, durationStats...)...)
 	return bson.A{
 		bson.D{{Key: "$match", Value: filter}},
 		bson.D{{Key: "$project", Value: bson.D{
@@ -228,8 +229,8 @@ func statsPipelineOf(q domain.StatsQuery, filter bson.D) bson.A {
 		bson.D{{Key: "$facet", Value: bson.D{
 			{Key: "buckets", Value: bson.A{bson.D{{Key: "$group", Value: byBucket}}}},
 			{Key: "total", Value: bson.A{bson.D{{Key: "$group", Value: append(bson.D{{Key: "_id", Value: nil}}, durationStats...)}}}},
-			{Key: "paths", Value: top("r", domain.TopPaths)},
-			{Key: "names", Value: top(fieldName, domain.TopNames)},
+			{Key: "paths", Value: top("r", stats.TopPaths)},
+			{Key: "names", Value: top(fieldName, stats.TopNames)},
 			{Key: "routes", Value: routes},
 		}}},
 	}
@@ -264,15 +265,15 @@ type keyGroup struct {
 }
 
 // stats turns the pipeline's result into q's statistics.
-func (r facetResult) stats(q domain.StatsQuery) (domain.Stats, error) {
-	s := domain.NewStats(q)
+func (r facetResult) stats(q stats.Query) (stats.Stats, error) {
+	s := stats.New(q)
 	for _, g := range r.Buckets {
 		if g.Index < 0 || g.Index >= int64(len(s.Buckets)) {
-			return domain.Stats{}, fmt.Errorf("mongo: stats: the pipeline gave bucket %d of %d", g.Index, len(s.Buckets))
+			return stats.Stats{}, fmt.Errorf("mongo: stats: the pipeline gave bucket %d of %d", g.Index, len(s.Buckets))
 		}
 		b := &s.Buckets[g.Index]
 		b.Count = g.Count
-		b.Status = domain.StatusCounts{g.C1, g.C2, g.C3, g.C4, g.C5}
+		b.Status = stats.StatusCounts{g.C1, g.C2, g.C3, g.C4, g.C5}
 		b.Duration = durationSummary(g.Durations, g.P)
 		s.Total.Count += b.Count
 		for c := range b.Status {
@@ -284,7 +285,7 @@ func (r facetResult) stats(q domain.StatsQuery) (domain.Stats, error) {
 	}
 	s.TopPaths, s.TopNames = keyCounts(r.Paths), keyCounts(r.Names)
 	for _, g := range r.Routes {
-		s.TopRoutes = append(s.TopRoutes, domain.RouteStats{Route: g.Key, Count: g.Count, Errors: g.Errors,
+		s.TopRoutes = append(s.TopRoutes, stats.RouteStats{Route: g.Key, Count: g.Count, Errors: g.Errors,
 			Duration: durationSummary(g.Durations, g.P)})
 	}
 	return s, nil
@@ -292,18 +293,18 @@ func (r facetResult) stats(q domain.StatsQuery) (domain.Stats, error) {
 
 // durationSummary reads a group's duration count and its percentiles in
 // microseconds ($percentile gives null for a group without a duration).
-func durationSummary(count int64, p []*float64) domain.DurationSummary {
+func durationSummary(count int64, p []*float64) stats.DurationSummary {
 	if count == 0 || len(p) != len(percentiles) || p[0] == nil || p[1] == nil || p[2] == nil {
-		return domain.DurationSummary{}
+		return stats.DurationSummary{}
 	}
 	ms := func(us *float64) float64 { return math.Round(*us) / 1000 }
-	return domain.DurationSummary{Count: count, P50: ms(p[0]), P95: ms(p[1]), P99: ms(p[2])}
+	return stats.DurationSummary{Count: count, P50: ms(p[0]), P95: ms(p[1]), P99: ms(p[2])}
 }
 
-func keyCounts(groups []keyGroup) []domain.KeyCount {
-	out := make([]domain.KeyCount, len(groups))
+func keyCounts(groups []keyGroup) []stats.KeyCount {
+	out := make([]stats.KeyCount, len(groups))
 	for i, g := range groups {
-		out[i] = domain.KeyCount{Key: g.Key, Count: g.Count, Errors: g.Errors}
+		out[i] = stats.KeyCount{Key: g.Key, Count: g.Count, Errors: g.Errors}
 	}
 	return out
 }

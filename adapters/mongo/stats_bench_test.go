@@ -9,6 +9,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // benchStored is how many messages the read benchmarks store, spread over the
@@ -55,7 +56,7 @@ func openFilled(b *testing.B) (*mongo.Store, time.Time) {
 func BenchmarkReads(b *testing.B) {
 	s, now := openFilled(b)
 	b.Run("stats-24h/"+s.StatsMethod(), func(b *testing.B) {
-		q, err := domain.ParseStatsQuery(nil, now)
+		q, err := stats.ParseQuery(nil, now)
 		if err != nil {
 			b.Fatal(err)
 		}

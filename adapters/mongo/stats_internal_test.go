@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 func TestStatsMethodOf(t *testing.T) {
@@ -110,11 +111,11 @@ func eval(t *testing.T, expr any, doc bson.M) any {
 }
 
 // The $project stage gives each message the bucket, status class and route
-// that domain.StatsBuilder gives it.
+// that stats.Builder gives it.
 func TestStatsPipelineProjection(t *testing.T) {
 	from := time.Date(2026, 11, 24, 0, 7, 30, 123456000, time.UTC)
-	for _, iv := range domain.Intervals {
-		q := domain.StatsQuery{Scope: domain.Scope{Account: "a", Domain: "live"}, From: from, To: from.Add(40 * iv.Width), Interval: iv}
+	for _, iv := range stats.Intervals {
+		q := stats.Query{Scope: domain.Scope{Account: "a", Domain: "live"}, From: from, To: from.Add(40 * iv.Width), Interval: iv}
 		q.Filter.From, q.Filter.To = q.From, q.To
 		filter, _ := statsFilter(q, q.To)
 		pipeline := statsPipelineOf(q, filter)
@@ -143,17 +144,17 @@ func TestStatsPipelineProjection(t *testing.T) {
 			path := []string{"/v1/orders?x=1", "/", "/a?", "?q", "/b"}[i]
 			doc := bson.M{fieldCreatedAt: at.UnixMicro(), fieldStatus: status, fieldPath: path}
 			if i%2 == 0 {
-				doc[fieldRoute] = domain.RouteOf(path)
+				doc[fieldRoute] = stats.PathOf(path)
 			}
 			if got, want := eval(t, expr("b"), doc), int64(q.BucketIndex(at)); got != want {
 				t.Errorf("%s: bucket of %s = %v, want %d", iv.Name, domain.FormatTime(at), got, want)
 			}
-			var counts domain.StatusCounts
+			var counts stats.StatusCounts
 			counts.Add(int(status))
 			if got := eval(t, expr("c"), doc).(float64); counts[int(got)-1] != 1 {
 				t.Errorf("class of %d = %v, want the index of %v plus one", status, got, counts)
 			}
-			if got, want := eval(t, expr("r"), doc), domain.RouteOf(path); got != want {
+			if got, want := eval(t, expr("r"), doc), stats.PathOf(path); got != want {
 				t.Errorf("route of %q (route stored: %v) = %v, want %q", path, i%2 == 0, got, want)
 			}
 		}
@@ -165,7 +166,7 @@ func TestStatsPipelineProjection(t *testing.T) {
 // microseconds as milliseconds.
 func TestFacetResultStats(t *testing.T) {
 	from := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	q := domain.StatsQuery{From: from, To: from.Add(3 * time.Hour), Interval: domain.Intervals[3]}
+	q := stats.Query{From: from, To: from.Add(3 * time.Hour), Interval: stats.Intervals[3]}
 	p := func(vs ...any) bson.A { return bson.A(vs) }
 	raw, err := bson.Marshal(bson.D{
 		{Key: "buckets", Value: bson.A{
@@ -192,13 +193,13 @@ func TestFacetResultStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := domain.NewStats(q)
-	want.Buckets[0].Count, want.Buckets[0].Status = 1, domain.StatusCounts{1, 0, 0, 0, 0}
-	summary := domain.DurationSummary{Count: 2, P50: 1.5, P95: 3, P99: 3}
-	want.Buckets[2].Count, want.Buckets[2].Status, want.Buckets[2].Duration = 3, domain.StatusCounts{0, 1, 0, 1, 1}, summary
-	want.Total = domain.StatsBucket{Count: 4, Status: domain.StatusCounts{1, 1, 0, 1, 1}, Duration: summary}
-	want.TopPaths = []domain.KeyCount{{Key: "/v1/orders", Count: 3, Errors: 2}, {Key: "/", Count: 1}}
-	want.TopNames = []domain.KeyCount{{Key: "shop", Count: 4, Errors: 2}}
+	want := stats.New(q)
+	want.Buckets[0].Count, want.Buckets[0].Status = 1, stats.StatusCounts{1, 0, 0, 0, 0}
+	summary := stats.DurationSummary{Count: 2, P50: 1.5, P95: 3, P99: 3}
+	want.Buckets[2].Count, want.Buckets[2].Status, want.Buckets[2].Duration = 3, stats.StatusCounts{0, 1, 0, 1, 1}, summary
+	want.Total = stats.Bucket{Count: 4, Status: stats.StatusCounts{1, 1, 0, 1, 1}, Duration: summary}
+	want.TopPaths = []stats.KeyCount{{Key: "/v1/orders", Count: 3, Errors: 2}, {Key: "/", Count: 1}}
+	want.TopNames = []stats.KeyCount{{Key: "shop", Count: 4, Errors: 2}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("stats:\n got %+v\nwant %+v", got, want)
 	}

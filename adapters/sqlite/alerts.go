@@ -12,6 +12,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -222,7 +223,7 @@ func (a *AlertStore) updateConfig(ctx context.Context, table, what, id string, s
 }
 
 // CreateRule stores a new rule.
-func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *AlertStore) CreateRule(ctx context.Context, r alerting.Rule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
@@ -231,7 +232,7 @@ func (a *AlertStore) CreateRule(ctx context.Context, r domain.AlertRule) error {
 }
 
 // UpdateRule replaces a stored rule.
-func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *AlertStore) UpdateRule(ctx context.Context, r alerting.Rule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
@@ -240,19 +241,19 @@ func (a *AlertStore) UpdateRule(ctx context.Context, r domain.AlertRule) error {
 }
 
 // Rule returns one rule of scope.
-func (a *AlertStore) Rule(ctx context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+func (a *AlertStore) Rule(ctx context.Context, scope domain.Scope, id string) (alerting.Rule, error) {
 	return one(ctx, a.read, "rule", id, "SELECT doc FROM rules WHERE id = ? AND account = ? AND domain = ?",
 		alertrecord.Rule.ToDomain, id, scope.Account, scope.Domain)
 }
 
 // Rules returns scope's rules, oldest first.
-func (a *AlertStore) Rules(ctx context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+func (a *AlertStore) Rules(ctx context.Context, scope domain.Scope) ([]alerting.Rule, error) {
 	return docs(ctx, a.read, "rules", "SELECT doc FROM rules WHERE account = ? AND domain = ? ORDER BY created_at, id",
 		alertrecord.Rule.ToDomain, scope.Account, scope.Domain)
 }
 
 // AllRules returns every rule.
-func (a *AlertStore) AllRules(ctx context.Context) ([]domain.AlertRule, error) {
+func (a *AlertStore) AllRules(ctx context.Context) ([]alerting.Rule, error) {
 	return docs(ctx, a.read, "rules", "SELECT doc FROM rules ORDER BY created_at, id", alertrecord.Rule.ToDomain)
 }
 
@@ -276,23 +277,23 @@ func (a *AlertStore) DeleteRule(ctx context.Context, scope domain.Scope, id stri
 }
 
 // CreateEndpoint stores a new endpoint.
-func (a *AlertStore) CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *AlertStore) CreateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	return a.insertConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.Micros(e.CreatedAt), alertrecord.EndpointOf(e))
 }
 
 // UpdateEndpoint replaces a stored endpoint.
-func (a *AlertStore) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *AlertStore) UpdateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	return a.updateConfig(ctx, "endpoints", "endpoint", e.ID, e.Scope, alertrecord.EndpointOf(e))
 }
 
 // Endpoint returns one endpoint of scope.
-func (a *AlertStore) Endpoint(ctx context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+func (a *AlertStore) Endpoint(ctx context.Context, scope domain.Scope, id string) (alerting.Endpoint, error) {
 	return one(ctx, a.read, "endpoint", id, "SELECT doc FROM endpoints WHERE id = ? AND account = ? AND domain = ?",
 		plain(alertrecord.Endpoint.ToDomain), id, scope.Account, scope.Domain)
 }
 
 // Endpoints returns scope's endpoints, oldest first.
-func (a *AlertStore) Endpoints(ctx context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+func (a *AlertStore) Endpoints(ctx context.Context, scope domain.Scope) ([]alerting.Endpoint, error) {
 	return docs(ctx, a.read, "endpoints", "SELECT doc FROM endpoints WHERE account = ? AND domain = ? ORDER BY created_at, id",
 		plain(alertrecord.Endpoint.ToDomain), scope.Account, scope.Domain)
 }
@@ -308,19 +309,19 @@ func (a *AlertStore) DeleteEndpoint(ctx context.Context, scope domain.Scope, id 
 }
 
 // States returns the states of scope's rules.
-func (a *AlertStore) States(ctx context.Context, scope domain.Scope) ([]domain.AlertState, error) {
+func (a *AlertStore) States(ctx context.Context, scope domain.Scope) ([]alerting.State, error) {
 	return docs(ctx, a.read, "states", "SELECT doc FROM states WHERE account = ? AND domain = ? ORDER BY rule_id",
 		alertrecord.State.ToDomain, scope.Account, scope.Domain)
 }
 
 // AllStates returns every state.
-func (a *AlertStore) AllStates(ctx context.Context) ([]domain.AlertState, error) {
+func (a *AlertStore) AllStates(ctx context.Context) ([]alerting.State, error) {
 	return docs(ctx, a.read, "states", "SELECT doc FROM states ORDER BY rule_id", alertrecord.State.ToDomain)
 }
 
 // SwapState stores next if the stored version is prev and the rule exists,
 // in one transaction.
-func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev int64) error {
+func (a *AlertStore) SwapState(ctx context.Context, next alerting.State, prev int64) error {
 	rec, err := alertrecord.StateOf(next, prev+1)
 	if err != nil {
 		return err
@@ -358,7 +359,7 @@ func (a *AlertStore) SwapState(ctx context.Context, next domain.AlertState, prev
 }
 
 // AppendTransitions adds transitions not stored yet.
-func (a *AlertStore) AppendTransitions(ctx context.Context, trs []domain.AlertTransition) error {
+func (a *AlertStore) AppendTransitions(ctx context.Context, trs []alerting.Transition) error {
 	if len(trs) == 0 {
 		return nil
 	}
@@ -378,9 +379,9 @@ func (a *AlertStore) AppendTransitions(ctx context.Context, trs []domain.AlertTr
 }
 
 // Transitions returns a rule's history, newest first.
-func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+func (a *AlertStore) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]alerting.Transition, error) {
 	if q.Limit <= 0 {
-		return []domain.AlertTransition{}, nil
+		return []alerting.Transition{}, nil
 	}
 	query := "SELECT doc FROM transitions WHERE rule_id = ? AND account = ? AND domain = ?"
 	args := []any{ruleID, scope.Account, scope.Domain}
@@ -425,7 +426,7 @@ func (a *AlertStore) AcquireLease(ctx context.Context, name, owner string, now, 
 }
 
 // putDelivery writes d as its row, in tx.
-func putDelivery(ctx context.Context, tx *sql.Tx, stmt string, d domain.AlertDelivery) error {
+func putDelivery(ctx context.Context, tx *sql.Tx, stmt string, d alerting.Delivery) error {
 	rec, err := alertrecord.DeliveryOf(d)
 	if err != nil {
 		return err
@@ -443,7 +444,7 @@ func putDelivery(ctx context.Context, tx *sql.Tx, stmt string, d domain.AlertDel
 }
 
 // Enqueue adds deliveries not queued yet.
-func (a *AlertStore) Enqueue(ctx context.Context, ds []domain.AlertDelivery) error {
+func (a *AlertStore) Enqueue(ctx context.Context, ds []alerting.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -458,18 +459,18 @@ func (a *AlertStore) Enqueue(ctx context.Context, ds []domain.AlertDelivery) err
 }
 
 // Claim leases due deliveries to owner, in one transaction.
-func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
-	claimed := []domain.AlertDelivery{}
+func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
+	claimed := []alerting.Delivery{}
 	if limit <= 0 {
 		return claimed, nil
 	}
 	err := a.inTx(ctx, "claim deliveries", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT doc FROM deliveries WHERE status = ? AND next_attempt_at <= ? AND lease_until <= ?
-			ORDER BY next_attempt_at, id LIMIT ?`, string(domain.DeliveryPending), alertrecord.Micros(now), alertrecord.Micros(now), limit)
+			ORDER BY next_attempt_at, id LIMIT ?`, string(alerting.DeliveryPending), alertrecord.Micros(now), alertrecord.Micros(now), limit)
 		if err != nil {
 			return storeError(ctx, "claim deliveries", err)
 		}
-		var due []domain.AlertDelivery
+		var due []alerting.Delivery
 		for rows.Next() {
 			var raw string
 			var rec alertrecord.Delivery
@@ -501,14 +502,14 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 		return nil
 	})
 	if err != nil {
-		return []domain.AlertDelivery{}, err
+		return []alerting.Delivery{}, err
 	}
 	return claimed, nil
 }
 
 // Finish stores the outcome of owner's attempt if owner holds the lease, in
 // one transaction.
-func (a *AlertStore) Finish(ctx context.Context, d domain.AlertDelivery, owner string) error {
+func (a *AlertStore) Finish(ctx context.Context, d alerting.Delivery, owner string) error {
 	return a.inTx(ctx, "finish delivery", func(tx *sql.Tx) error {
 		var current string
 		switch err := tx.QueryRowContext(ctx, "SELECT lease_owner FROM deliveries WHERE id = ?", d.ID).Scan(&current); {
@@ -524,13 +525,13 @@ func (a *AlertStore) Finish(ctx context.Context, d domain.AlertDelivery, owner s
 }
 
 // Delivery returns one delivery of scope.
-func (a *AlertStore) Delivery(ctx context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+func (a *AlertStore) Delivery(ctx context.Context, scope domain.Scope, id string) (alerting.Delivery, error) {
 	return one(ctx, a.read, "delivery", id, "SELECT doc FROM deliveries WHERE id = ? AND account = ? AND domain = ?",
 		alertrecord.Delivery.ToDomain, id, scope.Account, scope.Domain)
 }
 
 // LogAttempt adds an attempt to the log.
-func (a *AlertStore) LogAttempt(ctx context.Context, at domain.AlertAttempt) error {
+func (a *AlertStore) LogAttempt(ctx context.Context, at alerting.Attempt) error {
 	doc, err := encodeDoc(alertrecord.AttemptOf(at))
 	if err != nil {
 		return err
@@ -541,9 +542,9 @@ func (a *AlertStore) LogAttempt(ctx context.Context, at domain.AlertAttempt) err
 }
 
 // Attempts returns an endpoint's log, newest first.
-func (a *AlertStore) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+func (a *AlertStore) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]alerting.Attempt, error) {
 	if limit <= 0 {
-		return []domain.AlertAttempt{}, nil
+		return []alerting.Attempt{}, nil
 	}
 	return docs(ctx, a.read, "attempts", `SELECT doc FROM attempts WHERE account = ? AND domain = ? AND endpoint_id = ?
 		ORDER BY at DESC, id DESC LIMIT ?`, plain(alertrecord.Attempt.ToDomain), scope.Account, scope.Domain, endpointID, limit)
@@ -560,7 +561,7 @@ func (a *AlertStore) PruneAlerts(ctx context.Context, before time.Time) (int64, 
 			args []any
 		}{
 			{"DELETE FROM transitions WHERE at < ?", []any{cut}},
-			{"DELETE FROM deliveries WHERE status != ? AND updated_at < ?", []any{string(domain.DeliveryPending), cut}},
+			{"DELETE FROM deliveries WHERE status != ? AND updated_at < ?", []any{string(alerting.DeliveryPending), cut}},
 			{"DELETE FROM attempts WHERE at < ?", []any{cut}},
 		} {
 			res, err := tx.ExecContext(ctx, del.stmt, del.args...)

@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -73,8 +74,8 @@ func TestAlertsSurviveARestart(t *testing.T) {
 		return alerts, app
 	}
 	alerts, app := start()
-	r := domain.DefaultAlertRule()
-	r.ID, r.Metric, r.CreatedAt = "alr_0123456789abcdef", domain.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
+	r := alerting.DefaultRule()
+	r.ID, r.Metric, r.CreatedAt = "alr_0123456789abcdef", alerting.MetricErrorRate, time.Now().UTC().Truncate(time.Microsecond)
 	r.Scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 	if err := alerts.CreateRule(t.Context(), r); err != nil {
 		t.Fatal(err)

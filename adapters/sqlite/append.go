@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Append stores msgs, one transaction per day file they fall in, and returns
@@ -105,7 +106,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message) error {
 		maxExpires int64
 		tokens     []byte
 		hashes     []uint64
-		rollups    = map[rollupKey]*domain.Rollup{}
+		rollups    = map[rollupKey]*stats.Rollup{}
 	)
 	for _, m := range msgs {
 		values, err := rowValues(m)
@@ -133,7 +134,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message) error {
 		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())
 		k := rollupKeyOf(m)
 		if rollups[k] == nil {
-			rollups[k] = &domain.Rollup{}
+			rollups[k] = &stats.Rollup{}
 		}
 		rollups[k].AddMessage(m)
 	}

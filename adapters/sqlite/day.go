@@ -109,7 +109,7 @@ var migrations = map[int]func(ctx context.Context, tx *sql.Tx) error{
 // addRouteColumn is the migration to schema version 4: the route template
 // column, NULL for the messages already stored (sent before routes were
 // kept), and the statistics index rebuilt with it. The rollups need nothing:
-// those written before read as minutes without routes (domain.Rollup's
+// those written before read as minutes without routes (stats.Rollup's
 // encoding version 1), which they are.
 func addRouteColumn(ctx context.Context, tx *sql.Tx) error {
 	for _, stmt := range []string{`ALTER TABLE messages ADD COLUMN route TEXT`, `DROP INDEX messages_stats`, statsIndex} {

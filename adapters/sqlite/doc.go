@@ -80,11 +80,11 @@
 //
 // # Statistics
 //
-// Each day file keeps a domain.Rollup per scope, application and minute of
+// Each day file keeps a stats.Rollup per scope, application and minute of
 // created_at (table rollups), added to in the transaction that stores the
 // messages (a retry adds nothing: only messages newly stored count). Stats
 // answers a query the rollups can answer (a scope or one application over a
-// range) from them with domain.RollupStatsBuilder, and streams only the
+// range) from them with stats.RollupBuilder, and streams only the
 // minutes a rollup cannot stand for (an edge of the range, messages not
 // visible yet or expired). It reads them hour by hour, ranking paths and
 // routes from each hour's merge rather than from every minute of every
@@ -96,14 +96,14 @@
 // the eight busiest scopes in the background (WarmStats, warm.go), so that
 // the first chart after a restart is answered from kept hours too. Any other filter streams six columns (created, status,
 // duration, name, path, route) of the matching messages of each day into
-// domain.StatsBuilder from the messages_stats index, which holds every
+// stats.Builder from the messages_stats index, which holds every
 // column the query reads, row by row through the driver (rawrows.go). A q
 // of one word is answered from the word index, with no message read whole
 // (statsOfOneWord in stats.go), by whichever of three reads costs least in
 // each day file: the messages holding the word read by seq (when they are
 // few, or under a third of the scope's); the rollups less the messages
 // lacking the word, read by seq (a word nearly every message holds, such as
-// a content type; domain.RollupStatsBuilder.Subtract); or the statistics
+// a content type; stats.RollupBuilder.Subtract); or the statistics
 // index walked, each entry's seq tested against the word's (a bit set).
 // Reads by seq are taken only while a probe of 256 random seqs (the median
 // of eight reads of 32) finds their pages in memory, since on disk a lookup

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // hourCacheBytes bounds the memory of the hours kept between statistics
@@ -31,15 +32,15 @@ type hourKey struct {
 // (hourVersions). Never changed once kept.
 type keptHour struct {
 	version  uint64
-	parts    []domain.Rollup
-	names    domain.KeyCounter
-	rankings domain.Rollup // paths and routes
+	parts    []stats.Rollup
+	names    stats.KeyCounter
+	rankings stats.Rollup // paths and routes
 	bytes    int
 }
 
 // countInto counts the hour into b and reports true when every part can
 // stand for its span at b's now; otherwise it counts nothing.
-func (k *keptHour) countInto(b *domain.RollupStatsBuilder, hour time.Time, width time.Duration) bool {
+func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.Duration) bool {
 	for i := range k.parts {
 		start := hour.Add(time.Duration(i) * width)
 		if k.parts[i].Count > 0 && !b.Accepts(start, start.Add(width), &k.parts[i]) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // BenchmarkListPages is the store's part of an export: pages of 1,000
@@ -74,7 +75,7 @@ func BenchmarkStats(b *testing.B) {
 			if q != "" {
 				values["q"] = []string{q}
 			}
-			query, err := domain.ParseStatsQuery(values, at)
+			query, err := stats.ParseQuery(values, at)
 			if err != nil {
 				b.Fatal(err)
 			}

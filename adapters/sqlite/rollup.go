@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// Each day file keeps, beside its messages, one domain.Rollup per scope,
+// Each day file keeps, beside its messages, one stats.Rollup per scope,
 // application and minute of created_at (table rollups, schema version 3),
 // written in the transaction that stores the messages: Stats answers the
 // portal's common view (a scope, or one application, over a range) from
 // them, and streams only the minutes a rollup cannot stand for (see
-// domain.RollupStatsBuilder).
+// stats.RollupBuilder).
 const rollupsTable = `CREATE TABLE rollups (
 	account TEXT NOT NULL,
 	domain TEXT NOT NULL,
@@ -39,7 +40,7 @@ func rollupKeyOf(m domain.Message) rollupKey {
 // addToRollups adds added (the rollups of the messages a transaction newly
 // stored) to the stored ones. A batch spread over a day (a seed, a backfill)
 // touches hundreds of minutes: both statements are prepared once.
-func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.Rollup) error {
+func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*stats.Rollup) error {
 	read, err := tx.PrepareContext(ctx, `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`)
 	if err != nil {
 		return err
@@ -51,7 +52,7 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*domain.R
 		return err
 	}
 	defer write.Close()
-	var stored domain.Rollup
+	var stored stats.Rollup
 	var buf, data []byte
 	for k, r := range added {
 		err := read.QueryRowContext(ctx, k.account, k.domain, k.minute, k.name).Scan(&data)
@@ -98,7 +99,7 @@ type refusedMinute struct {
 // caller streams those (refusedMinute.filter). A whole hour
 // of the range kept from an earlier call (hourCache) is counted from there;
 // the other hours' rollups are read hour by hour (hourReader.count).
-func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q domain.StatsQuery, now time.Time, b *domain.RollupStatsBuilder) ([]refusedMinute, error) {
+func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q stats.Query, now time.Time, b *stats.RollupBuilder) ([]refusedMinute, error) {
 	from, to := q.CountedRange()
 	h := hourReader{s: s, d: d, q: q, b: b, width: min(q.Interval.Width, time.Hour), versions: map[int64]uint64{}}
 	// The spans of minutes to read: the range, but the hours kept.
@@ -152,15 +153,15 @@ func hourOf(unix int64) int64 { return unix - unix%3600 }
 type hourReader struct {
 	s     *Store
 	d     *dayFile
-	q     domain.StatsQuery
-	b     *domain.RollupStatsBuilder
+	q     stats.Query
+	b     *stats.RollupBuilder
 	width time.Duration // of the parts an hour is kept in
 	// versions are those of the whole hours of the range, taken before
 	// reading them: an hour read whole is kept at its version.
 	versions map[int64]uint64
 	rows     []rollupRow // of one hour, by minute
 	refused  []refusedMinute
-	whole    domain.Rollup // one row decoded
+	whole    stats.Rollup // one row decoded
 }
 
 func (h *hourReader) key(hour int64) hourKey {
@@ -211,7 +212,7 @@ func (h *hourReader) count() error {
 	version, whole := h.versions[hour]
 	kept := &keptHour{version: version}
 	if whole {
-		kept.parts = make([]domain.Rollup, time.Hour/h.width)
+		kept.parts = make([]stats.Rollup, time.Hour/h.width)
 	}
 	// Only the filter's application's rows are read, so each counts.
 	for _, row := range h.rows {
@@ -249,7 +250,7 @@ func addRollupsTable(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	rollups := map[rollupKey]*domain.Rollup{}
+	rollups := map[rollupKey]*stats.Rollup{}
 	for rows.Next() {
 		var (
 			m                         domain.Message
@@ -266,7 +267,7 @@ func addRollupsTable(ctx context.Context, tx *sql.Tx) error {
 		}
 		k := rollupKeyOf(m)
 		if rollups[k] == nil {
-			rollups[k] = &domain.Rollup{}
+			rollups[k] = &stats.Rollup{}
 		}
 		rollups[k].AddMessage(m)
 	}

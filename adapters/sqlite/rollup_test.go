@@ -10,9 +10,10 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// The statistics the rollups answer equal domain.StatsBuilder's over the
+// The statistics the rollups answer equal stats.Builder's over the
 // messages themselves, for random messages (some not visible yet, some
 // expired, some appended twice, over two UTC days) and random queries of a
 // scope or one application whose range edges fall inside minutes; and the
@@ -72,7 +73,7 @@ func TestRollupStatsEqualStatsBuilder(t *testing.T) {
 		if i%4 == 0 {
 			values["interval"] = []string{"1h"}
 		}
-		q, err := domain.ParseStatsQuery(values, at)
+		q, err := stats.ParseQuery(values, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,10 +84,10 @@ func TestRollupStatsEqualStatsBuilder(t *testing.T) {
 		if !q.RollupsAnswer() {
 			t.Fatalf("query %d: %v is not one the rollups answer", i, values)
 		}
-		want := domain.NewStatsBuilder(q)
+		want := stats.NewBuilder(q)
 		for _, m := range all {
 			if m.Scope() == q.Scope && m.Readable(at) && q.Filter.Matches(m) {
-				want.Add(domain.SampleOf(m))
+				want.Add(stats.SampleOf(m))
 			}
 		}
 		got, err := s.Stats(opCtx(t), q, at)

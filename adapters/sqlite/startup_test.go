@@ -16,6 +16,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Start-up errors must name the file or directory at fault: that is the
@@ -190,15 +191,15 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := old.Messages[0].CreatedAt.Truncate(time.Hour)
-	q := domain.StatsQuery{Scope: scope, From: from, To: from.Add(2 * time.Hour), Interval: domain.Intervals[3]}
+	q := stats.Query{Scope: scope, From: from, To: from.Add(2 * time.Hour), Interval: stats.Intervals[3]}
 	q.Filter.From, q.Filter.To = q.From, q.To
-	stats, err := s.Stats(opCtx(t), q, now)
-	if err != nil || stats.Total.Count != 2 || len(stats.TopRoutes) != 1 || stats.TopRoutes[0].Route != routed.Route || stats.TopRoutes[0].Count != 1 {
-		t.Errorf("Stats after the migration: %d messages, top routes %+v, %v; want 2, one of %s", stats.Total.Count, stats.TopRoutes, err, routed.Route)
+	st, err := s.Stats(opCtx(t), q, now)
+	if err != nil || st.Total.Count != 2 || len(st.TopRoutes) != 1 || st.TopRoutes[0].Route != routed.Route || st.TopRoutes[0].Count != 1 {
+		t.Errorf("Stats after the migration: %d messages, top routes %+v, %v; want 2, one of %s", st.Total.Count, st.TopRoutes, err, routed.Route)
 	}
 	q.Filter.Route = routed.Route
-	if stats, err := s.Stats(opCtx(t), q, now); err != nil || stats.Total.Count != 1 {
-		t.Errorf("Stats by route after the migration: %d messages, %v; want 1", stats.Total.Count, err)
+	if st, err := s.Stats(opCtx(t), q, now); err != nil || st.Total.Count != 1 {
+		t.Errorf("Stats by route after the migration: %d messages, %v; want 1", st.Total.Count, err)
 	}
 	db, err = sql.Open("sqlite", "file:"+day)
 	if err != nil {

@@ -12,25 +12,26 @@ import (
 
 	"github.com/bits-and-blooms/bitset"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Stats answers a query the rollups can answer (a scope or one application
-// over a range: domain.StatsQuery.RollupsAnswer) from each day's per-minute
+// over a range: stats.Query.RollupsAnswer) from each day's per-minute
 // rollups (rollup.go). Any other it streams, day file by day file, into
-// domain.StatsBuilder: five columns of each matching message from the
+// stats.Builder: five columns of each matching message from the
 // messages_stats index, which holds every column the query reads. A q of one
 // word (isOneWord) is answered from the word index, with no message read
 // whole (statsOfOneWord). With any other q, the messages whose words hold
 // q's words are read whole and checked with domain.Search.
-func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	f := q.Filter
 	f.From, f.To = q.CountedRange()
 	if !f.From.Before(f.To) {
-		return domain.NewStatsBuilder(q).Stats(), nil
+		return stats.NewBuilder(q).Stats(), nil
 	}
 	days := s.daysNewestFirst(dayRange(f, nil))
 	if q.RollupsAnswer() {
-		b := domain.NewRollupStatsBuilder(q, now)
+		b := stats.NewRollupBuilder(q, now)
 		for _, day := range days {
 			err := s.withDay(ctx, day, func(d *dayFile) error {
 				refused, err := s.statsFromRollups(ctx, d, q, now, b)
@@ -42,12 +43,12 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 				return err
 			})
 			if err != nil {
-				return domain.Stats{}, err
+				return stats.Stats{}, err
 			}
 		}
 		return b.Stats(), nil
 	}
-	b := domain.NewStatsBuilder(q)
+	b := stats.NewBuilder(q)
 	words := ""
 	if f.Text != "" {
 		var ok bool
@@ -67,14 +68,14 @@ func (s *Store) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (
 			return searchSamples(ctx, d, q.Scope, f, words, match, now, b.Add)
 		})
 		if err != nil {
-			return domain.Stats{}, err
+			return stats.Stats{}, err
 		}
 	}
 	return b.Stats(), nil
 }
 
 // withoutText is q without its q.
-func withoutText(q domain.StatsQuery) domain.StatsQuery {
+func withoutText(q stats.Query) stats.Query {
 	q.Filter.Text = ""
 	return q
 }
@@ -113,7 +114,7 @@ type oneWordDay struct {
 	// The day's rollups, the minutes they cannot stand for, and the seqs of
 	// the messages lacking the word: counted less the rest when rollups is
 	// set.
-	rollups *domain.RollupStatsBuilder
+	rollups *stats.RollupBuilder
 	refused []refusedMinute
 	lacking []int64
 }
@@ -124,13 +125,13 @@ type oneWordDay struct {
 // the rollups answer q but for its q, it counts the day's rollups and the
 // refused minutes' messages holding the word, and takes the lacking messages
 // of the minutes counted from rollups out at the end
-// (domain.RollupStatsBuilder.Subtract). A word nearly every message holds (a
+// (stats.RollupBuilder.Subtract). A word nearly every message holds (a
 // content type, a host) then costs its word index and a few lookups, not a
-// walk of the day. Without such a day the answer is StatsBuilder's, exact;
-// with one it is a RollupStatsBuilder's, within the bounds it keeps; and
+// walk of the day. Without such a day the answer is stats.Builder's, exact;
+// with one it is a stats.RollupBuilder's, within the bounds it keeps; and
 // where the rest cannot be told so (Subtract reports false), every day is
-// walked and the answer is StatsBuilder's again.
-func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words string, days []time.Time, now time.Time) (domain.Stats, error) {
+// walked and the answer is stats.Builder's again.
+func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string, days []time.Time, now time.Time) (stats.Stats, error) {
 	f := q.Filter
 	f.From, f.To = q.CountedRange()
 	withRollups := withoutText(q).RollupsAnswer()
@@ -170,7 +171,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 			if min(holding, lastSeq-holding)*lookupCostInRows >= lastSeq {
 				return nil
 			}
-			rollups := domain.NewRollupStatsBuilder(withoutText(q), now)
+			rollups := stats.NewRollupBuilder(withoutText(q), now)
 			if plan.refused, err = s.statsFromRollups(ctx, d, withoutText(q), now, rollups); err != nil {
 				return err
 			}
@@ -192,17 +193,17 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 			return nil
 		})
 		if err != nil {
-			return domain.Stats{}, err
+			return stats.Stats{}, err
 		}
 	}
 	if subtract {
-		all, lacking := domain.NewRollupStatsBuilder(withoutText(q), now), domain.NewRollupStatsBuilder(withoutText(q), now)
+		all, lacking := stats.NewRollupBuilder(withoutText(q), now), stats.NewRollupBuilder(withoutText(q), now)
 		for _, plan := range plans {
 			// The day's rollups count only if its file is still there to
 			// take the rest out of (retention may have dropped it since).
 			read, err := s.countOneWordDay(ctx, plan, q.Scope, f, now, all.Add, lacking.Add)
 			if err != nil {
-				return domain.Stats{}, err
+				return stats.Stats{}, err
 			}
 			if plan.rollups != nil && read {
 				all.Merge(plan.rollups)
@@ -212,11 +213,11 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 			return all.Stats(), nil
 		}
 	}
-	b := domain.NewStatsBuilder(q)
+	b := stats.NewBuilder(q)
 	for _, plan := range plans {
 		plan.rollups = nil // walk every day
 		if _, err := s.countOneWordDay(ctx, plan, q.Scope, f, now, b.Add, nil); err != nil {
-			return domain.Stats{}, err
+			return stats.Stats{}, err
 		}
 	}
 	return b.Stats(), nil
@@ -227,7 +228,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q domain.StatsQuery, words s
 // lacking the samples its rollups count of the messages lacking the word.
 // It reports whether the day's file was still there to read.
 func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope domain.Scope, f domain.Filter, now time.Time,
-	add, lacking func(domain.StatsSample)) (read bool, err error) {
+	add, lacking func(stats.Sample)) (read bool, err error) {
 	err = s.withDay(ctx, plan.day, func(d *dayFile) error {
 		read = true
 		switch {
@@ -251,7 +252,7 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 		}
 		w := readableWhere(scope, f, now)
 		w.addSeqs(plan.lacking)
-		return walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(sample domain.StatsSample) {
+		return walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(sample stats.Sample) {
 			if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
 				lacking(sample)
 			}
@@ -283,7 +284,7 @@ func lookupsWarm(ctx context.Context, d *dayFile, seqs []int64) (bool, error) {
 		w := &where{}
 		w.addSeqs(probe)
 		start := time.Now()
-		if err := walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(domain.StatsSample) {}); err != nil {
+		if err := walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(stats.Sample) {}); err != nil {
 			return false, err
 		}
 		took = append(took, time.Since(start)/time.Duration(len(probe)))
@@ -323,13 +324,13 @@ const statsIndexWalk = "messages INDEXED BY messages_stats"
 // streamSamples adds the samples of d's messages of scope readable at now
 // that pass f but for its q, from the messages_stats index: no message is
 // read.
-func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, now time.Time, add func(domain.StatsSample)) error {
+func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, now time.Time, add func(stats.Sample)) error {
 	return walkSamples(ctx, d, statsIndexWalk, readableWhere(scope, f, now), nil, add)
 }
 
 // walkSamples adds the sample of each message of from (a table or index)
 // that passes w, and whose seq holding holds unless it is nil.
-func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding *bitset.BitSet, add func(domain.StatsSample)) error {
+func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding *bitset.BitSet, add func(stats.Sample)) error {
 	err := eachRow(ctx, d.read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.args,
 		func(row []driver.Value) error {
 			seq, okSeq := row[0].(int64)
@@ -341,7 +342,7 @@ func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding
 			if holding != nil && (seq < 0 || !holding.Test(uint(seq))) {
 				return nil
 			}
-			sample := domain.StatsSample{CreatedAt: time.UnixMicro(created).UTC(), StatusCode: int(status),
+			sample := stats.Sample{CreatedAt: time.UnixMicro(created).UTC(), StatusCode: int(status),
 				Name: textOf(row[4]), Path: textOf(row[5]), Route: textOf(row[6])}
 			if duration, ok := row[3].(int64); ok {
 				sample.Duration, sample.HasDuration = time.Duration(duration)*time.Microsecond, true
@@ -384,7 +385,7 @@ func wordSeqs(ctx context.Context, db *sql.DB, words string) (*bitset.BitSet, er
 // searchSamples adds the samples of d's messages of scope readable at now
 // that hold words' tokens and pass match (q included), read whole.
 func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, words string,
-	match func(domain.Message) bool, now time.Time, add func(domain.StatsSample)) error {
+	match func(domain.Message) bool, now time.Time, add func(stats.Sample)) error {
 	w := readableWhere(scope, f, now)
 	few, none, err := byWords(ctx, d, words, w)
 	from := "messages NOT INDEXED"
@@ -409,7 +410,7 @@ func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 		}
 		statsMessagesRead.Add(1)
 		if match(m) {
-			add(domain.SampleOf(m))
+			add(stats.SampleOf(m))
 		}
 	}
 	if err := rows.Err(); err != nil {

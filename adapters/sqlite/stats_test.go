@@ -11,11 +11,12 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Statistics with a q of one word come from the word index and the
 // statistics index alone (no message is read whole) and equal
-// domain.StatsBuilder's over the messages domain.Search finds, for a word of
+// stats.Builder's over the messages domain.Search finds, for a word of
 // few messages (read by seq) and of many ("omni", more than the store reads
 // by seq); a q of two words is still checked on each message, and equal too.
 func TestStatsOfOneWordFromTheIndex(t *testing.T) {
@@ -71,11 +72,11 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 
 // Statistics with a q of a word nearly every message holds count a day as
 // its rollups less the messages lacking the word, and equal a
-// RollupStatsBuilder's over the messages holding it (StatsBuilder's within
+// stats.RollupBuilder's over the messages holding it (stats.Builder's within
 // its bounds: TestRollupStatsAreStatsBuilders); other filters, and a word of
-// few messages, walk and equal StatsBuilder's. Where a route's durations
+// few messages, walk and equal stats.Builder's. Where a route's durations
 // cannot be told as the rollups less the rest, every day is walked and the
-// answer is StatsBuilder's.
+// answer is stats.Builder's.
 func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 	// Reads by seq are taken whatever a lookup costs here (the race detector,
 	// a loaded machine): the test is of their answers.
@@ -154,7 +155,7 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		}
 	})
 	// A word of a quarter of 9,000 messages, more than a word of few: read
-	// by seq, and equal to StatsBuilder's.
+	// by seq, and equal to stats.Builder's.
 	s, all = store(9000, func(i int, m *domain.Message) bool { return i%4 != 0 })
 	before := sqlite.DaysReadBySeq()
 	if got := statsEqualBuilders(t, s, all, at, values()); got.Total.Count < 1500 {
@@ -181,14 +182,14 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 
 // Whole hours kept between calls answer the next call over them, and stop
 // answering once a message is added to the hour (a backfill), the others
-// still answering: every answer equals StatsBuilder's.
+// still answering: every answer equals stats.Builder's.
 func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 26))
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 	now := time.Now().UTC()
 	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	var all []domain.Message
-	// At most domain.ExactDurations durations, so percentiles compare exactly.
+	// At most stats.ExactDurations durations, so percentiles compare exactly.
 	add := func(n int, withDurations bool, path func(i int) string) {
 		t.Helper()
 		var batch []domain.Message
@@ -208,7 +209,7 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	}
 	add(480, true, func(i int) string { return fmt.Sprintf("/v1/orders/%d", rng.IntN(400)) })
 	at := now.Add(time.Minute)
-	check := func(name string) domain.Stats {
+	check := func(name string) stats.Stats {
 		t.Helper()
 		values := map[string][]string{"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}}
 		if name != "" {
@@ -250,33 +251,33 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 }
 
 // statsEqualBuilders returns s's statistics of scope for the query values at
-// at, and fails unless they equal domain.StatsBuilder's over the messages of
+// at, and fails unless they equal stats.Builder's over the messages of
 // all readable then.
-func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
+func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) stats.Stats {
 	t.Helper()
-	return statsEqualTo(t, s, all, at, values, "StatsBuilder's", func(q domain.StatsQuery) statsCounter { return domain.NewStatsBuilder(q) })
+	return statsEqualTo(t, s, all, at, values, "StatsBuilder's", func(q stats.Query) statsCounter { return stats.NewBuilder(q) })
 }
 
 // statsEqualRollupBuilder is statsEqualBuilders with a
-// domain.RollupStatsBuilder given each message.
-func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) domain.Stats {
+// stats.RollupBuilder given each message.
+func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) stats.Stats {
 	t.Helper()
-	return statsEqualTo(t, s, all, at, values, "RollupStatsBuilder's", func(q domain.StatsQuery) statsCounter { return domain.NewRollupStatsBuilder(q, at) })
+	return statsEqualTo(t, s, all, at, values, "RollupStatsBuilder's", func(q stats.Query) statsCounter { return stats.NewRollupBuilder(q, at) })
 }
 
 // statsCounter is a builder of statistics from samples.
 type statsCounter interface {
-	Add(domain.StatsSample)
-	Stats() domain.Stats
+	Add(stats.Sample)
+	Stats() stats.Stats
 }
 
 // statsEqualTo returns s's statistics of scope for the query values at at,
 // and fails unless they equal those of the builder (named whose) given each
 // message of all readable then that the query's filter matches.
 func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string,
-	whose string, builder func(domain.StatsQuery) statsCounter) domain.Stats {
+	whose string, builder func(stats.Query) statsCounter) stats.Stats {
 	t.Helper()
-	q, err := domain.ParseStatsQuery(values, at)
+	q, err := stats.ParseQuery(values, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.T
 	want := builder(q)
 	for _, m := range all {
 		if m.Readable(at) && q.Filter.Matches(m) {
-			want.Add(domain.SampleOf(m))
+			want.Add(stats.SampleOf(m))
 		}
 	}
 	got, err := s.Stats(opCtx(t), q, at)
@@ -299,7 +300,7 @@ func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.T
 
 // WarmStats keeps the default view's hours of the busiest scopes, at most
 // eight: the next call over the view counts them from the cache, equal to
-// StatsBuilder's; the ninth scope's first call reads every minute.
+// stats.Builder's; the ninth scope's first call reads every minute.
 func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 9))
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
@@ -332,7 +333,7 @@ func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
 	if n := sqlite.KeptHours() - before; n < 22 {
 		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", n)
 	}
-	q, err := domain.ParseStatsQuery(map[string][]string{}, at)
+	q, err := stats.ParseQuery(map[string][]string{}, at)
 	if err != nil {
 		t.Fatal(err)
 	}

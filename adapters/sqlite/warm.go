@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // warmScopes bounds how many scopes WarmStats counts.
@@ -21,7 +22,7 @@ const warmScopes = 8
 // kept. The service's module (fx.go) runs it in the background after start;
 // it stops when ctx ends.
 func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
-	q, err := domain.ParseStatsQuery(map[string][]string{}, now)
+	q, err := stats.ParseQuery(map[string][]string{}, now)
 	if err != nil {
 		return err
 	}

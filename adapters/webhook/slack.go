@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 )
 
 // slackTopPaths is how many of the window's top paths a Slack message lists.
@@ -16,7 +16,7 @@ const slackTopPaths = 3
 
 // slackBody is the event as a Slack incoming webhook's message: a few lines a
 // person reads in a channel.
-func slackBody(e domain.AlertEvent) ([]byte, error) {
+func slackBody(e alerting.Event) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // the text is Slack's markup, escaped as Slack wants
@@ -32,13 +32,13 @@ func slackBody(e domain.AlertEvent) ([]byte, error) {
 // rule, the value against the threshold over the window, the top paths, and a
 // link to the portal. Everything but the link is escaped as Slack asks (&, <
 // and >).
-func SlackText(e domain.AlertEvent) string {
+func SlackText(e alerting.Event) string {
 	r, o := e.Rule, e.Observation
 	var b strings.Builder
 	switch {
-	case e.Type == domain.EventTest:
+	case e.Type == alerting.EventTest:
 		b.WriteString(":test_tube: *TEST*")
-	case e.Type == domain.EventResolved:
+	case e.Type == alerting.EventResolved:
 		b.WriteString(":white_check_mark: *RESOLVED*")
 	case e.Repeat:
 		b.WriteString(":rotating_light: *STILL FIRING*")
@@ -51,9 +51,9 @@ func SlackText(e domain.AlertEvent) string {
 		value = formatValue(r.Metric, o.Value)
 	}
 	fmt.Fprintf(&b, "%s is %s (threshold %s %s) over %s, %s to %s UTC: %d requests, %d errors, %d server errors",
-		r.Metric, value, r.Comparison, formatValue(r.Metric, e.Threshold()), domain.FormatAlertDuration(r.Window),
+		r.Metric, value, r.Comparison, formatValue(r.Metric, e.Threshold()), alerting.FormatDuration(r.Window),
 		o.From.UTC().Format("15:04"), o.To.UTC().Format("15:04"), o.Count, o.Errors, o.ServerErrors)
-	if e.Reason != "" && e.Reason != domain.ReasonThreshold {
+	if e.Reason != "" && e.Reason != alerting.ReasonThreshold {
 		b.WriteString(" (" + strings.ReplaceAll(string(e.Reason), "_", " ") + ")")
 	}
 	if len(o.TopPaths) > 0 {
@@ -73,7 +73,7 @@ func SlackText(e domain.AlertEvent) string {
 }
 
 // Title is the rule's title, or one made of its condition and filters.
-func Title(r domain.AlertRule) string {
+func Title(r alerting.Rule) string {
 	if r.Title != "" {
 		return r.Title
 	}
@@ -91,7 +91,7 @@ func Title(r domain.AlertRule) string {
 
 // formatValue writes a metric's value for a person: rates in percent,
 // durations in milliseconds, counts whole.
-func formatValue(m domain.AlertMetric, v float64) string {
+func formatValue(m alerting.Metric, v float64) string {
 	round := func(x float64, places float64) string {
 		scale := math.Pow(10, places)
 		return strconv.FormatFloat(math.Round(x*scale)/scale, 'f', -1, 64)

@@ -41,6 +41,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertjson"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -201,8 +202,8 @@ func invalidURL(reason string) error {
 
 // Body is what an endpoint is sent for an event: the Standard Webhooks JSON,
 // or Slack's {"text": ...}.
-func Body(format domain.EndpointFormat, e domain.AlertEvent) ([]byte, error) {
-	if format == domain.FormatSlack {
+func Body(format alerting.EndpointFormat, e alerting.Event) ([]byte, error) {
+	if format == alerting.FormatSlack {
 		return slackBody(e)
 	}
 	return alertjson.EncodeEvent(e)
@@ -211,7 +212,7 @@ func Body(format domain.EndpointFormat, e domain.AlertEvent) ([]byte, error) {
 // Sign returns the Standard Webhooks signature ("v1," + base64 HMAC-SHA256 of
 // "id.timestamp.body") of body under secret (whsec_ + base64 key).
 func Sign(secret, id string, timestamp int64, body []byte) (string, error) {
-	key, err := domain.WebhookKey(secret)
+	key, err := alerting.WebhookKey(secret)
 	if err != nil {
 		return "", err
 	}
@@ -269,22 +270,22 @@ func Verify(secret string, header http.Header, body []byte, now time.Time, toler
 }
 
 // Send makes one attempt to deliver d to e at time at.
-func (s *Sender) Send(ctx context.Context, e domain.AlertEndpoint, d domain.AlertDelivery, at time.Time) (domain.AttemptOutcome, string) {
+func (s *Sender) Send(ctx context.Context, e alerting.Endpoint, d alerting.Delivery, at time.Time) (alerting.AttemptOutcome, string) {
 	body, err := Body(e.Format, d.Event)
 	if err == nil && len(body) > MaxBodyBytes {
 		err = fmt.Errorf("the event's body is %d bytes, over the limit of %d", len(body), MaxBodyBytes)
 	}
 	if err != nil {
-		return domain.AttemptOutcome{Error: err.Error()}, ""
+		return alerting.AttemptOutcome{Error: err.Error()}, ""
 	}
 	timestamp := at.Unix()
 	signature, err := Signatures(e.SigningSecrets(at), d.Event.ID, timestamp, body)
 	if err != nil {
-		return domain.AttemptOutcome{Error: "signing: " + err.Error()}, ""
+		return alerting.AttemptOutcome{Error: "signing: " + err.Error()}, ""
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
-		return domain.AttemptOutcome{Error: "the endpoint's URL is not usable"}, ""
+		return alerting.AttemptOutcome{Error: "the endpoint's URL is not usable"}, ""
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -294,11 +295,11 @@ func (s *Sender) Send(ctx context.Context, e domain.AlertEndpoint, d domain.Aler
 	h[HeaderSignature] = []string{signature}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return domain.AttemptOutcome{Error: transportError(err)}, ""
+		return alerting.AttemptOutcome{Error: transportError(err)}, ""
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseRead))
-	o := domain.AttemptOutcome{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), at)}
+	o := alerting.AttemptOutcome{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), at)}
 	if !o.Succeeded() {
 		o.Error = "HTTP " + resp.Status
 	}
@@ -333,10 +334,10 @@ func retryAfter(v string, at time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && secs > 0 {
-		return time.Duration(min(secs, int64(domain.MaxRetryAfter/time.Second))) * time.Second
+		return time.Duration(min(secs, int64(alerting.MaxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(at) {
-		return min(t.Sub(at), domain.MaxRetryAfter)
+		return min(t.Sub(at), alerting.MaxRetryAfter)
 	}
 	return 0
 }
@@ -344,8 +345,8 @@ func retryAfter(v string, at time.Time) time.Duration {
 // logged is the start of a reply's body as the delivery log keeps it: at most
 // domain.MaxLoggedResponse bytes of valid UTF-8.
 func logged(body []byte) string {
-	if len(body) > domain.MaxLoggedResponse {
-		body = body[:domain.MaxLoggedResponse]
+	if len(body) > alerting.MaxLoggedResponse {
+		body = body[:alerting.MaxLoggedResponse]
 	}
 	return strings.ToValidUTF8(strings.TrimRightFunc(string(body), func(r rune) bool { return r == utf8.RuneError }), "\uFFFD")
 }

@@ -17,11 +17,13 @@ import (
 	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/adapters/webhook/webhooktest"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 func mustSecret(t *testing.T) string {
 	t.Helper()
-	s, err := domain.NewWebhookSecret()
+	s, err := alerting.NewWebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,26 +31,26 @@ func mustSecret(t *testing.T) string {
 }
 
 // event is a firing event of a rule with every field the payload shows.
-func event(t *testing.T, at time.Time) domain.AlertEvent {
+func event(t *testing.T, at time.Time) alerting.Event {
 	t.Helper()
-	r := domain.DefaultAlertRule()
+	r := alerting.DefaultRule()
 	r.ID, r.Scope, r.Title = "alr_0123456789abcdef", domain.Scope{Account: "acme", Domain: "live"}, "Orders 5xx <&>"
-	r.Filter = domain.AlertFilter{Name: "shop", PathPrefix: "/v1/orders", StatusClasses: []int{5}}
-	r.Metric, r.Threshold, r.ResolveThreshold = domain.MetricServerErrorRate, 0.1, 0.05
+	r.Filter = alerting.Filter{Name: "shop", PathPrefix: "/v1/orders", StatusClasses: []int{5}}
+	r.Metric, r.Threshold, r.ResolveThreshold = alerting.MetricServerErrorRate, 0.1, 0.05
 	r.CreatedAt, r.UpdatedAt = at.Add(-time.Hour), at.Add(-time.Hour)
-	return domain.AlertEvent{ID: "evt_Ab3dEf6hIj9kLm2n", Type: domain.EventFiring, At: at, Rule: r, Status: domain.AlertFiring,
-		Previous: domain.AlertPending, Reason: domain.ReasonThreshold, Since: at,
-		Observation: domain.AlertObservation{From: at.Add(-6 * time.Minute), To: at.Add(-time.Minute), Count: 200,
-			Status: domain.StatusCounts{0, 0, 0, 0, 40}, Errors: 40, ServerErrors: 40, Value: 0.2, HasValue: true,
-			TopPaths: []domain.KeyCount{{Key: "/v1/orders/42", Count: 150, Errors: 38}}},
+	return alerting.Event{ID: "evt_Ab3dEf6hIj9kLm2n", Type: alerting.EventFiring, At: at, Rule: r, Status: alerting.Firing,
+		Previous: alerting.Pending, Reason: alerting.ReasonThreshold, Since: at,
+		Observation: alerting.Observation{From: at.Add(-6 * time.Minute), To: at.Add(-time.Minute), Count: 200,
+			Status: stats.StatusCounts{0, 0, 0, 0, 40}, Errors: 40, ServerErrors: 40, Value: 0.2, HasValue: true,
+			TopPaths: []stats.KeyCount{{Key: "/v1/orders/42", Count: 150, Errors: 38}}},
 		PortalURL: "https://logs.example.com/portal?path_prefix=%2Fv1%2Forders#token=x"}
 }
 
 // endpointFor is an endpoint at url with secrets, in format.
-func endpointFor(u string, format domain.EndpointFormat, secrets ...string) domain.AlertEndpoint {
-	e := domain.AlertEndpoint{ID: "whe_Ab3dEf6hIj9kLm2n", URL: u, Format: format, Enabled: true}
+func endpointFor(u string, format alerting.EndpointFormat, secrets ...string) alerting.Endpoint {
+	e := alerting.Endpoint{ID: "whe_Ab3dEf6hIj9kLm2n", URL: u, Format: format, Enabled: true}
 	for _, s := range secrets {
-		e.Secrets = append(e.Secrets, domain.WebhookSecret{Secret: s})
+		e.Secrets = append(e.Secrets, alerting.WebhookSecret{Secret: s})
 	}
 	return e
 }
@@ -64,8 +66,8 @@ func TestSendIsStandardWebhooks(t *testing.T) {
 	secret := mustSecret(t)
 	at := time.Now().Truncate(time.Second)
 	e := event(t, at)
-	d := domain.NewDelivery(e, e.Rule.Scope, "whe_Ab3dEf6hIj9kLm2n", at)
-	outcome, _ := local().Send(t.Context(), endpointFor(rcv.URL, domain.FormatStandard, secret), d, at)
+	d := alerting.NewDelivery(e, e.Rule.Scope, "whe_Ab3dEf6hIj9kLm2n", at)
+	outcome, _ := local().Send(t.Context(), endpointFor(rcv.URL, alerting.FormatStandard, secret), d, at)
 	if !outcome.Succeeded() {
 		t.Fatalf("outcome %+v, want a 204", outcome)
 	}
@@ -162,10 +164,10 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	rcv := webhooktest.NewReceiver(t)
 	old, fresh := mustSecret(t), mustSecret(t)
 	at := time.Now()
-	e := endpointFor(rcv.URL, domain.FormatStandard, old)
+	e := endpointFor(rcv.URL, alerting.FormatStandard, old)
 	e.Rotate(fresh, at)
 	ev := event(t, at)
-	if o, _ := local().Send(t.Context(), e, domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
+	if o, _ := local().Send(t.Context(), e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
 		t.Fatalf("outcome %+v", o)
 	}
 	got := rcv.Requests()[0]
@@ -189,10 +191,10 @@ func TestPythonStandardWebhooksVerifies(t *testing.T) {
 	old, fresh := mustSecret(t), mustSecret(t)
 	at := time.Now()
 	ev := event(t, at)
-	rotated := endpointFor(rcv.URL, domain.FormatStandard, old)
+	rotated := endpointFor(rcv.URL, alerting.FormatStandard, old)
 	rotated.Rotate(fresh, at)
-	for _, e := range []domain.AlertEndpoint{endpointFor(rcv.URL, domain.FormatStandard, fresh), endpointFor(rcv.URL, domain.FormatSlack, fresh), rotated} {
-		if o, _ := local().Send(t.Context(), e, domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
+	for _, e := range []alerting.Endpoint{endpointFor(rcv.URL, alerting.FormatStandard, fresh), endpointFor(rcv.URL, alerting.FormatSlack, fresh), rotated} {
+		if o, _ := local().Send(t.Context(), e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
 			t.Fatalf("outcome %+v", o)
 		}
 	}
@@ -257,8 +259,8 @@ func TestSendRefusesInternalAddressAtDialTime(t *testing.T) {
 	at := time.Now()
 	ev := event(t, at)
 	for _, target := range []string{rcv.URL, byName} {
-		e := endpointFor(target, domain.FormatStandard, mustSecret(t))
-		outcome, _ := strict.Send(t.Context(), e, domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at)
+		e := endpointFor(target, alerting.FormatStandard, mustSecret(t))
+		outcome, _ := strict.Send(t.Context(), e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at)
 		if outcome.StatusCode != 0 || !strings.Contains(outcome.Error, "refused") {
 			t.Errorf("send to %s: %+v, want refused before any request", target, outcome)
 		}
@@ -267,8 +269,8 @@ func TestSendRefusesInternalAddressAtDialTime(t *testing.T) {
 		t.Errorf("the internal receiver got %d requests", n)
 	}
 	// The control: allowed, the same receiver is reached.
-	e := endpointFor(byName, domain.FormatStandard, mustSecret(t))
-	if o, _ := local().Send(t.Context(), e, domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
+	e := endpointFor(byName, alerting.FormatStandard, mustSecret(t))
+	if o, _ := local().Send(t.Context(), e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); !o.Succeeded() {
 		t.Errorf("with AllowPrivate: %+v", o)
 	}
 }
@@ -280,8 +282,8 @@ func TestSendBoundsAndRedirects(t *testing.T) {
 	target := webhooktest.NewReceiver(t)
 	at := time.Now().Truncate(time.Second)
 	ev := event(t, at)
-	e := endpointFor(rcv.URL, domain.FormatStandard, mustSecret(t))
-	d := domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at)
+	e := endpointFor(rcv.URL, alerting.FormatStandard, mustSecret(t))
+	d := alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at)
 	rcv.Answer(
 		webhooktest.Reply{Status: http.StatusFound, Body: ""},
 		webhooktest.Reply{Status: http.StatusServiceUnavailable, RetryAfter: "120", Body: strings.Repeat("é", 2<<20)},
@@ -292,8 +294,8 @@ func TestSendBoundsAndRedirects(t *testing.T) {
 		t.Errorf("a 302: %+v, want a failed attempt with status 302", o)
 	}
 	o, logged := local().Send(t.Context(), e, d, at)
-	if o.RetryAfter != 2*time.Minute || len(logged) > domain.MaxLoggedResponse || !strings.HasPrefix(logged, "éé") || !strings.Contains(o.Error, "503") {
-		t.Errorf("a 503 with 4 MiB: %+v, logged %d bytes; want Retry-After 2m and at most %d bytes logged", o, len(logged), domain.MaxLoggedResponse)
+	if o.RetryAfter != 2*time.Minute || len(logged) > alerting.MaxLoggedResponse || !strings.HasPrefix(logged, "éé") || !strings.Contains(o.Error, "503") {
+		t.Errorf("a 503 with 4 MiB: %+v, logged %d bytes; want Retry-After 2m and at most %d bytes logged", o, len(logged), alerting.MaxLoggedResponse)
 	}
 	if o, _ := local().Send(t.Context(), e, d, at); o.RetryAfter != time.Hour {
 		t.Errorf("a 429 with an HTTP date an hour on: Retry-After %s, want 1h", o.RetryAfter)
@@ -311,10 +313,10 @@ func TestSendTimesOut(t *testing.T) {
 	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: time.Second})
 	at := time.Now()
 	ev := event(t, at)
-	e := endpointFor(rcv.URL, domain.FormatStandard, mustSecret(t))
+	e := endpointFor(rcv.URL, alerting.FormatStandard, mustSecret(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	o, _ := sender.Send(ctx, e, domain.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at)
+	o, _ := sender.Send(ctx, e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at)
 	if o.StatusCode != 0 || !strings.Contains(o.Error, "timeout") {
 		t.Errorf("a receiver that holds 3s, timeout 1s: %+v", o)
 	}
@@ -324,7 +326,7 @@ func TestSendTimesOut(t *testing.T) {
 // link, with Slack's markup characters escaped.
 func TestSlackBody(t *testing.T) {
 	at := time.Date(2026, 3, 2, 3, 7, 0, 0, time.UTC)
-	raw, err := webhook.Body(domain.FormatSlack, event(t, at))
+	raw, err := webhook.Body(alerting.FormatSlack, event(t, at))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +343,8 @@ func TestSlackBody(t *testing.T) {
 		}
 	}
 	resolved := event(t, at)
-	resolved.Type, resolved.Rule.Title = domain.EventResolved, ""
-	raw, _ = webhook.Body(domain.FormatSlack, resolved)
+	resolved.Type, resolved.Rule.Title = alerting.EventResolved, ""
+	raw, _ = webhook.Body(alerting.FormatSlack, resolved)
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		t.Fatal(err)
 	}

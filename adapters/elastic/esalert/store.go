@@ -16,6 +16,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -319,7 +320,7 @@ func (a *Store) createAll(ctx context.Context, kind string, ids []string, docs [
 }
 
 // CreateRule stores a new rule.
-func (a *Store) CreateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *Store) CreateRule(ctx context.Context, r alerting.Rule) error {
 	rec, err := alertrecord.RuleOf(r)
 	if err != nil {
 		return err
@@ -341,7 +342,7 @@ func (a *Store) ruleDoc(ctx context.Context, scope domain.Scope, id string) (got
 }
 
 // UpdateRule replaces a stored rule, if it is still the one read.
-func (a *Store) UpdateRule(ctx context.Context, r domain.AlertRule) error {
+func (a *Store) UpdateRule(ctx context.Context, r alerting.Rule) error {
 	g, err := a.ruleDoc(ctx, r.Scope, r.ID)
 	if err != nil {
 		return err
@@ -359,22 +360,22 @@ func (a *Store) UpdateRule(ctx context.Context, r domain.AlertRule) error {
 }
 
 // Rule returns one rule of scope.
-func (a *Store) Rule(ctx context.Context, scope domain.Scope, id string) (domain.AlertRule, error) {
+func (a *Store) Rule(ctx context.Context, scope domain.Scope, id string) (alerting.Rule, error) {
 	g, err := a.ruleDoc(ctx, scope, id)
 	if err != nil {
-		return domain.AlertRule{}, err
+		return alerting.Rule{}, err
 	}
 	return g.Source.ToDomain()
 }
 
 var oldestFirst = []any{asc(alertrecord.FieldCreatedAt), asc("id")}
 
-func (a *Store) rules(ctx context.Context, filter []any) ([]domain.AlertRule, error) {
+func (a *Store) rules(ctx context.Context, filter []any) ([]alerting.Rule, error) {
 	hits, err := search[alertrecord.Rule](ctx, a, alertRules, filter, oldestFirst, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertRule, 0, len(hits))
+	out := make([]alerting.Rule, 0, len(hits))
 	for _, h := range hits {
 		r, err := h.Source.ToDomain()
 		if err != nil {
@@ -386,12 +387,12 @@ func (a *Store) rules(ctx context.Context, filter []any) ([]domain.AlertRule, er
 }
 
 // Rules returns scope's rules, oldest first.
-func (a *Store) Rules(ctx context.Context, scope domain.Scope) ([]domain.AlertRule, error) {
+func (a *Store) Rules(ctx context.Context, scope domain.Scope) ([]alerting.Rule, error) {
 	return a.rules(ctx, scopeTerms(scope))
 }
 
 // AllRules returns every rule.
-func (a *Store) AllRules(ctx context.Context) ([]domain.AlertRule, error) {
+func (a *Store) AllRules(ctx context.Context) ([]alerting.Rule, error) {
 	return a.rules(ctx, []any{})
 }
 
@@ -424,7 +425,7 @@ func hitIDs[R any](hits []hit[R]) []string {
 }
 
 // CreateEndpoint stores a new endpoint.
-func (a *Store) CreateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *Store) CreateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	created, err := a.put(ctx, alertEndpoints, e.ID, alertrecord.EndpointOf(e), putCreate, 0, 0)
 	if err == nil && !created {
 		return fmt.Errorf("elastic: endpoint %q: %w", e.ID, ports.ErrExists)
@@ -441,7 +442,7 @@ func (a *Store) endpointDoc(ctx context.Context, scope domain.Scope, id string) 
 }
 
 // UpdateEndpoint replaces a stored endpoint, if it is still the one read.
-func (a *Store) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) error {
+func (a *Store) UpdateEndpoint(ctx context.Context, e alerting.Endpoint) error {
 	g, err := a.endpointDoc(ctx, e.Scope, e.ID)
 	if err != nil {
 		return err
@@ -455,21 +456,21 @@ func (a *Store) UpdateEndpoint(ctx context.Context, e domain.AlertEndpoint) erro
 }
 
 // Endpoint returns one endpoint of scope.
-func (a *Store) Endpoint(ctx context.Context, scope domain.Scope, id string) (domain.AlertEndpoint, error) {
+func (a *Store) Endpoint(ctx context.Context, scope domain.Scope, id string) (alerting.Endpoint, error) {
 	g, err := a.endpointDoc(ctx, scope, id)
 	if err != nil {
-		return domain.AlertEndpoint{}, err
+		return alerting.Endpoint{}, err
 	}
 	return g.Source.ToDomain(), nil
 }
 
 // Endpoints returns scope's endpoints, oldest first.
-func (a *Store) Endpoints(ctx context.Context, scope domain.Scope) ([]domain.AlertEndpoint, error) {
+func (a *Store) Endpoints(ctx context.Context, scope domain.Scope) ([]alerting.Endpoint, error) {
 	hits, err := search[alertrecord.Endpoint](ctx, a, alertEndpoints, scopeTerms(scope), oldestFirst, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertEndpoint, len(hits))
+	out := make([]alerting.Endpoint, len(hits))
 	for i, h := range hits {
 		out[i] = h.Source.ToDomain()
 	}
@@ -489,12 +490,12 @@ func (a *Store) DeleteEndpoint(ctx context.Context, scope domain.Scope, id strin
 	return nil
 }
 
-func (a *Store) states(ctx context.Context, filter []any) ([]domain.AlertState, error) {
+func (a *Store) states(ctx context.Context, filter []any) ([]alerting.State, error) {
 	hits, err := search[alertrecord.State](ctx, a, alertStates, filter, []any{asc("id")}, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertState, 0, len(hits))
+	out := make([]alerting.State, 0, len(hits))
 	for _, h := range hits {
 		st, err := h.Source.ToDomain()
 		if err != nil {
@@ -506,18 +507,18 @@ func (a *Store) states(ctx context.Context, filter []any) ([]domain.AlertState, 
 }
 
 // States returns the states of scope's rules.
-func (a *Store) States(ctx context.Context, scope domain.Scope) ([]domain.AlertState, error) {
+func (a *Store) States(ctx context.Context, scope domain.Scope) ([]alerting.State, error) {
 	return a.states(ctx, scopeTerms(scope))
 }
 
 // AllStates returns every state.
-func (a *Store) AllStates(ctx context.Context) ([]domain.AlertState, error) {
+func (a *Store) AllStates(ctx context.Context) ([]alerting.State, error) {
 	return a.states(ctx, []any{})
 }
 
 // SwapState creates the rule's state (prev 0) or writes it over version prev,
 // conditioned on the sequence number read with it.
-func (a *Store) SwapState(ctx context.Context, next domain.AlertState, prev int64) error {
+func (a *Store) SwapState(ctx context.Context, next alerting.State, prev int64) error {
 	if _, err := a.ruleDoc(ctx, next.Scope, next.RuleID); err != nil {
 		return err
 	}
@@ -556,7 +557,7 @@ func (a *Store) SwapState(ctx context.Context, next domain.AlertState, prev int6
 }
 
 // AppendTransitions creates the transitions not stored yet.
-func (a *Store) AppendTransitions(ctx context.Context, trs []domain.AlertTransition) error {
+func (a *Store) AppendTransitions(ctx context.Context, trs []alerting.Transition) error {
 	ids, docs := make([]string, len(trs)), make([]any, len(trs))
 	for i, tr := range trs {
 		rec := alertrecord.TransitionOf(tr)
@@ -566,9 +567,9 @@ func (a *Store) AppendTransitions(ctx context.Context, trs []domain.AlertTransit
 }
 
 // Transitions returns a rule's history, newest first.
-func (a *Store) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]domain.AlertTransition, error) {
+func (a *Store) Transitions(ctx context.Context, scope domain.Scope, ruleID string, q ports.TransitionQuery) ([]alerting.Transition, error) {
 	if q.Limit <= 0 {
-		return []domain.AlertTransition{}, nil
+		return []alerting.Transition{}, nil
 	}
 	filter := append(scopeTerms(scope), term(alertrecord.FieldRuleID, ruleID))
 	if q.Before > 0 {
@@ -588,7 +589,7 @@ func (a *Store) Transitions(ctx context.Context, scope domain.Scope, ruleID stri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertTransition, len(hits))
+	out := make([]alerting.Transition, len(hits))
 	for i, h := range hits {
 		out[i] = h.Source.ToDomain()
 	}
@@ -612,7 +613,7 @@ func (a *Store) AcquireLease(ctx context.Context, name, owner string, now, until
 }
 
 // Enqueue creates the deliveries not queued yet.
-func (a *Store) Enqueue(ctx context.Context, ds []domain.AlertDelivery) error {
+func (a *Store) Enqueue(ctx context.Context, ds []alerting.Delivery) error {
 	ids, docs := make([]string, len(ds)), make([]any, len(ds))
 	for i, d := range ds {
 		rec, err := alertrecord.DeliveryOf(d)
@@ -630,14 +631,14 @@ const claimCandidates = 4
 
 // Claim leases due deliveries to owner, each written over the version the
 // search found.
-func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]domain.AlertDelivery, error) {
-	claimed := []domain.AlertDelivery{}
+func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
+	claimed := []alerting.Delivery{}
 	if limit <= 0 {
 		return claimed, nil
 	}
 	nowMicros := alertrecord.Micros(now)
 	due, err := search[alertrecord.Delivery](ctx, a, alertDeliveries, []any{
-		term(alertrecord.FieldStatus, string(domain.DeliveryPending)),
+		term(alertrecord.FieldStatus, string(alerting.DeliveryPending)),
 		rangeOf(alertrecord.FieldNextAttemptAt, map[string]any{"lte": nowMicros}),
 		rangeOf(alertrecord.FieldLeaseUntil, map[string]any{"lte": nowMicros}),
 	}, []any{asc(alertrecord.FieldNextAttemptAt), asc("id")}, limit*claimCandidates)
@@ -668,7 +669,7 @@ func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, l
 
 // Finish stores the outcome of owner's attempt, over the version that shows
 // owner's lease.
-func (a *Store) Finish(ctx context.Context, d domain.AlertDelivery, owner string) error {
+func (a *Store) Finish(ctx context.Context, d alerting.Delivery, owner string) error {
 	g, err := getDoc[alertrecord.Delivery](ctx, a, alertDeliveries, d.ID)
 	switch {
 	case err != nil:
@@ -690,34 +691,34 @@ func (a *Store) Finish(ctx context.Context, d domain.AlertDelivery, owner string
 }
 
 // Delivery returns one delivery of scope.
-func (a *Store) Delivery(ctx context.Context, scope domain.Scope, id string) (domain.AlertDelivery, error) {
+func (a *Store) Delivery(ctx context.Context, scope domain.Scope, id string) (alerting.Delivery, error) {
 	g, err := getDoc[alertrecord.Delivery](ctx, a, alertDeliveries, id)
 	switch {
 	case err != nil:
-		return domain.AlertDelivery{}, err
+		return alerting.Delivery{}, err
 	case !g.Found || g.Source.Account != scope.Account || g.Source.Domain != scope.Domain:
-		return domain.AlertDelivery{}, notFound("delivery", id)
+		return alerting.Delivery{}, notFound("delivery", id)
 	}
 	return g.Source.ToDomain()
 }
 
 // LogAttempt adds an attempt to the log.
-func (a *Store) LogAttempt(ctx context.Context, at domain.AlertAttempt) error {
+func (a *Store) LogAttempt(ctx context.Context, at alerting.Attempt) error {
 	_, err := a.put(ctx, alertAttempts, at.ID, alertrecord.AttemptOf(at), putCreate, 0, 0)
 	return err
 }
 
 // Attempts returns an endpoint's log, newest first.
-func (a *Store) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]domain.AlertAttempt, error) {
+func (a *Store) Attempts(ctx context.Context, scope domain.Scope, endpointID string, limit int) ([]alerting.Attempt, error) {
 	if limit <= 0 {
-		return []domain.AlertAttempt{}, nil
+		return []alerting.Attempt{}, nil
 	}
 	hits, err := search[alertrecord.Attempt](ctx, a, alertAttempts, append(scopeTerms(scope), term(alertrecord.FieldEndpointID, endpointID)),
 		[]any{desc(alertrecord.FieldAt), desc("id")}, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.AlertAttempt, len(hits))
+	out := make([]alerting.Attempt, len(hits))
 	for i, h := range hits {
 		out[i] = h.Source.ToDomain()
 	}
@@ -735,7 +736,7 @@ func (a *Store) PruneAlerts(ctx context.Context, before time.Time) (int64, error
 	}{
 		{alertTransitions, []any{rangeOf(alertrecord.FieldAt, cut)}},
 		{alertDeliveries, []any{rangeOf(alertrecord.FieldUpdatedAt, cut), map[string]any{"bool": map[string]any{
-			"must_not": term(alertrecord.FieldStatus, string(domain.DeliveryPending))}}}},
+			"must_not": term(alertrecord.FieldStatus, string(alerting.DeliveryPending))}}}},
 		{alertAttempts, []any{rangeOf(alertrecord.FieldAt, cut)}},
 	} {
 		hits, err := search[json.RawMessage](ctx, a, p.kind, p.filter, []any{asc("id")}, 0)

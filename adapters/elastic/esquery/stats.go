@@ -11,6 +11,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/domain/stats"
 
 	"github.com/reqlog/reqlog/adapters/internal/record"
 	"github.com/reqlog/reqlog/domain"
@@ -21,7 +22,7 @@ import (
 //
 // Percentiles use the t-digest of Elasticsearch with a compression of
 // percentileCompression: it keeps every value, and so answers exactly as
-// domain.Percentile interpolates, below 20 times the compression (10,000
+// stats.Percentile interpolates, below 20 times the compression (10,000
 // durations per bucket); above, its error measured on smooth distributions
 // stays under 0.2 % (docs/contract.md).
 const percentileCompression = 500
@@ -31,7 +32,7 @@ const percentileCompression = 500
 // merged counts and ranks are exact unless a day has thousands of keys.
 const termsShardSize = 1000
 
-// statusClasses are the buckets of domain.StatusCounts, in its order: below
+// statusClasses are the buckets of stats.StatusCounts, in its order: below
 // 200 counts as 1xx and 500 or more as 5xx, as StatusCounts.Add clamps.
 var statusClasses = []object{
 	{"key": "1xx", "to": 200},
@@ -59,7 +60,7 @@ func totalAggs(compression int) object {
 	}}}
 }
 
-// ranking ranks the values of a keyword field as domain.CompareKeyCounts
+// ranking ranks the values of a keyword field as stats.CompareKeyCounts
 // orders them, with the errors among each.
 func ranking(field string, size int) object {
 	return object{
@@ -72,8 +73,8 @@ func ranking(field string, size int) object {
 }
 
 // Stats runs one search over every daily index. Only buckets holding messages
-// come back (min_doc_count 1); domain.NewStats holds the others, empty.
-func (s *Queries) Stats(ctx context.Context, q domain.StatsQuery, now time.Time) (domain.Stats, error) {
+// come back (min_doc_count 1); stats.New holds the others, empty.
+func (s *Queries) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	return s.stats(ctx, q, now, defaultStatsPlan)
 }
 
@@ -88,7 +89,7 @@ var defaultStatsPlan = statsPlan{compression: percentileCompression, cacheable: 
 
 // statsSearch is the search body of q's statistics at now; ok is false when no
 // stored message can match.
-func statsSearch(q domain.StatsQuery, now time.Time, plan statsPlan) (body object, ok bool) {
+func statsSearch(q stats.Query, now time.Time, plan statsPlan) (body object, ok bool) {
 	f := readable(q.Scope, now)
 	f.matching(q.Filter)
 	f.closeRange("created_at")
@@ -108,10 +109,10 @@ func statsSearch(q domain.StatsQuery, now time.Time, plan statsPlan) (body objec
 		},
 		"aggs": trafficAggs(plan.compression),
 	}
-	aggs["routes"] = ranking("route", domain.TopPaths)
-	aggs["names"] = ranking("name", domain.TopNames)
+	aggs["routes"] = ranking("route", stats.TopPaths)
+	aggs["names"] = ranking("name", stats.TopNames)
 	// Only documents with a template have the field: the others rank nowhere.
-	templates := ranking(record.JSONRouteTemplate, domain.TopRoutes)
+	templates := ranking(record.JSONRouteTemplate, stats.TopRoutes)
 	maps.Copy(templates["aggs"].(object), trafficAggs(plan.compression))
 	delete(templates["aggs"].(object), "status")
 	aggs["templates"] = templates
@@ -123,18 +124,18 @@ func statsSearch(q domain.StatsQuery, now time.Time, plan statsPlan) (body objec
 }
 
 // stats is Stats by the given plan.
-func (s *Queries) stats(ctx context.Context, q domain.StatsQuery, now time.Time, plan statsPlan) (domain.Stats, error) {
+func (s *Queries) stats(ctx context.Context, q stats.Query, now time.Time, plan statsPlan) (stats.Stats, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Stats{}, fmt.Errorf("elastic: stats: %w", err)
+		return stats.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}
-	stats := domain.NewStats(q)
+	st := stats.New(q)
 	body, ok := statsSearch(q, now, plan)
 	if !ok {
-		return stats, nil
+		return st, nil
 	}
 	reader, err := esclient.JSONBody(body)
 	if err != nil {
-		return domain.Stats{}, err
+		return stats.Stats{}, err
 	}
 	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
@@ -146,12 +147,12 @@ func (s *Queries) stats(ctx context.Context, q domain.StatsQuery, now time.Time,
 		AllowNoIndices:            esapi.BoolPtr(true),
 		AllowPartialSearchResults: esapi.BoolPtr(false),
 	}, &reply); err != nil {
-		return domain.Stats{}, err
+		return stats.Stats{}, err
 	}
-	if err := reply.fill(q, &stats); err != nil {
-		return domain.Stats{}, fmt.Errorf("elastic: stats: %w", err)
+	if err := reply.fill(q, &st); err != nil {
+		return stats.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}
-	return stats, nil
+	return st, nil
 }
 
 // trafficReply is the part of the reply Stats reads. With no index at all the
@@ -207,37 +208,37 @@ type rankedKey struct {
 	} `json:"errors"`
 }
 
-func (r *trafficReply) fill(q domain.StatsQuery, stats *domain.Stats) error {
+func (r *trafficReply) fill(q stats.Query, st *stats.Stats) error {
 	a := &r.Aggregations
 	first, width := q.FirstBucket().UnixMilli(), q.Interval.Width.Milliseconds()
 	for _, b := range a.Buckets.Buckets {
 		offset := b.Key - first
 		i := offset / width
-		if offset%width != 0 || offset < 0 || i >= int64(len(stats.Buckets)) {
+		if offset%width != 0 || offset < 0 || i >= int64(len(st.Buckets)) {
 			return fmt.Errorf("a bucket starts at %s, not on a bucket of the range",
 				domain.FormatTime(time.UnixMilli(b.Key).UTC()))
 		}
-		bucket := &stats.Buckets[i]
+		bucket := &st.Buckets[i]
 		if err := b.traffic.fill(bucket); err != nil {
 			return err
 		}
-		stats.Total.Count += bucket.Count
-		stats.Total.Duration.Count += bucket.Duration.Count
+		st.Total.Count += bucket.Count
+		st.Total.Duration.Count += bucket.Duration.Count
 		for class, n := range bucket.Status {
-			stats.Total.Status[class] += n
+			st.Total.Status[class] += n
 		}
 	}
-	if err := a.traffic.fillPercentiles(&stats.Total); err != nil {
+	if err := a.traffic.fillPercentiles(&st.Total); err != nil {
 		return err
 	}
-	stats.TopPaths = a.Routes.keyCounts()
-	stats.TopNames = a.Names.keyCounts()
+	st.TopPaths = a.Routes.keyCounts()
+	st.TopNames = a.Names.keyCounts()
 	for _, b := range a.Templates.Buckets {
-		route := domain.StatsBucket{Count: b.DocCount, Duration: domain.DurationSummary{Count: b.Durations.Value}}
+		route := stats.Bucket{Count: b.DocCount, Duration: stats.DurationSummary{Count: b.Durations.Value}}
 		if err := b.fillPercentiles(&route); err != nil {
 			return fmt.Errorf("route %s: %w", b.Key, err)
 		}
-		stats.TopRoutes = append(stats.TopRoutes, domain.RouteStats{Route: b.Key, Count: b.DocCount,
+		st.TopRoutes = append(st.TopRoutes, stats.RouteStats{Route: b.Key, Count: b.DocCount,
 			Errors: b.Errors.DocCount, Duration: route.Duration})
 	}
 	return nil
@@ -245,7 +246,7 @@ func (r *trafficReply) fill(q domain.StatsQuery, stats *domain.Stats) error {
 
 // fill sets bucket's counts and durations; its count is the sum of its status
 // classes, which cover every status.
-func (t *traffic) fill(bucket *domain.StatsBucket) error {
+func (t *traffic) fill(bucket *stats.Bucket) error {
 	for _, class := range t.Status.Buckets {
 		i := slices.IndexFunc(statusClasses, func(c object) bool { return c["key"] == class.Key })
 		if i < 0 {
@@ -259,7 +260,7 @@ func (t *traffic) fill(bucket *domain.StatsBucket) error {
 }
 
 // fillPercentiles sets bucket's percentiles, if it has durations (counted).
-func (t *traffic) fillPercentiles(bucket *domain.StatsBucket) error {
+func (t *traffic) fillPercentiles(bucket *stats.Bucket) error {
 	if bucket.Duration.Count == 0 {
 		return nil
 	}
@@ -267,7 +268,7 @@ func (t *traffic) fillPercentiles(bucket *domain.StatsBucket) error {
 		if p.Value == nil {
 			return fmt.Errorf("percentile %g is null over %d durations", p.Key, bucket.Duration.Count)
 		}
-		// Whole microseconds, as domain.Percentile rounds.
+		// Whole microseconds, as stats.Percentile rounds.
 		v := math.Round(*p.Value*1000) / 1000
 		switch p.Key {
 		case 50:
@@ -281,10 +282,10 @@ func (t *traffic) fillPercentiles(bucket *domain.StatsBucket) error {
 	return nil
 }
 
-func (r rankingReply) keyCounts() []domain.KeyCount {
-	counts := make([]domain.KeyCount, len(r.Buckets))
+func (r rankingReply) keyCounts() []stats.KeyCount {
+	counts := make([]stats.KeyCount, len(r.Buckets))
 	for i, b := range r.Buckets {
-		counts[i] = domain.KeyCount{Key: b.Key, Count: b.DocCount, Errors: b.Errors.DocCount}
+		counts[i] = stats.KeyCount{Key: b.Key, Count: b.DocCount, Errors: b.Errors.DocCount}
 	}
 	return counts
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/elastictest"
 	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // BenchmarkStats24Hours: Stats over the last 24 hours (96 buckets of 15
@@ -61,12 +62,12 @@ func BenchmarkStats24Hours(b *testing.B) {
 		}
 	}
 	from := now.Add(-24 * time.Hour)
-	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
-		Interval: domain.Intervals[2], Filter: domain.Filter{From: from, To: now}}
+	q := stats.Query{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
+		Interval: stats.Intervals[2], Filter: domain.Filter{From: from, To: now}}
 	fixtures.WaitFor(b, "every message counted after the refresh", 2*time.Minute, func() error {
-		stats, err := s.Stats(ctx, q, now.Add(time.Second))
-		if err == nil && stats.Total.Count != n {
-			err = fmt.Errorf("Stats counts %d of %d messages", stats.Total.Count, n)
+		st, err := s.Stats(ctx, q, now.Add(time.Second))
+		if err == nil && st.Total.Count != n {
+			err = fmt.Errorf("Stats counts %d of %d messages", st.Total.Count, n)
 		}
 		return err
 	})

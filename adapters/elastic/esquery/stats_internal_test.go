@@ -7,6 +7,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // createdAtClauses are the range clauses on created_at of a search body.
@@ -29,8 +30,8 @@ func createdAtClauses(t *testing.T, body object) []object {
 func TestStatsSearchSplitsTheRangeWhenCacheable(t *testing.T) {
 	now := time.Date(2026, 11, 24, 9, 7, 13, 123456000, time.UTC)
 	from := now.Add(-24 * time.Hour).Truncate(15 * time.Minute)
-	q := domain.StatsQuery{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
-		Interval: domain.Intervals[2], Filter: domain.Filter{From: from, To: now}}
+	q := stats.Query{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
+		Interval: stats.Intervals[2], Filter: domain.Filter{From: from, To: now}}
 	earliest, latest := esdoc.QueryTime(esdoc.MinStorableTime), esdoc.QueryTime(esdoc.MaxStorableTime)
 	for _, tc := range []struct {
 		plan statsPlan

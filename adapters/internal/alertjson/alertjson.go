@@ -7,7 +7,7 @@
 //
 // Every decoder reads what its encoder writes, back to the same domain value
 // (the stores rely on it); they are not for input from clients, which
-// domain.ParseAlertRule and domain.ParseAlertEndpoint validate.
+// alerting.ParseRule and alerting.ParseEndpoint validate.
 package alertjson
 
 import (
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Rule is a rule as the API shows it. Empty optional text is null.
@@ -91,7 +93,7 @@ func deref(s *string) string {
 }
 
 // RuleOf is r as the API shows it.
-func RuleOf(r domain.AlertRule) Rule {
+func RuleOf(r alerting.Rule) Rule {
 	ids := r.EndpointIDs
 	if ids == nil {
 		ids = []string{}
@@ -99,28 +101,28 @@ func RuleOf(r domain.AlertRule) Rule {
 	return Rule{ID: r.ID, Title: optional(r.Title), Name: optional(r.Filter.Name), PathPrefix: optional(r.Filter.PathPrefix),
 		Method: optional(r.Filter.Method), StatusClasses: r.Filter.StatusClassNames(), Metric: string(r.Metric),
 		Comparison: string(r.Comparison), Threshold: r.Threshold, ResolveThreshold: r.ResolveThreshold,
-		Window: domain.FormatAlertDuration(r.Window), For: domain.FormatAlertDuration(r.For), MinRequests: r.MinRequests,
-		NoData: string(r.NoData), RepeatInterval: domain.FormatAlertDuration(r.RepeatInterval), EndpointIDs: ids,
+		Window: alerting.FormatDuration(r.Window), For: alerting.FormatDuration(r.For), MinRequests: r.MinRequests,
+		NoData: string(r.NoData), RepeatInterval: alerting.FormatDuration(r.RepeatInterval), EndpointIDs: ids,
 		Enabled: r.Enabled, CreatedAt: Timestamp(r.CreatedAt), UpdatedAt: Timestamp(r.UpdatedAt)}
 }
 
 // Domain is the rule j shows, in scope.
-func (j Rule) Domain(scope domain.Scope) (domain.AlertRule, error) {
-	r := domain.AlertRule{ID: j.ID, Scope: scope, Title: deref(j.Title),
-		Filter: domain.AlertFilter{Name: deref(j.Name), PathPrefix: deref(j.PathPrefix), Method: deref(j.Method)},
-		Metric: domain.AlertMetric(j.Metric), Comparison: domain.Comparison(j.Comparison), Threshold: j.Threshold,
-		ResolveThreshold: j.ResolveThreshold, MinRequests: j.MinRequests, NoData: domain.NoDataPolicy(j.NoData),
+func (j Rule) Domain(scope domain.Scope) (alerting.Rule, error) {
+	r := alerting.Rule{ID: j.ID, Scope: scope, Title: deref(j.Title),
+		Filter: alerting.Filter{Name: deref(j.Name), PathPrefix: deref(j.PathPrefix), Method: deref(j.Method)},
+		Metric: alerting.Metric(j.Metric), Comparison: alerting.Comparison(j.Comparison), Threshold: j.Threshold,
+		ResolveThreshold: j.ResolveThreshold, MinRequests: j.MinRequests, NoData: alerting.NoDataPolicy(j.NoData),
 		EndpointIDs: j.EndpointIDs, Enabled: j.Enabled, CreatedAt: j.CreatedAt.time(), UpdatedAt: j.UpdatedAt.time()}
 	for _, name := range j.StatusClasses {
 		class, err := strconv.Atoi(strings.TrimSuffix(name, "xx"))
 		if err != nil {
-			return domain.AlertRule{}, fmt.Errorf("alertjson: status class %q", name)
+			return alerting.Rule{}, fmt.Errorf("alertjson: status class %q", name)
 		}
 		r.Filter.StatusClasses = append(r.Filter.StatusClasses, class)
 	}
 	var err error
 	if r.Window, r.For, r.RepeatInterval, err = j.Durations(); err != nil {
-		return domain.AlertRule{}, fmt.Errorf("alertjson: %w", err)
+		return alerting.Rule{}, fmt.Errorf("alertjson: %w", err)
 	}
 	return r, nil
 }
@@ -182,7 +184,7 @@ type Window struct {
 const MaxPayloadPath = 512
 
 // WindowOf is o as the API and the payload show it.
-func WindowOf(o domain.AlertObservation) Window {
+func WindowOf(o alerting.Observation) Window {
 	s := o.Status
 	w := Window{From: Timestamp(o.From), To: Timestamp(o.To), Interval: "1m", Count: o.Count,
 		Status: Statuses{s[0], s[1], s[2], s[3], s[4]}, Errors: o.Errors, ServerErrors: o.ServerErrors, TopPaths: []Path{}}
@@ -213,18 +215,18 @@ func truncate(s string, n int) string {
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Domain is the observation w shows.
-func (w Window) Domain() domain.AlertObservation {
+func (w Window) Domain() alerting.Observation {
 	s := w.Status
-	o := domain.AlertObservation{From: w.From.time(), To: w.To.time(), Count: w.Count,
-		Status: domain.StatusCounts{s.C1xx, s.C2xx, s.C3xx, s.C4xx, s.C5xx}, Errors: w.Errors, ServerErrors: w.ServerErrors}
+	o := alerting.Observation{From: w.From.time(), To: w.To.time(), Count: w.Count,
+		Status: stats.StatusCounts{s.C1xx, s.C2xx, s.C3xx, s.C4xx, s.C5xx}, Errors: w.Errors, ServerErrors: w.ServerErrors}
 	if d := w.Duration; d != nil {
-		o.Duration = domain.DurationSummary{Count: d.Count, P50: d.P50, P95: d.P95, P99: d.P99}
+		o.Duration = stats.DurationSummary{Count: d.Count, P50: d.P50, P95: d.P95, P99: d.P99}
 	}
 	if w.Value != nil {
 		o.Value, o.HasValue = *w.Value, true
 	}
 	for _, p := range w.TopPaths {
-		o.TopPaths = append(o.TopPaths, domain.KeyCount{Key: p.Path, Count: p.Count, Errors: p.Errors})
+		o.TopPaths = append(o.TopPaths, stats.KeyCount{Key: p.Path, Count: p.Count, Errors: p.Errors})
 	}
 	return o
 }
@@ -253,7 +255,7 @@ type EventData struct {
 }
 
 // PayloadOf is e as Standard Webhooks carries it.
-func PayloadOf(e domain.AlertEvent) Payload {
+func PayloadOf(e alerting.Event) Payload {
 	w := WindowOf(e.Observation)
 	return Payload{Type: string(e.Type), Timestamp: Timestamp(e.At), Data: EventData{
 		EventID: e.ID, Rule: RuleOf(e.Rule), Status: string(e.Status), PreviousStatus: string(e.Previous),
@@ -262,7 +264,7 @@ func PayloadOf(e domain.AlertEvent) Payload {
 }
 
 // EncodeEvent is the JSON body of e.
-func EncodeEvent(e domain.AlertEvent) ([]byte, error) {
+func EncodeEvent(e alerting.Event) ([]byte, error) {
 	raw, err := json.Marshal(PayloadOf(e))
 	if err != nil {
 		return nil, fmt.Errorf("alertjson: encode event %s: %w", e.ID, err)
@@ -271,41 +273,41 @@ func EncodeEvent(e domain.AlertEvent) ([]byte, error) {
 }
 
 // DecodeEvent reads what EncodeEvent wrote, for rule scope.
-func DecodeEvent(raw []byte, scope domain.Scope) (domain.AlertEvent, error) {
+func DecodeEvent(raw []byte, scope domain.Scope) (alerting.Event, error) {
 	var p Payload
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return domain.AlertEvent{}, fmt.Errorf("alertjson: decode event: %w", err)
+		return alerting.Event{}, fmt.Errorf("alertjson: decode event: %w", err)
 	}
 	r, err := p.Data.Rule.Domain(scope)
 	if err != nil {
-		return domain.AlertEvent{}, err
+		return alerting.Event{}, err
 	}
-	return domain.AlertEvent{ID: p.Data.EventID, Type: domain.AlertEventType(p.Type), At: p.Timestamp.time(), Rule: r,
-		Status: domain.AlertStatus(p.Data.Status), Previous: domain.AlertStatus(p.Data.PreviousStatus),
-		Reason: domain.AlertReason(deref(p.Data.Reason)), Since: p.Data.Since.time(), Observation: p.Data.Window.Domain(),
+	return alerting.Event{ID: p.Data.EventID, Type: alerting.EventType(p.Type), At: p.Timestamp.time(), Rule: r,
+		Status: alerting.Status(p.Data.Status), Previous: alerting.Status(p.Data.PreviousStatus),
+		Reason: alerting.Reason(deref(p.Data.Reason)), Since: p.Data.Since.time(), Observation: p.Data.Window.Domain(),
 		Repeat: p.Data.Repeat, PortalURL: deref(p.Data.PortalURL)}, nil
 }
 
 // EncodeRule and DecodeRule store a rule as its API object.
-func EncodeRule(r domain.AlertRule) ([]byte, error) { return json.Marshal(RuleOf(r)) }
+func EncodeRule(r alerting.Rule) ([]byte, error) { return json.Marshal(RuleOf(r)) }
 
 // DecodeRule reads what EncodeRule wrote, in scope.
-func DecodeRule(raw []byte, scope domain.Scope) (domain.AlertRule, error) {
+func DecodeRule(raw []byte, scope domain.Scope) (alerting.Rule, error) {
 	var j Rule
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return domain.AlertRule{}, fmt.Errorf("alertjson: decode rule: %w", err)
+		return alerting.Rule{}, fmt.Errorf("alertjson: decode rule: %w", err)
 	}
 	return j.Domain(scope)
 }
 
 // EncodeWindow and DecodeWindow store an observation as its API object.
-func EncodeWindow(o domain.AlertObservation) ([]byte, error) { return json.Marshal(WindowOf(o)) }
+func EncodeWindow(o alerting.Observation) ([]byte, error) { return json.Marshal(WindowOf(o)) }
 
 // DecodeWindow reads what EncodeWindow wrote.
-func DecodeWindow(raw []byte) (domain.AlertObservation, error) {
+func DecodeWindow(raw []byte) (alerting.Observation, error) {
 	var w Window
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return domain.AlertObservation{}, fmt.Errorf("alertjson: decode window: %w", err)
+		return alerting.Observation{}, fmt.Errorf("alertjson: decode window: %w", err)
 	}
 	return w.Domain(), nil
 }
@@ -321,7 +323,7 @@ type Transition struct {
 }
 
 // TransitionOf is tr as the API shows it.
-func TransitionOf(tr domain.AlertTransition) Transition {
+func TransitionOf(tr alerting.Transition) Transition {
 	j := Transition{Seq: tr.Seq, From: string(tr.From), To: string(tr.To), Reason: string(tr.Reason), At: Timestamp(tr.At)}
 	if tr.HasValue {
 		v := tr.Value
@@ -353,11 +355,11 @@ type State struct {
 
 // StateOf shows rule r in state st with its recent transitions and firing
 // periods.
-func StateOf(r domain.AlertRule, st domain.AlertState, recent []domain.AlertTransition, firing [][2]time.Time) State {
+func StateOf(r alerting.Rule, st alerting.State, recent []alerting.Transition, firing [][2]time.Time) State {
 	j := State{Rule: RuleOf(r), Status: string(st.Status), Reason: optional(string(st.Reason)), Since: Timestamp(st.Since),
 		EvaluatedAt: Timestamp(st.EvaluatedAt), Error: optional(st.Error), Recent: []Transition{}, Firing: []Period{}}
 	if j.Status == "" {
-		j.Status = string(domain.AlertOK)
+		j.Status = string(alerting.OK)
 	}
 	if !st.Observation.From.IsZero() {
 		w := WindowOf(st.Observation)
@@ -388,7 +390,7 @@ type Endpoint struct {
 }
 
 // EndpointOf is e as the API shows it, without secrets.
-func EndpointOf(e domain.AlertEndpoint) Endpoint {
+func EndpointOf(e alerting.Endpoint) Endpoint {
 	j := Endpoint{ID: e.ID, URL: e.URL, Description: optional(e.Description), Format: string(e.Format), Enabled: e.Enabled,
 		DisabledReason: optional(e.DisabledReason), CreatedAt: Timestamp(e.CreatedAt), UpdatedAt: Timestamp(e.UpdatedAt)}
 	if n := len(e.Secrets); n > 0 {
@@ -398,7 +400,7 @@ func EndpointOf(e domain.AlertEndpoint) Endpoint {
 }
 
 // EndpointWithSecret is e with its current secret, shown once.
-func EndpointWithSecret(e domain.AlertEndpoint) Endpoint {
+func EndpointWithSecret(e alerting.Endpoint) Endpoint {
 	j := EndpointOf(e)
 	if n := len(e.Secrets); n > 0 {
 		j.Secret = e.Secrets[n-1].Secret
@@ -422,7 +424,7 @@ type Attempt struct {
 }
 
 // AttemptOf is a as the API shows it.
-func AttemptOf(a domain.AlertAttempt) Attempt {
+func AttemptOf(a alerting.Attempt) Attempt {
 	j := Attempt{ID: a.ID, DeliveryID: a.DeliveryID, WebhookID: a.EventID, EventType: string(a.EventType), RuleID: a.RuleID,
 		Attempt: a.Number, At: Timestamp(a.At), Error: optional(a.Error),
 		DurationMS: float64(a.Duration.Microseconds()) / 1000, Response: optional(a.Response)}
@@ -441,7 +443,7 @@ const (
 
 // Fields decodes a request body that must be one JSON object into its
 // fields' values (nil, bool, float64, string, []any, map[string]any), for
-// domain.ParseAlertRule and domain.ParseAlertEndpoint. Anything else is a
+// alerting.ParseRule and alerting.ParseEndpoint. Anything else is a
 // *domain.ValidationError showing example.
 func Fields(body []byte, example string) (map[string]any, error) {
 	var fields map[string]any

@@ -9,15 +9,17 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertjson"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 var scope = domain.Scope{Account: "acme", Domain: "live"}
 
-func rule(at time.Time) domain.AlertRule {
-	return domain.AlertRule{ID: "alr_0123456789abcdef", Scope: scope, Title: "Orders",
-		Filter: domain.AlertFilter{Name: "shop", PathPrefix: "/v1/orders", Method: "POST", StatusClasses: []int{4, 5}},
-		Metric: domain.MetricDurationP99, Comparison: domain.BelowOrEqual, Threshold: 12.5, ResolveThreshold: 20.25,
-		Window: 90 * time.Minute, For: 150 * time.Second, MinRequests: 7, NoData: domain.NoDataFiring,
+func rule(at time.Time) alerting.Rule {
+	return alerting.Rule{ID: "alr_0123456789abcdef", Scope: scope, Title: "Orders",
+		Filter: alerting.Filter{Name: "shop", PathPrefix: "/v1/orders", Method: "POST", StatusClasses: []int{4, 5}},
+		Metric: alerting.MetricDurationP99, Comparison: alerting.BelowOrEqual, Threshold: 12.5, ResolveThreshold: 20.25,
+		Window: 90 * time.Minute, For: 150 * time.Second, MinRequests: 7, NoData: alerting.NoDataFiring,
 		RepeatInterval: 26 * time.Hour, EndpointIDs: []string{"whe_0123456789abcdef"}, Enabled: true,
 		CreatedAt: at, UpdatedAt: at.Add(time.Microsecond)}
 }
@@ -34,18 +36,18 @@ func TestRoundTrips(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(back, r) {
 		t.Errorf("rule: %+v, %v\nwant %+v", back, err, r)
 	}
-	bare := domain.AlertRule{ID: "alr_0123456789abcdef", Scope: scope, Metric: domain.MetricRequestCount,
-		Comparison: domain.Above, NoData: domain.NoDataKeep, Window: time.Minute, CreatedAt: at, UpdatedAt: at}
+	bare := alerting.Rule{ID: "alr_0123456789abcdef", Scope: scope, Metric: alerting.MetricRequestCount,
+		Comparison: alerting.Above, NoData: alerting.NoDataKeep, Window: time.Minute, CreatedAt: at, UpdatedAt: at}
 	raw, _ = alertjson.EncodeRule(bare)
 	if back, err := alertjson.DecodeRule(raw, scope); err != nil || back.Title != "" || back.Filter.StatusClasses != nil ||
 		len(back.EndpointIDs) != 0 || back.For != 0 || back.RepeatInterval != 0 {
 		t.Errorf("bare rule: %+v, %v", back, err)
 	}
-	o := domain.AlertObservation{From: at, To: at.Add(5 * time.Minute), Count: 10, Status: domain.StatusCounts{1, 2, 3, 2, 2},
-		Errors: 4, ServerErrors: 2, Duration: domain.DurationSummary{Count: 9, P50: 1.5, P95: 9.25, P99: 12.125},
-		Value: 0.4, HasValue: true, TopPaths: []domain.KeyCount{{Key: "/a", Count: 6, Errors: 1}}}
-	e := domain.AlertEvent{ID: "evt_0123456789abcdef", Type: domain.EventResolved, At: at, Rule: r, Status: domain.AlertResolved,
-		Previous: domain.AlertFiring, Reason: domain.ReasonNoData, Since: at.Add(-time.Hour), Observation: o, Repeat: true,
+	o := alerting.Observation{From: at, To: at.Add(5 * time.Minute), Count: 10, Status: stats.StatusCounts{1, 2, 3, 2, 2},
+		Errors: 4, ServerErrors: 2, Duration: stats.DurationSummary{Count: 9, P50: 1.5, P95: 9.25, P99: 12.125},
+		Value: 0.4, HasValue: true, TopPaths: []stats.KeyCount{{Key: "/a", Count: 6, Errors: 1}}}
+	e := alerting.Event{ID: "evt_0123456789abcdef", Type: alerting.EventResolved, At: at, Rule: r, Status: alerting.Resolved,
+		Previous: alerting.Firing, Reason: alerting.ReasonNoData, Since: at.Add(-time.Hour), Observation: o, Repeat: true,
 		PortalURL: "https://x/portal"}
 	raw, err = alertjson.EncodeEvent(e)
 	if err != nil {
@@ -54,7 +56,7 @@ func TestRoundTrips(t *testing.T) {
 	if back, err := alertjson.DecodeEvent(raw, scope); err != nil || !reflect.DeepEqual(back, e) {
 		t.Errorf("event: %+v, %v\nwant %+v", back, err, e)
 	}
-	o.HasValue, o.Value, o.Duration, o.TopPaths = false, 0, domain.DurationSummary{}, nil
+	o.HasValue, o.Value, o.Duration, o.TopPaths = false, 0, stats.DurationSummary{}, nil
 	raw, _ = alertjson.EncodeWindow(o)
 	if back, err := alertjson.DecodeWindow(raw); err != nil || !reflect.DeepEqual(back, o) {
 		t.Errorf("window without data: %+v, %v\nwant %+v", back, err, o)
@@ -67,7 +69,7 @@ func TestPayloadCutsLongPaths(t *testing.T) {
 	for range alertjson.MaxPayloadPath {
 		long += "é"
 	}
-	w := alertjson.WindowOf(domain.AlertObservation{TopPaths: []domain.KeyCount{{Key: long}}})
+	w := alertjson.WindowOf(alerting.Observation{TopPaths: []stats.KeyCount{{Key: long}}})
 	if p := w.TopPaths[0].Path; len(p) > alertjson.MaxPayloadPath || p[len(p)-2:] != "é" {
 		t.Errorf("cut path ends %q (%d bytes)", p[len(p)-4:], len(p))
 	}

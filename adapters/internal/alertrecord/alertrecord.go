@@ -18,6 +18,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/internal/alertjson"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 )
 
 // Micros is t in Unix microseconds, 0 for the zero time.
@@ -66,7 +67,7 @@ type Rule struct {
 }
 
 // RuleOf is r as stored.
-func RuleOf(r domain.AlertRule) (Rule, error) {
+func RuleOf(r alerting.Rule) (Rule, error) {
 	raw, err := alertjson.EncodeRule(r)
 	if err != nil {
 		return Rule{}, err
@@ -75,7 +76,7 @@ func RuleOf(r domain.AlertRule) (Rule, error) {
 }
 
 // Domain is the rule stored.
-func (r Rule) ToDomain() (domain.AlertRule, error) {
+func (r Rule) ToDomain() (alerting.Rule, error) {
 	return alertjson.DecodeRule([]byte(r.Rule), domain.Scope{Account: r.Account, Domain: r.Domain})
 }
 
@@ -102,7 +103,7 @@ type Endpoint struct {
 }
 
 // EndpointOf is e as stored.
-func EndpointOf(e domain.AlertEndpoint) Endpoint {
+func EndpointOf(e alerting.Endpoint) Endpoint {
 	r := Endpoint{ID: e.ID, Account: e.Scope.Account, Domain: e.Scope.Domain, URL: e.URL, Description: e.Description,
 		Format: string(e.Format), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Secrets: []Secret{},
 		CreatedAt: Micros(e.CreatedAt), UpdatedAt: Micros(e.UpdatedAt)}
@@ -113,12 +114,12 @@ func EndpointOf(e domain.AlertEndpoint) Endpoint {
 }
 
 // Domain is the endpoint stored.
-func (r Endpoint) ToDomain() domain.AlertEndpoint {
-	e := domain.AlertEndpoint{ID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, URL: r.URL,
-		Description: r.Description, Format: domain.EndpointFormat(r.Format), Enabled: r.Enabled, DisabledReason: r.DisabledReason,
+func (r Endpoint) ToDomain() alerting.Endpoint {
+	e := alerting.Endpoint{ID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, URL: r.URL,
+		Description: r.Description, Format: alerting.EndpointFormat(r.Format), Enabled: r.Enabled, DisabledReason: r.DisabledReason,
 		CreatedAt: Time(r.CreatedAt), UpdatedAt: Time(r.UpdatedAt)}
 	for _, s := range r.Secrets {
-		e.Secrets = append(e.Secrets, domain.WebhookSecret{Secret: s.Secret, CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt)})
+		e.Secrets = append(e.Secrets, alerting.WebhookSecret{Secret: s.Secret, CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt)})
 	}
 	return e
 }
@@ -143,15 +144,15 @@ type Transition struct {
 func TransitionID(ruleID string, seq int64) string { return ruleID + "/" + strconv.FormatInt(seq, 10) }
 
 // TransitionOf is tr as stored.
-func TransitionOf(tr domain.AlertTransition) Transition {
+func TransitionOf(tr alerting.Transition) Transition {
 	return Transition{ID: TransitionID(tr.RuleID, tr.Seq), RuleID: tr.RuleID, Account: tr.Scope.Account, Domain: tr.Scope.Domain,
 		Seq: tr.Seq, From: string(tr.From), To: string(tr.To), Reason: string(tr.Reason), At: Micros(tr.At), Value: tr.Value, HasValue: tr.HasValue}
 }
 
 // Domain is the transition stored.
-func (r Transition) ToDomain() domain.AlertTransition {
-	return domain.AlertTransition{RuleID: r.RuleID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, Seq: r.Seq,
-		From: domain.AlertStatus(r.From), To: domain.AlertStatus(r.To), Reason: domain.AlertReason(r.Reason), At: Time(r.At),
+func (r Transition) ToDomain() alerting.Transition {
+	return alerting.Transition{RuleID: r.RuleID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, Seq: r.Seq,
+		From: alerting.Status(r.From), To: alerting.Status(r.To), Reason: alerting.Reason(r.Reason), At: Time(r.At),
 		Value: r.Value, HasValue: r.HasValue}
 }
 
@@ -174,7 +175,7 @@ type Delivery struct {
 }
 
 // DeliveryOf is d as stored.
-func DeliveryOf(d domain.AlertDelivery) (Delivery, error) {
+func DeliveryOf(d alerting.Delivery) (Delivery, error) {
 	event, err := alertjson.EncodeEvent(d.Event)
 	if err != nil {
 		return Delivery{}, err
@@ -186,13 +187,13 @@ func DeliveryOf(d domain.AlertDelivery) (Delivery, error) {
 }
 
 // Domain is the delivery stored.
-func (r Delivery) ToDomain() (domain.AlertDelivery, error) {
+func (r Delivery) ToDomain() (alerting.Delivery, error) {
 	scope := domain.Scope{Account: r.Account, Domain: r.Domain}
 	event, err := alertjson.DecodeEvent([]byte(r.Event), scope)
 	if err != nil {
-		return domain.AlertDelivery{}, err
+		return alerting.Delivery{}, err
 	}
-	return domain.AlertDelivery{ID: r.ID, Scope: scope, EndpointID: r.EndpointID, Event: event, Status: domain.DeliveryStatus(r.Status),
+	return alerting.Delivery{ID: r.ID, Scope: scope, EndpointID: r.EndpointID, Event: event, Status: alerting.DeliveryStatus(r.Status),
 		Attempts: r.Attempts, NextAttemptAt: Time(r.NextAttemptAt), LeaseOwner: r.LeaseOwner, LeaseUntil: Time(r.LeaseUntil),
 		LastStatusCode: r.LastStatusCode, LastError: r.LastError, CreatedAt: Time(r.CreatedAt), UpdatedAt: Time(r.UpdatedAt)}, nil
 }
@@ -224,7 +225,7 @@ type outbox struct {
 }
 
 // StateOf is st as stored, at version.
-func StateOf(st domain.AlertState, version int64) (State, error) {
+func StateOf(st alerting.State, version int64) (State, error) {
 	r := State{ID: st.RuleID, Account: st.Scope.Account, Domain: st.Scope.Domain, Version: version, Status: string(st.Status),
 		Reason: string(st.Reason), Since: Micros(st.Since), EvaluatedAt: Micros(st.EvaluatedAt), Error: st.Error,
 		NotifiedAt: Micros(st.NotifiedAt), Transitions: st.Transitions, Events: st.Events}
@@ -257,21 +258,21 @@ func StateOf(st domain.AlertState, version int64) (State, error) {
 }
 
 // Domain is the state stored.
-func (r State) ToDomain() (domain.AlertState, error) {
-	st := domain.AlertState{RuleID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, Version: r.Version,
-		Status: domain.AlertStatus(r.Status), Reason: domain.AlertReason(r.Reason), Since: Time(r.Since),
+func (r State) ToDomain() (alerting.State, error) {
+	st := alerting.State{RuleID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, Version: r.Version,
+		Status: alerting.Status(r.Status), Reason: alerting.Reason(r.Reason), Since: Time(r.Since),
 		EvaluatedAt: Time(r.EvaluatedAt), Error: r.Error, NotifiedAt: Time(r.NotifiedAt), Transitions: r.Transitions, Events: r.Events}
 	if r.Observation != "" {
 		o, err := alertjson.DecodeWindow([]byte(r.Observation))
 		if err != nil {
-			return domain.AlertState{}, err
+			return alerting.State{}, err
 		}
 		st.Observation = o
 	}
 	if r.Outbox != "" {
 		var o outbox
 		if err := json.Unmarshal([]byte(r.Outbox), &o); err != nil {
-			return domain.AlertState{}, fmt.Errorf("alertrecord: decode outbox: %w", err)
+			return alerting.State{}, fmt.Errorf("alertrecord: decode outbox: %w", err)
 		}
 		for _, tr := range o.Transitions {
 			st.Outbox.Transitions = append(st.Outbox.Transitions, tr.ToDomain())
@@ -279,7 +280,7 @@ func (r State) ToDomain() (domain.AlertState, error) {
 		for _, d := range o.Deliveries {
 			delivery, err := d.ToDomain()
 			if err != nil {
-				return domain.AlertState{}, err
+				return alerting.State{}, err
 			}
 			st.Outbox.Deliveries = append(st.Outbox.Deliveries, delivery)
 		}
@@ -306,16 +307,16 @@ type Attempt struct {
 }
 
 // AttemptOf is a as stored.
-func AttemptOf(a domain.AlertAttempt) Attempt {
+func AttemptOf(a alerting.Attempt) Attempt {
 	return Attempt{ID: a.ID, Account: a.Scope.Account, Domain: a.Scope.Domain, DeliveryID: a.DeliveryID, EndpointID: a.EndpointID,
 		EventID: a.EventID, EventType: string(a.EventType), RuleID: a.RuleID, Number: a.Number, At: Micros(a.At),
 		StatusCode: a.StatusCode, Error: a.Error, DurationMicros: a.Duration.Microseconds(), Response: a.Response}
 }
 
 // Domain is the attempt stored.
-func (r Attempt) ToDomain() domain.AlertAttempt {
-	return domain.AlertAttempt{ID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, DeliveryID: r.DeliveryID,
-		EndpointID: r.EndpointID, EventID: r.EventID, EventType: domain.AlertEventType(r.EventType), RuleID: r.RuleID,
+func (r Attempt) ToDomain() alerting.Attempt {
+	return alerting.Attempt{ID: r.ID, Scope: domain.Scope{Account: r.Account, Domain: r.Domain}, DeliveryID: r.DeliveryID,
+		EndpointID: r.EndpointID, EventID: r.EventID, EventType: alerting.EventType(r.EventType), RuleID: r.RuleID,
 		Number: r.Number, At: Time(r.At), StatusCode: r.StatusCode, Error: r.Error,
 		Duration: time.Duration(r.DurationMicros) * time.Microsecond, Response: r.Response}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // AppendJSON appends m's record in JSON: exactly what encoding/json writes for
@@ -29,7 +30,7 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	}
 	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonbytes.StringMember(dst, `,"path":`, m.Path)
-	dst = jsonbytes.StringMember(dst, `,"route":`, domain.RouteOf(m.Path))
+	dst = jsonbytes.StringMember(dst, `,"route":`, stats.PathOf(m.Path))
 	if m.Route != "" {
 		dst = jsonbytes.StringMember(dst, `,"route_template":`, m.Route)
 	}

@@ -29,7 +29,7 @@
 //     (they differ only where redaction changed the body).
 //   - route (route): the path without its query string, what the statistics
 //     rank as top paths. An older document has none; readers needing it
-//     compute domain.RouteOf(path).
+//     compute stats.PathOf(path).
 //
 // Added with route templates, absent from older documents and from messages
 // sent without one (omitted, not stored empty):
@@ -47,6 +47,7 @@ import (
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // Stored names of the fields queries use, beside the struct tags below
@@ -163,7 +164,7 @@ func FromMessage(m domain.Message) Record {
 		IPAddress:  m.IPAddress,
 		Method:     m.Method,
 		Path:       m.Path,
-		Route:      domain.RouteOf(m.Path),
+		Route:      stats.PathOf(m.Path),
 		Template:   m.Route,
 		StatusCode: int32(m.StatusCode),
 		Request:    fromContent(m.Request),

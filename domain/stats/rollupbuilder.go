@@ -1,23 +1,25 @@
-package domain
+package stats
 
 import (
 	"slices"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // RollupsAnswer reports whether rollups can answer q: its filter selects by
 // range and application at most. Every other filter (q, duration bounds, ip,
 // method, path, path prefix, status) reads what a rollup does not keep, and
 // so does any filter added later.
-func (q StatsQuery) RollupsAnswer() bool {
+func (q Query) RollupsAnswer() bool {
 	f := q.Filter
 	f.Name, f.From, f.To = "", time.Time{}, time.Time{}
-	return f == Filter{}
+	return f == domain.Filter{}
 }
 
 // CountedRange is the range of created_at the statistics count: the query's,
 // narrowed by its filter's (the service narrows it to retention).
-func (q StatsQuery) CountedRange() (from, to time.Time) {
+func (q Query) CountedRange() (from, to time.Time) {
 	from, to = q.From, q.To
 	if f := q.Filter.From; f.After(from) {
 		from = f
@@ -28,9 +30,9 @@ func (q StatsQuery) CountedRange() (from, to time.Time) {
 	return from, to
 }
 
-// RollupStatsBuilder computes the statistics of a query that RollupsAnswer
+// RollupBuilder computes the statistics of a query that RollupsAnswer
 // from the rollups of the scope, and from the messages no rollup can stand
-// for. Its answer is StatsBuilder's over the messages readable at now: the
+// for. Its answer is Builder's over the messages readable at now: the
 // same counts and status classes; the same rankings while the range holds at
 // most 2·MaxRankedKeys distinct paths and names (KeyCounter); the same
 // percentiles where a bucket, or the range, holds at most ExactDurations
@@ -63,8 +65,8 @@ func (q StatsQuery) CountedRange() (from, to time.Time) {
 //
 // Rollups are never subtracted from: a minute is counted from its rollup or
 // from its messages, whole. A minute without a rollup holds no message.
-type RollupStatsBuilder struct {
-	q            StatsQuery
+type RollupBuilder struct {
+	q            Query
 	now          time.Time
 	from, to     time.Time // CountedRange
 	stats        Stats
@@ -73,11 +75,11 @@ type RollupStatsBuilder struct {
 	routes       RouteCounter
 }
 
-// NewRollupStatsBuilder returns an empty builder of q's statistics at now.
-func NewRollupStatsBuilder(q StatsQuery, now time.Time) *RollupStatsBuilder {
-	s := NewStats(q)
+// NewRollupBuilder returns an empty builder of q's statistics at now.
+func NewRollupBuilder(q Query, now time.Time) *RollupBuilder {
+	s := New(q)
 	from, to := q.CountedRange()
-	return &RollupStatsBuilder{q: q, now: now, from: from, to: to, stats: s,
+	return &RollupBuilder{q: q, now: now, from: from, to: to, stats: s,
 		durations: make([]DurationDigest, len(s.Buckets))}
 }
 
@@ -86,7 +88,7 @@ func NewRollupStatsBuilder(q StatsQuery, now time.Time) *RollupStatsBuilder {
 // that span at now (Accepts). The store then counts the span's messages of
 // name through Add instead. A rollup of another application than the
 // filter's holds nothing to count: true.
-func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rollup) bool {
+func (b *RollupBuilder) AddRollup(start, end time.Time, name string, r *Rollup) bool {
 	if !b.AddSeries(start, end, name, r) {
 		return false
 	}
@@ -99,7 +101,7 @@ func (b *RollupStatsBuilder) AddRollup(start, end time.Time, name string, r *Rol
 // Accepts reports whether r, a rollup of [start, end), can stand for that
 // span at now: the span is wholly in the counted range and in one bucket, and
 // every message r counts is readable at now.
-func (b *RollupStatsBuilder) Accepts(start, end time.Time, r *Rollup) bool {
+func (b *RollupBuilder) Accepts(start, end time.Time, r *Rollup) bool {
 	if !start.Before(end) || start.Before(b.from) || end.After(b.to) || !r.ReadableAt(b.now) {
 		return false
 	}
@@ -107,7 +109,7 @@ func (b *RollupStatsBuilder) Accepts(start, end time.Time, r *Rollup) bool {
 }
 
 // counts reports whether r holds messages the query counts.
-func (b *RollupStatsBuilder) counts(name string, r *Rollup) bool {
+func (b *RollupBuilder) counts(name string, r *Rollup) bool {
 	return (b.q.Filter.Name == "" || name == b.q.Filter.Name) && r.Count > 0
 }
 
@@ -117,7 +119,7 @@ func (b *RollupStatsBuilder) counts(name string, r *Rollup) bool {
 // view), all of them counted through AddSeries. Ranking from fewer, wider
 // rollups merges fewer keys (paths that carry ids make nearly every path a
 // key of its own).
-func (b *RollupStatsBuilder) AddSeries(start, end time.Time, name string, r *Rollup) bool {
+func (b *RollupBuilder) AddSeries(start, end time.Time, name string, r *Rollup) bool {
 	if !b.counts(name, r) {
 		return true
 	}
@@ -133,7 +135,7 @@ func (b *RollupStatsBuilder) AddSeries(start, end time.Time, name string, r *Rol
 // false where AddRollup would. r may merge the rollups of several
 // applications of the view over that span: the store counts their
 // applications through AddNames, their paths and routes through AddRankings.
-func (b *RollupStatsBuilder) AddBuckets(start, end time.Time, r *Rollup) bool {
+func (b *RollupBuilder) AddBuckets(start, end time.Time, r *Rollup) bool {
 	if !b.Accepts(start, end, r) {
 		return false
 	}
@@ -149,19 +151,19 @@ func (b *RollupStatsBuilder) AddBuckets(start, end time.Time, r *Rollup) bool {
 
 // AddRankings counts the paths and routes of r, which it leaves as it was:
 // the rollup of a span whose every rollup AddSeries counted, or one of them.
-func (b *RollupStatsBuilder) AddRankings(r *Rollup) {
+func (b *RollupBuilder) AddRankings(r *Rollup) {
 	b.paths.Merge(&r.Paths)
 	b.routes.Merge(&r.Routes)
 }
 
 // AddNames counts names, the messages and errors per application of spans
 // counted through AddBuckets.
-func (b *RollupStatsBuilder) AddNames(names *KeyCounter) { b.names.Merge(names) }
+func (b *RollupBuilder) AddNames(names *KeyCounter) { b.names.Merge(names) }
 
 // Add counts one message that passed the query's filter and is readable at
 // now, of a span no rollup stands for. A message outside the range is
-// ignored, as StatsBuilder ignores it.
-func (b *RollupStatsBuilder) Add(m StatsSample) {
+// ignored, as Builder ignores it.
+func (b *RollupBuilder) Add(m Sample) {
 	i, ok := b.stats.countSample(b.q, m)
 	if !ok {
 		return
@@ -170,7 +172,7 @@ func (b *RollupStatsBuilder) Add(m StatsSample) {
 		b.durations[i].Add(m.Duration)
 	}
 	isError := IsError(m.StatusCode)
-	b.paths.Add(RouteOf(m.Path), isError)
+	b.paths.Add(PathOf(m.Path), isError)
 	b.names.Add(m.Name, isError)
 	b.routes.AddSample(m)
 }
@@ -178,7 +180,7 @@ func (b *RollupStatsBuilder) Add(m StatsSample) {
 // Merge adds what o counted, o being a builder of the same query at the same
 // now: so that a store may count parts of the range at once, on as many
 // processors, and add the parts up.
-func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
+func (b *RollupBuilder) Merge(o *RollupBuilder) {
 	for i := range b.stats.Buckets {
 		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
 		bucket.Count += other.Count
@@ -200,7 +202,7 @@ func (b *RollupStatsBuilder) Merge(o *RollupStatsBuilder) {
 // when the rest cannot be told so (DurationDigest.Subtract,
 // RouteCounter.Subtract): b is then spoiled, and the store counts the rest
 // another way.
-func (b *RollupStatsBuilder) Subtract(o *RollupStatsBuilder) bool {
+func (b *RollupBuilder) Subtract(o *RollupBuilder) bool {
 	for i := range b.stats.Buckets {
 		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
 		if bucket.Count < other.Count || !b.durations[i].Subtract(&o.durations[i]) {
@@ -217,7 +219,7 @@ func (b *RollupStatsBuilder) Subtract(o *RollupStatsBuilder) bool {
 }
 
 // Count is how many messages the builder has counted.
-func (b *RollupStatsBuilder) Count() int64 {
+func (b *RollupBuilder) Count() int64 {
 	var n int64
 	for _, bucket := range b.stats.Buckets {
 		n += bucket.Count
@@ -226,7 +228,7 @@ func (b *RollupStatsBuilder) Count() int64 {
 }
 
 // Stats returns the statistics of what was added.
-func (b *RollupStatsBuilder) Stats() Stats {
+func (b *RollupBuilder) Stats() Stats {
 	s := b.stats
 	s.Buckets = slices.Clone(s.Buckets)
 	var all DurationDigest

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"slices"
@@ -33,7 +33,7 @@ const MaxRankedRoutes = 500
 
 // RouteCounter counts messages, errors and durations per route template, and
 // merges with another counter into the counter of both: what the statistics'
-// top_routes come from, in a StatsBuilder, a Rollup and a RollupStatsBuilder.
+// top_routes come from, in a Builder, a Rollup and a RollupBuilder.
 // Messages without a route are not counted. Its zero value is empty.
 //
 // It counts exactly while it has met at most 2·MaxRankedRoutes routes; each
@@ -81,7 +81,7 @@ func (c *RouteCounter) Add(route string, isError bool, duration time.Duration, h
 }
 
 // AddSample counts s by its route.
-func (c *RouteCounter) AddSample(s StatsSample) {
+func (c *RouteCounter) AddSample(s Sample) {
 	c.Add(s.Route, IsError(s.StatusCode), s.Duration, s.HasDuration)
 }
 

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // ErrInvalidEncoding marks bytes that are not an encoding of a Rollup,
@@ -405,7 +407,7 @@ func (c *RouteCounter) readBody(in *decoder) {
 		if in.err != nil {
 			return
 		}
-		if len(c.entries) > 0 && e.route <= prev || !ValidRoute(e.route) || e.count < 1 || e.errors > e.count || e.durations.count > e.count {
+		if len(c.entries) > 0 && e.route <= prev || !domain.ValidRoute(e.route) || e.count < 1 || e.errors > e.count || e.durations.count > e.count {
 			in.fail("route %q out of order or invalid, or counted %d with %d errors and %d durations", e.route, e.count, e.errors, e.durations.count)
 			return
 		}

@@ -1,60 +1,63 @@
-package domain
+package alerting
 
 import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// AlertStatus is where a rule stands: ok, then pending while its condition has
+// Status is where a rule stands: ok, then pending while its condition has
 // held for less than For, firing, and resolved for the one evaluation after
 // firing ends, before ok again.
-type AlertStatus string
+type Status string
 
 // The statuses of a rule.
 const (
-	AlertOK       AlertStatus = "ok"
-	AlertPending  AlertStatus = "pending"
-	AlertFiring   AlertStatus = "firing"
-	AlertResolved AlertStatus = "resolved"
+	OK       Status = "ok"
+	Pending  Status = "pending"
+	Firing   Status = "firing"
+	Resolved Status = "resolved"
 )
 
-// AlertReason is why the last evaluation decided as it did.
-type AlertReason string
+// Reason is why the last evaluation decided as it did.
+type Reason string
 
 // The reasons of an evaluation.
 const (
 	// ReasonThreshold: the metric was compared with the threshold.
-	ReasonThreshold AlertReason = "threshold"
+	ReasonThreshold Reason = "threshold"
 	// ReasonNoData: the window had no data, and the no-data policy decided.
-	ReasonNoData AlertReason = "no_data"
+	ReasonNoData Reason = "no_data"
 	// ReasonTooLittleTraffic: fewer requests than min_requests; no verdict.
-	ReasonTooLittleTraffic AlertReason = "too_little_traffic"
+	ReasonTooLittleTraffic Reason = "too_little_traffic"
 	// ReasonEvaluationError: the statistics could not be read; no verdict.
-	ReasonEvaluationError AlertReason = "evaluation_error"
+	ReasonEvaluationError Reason = "evaluation_error"
 )
 
-// AlertObservation is what one evaluation saw of a rule's window: the counts
+// Observation is what one evaluation saw of a rule's window: the counts
 // and durations of GET /v1/stats over the window with the rule's filters
 // (counts of the rule's status classes only), and the metric's value.
-type AlertObservation struct {
+type Observation struct {
 	From, To time.Time
 	// Count is the requests of the counted status classes.
 	Count int64
 	// Status counts them by class; classes the rule does not count are zero.
-	Status StatusCounts
+	Status stats.StatusCounts
 	// Errors (status 400 or more) and ServerErrors (500 or more) among them.
 	Errors, ServerErrors int64
-	Duration             DurationSummary
+	Duration             stats.DurationSummary
 	// Value is the metric; HasValue is false when the window had no data.
 	Value    float64
 	HasValue bool
-	TopPaths []KeyCount
+	TopPaths []stats.KeyCount
 }
 
 // Observe reads the rule's metric off the statistics of its window.
-func (r AlertRule) Observe(s Stats) AlertObservation {
-	o := AlertObservation{From: s.From, To: s.To, Duration: s.Total.Duration, TopPaths: slices.Clone(s.TopPaths)}
+func (r Rule) Observe(s stats.Stats) Observation {
+	o := Observation{From: s.From, To: s.To, Duration: s.Total.Duration, TopPaths: slices.Clone(s.TopPaths)}
 	for i, n := range s.Total.Status {
 		if r.Filter.counts(i + 1) {
 			o.Status[i] = n
@@ -76,26 +79,26 @@ func (r AlertRule) Observe(s Stats) AlertObservation {
 	case MetricDurationP50, MetricDurationP95, MetricDurationP99:
 		if d := o.Duration; d.Count > 0 {
 			o.HasValue = true
-			o.Value = map[AlertMetric]float64{MetricDurationP50: d.P50, MetricDurationP95: d.P95, MetricDurationP99: d.P99}[r.Metric]
+			o.Value = map[Metric]float64{MetricDurationP50: d.P50, MetricDurationP95: d.P95, MetricDurationP99: d.P99}[r.Metric]
 		}
 	}
 	return o
 }
 
-// AlertState is a rule's state as the evaluator keeps it. Version orders its
+// State is a rule's state as the evaluator keeps it. Version orders its
 // writes: a store replaces version n only with n+1 (compare-and-set).
-type AlertState struct {
+type State struct {
 	RuleID  string
-	Scope   Scope
+	Scope   domain.Scope
 	Version int64
-	Status  AlertStatus
-	Reason  AlertReason
+	Status  Status
+	Reason  Reason
 	// Since is when Status began.
 	Since time.Time
 	// EvaluatedAt is the time of the last evaluation; Observation what it saw
 	// (the last one that saw anything) and Error why it failed, if it did.
 	EvaluatedAt time.Time
-	Observation AlertObservation
+	Observation Observation
 	Error       string
 	// NotifiedAt is when a firing event was last sent.
 	NotifiedAt time.Time
@@ -104,25 +107,25 @@ type AlertState struct {
 	Transitions int64
 	Events      int64
 	// Outbox holds what the last step decided and is not yet written on its own
-	// (AlertOutbox).
-	Outbox AlertOutbox
+	// (Outbox).
+	Outbox Outbox
 }
 
-// AlertOutbox is what a state change decided beside the state, written with it
+// Outbox is what a state change decided beside the state, written with it
 // in one compare-and-set and then copied out to the history and the delivery
 // queue, whose records have derived ids: whoever finds it non-empty copies it
 // again (nothing is written twice) and empties it. So a decision is never
 // lost, even when the replica that made it stops just after.
-type AlertOutbox struct {
-	Transitions []AlertTransition
-	Deliveries  []AlertDelivery
+type Outbox struct {
+	Transitions []Transition
+	Deliveries  []Delivery
 }
 
 // Empty reports an outbox with nothing to copy.
-func (o AlertOutbox) Empty() bool { return len(o.Transitions) == 0 && len(o.Deliveries) == 0 }
+func (o Outbox) Empty() bool { return len(o.Transitions) == 0 && len(o.Deliveries) == 0 }
 
 // Clone returns a copy that shares no slice with s.
-func (s AlertState) Clone() AlertState {
+func (s State) Clone() State {
 	s.Observation.TopPaths = slices.Clone(s.Observation.TopPaths)
 	s.Outbox.Transitions = slices.Clone(s.Outbox.Transitions)
 	s.Outbox.Deliveries = slices.Clone(s.Outbox.Deliveries)
@@ -132,27 +135,27 @@ func (s AlertState) Clone() AlertState {
 	return s
 }
 
-// AlertTransition is one change of a rule's status, kept in its history.
-type AlertTransition struct {
+// Transition is one change of a rule's status, kept in its history.
+type Transition struct {
 	RuleID string
-	Scope  Scope
+	Scope  domain.Scope
 	// Seq numbers a rule's transitions from 1: the history's order, and with
 	// RuleID its identity.
 	Seq      int64
-	From, To AlertStatus
-	Reason   AlertReason
+	From, To Status
+	Reason   Reason
 	At       time.Time
 	Value    float64
 	HasValue bool
 }
 
-// AlertStep is the outcome of one evaluation: the next state (same Version:
+// Step is the outcome of one evaluation: the next state (same Version:
 // the caller swaps it in), the transition it made and the event it raised, if
 // any.
-type AlertStep struct {
-	State      AlertState
-	Transition *AlertTransition
-	Event      *AlertEvent
+type Step struct {
+	State      State
+	Transition *Transition
+	Event      *Event
 }
 
 // verdict is what an evaluation says of the rule's condition.
@@ -166,7 +169,7 @@ const (
 
 // Step evaluates the rule at time at on what was observed of its window, or on
 // evalErr (non-empty when the statistics could not be read), from state st (the
-// zero AlertState for a rule never evaluated). It is the whole state machine:
+// zero State for a rule never evaluated). It is the whole state machine:
 //
 //   - ok or resolved: a holding condition makes it pending, or firing at once
 //     when For is 0; otherwise resolved becomes ok.
@@ -180,11 +183,11 @@ const (
 // (under MinRequests) and an evaluation error give no verdict, and the status
 // stays. Becoming firing and resolved raise events; Step names each event,
 // deriving its id from the rule and the events before it.
-func (r AlertRule) Step(st AlertState, at time.Time, obs AlertObservation, evalErr string) AlertStep {
+func (r Rule) Step(st State, at time.Time, obs Observation, evalErr string) Step {
 	next := st.Clone()
 	next.RuleID, next.Scope = r.ID, r.Scope
 	if next.Status == "" {
-		next.Status, next.Since = AlertOK, at
+		next.Status, next.Since = OK, at
 	}
 	next.EvaluatedAt, next.Error = at, evalErr
 	if evalErr == "" {
@@ -192,11 +195,11 @@ func (r AlertRule) Step(st AlertState, at time.Time, obs AlertObservation, evalE
 	}
 	v, reason := r.verdict(next.Status, obs, evalErr)
 	next.Reason = reason
-	step := AlertStep{State: next}
-	move := func(to AlertStatus, event AlertEventType) {
+	step := Step{State: next}
+	move := func(to Status, event EventType) {
 		from := step.State.Status
 		step.State.Transitions++
-		step.Transition = &AlertTransition{RuleID: r.ID, Scope: r.Scope, Seq: step.State.Transitions,
+		step.Transition = &Transition{RuleID: r.ID, Scope: r.Scope, Seq: step.State.Transitions,
 			From: from, To: to, Reason: reason, At: at, Value: obs.Value, HasValue: obs.HasValue && evalErr == ""}
 		step.State.Status, step.State.Since = to, at
 		if event != "" {
@@ -204,28 +207,28 @@ func (r AlertRule) Step(st AlertState, at time.Time, obs AlertObservation, evalE
 		}
 	}
 	switch next.Status {
-	case AlertOK, AlertResolved:
+	case OK, Resolved:
 		switch {
 		case v == holds && r.For == 0:
-			move(AlertFiring, EventFiring)
+			move(Firing, EventFiring)
 		case v == holds:
-			move(AlertPending, "")
-		case next.Status == AlertResolved:
-			move(AlertOK, "")
+			move(Pending, "")
+		case next.Status == Resolved:
+			move(OK, "")
 		}
-	case AlertPending:
+	case Pending:
 		switch {
 		case v == holds && at.Sub(next.Since) >= r.For:
-			move(AlertFiring, EventFiring)
+			move(Firing, EventFiring)
 		case v == fails:
-			move(AlertOK, "")
+			move(OK, "")
 		}
-	case AlertFiring:
+	case Firing:
 		switch {
 		case v == fails:
-			move(AlertResolved, EventResolved)
+			move(Resolved, EventResolved)
 		case v == holds && r.RepeatInterval > 0 && at.Sub(next.NotifiedAt) >= r.RepeatInterval:
-			step.Event = r.event(&step.State, EventFiring, AlertFiring, at)
+			step.Event = r.event(&step.State, EventFiring, Firing, at)
 			step.Event.Repeat = true
 		}
 	}
@@ -234,7 +237,7 @@ func (r AlertRule) Step(st AlertState, at time.Time, obs AlertObservation, evalE
 
 // verdict judges the condition for a rule in status, with the threshold that
 // applies there: ResolveThreshold while firing, Threshold otherwise.
-func (r AlertRule) verdict(status AlertStatus, obs AlertObservation, evalErr string) (verdict, AlertReason) {
+func (r Rule) verdict(status Status, obs Observation, evalErr string) (verdict, Reason) {
 	switch {
 	case evalErr != "":
 		return noVerdict, ReasonEvaluationError
@@ -250,7 +253,7 @@ func (r AlertRule) verdict(status AlertStatus, obs AlertObservation, evalErr str
 		return noVerdict, ReasonTooLittleTraffic
 	}
 	threshold := r.Threshold
-	if status == AlertFiring {
+	if status == Firing {
 		threshold = r.ResolveThreshold
 	}
 	if r.Comparison.Holds(obs.Value, threshold) {
@@ -260,13 +263,13 @@ func (r AlertRule) verdict(status AlertStatus, obs AlertObservation, evalErr str
 }
 
 // event raises the rule's next event of type t in state st (counted there).
-func (r AlertRule) event(st *AlertState, t AlertEventType, previous AlertStatus, at time.Time) *AlertEvent {
+func (r Rule) event(st *State, t EventType, previous Status, at time.Time) *Event {
 	st.Events++
 	if t == EventFiring {
 		st.NotifiedAt = at
 	}
-	return &AlertEvent{
-		ID:   DerivedAlertID(EventIDPrefix, r.ID, strconv.FormatInt(st.Events, 10)),
+	return &Event{
+		ID:   DerivedID(EventIDPrefix, r.ID, strconv.FormatInt(st.Events, 10)),
 		Type: t, At: at, Rule: r.Clone(), Status: st.Status, Previous: previous, Reason: st.Reason,
 		Since: st.Since, Observation: st.Observation,
 	}

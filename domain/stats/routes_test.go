@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 // top_routes ranks by count then route, counts errors from 400, summarises
 // durations as buckets are, and leaves out messages without a route.
 func TestStatsBuilderTopRoutes(t *testing.T) {
-	q := StatsQuery{From: rollupBase, To: rollupBase.Add(time.Hour), Interval: Intervals[3]}
-	b := NewStatsBuilder(q)
+	q := Query{From: rollupBase, To: rollupBase.Add(time.Hour), Interval: Intervals[3]}
+	b := NewBuilder(q)
 	add := func(route string, status int, ms ...int) {
 		for _, d := range ms {
-			b.Add(StatsSample{CreatedAt: rollupBase, StatusCode: status, Route: route, Path: "/p", Name: "shop",
+			b.Add(Sample{CreatedAt: rollupBase, StatusCode: status, Route: route, Path: "/p", Name: "shop",
 				Duration: time.Duration(d) * time.Millisecond, HasDuration: d >= 0})
 		}
 	}

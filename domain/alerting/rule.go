@@ -1,4 +1,4 @@
-package domain
+package alerting
 
 import (
 	"fmt"
@@ -9,35 +9,38 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// AlertMetric is what a rule watches, computed from the statistics of its window.
-type AlertMetric string
+// Metric is what a rule watches, computed from the statistics of its window.
+type Metric string
 
 // The metrics of a rule.
 const (
 	// MetricErrorRate is the share of requests with a status of 400 or more, 0 to 1.
-	MetricErrorRate AlertMetric = "error_rate"
+	MetricErrorRate Metric = "error_rate"
 	// MetricServerErrorRate is the share of requests with a status of 500 or more.
-	MetricServerErrorRate AlertMetric = "server_error_rate"
+	MetricServerErrorRate Metric = "server_error_rate"
 	// MetricRequestCount is how many requests the window holds.
-	MetricRequestCount AlertMetric = "request_count"
+	MetricRequestCount Metric = "request_count"
 	// MetricDurationP50, P95 and P99 are percentiles of duration_ms, as /v1/stats
 	// computes them.
-	MetricDurationP50 AlertMetric = "duration_p50"
-	MetricDurationP95 AlertMetric = "duration_p95"
-	MetricDurationP99 AlertMetric = "duration_p99"
+	MetricDurationP50 Metric = "duration_p50"
+	MetricDurationP95 Metric = "duration_p95"
+	MetricDurationP99 Metric = "duration_p99"
 )
 
-// AlertMetrics lists every metric, in the order the API documents them.
-var AlertMetrics = []AlertMetric{MetricErrorRate, MetricServerErrorRate, MetricRequestCount,
+// Metrics lists every metric, in the order the API documents them.
+var Metrics = []Metric{MetricErrorRate, MetricServerErrorRate, MetricRequestCount,
 	MetricDurationP50, MetricDurationP95, MetricDurationP99}
 
 // IsRate reports a metric that is a share of the window's requests (0 to 1).
-func (m AlertMetric) IsRate() bool { return m == MetricErrorRate || m == MetricServerErrorRate }
+func (m Metric) IsRate() bool { return m == MetricErrorRate || m == MetricServerErrorRate }
 
 // IsDuration reports a percentile of durations.
-func (m AlertMetric) IsDuration() bool {
+func (m Metric) IsDuration() bool {
 	return m == MetricDurationP50 || m == MetricDurationP95 || m == MetricDurationP99
 }
 
@@ -87,26 +90,26 @@ const (
 
 // Bounds and defaults of a rule.
 const (
-	// AlertBucket is the statistics interval every rule is evaluated on: its
+	// Bucket is the statistics interval every rule is evaluated on: its
 	// window is a whole number of these buckets and ends one bucket before the
 	// evaluation, so that late logs of the last minute are in.
-	AlertBucket = time.Minute
-	// MaxAlertWindow is the longest window: 1,440 one-minute buckets, within
+	Bucket = time.Minute
+	// MaxWindow is the longest window: 1,440 one-minute buckets, within
 	// MaxBuckets.
-	MaxAlertWindow      = 24 * time.Hour
-	DefaultAlertWindow  = 5 * time.Minute
-	MaxAlertFor         = 24 * time.Hour
-	MinRepeatInterval   = time.Minute
-	MaxRepeatInterval   = 30 * 24 * time.Hour
-	DefaultRepeatEvery  = 4 * time.Hour
-	MaxAlertTitleLength = 200
-	MaxMinRequests      = 1_000_000_000
+	MaxWindow          = 24 * time.Hour
+	DefaultWindow      = 5 * time.Minute
+	MaxFor             = 24 * time.Hour
+	MinRepeatInterval  = time.Minute
+	MaxRepeatInterval  = 30 * 24 * time.Hour
+	DefaultRepeatEvery = 4 * time.Hour
+	MaxTitleLength     = 200
+	MaxMinRequests     = 1_000_000_000
 	// MaxRuleEndpoints bounds the endpoints one rule names.
 	MaxRuleEndpoints = 20
 )
 
-// AlertFilter selects the requests a rule counts: every field is optional.
-type AlertFilter struct {
+// Filter selects the requests a rule counts: every field is optional.
+type Filter struct {
 	Name       string // the application
 	PathPrefix string
 	Method     string
@@ -115,13 +118,13 @@ type AlertFilter struct {
 	StatusClasses []int
 }
 
-// AlertRule watches one metric of a scope's traffic.
-type AlertRule struct {
+// Rule watches one metric of a scope's traffic.
+type Rule struct {
 	ID     string
-	Scope  Scope
+	Scope  domain.Scope
 	Title  string
-	Filter AlertFilter
-	Metric AlertMetric
+	Filter Filter
+	Metric Metric
 	// Comparison and Threshold: the condition that makes the alert pending, then
 	// firing once it held For.
 	Comparison Comparison
@@ -145,14 +148,14 @@ type AlertRule struct {
 	UpdatedAt   time.Time
 }
 
-// DefaultAlertRule is what a new rule holds before its fields are read.
-func DefaultAlertRule() AlertRule {
-	return AlertRule{Comparison: Above, Window: DefaultAlertWindow, NoData: NoDataKeep,
+// DefaultRule is what a new rule holds before its fields are read.
+func DefaultRule() Rule {
+	return Rule{Comparison: Above, Window: DefaultWindow, NoData: NoDataKeep,
 		RepeatInterval: DefaultRepeatEvery, Enabled: true}
 }
 
 // Clone returns a copy that shares no slice with r.
-func (r AlertRule) Clone() AlertRule {
+func (r Rule) Clone() Rule {
 	r.Filter.StatusClasses = slices.Clone(r.Filter.StatusClasses)
 	r.EndpointIDs = slices.Clone(r.EndpointIDs)
 	return r
@@ -160,8 +163,8 @@ func (r AlertRule) Clone() AlertRule {
 
 // WindowAt is the window evaluated at now: whole buckets, ending at the start
 // of the bucket before the one now falls in.
-func (r AlertRule) WindowAt(now time.Time) (from, to time.Time) {
-	to = AlignDown(now, AlertBucket).Add(-AlertBucket)
+func (r Rule) WindowAt(now time.Time) (from, to time.Time) {
+	to = stats.AlignDown(now, Bucket).Add(-Bucket)
 	return to.Add(-r.Window), to
 }
 
@@ -169,18 +172,18 @@ func (r AlertRule) WindowAt(now time.Time) (from, to time.Time) {
 // as GET /v1/stats with the rule's filters, from and to, and interval=1m. A
 // rate or count reads the status classes from the buckets, so only a
 // percentile narrows the query to them (they are then contiguous).
-func (r AlertRule) StatsQuery(now time.Time) StatsQuery {
+func (r Rule) StatsQuery(now time.Time) stats.Query {
 	from, to := r.WindowAt(now)
-	f := Filter{Name: r.Filter.Name, PathPrefix: r.Filter.PathPrefix, Method: r.Filter.Method, From: from, To: to}
+	f := domain.Filter{Name: r.Filter.Name, PathPrefix: r.Filter.PathPrefix, Method: r.Filter.Method, From: from, To: to}
 	if r.Metric.IsDuration() && len(r.Filter.StatusClasses) > 0 {
 		f.StatusMin = r.Filter.StatusClasses[0] * 100
 		f.StatusMax = r.Filter.StatusClasses[len(r.Filter.StatusClasses)-1]*100 + 99
 	}
-	return StatsQuery{Scope: r.Scope, From: from, To: to, Filter: f, Interval: Interval{"1m", AlertBucket}}
+	return stats.Query{Scope: r.Scope, From: from, To: to, Filter: f, Interval: stats.Interval{Name: "1m", Width: Bucket}}
 }
 
 // StatusClassNames are the classes as the API writes them ("5xx").
-func (f AlertFilter) StatusClassNames() []string {
+func (f Filter) StatusClassNames() []string {
 	names := make([]string, len(f.StatusClasses))
 	for i, c := range f.StatusClasses {
 		names[i] = strconv.Itoa(c) + "xx"
@@ -189,19 +192,19 @@ func (f AlertFilter) StatusClassNames() []string {
 }
 
 // counts reports whether a request of status class c (1-5) counts.
-func (f AlertFilter) counts(class int) bool {
+func (f Filter) counts(class int) bool {
 	return len(f.StatusClasses) == 0 || slices.Contains(f.StatusClasses, class)
 }
 
-// ParseAlertRule applies a rule's fields, as the edge decoded them from JSON
+// ParseRule applies a rule's fields, as the edge decoded them from JSON
 // (nil, bool, float64, string, []any), onto base: a new rule's defaults
-// (DefaultAlertRule) or, for an update, the stored rule, whose fields the body
+// (DefaultRule) or, for an update, the stored rule, whose fields the body
 // does not name stay as they are. null (nil) resets an optional field. Every
 // problem is a *ValidationError naming the field; unknown fields are
 // refused, so that a misspelt one is not silently left at its default.
-func ParseAlertRule(fields map[string]any, base AlertRule) (AlertRule, error) {
+func ParseRule(fields map[string]any, base Rule) (Rule, error) {
 	r := base.Clone()
-	var fe FieldErrors
+	var fe domain.FieldErrors
 	for name, v := range fields {
 		read, known := ruleFields[name]
 		if !known {
@@ -218,44 +221,44 @@ func ParseAlertRule(fields map[string]any, base AlertRule) (AlertRule, error) {
 		r.check(&fe, thresholdGiven, resolveGiven)
 	}
 	if len(fe.List) > 0 {
-		slices.SortFunc(fe.List, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return AlertRule{}, &ValidationError{Message: "the alert rule is invalid", Fields: fe.List}
+		slices.SortFunc(fe.List, func(a, b domain.FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return Rule{}, &domain.ValidationError{Message: "the alert rule is invalid", Fields: fe.List}
 	}
 	return r, nil
 }
 
 // ruleFields reads each field of a rule; the message says what is wrong ("" if
 // nothing is).
-var ruleFields = map[string]func(r *AlertRule, v any) string{
-	"title": func(r *AlertRule, v any) string {
-		return readText(v, &r.Title, MaxAlertTitleLength)
+var ruleFields = map[string]func(r *Rule, v any) string{
+	"title": func(r *Rule, v any) string {
+		return readText(v, &r.Title, MaxTitleLength)
 	},
-	"name": func(r *AlertRule, v any) string {
-		return readText(v, &r.Filter.Name, MaxNameLength)
+	"name": func(r *Rule, v any) string {
+		return readText(v, &r.Filter.Name, domain.MaxNameLength)
 	},
-	"path_prefix": func(r *AlertRule, v any) string {
+	"path_prefix": func(r *Rule, v any) string {
 		if msg := readString(v, &r.Filter.PathPrefix); msg != "" || r.Filter.PathPrefix == "" {
 			return msg
 		}
 		switch p := r.Filter.PathPrefix; {
 		case !strings.HasPrefix(p, "/"):
 			return "must start with /"
-		case len(p) > MaxPathPrefixBytes:
-			return fmt.Sprintf("must be at most %d bytes", MaxPathPrefixBytes)
+		case len(p) > domain.MaxPathPrefixBytes:
+			return fmt.Sprintf("must be at most %d bytes", domain.MaxPathPrefixBytes)
 		}
 		return ""
 	},
-	"method": func(r *AlertRule, v any) string {
+	"method": func(r *Rule, v any) string {
 		if msg := readString(v, &r.Filter.Method); msg != "" || r.Filter.Method == "" {
 			return msg
 		}
-		if !IsToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
+		if !domain.IsToken(r.Filter.Method) || len(r.Filter.Method) > maxMethodLength {
 			return "must be an HTTP method token such as GET"
 		}
 		r.Filter.Method = strings.ToUpper(r.Filter.Method)
 		return ""
 	},
-	"status_classes": func(r *AlertRule, v any) string {
+	"status_classes": func(r *Rule, v any) string {
 		const problem = `must be a list of distinct status classes such as ["4xx", "5xx"]`
 		if v == nil {
 			r.Filter.StatusClasses = nil
@@ -276,15 +279,15 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		r.Filter.StatusClasses = classes
 		return ""
 	},
-	"metric": func(r *AlertRule, v any) string {
+	"metric": func(r *Rule, v any) string {
 		s, _ := v.(string)
-		if !slices.Contains(AlertMetrics, AlertMetric(s)) {
-			return "must be one of " + joinQuoted(AlertMetrics)
+		if !slices.Contains(Metrics, Metric(s)) {
+			return "must be one of " + joinQuoted(Metrics)
 		}
-		r.Metric = AlertMetric(s)
+		r.Metric = Metric(s)
 		return ""
 	},
-	"comparison": func(r *AlertRule, v any) string {
+	"comparison": func(r *Rule, v any) string {
 		s, _ := v.(string)
 		all := []Comparison{Above, AboveOrEqual, Below, BelowOrEqual}
 		if !slices.Contains(all, Comparison(s)) {
@@ -293,41 +296,41 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		r.Comparison = Comparison(s)
 		return ""
 	},
-	"threshold": func(r *AlertRule, v any) string {
+	"threshold": func(r *Rule, v any) string {
 		return readNumber(v, &r.Threshold)
 	},
-	"resolve_threshold": func(r *AlertRule, v any) string {
+	"resolve_threshold": func(r *Rule, v any) string {
 		if v == nil {
 			r.ResolveThreshold = math.NaN() // follows threshold: set in check
 			return ""
 		}
 		return readNumber(v, &r.ResolveThreshold)
 	},
-	"window": func(r *AlertRule, v any) string {
+	"window": func(r *Rule, v any) string {
 		if v == nil {
-			r.Window = DefaultAlertWindow
+			r.Window = DefaultWindow
 			return ""
 		}
 		d, msg := readDuration(v)
-		if msg == "" && (d < AlertBucket || d > MaxAlertWindow || d%AlertBucket != 0) {
+		if msg == "" && (d < Bucket || d > MaxWindow || d%Bucket != 0) {
 			msg = "must be a whole number of minutes from 1m to 24h"
 		}
 		r.Window = d
 		return msg
 	},
-	"for": func(r *AlertRule, v any) string {
+	"for": func(r *Rule, v any) string {
 		if v == nil {
 			r.For = 0
 			return ""
 		}
 		d, msg := readDuration(v)
-		if msg == "" && (d < 0 || d > MaxAlertFor || d%time.Second != 0) {
+		if msg == "" && (d < 0 || d > MaxFor || d%time.Second != 0) {
 			msg = "must be a whole number of seconds from 0s to 24h"
 		}
 		r.For = d
 		return msg
 	},
-	"min_requests": func(r *AlertRule, v any) string {
+	"min_requests": func(r *Rule, v any) string {
 		if v == nil {
 			r.MinRequests = 0
 			return ""
@@ -339,7 +342,7 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		r.MinRequests = n
 		return ""
 	},
-	"no_data": func(r *AlertRule, v any) string {
+	"no_data": func(r *Rule, v any) string {
 		all := []NoDataPolicy{NoDataKeep, NoDataOK, NoDataFiring}
 		if v == nil {
 			r.NoData = NoDataKeep
@@ -351,7 +354,7 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		r.NoData = NoDataPolicy(v.(string))
 		return ""
 	},
-	"repeat_interval": func(r *AlertRule, v any) string {
+	"repeat_interval": func(r *Rule, v any) string {
 		if v == nil {
 			r.RepeatInterval = DefaultRepeatEvery
 			return ""
@@ -363,7 +366,7 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 		r.RepeatInterval = d
 		return msg
 	},
-	"endpoint_ids": func(r *AlertRule, v any) string {
+	"endpoint_ids": func(r *Rule, v any) string {
 		if v == nil {
 			r.EndpointIDs = nil
 			return ""
@@ -373,14 +376,14 @@ var ruleFields = map[string]func(r *AlertRule, v any) string{
 			return fmt.Sprintf("must be a list of at most %d endpoint ids", MaxRuleEndpoints)
 		}
 		for i, id := range ids {
-			if !IsAlertID(id, EndpointIDPrefix) || slices.Contains(ids[:i], id) {
+			if !IsID(id, EndpointIDPrefix) || slices.Contains(ids[:i], id) {
 				return "must list distinct endpoint ids such as " + EndpointIDPrefix + "Ab3dEf6hIj9kLm2n"
 			}
 		}
 		r.EndpointIDs = ids
 		return ""
 	},
-	"enabled": func(r *AlertRule, v any) string {
+	"enabled": func(r *Rule, v any) string {
 		enabled, ok := v.(bool)
 		if !ok {
 			return "must be true or false"
@@ -403,9 +406,9 @@ func unknownField(name string) string {
 const maxMethodLength = 32
 
 // check validates what depends on several fields, and what a new rule must have.
-func (r *AlertRule) check(fe *FieldErrors, thresholdGiven, resolveGiven bool) {
+func (r *Rule) check(fe *domain.FieldErrors, thresholdGiven, resolveGiven bool) {
 	if r.Metric == "" {
-		fe.Add("metric", "is required: one of %s", joinQuoted(AlertMetrics))
+		fe.Add("metric", "is required: one of %s", joinQuoted(Metrics))
 		return
 	}
 	if r.CreatedAt.IsZero() && !thresholdGiven {
@@ -444,7 +447,7 @@ func (r *AlertRule) check(fe *FieldErrors, thresholdGiven, resolveGiven bool) {
 }
 
 // healthySide reports whether v lies at the threshold or on its healthy side.
-func (r AlertRule) healthySide(v float64) bool {
+func (r Rule) healthySide(v float64) bool {
 	if r.Comparison.upward() {
 		return v <= r.Threshold
 	}
@@ -496,7 +499,7 @@ func readNumber(v any, dst *float64) string {
 }
 
 // durationText is the form of a rule's durations: whole hours, minutes and
-// seconds, in that order, such as "90s", "5m" or "1h30m" (what FormatAlertDuration
+// seconds, in that order, such as "90s", "5m" or "1h30m" (what FormatDuration
 // writes, and openapi.json's pattern).
 var durationText = regexp.MustCompile(`^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?$`)
 
@@ -550,9 +553,9 @@ func joinQuoted[T ~string](values []T) string {
 	return strings.Join(parts, ", ")
 }
 
-// FormatAlertDuration writes a rule's duration as the API does: "5m",
+// FormatDuration writes a rule's duration as the API does: "5m",
 // "1h30m", "45s", "0s".
-func FormatAlertDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	if d <= 0 || d%time.Second != 0 {
 		return d.String()
 	}

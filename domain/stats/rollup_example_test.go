@@ -1,10 +1,11 @@
-package domain_test
+package stats_test
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // rollupRow is a store's row of rollups: one per scope, application and
@@ -16,7 +17,7 @@ type rollupRow struct {
 }
 
 // How a store keeps rollups and answers statistics from them.
-func ExampleRollupStatsBuilder() {
+func ExampleRollupBuilder() {
 	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	msgs := []domain.Message{
 		{Name: "shop", Path: "/v1/orders?page=2", StatusCode: 200, Duration: 12 * time.Millisecond, HasDuration: true},
@@ -33,12 +34,12 @@ func ExampleRollupStatsBuilder() {
 	// Writing: in the transaction that stores messages, each message newly
 	// stored is added to the rollup of its application and minute (read,
 	// decoded, added to, encoded, written back).
-	rollups := map[string]*domain.Rollup{}
+	rollups := map[string]*stats.Rollup{}
 	var rows []rollupRow
 	for _, m := range msgs {
 		key := m.Name + "@" + m.CreatedAt.Truncate(time.Minute).String()
 		if rollups[key] == nil {
-			rollups[key] = &domain.Rollup{}
+			rollups[key] = &stats.Rollup{}
 			rows = append(rows, rollupRow{name: m.Name, minute: m.CreatedAt.Truncate(time.Minute)})
 		}
 		rollups[key].AddMessage(m)
@@ -50,13 +51,13 @@ func ExampleRollupStatsBuilder() {
 	// Reading: a query rollups answer (a scope, or one application), at now.
 	// The minute of billing's messages is refused: one is not visible yet.
 	now := at.Add(10 * time.Minute)
-	q, _ := domain.ParseStatsQuery(map[string][]string{"from": {"2026-11-24T09:00:00Z"}, "interval": {"1h"}}, now)
+	q, _ := stats.ParseQuery(map[string][]string{"from": {"2026-11-24T09:00:00Z"}, "interval": {"1h"}}, now)
 	if !q.RollupsAnswer() {
-		return // stream the messages into domain.NewStatsBuilder(q) instead
+		return // stream the messages into stats.NewBuilder(q) instead
 	}
-	b := domain.NewRollupStatsBuilder(q, now)
+	b := stats.NewRollupBuilder(q, now)
 	from, to := q.CountedRange()
-	var r domain.Rollup
+	var r stats.Rollup
 	refused := 0
 	for _, row := range rows {
 		// The rows of the minutes that meet [from, to), of q.Filter.Name alone when set.
@@ -64,7 +65,7 @@ func ExampleRollupStatsBuilder() {
 			continue
 		}
 		if err := r.UnmarshalBinary(row.data); err != nil {
-			return // damaged: errors.Is(err, domain.ErrInvalidEncoding)
+			return // damaged: errors.Is(err, stats.ErrInvalidEncoding)
 		}
 		if !b.AddRollup(row.minute, row.minute.Add(time.Minute), row.name, &r) {
 			// Refused: count this minute of this application from its
@@ -72,7 +73,7 @@ func ExampleRollupStatsBuilder() {
 			refused++
 			for _, m := range msgs {
 				if m.Name == row.name && m.CreatedAt.Truncate(time.Minute).Equal(row.minute) && m.Readable(now) && q.Filter.Matches(m) {
-					b.Add(domain.SampleOf(m))
+					b.Add(stats.SampleOf(m))
 				}
 			}
 		}

@@ -1,11 +1,15 @@
-package domain
+package stats
 
-import "time"
+import (
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
 
 // Rollup is what the statistics need of the messages of one span of time (a
 // minute, or minutes merged) of one scope and one application: a store writes
 // it with the messages, in the same transaction, and answers statistics from
-// it instead of reading the messages again (RollupStatsBuilder). Its zero
+// it instead of reading the messages again (RollupBuilder). Its zero
 // value is empty.
 //
 // A store keeps one rollup per scope, application and minute of created_at,
@@ -17,7 +21,7 @@ type Rollup struct {
 	Count     int64
 	Status    StatusCounts
 	Durations DurationDigest
-	Paths     KeyCounter // by RouteOf(path)
+	Paths     KeyCounter // by PathOf(path)
 	Routes    RouteCounter
 	// AllVisibleAt is the latest VisibleAt, and FirstExpiresAt the earliest
 	// ExpiresAt, of the messages counted: the rollup stands for all of them
@@ -27,18 +31,18 @@ type Rollup struct {
 
 // Add counts one message's sample. It does not know when the message is
 // readable: AddMessage does.
-func (r *Rollup) Add(s StatsSample) {
+func (r *Rollup) Add(s Sample) {
 	r.Count++
 	r.Status.Add(s.StatusCode)
 	if s.HasDuration {
 		r.Durations.Add(s.Duration)
 	}
-	r.Paths.Add(RouteOf(s.Path), IsError(s.StatusCode))
+	r.Paths.Add(PathOf(s.Path), IsError(s.StatusCode))
 	r.Routes.AddSample(s)
 }
 
 // AddMessage counts m, and when it is readable.
-func (r *Rollup) AddMessage(m Message) {
+func (r *Rollup) AddMessage(m domain.Message) {
 	r.Add(SampleOf(m))
 	if m.VisibleAt.After(r.AllVisibleAt) {
 		r.AllVisibleAt = m.VisibleAt
@@ -56,7 +60,7 @@ func (r *Rollup) Merge(o *Rollup) {
 }
 
 // MergeSeries adds the messages of o as Merge does, but not their paths and
-// routes: what a bucket counts of them (RollupStatsBuilder.AddBuckets).
+// routes: what a bucket counts of them (RollupBuilder.AddBuckets).
 func (r *Rollup) MergeSeries(o *Rollup) {
 	r.Count += o.Count
 	for c := range r.Status {

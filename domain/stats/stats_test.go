@@ -1,33 +1,36 @@
-package domain
+package stats
 
 import (
+	"errors"
 	"net/url"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 var statsNow = time.Date(2026, 11, 24, 10, 7, 31, 123456789, time.UTC)
 
 func TestParseStatsQueryDefaults(t *testing.T) {
-	q, err := ParseStatsQuery(url.Values{}, statsNow)
+	q, err := ParseQuery(url.Values{}, statsNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The last 24 hours ending now, from rounded down to the interval; 15m is
 	// the narrowest interval giving at most 100 buckets (5m gives 289).
-	wantTo := Micro(statsNow)
+	wantTo := domain.Micro(statsNow)
 	wantFrom := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	if !q.From.Equal(wantFrom) || !q.To.Equal(wantTo) || q.Interval.Name != "15m" || q.Interval.Width != 15*time.Minute {
-		t.Errorf("default range [%s, %s) by %s, want [%s, %s) by 15m", FormatTime(q.From), FormatTime(q.To), q.Interval.Name, FormatTime(wantFrom), FormatTime(wantTo))
+		t.Errorf("default range [%s, %s) by %s, want [%s, %s) by 15m", domain.FormatTime(q.From), domain.FormatTime(q.To), q.Interval.Name, domain.FormatTime(wantFrom), domain.FormatTime(wantTo))
 	}
 	if !q.Filter.From.Equal(q.From) || !q.Filter.To.Equal(q.To) {
-		t.Errorf("the filter's range [%s, %s) is not the query's", FormatTime(q.Filter.From), FormatTime(q.Filter.To))
+		t.Errorf("the filter's range [%s, %s) is not the query's", domain.FormatTime(q.Filter.From), domain.FormatTime(q.Filter.To))
 	}
 	if n := q.BucketCount(); n != 97 {
 		t.Errorf("BucketCount = %d, want 97 (24 h 7 min 31 s in 15-minute buckets)", n)
 	}
-	if q.Scope != (Scope{}) {
+	if q.Scope != (domain.Scope{}) {
 		t.Errorf("Scope = %+v: the service sets it, not the parameters", q.Scope)
 	}
 }
@@ -69,14 +72,14 @@ func TestParseStatsQueryRangeAndInterval(t *testing.T) {
 	}
 	for _, c := range cases {
 		values, _ := url.ParseQuery(c.query)
-		q, err := ParseStatsQuery(values, statsNow)
+		q, err := ParseQuery(values, statsNow)
 		if err != nil {
 			t.Errorf("ParseStatsQuery(%s): %v", c.query, err)
 			continue
 		}
 		if !q.From.Equal(at(c.from)) || !q.To.Equal(at(c.to)) || q.Interval.Name != c.interval || q.BucketCount() != c.buckets || !q.FirstBucket().Equal(at(c.firstBucketAt)) {
 			t.Errorf("ParseStatsQuery(%s) = [%s, %s) by %s in %d buckets from %s; want [%s, %s) by %s in %d from %s", c.query,
-				FormatTime(q.From), FormatTime(q.To), q.Interval.Name, q.BucketCount(), FormatTime(q.FirstBucket()),
+				domain.FormatTime(q.From), domain.FormatTime(q.To), q.Interval.Name, q.BucketCount(), domain.FormatTime(q.FirstBucket()),
 				c.from, c.to, c.interval, c.buckets, c.firstBucketAt)
 		}
 		if c.filterNonEmpty && (q.Filter.Text != "ord_8f7d" || q.Filter.Name != "shop" || q.Filter.StatusMin != 400 || q.Filter.MinDuration == nil) {
@@ -98,13 +101,15 @@ func TestParseStatsQueryErrors(t *testing.T) {
 		"max_duration_ms=-1":                                "max_duration_ms",
 	} {
 		values, _ := url.ParseQuery(raw)
-		_, err := ParseStatsQuery(values, statsNow)
-		assertFields(t, err, field)
+		_, err := ParseQuery(values, statsNow)
+		if verr := (*domain.ValidationError)(nil); !errors.As(err, &verr) || len(verr.Fields) != 1 || verr.Fields[0].Field != field {
+			t.Errorf("%s: err = %v, want a ValidationError naming %s", raw, err, field)
+		}
 	}
 }
 
 func TestBucketIndexAndAlignment(t *testing.T) {
-	q := StatsQuery{From: time.Date(2026, 11, 24, 8, 20, 0, 0, time.UTC), To: time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC), Interval: Intervals[3]}
+	q := Query{From: time.Date(2026, 11, 24, 8, 20, 0, 0, time.UTC), To: time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC), Interval: Intervals[3]}
 	for _, c := range []struct {
 		at   time.Time
 		want int
@@ -113,14 +118,14 @@ func TestBucketIndexAndAlignment(t *testing.T) {
 		{time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC), 1}, {q.To.Add(-time.Microsecond), 2},
 	} {
 		if got := q.BucketIndex(c.at); got != c.want {
-			t.Errorf("BucketIndex(%s) = %d, want %d", FormatTime(c.at), got, c.want)
+			t.Errorf("BucketIndex(%s) = %d, want %d", domain.FormatTime(c.at), got, c.want)
 		}
 	}
 	// Every interval divides a day: a day's buckets start at midnight UTC.
 	for _, iv := range Intervals {
-		day := StatsQuery{From: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC).Add(iv.Width / 2), To: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), Interval: iv}
+		day := Query{From: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC).Add(iv.Width / 2), To: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), Interval: iv}
 		if got := day.FirstBucket(); !got.Equal(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)) {
-			t.Errorf("interval %s: first bucket %s, want midnight", iv.Name, FormatTime(got))
+			t.Errorf("interval %s: first bucket %s, want midnight", iv.Name, domain.FormatTime(got))
 		}
 	}
 }
@@ -171,9 +176,9 @@ func TestStatusCountsAdd(t *testing.T) {
 
 func TestStatsBuilder(t *testing.T) {
 	from := time.Date(2026, 11, 24, 8, 20, 0, 0, time.UTC) // not aligned: the first bucket starts at 08:00
-	q := StatsQuery{From: from, To: from.Add(3*time.Hour + 40*time.Minute), Interval: Intervals[3]}
+	q := Query{From: from, To: from.Add(3*time.Hour + 40*time.Minute), Interval: Intervals[3]}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-	samples := []StatsSample{
+	samples := []Sample{
 		{CreatedAt: from, StatusCode: 200, Path: "/v1/orders?page=2", Name: "shop", Duration: ms(10_000), HasDuration: true},
 		{CreatedAt: from.Add(39 * time.Minute), StatusCode: 404, Path: "/v1/orders", Name: "shop", Duration: ms(30_500), HasDuration: true},
 		{CreatedAt: from.Add(40 * time.Minute), StatusCode: 503, Path: "/v1/users", Name: "billing"},
@@ -182,7 +187,7 @@ func TestStatsBuilder(t *testing.T) {
 		{CreatedAt: from.Add(-time.Microsecond), StatusCode: 500, Path: "/v1/orders", Name: "shop"},
 		{CreatedAt: q.To, StatusCode: 500, Path: "/v1/orders", Name: "shop"},
 	}
-	b := NewStatsBuilder(q)
+	b := NewBuilder(q)
 	for _, s := range samples {
 		b.Add(s)
 	}
@@ -215,7 +220,7 @@ func TestStatsBuilder(t *testing.T) {
 		t.Errorf("top paths %v names %v, want %v %v", got.TopPaths, got.TopNames, wantPaths, wantNames)
 	}
 	if !got.From.Equal(q.From) || !got.To.Equal(q.To) || got.Interval != q.Interval {
-		t.Errorf("range [%s, %s) by %s, want the query's", FormatTime(got.From), FormatTime(got.To), got.Interval.Name)
+		t.Errorf("range [%s, %s) by %s, want the query's", domain.FormatTime(got.From), domain.FormatTime(got.To), got.Interval.Name)
 	}
 	// Stats leaves the builder as it was: a second call gives the same.
 	if again := b.Stats(); !slices.Equal(again.Buckets, got.Buckets) || again.Total != got.Total {
@@ -224,9 +229,9 @@ func TestStatsBuilder(t *testing.T) {
 }
 
 func TestStatsBuilderEmpty(t *testing.T) {
-	q := StatsQuery{From: statsNow.Add(-time.Hour), To: statsNow, Interval: Intervals[2]}
-	got := NewStatsBuilder(q).Stats()
-	if len(got.Buckets) != 5 || got.Total != (StatsBucket{}) || got.TopPaths == nil || got.TopNames == nil || len(got.TopPaths)+len(got.TopNames) != 0 {
+	q := Query{From: statsNow.Add(-time.Hour), To: statsNow, Interval: Intervals[2]}
+	got := NewBuilder(q).Stats()
+	if len(got.Buckets) != 5 || got.Total != (Bucket{}) || got.TopPaths == nil || got.TopNames == nil || len(got.TopPaths)+len(got.TopNames) != 0 {
 		t.Errorf("empty statistics = %+v, want 5 empty buckets and empty (not nil) rankings", got)
 	}
 }
@@ -249,7 +254,7 @@ func TestTop(t *testing.T) {
 	if got := Top(counts, 10); len(got) != 5 {
 		t.Errorf("Top(10) of 5 keys = %v", got)
 	}
-	if got := RouteOf("/v1/orders?page=2?x"); got != "/v1/orders" {
+	if got := PathOf("/v1/orders?page=2?x"); got != "/v1/orders" {
 		t.Errorf("RouteOf = %q", got)
 	}
 	if IsError(399) || !IsError(400) || !IsError(599) {

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // rollupSeeds are encodings of rollups of every shape the differential test
@@ -27,7 +29,7 @@ func rollupSeeds() [][]byte {
 	var empty, pruned Rollup
 	pruned.Paths.capacity = 2
 	for i := range 50 {
-		pruned.Add(StatsSample{Path: fmt.Sprintf("/p/%d", i%7), StatusCode: 200 + i, Duration: time.Duration(i), HasDuration: true})
+		pruned.Add(Sample{Path: fmt.Sprintf("/p/%d", i%7), StatusCode: 200 + i, Duration: time.Duration(i), HasDuration: true})
 	}
 	for _, r := range []*Rollup{&empty, &pruned} {
 		data, _ := r.MarshalBinary()
@@ -53,7 +55,7 @@ func FuzzRollupUnmarshal(f *testing.F) {
 		assertFixedPoint(t, &r, &Rollup{})
 		checkSummary(t, r.Durations.Summary())
 		var sum Rollup
-		sum.Add(StatsSample{Path: "/x", StatusCode: 500, Duration: time.Second, HasDuration: true})
+		sum.Add(Sample{Path: "/x", StatusCode: 500, Duration: time.Second, HasDuration: true})
 		sum.Merge(&r)
 		sum.Merge(&r)
 		if sum.Count != 1+2*r.Count || sum.Durations.Count() != 1+2*r.Durations.Count() {
@@ -144,7 +146,7 @@ func assertFixedPoint(t *testing.T, decoded, empty binaryCodec) {
 // ordered, within a day.
 func checkSummary(t *testing.T, s DurationSummary) {
 	t.Helper()
-	limit := float64(MaxDuration.Milliseconds()) * 1.01
+	limit := float64(domain.MaxDuration.Milliseconds()) * 1.01
 	if s.Count < 0 || s.P50 < 0 || s.P50 > s.P95 || s.P95 > s.P99 || s.P99 > limit {
 		t.Fatalf("summary %+v", s)
 	}

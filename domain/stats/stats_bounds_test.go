@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"testing"
@@ -27,12 +27,12 @@ func TestBucketCountFarFromTheEpoch(t *testing.T) {
 			t.Errorf("bucketCount(%v, %v, %v) = %d, want %d", c.from, c.to, c.width, got, c.want)
 		}
 	}
-	q := StatsQuery{From: time.Date(9999, 12, 30, 0, 30, 0, 0, time.UTC), To: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
+	q := Query{From: time.Date(9999, 12, 30, 0, 30, 0, 0, time.UTC), To: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
 		Interval: Interval{"1h", time.Hour}}
 	if first := q.FirstBucket(); !first.Equal(time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("FirstBucket = %v", first)
 	}
-	if got := len(NewStats(q).Buckets); got != 24 {
+	if got := len(New(q).Buckets); got != 24 {
 		t.Errorf("%d buckets in year 9999, want 24", got)
 	}
 }

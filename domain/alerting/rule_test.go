@@ -1,4 +1,4 @@
-package domain_test
+package alerting_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
 )
 
 // obj is a JSON object's fields, as the HTTP edge decodes a body.
@@ -33,12 +34,12 @@ func fieldsOf(err error) []string {
 }
 
 func TestParseAlertRuleDefaults(t *testing.T) {
-	r, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.05}`), domain.DefaultAlertRule())
+	r, err := alerting.ParseRule(obj(t, `{"metric":"error_rate","threshold":0.05}`), alerting.DefaultRule())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Comparison != domain.Above || r.ResolveThreshold != 0.05 || r.Window != 5*time.Minute || r.For != 0 ||
-		r.NoData != domain.NoDataKeep || r.RepeatInterval != 4*time.Hour || !r.Enabled || r.MinRequests != 0 {
+	if r.Comparison != alerting.Above || r.ResolveThreshold != 0.05 || r.Window != 5*time.Minute || r.For != 0 ||
+		r.NoData != alerting.NoDataKeep || r.RepeatInterval != 4*time.Hour || !r.Enabled || r.MinRequests != 0 {
 		t.Errorf("defaults: %+v", r)
 	}
 }
@@ -47,13 +48,13 @@ func TestParseAlertRuleEveryField(t *testing.T) {
 	body := `{"title":" Orders 5xx ","name":"shop","path_prefix":"/v1/orders","method":"post","status_classes":["5xx","4xx"],
 		"metric":"duration_p95","comparison":"<=","threshold":200,"resolve_threshold":250,"window":"15m","for":"2m",
 		"min_requests":20,"no_data":"ok","repeat_interval":"1h","endpoint_ids":["whe_Ab3dEf6hIj9kLm2n"],"enabled":false}`
-	r, err := domain.ParseAlertRule(obj(t, body), domain.DefaultAlertRule())
+	r, err := alerting.ParseRule(obj(t, body), alerting.DefaultRule())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := domain.AlertRule{Title: "Orders 5xx", Filter: domain.AlertFilter{Name: "shop", PathPrefix: "/v1/orders", Method: "POST",
-		StatusClasses: []int{4, 5}}, Metric: domain.MetricDurationP95, Comparison: domain.BelowOrEqual, Threshold: 200,
-		ResolveThreshold: 250, Window: 15 * time.Minute, For: 2 * time.Minute, MinRequests: 20, NoData: domain.NoDataOK,
+	want := alerting.Rule{Title: "Orders 5xx", Filter: alerting.Filter{Name: "shop", PathPrefix: "/v1/orders", Method: "POST",
+		StatusClasses: []int{4, 5}}, Metric: alerting.MetricDurationP95, Comparison: alerting.BelowOrEqual, Threshold: 200,
+		ResolveThreshold: 250, Window: 15 * time.Minute, For: 2 * time.Minute, MinRequests: 20, NoData: alerting.NoDataOK,
 		RepeatInterval: time.Hour, EndpointIDs: []string{"whe_Ab3dEf6hIj9kLm2n"}}
 	if r.Title != want.Title || r.Filter.Name != want.Filter.Name || r.Filter.PathPrefix != want.Filter.PathPrefix ||
 		r.Filter.Method != want.Filter.Method || !slices.Equal(r.Filter.StatusClasses, want.Filter.StatusClasses) ||
@@ -108,12 +109,12 @@ func TestParseAlertRuleNamesEveryBadField(t *testing.T) {
 		{`{` + base + `,"treshold":0.1}`, "treshold"},
 		{`{` + base + `,"":0.1}`, `""`},
 	} {
-		_, err := domain.ParseAlertRule(obj(t, tc.body), domain.DefaultAlertRule())
+		_, err := alerting.ParseRule(obj(t, tc.body), alerting.DefaultRule())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
 			t.Errorf("%s: fields %v (%v), want [%s]", tc.body, fields, err, tc.field)
 		}
 	}
-	_, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.05,"window":"1s","for":"x"}`), domain.DefaultAlertRule())
+	_, err := alerting.ParseRule(obj(t, `{"metric":"error_rate","threshold":0.05,"window":"1s","for":"x"}`), alerting.DefaultRule())
 	if fields := fieldsOf(err); !slices.Equal(fields, []string{"for", "window"}) {
 		t.Errorf("two bad fields: %v, want [for window]", fields)
 	}
@@ -122,16 +123,16 @@ func TestParseAlertRuleNamesEveryBadField(t *testing.T) {
 // An update names only what changes; the rest stays, and a resolve threshold
 // left on the wrong side by a new threshold follows it.
 func TestParseAlertRuleUpdate(t *testing.T) {
-	stored, err := domain.ParseAlertRule(obj(t, `{"metric":"error_rate","threshold":0.10,"resolve_threshold":0.05,"name":"shop"}`), domain.DefaultAlertRule())
+	stored, err := alerting.ParseRule(obj(t, `{"metric":"error_rate","threshold":0.10,"resolve_threshold":0.05,"name":"shop"}`), alerting.DefaultRule())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored.CreatedAt = alertStart
-	r, err := domain.ParseAlertRule(obj(t, `{"threshold":0.2}`), stored)
+	r, err := alerting.ParseRule(obj(t, `{"threshold":0.2}`), stored)
 	if err != nil || r.Threshold != 0.2 || r.ResolveThreshold != 0.05 || r.Filter.Name != "shop" {
 		t.Errorf("threshold raised: %+v, %v; want resolve threshold kept, name kept", r, err)
 	}
-	r, err = domain.ParseAlertRule(obj(t, `{"threshold":0.01,"name":null}`), stored)
+	r, err = alerting.ParseRule(obj(t, `{"threshold":0.01,"name":null}`), stored)
 	if err != nil || r.ResolveThreshold != 0.01 || r.Filter.Name != "" {
 		t.Errorf("threshold under the resolve threshold: %+v, %v; want it followed, name cleared", r, err)
 	}
@@ -141,12 +142,12 @@ func TestParseAlertRuleUpdate(t *testing.T) {
 }
 
 func TestParseAlertEndpoint(t *testing.T) {
-	e, err := domain.ParseAlertEndpoint(obj(t, `{"url":"https://hooks.slack.com/services/T0/B0/x","description":"ops"}`), domain.DefaultAlertEndpoint())
-	if err != nil || e.Format != domain.FormatSlack || !e.Enabled || e.Description != "ops" {
+	e, err := alerting.ParseEndpoint(obj(t, `{"url":"https://hooks.slack.com/services/T0/B0/x","description":"ops"}`), alerting.DefaultEndpoint())
+	if err != nil || e.Format != alerting.FormatSlack || !e.Enabled || e.Description != "ops" {
 		t.Errorf("a Slack URL: %+v, %v; want format slack", e, err)
 	}
-	e, err = domain.ParseAlertEndpoint(obj(t, `{"url":"http://127.0.0.1:8080/hook","format":"standard"}`), domain.DefaultAlertEndpoint())
-	if err != nil || e.Format != domain.FormatStandard {
+	e, err = alerting.ParseEndpoint(obj(t, `{"url":"http://127.0.0.1:8080/hook","format":"standard"}`), alerting.DefaultEndpoint())
+	if err != nil || e.Format != alerting.FormatStandard {
 		t.Errorf("a URL with its format: %+v, %v", e, err)
 	}
 	for _, tc := range []struct{ body, field string }{
@@ -160,7 +161,7 @@ func TestParseAlertEndpoint(t *testing.T) {
 		{`{"url":"https://example.com/","secret":"whsec_x"}`, "secret"},
 		{`{"url":"https://example.com/","enabled":null}`, "enabled"},
 	} {
-		_, err := domain.ParseAlertEndpoint(obj(t, tc.body), domain.DefaultAlertEndpoint())
+		_, err := alerting.ParseEndpoint(obj(t, tc.body), alerting.DefaultEndpoint())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
 			t.Errorf("%s: fields %v (%v), want [%s]", tc.body, fields, err, tc.field)
 		}
@@ -170,7 +171,7 @@ func TestParseAlertEndpoint(t *testing.T) {
 // During a rotation the new secret and the old one both sign, newest first,
 // until the old one's grace ends.
 func TestEndpointSecretRotation(t *testing.T) {
-	e := domain.AlertEndpoint{Secrets: []domain.WebhookSecret{{Secret: "whsec_b2xk", CreatedAt: alertStart}}}
+	e := alerting.Endpoint{Secrets: []alerting.WebhookSecret{{Secret: "whsec_b2xk", CreatedAt: alertStart}}}
 	if got := e.SigningSecrets(alertStart); !slices.Equal(got, []string{"whsec_b2xk"}) {
 		t.Fatalf("before rotation: %v", got)
 	}
@@ -179,7 +180,7 @@ func TestEndpointSecretRotation(t *testing.T) {
 	if got := e.SigningSecrets(at); !slices.Equal(got, []string{"whsec_bmV3", "whsec_b2xk"}) {
 		t.Errorf("during the grace: %v, want new then old", got)
 	}
-	later := at.Add(domain.SecretRotationGrace)
+	later := at.Add(alerting.SecretRotationGrace)
 	if got := e.SigningSecrets(later); !slices.Equal(got, []string{"whsec_bmV3"}) {
 		t.Errorf("after the grace: %v, want the new one only", got)
 	}
@@ -190,15 +191,15 @@ func TestEndpointSecretRotation(t *testing.T) {
 }
 
 func TestWebhookSecretRoundTrip(t *testing.T) {
-	s, err := domain.NewWebhookSecret()
+	s, err := alerting.NewWebhookSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := domain.WebhookKey(s)
+	key, err := alerting.WebhookKey(s)
 	if err != nil || len(key) != 24 {
 		t.Errorf("key of %q: %d bytes, %v; want 24", s, len(key), err)
 	}
-	if _, err := domain.WebhookKey("secret"); err == nil {
+	if _, err := alerting.WebhookKey("secret"); err == nil {
 		t.Error("a secret without whsec_ was read")
 	}
 }
@@ -206,29 +207,29 @@ func TestWebhookSecretRoundTrip(t *testing.T) {
 // A delivery retries on the schedule, waits longer when the receiver asks, and
 // ends on success, on 410 and when the schedule is used up.
 func TestDeliveryRetries(t *testing.T) {
-	d := domain.NewDelivery(domain.AlertEvent{ID: "evt_0123456789abcdef"}, domain.Scope{}, "whe_0123456789abcdef", alertStart)
+	d := alerting.NewDelivery(alerting.Event{ID: "evt_0123456789abcdef"}, domain.Scope{}, "whe_0123456789abcdef", alertStart)
 	at := alertStart
-	d = d.Record(domain.AttemptOutcome{StatusCode: 500}, at)
-	if d.Status != domain.DeliveryPending || !d.NextAttemptAt.Equal(at.Add(domain.DeliverySchedule[0])) {
-		t.Errorf("after a 500: %s, next at %s; want pending after %s", d.Status, d.NextAttemptAt, domain.DeliverySchedule[0])
+	d = d.Record(alerting.AttemptOutcome{StatusCode: 500}, at)
+	if d.Status != alerting.DeliveryPending || !d.NextAttemptAt.Equal(at.Add(alerting.DeliverySchedule[0])) {
+		t.Errorf("after a 500: %s, next at %s; want pending after %s", d.Status, d.NextAttemptAt, alerting.DeliverySchedule[0])
 	}
-	d = d.Record(domain.AttemptOutcome{StatusCode: 429, RetryAfter: time.Hour}, at)
+	d = d.Record(alerting.AttemptOutcome{StatusCode: 429, RetryAfter: time.Hour}, at)
 	if !d.NextAttemptAt.Equal(at.Add(time.Hour)) {
 		t.Errorf("after a 429 with Retry-After 1h: next at %s", d.NextAttemptAt)
 	}
-	if ok := d.Record(domain.AttemptOutcome{StatusCode: 204}, at); ok.Status != domain.DeliveryDelivered || ok.Attempts != 3 {
+	if ok := d.Record(alerting.AttemptOutcome{StatusCode: 204}, at); ok.Status != alerting.DeliveryDelivered || ok.Attempts != 3 {
 		t.Errorf("after a 204: %s, %d attempts", ok.Status, ok.Attempts)
 	}
-	if gone := d.Record(domain.AttemptOutcome{StatusCode: 410}, at); gone.Status != domain.DeliveryFailed {
+	if gone := d.Record(alerting.AttemptOutcome{StatusCode: 410}, at); gone.Status != alerting.DeliveryFailed {
 		t.Errorf("after a 410: %s, want failed", gone.Status)
 	}
-	for d.Status == domain.DeliveryPending {
-		d = d.Record(domain.AttemptOutcome{Error: "connection refused"}, at)
+	for d.Status == alerting.DeliveryPending {
+		d = d.Record(alerting.AttemptOutcome{Error: "connection refused"}, at)
 	}
-	if d.Attempts != len(domain.DeliverySchedule)+1 {
-		t.Errorf("gave up after %d attempts, want %d", d.Attempts, len(domain.DeliverySchedule)+1)
+	if d.Attempts != len(alerting.DeliverySchedule)+1 {
+		t.Errorf("gave up after %d attempts, want %d", d.Attempts, len(alerting.DeliverySchedule)+1)
 	}
-	if d.ID != domain.NewDelivery(domain.AlertEvent{ID: "evt_0123456789abcdef"}, domain.Scope{}, "whe_0123456789abcdef", at).ID {
+	if d.ID != alerting.NewDelivery(alerting.Event{ID: "evt_0123456789abcdef"}, domain.Scope{}, "whe_0123456789abcdef", at).ID {
 		t.Error("the same event and endpoint gave another delivery id")
 	}
 }

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Interval is a bucket width of the statistics.
@@ -28,33 +30,33 @@ const (
 	DefaultBuckets = 100
 	// MaxBuckets is the most buckets a query may ask for.
 	MaxBuckets = 1500
-	// DefaultStatsRange is the range of the statistics when from is not given.
-	DefaultStatsRange = 24 * time.Hour
+	// DefaultRange is the range of the statistics when from is not given.
+	DefaultRange = 24 * time.Hour
 	// TopPaths and TopNames are how many paths and applications the statistics rank.
 	TopPaths = 10
 	TopNames = 20
 )
 
-// StatsQuery asks for a scope's traffic statistics over [From, To) in buckets
+// Query asks for a scope's traffic statistics over [From, To) in buckets
 // of Interval, starting at From rounded down to the interval.
-type StatsQuery struct {
-	Scope Scope
+type Query struct {
+	Scope domain.Scope
 	// From and To are the range the buckets cover.
 	From, To time.Time
 	// Filter selects the messages counted. Its From and To start as the
 	// range's; the service may narrow them (retention), never widen them.
-	Filter   Filter
+	Filter   domain.Filter
 	Interval Interval
 }
 
 // FirstBucket is the start of the first bucket: From rounded down to the interval.
-func (q StatsQuery) FirstBucket() time.Time { return AlignDown(q.From, q.Interval.Width) }
+func (q Query) FirstBucket() time.Time { return AlignDown(q.From, q.Interval.Width) }
 
 // BucketCount is how many buckets the range spans.
-func (q StatsQuery) BucketCount() int { return bucketCount(q.From, q.To, q.Interval.Width) }
+func (q Query) BucketCount() int { return bucketCount(q.From, q.To, q.Interval.Width) }
 
 // BucketIndex is the bucket t falls in; t must lie in the range.
-func (q StatsQuery) BucketIndex(t time.Time) int {
+func (q Query) BucketIndex(t time.Time) int {
 	return int(t.Sub(q.FirstBucket()) / q.Interval.Width)
 }
 
@@ -79,33 +81,33 @@ func bucketCount(from, to time.Time, width time.Duration) int {
 	return int((span + w - 1) / w)
 }
 
-// ParseStatsQuery reads the statistics' query parameters at now: every fetch
-// filter, the range (default: the last DefaultStatsRange, with from rounded
+// ParseQuery reads the statistics' query parameters at now: every fetch
+// filter, the range (default: the last DefaultRange, with from rounded
 // down to the interval) and the interval (default: the narrowest that gives at
 // most DefaultBuckets buckets).
-func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, error) {
-	p := NewQueryParams(values)
-	q := StatsQuery{Filter: p.Filter()}
+func ParseQuery(values map[string][]string, now time.Time) (Query, error) {
+	p := domain.NewQueryParams(values)
+	q := Query{Filter: p.Filter()}
 	var named bool
 	if v, ok := p.Get("interval"); ok {
 		if q.Interval, named = intervalNamed(v); !named {
-			p.fe.Add("interval", "must be one of 1m, 5m, 15m, 1h, 6h, 1d")
+			p.Invalid("interval", "must be one of 1m, 5m, 15m, 1h, 6h, 1d")
 		}
 	}
 	if err := p.Err(); err != nil {
-		return StatsQuery{}, err
+		return Query{}, err
 	}
 	f := &q.Filter
 	if f.To.IsZero() {
-		f.To = Micro(now)
+		f.To = domain.Micro(now)
 	}
 	defaultFrom := f.From.IsZero()
 	if defaultFrom {
-		f.From = f.To.Add(-DefaultStatsRange)
+		f.From = f.To.Add(-DefaultRange)
 	}
 	if !f.From.Before(f.To) {
-		p.fe.Add("from", "must be before to (to defaults to now)")
-		return StatsQuery{}, p.Err()
+		p.Invalid("from", "must be before to (to defaults to now)")
+		return Query{}, p.Err()
 	}
 	if !named {
 		q.Interval = Intervals[len(Intervals)-1]
@@ -117,8 +119,8 @@ func ParseStatsQuery(values map[string][]string, now time.Time) (StatsQuery, err
 		}
 	}
 	if n := bucketCount(f.From, f.To, q.Interval.Width); n > MaxBuckets {
-		p.fe.Add("interval", "gives %d buckets over this range, more than %d: choose a wider interval or a shorter range", n, MaxBuckets)
-		return StatsQuery{}, p.Err()
+		p.Invalid("interval", "gives %d buckets over this range, more than %d: choose a wider interval or a shorter range", n, MaxBuckets)
+		return Query{}, p.Err()
 	}
 	q.From, q.To = f.From, f.To
 	if defaultFrom {
@@ -151,8 +153,8 @@ type DurationSummary struct {
 	P50, P95, P99 float64
 }
 
-// StatsBucket is the traffic of one bucket, or of the whole range.
-type StatsBucket struct {
+// Bucket is the traffic of one bucket, or of the whole range.
+type Bucket struct {
 	Start    time.Time // zero for the whole range
 	Count    int64
 	Status   StatusCounts
@@ -170,19 +172,19 @@ type KeyCount struct {
 type Stats struct {
 	From, To time.Time
 	Interval Interval
-	Total    StatsBucket
-	Buckets  []StatsBucket // every bucket of the range, oldest first
-	TopPaths []KeyCount    // paths without their query string
+	Total    Bucket
+	Buckets  []Bucket   // every bucket of the range, oldest first
+	TopPaths []KeyCount // paths without their query string
 	TopNames []KeyCount
 	// TopRoutes ranks the route templates of the messages that have one.
 	TopRoutes []RouteStats
 }
 
-// NewStats returns q's statistics with every bucket present and empty, for a
+// New returns q's statistics with every bucket present and empty, for a
 // store to fill.
-func NewStats(q StatsQuery) Stats {
+func New(q Query) Stats {
 	s := Stats{From: q.From, To: q.To, Interval: q.Interval,
-		Buckets: make([]StatsBucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}, TopRoutes: []RouteStats{}}
+		Buckets: make([]Bucket, q.BucketCount()), TopPaths: []KeyCount{}, TopNames: []KeyCount{}, TopRoutes: []RouteStats{}}
 	first := q.FirstBucket()
 	for i := range s.Buckets {
 		s.Buckets[i].Start = first.Add(time.Duration(i) * q.Interval.Width)
@@ -190,8 +192,8 @@ func NewStats(q StatsQuery) Stats {
 	return s
 }
 
-// RouteOf is a path without its query string, as statistics rank paths.
-func RouteOf(path string) string {
+// PathOf is a path without its query string, as statistics rank paths.
+func PathOf(path string) string {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		return path[:i]
 	}
@@ -201,12 +203,12 @@ func RouteOf(path string) string {
 // IsError reports whether a status counts as an error in the statistics.
 func IsError(code int) bool { return code >= 400 }
 
-// StatsBuilder computes statistics from the messages themselves, exactly: the
+// Builder computes statistics from the messages themselves, exactly: the
 // memory store's way, and a fallback for a store that cannot aggregate. Each
 // route's percentiles come from a DurationDigest (RouteCounter): exact up to
 // ExactDurations durations of the route, within 1 % past that.
-type StatsBuilder struct {
-	q         StatsQuery
+type Builder struct {
+	q         Query
 	stats     Stats
 	durations [][]float64 // per bucket, in milliseconds
 	paths     KeyCounter
@@ -214,15 +216,15 @@ type StatsBuilder struct {
 	routes    RouteCounter
 }
 
-// NewStatsBuilder returns an empty builder of q's statistics.
-func NewStatsBuilder(q StatsQuery) *StatsBuilder {
-	s := NewStats(q)
-	return &StatsBuilder{q: q, stats: s, durations: make([][]float64, len(s.Buckets))}
+// NewBuilder returns an empty builder of q's statistics.
+func NewBuilder(q Query) *Builder {
+	s := New(q)
+	return &Builder{q: q, stats: s, durations: make([][]float64, len(s.Buckets))}
 }
 
 // Add counts one message that passed the query's filter. A message outside the
 // range is ignored.
-func (b *StatsBuilder) Add(m StatsSample) {
+func (b *Builder) Add(m Sample) {
 	i, ok := b.stats.countSample(b.q, m)
 	if !ok {
 		return
@@ -230,14 +232,14 @@ func (b *StatsBuilder) Add(m StatsSample) {
 	if m.HasDuration {
 		b.durations[i] = append(b.durations[i], float64(m.Duration.Microseconds())/1000)
 	}
-	b.paths.Add(RouteOf(m.Path), IsError(m.StatusCode))
+	b.paths.Add(PathOf(m.Path), IsError(m.StatusCode))
 	b.names.Add(m.Name, IsError(m.StatusCode))
 	b.routes.AddSample(m)
 }
 
 // countSample counts m in its bucket of s, q's statistics, and returns the
 // bucket; false, counting nothing, when m lies outside q's range.
-func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
+func (s *Stats) countSample(q Query, m Sample) (int, bool) {
 	if m.CreatedAt.Before(q.From) || !m.CreatedAt.Before(q.To) {
 		return 0, false
 	}
@@ -247,15 +249,15 @@ func (s *Stats) countSample(q StatsQuery, m StatsSample) (int, bool) {
 	return i, true
 }
 
-// MaxRankedKeys bounds how many paths or applications a StatsBuilder counts at
+// MaxRankedKeys bounds how many paths or applications a Builder counts at
 // once, so that a range of a million distinct paths cannot take a million
 // counters per request. Up to this many distinct keys the ranking is exact;
 // past it the least counted are dropped from time to time, and the ranking is
 // approximate, as Elasticsearch's terms aggregation is.
 const MaxRankedKeys = 10_000
 
-// StatsSample is what the statistics read of one message.
-type StatsSample struct {
+// Sample is what the statistics read of one message.
+type Sample struct {
 	CreatedAt   time.Time
 	StatusCode  int
 	Duration    time.Duration
@@ -265,13 +267,13 @@ type StatsSample struct {
 }
 
 // SampleOf is what the statistics read of m.
-func SampleOf(m Message) StatsSample {
-	return StatsSample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
+func SampleOf(m domain.Message) Sample {
+	return Sample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
 		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name, Route: m.Route}
 }
 
 // Stats returns the statistics of what was added.
-func (b *StatsBuilder) Stats() Stats {
+func (b *Builder) Stats() Stats {
 	s := b.stats
 	s.Buckets = slices.Clone(s.Buckets)
 	var all []float64

@@ -1,4 +1,4 @@
-package domain
+package alerting
 
 import (
 	"crypto/rand"
@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // Prefixes of the ids of alerting's objects: a prefix tells what an id names.
@@ -20,35 +22,35 @@ const (
 	alertIDLen = 16
 )
 
-// NewAlertID returns prefix and 16 random Alphanumerics.
-func NewAlertID(prefix string) (string, error) {
+// NewID returns prefix and 16 random Alphanumerics.
+func NewID(prefix string) (string, error) {
 	var b [alertIDLen]byte
-	if err := RandomAlphanumerics(b[:]); err != nil {
+	if err := domain.RandomAlphanumerics(b[:]); err != nil {
 		return "", fmt.Errorf("new id: %w", err)
 	}
 	return prefix + string(b[:]), nil
 }
 
-// DerivedAlertID returns prefix and 16 Alphanumerics derived from parts: the
+// DerivedID returns prefix and 16 Alphanumerics derived from parts: the
 // same parts always give the same id, so two replicas that decide the same
 // thing write the same record, once.
-func DerivedAlertID(prefix string, parts ...string) string {
+func DerivedID(prefix string, parts ...string) string {
 	sum := sha256.Sum256([]byte(prefix + "\x00" + strings.Join(parts, "\x00")))
 	var b [alertIDLen]byte
 	for i := range b {
-		b[i] = Alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(Alphanumerics))]
+		b[i] = domain.Alphanumerics[binary.BigEndian.Uint16(sum[2*i:])%uint16(len(domain.Alphanumerics))]
 	}
 	return prefix + string(b[:])
 }
 
-// IsAlertID reports whether s has the form of an id with prefix.
-func IsAlertID(s, prefix string) bool {
+// IsID reports whether s has the form of an id with prefix.
+func IsID(s, prefix string) bool {
 	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok || len(rest) != alertIDLen {
 		return false
 	}
 	for i := 0; i < len(rest); i++ {
-		if strings.IndexByte(Alphanumerics, rest[i]) < 0 {
+		if strings.IndexByte(domain.Alphanumerics, rest[i]) < 0 {
 			return false
 		}
 	}

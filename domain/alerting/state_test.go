@@ -1,4 +1,4 @@
-package domain_test
+package alerting_test
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // alertStart is the fake clock's first evaluation.
@@ -17,27 +19,27 @@ var alertStart = time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 type window struct{ requests, errors int64 }
 
 // stats are the statistics of a window as the store would answer them.
-func (w window) stats(r domain.AlertRule, at time.Time) domain.Stats {
+func (w window) stats(r alerting.Rule, at time.Time) stats.Stats {
 	q := r.StatsQuery(at)
-	s := domain.NewStats(q)
+	s := stats.New(q)
 	s.Total.Count = w.requests
 	s.Total.Status[1] = w.requests - w.errors
 	s.Total.Status[4] = w.errors
 	if w.requests > 0 {
-		s.Total.Duration = domain.DurationSummary{Count: w.requests, P50: 10, P95: float64(20 * w.errors), P99: 400}
+		s.Total.Duration = stats.DurationSummary{Count: w.requests, P50: 10, P95: float64(20 * w.errors), P99: 400}
 	}
 	return s
 }
 
 // run evaluates r once a minute on windows, from the zero state, and returns
 // the status after each evaluation, the transitions and the events.
-func run(r domain.AlertRule, windows []window) (statuses []domain.AlertStatus, transitions []domain.AlertTransition, events []domain.AlertEvent, last domain.AlertState) {
-	var st domain.AlertState
+func run(r alerting.Rule, windows []window) (statuses []alerting.Status, transitions []alerting.Transition, events []alerting.Event, last alerting.State) {
+	var st alerting.State
 	at := alertStart
 	for _, w := range windows {
-		var step domain.AlertStep
+		var step alerting.Step
 		if w.requests < 0 {
-			step = r.Step(st, at, domain.AlertObservation{}, "store unavailable")
+			step = r.Step(st, at, alerting.Observation{}, "store unavailable")
 		} else {
 			step = r.Step(st, at, r.Observe(w.stats(r, at)), "")
 		}
@@ -54,10 +56,10 @@ func run(r domain.AlertRule, windows []window) (statuses []domain.AlertStatus, t
 	return statuses, transitions, events, st
 }
 
-func serverErrorRule(edit func(*domain.AlertRule)) domain.AlertRule {
-	r := domain.DefaultAlertRule()
+func serverErrorRule(edit func(*alerting.Rule)) alerting.Rule {
+	r := alerting.DefaultRule()
 	r.ID, r.Scope = "alr_0123456789abcdef", domain.Scope{Account: "acme", Domain: domain.DomainLive}
-	r.Metric, r.Comparison, r.Threshold, r.ResolveThreshold = domain.MetricServerErrorRate, domain.Above, 0.10, 0.10
+	r.Metric, r.Comparison, r.Threshold, r.ResolveThreshold = alerting.MetricServerErrorRate, alerting.Above, 0.10, 0.10
 	r.RepeatInterval = 0
 	if edit != nil {
 		edit(&r)
@@ -65,7 +67,7 @@ func serverErrorRule(edit func(*domain.AlertRule)) domain.AlertRule {
 	return r
 }
 
-func statusLine(statuses []domain.AlertStatus) string {
+func statusLine(statuses []alerting.Status) string {
 	parts := make([]string, len(statuses))
 	for i, s := range statuses {
 		parts[i] = string(s)
@@ -73,7 +75,7 @@ func statusLine(statuses []domain.AlertStatus) string {
 	return strings.Join(parts, " ")
 }
 
-func eventLine(events []domain.AlertEvent) string {
+func eventLine(events []alerting.Event) string {
 	parts := make([]string, len(events))
 	for i, e := range events {
 		parts[i] = fmt.Sprintf("%s@%d", e.Type, int(e.At.Sub(alertStart)/time.Minute))
@@ -82,7 +84,7 @@ func eventLine(events []domain.AlertEvent) string {
 }
 
 func TestAlertGoesPendingFiringResolvedOK(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) { r.For = 2 * time.Minute; r.ResolveThreshold = 0.05 })
+	r := serverErrorRule(func(r *alerting.Rule) { r.For = 2 * time.Minute; r.ResolveThreshold = 0.05 })
 	statuses, transitions, events, last := run(r, []window{
 		{100, 0},  // 0 ok
 		{100, 20}, // 1 pending: 20 % > 10 %
@@ -104,19 +106,19 @@ func TestAlertGoesPendingFiringResolvedOK(t *testing.T) {
 	}
 	for i, tr := range transitions {
 		got := fmt.Sprintf("%s>%s@%d", tr.From, tr.To, int(tr.At.Sub(alertStart)/time.Minute))
-		if got != wantMoves[i] || tr.Seq != int64(i+1) || tr.Reason != domain.ReasonThreshold || tr.RuleID != r.ID {
+		if got != wantMoves[i] || tr.Seq != int64(i+1) || tr.Reason != alerting.ReasonThreshold || tr.RuleID != r.ID {
 			t.Errorf("transition %d = %s seq %d reason %s, want %s seq %d reason threshold", i, got, tr.Seq, tr.Reason, wantMoves[i], i+1)
 		}
 	}
 	firing, resolved := events[0], events[1]
-	if firing.Observation.Value != 0.2 || firing.Threshold() != 0.10 || firing.Previous != domain.AlertPending ||
+	if firing.Observation.Value != 0.2 || firing.Threshold() != 0.10 || firing.Previous != alerting.Pending ||
 		firing.Observation.Count != 100 || firing.Observation.ServerErrors != 20 {
 		t.Errorf("firing event %+v: want value 0.2 of 100 requests, 20 server errors, threshold 0.1, from pending", firing)
 	}
-	if resolved.Observation.Value != 0.05 || resolved.Threshold() != 0.05 || resolved.Status != domain.AlertResolved {
+	if resolved.Observation.Value != 0.05 || resolved.Threshold() != 0.05 || resolved.Status != alerting.Resolved {
 		t.Errorf("resolved event %+v: want value 0.05, resolve threshold 0.05", resolved)
 	}
-	if firing.ID == resolved.ID || !domain.IsAlertID(firing.ID, domain.EventIDPrefix) {
+	if firing.ID == resolved.ID || !alerting.IsID(firing.ID, alerting.EventIDPrefix) {
 		t.Errorf("event ids %q and %q: want two distinct evt_ ids", firing.ID, resolved.ID)
 	}
 	if last.Transitions != 4 || last.Events != 2 {
@@ -149,7 +151,7 @@ func TestAlertForZeroFiresAtOnce(t *testing.T) {
 // A condition that stops holding while pending goes back to ok, without any
 // event, and For counts again from the next time it holds.
 func TestAlertPendingThatClearsSendsNothing(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) { r.For = 2 * time.Minute })
+	r := serverErrorRule(func(r *alerting.Rule) { r.For = 2 * time.Minute })
 	statuses, _, events, _ := run(r, []window{{10, 5}, {10, 5}, {10, 0}, {10, 5}, {10, 5}, {10, 5}})
 	if got, want := statusLine(statuses), "pending pending ok pending pending firing"; got != want {
 		t.Errorf("statuses %q, want %q", got, want)
@@ -162,7 +164,7 @@ func TestAlertPendingThatClearsSendsNothing(t *testing.T) {
 // Input that swings around the threshold every minute does not make the alert
 // swing: the resolve threshold holds it firing, and For keeps a lone spike out.
 func TestAlertFlappingInputDoesNotFlap(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) { r.ResolveThreshold = 0.02 })
+	r := serverErrorRule(func(r *alerting.Rule) { r.ResolveThreshold = 0.02 })
 	var windows []window
 	for range 10 {
 		windows = append(windows, window{100, 12}, window{100, 8}) // 12 %, 8 %: either side of 10 %
@@ -178,7 +180,7 @@ func TestAlertFlappingInputDoesNotFlap(t *testing.T) {
 		t.Errorf("without hysteresis: %d events, want one per swing (the input really flaps)", len(flapping))
 	}
 	// A spike of one minute under For: never fires.
-	_, _, spike, _ := run(serverErrorRule(func(r *domain.AlertRule) { r.For = 2 * time.Minute }),
+	_, _, spike, _ := run(serverErrorRule(func(r *alerting.Rule) { r.For = 2 * time.Minute }),
 		[]window{{100, 50}, {100, 0}, {100, 50}, {100, 0}})
 	if len(spike) != 0 {
 		t.Errorf("one-minute spikes under a For of 2m raised %s", eventLine(spike))
@@ -186,7 +188,7 @@ func TestAlertFlappingInputDoesNotFlap(t *testing.T) {
 }
 
 func TestAlertMinRequestsGivesNoVerdict(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) { r.MinRequests = 20 })
+	r := serverErrorRule(func(r *alerting.Rule) { r.MinRequests = 20 })
 	statuses, _, events, last := run(r, []window{
 		{5, 5},   // 100 % of 5 requests: too little traffic, stays ok
 		{50, 10}, // 20 % of 50: firing
@@ -200,15 +202,15 @@ func TestAlertMinRequestsGivesNoVerdict(t *testing.T) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	_, _, _, st := run(r, []window{{5, 5}})
-	if st.Reason != domain.ReasonTooLittleTraffic || st.Status != domain.AlertOK {
+	if st.Reason != alerting.ReasonTooLittleTraffic || st.Status != alerting.OK {
 		t.Errorf("5 requests under min_requests 20: %s (%s), want ok (too_little_traffic)", st.Status, st.Reason)
 	}
-	if last.Reason != domain.ReasonThreshold {
+	if last.Reason != alerting.ReasonThreshold {
 		t.Errorf("last reason %s, want threshold", last.Reason)
 	}
 	// A request count ignores min_requests: zero requests is its value.
-	count := serverErrorRule(func(r *domain.AlertRule) {
-		r.Metric, r.Comparison, r.Threshold, r.ResolveThreshold, r.MinRequests = domain.MetricRequestCount, domain.Below, 1, 1, 20
+	count := serverErrorRule(func(r *alerting.Rule) {
+		r.Metric, r.Comparison, r.Threshold, r.ResolveThreshold, r.MinRequests = alerting.MetricRequestCount, alerting.Below, 1, 1, 20
 	})
 	if statuses, _, _, _ := run(count, []window{{5, 0}, {0, 0}}); statusLine(statuses) != "ok firing" {
 		t.Errorf("request_count < 1 over 5 then 0 requests: %s, want ok firing", statusLine(statuses))
@@ -217,29 +219,29 @@ func TestAlertMinRequestsGivesNoVerdict(t *testing.T) {
 
 func TestAlertNoDataPolicies(t *testing.T) {
 	for _, tc := range []struct {
-		policy domain.NoDataPolicy
+		policy alerting.NoDataPolicy
 		want   string
 		events string
 	}{
-		{domain.NoDataKeep, "firing firing firing", "alert.firing@0"},
-		{domain.NoDataOK, "firing resolved ok", "alert.firing@0 alert.resolved@1"},
-		{domain.NoDataFiring, "firing firing firing", "alert.firing@0"},
+		{alerting.NoDataKeep, "firing firing firing", "alert.firing@0"},
+		{alerting.NoDataOK, "firing resolved ok", "alert.firing@0 alert.resolved@1"},
+		{alerting.NoDataFiring, "firing firing firing", "alert.firing@0"},
 	} {
-		r := serverErrorRule(func(r *domain.AlertRule) { r.NoData = tc.policy })
+		r := serverErrorRule(func(r *alerting.Rule) { r.NoData = tc.policy })
 		statuses, _, events, last := run(r, []window{{10, 5}, {0, 0}, {0, 0}})
-		if statusLine(statuses) != tc.want || eventLine(events) != tc.events || last.Reason != domain.ReasonNoData {
+		if statusLine(statuses) != tc.want || eventLine(events) != tc.events || last.Reason != alerting.ReasonNoData {
 			t.Errorf("no_data %s: %s, events %s, reason %s; want %s, events %s, reason no_data",
 				tc.policy, statusLine(statuses), eventLine(events), last.Reason, tc.want, tc.events)
 		}
 	}
 	// "firing" makes silence an incident from ok.
-	r := serverErrorRule(func(r *domain.AlertRule) { r.NoData = domain.NoDataFiring })
+	r := serverErrorRule(func(r *alerting.Rule) { r.NoData = alerting.NoDataFiring })
 	if statuses, _, _, _ := run(r, []window{{10, 0}, {0, 0}}); statusLine(statuses) != "ok firing" {
 		t.Errorf("no_data firing on silence: %s, want ok firing", statusLine(statuses))
 	}
 	// A percentile has no data without durations.
-	p95 := serverErrorRule(func(r *domain.AlertRule) {
-		r.Metric, r.Threshold, r.ResolveThreshold, r.NoData = domain.MetricDurationP95, 100, 100, domain.NoDataOK
+	p95 := serverErrorRule(func(r *alerting.Rule) {
+		r.Metric, r.Threshold, r.ResolveThreshold, r.NoData = alerting.MetricDurationP95, 100, 100, alerting.NoDataOK
 	})
 	if statuses, _, _, _ := run(p95, []window{{10, 10}, {0, 0}}); statusLine(statuses) != "firing resolved" {
 		t.Errorf("p95 of 200 ms > 100, then no durations with no_data ok: %s, want firing resolved", statusLine(statuses))
@@ -251,13 +253,13 @@ func TestAlertEvaluationErrorKeepsTheStatus(t *testing.T) {
 	if statusLine(statuses) != "firing firing firing" || len(events) != 1 {
 		t.Errorf("errors while firing: %s with %d events, want firing throughout and one event", statusLine(statuses), len(events))
 	}
-	if last.Reason != domain.ReasonEvaluationError || last.Error == "" || last.Observation.Count != 10 {
+	if last.Reason != alerting.ReasonEvaluationError || last.Error == "" || last.Observation.Count != 10 {
 		t.Errorf("state after errors %+v: want reason evaluation_error, the error, the last observation kept", last)
 	}
 }
 
 func TestAlertRepeatsWhileFiring(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) { r.RepeatInterval = 2 * time.Minute })
+	r := serverErrorRule(func(r *alerting.Rule) { r.RepeatInterval = 2 * time.Minute })
 	_, _, events, _ := run(r, []window{{10, 5}, {10, 5}, {10, 5}, {10, 5}, {10, 5}, {10, 0}})
 	if got, want := eventLine(events), "alert.firing@0 alert.firing@2 alert.firing@4 alert.resolved@5"; got != want {
 		t.Errorf("events %q, want %q", got, want)
@@ -283,18 +285,18 @@ func TestAlertWindowEndsOneBucketBeforeNow(t *testing.T) {
 // Counts and rates read the rule's status classes off the buckets; a
 // percentile narrows the query to them.
 func TestAlertStatusClasses(t *testing.T) {
-	r := serverErrorRule(func(r *domain.AlertRule) {
-		r.Metric, r.Threshold, r.Filter.StatusClasses = domain.MetricRequestCount, 3, []int{4, 5}
+	r := serverErrorRule(func(r *alerting.Rule) {
+		r.Metric, r.Threshold, r.Filter.StatusClasses = alerting.MetricRequestCount, 3, []int{4, 5}
 	})
-	s := domain.NewStats(r.StatsQuery(alertStart))
-	s.Total.Count, s.Total.Status = 10, domain.StatusCounts{0, 6, 0, 3, 1}
+	s := stats.New(r.StatsQuery(alertStart))
+	s.Total.Count, s.Total.Status = 10, stats.StatusCounts{0, 6, 0, 3, 1}
 	if o := r.Observe(s); o.Value != 4 || o.Count != 4 || o.Errors != 4 || o.Status[1] != 0 {
 		t.Errorf("4xx and 5xx of 6 2xx, 3 4xx, 1 5xx: %+v, want 4", o)
 	}
 	if q := r.StatsQuery(alertStart); q.Filter.StatusMin != 0 {
 		t.Errorf("a count's query filters statuses (%d): want the classes read off the buckets", q.Filter.StatusMin)
 	}
-	r.Metric = domain.MetricDurationP99
+	r.Metric = alerting.MetricDurationP99
 	if q := r.StatsQuery(alertStart); q.Filter.StatusMin != 400 || q.Filter.StatusMax != 599 {
 		t.Errorf("a percentile's query filters %d-%d, want 400-599", q.Filter.StatusMin, q.Filter.StatusMax)
 	}

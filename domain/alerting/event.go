@@ -1,4 +1,4 @@
-package domain
+package alerting
 
 import (
 	"fmt"
@@ -8,32 +8,34 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
-// AlertEventType names an event as Standard Webhooks' "type" field does.
-type AlertEventType string
+// EventType names an event as Standard Webhooks' "type" field does.
+type EventType string
 
 // The events alerting sends.
 const (
-	EventFiring   AlertEventType = "alert.firing"
-	EventResolved AlertEventType = "alert.resolved"
-	EventTest     AlertEventType = "alert.test"
+	EventFiring   EventType = "alert.firing"
+	EventResolved EventType = "alert.resolved"
+	EventTest     EventType = "alert.test"
 )
 
-// AlertEvent is one notification of a rule: it became firing (or is still, for
+// Event is one notification of a rule: it became firing (or is still, for
 // a repeat), it resolved, or a test. Its ID is the webhook-id of every attempt
 // to every endpoint, so a receiver can tell a retry from a new event.
-type AlertEvent struct {
+type Event struct {
 	ID   string
-	Type AlertEventType
+	Type EventType
 	At   time.Time
 	// Rule is the rule as it was when the event was raised.
-	Rule AlertRule
+	Rule Rule
 	// Status is the rule's status after the event, Previous before it.
-	Status, Previous AlertStatus
-	Reason           AlertReason
+	Status, Previous Status
+	Reason           Reason
 	Since            time.Time
-	Observation      AlertObservation
+	Observation      Observation
 	// Repeat marks a firing event sent again after RepeatInterval.
 	Repeat bool
 	// PortalURL opens the portal on the window's requests ("" when the
@@ -43,7 +45,7 @@ type AlertEvent struct {
 
 // Threshold is the threshold the event is about: the resolve threshold for a
 // resolution, the threshold otherwise.
-func (e AlertEvent) Threshold() float64 {
+func (e Event) Threshold() float64 {
 	if e.Type == EventResolved {
 		return e.Rule.ResolveThreshold
 	}
@@ -51,7 +53,7 @@ func (e AlertEvent) Threshold() float64 {
 }
 
 // Clone returns a copy that shares no slice with e.
-func (e AlertEvent) Clone() AlertEvent {
+func (e Event) Clone() Event {
 	e.Rule = e.Rule.Clone()
 	e.Observation.TopPaths = slices.Clone(e.Observation.TopPaths)
 	return e
@@ -59,23 +61,23 @@ func (e AlertEvent) Clone() AlertEvent {
 
 // TestEvent is the alert.test event of rule at time at, shaped as a firing event
 // on the rule's last observation, so a receiver sees what a real one holds.
-func TestEvent(r AlertRule, st AlertState, at time.Time) (AlertEvent, error) {
-	id, err := NewAlertID(EventIDPrefix)
+func TestEvent(r Rule, st State, at time.Time) (Event, error) {
+	id, err := NewID(EventIDPrefix)
 	if err != nil {
-		return AlertEvent{}, err
+		return Event{}, err
 	}
 	status := st.Status
 	if status == "" {
-		status = AlertOK
+		status = OK
 	}
-	return AlertEvent{ID: id, Type: EventTest, At: at, Rule: r.Clone(), Status: status, Previous: status,
+	return Event{ID: id, Type: EventTest, At: at, Rule: r.Clone(), Status: status, Previous: status,
 		Reason: st.Reason, Since: st.Since, Observation: st.Observation}, nil
 }
 
 // PortalView is the portal's query string for the requests an event is about:
 // the rule's filters over the window (one status class at most: the portal
 // filters on one).
-func (e AlertEvent) PortalView() url.Values {
+func (e Event) PortalView() url.Values {
 	v := url.Values{}
 	f := e.Rule.Filter
 	for name, value := range map[string]string{"name": f.Name, "path_prefix": f.PathPrefix, "method": f.Method} {
@@ -88,8 +90,8 @@ func (e AlertEvent) PortalView() url.Values {
 	}
 	if o := e.Observation; !o.From.IsZero() {
 		v.Set("range", "custom")
-		v.Set("from", FormatTime(o.From))
-		v.Set("to", FormatTime(o.To))
+		v.Set("from", domain.FormatTime(o.From))
+		v.Set("to", domain.FormatTime(o.To))
 	}
 	return v
 }
@@ -123,10 +125,10 @@ type WebhookSecret struct {
 	ExpiresAt time.Time
 }
 
-// AlertEndpoint is where a scope's alert events are sent.
-type AlertEndpoint struct {
+// Endpoint is where a scope's alert events are sent.
+type Endpoint struct {
 	ID          string
-	Scope       Scope
+	Scope       domain.Scope
 	URL         string
 	Description string
 	Format      EndpointFormat
@@ -140,14 +142,14 @@ type AlertEndpoint struct {
 }
 
 // Clone returns a copy that shares no slice with e.
-func (e AlertEndpoint) Clone() AlertEndpoint {
+func (e Endpoint) Clone() Endpoint {
 	e.Secrets = slices.Clone(e.Secrets)
 	return e
 }
 
 // SigningSecrets are the secrets that sign at time at: the current one first,
 // then those rotated out less than SecretRotationGrace ago.
-func (e AlertEndpoint) SigningSecrets(at time.Time) []string {
+func (e Endpoint) SigningSecrets(at time.Time) []string {
 	var secrets []string
 	for i := len(e.Secrets) - 1; i >= 0; i-- {
 		if s := e.Secrets[i]; s.ExpiresAt.IsZero() || at.Before(s.ExpiresAt) {
@@ -159,7 +161,7 @@ func (e AlertEndpoint) SigningSecrets(at time.Time) []string {
 
 // Rotate makes secret the current one at time at: the one before signs beside
 // it until SecretRotationGrace has passed, and expired ones are dropped.
-func (e *AlertEndpoint) Rotate(secret string, at time.Time) {
+func (e *Endpoint) Rotate(secret string, at time.Time) {
 	kept := e.Secrets[:0:0]
 	for _, s := range e.Secrets {
 		if s.ExpiresAt.IsZero() {
@@ -194,14 +196,14 @@ var DeliverySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * ti
 // attempt.
 const MaxRetryAfter = 6 * time.Hour
 
-// AlertDelivery is one event on its way to one endpoint: the delivery queue's
+// Delivery is one event on its way to one endpoint: the delivery queue's
 // entry. Its ID derives from the event and the endpoint, so queuing it again
 // is a no-op.
-type AlertDelivery struct {
+type Delivery struct {
 	ID         string
-	Scope      Scope
+	Scope      domain.Scope
 	EndpointID string
-	Event      AlertEvent
+	Event      Event
 	Status     DeliveryStatus
 	// Attempts made so far; the next is due at NextAttemptAt.
 	Attempts      int
@@ -217,14 +219,14 @@ type AlertDelivery struct {
 }
 
 // Clone returns a copy that shares no slice with d.
-func (d AlertDelivery) Clone() AlertDelivery {
+func (d Delivery) Clone() Delivery {
 	d.Event = d.Event.Clone()
 	return d
 }
 
 // NewDelivery queues event e for endpoint at time at, due at once.
-func NewDelivery(e AlertEvent, scope Scope, endpointID string, at time.Time) AlertDelivery {
-	return AlertDelivery{ID: DerivedAlertID(DeliveryIDPrefix, e.ID, endpointID), Scope: scope, EndpointID: endpointID,
+func NewDelivery(e Event, scope domain.Scope, endpointID string, at time.Time) Delivery {
+	return Delivery{ID: DerivedID(DeliveryIDPrefix, e.ID, endpointID), Scope: scope, EndpointID: endpointID,
 		Event: e.Clone(), Status: DeliveryPending, NextAttemptAt: at, CreatedAt: at, UpdatedAt: at}
 }
 
@@ -246,7 +248,7 @@ func (o AttemptOutcome) Gone() bool { return o.StatusCode == 410 }
 // failed for good (a 410, or the schedule is used up), or due again after the
 // schedule's wait, or the receiver's Retry-After if longer. The lease is
 // released.
-func (d AlertDelivery) Record(o AttemptOutcome, at time.Time) AlertDelivery {
+func (d Delivery) Record(o AttemptOutcome, at time.Time) Delivery {
 	d.Attempts++
 	d.LastStatusCode, d.LastError = o.StatusCode, o.Error
 	d.LeaseOwner, d.LeaseUntil, d.UpdatedAt = "", time.Time{}, at
@@ -266,20 +268,20 @@ func (d AlertDelivery) Record(o AttemptOutcome, at time.Time) AlertDelivery {
 
 // Abandon returns d failed for good without an attempt, for reason (its
 // endpoint was deleted or disabled).
-func (d AlertDelivery) Abandon(reason string, at time.Time) AlertDelivery {
+func (d Delivery) Abandon(reason string, at time.Time) Delivery {
 	d.Status, d.LastError = DeliveryFailed, reason
 	d.LeaseOwner, d.LeaseUntil, d.UpdatedAt = "", time.Time{}, at
 	return d
 }
 
-// AlertAttempt is one HTTP request of a delivery, in the delivery log.
-type AlertAttempt struct {
+// Attempt is one HTTP request of a delivery, in the delivery log.
+type Attempt struct {
 	ID         string
-	Scope      Scope
+	Scope      domain.Scope
 	DeliveryID string
 	EndpointID string
 	EventID    string
-	EventType  AlertEventType
+	EventType  EventType
 	RuleID     string
 	// Number is the attempt's place among the delivery's, from 1.
 	Number     int
@@ -295,24 +297,24 @@ type AlertAttempt struct {
 const MaxLoggedResponse = 1024
 
 // NewAttempt logs attempt number n of d at time at with outcome o.
-func NewAttempt(d AlertDelivery, n int, at time.Time, o AttemptOutcome, took time.Duration, response string) (AlertAttempt, error) {
-	id, err := NewAlertID(AttemptIDPrefix)
+func NewAttempt(d Delivery, n int, at time.Time, o AttemptOutcome, took time.Duration, response string) (Attempt, error) {
+	id, err := NewID(AttemptIDPrefix)
 	if err != nil {
-		return AlertAttempt{}, fmt.Errorf("delivery log: %w", err)
+		return Attempt{}, fmt.Errorf("delivery log: %w", err)
 	}
-	return AlertAttempt{ID: id, Scope: d.Scope, DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
+	return Attempt{ID: id, Scope: d.Scope, DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
 		EventType: d.Event.Type, RuleID: d.Event.Rule.ID, Number: n, At: at, StatusCode: o.StatusCode,
 		Error: o.Error, Duration: took, Response: response}, nil
 }
 
-// ParseAlertEndpoint applies an endpoint's fields ("url", "description",
+// ParseEndpoint applies an endpoint's fields ("url", "description",
 // "format", "enabled"), as the edge decoded them from JSON, onto base:
-// DefaultAlertEndpoint for a new one, the stored endpoint for an update. Every
+// DefaultEndpoint for a new one, the stored endpoint for an update. Every
 // problem is a *ValidationError naming the field. Whether the URL's host may
 // be reached is for the sender to say.
-func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoint, error) {
+func ParseEndpoint(fields map[string]any, base Endpoint) (Endpoint, error) {
 	e := base.Clone()
-	var fe FieldErrors
+	var fe domain.FieldErrors
 	_, formatGiven := fields["format"]
 	for name, v := range fields {
 		var msg string
@@ -351,8 +353,8 @@ func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoin
 		fe.Add("url", "is required")
 	}
 	if len(fe.List) > 0 {
-		slices.SortFunc(fe.List, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return AlertEndpoint{}, &ValidationError{Message: "the webhook endpoint is invalid", Fields: fe.List}
+		slices.SortFunc(fe.List, func(a, b domain.FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return Endpoint{}, &domain.ValidationError{Message: "the webhook endpoint is invalid", Fields: fe.List}
 	}
 	if !formatGiven && base.URL == "" {
 		e.Format = FormatStandard
@@ -367,9 +369,9 @@ func ParseAlertEndpoint(fields map[string]any, base AlertEndpoint) (AlertEndpoin
 // Slack's format unless told otherwise.
 const slackWebhookHost = "hooks.slack.com"
 
-// DefaultAlertEndpoint is what a new endpoint holds before its fields are read.
-func DefaultAlertEndpoint() AlertEndpoint {
-	return AlertEndpoint{Enabled: true}
+// DefaultEndpoint is what a new endpoint holds before its fields are read.
+func DefaultEndpoint() Endpoint {
+	return Endpoint{Enabled: true}
 }
 
 // checkEndpointURL accepts an absolute http or https URL with a host and

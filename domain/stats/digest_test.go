@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // durationShapes are ways durations come, in microseconds: spread, tied, tiny
@@ -147,7 +149,7 @@ func TestDurationDigestEdges(t *testing.T) {
 		t.Errorf("empty digest summarised as %+v", d.Summary())
 	}
 	d.Add(-time.Second)
-	d.Add(MaxDuration + time.Hour)
+	d.Add(domain.MaxDuration + time.Hour)
 	if got := d.Summary(); got.Count != 2 || got.P50 != 43_200_000 || got.P99 != 85_536_000 {
 		t.Errorf("durations outside 0 to a day: %+v, want them counted as 0 and a day", got)
 	}

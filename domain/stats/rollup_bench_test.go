@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // reportCPU reports the processor time the process spent per operation
@@ -52,14 +54,14 @@ var (
 	}()
 )
 
-func (g loadTraffic) message(created time.Time) Message {
+func (g loadTraffic) message(created time.Time) domain.Message {
 	path := loadPaths[g.rng.IntN(len(loadPaths))]
 	if strings.Contains(path, "%d") {
 		path = fmt.Sprintf(path, g.rng.IntN(100_000))
 	}
-	m := Message{Name: loadApplications[g.rng.IntN(len(loadApplications))], Path: path,
+	m := domain.Message{Name: loadApplications[g.rng.IntN(len(loadApplications))], Path: path,
 		StatusCode: loadStatuses[g.rng.IntN(len(loadStatuses))], CreatedAt: created,
-		VisibleAt: created.Add(5 * time.Second), ExpiresAt: created.Add(DefaultRetention)}
+		VisibleAt: created.Add(5 * time.Second), ExpiresAt: created.Add(domain.DefaultRetention)}
 	if g.rng.IntN(10) != 0 {
 		ms := math.Exp(g.rng.Float64() * math.Log(2000))
 		m.Duration, m.HasDuration = time.Duration(ms*1000)*time.Microsecond, true
@@ -85,7 +87,7 @@ func (g loadTraffic) minuteRollups(start time.Time, n int) map[string]*Rollup {
 const messagesPerMinute = 700
 
 // The encoded rollups of a realistic minute, against the narrow rows a store
-// streams into StatsBuilder without them (created_at, status, duration as
+// streams into Builder without them (created_at, status, duration as
 // 8, 2 and 8 bytes, name and path).
 func BenchmarkRollupMinuteSize(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(1, 2))}
@@ -107,10 +109,10 @@ func BenchmarkRollupMinuteSize(b *testing.B) {
 }
 
 // The cost of counting one message: into its minute's rollup on the write
-// path, against StatsBuilder.Add (the fallback's).
+// path, against Builder.Add (the fallback's).
 func BenchmarkRollupAdd(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(3, 4))}
-	msgs := make([]Message, 10*messagesPerMinute)
+	msgs := make([]domain.Message, 10*messagesPerMinute)
 	for i := range msgs {
 		msgs[i] = g.message(rollupBase.Add(time.Duration(i) * time.Minute / messagesPerMinute))
 	}
@@ -130,11 +132,11 @@ func BenchmarkRollupAdd(b *testing.B) {
 		}
 	})
 	b.Run("statsbuilder", func(b *testing.B) {
-		q := StatsQuery{From: rollupBase, To: rollupBase.Add(10 * time.Minute), Interval: Intervals[0]}
-		builder := NewStatsBuilder(q)
+		q := Query{From: rollupBase, To: rollupBase.Add(10 * time.Minute), Interval: Intervals[0]}
+		builder := NewBuilder(q)
 		for i := range b.N {
 			if i%messagesPerMinute == 0 {
-				builder = NewStatsBuilder(q)
+				builder = NewBuilder(q)
 			}
 			builder.Add(SampleOf(msgs[i%len(msgs)]))
 		}
@@ -184,7 +186,7 @@ func BenchmarkRollupMergeAndCodec(b *testing.B) {
 // minute, 1,008,000 in all, ten applications), by the default interval
 // (15m): from 14,400 encoded minute rollups, decoded and merged, or from 960
 // rollups of quarter hours; against
-// StatsBuilder over the same messages' samples, the fallback without
+// Builder over the same messages' samples, the fallback without
 // rollups (reading the rows is the store's and not counted in either).
 func BenchmarkStatsDay(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(7, 8))}
@@ -194,7 +196,7 @@ func BenchmarkStatsDay(b *testing.B) {
 		data  []byte
 	}
 	var rollups []stored
-	var samples []StatsSample
+	var samples []Sample
 	for minute := range 24 * 60 {
 		start := rollupBase.Add(time.Duration(minute) * time.Minute)
 		for i := range messagesPerMinute {
@@ -233,7 +235,7 @@ func BenchmarkStatsDay(b *testing.B) {
 		name   string
 		filter string
 	}{{"scope", ""}, {"application", "checkout"}} {
-		q, err := ParseStatsQuery(map[string][]string{"from": {FormatTime(rollupBase)}, "to": {FormatTime(now)}}, now)
+		q, err := ParseQuery(map[string][]string{"from": {domain.FormatTime(rollupBase)}, "to": {domain.FormatTime(now)}}, now)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +249,7 @@ func BenchmarkStatsDay(b *testing.B) {
 				var r Rollup
 				reportCPU(b, func() {
 					for range b.N {
-						builder := NewRollupStatsBuilder(q, now)
+						builder := NewRollupBuilder(q, now)
 						for _, s := range rc.rollups {
 							if c.filter != "" && s.name != c.filter {
 								continue
@@ -267,7 +269,7 @@ func BenchmarkStatsDay(b *testing.B) {
 		b.Run(c.name+"/statsbuilder", func(b *testing.B) {
 			reportCPU(b, func() {
 				for range b.N {
-					builder := NewStatsBuilder(q)
+					builder := NewBuilder(q)
 					for _, s := range samples {
 						if c.filter == "" || s.Name == c.filter {
 							builder.Add(s)

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"cmp"
@@ -7,11 +7,13 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // The complement's differential test: a store counts the messages of a q
 // that most of a range's messages match as the rollups less the messages
-// that do not match (RollupStatsBuilder.Subtract). Where Subtract reports
+// that do not match (RollupBuilder.Subtract). Where Subtract reports
 // true, the statistics equal those of the matching messages added alone;
 // it reports false exactly where a bucket's or a route's durations were
 // sketched and the rest is small enough to be kept exact.
@@ -24,11 +26,11 @@ func TestRollupStatsSubtractTheRest(t *testing.T) {
 			q, now := w.query(rng)
 			q.Filter.Route = "" // what rollups answer
 			what := fmt.Sprintf("round %d, %d messages, [%s, %s) by %s, name %q, now %s", round, len(w.msgs),
-				FormatTime(q.From), FormatTime(q.To), q.Interval.Name, q.Filter.Name, FormatTime(now))
+				domain.FormatTime(q.From), domain.FormatTime(q.To), q.Interval.Name, q.Filter.Name, domain.FormatTime(now))
 			holds := holdingRule(rng)
-			whole, rest, part := NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now)
+			whole, rest, part := NewRollupBuilder(q, now), NewRollupBuilder(q, now), NewRollupBuilder(q, now)
 			match := q.Filter.Matcher()
-			var inWhole, held []Message // what whole counts, and the rest
+			var inWhole, held []domain.Message // what whole counts, and the rest
 			for key, r := range w.rollups {
 				accepted := whole.AddRollup(key.start, key.start.Add(time.Minute), key.name, r)
 				for _, m := range w.byMinute[key] {
@@ -74,13 +76,13 @@ func TestRollupStatsSubtractTheRest(t *testing.T) {
 
 // holdingRule picks which messages hold a q's word: none, all, a share of
 // them at random, or all but one route's.
-func holdingRule(rng *rand.Rand) func(Message) bool {
+func holdingRule(rng *rand.Rand) func(domain.Message) bool {
 	switch share := []float64{0, 0.03, 0.5, 0.97, 1, -1}[rng.IntN(6)]; share {
 	case -1:
 		lacking := rollupRoutes[rng.IntN(len(rollupRoutes))]
-		return func(m Message) bool { return m.Route != lacking }
+		return func(m domain.Message) bool { return m.Route != lacking }
 	default:
-		return func(m Message) bool {
+		return func(m domain.Message) bool {
 			// The same answer for the same message: a hash of what it holds.
 			h := uint64(m.CreatedAt.UnixNano()) ^ uint64(m.Duration)<<7 ^ uint64(len(m.Path))
 			h *= 0x9E3779B97F4A7C15
@@ -92,10 +94,10 @@ func holdingRule(rng *rand.Rand) func(Message) bool {
 // cannotSubtract says which bucket or route of q's statistics has sketched
 // durations over the messages counted whole, while those of the messages
 // held are 1 to ExactDurations; or "".
-func cannotSubtract(q StatsQuery, whole, held []Message) string {
+func cannotSubtract(q Query, whole, held []domain.Message) string {
 	buckets, routes := map[int]*durationTally{}, map[string]*durationTally{}
 	from, to := q.CountedRange()
-	for k, messages := range [][]Message{whole, held} {
+	for k, messages := range [][]domain.Message{whole, held} {
 		for _, m := range messages {
 			if !m.HasDuration || m.CreatedAt.Before(from) || !m.CreatedAt.Before(to) {
 				continue

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"slices"
@@ -6,11 +6,11 @@ import (
 )
 
 // KeyCounter counts messages, and the errors among them, per key (a path as
-// RouteOf gives it, or an application) in bounded memory, and merges with
+// PathOf gives it, or an application) in bounded memory, and merges with
 // another counter into the counter of both. Its zero value is empty.
 //
 // It counts exactly while it has met at most 2·MaxRankedKeys keys, as
-// StatsBuilder does, and so ranks as Top does. A new key past that prunes it
+// Builder does, and so ranks as Top does. A new key past that prunes it
 // to at most MaxRankedKeys keys as a Misra–Gries summary does: the
 // (MaxRankedKeys+1)-th largest count is taken off every key, as a debt, and
 // the keys left with nothing are dropped. Whatever order of Add and Merge

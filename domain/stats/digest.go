@@ -1,9 +1,11 @@
-package domain
+package stats
 
 import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // ExactDurations is how many durations a DurationDigest keeps as they are.
@@ -27,7 +29,7 @@ var (
 	sketchLogGamma = math.Log(sketchGamma)
 	// maxDigestMicros bounds what a digest holds: a submission's duration is
 	// at most MaxDuration.
-	maxDigestMicros = MaxDuration.Microseconds()
+	maxDigestMicros = domain.MaxDuration.Microseconds()
 	maxSketchBucket = sketchBucket(maxDigestMicros)
 )
 

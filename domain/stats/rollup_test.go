@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"errors"
@@ -10,15 +10,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 // rollupWorld is a store's messages and the rollups it would have written
 // with them: one per application and minute of created_at.
 type rollupWorld struct {
-	msgs     []Message
+	msgs     []domain.Message
 	rollups  map[rollupKey]*Rollup
-	byMinute map[rollupKey][]Message // what a store streams
-	delay    time.Duration           // visibility delay
+	byMinute map[rollupKey][]domain.Message // what a store streams
+	delay    time.Duration                  // visibility delay
 }
 
 type rollupKey struct {
@@ -36,7 +38,7 @@ var rollupRoutes = []string{"/v1/items/{id}", "/v1/items", "/v1/items/{id}/pay",
 // 599, durations present or not and of every shape, some written long after
 // their created_at (a backfill), some expiring within the range.
 func newRollupWorld(rng *rand.Rand) *rollupWorld {
-	w := &rollupWorld{rollups: map[rollupKey]*Rollup{}, byMinute: map[rollupKey][]Message{}, delay: time.Duration(rng.IntN(10)) * time.Second}
+	w := &rollupWorld{rollups: map[rollupKey]*Rollup{}, byMinute: map[rollupKey][]domain.Message{}, delay: time.Duration(rng.IntN(10)) * time.Second}
 	n := []int{0, 1, 7, 60, 400, 3000, 12_000}[rng.IntN(7)]
 	span := []time.Duration{3 * time.Minute, 50 * time.Minute, 5 * time.Hour, 27 * time.Hour}[rng.IntN(4)]
 	retention := []time.Duration{span / 2, span, 30 * 24 * time.Hour}[rng.IntN(3)]
@@ -62,7 +64,7 @@ func newRollupWorld(rng *rand.Rand) *rollupWorld {
 		if rng.IntN(50) == 0 { // a backfill: stored long after its created_at
 			stored = rollupBase.Add(span).Add(time.Duration(rng.Int64N(20_000_000)) * time.Microsecond)
 		}
-		m := Message{Name: names[pick(len(names), skewNames)], CreatedAt: created, UpdatedAt: stored,
+		m := domain.Message{Name: names[pick(len(names), skewNames)], CreatedAt: created, UpdatedAt: stored,
 			VisibleAt: stored.Add(w.delay), ExpiresAt: created.Add(retention)}
 		m.Path = fmt.Sprintf("/v1/items/%d", pick(paths, skewPaths))
 		switch rng.IntN(5) {
@@ -95,10 +97,10 @@ func newRollupWorld(rng *rand.Rand) *rollupWorld {
 // query is a random query at a random now: ranges aligned to the minute or
 // not, to at now or before, the filter's from narrowed to retention or not,
 // every interval that gives at most MaxBuckets buckets, a name or none.
-func (w *rollupWorld) query(rng *rand.Rand) (StatsQuery, time.Time) {
+func (w *rollupWorld) query(rng *rand.Rand) (Query, time.Time) {
 	now := rollupBase.Add(time.Duration(rng.Int64N(int64(30*time.Hour/time.Microsecond))) * time.Microsecond)
 	if len(w.msgs) > 0 && rng.IntN(2) == 0 { // around the newest writes, some not visible yet
-		latest := slices.MaxFunc(w.msgs, func(a, b Message) int { return a.UpdatedAt.Compare(b.UpdatedAt) }).UpdatedAt
+		latest := slices.MaxFunc(w.msgs, func(a, b domain.Message) int { return a.UpdatedAt.Compare(b.UpdatedAt) }).UpdatedAt
 		now = latest.Add(time.Duration(rng.Int64N(int64(w.delay/time.Microsecond)+2_000_000)-1_000_000) * time.Microsecond)
 	}
 	var from, to time.Time
@@ -119,7 +121,7 @@ func (w *rollupWorld) query(rng *rand.Rand) (StatsQuery, time.Time) {
 			usable = append(usable, iv)
 		}
 	}
-	q := StatsQuery{From: from, To: to, Interval: usable[rng.IntN(len(usable))]}
+	q := Query{From: from, To: to, Interval: usable[rng.IntN(len(usable))]}
 	q.Filter.From, q.Filter.To = from, to
 	if oldest := now.Add(-time.Duration(rng.Int64N(int64(30*time.Hour/time.Microsecond))) * time.Microsecond); rng.IntN(3) == 0 && oldest.After(from) {
 		q.Filter.From = oldest // narrowed to retention
@@ -144,9 +146,9 @@ func sortedRollupKeys(m map[rollupKey]*Rollup) []rollupKey {
 	})
 }
 
-// counted are the messages StatsBuilder counts for q at now.
-func (w *rollupWorld) counted(q StatsQuery, now time.Time) []Message {
-	var out []Message
+// counted are the messages Builder counts for q at now.
+func (w *rollupWorld) counted(q Query, now time.Time) []domain.Message {
+	var out []domain.Message
 	match := q.Filter.Matcher()
 	for _, m := range w.msgs {
 		if m.Readable(now) && match(m) {
@@ -160,7 +162,7 @@ func (w *rollupWorld) counted(q StatsQuery, now time.Time) []Message {
 // encoding, fed in random order, at times merged into hours, at times ranked
 // by hour),
 // streaming the messages of what they cannot stand for.
-func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now time.Time) (stats Stats, refused, rankedHours, keptHours int) {
+func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q Query, now time.Time) (stats Stats, refused, rankedHours, keptHours int) {
 	from, to := q.CountedRange()
 	type span struct {
 		name       string
@@ -186,7 +188,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 		}
 		var read Rollup
 		if err := read.UnmarshalBinary(data); err != nil {
-			t.Fatalf("rollup of %s at %s: %v", key.name, FormatTime(key.start), err)
+			t.Fatalf("rollup of %s at %s: %v", key.name, domain.FormatTime(key.start), err)
 		}
 		if useHours {
 			hour := rollupKey{key.name, key.start.Truncate(time.Hour)}
@@ -203,10 +205,10 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 		spans = append(spans, span{key.name, key.start, key.start.Add(time.Hour), r})
 	}
 	rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-	// The spans counted by two builders, added up (RollupStatsBuilder.Merge).
-	b, other := NewRollupStatsBuilder(q, now), NewRollupStatsBuilder(q, now)
+	// The spans counted by two builders, added up (RollupBuilder.Merge).
+	b, other := NewRollupBuilder(q, now), NewRollupBuilder(q, now)
 	match := q.Filter.Matcher()
-	stream := func(b *RollupStatsBuilder, s span) {
+	stream := func(b *RollupBuilder, s span) {
 		for minute := s.start; minute.Before(s.end); minute = minute.Add(time.Minute) {
 			for _, m := range w.byMinute[rollupKey{s.name, minute}] {
 				if m.Readable(now) && match(m) {
@@ -261,7 +263,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 				}
 				for i := range parts {
 					if start := hour.Add(time.Duration(i) * width); parts[i].Count > 0 && !b.AddBuckets(start, start.Add(width), &parts[i]) {
-						t.Fatalf("AddBuckets refused %s of an hour whose minutes it accepts", FormatTime(start))
+						t.Fatalf("AddBuckets refused %s of an hour whose minutes it accepts", domain.FormatTime(start))
 					}
 				}
 				b.AddNames(&names)
@@ -272,7 +274,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 			var merged Rollup
 			for _, s := range group {
 				if !b.AddSeries(s.start, s.end, s.name, s.r) {
-					t.Fatalf("AddSeries refused the rollup of %s at %s, which it accepts", s.name, FormatTime(s.start))
+					t.Fatalf("AddSeries refused the rollup of %s at %s, which it accepts", s.name, domain.FormatTime(s.start))
 				}
 				if q.Filter.Name == "" || s.name == q.Filter.Name {
 					merged.Merge(s.r)
@@ -300,7 +302,7 @@ func (w *rollupWorld) answer(t *testing.T, rng *rand.Rand, q StatsQuery, now tim
 }
 
 // The differential test: rollups plus the messages they cannot stand for give
-// StatsBuilder's statistics over the readable messages. Counts, status
+// Builder's statistics over the readable messages. Counts, status
 // classes and rankings are equal; percentiles equal where a bucket holds at
 // most ExactDurations durations, and within 1 % past that.
 func TestRollupStatsAreStatsBuilders(t *testing.T) {
@@ -311,9 +313,9 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 		for range 6 {
 			q, now := w.query(rng)
 			what := fmt.Sprintf("round %d, %d messages, [%s, %s) counting [%s, %s) by %s, name %q, route %q, now %s", round, len(w.msgs),
-				FormatTime(q.From), FormatTime(q.To), FormatTime(q.Filter.From), FormatTime(q.Filter.To), q.Interval.Name, q.Filter.Name, q.Filter.Route, FormatTime(now))
+				domain.FormatTime(q.From), domain.FormatTime(q.To), domain.FormatTime(q.Filter.From), domain.FormatTime(q.Filter.To), q.Interval.Name, q.Filter.Name, q.Filter.Route, domain.FormatTime(now))
 			counted := w.counted(q, now)
-			ref := NewStatsBuilder(q)
+			ref := NewBuilder(q)
 			for _, m := range counted {
 				ref.Add(SampleOf(m))
 			}
@@ -323,7 +325,7 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 			case q.Filter.Route != "" && q.RollupsAnswer():
 				t.Fatalf("%s: rollups answer a route filter, which they do not keep", what)
 			case q.Filter.Route != "": // a store streams every message matching it
-				b := NewRollupStatsBuilder(q, now)
+				b := NewRollupBuilder(q, now)
 				for _, m := range counted {
 					b.Add(SampleOf(m))
 				}
@@ -354,14 +356,14 @@ func TestRollupStatsAreStatsBuilders(t *testing.T) {
 	t.Logf("%d queries past %d durations, %d rollups refused, %d hours ranked whole, %d kept whole", sketched, ExactDurations, refused, rankedHours, keptHours)
 }
 
-// statsDiff compares got with want, StatsBuilder's over counted: counts,
+// statsDiff compares got with want, Builder's over counted: counts,
 // status classes and rankings exactly; percentiles exactly where a bucket
 // holds at most ExactDurations durations and within 1 % past that.
-func statsDiff(q StatsQuery, counted []Message, want, got Stats) string {
+func statsDiff(q Query, counted []domain.Message, want, got Stats) string {
 	var diff []string
 	if !got.From.Equal(want.From) || !got.To.Equal(want.To) || got.Interval != want.Interval || len(got.Buckets) != len(want.Buckets) {
-		return fmt.Sprintf("range [%s, %s) by %s in %d buckets, want [%s, %s) by %s in %d", FormatTime(got.From), FormatTime(got.To),
-			got.Interval.Name, len(got.Buckets), FormatTime(want.From), FormatTime(want.To), want.Interval.Name, len(want.Buckets))
+		return fmt.Sprintf("range [%s, %s) by %s in %d buckets, want [%s, %s) by %s in %d", domain.FormatTime(got.From), domain.FormatTime(got.To),
+			got.Interval.Name, len(got.Buckets), domain.FormatTime(want.From), domain.FormatTime(want.To), want.Interval.Name, len(want.Buckets))
 	}
 	perBucket := make([][]float64, len(want.Buckets))
 	var all []float64
@@ -372,7 +374,7 @@ func statsDiff(q StatsQuery, counted []Message, want, got Stats) string {
 			all = append(all, ms)
 		}
 	}
-	compare := func(name string, want, got StatsBucket, durations []float64) {
+	compare := func(name string, want, got Bucket, durations []float64) {
 		if !got.Start.Equal(want.Start) || got.Count != want.Count || got.Status != want.Status || got.Duration.Count != want.Duration.Count {
 			diff = append(diff, fmt.Sprintf("%s: %+v, want %+v", name, got, want))
 			return
@@ -416,16 +418,17 @@ func statsDiff(q StatsQuery, counted []Message, want, got Stats) string {
 func TestRollupsAnswer(t *testing.T) {
 	d := time.Millisecond
 	for _, c := range []struct {
-		filter Filter
+		filter domain.Filter
 		want   bool
 	}{
-		{Filter{}, true},
-		{Filter{Name: "shop", From: rollupBase, To: rollupBase.Add(time.Hour)}, true},
-		{Filter{Text: "x"}, false}, {Filter{Method: "GET"}, false}, {Filter{IPAddress: "10.0.0.1"}, false},
-		{Filter{Path: "/a"}, false}, {Filter{PathPrefix: "/a"}, false}, {Filter{StatusMin: 400}, false},
-		{Filter{StatusMax: 499}, false}, {Filter{MinDuration: &d}, false}, {Filter{MaxDuration: &d}, false},
+		{domain.Filter{}, true},
+		{domain.Filter{Name: "shop", From: rollupBase, To: rollupBase.Add(time.Hour)}, true},
+		{domain.Filter{Route: "/orders/{id}"}, false}, // no status is kept per route
+		{domain.Filter{Text: "x"}, false}, {domain.Filter{Method: "GET"}, false}, {domain.Filter{IPAddress: "10.0.0.1"}, false},
+		{domain.Filter{Path: "/a"}, false}, {domain.Filter{PathPrefix: "/a"}, false}, {domain.Filter{StatusMin: 400}, false},
+		{domain.Filter{StatusMax: 499}, false}, {domain.Filter{MinDuration: &d}, false}, {domain.Filter{MaxDuration: &d}, false},
 	} {
-		if got := (StatsQuery{Filter: c.filter}).RollupsAnswer(); got != c.want {
+		if got := (Query{Filter: c.filter}).RollupsAnswer(); got != c.want {
 			t.Errorf("RollupsAnswer with %+v = %v, want %v", c.filter, got, c.want)
 		}
 	}
@@ -434,11 +437,11 @@ func TestRollupsAnswer(t *testing.T) {
 // AddRollup refuses what a rollup cannot stand for, and counts nothing then.
 func TestAddRollupRefuses(t *testing.T) {
 	minute := rollupBase.Add(10 * time.Minute)
-	q := StatsQuery{From: rollupBase.Add(5*time.Minute + time.Second), To: rollupBase.Add(time.Hour), Interval: Intervals[1]}
+	q := Query{From: rollupBase.Add(5*time.Minute + time.Second), To: rollupBase.Add(time.Hour), Interval: Intervals[1]}
 	q.Filter.From, q.Filter.To = q.From, q.To
 	now := rollupBase.Add(2 * time.Hour)
 	r := &Rollup{}
-	r.AddMessage(Message{Name: "shop", CreatedAt: minute, VisibleAt: minute, ExpiresAt: minute.Add(24 * time.Hour), StatusCode: 500, Path: "/a"})
+	r.AddMessage(domain.Message{Name: "shop", CreatedAt: minute, VisibleAt: minute, ExpiresAt: minute.Add(24 * time.Hour), StatusCode: 500, Path: "/a"})
 	for _, c := range []struct {
 		what       string
 		start, end time.Time
@@ -454,7 +457,7 @@ func TestAddRollupRefuses(t *testing.T) {
 		{"visible just now", minute, minute.Add(time.Minute), minute, true},
 		{"expired", minute, minute.Add(time.Minute), minute.Add(24 * time.Hour), false},
 	} {
-		b := NewRollupStatsBuilder(q, c.now)
+		b := NewRollupBuilder(q, c.now)
 		if got := b.AddRollup(c.start, c.end, "shop", r); got != c.want {
 			t.Errorf("%s: AddRollup = %v, want %v", c.what, got, c.want)
 		}
@@ -464,7 +467,7 @@ func TestAddRollupRefuses(t *testing.T) {
 	}
 	// Another application than the filter's: nothing to count, nothing to stream.
 	q.Filter.Name = "billing"
-	b := NewRollupStatsBuilder(q, now)
+	b := NewRollupBuilder(q, now)
 	if !b.AddRollup(minute, minute.Add(time.Minute), "shop", r) || b.Stats().Total.Count != 0 {
 		t.Error("a rollup of an application the filter excludes was counted or refused")
 	}

@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"fmt"
@@ -10,11 +10,11 @@ import (
 // frequent paths still rank first with their exact counts.
 func TestStatsBuilderBoundsItsCounters(t *testing.T) {
 	from := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	q := StatsQuery{From: from, To: from.Add(time.Hour), Interval: Intervals[0]}
+	q := Query{From: from, To: from.Add(time.Hour), Interval: Intervals[0]}
 	q.Filter.From, q.Filter.To = q.From, q.To
-	b := NewStatsBuilder(q)
+	b := NewBuilder(q)
 	add := func(path string) {
-		b.Add(StatsSample{CreatedAt: from.Add(time.Minute), StatusCode: 500, Path: path, Name: "shop"})
+		b.Add(Sample{CreatedAt: from.Add(time.Minute), StatusCode: 500, Path: path, Name: "shop"})
 	}
 	for i := range 5 * MaxRankedKeys {
 		add(fmt.Sprintf("/orders/%d", i))

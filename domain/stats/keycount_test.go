@@ -1,4 +1,4 @@
-package domain
+package stats
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func counterOf(rng *rand.Rand, capacity int, events []keyEvent) *KeyCounter {
 	return parts[0]
 }
 
-// exactCounts counts events as StatsBuilder does.
+// exactCounts counts events as Builder does.
 func exactCounts(events []keyEvent) map[string]*KeyCount {
 	counts := map[string]*KeyCount{}
 	for _, e := range events {
@@ -121,7 +121,7 @@ func TestKeyCounterBoundsPastCapacity(t *testing.T) {
 }
 
 // A key met all along keeps its exact count however many rare keys pass: as
-// StatsBuilder keeps /health (TestStatsBuilderBoundsItsCounters).
+// Builder keeps /health (TestStatsBuilderBoundsItsCounters).
 func TestKeyCounterKeepsAFrequentKeyExact(t *testing.T) {
 	var c KeyCounter
 	for i := range 5 * MaxRankedKeys {
