@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -113,10 +114,10 @@ func (c *hourCache) forgetDay(d *dayFile) {
 // keptBytes estimates the memory of k: its rollups' encodings, whose keys
 // share prefixes, twice over, and a map entry and counts per key.
 func keptBytes(k *keptHour) int {
-	data, _ := k.rankings.AppendBinary(nil)
+	data := rollupcodec.AppendRollup(nil, &k.rankings)
 	n := 2*len(data) + 96*(k.rankings.Paths.Len()+k.rankings.Routes.Len()+k.names.Len()) + 256
 	for i := range k.parts {
-		data, _ = k.parts[i].AppendBinary(data[:0])
+		data = rollupcodec.AppendRollup(data[:0], &k.parts[i])
 		n += 2*len(data) + 128
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -53,6 +54,7 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*stats.Ro
 	}
 	defer write.Close()
 	var stored stats.Rollup
+	var decoder rollupcodec.Decoder
 	var buf, data []byte
 	for k, r := range added {
 		err := read.QueryRowContext(ctx, k.account, k.domain, k.minute, k.name).Scan(&data)
@@ -62,14 +64,12 @@ func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*stats.Ro
 		case err != nil:
 			return err
 		default:
-			if err := stored.UnmarshalBinary(data); err != nil {
+			if err := decoder.Rollup(data, &stored); err != nil {
 				return fmt.Errorf("rollup of %s/%s/%s at %d: %w", k.account, k.domain, k.name, k.minute, err)
 			}
 		}
 		stored.Merge(r)
-		if buf, err = stored.AppendBinary(buf[:0]); err != nil {
-			return err
-		}
+		buf = rollupcodec.AppendRollup(buf[:0], &stored)
 		if _, err := write.ExecContext(ctx, k.account, k.domain, k.minute, k.name, buf); err != nil {
 			return err
 		}
@@ -162,6 +162,7 @@ type hourReader struct {
 	rows     []rollupRow // of one hour, by minute
 	refused  []refusedMinute
 	whole    stats.Rollup // one row decoded
+	decoder  rollupcodec.Decoder
 }
 
 func (h *hourReader) key(hour int64) hourKey {
@@ -216,7 +217,7 @@ func (h *hourReader) count() error {
 	}
 	// Only the filter's application's rows are read, so each counts.
 	for _, row := range h.rows {
-		if err := h.whole.UnmarshalBinary(row.data); err != nil {
+		if err := h.decoder.Rollup(row.data, &h.whole); err != nil {
 			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
 		}
 		at := time.Unix(row.start, 0).UTC()

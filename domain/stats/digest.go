@@ -95,6 +95,13 @@ func (d *DurationDigest) Add(duration time.Duration) {
 	}
 }
 
+// AddSample counts s's duration, if it has one.
+func (d *DurationDigest) AddSample(s Sample) {
+	if s.HasDuration {
+		d.Add(s.Duration)
+	}
+}
+
 // Merge adds the durations of o, which it leaves as it was.
 func (d *DurationDigest) Merge(o *DurationDigest) {
 	if o.count == 0 {
@@ -193,6 +200,65 @@ func (d *DurationDigest) Subtract(o *DurationDigest) bool {
 	}
 	d.count, d.first, d.buckets = rest, d.first+lo, buckets[lo:hi]
 	return true
+}
+
+// Sorted is the durations in whole microseconds, ascending, while the digest
+// is exact, for an encoding to write; empty once it is a sketch. The slice is
+// the digest's own: read it, do not keep it.
+func (d *DurationDigest) Sorted() []int64 { return d.sorted }
+
+// Sketch is the digest's buckets once it is not exact, for an encoding to
+// write: first is the bucket of buckets[0], and each counts its durations.
+// The slice is the digest's own: read it, do not keep it.
+func (d *DurationDigest) Sketch() (first int, buckets []int64) {
+	return d.first, d.buckets
+}
+
+// SetSorted makes the digest the exact one of sorted, durations in whole
+// microseconds as Sorted gives them, taking the slice. It reports false,
+// leaving the digest empty, unless they are at most ExactDurations, ascending,
+// and within 0 to MaxDuration.
+func (d *DurationDigest) SetSorted(sorted []int64) bool {
+	d.Reset()
+	if len(sorted) > ExactDurations || len(sorted) > 0 && (sorted[0] < 0 || sorted[len(sorted)-1] > maxDigestMicros) {
+		return false
+	}
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] < sorted[i-1] {
+			return false
+		}
+	}
+	d.count, d.sorted = int64(len(sorted)), sorted
+	return true
+}
+
+// SetSketch makes the digest the sketch of count durations that Sketch gave,
+// taking the slice. It reports false, leaving the digest empty, unless count
+// is past ExactDurations and the buckets, first and last non-empty, within
+// the sketch's range, count it.
+func (d *DurationDigest) SetSketch(count int64, first int, buckets []int64) bool {
+	d.Reset()
+	if count <= ExactDurations || len(buckets) == 0 || first < 0 || first > maxSketchBucket || len(buckets) > maxSketchBucket+1-first ||
+		buckets[0] <= 0 || buckets[len(buckets)-1] <= 0 {
+		return false
+	}
+	var sum int64
+	for _, n := range buckets {
+		if n < 0 || n > count-sum {
+			return false
+		}
+		sum += n
+	}
+	if sum != count {
+		return false
+	}
+	d.count, d.first, d.buckets = count, first, buckets
+	return true
+}
+
+// Reset empties the digest, keeping its memory.
+func (d *DurationDigest) Reset() {
+	d.count, d.sorted, d.first, d.buckets = 0, d.sorted[:0], 0, d.buckets[:0]
 }
 
 // Clone returns a copy of d that shares no memory with it.

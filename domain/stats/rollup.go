@@ -38,7 +38,7 @@ func (r *Rollup) Add(s Sample) {
 		r.Durations.Add(s.Duration)
 	}
 	r.Paths.Add(PathOf(s.Path), IsError(s.StatusCode))
-	r.Routes.AddSample(s)
+	countRoute(&r.Routes, s)
 }
 
 // AddMessage counts m, and when it is readable.

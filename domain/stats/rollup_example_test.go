@@ -13,7 +13,7 @@ import (
 type rollupRow struct {
 	name   string
 	minute time.Time
-	data   []byte // Rollup.AppendBinary
+	rollup stats.Rollup // stored encoded (adapters/rollupcodec)
 }
 
 // How a store keeps rollups and answers statistics from them.
@@ -45,7 +45,7 @@ func ExampleRollupBuilder() {
 		rollups[key].AddMessage(m)
 	}
 	for i, row := range rows {
-		rows[i].data, _ = rollups[row.name+"@"+row.minute.String()].AppendBinary(nil)
+		rows[i].rollup.Merge(rollups[row.name+"@"+row.minute.String()])
 	}
 
 	// Reading: a query rollups answer (a scope, or one application), at now.
@@ -57,17 +57,13 @@ func ExampleRollupBuilder() {
 	}
 	b := stats.NewRollupBuilder(q, now)
 	from, to := q.CountedRange()
-	var r stats.Rollup
 	refused := 0
 	for _, row := range rows {
 		// The rows of the minutes that meet [from, to), of q.Filter.Name alone when set.
 		if !row.minute.Before(to) || !row.minute.Add(time.Minute).After(from) {
 			continue
 		}
-		if err := r.UnmarshalBinary(row.data); err != nil {
-			return // damaged: errors.Is(err, stats.ErrInvalidEncoding)
-		}
-		if !b.AddRollup(row.minute, row.minute.Add(time.Minute), row.name, &r) {
+		if !b.AddRollup(row.minute, row.minute.Add(time.Minute), row.name, &row.rollup) {
 			// Refused: count this minute of this application from its
 			// messages readable at now that pass q.Filter.
 			refused++

@@ -174,7 +174,7 @@ func (b *RollupBuilder) Add(m Sample) {
 	isError := IsError(m.StatusCode)
 	b.paths.Add(PathOf(m.Path), isError)
 	b.names.Add(m.Name, isError)
-	b.routes.AddSample(m)
+	countRoute(&b.routes, m)
 }
 
 // Merge adds what o counted, o being a builder of the same query at the same
@@ -240,6 +240,6 @@ func (b *RollupBuilder) Stats() Stats {
 	s.Total.Duration = all.Summary()
 	s.TopPaths = b.paths.Top(TopPaths)
 	s.TopNames = b.names.Top(TopNames)
-	s.TopRoutes = b.routes.Top(TopRoutes)
+	s.TopRoutes = TopRouteStats(&b.routes, TopRoutes)
 	return s
 }

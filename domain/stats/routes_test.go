@@ -2,7 +2,6 @@ package stats
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -45,41 +44,45 @@ func TestStatsBuilderTopRoutes(t *testing.T) {
 	}
 }
 
-// Past 2·MaxRankedRoutes routes the counter keeps the most counted; merging
-// counters adds them up; the encoding gives the counter back.
+// routeSample is a message of a status of 500 or 200, with a duration or not.
+func routeSample(isError bool, d time.Duration, hasDuration bool) Sample {
+	s := Sample{StatusCode: 200, Duration: d, HasDuration: hasDuration}
+	if isError {
+		s.StatusCode = 500
+	}
+	return s
+}
+
+// Past 2·MaxRankedRoutes routes the counter prunes as any Counter does (its
+// bounds are TestKeyCounterBoundsPastCapacity'): it holds at most twice what it keeps, and
+// no route's count, errors or durations exceed its messages'. Merging adds up.
 func TestRouteCounterBoundsAndMerges(t *testing.T) {
 	c := RouteCounter{capacity: 4}
 	for i := range 100 {
 		for range 100 - i {
-			c.Add(fmt.Sprintf("/r/%03d", i), i%2 == 0, time.Duration(i)*time.Millisecond, true)
+			c.AddSample(fmt.Sprintf("/r/%03d", i), routeSample(i%2 == 0, time.Duration(i)*time.Millisecond, true))
 		}
 	}
 	if c.Len() > 8 {
 		t.Errorf("holds %d routes, more than twice its capacity of 4", c.Len())
 	}
-	var merged RouteCounter
-	other := RouteCounter{}
-	other.Add("/r/000", true, time.Second, true)
-	other.Add("/new", false, 0, false)
-	merged.Merge(&c)
-	merged.Merge(&other)
-	top := merged.Top(2)
-	if top[0].Route != "/r/000" || top[0].Count != 101 || top[0].Errors != 101 || top[0].Duration.Count != 101 || top[0].Duration.P99 != 0 {
+	for _, rs := range TopRouteStats(&c, c.Len()) {
+		var i int64
+		if _, err := fmt.Sscanf(rs.Route, "/r/%03d", &i); err != nil || rs.Count > 100-i || rs.Duration.Count != rs.Count ||
+			rs.Errors != rs.Count*((i+1)%2) {
+			t.Errorf("kept %+v, of %d messages", rs, 100-i)
+		}
+	}
+	var a, b RouteCounter
+	for range 100 {
+		a.AddSample("/r", routeSample(false, time.Millisecond, true))
+	}
+	b.AddSample("/r", routeSample(true, time.Second, true))
+	b.AddSample("/new", routeSample(false, 0, false))
+	a.Merge(&b)
+	top := TopRouteStats(&a, 2)
+	if len(top) != 2 || top[0].Route != "/r" || top[0].Count != 101 || top[0].Errors != 1 || top[0].Duration.Count != 101 ||
+		top[1] != (RouteStats{Route: "/new", Count: 1}) {
 		t.Errorf("merged top = %+v", top)
-	}
-	var r Rollup
-	r.Count, r.Status = 2, StatusCounts{1: 2}
-	r.Routes.Add("/a/{id}", false, 1500*time.Microsecond, true)
-	r.Routes.Add("/a/{id}", false, 0, false)
-	data, _ := r.MarshalBinary()
-	var back Rollup
-	if err := back.UnmarshalBinary(data); err != nil || !slices.Equal(back.Routes.Top(math.MaxInt32), r.Routes.Top(math.MaxInt32)) {
-		t.Errorf("routes decoded as %+v (%v), want %+v", back.Routes.Top(9), err, r.Routes.Top(9))
-	}
-	// A rollup written before routes were kept (version 1) reads as one of
-	// messages without routes.
-	v1 := append([]byte{rollupEncodingV1}, data[1:len(data)-len(r.Routes.appendBody(nil))]...)
-	if err := back.UnmarshalBinary(v1); err != nil || back.Count != 2 || back.Routes.Len() != 0 {
-		t.Errorf("a version 1 rollup: count %d, %d routes, %v", back.Count, back.Routes.Len(), err)
 	}
 }

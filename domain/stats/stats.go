@@ -234,7 +234,7 @@ func (b *Builder) Add(m Sample) {
 	}
 	b.paths.Add(PathOf(m.Path), IsError(m.StatusCode))
 	b.names.Add(m.Name, IsError(m.StatusCode))
-	b.routes.AddSample(m)
+	countRoute(&b.routes, m)
 }
 
 // countSample counts m in its bucket of s, q's statistics, and returns the
@@ -285,7 +285,7 @@ func (b *Builder) Stats() Stats {
 	s.Total.Duration = Summarise(all)
 	s.TopPaths = b.paths.Top(TopPaths)
 	s.TopNames = b.names.Top(TopNames)
-	s.TopRoutes = b.routes.Top(TopRoutes)
+	s.TopRoutes = TopRouteStats(&b.routes, TopRoutes)
 	return s
 }
 

@@ -1,8 +1,6 @@
 package stats
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -135,51 +133,5 @@ func TestKeyCounterKeepsAFrequentKeyExact(t *testing.T) {
 	}
 	if top := c.Top(1)[0]; top != (KeyCount{Key: "/health", Count: 50, Errors: 50}) {
 		t.Errorf("top key %+v, want /health counted 50 times", top)
-	}
-}
-
-func TestKeyCounterEncoding(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, capacity := range []int{4, MaxRankedKeys} { // with debts and without
-		events := randomKeyEvents(rng, 2000, 300, true)
-		events = append(events, keyEvent{key: ""}, keyEvent{key: "/ü/\x00"})
-		c := counterOf(rng, capacity, events)
-		data, err := c.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back := KeyCounter{capacity: capacity}
-		if err := back.UnmarshalBinary(data); err != nil {
-			t.Fatalf("capacity %d: %v", capacity, err)
-		}
-		if got, want := back.Top(back.Len()), c.Top(c.Len()); !slices.Equal(got, want) {
-			t.Errorf("capacity %d: decoded %v, encoded %v", capacity, got, want)
-		}
-		// Merging goes on from the decoded counter as from the original.
-		more := counterOf(rng, capacity, randomKeyEvents(rng, 500, 300, false))
-		c.Merge(more)
-		back.Merge(more)
-		if !slices.Equal(back.Top(back.Len()), c.Top(c.Len())) {
-			t.Errorf("capacity %d: a decoded counter merges differently", capacity)
-		}
-		if again, _ := back.MarshalBinary(); len(again) == 0 || bytes.Equal(again, data) {
-			t.Errorf("capacity %d: merging did not change the encoding", capacity)
-		}
-	}
-	var c KeyCounter
-	for _, data := range [][]byte{
-		nil, {2, 0, 0}, {1, 1}, {1, 0, 0, 0},
-		{1, 2, 0, 0, 1, 'a', 1, 0},                  // two keys in five bytes
-		{1, 2, 0, 0, 1, 'b', 1, 0, 0, 1, 'a', 1, 0}, // out of order
-		{1, 1, 0, 0, 1, 'a', 1, 2},                  // more errors than messages
-		{1, 1, 1, 0, 1, 'a', 2, 0, 2},               // debt as large as the count
-		{1, 1, 0, 3, 1, 'a', 2, 0},                  // a prefix longer than the key before
-		{1, 1, 0, 0, 1, 'a', 0, 0},                  // counted no time
-		{1, 1, 0, 0, 1, 'a', 1, 0, 0},               // a byte past the end
-	} {
-		c.Add("x", false)
-		if err := c.UnmarshalBinary(data); !errors.Is(err, ErrInvalidEncoding) || c.Len() != 0 {
-			t.Errorf("UnmarshalBinary(%v) = %v keeping %d keys, want ErrInvalidEncoding and none", data, err, c.Len())
-		}
 	}
 }

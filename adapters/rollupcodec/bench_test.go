@@ -1,4 +1,4 @@
-package stats
+package rollupcodec
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // reportCPU reports the processor time the process spent per operation
@@ -71,23 +72,32 @@ func (g loadTraffic) message(created time.Time) domain.Message {
 
 // minuteRollups are the rollups, by application, of n messages in the minute
 // at start.
-func (g loadTraffic) minuteRollups(start time.Time, n int) map[string]*Rollup {
-	rollups := map[string]*Rollup{}
+func (g loadTraffic) minuteRollups(start time.Time, n int) map[string]*stats.Rollup {
+	rollups := map[string]*stats.Rollup{}
 	for i := range n {
 		m := g.message(start.Add(time.Duration(i) * time.Minute / time.Duration(n)))
 		if rollups[m.Name] == nil {
-			rollups[m.Name] = &Rollup{}
+			rollups[m.Name] = &stats.Rollup{}
 		}
 		rollups[m.Name].AddMessage(m)
 	}
 	return rollups
 }
 
+// rollupBase is the start of the benchmarks' day.
+var rollupBase = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+
+// rollupKey is a rollup's application and minute (or quarter hour).
+type rollupKey struct {
+	name  string
+	start time.Time
+}
+
 // messagesPerMinute is the load tool's realistic minute.
 const messagesPerMinute = 700
 
 // The encoded rollups of a realistic minute, against the narrow rows a store
-// streams into Builder without them (created_at, status, duration as
+// streams into stats.Builder without them (created_at, status, duration as
 // 8, 2 and 8 bytes, name and path).
 func BenchmarkRollupMinuteSize(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(1, 2))}
@@ -95,7 +105,7 @@ func BenchmarkRollupMinuteSize(b *testing.B) {
 	for range b.N {
 		start := rollupBase
 		for _, r := range g.minuteRollups(start, messagesPerMinute) {
-			data, _ := r.MarshalBinary()
+			data := AppendRollup(nil, r)
 			rollupBytes += len(data)
 		}
 	}
@@ -109,7 +119,7 @@ func BenchmarkRollupMinuteSize(b *testing.B) {
 }
 
 // The cost of counting one message: into its minute's rollup on the write
-// path, against Builder.Add (the fallback's).
+// path, against stats.Builder.Add (the fallback's).
 func BenchmarkRollupAdd(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(3, 4))}
 	msgs := make([]domain.Message, 10*messagesPerMinute)
@@ -117,7 +127,7 @@ func BenchmarkRollupAdd(b *testing.B) {
 		msgs[i] = g.message(rollupBase.Add(time.Duration(i) * time.Minute / messagesPerMinute))
 	}
 	b.Run("rollup", func(b *testing.B) {
-		rollups := map[string]*Rollup{}
+		rollups := map[string]*stats.Rollup{}
 		for i := range b.N {
 			if i%messagesPerMinute == 0 {
 				clear(rollups)
@@ -125,20 +135,20 @@ func BenchmarkRollupAdd(b *testing.B) {
 			m := msgs[i%len(msgs)]
 			r := rollups[m.Name]
 			if r == nil {
-				r = &Rollup{}
+				r = &stats.Rollup{}
 				rollups[m.Name] = r
 			}
 			r.AddMessage(m)
 		}
 	})
 	b.Run("statsbuilder", func(b *testing.B) {
-		q := Query{From: rollupBase, To: rollupBase.Add(10 * time.Minute), Interval: Intervals[0]}
-		builder := NewBuilder(q)
+		q := stats.Query{From: rollupBase, To: rollupBase.Add(10 * time.Minute), Interval: stats.Intervals[0]}
+		builder := stats.NewBuilder(q)
 		for i := range b.N {
 			if i%messagesPerMinute == 0 {
-				builder = NewBuilder(q)
+				builder = stats.NewBuilder(q)
 			}
-			builder.Add(SampleOf(msgs[i%len(msgs)]))
+			builder.Add(stats.SampleOf(msgs[i%len(msgs)]))
 		}
 	})
 }
@@ -147,21 +157,21 @@ func BenchmarkRollupAdd(b *testing.B) {
 // encoding and decoding of one minute's rollup, per rollup.
 func BenchmarkRollupMergeAndCodec(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(5, 6))}
-	var minutes []*Rollup
+	var minutes []*stats.Rollup
 	var encoded [][]byte
 	for i := range 60 {
 		for _, r := range g.minuteRollups(rollupBase.Add(time.Duration(i)*time.Minute), messagesPerMinute) {
 			minutes = append(minutes, r)
-			data, _ := r.MarshalBinary()
+			data := AppendRollup(nil, r)
 			encoded = append(encoded, data)
 			break
 		}
 	}
 	b.Run("merge", func(b *testing.B) {
-		var hour Rollup
+		var hour stats.Rollup
 		for i := range b.N {
 			if i%len(minutes) == 0 {
-				hour = Rollup{}
+				hour = stats.Rollup{}
 			}
 			hour.Merge(minutes[i%len(minutes)])
 		}
@@ -169,13 +179,14 @@ func BenchmarkRollupMergeAndCodec(b *testing.B) {
 	b.Run("encode", func(b *testing.B) {
 		var buf []byte
 		for i := range b.N {
-			buf, _ = minutes[i%len(minutes)].AppendBinary(buf[:0])
+			buf = AppendRollup(buf[:0], minutes[i%len(minutes)])
 		}
 	})
 	b.Run("decode", func(b *testing.B) {
-		var r Rollup
+		var r stats.Rollup
+		var decoder Decoder
 		for i := range b.N {
-			if err := r.UnmarshalBinary(encoded[i%len(encoded)]); err != nil {
+			if err := decoder.Rollup(encoded[i%len(encoded)], &r); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -186,7 +197,7 @@ func BenchmarkRollupMergeAndCodec(b *testing.B) {
 // minute, 1,008,000 in all, ten applications), by the default interval
 // (15m): from 14,400 encoded minute rollups, decoded and merged, or from 960
 // rollups of quarter hours; against
-// Builder over the same messages' samples, the fallback without
+// stats.Builder over the same messages' samples, the fallback without
 // rollups (reading the rows is the store's and not counted in either).
 func BenchmarkStatsDay(b *testing.B) {
 	g := loadTraffic{rand.New(rand.NewPCG(7, 8))}
@@ -196,30 +207,30 @@ func BenchmarkStatsDay(b *testing.B) {
 		data  []byte
 	}
 	var rollups []stored
-	var samples []Sample
+	var samples []stats.Sample
 	for minute := range 24 * 60 {
 		start := rollupBase.Add(time.Duration(minute) * time.Minute)
 		for i := range messagesPerMinute {
 			m := g.message(start.Add(time.Duration(i) * time.Minute / messagesPerMinute))
-			samples = append(samples, SampleOf(m))
+			samples = append(samples, stats.SampleOf(m))
 		}
 	}
 	// The same messages into their minutes' rollups.
-	byMinute := map[rollupKey]*Rollup{}
+	byMinute := map[rollupKey]*stats.Rollup{}
 	for _, s := range samples {
 		key := rollupKey{s.Name, s.CreatedAt.Truncate(time.Minute)}
 		if byMinute[key] == nil {
-			byMinute[key] = &Rollup{}
+			byMinute[key] = &stats.Rollup{}
 		}
 		byMinute[key].Add(s)
 	}
-	byQuarter := map[rollupKey]*Rollup{}
+	byQuarter := map[rollupKey]*stats.Rollup{}
 	for key, r := range byMinute {
-		data, _ := r.MarshalBinary()
+		data := AppendRollup(nil, r)
 		rollups = append(rollups, stored{key.start, key.name, data})
 		quarter := rollupKey{key.name, key.start.Truncate(15 * time.Minute)}
 		if byQuarter[quarter] == nil {
-			byQuarter[quarter] = &Rollup{}
+			byQuarter[quarter] = &stats.Rollup{}
 		}
 		byQuarter[quarter].Merge(r)
 	}
@@ -227,7 +238,7 @@ func BenchmarkStatsDay(b *testing.B) {
 	// for intervals of 15m and wider.
 	var quarterRollups []stored
 	for key, r := range byQuarter {
-		data, _ := r.MarshalBinary()
+		data := AppendRollup(nil, r)
 		quarterRollups = append(quarterRollups, stored{key.start, key.name, data})
 	}
 	now := rollupBase.Add(24 * time.Hour)
@@ -235,7 +246,7 @@ func BenchmarkStatsDay(b *testing.B) {
 		name   string
 		filter string
 	}{{"scope", ""}, {"application", "checkout"}} {
-		q, err := ParseQuery(map[string][]string{"from": {domain.FormatTime(rollupBase)}, "to": {domain.FormatTime(now)}}, now)
+		q, err := stats.ParseQuery(map[string][]string{"from": {domain.FormatTime(rollupBase)}, "to": {domain.FormatTime(now)}}, now)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -246,15 +257,16 @@ func BenchmarkStatsDay(b *testing.B) {
 			width   time.Duration
 		}{{"minute-rollups", rollups, time.Minute}, {"quarter-hour-rollups", quarterRollups, 15 * time.Minute}} {
 			b.Run(c.name+"/"+rc.name, func(b *testing.B) {
-				var r Rollup
+				var r stats.Rollup
+				var decoder Decoder
 				reportCPU(b, func() {
 					for range b.N {
-						builder := NewRollupBuilder(q, now)
+						builder := stats.NewRollupBuilder(q, now)
 						for _, s := range rc.rollups {
 							if c.filter != "" && s.name != c.filter {
 								continue
 							}
-							if err := r.UnmarshalBinary(s.data); err != nil {
+							if err := decoder.Rollup(s.data, &r); err != nil {
 								b.Fatal(err)
 							}
 							if !builder.AddRollup(s.start, s.start.Add(rc.width), s.name, &r) {
@@ -269,7 +281,7 @@ func BenchmarkStatsDay(b *testing.B) {
 		b.Run(c.name+"/statsbuilder", func(b *testing.B) {
 			reportCPU(b, func() {
 				for range b.N {
-					builder := NewBuilder(q)
+					builder := stats.NewBuilder(q)
 					for _, s := range samples {
 						if c.filter == "" || s.Name == c.filter {
 							builder.Add(s)
