@@ -43,7 +43,7 @@ const portalSecret = "httpapitest-portal-secret-0123456789abcdef"
 // cleanup runs (the store maker registered that earlier).
 //
 // Alerting runs on store when it is a ports.AlertStore too, otherwise on a
-// memory alert store of its own. Its loops look at the clock every
+// memory alert store of its own, and the test's log says so. Its loops look at the clock every
 // AlertPoll, so that a test moving the fake clock on sees the next evaluation
 // soon after; webhooks may reach loopback addresses (the suite's receiver).
 func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
@@ -74,6 +74,10 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 	alerting.Poll = AlertPoll
 	alerts, ok := store.(ports.AlertStore)
 	if !ok {
+		// Said, not silent: a new adapter's alert cases would otherwise pass
+		// without its own code.
+		t.Logf("httpapitest: the alert routes run on a memory alert store: %T is not a ports.AlertStore "+
+			"(embed the adapter's alert store in the store the maker returns, as adapters/sqlite's alertingStoreMaker does)", store)
 		alerts = memory.NewAlertStore()
 	}
 	var handler http.Handler
