@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -47,4 +48,15 @@ type FieldErrors struct {
 // Add records what is wrong with field.
 func (fe *FieldErrors) Add(field, format string, args ...any) {
 	fe.List = append(fe.List, FieldError{Field: fe.prefix + field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err is the problems found as a ValidationError with message, sorted by
+// field, or nil when there are none.
+func (fe *FieldErrors) Err(message string) error {
+	if len(fe.List) == 0 {
+		return nil
+	}
+	list := slices.Clone(fe.List)
+	slices.SortStableFunc(list, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return &ValidationError{Message: message, Fields: list}
 }

@@ -1,0 +1,282 @@
+package rules_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
+)
+
+var hashKey = []byte("test-hash-key-0123456789")
+
+func compile(t testing.TB, doc string) *rules.Compiled {
+	t.Helper()
+	rs, err := rules.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rules.Compile(rs, hashKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// signup is the exchange of issue 37: personal data in a body, a nested
+// object, JSON held in a string, a query token, a header of odd casing.
+func signup() domain.Message {
+	created := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	return domain.Message{
+		ID: "0193a0c4-0000-7000-8000-000000000001", Account: "acme", Domain: "live", Name: "signup",
+		Method: "POST", Path: "/v1/users?token=9f8e7d%2Bsecret&page=2", Route: "/v1/users", StatusCode: 201, IPAddress: "203.0.113.7",
+		CreatedAt: created, ExpiresAt: created.Add(domain.DefaultRetention),
+		Request: domain.Content{
+			Header: domain.Header{"X-Partner-Id": {"partner-42"}, "X-Debug": {"Bearer abc.def.ghi"}},
+			Body: `{"email": "ana@example.com", "iban": "DE89370400440532013000", "card": "4111 1111 1111 1111",` +
+				` "profile": {"national_id": "123-45-6789", "tags": ["x", "bob@example.org"]},` +
+				` "meta": "{\"contact\":\"eve@example.net\"}"}`,
+			ContentType: "application/json",
+		},
+		Response: domain.Content{Body: "token=abc&email=ana%40example.com", ContentType: "application/x-www-form-urlencoded"},
+	}
+}
+
+const signupRules = `{
+  "privacy": [
+    {"id": "mask-emails", "scope": {"paths": ["/v1/users"]}, "select": ["body"], "match": {"detector": "email"}, "action": {"type": "mask"}},
+    {"id": "drop-token", "select": ["query.token"], "action": {"type": "remove"}},
+    {"id": "card-last4", "select": ["body.**"], "match": {"detector": "card_number"}, "action": {"type": "partial", "keep_last": 4}},
+    {"id": "iban", "select": ["**"], "match": {"detector": "iban"}, "action": {"type": "replace", "with": "[iban]"}},
+    {"id": "ssn", "select": ["request.body.profile.*"], "match": {"detector": "us_ssn"}, "action": {"type": "mask"}},
+    {"id": "partner", "select": ["request.headers.x-partner-id"], "action": {"type": "hash"}},
+    {"id": "bearer", "select": ["headers"], "match": {"detector": "bearer_token"}, "action": {"type": "keep_scheme"}},
+    {"id": "count-ips", "select": ["ip_address"], "match": {"detector": "ipv4"}, "action": {"type": "mask"}, "mode": "dry_run"}
+  ]
+}`
+
+func TestPrivacyRulesScrubEveryPlace(t *testing.T) {
+	c := compile(t, signupRules)
+	m := signup()
+	out := c.Apply(&m, rules.SourceProxy)
+	all := m.Path + m.IPAddress + m.Request.Body + m.Response.Body + strings.Join(m.Request.Header["X-Partner-Id"], "") + strings.Join(m.Request.Header["X-Debug"], "")
+	for _, secret := range []string{"ana@example.com", "ana%40example.com", "bob@example.org", "eve@example.net", "9f8e7d", "DE89370400440532013000",
+		"4111 1111 1111", "123-45-6789", "partner-42", "abc.def.ghi"} {
+		if strings.Contains(all, secret) {
+			t.Errorf("%q is still stored in %s", secret, all)
+		}
+	}
+	for _, kept := range []string{"page=2", "1111", "Bearer ***", "[iban]", rules.HashValue(hashKey, "partner-42"), "203.0.113.7", `"tags"`} {
+		if !strings.Contains(all, kept) {
+			t.Errorf("%q is not in %s", kept, all)
+		}
+	}
+	if !strings.HasPrefix(m.Path, "/v1/users?page=2") {
+		t.Errorf("path %q: the token parameter must go, the rest stay", m.Path)
+	}
+	if !strings.Contains(m.Request.Body, `"meta":"{\"contact\":\"`+domain.Mask+`\"}"`) {
+		t.Errorf("JSON in a string is scrubbed and kept a string: %s", m.Request.Body)
+	}
+	wantChanges := []rules.Change{
+		{Rule: "drop-token", Field: "query.token"},
+		{Rule: "bearer", Field: "request.headers.x-debug"},
+		{Rule: "partner", Field: "request.headers.x-partner-id"},
+		{Rule: "mask-emails", Field: "request.body.email"},
+		{Rule: "iban", Field: "request.body.iban"},
+		{Rule: "card-last4", Field: "request.body.card"},
+		{Rule: "ssn", Field: "request.body.profile.national_id"},
+		{Rule: "mask-emails", Field: "request.body.profile.tags.1"},
+		{Rule: "mask-emails", Field: "request.body.meta.contact"},
+		{Rule: "mask-emails", Field: "response.body.email"},
+	}
+	if !slices.Equal(out.Changes, wantChanges) {
+		t.Errorf("changes %v\nwant %v", out.Changes, wantChanges)
+	}
+	if i := slices.IndexFunc(out.Counts, func(c rules.Count) bool { return c.Rule == "count-ips" }); i < 0 || !out.Counts[i].DryRun || out.Counts[i].Matches != 1 {
+		t.Errorf("a dry-run rule is counted and changes nothing: %v", out.Counts)
+	}
+	if !out.Stored || out.SampleRate != 1 {
+		t.Errorf("no ingest rule: stored %v, rate %d", out.Stored, out.SampleRate)
+	}
+}
+
+// Rules outside their scope do nothing; a rule acts on what the ones before
+// it left; the same message scrubbed twice is scrubbed once.
+func TestPrivacyRulesScopeAndIdempotence(t *testing.T) {
+	c := compile(t, signupRules)
+	m := signup()
+	m.Path = "/v1/orders"
+	c.Apply(&m, rules.SourceAPI)
+	if !strings.Contains(m.Request.Body, "ana@example.com") {
+		t.Errorf("mask-emails is scoped to /v1/users, yet scrubbed %s", m.Request.Body)
+	}
+	m = signup()
+	c.Apply(&m, rules.SourceAPI)
+	once := m.Clone()
+	second := c.Apply(&m, rules.SourceAPI)
+	if m.Request.Body != once.Request.Body || m.Path != once.Path || m.Response.Body != once.Response.Body {
+		t.Errorf("scrubbed again: %s", m.Request.Body)
+	}
+	for _, ch := range second.Changes {
+		if ch.Rule != "partner" { // hashing a hash changes it again, by design of a keyed hash
+			t.Errorf("a second pass changed %v", ch)
+		}
+	}
+}
+
+func TestIngestRules(t *testing.T) {
+	c := compile(t, `{"ingest": [
+		{"id": "health", "scope": {"paths": ["/healthz"]}, "action": "drop"},
+		{"id": "search", "scope": {"routes": ["/v1/search"]}, "status": ["2xx"], "action": "sample", "sample_rate": 10},
+		{"id": "slow", "min_duration_ms": 1000, "action": "keep"},
+		{"id": "big", "scope": {"applications": ["files"]}, "action": "strip_bodies"},
+		{"id": "would", "scope": {"methods": ["OPTIONS"]}, "action": "drop", "mode": "dry_run"}
+	]}`)
+	msg := func(path, route string, status int) domain.Message {
+		return domain.Message{ID: "0193a0c4-0000-7000-8000-00000000000a", Name: "shop", Method: "GET", Path: path, Route: route, StatusCode: status,
+			Request: domain.Content{Body: "req"}, Response: domain.Content{Body: "resp"}}
+	}
+	m := msg("/healthz", "", 200)
+	if out := c.Apply(&m, rules.SourceAPI); out.Stored || out.IngestRule != "health" {
+		t.Errorf("health check: %+v", out)
+	}
+	m = msg("/healthz", "", 503) // errors are kept unless a rule names them
+	if out := c.Apply(&m, rules.SourceAPI); !out.Stored {
+		t.Errorf("a failing health check was dropped: %+v", out)
+	}
+	kept := 0
+	for i := range 1000 {
+		m = msg("/v1/search?q=x", "/v1/search", 200)
+		m.ID = fmt.Sprintf("0193a0c4-0000-7000-8000-%012d", i)
+		out := c.Apply(&m, rules.SourceAPI)
+		if out.SampleRate != 10 {
+			t.Fatalf("sampled message rate %d", out.SampleRate)
+		}
+		again := msg("/v1/search?q=x", "/v1/search", 200)
+		again.ID = m.ID
+		if retry := c.Apply(&again, rules.SourceAPI); retry.Stored != out.Stored {
+			t.Fatal("a retried submission got another verdict")
+		}
+		if out.Stored {
+			kept++
+		}
+	}
+	if kept < 60 || kept > 140 {
+		t.Errorf("kept %d of 1000 at 1 in 10", kept)
+	}
+	m = msg("/files/1", "", 200)
+	m.Name = "files"
+	if out := c.Apply(&m, rules.SourceAPI); !out.Stored || !out.BodiesStripped || m.Request.Body != "" || m.Response.Body != "" {
+		t.Errorf("strip_bodies: %+v, bodies %q %q", out, m.Request.Body, m.Response.Body)
+	}
+	m = msg("/x", "", 200)
+	m.Method = "OPTIONS"
+	if out := c.Apply(&m, rules.SourceAPI); !out.Stored || len(out.Counts) != 1 || !out.Counts[0].DryRun {
+		t.Errorf("dry run: %+v", out)
+	}
+}
+
+func TestRetentionRules(t *testing.T) {
+	c := compile(t, `{"retention": [
+		{"id": "payments", "scope": {"applications": ["payments"]}, "keep": "7d", "bodies": "2d"},
+		{"id": "refunds", "scope": {"applications": ["payments"], "routes": ["/v1/refunds/**"]}, "keep": "400d"}
+	]}`)
+	created := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	m := domain.Message{Name: "payments", Path: "/v1/pay", CreatedAt: created, ExpiresAt: created.Add(domain.DefaultRetention)}
+	out := c.Apply(&m, rules.SourceAPI)
+	if out.RetentionRule != "payments" || !m.ExpiresAt.Equal(created.Add(7*24*time.Hour)) || !out.BodiesExpireAt.Equal(created.Add(48*time.Hour)) {
+		t.Errorf("payments: %+v, expires %s", out, m.ExpiresAt)
+	}
+	m = domain.Message{Name: "payments", Path: "/v1/refunds/9", Route: "/v1/refunds/{id}", CreatedAt: created}
+	if out := c.Apply(&m, rules.SourceAPI); out.RetentionRule != "refunds" || !m.ExpiresAt.Equal(created.Add(400*24*time.Hour)) {
+		t.Errorf("the route rule is more specific: %+v", out)
+	}
+	m = domain.Message{Name: "shop", CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
+	if out := c.Apply(&m, rules.SourceAPI); out.RetentionRule != "" || !m.ExpiresAt.Equal(created.Add(time.Hour)) {
+		t.Errorf("no rule: the policy's retention stays: %+v", out)
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	c := compile(t, `{"subjects": [{"id": "user", "select": ["request.headers.x-user-id"]}, {"id": "emails", "detector": "email"}]}`)
+	m := signup()
+	m.Request.Header["X-User-Id"] = []string{" U-1001 "}
+	out := c.Apply(&m, rules.SourceAPI)
+	for _, value := range []string{"u-1001", "ANA@example.com", "bob@example.org", "eve@example.net"} {
+		if !slices.Contains(out.Subjects, rules.SubjectHash(hashKey, value)) {
+			t.Errorf("subject %q not found in %v", value, out.Subjects)
+		}
+	}
+	for _, h := range out.Subjects {
+		if strings.Contains(h, "@") || strings.Contains(h, "1001") {
+			t.Errorf("a subject kept raw: %s", h)
+		}
+	}
+}
+
+// A body that looks like JSON the rules cannot read is withheld when a rule
+// reads its fields; kept when none does.
+func TestUnreadableBodiesAreWithheld(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, domain.MaxNesting+5) + `"ana@example.com"` + strings.Repeat("}", domain.MaxNesting+5)
+	c := compile(t, `{"privacy": [{"id": "e", "select": ["body.**.email"], "action": {"type": "mask"}}]}`)
+	for _, body := range []string{deep, `{"email": "ana@example.com"`} {
+		m := domain.Message{Path: "/", Request: domain.Content{Body: body, ContentType: "application/json"}}
+		out := c.Apply(&m, rules.SourceAPI)
+		if m.Request.Body != rules.Withheld || !slices.Equal(out.Withheld, []string{"request.body"}) {
+			t.Errorf("body %.30q… kept as %.40q, withheld %v", body, m.Request.Body, out.Withheld)
+		}
+	}
+	plain := compile(t, `{"privacy": [{"id": "e", "select": ["**"], "match": {"detector": "email"}, "action": {"type": "mask"}}]}`)
+	m := domain.Message{Path: "/", Request: domain.Content{Body: `{"email": "ana@example.com"`}}
+	if out := plain.Apply(&m, rules.SourceAPI); len(out.Withheld) != 0 || strings.Contains(m.Request.Body, "ana@") || !strings.Contains(m.Request.Body, domain.Mask) {
+		t.Errorf("a text rule scrubs broken JSON as text: %q %v", m.Request.Body, out.Withheld)
+	}
+}
+
+func TestBadRuleSetsNameTheField(t *testing.T) {
+	many := `{"privacy": [` + strings.TrimSuffix(strings.Repeat(`{"id": "x", "select": ["**"], "action": {"type": "mask"}},`, rules.MaxRules+1), ",") + `]}`
+	for doc, field := range map[string]string{
+		`{"privacy": [{"id": "p", "select": ["**"], "match": {"pattern": "(a+"}, "action": {"type": "mask"}}]}`:                               "privacy[0].match.pattern",
+		`{"privacy": [{"id": "p", "select": ["**"], "match": {"pattern": "a{1000}{1000}"}, "action": {"type": "mask"}}]}`:                     "privacy[0].match.pattern",
+		`{"privacy": [{"id": "p", "select": ["**"], "match": {"detector": "dna"}, "action": {"type": "mask"}}]}`:                              "privacy[0].match.detector",
+		`{"privacy": [{"id": "p", "select": ["request.cookies"], "action": {"type": "mask"}}]}`:                                               "privacy[0].select[0]",
+		`{"privacy": [{"id": "p", "select": ["**"], "action": {"type": "shred"}}]}`:                                                           "privacy[0].action.type",
+		`{"privacy": [{"id": "p", "select": ["**"], "action": {"type": "mask"}}, {"id": "p", "select": ["**"], "action": {"type": "mask"}}]}`: "privacy[1].id",
+		`{"ingest": [{"id": "all", "action": "drop"}]}`:                                                                                       "ingest[0]",
+		`{"ingest": [{"id": "s", "action": "sample", "sample_rate": 0}]}`:                                                                     "ingest[0].sample_rate",
+		`{"ingest": [{"id": "s", "action": "sample", "sample_rate": 1000001}]}`:                                                               "ingest[0].sample_rate",
+		`{"ingest": [{"id": "s", "action": "archive"}]}`:                                                                                      "ingest[0].action",
+		`{"ingest": [{"id": "s", "status": ["6xx"], "action": "drop"}]}`:                                                                      "ingest[0].status[0]",
+		`{"retention": [{"id": "a", "keep": "7d"}, {"id": "b", "keep": "30d"}]}`:                                                              "retention[1]",
+		`{"retention": [{"id": "a", "keep": "7 days"}]}`:                                                                                      "retention[0].keep",
+		`{"retention": [{"id": "a", "keep": "7d", "bodies": "8d"}]}`:                                                                          "retention[0].bodies",
+		many: "",
+	} {
+		rs, err := rules.Parse([]byte(doc))
+		if err == nil {
+			_, err = rules.Compile(rs, hashKey)
+		}
+		var verr *domain.ValidationError
+		if !errors.As(err, &verr) || len(verr.Fields) == 0 || verr.Fields[0].Field != field {
+			t.Errorf("%.60s…: err %v, want one naming %q", doc, err, field)
+		}
+	}
+	if _, err := rules.Parse([]byte(`{"privacy": [], "masking": []}`)); err == nil {
+		t.Error("an unknown field is accepted")
+	}
+}
+
+// A pattern catastrophic in a backtracking engine runs in linear time in
+// RE2's: it is accepted, and a long input that would take a backtracking
+// engine ages is scrubbed at once.
+func TestHostilePatternRunsLinear(t *testing.T) {
+	c := compile(t, `{"privacy": [{"id": "p", "select": ["**"], "match": {"pattern": "(a+)+$"}, "action": {"type": "mask"}}]}`)
+	m := domain.Message{Path: "/", Request: domain.Content{Body: strings.Repeat("a", 1<<16) + "!"}}
+	if out := c.Apply(&m, rules.SourceAPI); len(out.Changes) != 0 {
+		t.Errorf("matched %v", out.Changes)
+	}
+}

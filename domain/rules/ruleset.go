@@ -1,0 +1,385 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+)
+
+// RuleSet is an account's rules, as the API and the rules file hold them.
+type RuleSet struct {
+	Privacy   []PrivacyRule   `json:"privacy,omitempty"`
+	Ingest    []IngestRule    `json:"ingest,omitempty"`
+	Retention []RetentionRule `json:"retention,omitempty"`
+	Subjects  []SubjectKey    `json:"subjects,omitempty"`
+}
+
+// Scope narrows a rule to some exchanges; an empty list does not narrow.
+type Scope struct {
+	Domains      []string `json:"domains,omitempty"`      // live, test
+	Applications []string `json:"applications,omitempty"` // exact names
+	Methods      []string `json:"methods,omitempty"`
+	// Paths and Routes are globs: * within a segment, ** across segments.
+	Paths   []string `json:"paths,omitempty"`
+	Routes  []string `json:"routes,omitempty"`
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// Source is what captured an exchange.
+type Source string
+
+// The sources of exchanges.
+const (
+	SourceAPI   Source = "api"   // POST /v1/messages, the Go client, capture middleware
+	SourceProxy Source = "proxy" // the capturing proxy
+	SourceOTLP  Source = "otlp"  // the OpenTelemetry receiver
+)
+
+// Mode says whether a rule acts or only counts what it would do.
+type Mode string
+
+// The modes of a rule; "" is ModeEnforce.
+const (
+	ModeEnforce Mode = "enforce"
+	ModeDryRun  Mode = "dry_run"
+)
+
+// PrivacyRule scrubs what its selectors pick and its match finds.
+type PrivacyRule struct {
+	ID     string   `json:"id"`
+	Scope  Scope    `json:"scope"`
+	Select []string `json:"select"`
+	Except []string `json:"except,omitempty"`
+	Match  Match    `json:"match"`
+	Action Action   `json:"action"`
+	Mode   Mode     `json:"mode,omitempty"`
+}
+
+// Match is what a privacy rule looks for in a selected value: the whole value
+// when neither is set, else every match of Pattern (RE2; of its Group when
+// given) or of Detector.
+type Match struct {
+	Pattern  string `json:"pattern,omitempty"`
+	Group    int    `json:"group,omitempty"`
+	Detector string `json:"detector,omitempty"`
+}
+
+// Action is what a privacy rule does to a match.
+type Action struct {
+	Type      string `json:"type"` // mask, replace, hash, remove, partial, keep_scheme
+	With      string `json:"with,omitempty"`
+	KeepFirst int    `json:"keep_first,omitempty"`
+	KeepLast  int    `json:"keep_last,omitempty"`
+}
+
+// The privacy actions.
+const (
+	ActionMask       = "mask"
+	ActionReplace    = "replace"
+	ActionHash       = "hash"
+	ActionRemove     = "remove"
+	ActionPartial    = "partial"
+	ActionKeepScheme = "keep_scheme"
+)
+
+// IngestRule decides whether an exchange is stored, on its metadata.
+type IngestRule struct {
+	ID    string `json:"id"`
+	Scope Scope  `json:"scope"`
+	// Status is a list of codes, classes or ranges: "404", "5xx", "400-403".
+	Status        []string  `json:"status,omitempty"`
+	MinDurationMS *float64  `json:"min_duration_ms,omitempty"`
+	MaxDurationMS *float64  `json:"max_duration_ms,omitempty"`
+	Header        *HeaderIs `json:"header,omitempty"`
+	Action        string    `json:"action"` // keep, drop, sample, strip_bodies
+	SampleRate    int       `json:"sample_rate,omitempty"`
+	Mode          Mode      `json:"mode,omitempty"`
+}
+
+// HeaderIs matches a request header's presence, or one of its values.
+type HeaderIs struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value,omitempty"`
+}
+
+// The ingest actions.
+const (
+	IngestKeep        = "keep"
+	IngestDrop        = "drop"
+	IngestSample      = "sample"
+	IngestStripBodies = "strip_bodies"
+)
+
+// RetentionRule keeps the messages it scopes (by application and route) for
+// Keep, and their bodies for Bodies (at most Keep); durations as "7d", "36h".
+type RetentionRule struct {
+	ID     string `json:"id"`
+	Scope  Scope  `json:"scope"`
+	Keep   string `json:"keep"`
+	Bodies string `json:"bodies,omitempty"`
+}
+
+// SubjectKey names the values that identify an end user: what its selectors
+// pick, or what Detector finds anywhere.
+type SubjectKey struct {
+	ID       string   `json:"id"`
+	Select   []string `json:"select,omitempty"`
+	Detector string   `json:"detector,omitempty"`
+}
+
+// Bounds of a rule set, so that one account cannot make every write slow.
+const (
+	MaxRules         = 256 // of each kind
+	MaxSubjectKeys   = 16
+	MaxPatternLength = 1024
+	// maxPatternInsts bounds a compiled pattern's program: Go's regexp runs
+	// in time linear in the input, but its memory and constant grow with it.
+	maxPatternInsts = 5000
+	MaxSampleRate   = 1_000_000
+	MaxIDLength     = 64
+	maxListItems    = 64
+	maxRetention    = 10 * 366 * 24 * time.Hour
+)
+
+// Parse reads a rule set from JSON, refusing unknown fields.
+func Parse(data []byte) (RuleSet, error) {
+	var rs RuleSet
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rs); err != nil {
+		return RuleSet{}, &domain.ValidationError{Message: "the rule set is not valid JSON of a rule set: " + err.Error()}
+	}
+	if dec.More() {
+		return RuleSet{}, &domain.ValidationError{Message: "the rule set is followed by more JSON"}
+	}
+	return rs, nil
+}
+
+// Compiled is a rule set ready to apply: every pattern, glob and selector
+// built once.
+type Compiled struct {
+	privacy   []privacyRule
+	ingest    []ingestRule
+	retention []retentionRule
+	subjects  []subjectKey
+	hashKey   []byte
+}
+
+// Compile checks rs and builds it; hashKey keys the hash action and subject
+// hashes (it lives outside the store). The error is a *domain.ValidationError
+// naming each field at fault ("privacy[2].match.pattern").
+func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
+	var fe domain.FieldErrors
+	c := &Compiled{hashKey: slices.Clone(hashKey)}
+	ids := map[string]string{}
+	checkID := func(field, id string) {
+		switch {
+		case id == "":
+			fe.Add(field+".id", "is required")
+		case len(id) > MaxIDLength || strings.IndexFunc(id, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+		}) >= 0:
+			fe.Add(field+".id", "must be 1 to %d letters, digits, '-', '_' or '.'", MaxIDLength)
+		case ids[id] != "":
+			fe.Add(field+".id", "%q is also the id of %s", id, ids[id])
+		default:
+			ids[id] = field
+		}
+	}
+	if len(rs.Privacy) > MaxRules || len(rs.Ingest) > MaxRules || len(rs.Retention) > MaxRules {
+		fe.Add("", "holds more than %d rules of a kind", MaxRules)
+		return nil, fe.Err("the rule set is too large")
+	}
+	if len(rs.Subjects) > MaxSubjectKeys {
+		fe.Add("subjects", "must be at most %d keys", MaxSubjectKeys)
+	}
+	for i, r := range rs.Privacy {
+		field := fmt.Sprintf("privacy[%d]", i)
+		checkID(field, r.ID)
+		if p, ok := compilePrivacy(&fe, field, r); ok {
+			c.privacy = append(c.privacy, p)
+		}
+	}
+	for i, r := range rs.Ingest {
+		field := fmt.Sprintf("ingest[%d]", i)
+		checkID(field, r.ID)
+		if p, ok := compileIngest(&fe, field, r); ok {
+			c.ingest = append(c.ingest, p)
+		}
+	}
+	for i, r := range rs.Retention {
+		field := fmt.Sprintf("retention[%d]", i)
+		checkID(field, r.ID)
+		if p, ok := compileRetention(&fe, field, r); ok {
+			c.retention = append(c.retention, p)
+		}
+	}
+	checkRetentionPrecedence(&fe, c.retention)
+	for i, k := range rs.Subjects {
+		field := fmt.Sprintf("subjects[%d]", i)
+		checkID(field, k.ID)
+		if p, ok := compileSubject(&fe, field, k); ok {
+			c.subjects = append(c.subjects, p)
+		}
+	}
+	if err := fe.Err("the rule set is invalid"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// scope is a compiled Scope.
+type scope struct {
+	domains, applications, methods []string
+	paths, routes                  []*regexp.Regexp
+	sources                        []Source
+	specificity                    int // retention's precedence: routes 2, applications 1
+}
+
+func compileScope(fe *domain.FieldErrors, field string, s Scope) scope {
+	out := scope{domains: s.Domains, applications: s.Applications, sources: s.Sources}
+	for _, list := range [][]string{s.Domains, s.Applications, s.Methods, s.Paths, s.Routes} {
+		if len(list) > maxListItems {
+			fe.Add(field+".scope", "lists at most %d items in each list", maxListItems)
+			return out
+		}
+	}
+	for i, d := range s.Domains {
+		if !domain.ValidDomain(d) {
+			fe.Add(fmt.Sprintf("%s.scope.domains[%d]", field, i), "must be live or test")
+		}
+	}
+	for _, m := range s.Methods {
+		out.methods = append(out.methods, strings.ToUpper(m))
+	}
+	for i, src := range s.Sources {
+		if src != SourceAPI && src != SourceProxy && src != SourceOTLP {
+			fe.Add(fmt.Sprintf("%s.scope.sources[%d]", field, i), "must be api, proxy or otlp")
+		}
+	}
+	for name, globs := range map[string][]string{"paths": s.Paths, "routes": s.Routes} {
+		for i, g := range globs {
+			re, err := compileGlob(g)
+			if err != nil {
+				fe.Add(fmt.Sprintf("%s.scope.%s[%d]", field, name, i), "%s", err)
+				continue
+			}
+			if name == "paths" {
+				out.paths = append(out.paths, re)
+			} else {
+				out.routes = append(out.routes, re)
+			}
+		}
+	}
+	switch {
+	case len(s.Routes) > 0 || len(s.Paths) > 0:
+		out.specificity = 2
+	case len(s.Applications) > 0:
+		out.specificity = 1
+	}
+	return out
+}
+
+// compileGlob turns a path glob into an anchored pattern: * is any run within
+// a segment, ** any run across them, ? one character of a segment.
+func compileGlob(glob string) (*regexp.Regexp, error) {
+	if !strings.HasPrefix(glob, "/") || len(glob) > domain.MaxRouteLength*4 {
+		return nil, fmt.Errorf("must be a glob starting with / of at most %d bytes", domain.MaxRouteLength*4)
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(glob); i++ {
+		switch {
+		case strings.HasPrefix(glob[i:], "**"):
+			b.WriteString(".*")
+			i++
+		case glob[i] == '*':
+			b.WriteString("[^/]*")
+		case glob[i] == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(glob[i : i+1]))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+// matches reports whether the scope holds m, captured by src.
+func (s *scope) matches(m *domain.Message, src Source) bool {
+	if len(s.domains) > 0 && !slices.Contains(s.domains, m.Domain) ||
+		len(s.applications) > 0 && !slices.Contains(s.applications, m.Name) ||
+		len(s.methods) > 0 && !slices.Contains(s.methods, m.Method) ||
+		len(s.sources) > 0 && !slices.Contains(s.sources, src) {
+		return false
+	}
+	if len(s.paths) > 0 {
+		path, _, _ := strings.Cut(m.Path, "?")
+		if !slices.ContainsFunc(s.paths, func(re *regexp.Regexp) bool { return re.MatchString(path) }) {
+			return false
+		}
+	}
+	if len(s.routes) > 0 && !slices.ContainsFunc(s.routes, func(re *regexp.Regexp) bool { return re.MatchString(m.Route) }) {
+		return false
+	}
+	return true
+}
+
+func compileMode(fe *domain.FieldErrors, field string, m Mode) bool {
+	switch m {
+	case "", ModeEnforce:
+		return false
+	case ModeDryRun:
+		return true
+	}
+	fe.Add(field+".mode", "must be enforce or dry_run")
+	return false
+}
+
+// compilePattern builds an RE2 pattern, refusing one too large to run on
+// every write.
+func compilePattern(fe *domain.FieldErrors, field, pattern string) *regexp.Regexp {
+	if len(pattern) > MaxPatternLength {
+		fe.Add(field, "must be at most %d bytes", MaxPatternLength)
+		return nil
+	}
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		fe.Add(field, "is not an RE2 pattern: %s", err)
+		return nil
+	}
+	if prog, err := syntax.Compile(parsed.Simplify()); err != nil || len(prog.Inst) > maxPatternInsts {
+		fe.Add(field, "is too large a pattern (over %d instructions once compiled)", maxPatternInsts)
+		return nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		fe.Add(field, "is not an RE2 pattern: %s", err)
+		return nil
+	}
+	return re
+}
+
+// parseRetention reads "7d", "36h" or "90m".
+func parseRetention(s string) (time.Duration, bool) {
+	if len(s) < 2 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[:len(s)-1])
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute}[s[len(s)-1]]
+	if unit == 0 || time.Duration(n) > maxRetention/unit {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}

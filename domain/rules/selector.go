@@ -1,0 +1,196 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+// kind is what a value of an exchange is.
+type kind uint8
+
+const (
+	kindIP kind = iota
+	kindPath
+	kindQuery
+	kindHeader
+	kindBody     // a field of a JSON or form body
+	kindBodyText // a body read as one text
+)
+
+// side is which half of the exchange a header or body is in.
+type side uint8
+
+const (
+	sideBoth side = iota
+	sideRequest
+	sideResponse
+)
+
+// location is where a value is: what a selector is matched against, and what
+// a change names ("request.body.user.email").
+type location struct {
+	kind kind
+	side side
+	name string   // a query parameter's or header's (lower case) name
+	path []string // a body field's keys and indexes
+}
+
+func (l location) String() string {
+	prefix := map[side]string{sideRequest: "request.", sideResponse: "response."}[l.side]
+	switch l.kind {
+	case kindIP:
+		return "ip_address"
+	case kindPath:
+		return "path"
+	case kindQuery:
+		return "query." + l.name
+	case kindHeader:
+		return prefix + "headers." + l.name
+	case kindBodyText:
+		return prefix + "body"
+	}
+	return prefix + "body." + strings.Join(l.path, ".")
+}
+
+// selector picks values of an exchange. Its grammar, a dotted path:
+//
+//	**                          every value
+//	ip_address | path
+//	query[.NAME|.*]             query parameters, decoded
+//	[request.|response.]headers[.NAME|.*]   by name, ignoring case
+//	[request.|response.]body[.KEY|.*|.**]...  fields of JSON and form bodies;
+//	                            body alone: every value of the body, or its text
+//
+// A key with dots or spaces is quoted: body."a.b".
+type selector struct {
+	every bool
+	kind  kind
+	side  side
+	name  string   // query or header name; "" or "*" for any
+	path  []string // body path, with * and **
+}
+
+func parseSelector(text string) (selector, error) {
+	parts, err := splitSelector(text)
+	if err != nil {
+		return selector{}, err
+	}
+	if len(parts) == 1 && parts[0] == "**" {
+		return selector{every: true}, nil
+	}
+	s := selector{}
+	switch parts[0] {
+	case "request":
+		s.side, parts = sideRequest, parts[1:]
+	case "response":
+		s.side, parts = sideResponse, parts[1:]
+	}
+	if len(parts) == 0 {
+		return selector{}, fmt.Errorf("names a side but no headers or body")
+	}
+	first, rest := parts[0], parts[1:]
+	switch {
+	case first == "ip_address" && s.side == sideBoth && len(rest) == 0:
+		s.kind = kindIP
+	case first == "path" && s.side == sideBoth && len(rest) == 0:
+		s.kind = kindPath
+	case first == "query" && s.side == sideBoth && len(rest) <= 1:
+		s.kind = kindQuery
+		if len(rest) == 1 {
+			s.name = rest[0]
+		}
+	case first == "headers" && len(rest) <= 1:
+		s.kind = kindHeader
+		if len(rest) == 1 {
+			s.name = strings.ToLower(rest[0])
+		}
+	case first == "body":
+		s.kind, s.path = kindBody, rest
+	default:
+		return selector{}, fmt.Errorf("must be **, ip_address, path, query[.name], [request.|response.]headers[.name] or [request.|response.]body[.path]")
+	}
+	return s, nil
+}
+
+// splitSelector splits at dots, keeping quoted keys whole.
+func splitSelector(text string) ([]string, error) {
+	if text == "" || len(text) > 512 {
+		return nil, fmt.Errorf("must be 1 to 512 bytes")
+	}
+	var parts []string
+	for text != "" {
+		var part string
+		if text[0] == '"' {
+			end := strings.IndexByte(text[1:], '"')
+			if end < 0 {
+				return nil, fmt.Errorf("has an unclosed quote")
+			}
+			part, text = text[1:end+1], text[end+2:]
+		} else {
+			end := strings.IndexByte(text, '.')
+			if end < 0 {
+				end = len(text)
+			}
+			part, text = text[:end], text[end:]
+		}
+		if part == "" {
+			return nil, fmt.Errorf("has an empty part")
+		}
+		parts = append(parts, part)
+		if text != "" {
+			if text[0] != '.' || len(text) == 1 {
+				return nil, fmt.Errorf("must separate its parts with single dots")
+			}
+			text = text[1:]
+		}
+	}
+	return parts, nil
+}
+
+// matches reports whether the selector picks the value at l.
+func (s *selector) matches(l *location) bool {
+	if s.every {
+		return true
+	}
+	if s.side != sideBoth && s.side != l.side {
+		return false
+	}
+	switch s.kind {
+	case kindQuery, kindHeader:
+		return l.kind == s.kind && (s.name == "" || s.name == "*" || s.name == l.name)
+	case kindBody:
+		switch l.kind {
+		case kindBodyText:
+			return len(s.path) == 0 || len(s.path) == 1 && s.path[0] == "**"
+		case kindBody:
+			return len(s.path) == 0 || pathMatches(s.path, l.path)
+		}
+		return false
+	}
+	return l.kind == s.kind
+}
+
+// readsFields reports whether the selector needs a body's fields, not its text.
+func (s *selector) readsFields() bool {
+	return !s.every && s.kind == kindBody && len(s.path) > 0 && !(len(s.path) == 1 && s.path[0] == "**")
+}
+
+// pathMatches matches a body path against a pattern of keys, * (one key or
+// index) and ** (any number of them).
+func pathMatches(pattern, path []string) bool {
+	for len(pattern) > 0 {
+		if pattern[0] == "**" {
+			for i := 0; i <= len(path); i++ {
+				if pathMatches(pattern[1:], path[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(path) == 0 || pattern[0] != "*" && pattern[0] != path[0] {
+			return false
+		}
+		pattern, path = pattern[1:], path[1:]
+	}
+	return len(path) == 0
+}
