@@ -25,6 +25,23 @@ type AlertConfig struct {
 	DeliveryLease time.Duration
 	// DeliveryConcurrency bounds the attempts a worker makes at the same time.
 	DeliveryConcurrency int
+	// DeliveryPerAccount bounds the attempts of one account's deliveries a
+	// worker makes at the same time (one per endpoint at most): below
+	// DeliveryConcurrency, an account whose endpoints hang until the timeout
+	// always leaves attempts to the others.
+	DeliveryPerAccount int
+	// MaxPendingDeliveries bounds an account's queue: past it, its oldest
+	// test deliveries, then its oldest others, are dropped (counted and
+	// logged) down to nine tenths of it, whatever the rate of API calls.
+	MaxPendingDeliveries int
+	// EndpointDisableAfter is how long an endpoint may go without a reply
+	// (every attempt timing out, each worker counting since it started)
+	// before the worker disables it with a reason, as it does on a 410; 0
+	// never disables. Meanwhile the endpoint is backed off: after each
+	// timeout it waits, doubling from 5 s to 5 min, before its next attempt.
+	EndpointDisableAfter time.Duration
+	// Metrics, if set, counts what the bounds and the back-off did (the fx module sets it from the graph's Metrics).
+	Metrics AlertMetrics
 	// HistoryRetention is how long transitions, finished deliveries and the
 	// delivery log are kept.
 	HistoryRetention time.Duration
@@ -38,7 +55,8 @@ type AlertConfig struct {
 // DefaultAlertConfig returns the defaults of every field.
 func DefaultAlertConfig() AlertConfig {
 	return AlertConfig{EvaluationInterval: time.Minute, Poll: time.Second, DeliveryLease: time.Minute,
-		DeliveryConcurrency: 4, HistoryRetention: domain.DefaultRetention, PortalLinkTTL: 24 * time.Hour}
+		DeliveryConcurrency: 16, DeliveryPerAccount: 4, MaxPendingDeliveries: 10000, EndpointDisableAfter: time.Hour,
+		HistoryRetention: domain.DefaultRetention, PortalLinkTTL: 24 * time.Hour}
 }
 
 // Validate reports the first unusable field as a *domain.ValidationError
@@ -53,6 +71,12 @@ func (c AlertConfig) Validate() error {
 		return invalidField("DeliveryLease", "must be at least 1s")
 	case c.DeliveryConcurrency < 1:
 		return invalidField("DeliveryConcurrency", "must be at least 1")
+	case c.DeliveryPerAccount < 1 || c.DeliveryPerAccount > c.DeliveryConcurrency:
+		return invalidField("DeliveryPerAccount", "must be from 1 to the delivery concurrency")
+	case c.MaxPendingDeliveries < 10:
+		return invalidField("MaxPendingDeliveries", "must be at least 10")
+	case c.EndpointDisableAfter < 0 || (c.EndpointDisableAfter > 0 && c.EndpointDisableAfter < time.Minute):
+		return invalidField("EndpointDisableAfter", "must be 0 (never) or at least 1m")
 	case c.HistoryRetention < time.Hour:
 		return invalidField("HistoryRetention", "must be at least 1h")
 	case c.PortalLinkTTL < 0 || c.PortalLinkTTL > 7*24*time.Hour:

@@ -43,6 +43,7 @@ type AlertEvaluator struct {
 	owner    string
 	interval time.Duration
 	retain   time.Duration
+	bound    *queueBound
 	log      *zap.Logger
 	wake     func()
 
@@ -58,9 +59,10 @@ type AlertEvaluator struct {
 // the lease.
 func NewAlertEvaluator(store ports.AlertStore, got *Statistics, clock ports.Clock, links ports.PortalLinker,
 	owner string, cfg AlertConfig, log *zap.Logger) *AlertEvaluator {
+	log = log.Named("alerts")
 	return &AlertEvaluator{store: store, stats: got, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
-		owner: owner, interval: cfg.EvaluationInterval, retain: cfg.HistoryRetention, poll: cfg.Poll,
-		log: log.Named("alerts"), wake: func() {}}
+		owner: owner, interval: cfg.EvaluationInterval, retain: cfg.HistoryRetention, bound: newQueueBound(store, clock, cfg, log),
+		poll: cfg.Poll, log: log, wake: func() {}}
 }
 
 // WakeOnEvents makes new events wake worker at once.
@@ -244,6 +246,7 @@ func (e *AlertEvaluator) flush(ctx context.Context, st alerting.State) (alerting
 		return st, fmt.Errorf("alerts: deliveries of rule %s: %w", st.RuleID, err)
 	}
 	if len(st.Outbox.Deliveries) > 0 {
+		e.bound.enforce(ctx, st.Scope.Account)
 		e.wake()
 	}
 	flushed := st.Clone()

@@ -54,7 +54,7 @@ func newAlerting(t *testing.T, start time.Time) *alertService {
 	cfg := app.DefaultAlertConfig()
 	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second})
 	stats := app.NewStatistics(a.messages, app.DefaultConfig().Policy(), a.clock)
-	a.alerts = app.NewAlerts(a.store, sender, a.clock, nil, cfg)
+	a.alerts = app.NewAlerts(a.store, sender, a.clock, nil, cfg, zap.NewNop())
 	a.evaluator = app.NewAlertEvaluator(a.store, stats, a.clock, nil, "replica", cfg, zap.NewNop())
 	a.worker = app.NewAlertDeliverer(a.store, sender, a.clock, "replica", cfg, zap.NewNop())
 	var err error

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -37,13 +39,16 @@ type Alerts struct {
 	sender ports.WebhookSender
 	clock  ports.Clock
 	links  *alertLinks
+	bound  *queueBound
 	wake   func() // wakes this replica's delivery worker
 }
 
 // NewAlerts returns the use case over store, checking endpoint URLs with sender
 // and linking events to the portal with links (nil: no links).
-func NewAlerts(store ports.AlertStore, sender ports.WebhookSender, clock ports.Clock, links ports.PortalLinker, cfg AlertConfig) *Alerts {
-	return &Alerts{store: store, sender: sender, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL}, wake: func() {}}
+func NewAlerts(store ports.AlertStore, sender ports.WebhookSender, clock ports.Clock, links ports.PortalLinker, cfg AlertConfig,
+	log *zap.Logger) *Alerts {
+	return &Alerts{store: store, sender: sender, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
+		bound: newQueueBound(store, clock, cfg, log.Named("alerts")), wake: func() {}}
 }
 
 // WakeOnEvents makes queued test events wake worker at once.
@@ -294,6 +299,7 @@ func (a *Alerts) TestRule(ctx context.Context, p domain.Principal, id string) (a
 	if err := a.store.Enqueue(ctx, deliveries); err != nil {
 		return alerting.Event{}, nil, fmt.Errorf("alert test: %w", err)
 	}
+	a.bound.enforce(ctx, p.Account)
 	a.wake()
 	return event, deliveries, nil
 }

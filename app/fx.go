@@ -94,7 +94,7 @@ func newIngestQueue(p ingestQueueParams) ingestQueue {
 // service. It needs an AlertConfig, a ports.WebhookSender and the *Statistics
 // (Module's) from the graph, and the store's ports.AlertStore: without one,
 // alerting is off and *Alerts is nil. It uses a ports.PortalLinker if the graph
-// has one.
+// has one, and counts into its Metrics when they implement AlertMetrics.
 var AlertsModule = fx.Module("alerts", fx.Provide(newAlerting))
 
 type alertingParams struct {
@@ -106,6 +106,7 @@ type alertingParams struct {
 	Statistics *Statistics
 	Clock      ports.Clock
 	Links      ports.PortalLinker `optional:"true"`
+	Metrics    Metrics            `optional:"true"`
 	Log        *zap.Logger
 }
 
@@ -118,9 +119,13 @@ func newAlerting(p alertingParams) (*Alerts, error) {
 		return nil, err
 	}
 	owner := ReplicaName()
-	evaluator := NewAlertEvaluator(p.Store, p.Statistics, p.Clock, p.Links, owner, p.Config, p.Log)
-	worker := NewAlertDeliverer(p.Store, p.Sender, p.Clock, owner, p.Config, p.Log)
-	alerts := NewAlerts(p.Store, p.Sender, p.Clock, p.Links, p.Config)
+	cfg := p.Config
+	if m, ok := p.Metrics.(AlertMetrics); ok && cfg.Metrics == nil {
+		cfg.Metrics = m
+	}
+	evaluator := NewAlertEvaluator(p.Store, p.Statistics, p.Clock, p.Links, owner, cfg, p.Log)
+	worker := NewAlertDeliverer(p.Store, p.Sender, p.Clock, owner, cfg, p.Log)
+	alerts := NewAlerts(p.Store, p.Sender, p.Clock, p.Links, cfg, p.Log)
 	alerts.WakeOnEvents(worker)
 	evaluator.WakeOnEvents(worker)
 	p.Lifecycle.Append(fx.Hook{

@@ -100,3 +100,36 @@ func (s observedStore) observe(operation string, err error) error {
 	}
 	return err
 }
+
+// Reasons the delivery worker disables an endpoint, as AlertMetrics names
+// them.
+const (
+	DisabledGone    = "gone"    // it answered 410 Gone
+	DisabledTimeout = "timeout" // no reply within the timeout for AlertConfig.EndpointDisableAfter
+)
+
+// AlertMetrics receives what keeps one account's deliveries from delaying
+// another's: the bounds and the back-off at work. The Metrics of
+// the fx graph gets it when it implements this too. No account is named (the
+// logs name it): a label per account would grow without bound.
+type AlertMetrics interface {
+	// ObserveDeliveriesDropped reports deliveries dropped from a full queue:
+	// tests of alert.test events, others of the rest.
+	ObserveDeliveriesDropped(tests, others int)
+	// ObserveEndpointDisabled reports an endpoint the worker disabled, for
+	// reason DisabledGone or DisabledTimeout.
+	ObserveEndpointDisabled(reason string)
+}
+
+// nopAlertMetrics counts nothing, for a configuration without Metrics.
+type nopAlertMetrics struct{}
+
+func (nopAlertMetrics) ObserveDeliveriesDropped(int, int) {}
+func (nopAlertMetrics) ObserveEndpointDisabled(string)    {}
+
+func alertMetricsOf(c AlertConfig) AlertMetrics {
+	if c.Metrics == nil {
+		return nopAlertMetrics{}
+	}
+	return c.Metrics
+}

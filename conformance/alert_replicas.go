@@ -244,7 +244,7 @@ func testAlertReplicaStoppedMidDelivery(t *testing.T, s ports.AlertStore) {
 	}
 	now := rs.clock.Now()
 	lease := app.DefaultAlertConfig().DeliveryLease
-	claimed, err := s.Claim(ctx, "replica-a", now, now.Add(lease), 10) // replica a's worker...
+	claimed, err := s.Claim(ctx, "replica-a", now, now.Add(lease), ofLive(10)) // replica a's worker...
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("replica a claimed %d deliveries (%v), want the firing event's one", len(claimed), err)
 	}

@@ -49,6 +49,8 @@ func RunAlertStoreTests(t *testing.T, newStore AlertStoreMaker) {
 		{"ClaimDueOnly", testAlertClaimDue},
 		{"ClaimLeaseExpiresAndFinishChecksOwner", testAlertClaimLease},
 		{"ConcurrentClaimsNeverShare", testAlertConcurrentClaims},
+		{"ClaimByAccountAndEndpoint", testAlertClaimByAccount},
+		{"DropExcessTestsOldestFirst", testAlertDropExcess},
 		{"AttemptLog", testAlertAttempts},
 		{"Prune", testAlertPrune},
 		{"ReplicasDeliverEachEventOnce", testAlertReplicasDeliverOnce},
@@ -606,7 +608,7 @@ func testAlertEnqueueIdempotent(t *testing.T, s ports.AlertStore) {
 		t.Fatal(err)
 	}
 	assertSame(t, "delivery queued twice", d, got)
-	claimed, err := s.Claim(t.Context(), "w", at, at.Add(time.Minute), 10)
+	claimed, err := s.Claim(t.Context(), "w", at, at.Add(time.Minute), ofLive(10))
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("Claim after queuing 2 deliveries, one twice: %d, %v; want 2", len(claimed), err)
 	}
@@ -632,7 +634,7 @@ func testAlertClaimDue(t *testing.T, s ports.AlertStore) {
 		t.Fatal(err)
 	}
 	until := at.Add(10 * time.Minute)
-	first, err := s.Claim(t.Context(), "w", at, until, 2)
+	first, err := s.Claim(t.Context(), "w", at, until, ofLive(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,11 +643,11 @@ func testAlertClaimDue(t *testing.T, s ports.AlertStore) {
 		want[i].LeaseOwner, want[i].LeaseUntil = "w", until
 	}
 	assertSame(t, "first claim of 2 (oldest due first, leased)", want, first)
-	rest, err := s.Claim(t.Context(), "w", at, until, 10)
+	rest, err := s.Claim(t.Context(), "w", at, until, ofLive(10))
 	if err != nil || len(rest) != 1 || rest[0].ID != ds[2].ID {
 		t.Errorf("second claim: %d deliveries (%v), want only the one due now", len(rest), err)
 	}
-	later, err := s.Claim(t.Context(), "w", at.Add(2*time.Minute), at.Add(3*time.Minute), 10)
+	later, err := s.Claim(t.Context(), "w", at.Add(2*time.Minute), at.Add(3*time.Minute), ofLive(10))
 	if err != nil || len(later) != 2 {
 		t.Errorf("claim two minutes on: %d deliveries (%v), want the 2 due since (the others are leased)", len(later), err)
 	}
@@ -658,14 +660,14 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 	if err := s.Enqueue(t.Context(), []alerting.Delivery{d}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.Claim(t.Context(), "a", at, at.Add(time.Minute), 1)
+	a, err := s.Claim(t.Context(), "a", at, at.Add(time.Minute), ofLive(1))
 	if err != nil || len(a) != 1 {
 		t.Fatalf("claim by a: %d, %v", len(a), err)
 	}
-	if b, err := s.Claim(t.Context(), "b", at.Add(59*time.Second), at.Add(2*time.Minute), 1); err != nil || len(b) != 0 {
+	if b, err := s.Claim(t.Context(), "b", at.Add(59*time.Second), at.Add(2*time.Minute), ofLive(1)); err != nil || len(b) != 0 {
 		t.Fatalf("claim by b within a's lease: %d, %v; want none", len(b), err)
 	}
-	b, err := s.Claim(t.Context(), "b", at.Add(time.Minute), at.Add(2*time.Minute), 1)
+	b, err := s.Claim(t.Context(), "b", at.Add(time.Minute), at.Add(2*time.Minute), ofLive(1))
 	if err != nil || len(b) != 1 || b[0].LeaseOwner != "b" {
 		t.Fatalf("claim by b after a's lease ran out: %+v, %v; want the delivery", b, err)
 	}
@@ -680,10 +682,10 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 		t.Fatal(err)
 	}
 	assertSame(t, "delivery after b's attempt", failed, got)
-	if none, _ := s.Claim(t.Context(), "c", at.Add(62*time.Second), at.Add(3*time.Minute), 1); len(none) != 0 {
+	if none, _ := s.Claim(t.Context(), "c", at.Add(62*time.Second), at.Add(3*time.Minute), ofLive(1)); len(none) != 0 {
 		t.Errorf("claimed before the retry was due: %+v", none)
 	}
-	again, err := s.Claim(t.Context(), "c", failed.NextAttemptAt, failed.NextAttemptAt.Add(time.Minute), 1)
+	again, err := s.Claim(t.Context(), "c", failed.NextAttemptAt, failed.NextAttemptAt.Add(time.Minute), ofLive(1))
 	if err != nil || len(again) != 1 {
 		t.Fatalf("claim when the retry is due: %d, %v", len(again), err)
 	}
@@ -691,7 +693,7 @@ func testAlertClaimLease(t *testing.T, s ports.AlertStore) {
 	if err := s.Finish(t.Context(), done, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if none, _ := s.Claim(t.Context(), "d", at.Add(24*time.Hour), at.Add(25*time.Hour), 1); len(none) != 0 {
+	if none, _ := s.Claim(t.Context(), "d", at.Add(24*time.Hour), at.Add(25*time.Hour), ofLive(1)); len(none) != 0 {
 		t.Errorf("a delivered delivery was claimed again: %+v", none)
 	}
 	if err := s.Finish(t.Context(), fullDelivery(t, r, "whe_x", at), "c"); err == nil {
@@ -717,7 +719,7 @@ func testAlertConcurrentClaims(t *testing.T, s ports.AlertStore) {
 		wg.Go(func() {
 			owner := fmt.Sprintf("worker-%d", w)
 			for range 10 {
-				claimed, err := s.Claim(t.Context(), owner, at, at.Add(time.Minute), 4)
+				claimed, err := s.Claim(t.Context(), owner, at, at.Add(time.Minute), ofLive(4))
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 					return
@@ -736,6 +738,124 @@ func testAlertConcurrentClaims(t *testing.T, s ports.AlertStore) {
 	wg.Wait()
 	if len(seen) != n {
 		t.Errorf("%d of %d deliveries claimed", len(seen), n)
+	}
+}
+
+// ofLive is a claim of scopeLive's account of at most limit deliveries.
+func ofLive(limit int) ports.ClaimQuery {
+	return ports.ClaimQuery{Account: scopeLive.Account, Limit: limit}
+}
+
+func deliveryIDs(ds []alerting.Delivery) []string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// The accounts with due deliveries are listed once each, both domains of an
+// account as one; a claim takes one account's deliveries only, of both its
+// domains, and none of the endpoints it is told to leave.
+func testAlertClaimByAccount(t *testing.T, s ports.AlertStore) {
+	at := alertTime()
+	live, test, other := fullRule(t, scopeLive, at), fullRule(t, scopeTest, at), fullRule(t, scopeOtherLive, at)
+	busy, free := live.EndpointIDs[0], live.EndpointIDs[1]
+	var ds []alerting.Delivery
+	queue := func(r alerting.Rule, endpointID string, dueIn time.Duration) alerting.Delivery {
+		d := fullDelivery(t, r, endpointID, at)
+		d.NextAttemptAt = at.Add(dueIn)
+		ds = append(ds, d)
+		return d
+	}
+	busyLive := queue(live, busy, -time.Minute)
+	freeLive := queue(live, free, -2*time.Minute)
+	freeTest := queue(test, test.EndpointIDs[0], -3*time.Minute)
+	queue(live, free, time.Hour) // not due
+	otherDue := queue(other, other.EndpointIDs[0], time.Minute)
+	if err := s.Enqueue(t.Context(), ds); err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := s.DueAccounts(t.Context(), at, 10)
+	if err != nil || !slices.Equal(slices.Sorted(slices.Values(accounts)), []string{scopeLive.Account}) {
+		t.Errorf("DueAccounts now = %v, %v; want [%s] (the other account's delivery is due in a minute)", accounts, err, scopeLive.Account)
+	}
+	later := at.Add(2 * time.Minute)
+	accounts, err = s.DueAccounts(t.Context(), later, 10)
+	if err != nil || !slices.Equal(slices.Sorted(slices.Values(accounts)), []string{scopeLive.Account, scopeOtherLive.Account}) {
+		t.Errorf("DueAccounts two minutes on = %v, %v; want both accounts once", accounts, err)
+	}
+	if one, err := s.DueAccounts(t.Context(), later, 1); err != nil || len(one) != 1 {
+		t.Errorf("DueAccounts limit 1 = %v, %v; want one account", one, err)
+	}
+	claimed, err := s.Claim(t.Context(), "w", later, later.Add(time.Minute),
+		ports.ClaimQuery{Account: scopeLive.Account, ExceptEndpoints: []string{busy, "whe_unknown"}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 2 || claimed[0].ID != freeTest.ID || claimed[1].ID != freeLive.ID {
+		t.Errorf("claim of %s without endpoint %s: %v, want its due deliveries of the other endpoints, oldest first: %v",
+			scopeLive.Account, busy, deliveryIDs(claimed), []string{freeTest.ID, freeLive.ID})
+	}
+	rest, err := s.Claim(t.Context(), "w", later, later.Add(time.Minute), ofLive(10))
+	if err != nil || len(rest) != 1 || rest[0].ID != busyLive.ID {
+		t.Errorf("claim of %s with every endpoint: %v (%v), want only %s", scopeLive.Account, deliveryIDs(rest), err, busyLive.ID)
+	}
+	others, err := s.Claim(t.Context(), "w", later, later.Add(time.Minute), ports.ClaimQuery{Account: scopeOtherLive.Account, Limit: 10})
+	if err != nil || len(others) != 1 || others[0].ID != otherDue.ID {
+		t.Errorf("claim of %s: %v (%v), want its one delivery", scopeOtherLive.Account, deliveryIDs(others), err)
+	}
+	if accounts, err := s.DueAccounts(t.Context(), later, 10); err != nil || len(accounts) != 0 {
+		t.Errorf("DueAccounts with everything due leased: %v, %v; want none", accounts, err)
+	}
+}
+
+// An account over its bound loses its pending tests first, oldest first,
+// then its oldest other deliveries, down to what it may keep; a delivery
+// being attempted, a finished one and another account's stay.
+func testAlertDropExcess(t *testing.T, s ports.AlertStore) {
+	at := alertTime()
+	r, other := fullRule(t, scopeLive, at), fullRule(t, scopeOtherLive, at)
+	var tests, firings []alerting.Delivery
+	for i := range 3 {
+		created := at.Add(time.Duration(i) * time.Second)
+		test := fullDelivery(t, r, r.EndpointIDs[0], created)
+		test.Event.Type = alerting.EventTest
+		tests = append(tests, test)
+		firings = append(firings, fullDelivery(t, r, r.EndpointIDs[1], created))
+	}
+	leased := fullDelivery(t, r, r.EndpointIDs[0], at.Add(-time.Hour))
+	leased.Event.Type, leased.LeaseOwner, leased.LeaseUntil = alerting.EventTest, "w", at.Add(time.Minute)
+	finished := fullDelivery(t, r, r.EndpointIDs[0], at.Add(-time.Hour))
+	finished.Event.Type, finished.Status = alerting.EventTest, alerting.DeliveryDelivered
+	var elsewhere []alerting.Delivery
+	for range 5 {
+		d := fullDelivery(t, other, other.EndpointIDs[0], at.Add(-time.Hour))
+		d.Event.Type = alerting.EventTest
+		elsewhere = append(elsewhere, d)
+	}
+	all := slices.Concat(tests, firings, []alerting.Delivery{leased, finished}, elsewhere)
+	if err := s.Enqueue(t.Context(), all); err != nil {
+		t.Fatal(err)
+	}
+	// 7 pending: at the limit, nothing goes.
+	if dropped, err := s.DropExcess(t.Context(), scopeLive.Account, 7, 3, at); err != nil || len(dropped) != 0 {
+		t.Fatalf("DropExcess at the limit dropped %v (%v), want none", deliveryIDs(dropped), err)
+	}
+	dropped, err := s.DropExcess(t.Context(), scopeLive.Account, 6, 3, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := deliveryIDs(append(slices.Clone(tests), firings[0]))
+	if got := deliveryIDs(dropped); !slices.Equal(got, want) {
+		t.Errorf("DropExcess over the limit dropped %v, want the 3 tests not leased and the oldest firing: %v", got, want)
+	}
+	for _, d := range all {
+		_, err := s.Delivery(t.Context(), d.Scope, d.ID)
+		if gone := slices.Contains(want, d.ID); gone != errors.Is(err, ports.ErrNotFound) || (!gone && err != nil) {
+			t.Errorf("delivery %s (%s, %s) after DropExcess: %v; dropped: %v", d.ID, d.Event.Type, d.Status, err, gone)
+		}
 	}
 }
 

@@ -105,11 +105,26 @@ type AlertDeliveryStore interface {
 	// delivery already queued (whatever its status) is left as it is. It MUST
 	// be durable when it returns nil.
 	Enqueue(ctx context.Context, ds []alerting.Delivery) error
-	// Claim leases to owner, until until, at most limit pending deliveries
-	// that are due (NextAttemptAt <= now) and not leased (LeaseUntil <= now),
-	// oldest due first, and returns them with the lease set. Of concurrent
-	// claims, each delivery MUST go to at most one owner until its lease ends.
-	Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error)
+	// DueAccounts returns the accounts that have a delivery Claim could take
+	// at now (pending, due and not leased), each once, in no particular
+	// order: every such account when there are at most limit, otherwise
+	// limit of them. The worker takes turns between them.
+	DueAccounts(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Claim leases to owner, until until, at most q.Limit pending deliveries
+	// of q.Account that are due (NextAttemptAt <= now) and not leased
+	// (LeaseUntil <= now), and whose endpoint is not one of
+	// q.ExceptEndpoints, oldest due first (by NextAttemptAt, then ID), and
+	// returns them with the lease set. Of concurrent claims, each delivery
+	// MUST go to at most one owner until its lease ends.
+	Claim(ctx context.Context, owner string, now, until time.Time, q ClaimQuery) ([]alerting.Delivery, error)
+	// DropExcess bounds an account's queue: when account has more than limit
+	// pending deliveries, it deletes some until keep remain, tests
+	// (alerting.EventTest) before other events and the oldest first, as
+	// alerting.Excess chooses, and returns those it deleted. It MUST NOT
+	// delete a delivery leased at now (being attempted): those stay beyond
+	// keep. Under concurrent calls the account may briefly hold more than
+	// limit, never fewer than keep less the deliveries leased meanwhile.
+	DropExcess(ctx context.Context, account string, limit, keep int, now time.Time) ([]alerting.Delivery, error)
 	// Finish stores d, the outcome of owner's attempt (its lease released), if
 	// owner still holds the delivery's lease; otherwise it fails with
 	// ErrStale and changes nothing (the lease ran out and another worker
@@ -126,6 +141,15 @@ type AlertDeliveryStore interface {
 	// finished deliveries (UpdatedAt) and logged attempts (At). It returns how
 	// many records it deleted (-1 when the backend cannot tell).
 	PruneAlerts(ctx context.Context, before time.Time) (int64, error)
+}
+
+// ClaimQuery selects the deliveries of one claim.
+type ClaimQuery struct {
+	Account string
+	// ExceptEndpoints are endpoints the claimer will not attempt now (busy,
+	// or backed off).
+	ExceptEndpoints []string
+	Limit           int
 }
 
 // WebhookSender makes HTTP requests to endpoints on behalf of the delivery

@@ -47,7 +47,7 @@ func alertServer(t *testing.T) alertService {
 	keys := p.KeyStore(keyring.New([]keyring.Entry{{Account: "acme", Domain: "live", Digest: keyring.Digest(liveKey)}}))
 	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second})
 	cfg := app.DefaultAlertConfig()
-	alerts := app.NewAlerts(alertStore, sender, clock, nil, cfg)
+	alerts := app.NewAlerts(alertStore, sender, clock, nil, cfg, zap.NewNop())
 	worker := app.NewAlertDeliverer(alertStore, sender, clock, "test", cfg, zap.NewNop())
 	evaluator := app.NewAlertEvaluator(alertStore, app.NewStatistics(store, policy, clock), clock, p, "test", cfg, zap.NewNop())
 	srv := httptest.NewServer(httpapi.New(app.NewIngester(store, policy, clock), app.NewReader(store, policy, clock), keys,
@@ -190,7 +190,7 @@ func TestAlertEndpointURLGuard(t *testing.T) {
 	store := memory.New()
 	policy := app.DefaultConfig().Policy()
 	clock := conformance.NewFakeClock(start)
-	alerts := app.NewAlerts(memory.NewAlertStore(), webhook.New(webhook.DefaultConfig()), clock, nil, app.DefaultAlertConfig())
+	alerts := app.NewAlerts(memory.NewAlertStore(), webhook.New(webhook.DefaultConfig()), clock, nil, app.DefaultAlertConfig(), zap.NewNop())
 	keys := keyring.New([]keyring.Entry{{Account: "acme", Domain: "live", Digest: keyring.Digest(liveKey)}})
 	h := httpapi.New(app.NewIngester(store, policy, clock), app.NewReader(store, policy, clock), keys, httpapi.Options{Alerts: alerts})
 	f := fixture{handler: h, clock: clock}

@@ -16,7 +16,7 @@ import (
 // Metrics is the service's Prometheus instrumentation, on a registry of its own:
 // HTTP requests (the API's middleware), store calls (app.Metrics), the ingest
 // queue and the room reserved in it (app.QueueMetrics, app.ReservationMetrics),
-// plus the Go runtime and process collectors. Other modules register their own
+// alerting's bounds at work (app.AlertMetrics), plus the Go runtime and process collectors. Other modules register their own
 // collectors on the same *prometheus.Registry from the fx graph.
 //
 // GET /metrics needs no API key, as Prometheus scrapers expect: it shows counts by
@@ -32,12 +32,15 @@ type Metrics struct {
 	queueBytes      prometheus.Gauge
 	reservedMsgs    prometheus.Gauge
 	reservedBytes   prometheus.Gauge
+	alertDropped    *prometheus.CounterVec
+	alertDisabled   *prometheus.CounterVec
 }
 
 var (
 	_ app.Metrics            = (*Metrics)(nil)
 	_ app.QueueMetrics       = (*Metrics)(nil)
 	_ app.ReservationMetrics = (*Metrics)(nil)
+	_ app.AlertMetrics       = (*Metrics)(nil)
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405).
@@ -78,8 +81,18 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 			"Admitted POSTs whose messages are not queued yet (being read, decoded, or looking up their Idempotency-Key), each holding room for one message in the queue, which its bound counts (0 with REQLOG_GROUP_COMMIT=false)."),
 		reservedBytes: newGauge("reqlog_ingest_reserved_bytes",
 			"Body bytes reserved in the queue by admitted POSTs whose messages are not queued yet: the declared length (a chunked body: the body limit) until the body is read, then its length; the queue's bound counts them."),
+		alertDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_alert_deliveries_dropped_total",
+			Help: "Webhook deliveries dropped from an account's full queue (REQLOG_ALERTS_MAX_PENDING_DELIVERIES), by event: test (dropped first) or other; the log names the account.",
+		}, []string{"event"}),
+		alertDisabled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_alert_endpoints_disabled_total",
+			Help: "Webhook endpoints the delivery worker disabled, by reason: gone (a 410) or timeout (no reply for REQLOG_ALERTS_ENDPOINT_DISABLE_AFTER).",
+		}, []string{"reason"}),
 	}
 	err := errors.Join(
+		reg.Register(m.alertDropped),
+		reg.Register(m.alertDisabled),
 		reg.Register(m.requests),
 		reg.Register(m.requestDuration),
 		reg.Register(m.batchSize),
@@ -133,6 +146,17 @@ func (m *Metrics) ObserveQueue(messages int, bytes int64) {
 func (m *Metrics) ObserveReserved(messages int, bytes int64) {
 	m.reservedMsgs.Set(float64(messages))
 	m.reservedBytes.Set(float64(bytes))
+}
+
+// ObserveDeliveriesDropped implements app.AlertMetrics.
+func (m *Metrics) ObserveDeliveriesDropped(tests, others int) {
+	m.alertDropped.WithLabelValues("test").Add(float64(tests))
+	m.alertDropped.WithLabelValues("other").Add(float64(others))
+}
+
+// ObserveEndpointDisabled implements app.AlertMetrics.
+func (m *Metrics) ObserveEndpointDisabled(reason string) {
+	m.alertDisabled.WithLabelValues(reason).Inc()
 }
 
 // handler serves the registry in the Prometheus text format.

@@ -227,26 +227,77 @@ func (s *AlertStore) Enqueue(_ context.Context, ds []alerting.Delivery) error {
 	return nil
 }
 
-// Claim leases due deliveries to owner.
-func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
+// due reports whether Claim may take d at now.
+func due(d alerting.Delivery, now time.Time) bool {
+	return d.Status == alerting.DeliveryPending && !d.NextAttemptAt.After(now) && !d.LeaseUntil.After(now)
+}
+
+// DueAccounts returns the accounts with deliveries due at now.
+func (s *AlertStore) DueAccounts(_ context.Context, now time.Time, limit int) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var due []alerting.Delivery
+	seen := map[string]bool{}
+	accounts := []string{}
 	for _, d := range s.deliveries {
-		if d.Status == alerting.DeliveryPending && !d.NextAttemptAt.After(now) && !d.LeaseUntil.After(now) {
-			due = append(due, d)
+		if len(accounts) < limit && due(d, now) && !seen[d.Scope.Account] {
+			seen[d.Scope.Account] = true
+			accounts = append(accounts, d.Scope.Account)
 		}
 	}
-	slices.SortFunc(due, func(a, b alerting.Delivery) int {
+	return accounts, nil
+}
+
+// Claim leases due deliveries of one account to owner.
+func (s *AlertStore) Claim(_ context.Context, owner string, now, until time.Time, q ports.ClaimQuery) ([]alerting.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var claimable []alerting.Delivery
+	for _, d := range s.deliveries {
+		if d.Scope.Account == q.Account && due(d, now) && !slices.Contains(q.ExceptEndpoints, d.EndpointID) {
+			claimable = append(claimable, d)
+		}
+	}
+	slices.SortFunc(claimable, func(a, b alerting.Delivery) int {
 		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
 	})
-	due = due[:min(len(due), max(limit, 0))]
-	for i := range due {
-		due[i].LeaseOwner, due[i].LeaseUntil = owner, until
-		s.deliveries[due[i].ID] = due[i]
-		due[i] = due[i].Clone()
+	claimable = claimable[:min(len(claimable), max(q.Limit, 0))]
+	for i := range claimable {
+		claimable[i].LeaseOwner, claimable[i].LeaseUntil = owner, until
+		s.deliveries[claimable[i].ID] = claimable[i]
+		claimable[i] = claimable[i].Clone()
 	}
-	return due, nil
+	return claimable, nil
+}
+
+// DropExcess deletes an account's pending deliveries beyond limit, down to
+// keep.
+func (s *AlertStore) DropExcess(_ context.Context, account string, limit, keep int, now time.Time) ([]alerting.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	isPending := func(d alerting.Delivery) bool {
+		return d.Scope.Account == account && d.Status == alerting.DeliveryPending
+	}
+	n := 0
+	for _, d := range s.deliveries {
+		if isPending(d) {
+			n++
+		}
+	}
+	dropped := []alerting.Delivery{}
+	if n <= limit {
+		return dropped, nil
+	}
+	pending := make([]alerting.Delivery, 0, n)
+	for _, d := range s.deliveries {
+		if isPending(d) {
+			pending = append(pending, d)
+		}
+	}
+	for _, d := range alerting.Excess(pending, keep, now) {
+		delete(s.deliveries, d.ID)
+		dropped = append(dropped, d.Clone())
+	}
+	return dropped, nil
 }
 
 // Finish stores the outcome of owner's attempt.

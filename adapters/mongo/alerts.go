@@ -439,20 +439,55 @@ func (a *AlertStore) Enqueue(ctx context.Context, ds []alerting.Delivery) error 
 // wants: some may be versions already replaced.
 const claimCandidates = 4
 
-// Claim leases due deliveries to owner: each a new version, which only one
-// claimer can write.
-func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
-	if limit <= 0 {
-		return []alerting.Delivery{}, nil
-	}
+// dueFilter selects the versions of deliveries Claim may take at now.
+func dueFilter(now time.Time) bson.D {
 	nowMicros := alertrecord.Micros(now)
-	deliveries := a.coll(collAlertDeliveries)
-	filter := bson.D{
+	return bson.D{
 		{Key: docField + alertrecord.FieldStatus, Value: string(alerting.DeliveryPending)},
 		{Key: docField + alertrecord.FieldNextAttemptAt, Value: bson.D{{Key: "$lte", Value: nowMicros}}},
 		{Key: docField + alertrecord.FieldLeaseUntil, Value: bson.D{{Key: "$lte", Value: nowMicros}}},
 	}
-	cur, err := deliveries.Find(ctx, filter, options.Find().SetLimit(int64(limit*claimCandidates)).
+}
+
+// DueAccounts returns the accounts with deliveries due at now (a version
+// replaced meanwhile may name one that has none: its claim then takes
+// nothing).
+func (a *AlertStore) DueAccounts(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	// A $group, not distinct: FerretDB v1's distinct refuses the maxTimeMS
+	// the driver sends.
+	cur, err := a.coll(collAlertDeliveries).Aggregate(ctx, bson.A{
+		bson.D{{Key: "$match", Value: dueFilter(now)}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: fieldID, Value: "$" + docField + alertrecord.FieldAccount}}}},
+		bson.D{{Key: "$limit", Value: max(limit, 1)}},
+	})
+	if err != nil {
+		return nil, storeError(ctx, "due accounts", err)
+	}
+	var groups []struct {
+		Account string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &groups); err != nil {
+		return nil, storeError(ctx, "due accounts", err)
+	}
+	accounts := []string{}
+	for _, g := range groups[:min(len(groups), max(limit, 0))] {
+		accounts = append(accounts, g.Account)
+	}
+	return accounts, nil
+}
+
+// Claim leases due deliveries of one account to owner: each a new version,
+// which only one claimer can write.
+func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, q ports.ClaimQuery) ([]alerting.Delivery, error) {
+	if q.Limit <= 0 {
+		return []alerting.Delivery{}, nil
+	}
+	deliveries := a.coll(collAlertDeliveries)
+	filter := append(dueFilter(now), bson.E{Key: docField + alertrecord.FieldAccount, Value: q.Account})
+	if len(q.ExceptEndpoints) > 0 {
+		filter = append(filter, bson.E{Key: docField + alertrecord.FieldEndpointID, Value: bson.D{{Key: "$nin", Value: q.ExceptEndpoints}}})
+	}
+	cur, err := deliveries.Find(ctx, filter, options.Find().SetLimit(int64(q.Limit*claimCandidates)).
 		SetSort(bson.D{{Key: docField + alertrecord.FieldNextAttemptAt, Value: 1}, {Key: fieldKey, Value: 1}}))
 	if err != nil {
 		return nil, storeError(ctx, "claim deliveries", err)
@@ -463,7 +498,7 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 	}
 	claimed := []alerting.Delivery{}
 	for _, v := range due {
-		if len(claimed) == limit {
+		if len(claimed) == q.Limit {
 			break
 		}
 		v.Doc.LeaseOwner, v.Doc.LeaseUntil = owner, alertrecord.Micros(until)
@@ -480,6 +515,48 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 		claimed = append(claimed, d)
 	}
 	return claimed, nil
+}
+
+// DropExcess deletes an account's pending deliveries beyond limit, down to
+// keep: every version of each. A delivery claimed between the read and the
+// delete is spared, as its new version is not deleted: the read's version
+// only goes.
+func (a *AlertStore) DropExcess(ctx context.Context, account string, limit, keep int, now time.Time) ([]alerting.Delivery, error) {
+	deliveries := a.coll(collAlertDeliveries)
+	pendingOf := bson.D{{Key: docField + alertrecord.FieldAccount, Value: account},
+		{Key: docField + alertrecord.FieldStatus, Value: string(alerting.DeliveryPending)}}
+	dropped := []alerting.Delivery{}
+	if n, err := deliveries.CountDocuments(ctx, pendingOf); err != nil {
+		return dropped, storeError(ctx, "drop excess deliveries", err)
+	} else if n <= int64(limit) {
+		return dropped, nil
+	}
+	versions, err := latestVersions[alertrecord.Delivery](ctx, deliveries, pendingOf)
+	if err != nil {
+		return dropped, err
+	}
+	pending := make([]alerting.Delivery, 0, len(versions))
+	ids := make(map[string]string, len(versions)) // delivery id -> the version read
+	for _, v := range versions {
+		d, err := v.Doc.ToDomain()
+		if err != nil {
+			return dropped, fmt.Errorf("mongo: drop excess deliveries: %w", err)
+		}
+		pending = append(pending, d)
+		ids[d.ID] = v.ID
+	}
+	excess := alerting.Excess(pending, keep, now)
+	if len(excess) == 0 {
+		return dropped, nil
+	}
+	versionIDs := make([]string, len(excess))
+	for i, d := range excess {
+		versionIDs[i] = ids[d.ID]
+	}
+	if _, err := deliveries.DeleteMany(ctx, bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: versionIDs}}}}); err != nil {
+		return dropped, storeError(ctx, "drop excess deliveries", err)
+	}
+	return append(dropped, excess...), nil
 }
 
 // Finish stores the outcome of owner's attempt as the delivery's next

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS deliveries (id TEXT PRIMARY KEY, account TEXT NOT NUL
 	next_attempt_at INTEGER NOT NULL, lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL, updated_at INTEGER NOT NULL, doc TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_attempt_at, id);
 CREATE INDEX IF NOT EXISTS deliveries_updated ON deliveries(updated_at);
+CREATE INDEX IF NOT EXISTS deliveries_account ON deliveries(account, status, next_attempt_at, id);
 CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, endpoint_id TEXT NOT NULL,
 	at INTEGER NOT NULL, doc TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS attempts_endpoint ON attempts(account, domain, endpoint_id, at, id);
@@ -136,9 +137,14 @@ func (a *AlertStore) exec(ctx context.Context, op, stmt string, args ...any) (in
 	return n, nil
 }
 
+// querier is a connection pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // docs reads the doc column of query's rows into records of R, each turned
 // into a T by convert.
-func docs[R any, T any](ctx context.Context, db *sql.DB, op, query string, convert func(R) (T, error), args ...any) ([]T, error) {
+func docs[R any, T any](ctx context.Context, db querier, op, query string, convert func(R) (T, error), args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, storeError(ctx, op, err)
@@ -458,39 +464,58 @@ func (a *AlertStore) Enqueue(ctx context.Context, ds []alerting.Delivery) error 
 	})
 }
 
-// Claim leases due deliveries to owner, in one transaction.
-func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
+// dueWhere selects the deliveries Claim may take at now; its arguments
+// follow.
+const dueWhere = "status = ? AND next_attempt_at <= ? AND lease_until <= ?"
+
+func dueArgs(now time.Time) []any {
+	return []any{string(alerting.DeliveryPending), alertrecord.Micros(now), alertrecord.Micros(now)}
+}
+
+// DueAccounts returns the accounts with deliveries due at now.
+func (a *AlertStore) DueAccounts(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := a.read.QueryContext(ctx, "SELECT DISTINCT account FROM deliveries WHERE "+dueWhere+" LIMIT ?",
+		append(dueArgs(now), limit)...)
+	if err != nil {
+		return nil, storeError(ctx, "due accounts", err)
+	}
+	defer rows.Close()
+	accounts := []string{}
+	for rows.Next() {
+		var account string
+		if err := rows.Scan(&account); err != nil {
+			return nil, storeError(ctx, "due accounts", err)
+		}
+		accounts = append(accounts, account)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeError(ctx, "due accounts", err)
+	}
+	return accounts, nil
+}
+
+// Claim leases due deliveries of one account to owner, in one transaction.
+// The endpoint id is read from the doc: the few deliveries of one account
+// due at once are no index's worth.
+func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Time, q ports.ClaimQuery) ([]alerting.Delivery, error) {
 	claimed := []alerting.Delivery{}
-	if limit <= 0 {
+	if q.Limit <= 0 {
 		return claimed, nil
 	}
+	query := "SELECT doc FROM deliveries WHERE account = ? AND " + dueWhere
+	args := append([]any{q.Account}, dueArgs(now)...)
+	if len(q.ExceptEndpoints) > 0 {
+		query += " AND json_extract(doc, '$.endpoint_id') NOT IN (?" + strings.Repeat(", ?", len(q.ExceptEndpoints)-1) + ")"
+		for _, id := range q.ExceptEndpoints {
+			args = append(args, id)
+		}
+	}
+	query += " ORDER BY next_attempt_at, id LIMIT ?"
+	args = append(args, q.Limit)
 	err := a.inTx(ctx, "claim deliveries", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT doc FROM deliveries WHERE status = ? AND next_attempt_at <= ? AND lease_until <= ?
-			ORDER BY next_attempt_at, id LIMIT ?`, string(alerting.DeliveryPending), alertrecord.Micros(now), alertrecord.Micros(now), limit)
+		due, err := docs(ctx, tx, "claim deliveries", query, alertrecord.Delivery.ToDomain, args...)
 		if err != nil {
-			return storeError(ctx, "claim deliveries", err)
-		}
-		var due []alerting.Delivery
-		for rows.Next() {
-			var raw string
-			var rec alertrecord.Delivery
-			if err := rows.Scan(&raw); err != nil {
-				rows.Close()
-				return storeError(ctx, "claim deliveries", err)
-			}
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: claim deliveries: decode: %w", err)
-			}
-			d, err := rec.ToDomain()
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: claim deliveries: %w", err)
-			}
-			due = append(due, d)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return storeError(ctx, "claim deliveries", err)
+			return err
 		}
 		for _, d := range due {
 			d.LeaseOwner, d.LeaseUntil = owner, domain.Micro(until)
@@ -505,6 +530,39 @@ func (a *AlertStore) Claim(ctx context.Context, owner string, now, until time.Ti
 		return []alerting.Delivery{}, err
 	}
 	return claimed, nil
+}
+
+// DropExcess deletes an account's pending deliveries beyond limit, down to
+// keep, in one transaction. Only an account over its limit has its queue
+// read whole.
+func (a *AlertStore) DropExcess(ctx context.Context, account string, limit, keep int, now time.Time) ([]alerting.Delivery, error) {
+	dropped := []alerting.Delivery{}
+	err := a.inTx(ctx, "drop excess deliveries", func(tx *sql.Tx) error {
+		pendingOf := []any{account, string(alerting.DeliveryPending)}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM deliveries WHERE account = ? AND status = ?", pendingOf...).Scan(&n); err != nil {
+			return storeError(ctx, "drop excess deliveries", err)
+		}
+		if n <= limit {
+			return nil
+		}
+		pending, err := docs(ctx, tx, "drop excess deliveries", "SELECT doc FROM deliveries WHERE account = ? AND status = ?",
+			alertrecord.Delivery.ToDomain, pendingOf...)
+		if err != nil {
+			return err
+		}
+		for _, d := range alerting.Excess(pending, keep, now) {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM deliveries WHERE id = ?", d.ID); err != nil {
+				return storeError(ctx, "drop excess deliveries", err)
+			}
+			dropped = append(dropped, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return []alerting.Delivery{}, err
+	}
+	return dropped, nil
 }
 
 // Finish stores the outcome of owner's attempt if owner holds the lease, in

@@ -295,7 +295,7 @@ func (s *Sender) Send(ctx context.Context, e alerting.Endpoint, d alerting.Deliv
 	h[HeaderSignature] = []string{signature}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return alerting.AttemptOutcome{Error: transportError(err)}, ""
+		return alerting.AttemptOutcome{Error: transportError(err), TimedOut: timedOut(err)}, ""
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseRead))
@@ -316,10 +316,16 @@ func transportError(err error) string {
 	switch {
 	case errors.Is(err, errRefusedAddress):
 		return "refused: the endpoint's host " + errRefusedAddress.Error()
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case timedOut(err):
 		return "no reply within the timeout"
 	}
 	return err.Error()
+}
+
+// timedOut reports an attempt cut by the timeout (not by the caller's
+// cancellation).
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || isTimeout(err)
 }
 
 func isTimeout(err error) bool {

@@ -1,6 +1,7 @@
 package alerting
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -236,6 +237,9 @@ type AttemptOutcome struct {
 	StatusCode int
 	RetryAfter time.Duration
 	Error      string
+	// TimedOut marks an attempt that got no reply within the sender's
+	// timeout: it held a delivery slot for all of it.
+	TimedOut bool
 }
 
 // Succeeded reports a 2xx reply.
@@ -272,6 +276,26 @@ func (d Delivery) Abandon(reason string, at time.Time) Delivery {
 	d.Status, d.LastError = DeliveryFailed, reason
 	d.LeaseOwner, d.LeaseUntil, d.UpdatedAt = "", time.Time{}, at
 	return d
+}
+
+// Excess returns the deliveries of pending (one account's pending queue) to
+// drop so that keep remain: alert.test deliveries before any other, since a
+// test tells nothing of the traffic, and among each the oldest first (by
+// CreatedAt, then ID). One leased at now is being attempted: it is never
+// dropped, so more than keep may remain.
+func Excess(pending []Delivery, keep int, now time.Time) []Delivery {
+	droppable := slices.DeleteFunc(slices.Clone(pending), func(d Delivery) bool { return d.LeaseUntil.After(now) })
+	slices.SortFunc(droppable, func(a, b Delivery) int {
+		aTest, bTest := a.Event.Type == EventTest, b.Event.Type == EventTest
+		switch {
+		case aTest && !bTest:
+			return -1
+		case bTest && !aTest:
+			return 1
+		}
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return droppable[:min(len(droppable), max(len(pending)-max(keep, 0), 0))]
 }
 
 // Attempt is one HTTP request of a delivery, in the delivery log.

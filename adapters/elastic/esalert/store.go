@@ -629,24 +629,69 @@ func (a *Store) Enqueue(ctx context.Context, ds []alerting.Delivery) error {
 // wants: others may claim some first.
 const claimCandidates = 4
 
-// Claim leases due deliveries to owner, each written over the version the
-// search found.
-func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, limit int) ([]alerting.Delivery, error) {
-	claimed := []alerting.Delivery{}
-	if limit <= 0 {
-		return claimed, nil
-	}
+// dueFilter selects the deliveries Claim may take at now.
+func dueFilter(now time.Time) []any {
 	nowMicros := alertrecord.Micros(now)
-	due, err := search[alertrecord.Delivery](ctx, a, alertDeliveries, []any{
+	return []any{
 		term(alertrecord.FieldStatus, string(alerting.DeliveryPending)),
 		rangeOf(alertrecord.FieldNextAttemptAt, map[string]any{"lte": nowMicros}),
 		rangeOf(alertrecord.FieldLeaseUntil, map[string]any{"lte": nowMicros}),
-	}, []any{asc(alertrecord.FieldNextAttemptAt), asc("id")}, limit*claimCandidates)
+	}
+}
+
+// DueAccounts returns the accounts with deliveries due at now: a terms
+// aggregation of limit buckets.
+func (a *Store) DueAccounts(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	accounts := []string{}
+	if limit <= 0 {
+		return accounts, nil
+	}
+	if err := a.refresh(ctx, alertDeliveries); err != nil {
+		return nil, err
+	}
+	body, err := esclient.JSONBody(map[string]any{"size": 0, "track_total_hits": false,
+		"query": map[string]any{"bool": map[string]any{"filter": dueFilter(now)}},
+		"aggs":  map[string]any{"accounts": map[string]any{"terms": map[string]any{"field": alertrecord.FieldAccount, "size": limit}}}})
+	if err != nil {
+		return nil, err
+	}
+	var reply struct {
+		Aggregations struct {
+			Accounts struct {
+				Buckets []struct {
+					Key string `json:"key"`
+				} `json:"buckets"`
+			} `json:"accounts"`
+		} `json:"aggregations"`
+	}
+	if _, err := a.call(ctx, "due accounts", esapi.SearchRequest{Index: []string{a.index(alertDeliveries)}, Body: body}, &reply); err != nil {
+		return nil, err
+	}
+	for _, b := range reply.Aggregations.Accounts.Buckets {
+		accounts = append(accounts, b.Key)
+	}
+	return accounts, nil
+}
+
+// Claim leases due deliveries of one account to owner, each written over the
+// version the search found.
+func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, q ports.ClaimQuery) ([]alerting.Delivery, error) {
+	claimed := []alerting.Delivery{}
+	if q.Limit <= 0 {
+		return claimed, nil
+	}
+	filter := append(dueFilter(now), term(alertrecord.FieldAccount, q.Account))
+	if len(q.ExceptEndpoints) > 0 {
+		filter = append(filter, map[string]any{"bool": map[string]any{
+			"must_not": map[string]any{"terms": map[string]any{alertrecord.FieldEndpointID: q.ExceptEndpoints}}}})
+	}
+	due, err := search[alertrecord.Delivery](ctx, a, alertDeliveries, filter,
+		[]any{asc(alertrecord.FieldNextAttemptAt), asc("id")}, q.Limit*claimCandidates)
 	if err != nil {
 		return claimed, err
 	}
 	for _, h := range due {
-		if len(claimed) == limit {
+		if len(claimed) == q.Limit {
 			break
 		}
 		rec := h.Source
@@ -665,6 +710,64 @@ func (a *Store) Claim(ctx context.Context, owner string, now, until time.Time, l
 		claimed = append(claimed, d)
 	}
 	return claimed, nil
+}
+
+// DropExcess deletes an account's pending deliveries beyond limit, down to
+// keep: a count, and only over the limit a search of them all and a bulk
+// delete. Each delete is conditioned on the version the search found, so
+// that one claimed meanwhile stays.
+func (a *Store) DropExcess(ctx context.Context, account string, limit, keep int, now time.Time) ([]alerting.Delivery, error) {
+	dropped := []alerting.Delivery{}
+	pendingOf := []any{term(alertrecord.FieldAccount, account), term(alertrecord.FieldStatus, string(alerting.DeliveryPending))}
+	if err := a.refresh(ctx, alertDeliveries); err != nil {
+		return dropped, err
+	}
+	body, err := esclient.JSONBody(map[string]any{"query": map[string]any{"bool": map[string]any{"filter": pendingOf}}})
+	if err != nil {
+		return dropped, err
+	}
+	var counted struct {
+		Count int `json:"count"`
+	}
+	if _, err := a.call(ctx, "count deliveries", esapi.CountRequest{Index: []string{a.index(alertDeliveries)}, Body: body}, &counted); err != nil {
+		return dropped, err
+	}
+	if counted.Count <= limit {
+		return dropped, nil
+	}
+	hits, err := search[alertrecord.Delivery](ctx, a, alertDeliveries, pendingOf, []any{asc("id")}, 0)
+	if err != nil {
+		return dropped, err
+	}
+	pending := make([]alerting.Delivery, 0, len(hits))
+	byID := make(map[string]hit[alertrecord.Delivery], len(hits))
+	for _, h := range hits {
+		d, err := h.Source.ToDomain()
+		if err != nil {
+			return dropped, fmt.Errorf("elastic: drop excess deliveries: %w", err)
+		}
+		pending = append(pending, d)
+		byID[d.ID] = h
+	}
+	var lines bytes.Buffer
+	excess := alerting.Excess(pending, keep, now)
+	for _, d := range excess {
+		h := byID[d.ID]
+		line, err := json.Marshal(map[string]any{"delete": map[string]any{"_index": a.index(alertDeliveries), "_id": h.ID,
+			"if_seq_no": h.SeqNo, "if_primary_term": h.PrimaryTerm}})
+		if err != nil {
+			return dropped, err
+		}
+		lines.Write(line)
+		lines.WriteByte('\n')
+	}
+	if len(excess) > 0 {
+		// 409: claimed or finished since the search; 404: dropped by another.
+		if err := a.bulk(ctx, "drop excess deliveries", &lines, http.StatusConflict, http.StatusNotFound); err != nil {
+			return dropped, err
+		}
+	}
+	return append(dropped, excess...), nil
 }
 
 // Finish stores the outcome of owner's attempt, over the version that shows
