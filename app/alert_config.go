@@ -40,7 +40,16 @@ type AlertConfig struct {
 	// never disables. Meanwhile the endpoint is backed off: after each
 	// timeout it waits, doubling from 5 s to 5 min, before its next attempt.
 	EndpointDisableAfter time.Duration
-	// Metrics, if set, counts what the bounds and the back-off did (the fx module sets it from the graph's Metrics).
+	// EvaluationBudget is how long one account's statistics may take in one
+	// evaluation pass: its rules left then wait for the next slot (least
+	// recently evaluated first), counted and logged, so that one account's
+	// many or heavy rules cannot push another's past the interval. A pass
+	// also ends with its slot, whatever the budget.
+	EvaluationBudget time.Duration
+	// MaxRules bounds the rules of one account in one domain.
+	MaxRules int
+	// Metrics, if set, counts what the budget, the bounds and the back-off
+	// did (the fx module sets it from the graph's Metrics).
 	Metrics AlertMetrics
 	// HistoryRetention is how long transitions, finished deliveries and the
 	// delivery log are kept.
@@ -56,7 +65,7 @@ type AlertConfig struct {
 func DefaultAlertConfig() AlertConfig {
 	return AlertConfig{EvaluationInterval: time.Minute, Poll: time.Second, DeliveryLease: time.Minute,
 		DeliveryConcurrency: 16, DeliveryPerAccount: 4, MaxPendingDeliveries: 10000, EndpointDisableAfter: time.Hour,
-		HistoryRetention: domain.DefaultRetention, PortalLinkTTL: 24 * time.Hour}
+		EvaluationBudget: 15 * time.Second, MaxRules: 1000, HistoryRetention: domain.DefaultRetention, PortalLinkTTL: 24 * time.Hour}
 }
 
 // Validate reports the first unusable field as a *domain.ValidationError
@@ -77,6 +86,10 @@ func (c AlertConfig) Validate() error {
 		return invalidField("MaxPendingDeliveries", "must be at least 10")
 	case c.EndpointDisableAfter < 0 || (c.EndpointDisableAfter > 0 && c.EndpointDisableAfter < time.Minute):
 		return invalidField("EndpointDisableAfter", "must be 0 (never) or at least 1m")
+	case c.EvaluationBudget < time.Second:
+		return invalidField("EvaluationBudget", "must be at least 1s")
+	case c.MaxRules < 1:
+		return invalidField("MaxRules", "must be at least 1")
 	case c.HistoryRetention < time.Hour:
 		return invalidField("HistoryRetention", "must be at least 1h")
 	case c.PortalLinkTTL < 0 || c.PortalLinkTTL > 7*24*time.Hour:

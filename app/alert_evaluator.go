@@ -1,9 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +37,12 @@ const pruneEvery = 60
 // same swap, as the state's outbox, then copied out under derived ids and the
 // outbox emptied; whoever finds an outbox full copies it again (flush), so no
 // decision is lost and none is queued twice.
+//
+// Accounts share a pass as walks do: their statistics calls run in parallel
+// (as many as the walks allow at once, one per account), in turns between the
+// accounts, and each account may spend EvaluationBudget of the pass. What an
+// account has left when its budget or the slot runs out waits for the next
+// slot, least recently evaluated first, counted and logged with the account.
 type AlertEvaluator struct {
 	store    ports.AlertStore
 	stats    *Statistics
@@ -42,17 +50,28 @@ type AlertEvaluator struct {
 	links    *alertLinks
 	owner    string
 	interval time.Duration
+	budget   time.Duration
+	parallel int
 	retain   time.Duration
 	bound    *queueBound
+	metrics  AlertMetrics
 	log      *zap.Logger
 	wake     func()
 
 	poll time.Duration
 	loop loop
 
-	mu       sync.Mutex
-	lastSlot time.Time // the last slot this replica evaluated or saw taken
-	runs     int
+	mu        sync.Mutex
+	lastSlot  time.Time // the last slot this replica evaluated or saw taken
+	runs      int
+	evaluated map[string]time.Time // rule id -> the last slot this replica evaluated it at
+	heaviest  accountTime          // of this replica's last pass
+}
+
+// accountTime is the time an account's statistics took in a pass.
+type accountTime struct {
+	account string
+	took    time.Duration
 }
 
 // NewAlertEvaluator returns a stopped evaluator; owner names this replica in
@@ -61,8 +80,9 @@ func NewAlertEvaluator(store ports.AlertStore, got *Statistics, clock ports.Cloc
 	owner string, cfg AlertConfig, log *zap.Logger) *AlertEvaluator {
 	log = log.Named("alerts")
 	return &AlertEvaluator{store: store, stats: got, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
-		owner: owner, interval: cfg.EvaluationInterval, retain: cfg.HistoryRetention, bound: newQueueBound(store, clock, cfg, log),
-		poll: cfg.Poll, log: log, wake: func() {}}
+		owner: owner, interval: cfg.EvaluationInterval, budget: cfg.EvaluationBudget, parallel: got.parallelWalks(),
+		retain: cfg.HistoryRetention, bound: newQueueBound(store, clock, cfg, log), metrics: alertMetricsOf(cfg),
+		poll: cfg.Poll, log: log, wake: func() {}, evaluated: map[string]time.Time{}}
 }
 
 // WakeOnEvents makes new events wake worker at once.
@@ -70,15 +90,27 @@ func (e *AlertEvaluator) WakeOnEvents(worker *AlertDeliverer) { e.wake = worker.
 
 // Tick evaluates the current slot if no replica has yet: it takes the slot's
 // lease (until the slot ends) and evaluates every rule. It reports whether
-// this replica evaluated.
+// this replica evaluated. Slots that passed since the one before, with no
+// evaluation started in them, are counted and logged with the account whose
+// rules took the most of the pass before.
 func (e *AlertEvaluator) Tick(ctx context.Context) (bool, error) {
 	now := e.clock.Now()
 	slot := now.Truncate(e.interval)
 	e.mu.Lock()
 	seen := !slot.After(e.lastSlot)
+	skipped := 0
+	if !seen && !e.lastSlot.IsZero() {
+		skipped = int(slot.Sub(e.lastSlot)/e.interval) - 1
+	}
+	heaviest := e.heaviest
 	e.mu.Unlock()
 	if seen {
 		return false, nil
+	}
+	if skipped > 0 {
+		e.metrics.ObserveSlotsSkipped(skipped)
+		e.log.Warn("alert evaluation slots skipped: the pass before ran past them", zap.Int("slots", skipped),
+			zap.String("account", heaviest.account), zap.Duration("account_took", heaviest.took))
 	}
 	held, err := e.store.AcquireLease(ctx, evaluationLease, e.owner, now, slot.Add(e.interval))
 	if err != nil {
@@ -103,13 +135,31 @@ func (e *AlertEvaluator) Tick(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// ruleGroup is rules of one scope whose statistics queries are equal: one
+// call serves them all.
+type ruleGroup struct {
+	q     stats.Query
+	rules []alerting.Rule
+	last  time.Time // the least recent evaluation of its rules
+}
+
+// accountPass is one account's share of a pass: its groups, least recently
+// evaluated first, and what they took.
+type accountPass struct {
+	account   string
+	groups    []*ruleGroup
+	next      int // groups[next] is the next to evaluate
+	took      time.Duration
+	endpoints map[domain.Scope][]alerting.Endpoint // read once per pass
+}
+
 // Evaluate evaluates, at slot, every enabled rule not evaluated at slot yet
 // (a state not written because nothing changed counts as not evaluated: a
-// second evaluation decides the same),
-// and flushes every state's outbox it finds full. Rules of one scope and
-// window with the same filters share one statistics call. The first error is
-// returned once every rule had its turn; a rule whose statistics fail records
-// the error in its state (reason evaluation_error) and keeps its status.
+// second evaluation decides the same), within each account's budget and the
+// slot, and flushes every state's outbox it finds full. The first error is
+// returned once every account had its turns; a rule whose statistics fail
+// records the error in its state (reason evaluation_error) and keeps its
+// status.
 func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 	rules, err := e.store.AllRules(ctx)
 	if err != nil {
@@ -123,13 +173,8 @@ func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 	for _, st := range states {
 		byRule[st.RuleID] = st
 	}
-	type group struct {
-		q     stats.Query
-		rules []alerting.Rule
-	}
-	var groups []*group
-	byQuery := map[string]*group{}
 	var errs []error
+	var due []alerting.Rule
 	for _, r := range rules {
 		st := byRule[r.ID]
 		if !st.Outbox.Empty() {
@@ -139,42 +184,177 @@ func (e *AlertEvaluator) Evaluate(ctx context.Context, slot time.Time) error {
 			}
 			byRule[r.ID] = st
 		}
-		if !r.Enabled || !st.EvaluatedAt.Before(slot) {
-			continue
+		if r.Enabled && st.EvaluatedAt.Before(slot) {
+			due = append(due, r)
+		}
+	}
+	passes := e.plan(due, byRule, slot)
+	errs = append(errs, e.run(ctx, passes, byRule, slot)...)
+	return errors.Join(errs...)
+}
+
+// plan groups the rules due by account, then by statistics query, each
+// account's groups least recently evaluated first (by this replica, or as the
+// stored state says), and orders the accounts with the fewest groups first.
+func (e *AlertEvaluator) plan(due []alerting.Rule, byRule map[string]alerting.State, slot time.Time) []*accountPass {
+	e.mu.Lock()
+	for id, at := range e.evaluated {
+		if slot.Sub(at) > 24*time.Hour {
+			delete(e.evaluated, id) // deleted, disabled, or evaluated by other replicas since
+		}
+	}
+	last := func(r alerting.Rule) time.Time {
+		at := byRule[r.ID].EvaluatedAt
+		if mine := e.evaluated[r.ID]; mine.After(at) {
+			return mine
+		}
+		return at
+	}
+	byAccount := map[string]*accountPass{}
+	byQuery := map[string]*ruleGroup{}
+	var passes []*accountPass
+	for _, r := range due {
+		p := byAccount[r.Scope.Account]
+		if p == nil {
+			p = &accountPass{account: r.Scope.Account, endpoints: map[domain.Scope][]alerting.Endpoint{}}
+			byAccount[r.Scope.Account] = p
+			passes = append(passes, p)
 		}
 		q := r.StatsQuery(slot)
 		key := statsKey(q)
 		g := byQuery[key]
 		if g == nil {
-			g = &group{q: q}
+			g = &ruleGroup{q: q, last: last(r)}
 			byQuery[key] = g
-			groups = append(groups, g)
+			p.groups = append(p.groups, g)
 		}
 		g.rules = append(g.rules, r)
+		if at := last(r); at.Before(g.last) {
+			g.last = at
+		}
 	}
-	endpoints := map[domain.Scope][]alerting.Endpoint{}
-	for _, g := range groups {
-		got, statsErr := e.stats.Compute(ctx, domain.Principal{Scope: g.q.Scope}, g.q)
-		if ctx.Err() != nil {
-			return errors.Join(append(errs, ctx.Err())...)
-		}
-		for _, r := range g.rules {
-			var obs alerting.Observation
-			var failure string
-			if statsErr != nil {
-				failure = statsErr.Error()
-			} else {
-				obs = r.Observe(got)
+	e.mu.Unlock()
+	for _, p := range passes {
+		slices.SortStableFunc(p.groups, func(a, b *ruleGroup) int { return a.last.Compare(b.last) })
+	}
+	slices.SortFunc(passes, func(a, b *accountPass) int {
+		return cmp.Or(cmp.Compare(len(a.groups), len(b.groups)), cmp.Compare(a.account, b.account))
+	})
+	return passes
+}
+
+// run evaluates the passes' groups on as many workers as the walks allow,
+// each taking the next account in turn and one group of it, so that no
+// account waits for another's groups but one at a time; an account leaves
+// the turns when its groups are done, its budget spent, or the slot over.
+func (e *AlertEvaluator) run(ctx context.Context, passes []*accountPass, byRule map[string]alerting.State, slot time.Time) []error {
+	if len(passes) == 0 {
+		return nil
+	}
+	turns := make(chan *accountPass, len(passes))
+	for _, p := range passes {
+		turns <- p
+	}
+	var mu sync.Mutex
+	var errs []error
+	left := len(passes)
+	var workers sync.WaitGroup
+	for range min(e.parallel, len(passes)) {
+		workers.Go(func() {
+			for p := range turns {
+				g := p.groups[p.next]
+				evaluated, groupErrs := e.evaluateGroup(ctx, p, g, byRule, slot)
+				if evaluated {
+					p.next++
+				}
+				mu.Lock()
+				errs = append(errs, groupErrs...)
+				done := p.next == len(p.groups) || !evaluated || p.took >= e.budget || ctx.Err() != nil
+				if done {
+					if ctx.Err() == nil {
+						e.endPass(p, slot)
+					}
+					if left--; left == 0 {
+						close(turns)
+					}
+				}
+				mu.Unlock()
+				if !done {
+					turns <- p
+				}
 			}
-			if err := e.decide(ctx, r, byRule[r.ID], slot, obs, failure, endpoints); err != nil {
-				errs = append(errs, err)
-			}
+		})
+	}
+	workers.Wait()
+	e.mu.Lock()
+	e.heaviest = accountTime{}
+	for _, p := range passes {
+		if p.took > e.heaviest.took {
+			e.heaviest = accountTime{account: p.account, took: p.took}
 		}
+	}
+	e.mu.Unlock()
+	return errs
+}
+
+// endPass counts and logs what an account's pass left for the next slot.
+func (e *AlertEvaluator) endPass(p *accountPass, slot time.Time) {
+	deferred := 0
+	for _, g := range p.groups[p.next:] {
+		deferred += len(g.rules)
+	}
+	if deferred == 0 {
+		return
+	}
+	e.metrics.ObserveEvaluationsDeferred(deferred)
+	e.log.Warn("alert rules left for the next slot: the account used its evaluation budget, or the slot ended",
+		zap.String("account", p.account), zap.Int("rules", deferred), zap.Duration("took", p.took),
+		zap.Duration("budget", e.budget), zap.Time("slot", slot))
+}
+
+// evaluateGroup computes one group's statistics and decides each of its
+// rules, unless the slot is over first. It reports whether it evaluated.
+func (e *AlertEvaluator) evaluateGroup(ctx context.Context, p *accountPass, g *ruleGroup, byRule map[string]alerting.State,
+	slot time.Time) (bool, []error) {
+	started := e.clock.Now()
+	remaining := slot.Add(e.interval).Sub(started)
+	if remaining <= 0 {
+		return false, nil
+	}
+	// A call still running when the slot ends is given up: the next slot's
+	// pass must start on time.
+	callCtx, cancel := context.WithTimeout(ctx, remaining)
+	got, statsErr := e.stats.Compute(callCtx, domain.Principal{Scope: g.q.Scope}, g.q)
+	cancel()
+	defer func() { p.took += e.clock.Now().Sub(started) }()
+	if ctx.Err() != nil {
+		return false, []error{ctx.Err()}
+	}
+	if statsErr != nil && callCtx.Err() != nil {
+		return false, nil
+	}
+	var errs []error
+	for _, r := range g.rules {
+		var obs alerting.Observation
+		var failure string
 		if statsErr != nil {
-			errs = append(errs, fmt.Errorf("alerts: statistics of %d rules: %w", len(g.rules), statsErr))
+			failure = statsErr.Error()
+		} else {
+			obs = r.Observe(got)
+		}
+		if err := e.decide(ctx, r, byRule[r.ID], slot, obs, failure, p.endpoints); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if statsErr != nil {
+		errs = append(errs, fmt.Errorf("alerts: statistics of %d rules: %w", len(g.rules), statsErr))
+	}
+	e.mu.Lock()
+	for _, r := range g.rules {
+		e.evaluated[r.ID] = slot
+	}
+	e.mu.Unlock()
+	return true, errs
 }
 
 // statsKey tells statistics queries apart: rules with equal keys share a call.

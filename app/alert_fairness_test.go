@@ -21,6 +21,7 @@ import (
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -211,6 +212,76 @@ func deadEndpointsOfOneAccount(t *testing.T, store ports.AlertStore) {
 		took.Round(time.Millisecond), dead.accepted())
 }
 
+// slowStats is a real message store whose statistics cost cost each, on the
+// test's clock: heavy rules over many messages, without the wait. It records
+// which account asked, and when.
+type slowStats struct {
+	*memory.Store
+	clock *conformance.FakeClock
+	cost  time.Duration
+
+	mu    sync.Mutex
+	calls map[string][]time.Time // account -> the clock at each call
+}
+
+func (s *slowStats) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	s.mu.Lock()
+	s.calls[q.Scope.Account] = append(s.calls[q.Scope.Account], s.clock.Now())
+	s.mu.Unlock()
+	s.clock.Advance(s.cost)
+	return s.Store.Stats(ctx, q, now)
+}
+
+func (s *slowStats) callsOf(account string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls[account])
+}
+
+// One account's 1,000 heavy rules (24 h windows, each with its own path, so
+// none shares a statistics call; each call costing 2 s) do not push another
+// account's rule past its interval: the other account is evaluated within
+// every one-minute slot. Before each account had a budget per pass, one pass
+// took 1,001 calls (33 minutes of the clock), and the other account's rule
+// waited for the end of it.
+func TestHeavyRulesOfOneAccountDoNotDelayAnother(t *testing.T) {
+	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
+	clock := conformance.NewFakeClock(start.Add(time.Second))
+	messages := &slowStats{Store: memory.New(), clock: clock, cost: 2 * time.Second, calls: map[string][]time.Time{}}
+	store := memory.NewAlertStore()
+	cfg := app.DefaultAlertConfig()
+	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second})
+	statistics := app.NewStatistics(messages, app.DefaultConfig().Policy(), clock)
+	alerts := app.NewAlerts(store, sender, clock, nil, cfg, zap.NewNop())
+	evaluator := app.NewAlertEvaluator(store, statistics, clock, nil, "replica", cfg, zap.NewNop())
+
+	heavy := domain.Principal{Scope: domain.Scope{Account: "heavy", Domain: domain.DomainLive}}
+	for i := range 1000 {
+		body := fmt.Sprintf(`{"metric":"request_count","threshold":1000000,"window":"24h","path_prefix":"/p%04d"}`, i)
+		if _, err := alerts.CreateRule(t.Context(), heavy, obj(t, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"metric":"request_count","threshold":1000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	end := start.Add(5 * time.Minute)
+	for clock.Now().Before(end) {
+		if _, err := evaluator.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	calls := messages.callsOf(acmeKey.Account)
+	for slot := start; slot.Before(end); slot = slot.Add(cfg.EvaluationInterval) {
+		if !slices.ContainsFunc(calls, func(at time.Time) bool { return !at.Before(slot) && at.Before(slot.Add(cfg.EvaluationInterval)) }) {
+			t.Errorf("the light account's rule was not evaluated in the slot of %s (evaluated at %v; the heavy account's %d calls)",
+				slot.Format("15:04"), calls, len(messages.callsOf("heavy")))
+		}
+	}
+	t.Logf("the light account's rule evaluated at %v; the heavy account's %d calls over 5 slots", calls, len(messages.callsOf("heavy")))
+}
+
 // alertCounts is an app.AlertMetrics that keeps the counts.
 type alertCounts struct {
 	mu                          sync.Mutex
@@ -233,6 +304,18 @@ func (c *alertCounts) ObserveEndpointDisabled(reason string) {
 		c.disabled = map[string]int{}
 	}
 	c.disabled[reason]++
+}
+
+func (c *alertCounts) ObserveEvaluationsDeferred(rules int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deferred += rules
+}
+
+func (c *alertCounts) ObserveSlotsSkipped(slots int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.skipped += slots
 }
 
 // loggedWith returns the messages of entries logged with account.
@@ -367,4 +450,63 @@ func TestEndpointThatTimesOutIsBackedOffThenDisabled(t *testing.T) {
 		t.Errorf("the dead receiver took %d connections, want the 4 attempts", dead.accepted())
 	}
 	t.Logf("disabled: %s", e.DisabledReason)
+}
+
+// The cap on rules is a setting.
+func TestMaxRulesIsASetting(t *testing.T) {
+	cfg := app.DefaultAlertConfig()
+	cfg.MaxRules = 2
+	clock := conformance.NewFakeClock(time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC))
+	alerts := app.NewAlerts(memory.NewAlertStore(), webhook.New(webhook.DefaultConfig()), clock, nil, cfg, zap.NewNop())
+	for i := range 3 {
+		_, err := alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"metric":"request_count","threshold":0}`))
+		var invalid *domain.ValidationError
+		if refused := errors.As(err, &invalid); refused != (i == 2) {
+			t.Errorf("rule %d of a cap of 2: %v", i+1, err)
+		}
+	}
+}
+
+// An account whose statistics use its budget leaves the rest of its rules to
+// the next slot, counted and logged with the account; one whose call runs
+// past the slot makes the next slot skipped, counted and logged with it too.
+func TestEvaluationBudgetAndSkippedSlotsNameTheAccount(t *testing.T) {
+	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
+	clock := conformance.NewFakeClock(start.Add(time.Second))
+	messages := &slowStats{Store: memory.New(), clock: clock, cost: 20 * time.Second, calls: map[string][]time.Time{}}
+	store := memory.NewAlertStore()
+	counts := &alertCounts{}
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := app.DefaultAlertConfig()
+	cfg.Metrics = counts
+	statistics := app.NewStatistics(messages, app.DefaultConfig().Policy(), clock)
+	alerts := app.NewAlerts(store, webhook.New(webhook.DefaultConfig()), clock, nil, cfg, zap.NewNop())
+	evaluator := app.NewAlertEvaluator(store, statistics, clock, nil, "replica", cfg, zap.New(core))
+	heavy := domain.Principal{Scope: domain.Scope{Account: "heavy", Domain: domain.DomainLive}}
+	for i := range 3 {
+		if _, err := alerts.CreateRule(t.Context(), heavy, obj(t, fmt.Sprintf(`{"metric":"request_count","threshold":0,"path_prefix":"/p%d"}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := evaluator.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(messages.callsOf(heavy.Account)); got != 1 || counts.deferred != 2 {
+		t.Errorf("a 20 s call of a 15 s budget: %d calls, %d rules deferred; want 1 and 2", got, counts.deferred)
+	}
+	if !slices.Contains(loggedWith(logs, heavy.Account), "alert rules left for the next slot: the account used its evaluation budget, or the slot ended") {
+		t.Errorf("logged with the account: %v; want the rules left for the next slot", loggedWith(logs, heavy.Account))
+	}
+	messages.cost = 2 * time.Minute // past the end of the next slot
+	clock.Set(start.Add(time.Minute + time.Second))
+	if _, err := evaluator.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evaluator.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if counts.skipped != 1 || !slices.Contains(loggedWith(logs, heavy.Account), "alert evaluation slots skipped: the pass before ran past them") {
+		t.Errorf("%d slots counted skipped, logged with the account: %v; want 1, and the skipped slot",
+			counts.skipped, loggedWith(logs, heavy.Account))
+	}
 }

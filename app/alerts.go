@@ -16,9 +16,8 @@ import (
 )
 
 // Bounds of a scope's alerting configuration, so that one account cannot make
-// every evaluation slow.
+// every delivery slow (the rules' bound is AlertConfig.MaxRules).
 const (
-	MaxRulesPerScope     = 1000
 	MaxEndpointsPerScope = 50
 	// RecentTransitions is how many of its last transitions a rule's state
 	// shows.
@@ -35,12 +34,13 @@ const (
 // session (read-only) may read states only, of its application's rules when
 // it is bound to one.
 type Alerts struct {
-	store  ports.AlertStore
-	sender ports.WebhookSender
-	clock  ports.Clock
-	links  *alertLinks
-	bound  *queueBound
-	wake   func() // wakes this replica's delivery worker
+	store    ports.AlertStore
+	sender   ports.WebhookSender
+	clock    ports.Clock
+	links    *alertLinks
+	maxRules int
+	bound    *queueBound
+	wake     func() // wakes this replica's delivery worker
 }
 
 // NewAlerts returns the use case over store, checking endpoint URLs with sender
@@ -48,7 +48,7 @@ type Alerts struct {
 func NewAlerts(store ports.AlertStore, sender ports.WebhookSender, clock ports.Clock, links ports.PortalLinker, cfg AlertConfig,
 	log *zap.Logger) *Alerts {
 	return &Alerts{store: store, sender: sender, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
-		bound: newQueueBound(store, clock, cfg, log.Named("alerts")), wake: func() {}}
+		maxRules: cfg.MaxRules, bound: newQueueBound(store, clock, cfg, log.Named("alerts")), wake: func() {}}
 }
 
 // WakeOnEvents makes queued test events wake worker at once.
@@ -80,8 +80,8 @@ func (a *Alerts) CreateRule(ctx context.Context, p domain.Principal, fields map[
 	if err != nil {
 		return alerting.Rule{}, fmt.Errorf("alert rules: %w", err)
 	}
-	if len(existing) >= MaxRulesPerScope {
-		return alerting.Rule{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d alert rules per domain: delete one first", MaxRulesPerScope)}
+	if len(existing) >= a.maxRules {
+		return alerting.Rule{}, &domain.ValidationError{Message: fmt.Sprintf("an account may have at most %d alert rules per domain: delete one first", a.maxRules)}
 	}
 	if err := a.checkEndpoints(ctx, p.Scope, r.EndpointIDs); err != nil {
 		return alerting.Rule{}, err

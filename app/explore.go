@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -117,4 +118,13 @@ func (e *Exporter) readPage(ctx context.Context, principal domain.Principal, q d
 	}
 	defer release()
 	return e.reads.store.List(ctx, q, now)
+}
+
+// parallelWalks is how many statistics calls may run at once: more only wait
+// for a turn.
+func (s *Statistics) parallelWalks() int {
+	if w := s.reads.walks.limits.Walks; w > 0 {
+		return w
+	}
+	return runtime.GOMAXPROCS(0)
 }

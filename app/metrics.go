@@ -108,8 +108,8 @@ const (
 	DisabledTimeout = "timeout" // no reply within the timeout for AlertConfig.EndpointDisableAfter
 )
 
-// AlertMetrics receives what keeps one account's deliveries from delaying
-// another's: the bounds and the back-off at work. The Metrics of
+// AlertMetrics receives what keeps one account's alerting from delaying
+// another's: the bounds, the budget and the back-off at work. The Metrics of
 // the fx graph gets it when it implements this too. No account is named (the
 // logs name it): a label per account would grow without bound.
 type AlertMetrics interface {
@@ -119,6 +119,12 @@ type AlertMetrics interface {
 	// ObserveEndpointDisabled reports an endpoint the worker disabled, for
 	// reason DisabledGone or DisabledTimeout.
 	ObserveEndpointDisabled(reason string)
+	// ObserveEvaluationsDeferred reports rules left to the next slot because
+	// their account used its budget, or the slot ended.
+	ObserveEvaluationsDeferred(rules int)
+	// ObserveSlotsSkipped reports evaluation slots in which no evaluation
+	// started (the pass before ran past them).
+	ObserveSlotsSkipped(slots int)
 }
 
 // nopAlertMetrics counts nothing, for a configuration without Metrics.
@@ -126,6 +132,8 @@ type nopAlertMetrics struct{}
 
 func (nopAlertMetrics) ObserveDeliveriesDropped(int, int) {}
 func (nopAlertMetrics) ObserveEndpointDisabled(string)    {}
+func (nopAlertMetrics) ObserveEvaluationsDeferred(int)    {}
+func (nopAlertMetrics) ObserveSlotsSkipped(int)           {}
 
 func alertMetricsOf(c AlertConfig) AlertMetrics {
 	if c.Metrics == nil {

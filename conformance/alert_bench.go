@@ -17,7 +17,7 @@ import (
 )
 
 // BenchAlertRules is how many rules BenchAlertEvaluation evaluates: as many
-// as one scope may have (app.MaxRulesPerScope).
+// as one scope may have by default (app.AlertConfig.MaxRules).
 const BenchAlertRules = 1000
 
 // BenchAlertEvaluation times the evaluation of BenchAlertRules rules of scope

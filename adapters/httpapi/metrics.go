@@ -34,6 +34,8 @@ type Metrics struct {
 	reservedBytes   prometheus.Gauge
 	alertDropped    *prometheus.CounterVec
 	alertDisabled   *prometheus.CounterVec
+	alertDeferred   prometheus.Counter
+	alertSkipped    prometheus.Counter
 }
 
 var (
@@ -89,10 +91,20 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "reqlog_alert_endpoints_disabled_total",
 			Help: "Webhook endpoints the delivery worker disabled, by reason: gone (a 410) or timeout (no reply for REQLOG_ALERTS_ENDPOINT_DISABLE_AFTER).",
 		}, []string{"reason"}),
+		alertDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reqlog_alert_rule_evaluations_deferred_total",
+			Help: "Rule evaluations left to the next slot because their account used its budget (REQLOG_ALERTS_EVALUATION_BUDGET) or the slot ended; the log names the account.",
+		}),
+		alertSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reqlog_alert_evaluation_slots_skipped_total",
+			Help: "Evaluation slots in which no evaluation started, the pass before having run past them; the log names the account whose rules took the most of it.",
+		}),
 	}
 	err := errors.Join(
 		reg.Register(m.alertDropped),
 		reg.Register(m.alertDisabled),
+		reg.Register(m.alertDeferred),
+		reg.Register(m.alertSkipped),
 		reg.Register(m.requests),
 		reg.Register(m.requestDuration),
 		reg.Register(m.batchSize),
@@ -158,6 +170,12 @@ func (m *Metrics) ObserveDeliveriesDropped(tests, others int) {
 func (m *Metrics) ObserveEndpointDisabled(reason string) {
 	m.alertDisabled.WithLabelValues(reason).Inc()
 }
+
+// ObserveEvaluationsDeferred implements app.AlertMetrics.
+func (m *Metrics) ObserveEvaluationsDeferred(rules int) { m.alertDeferred.Add(float64(rules)) }
+
+// ObserveSlotsSkipped implements app.AlertMetrics.
+func (m *Metrics) ObserveSlotsSkipped(slots int) { m.alertSkipped.Add(float64(slots)) }
 
 // handler serves the registry in the Prometheus text format.
 func (m *Metrics) handler() http.Handler {

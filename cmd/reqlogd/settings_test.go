@@ -159,6 +159,8 @@ var settingCases = []settingCase{
 	{key: "alerts.delivery_per_account", value: "2", check: func(c config) bool { return c.Alerts.DeliveryPerAccount == 2 }},
 	{key: "alerts.max_pending_deliveries", value: "500", check: func(c config) bool { return c.Alerts.MaxPendingDeliveries == 500 }},
 	{key: "alerts.endpoint_disable_after", value: "6h", check: func(c config) bool { return c.Alerts.EndpointDisableAfter == 6*time.Hour }},
+	{key: "alerts.evaluation_budget", value: "5s", check: func(c config) bool { return c.Alerts.EvaluationBudget == 5*time.Second }},
+	{key: "alerts.max_rules", value: "100", check: func(c config) bool { return c.Alerts.MaxRules == 100 }},
 	{key: "alerts.history_retention", value: "7d", check: func(c config) bool { return c.Alerts.HistoryRetention == 7*24*time.Hour }},
 	{key: "alerts.portal_link_ttl", value: "0", check: func(c config) bool { return c.Alerts.PortalLinkTTL == 0 }},
 	{key: "read_walks", value: "16", check: func(c config) bool { return c.App.Walks.Walks == 16 }},
