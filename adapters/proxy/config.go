@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/reqlog/reqlog/adapters/capture"
 	"github.com/reqlog/reqlog/domain"
@@ -16,6 +17,15 @@ import (
 const (
 	DefaultAddr = ":8081"
 	DefaultName = "default"
+	// DefaultResponseHeaderTimeout is how long the upstream may take to start
+	// its reply once it has the whole request.
+	DefaultResponseHeaderTimeout = 60 * time.Second
+	// DefaultReadHeaderTimeout and DefaultBodyReadTimeout bound slow clients:
+	// the whole request head, and each pause while sending a body.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyReadTimeout   = 60 * time.Second
+	// DefaultMaxInFlight is how many requests the proxy forwards at once.
+	DefaultMaxInFlight = 1024
 )
 
 // Config is the proxy's own configuration; cmd/reqlogd fills it from the
@@ -37,6 +47,20 @@ type Config struct {
 	// capture.DefaultMaxBodyBytes); the rest streams through unrecorded and the
 	// stored body says it was cut.
 	MaxBodyBytes int
+	// ResponseHeaderTimeout bounds how long the upstream may take to send its
+	// reply's headers once it has the whole request (0:
+	// DefaultResponseHeaderTimeout); after it the client gets a 504, recorded.
+	ResponseHeaderTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send a request's
+	// head (0: DefaultReadHeaderTimeout); BodyReadTimeout how long it may pause
+	// while sending a body (0: DefaultBodyReadTimeout). Past either its
+	// connection is closed.
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	// MaxInFlight bounds the requests being forwarded at once, an upgraded
+	// connection (WebSocket) counting until it closes (0: DefaultMaxInFlight);
+	// beyond it a request gets 503 with Retry-After, unrecorded.
+	MaxInFlight int
 	// BufferSize is how many exchanges may wait to be stored (0:
 	// capture.DefaultBufferSize); beyond it they are dropped and counted, never
 	// waited for.
@@ -50,7 +74,26 @@ type Config struct {
 
 // DefaultConfig returns the defaults of every field.
 func DefaultConfig() Config {
-	return Config{Addr: DefaultAddr, Name: DefaultName}
+	return Config{Addr: DefaultAddr, Name: DefaultName, ResponseHeaderTimeout: DefaultResponseHeaderTimeout,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout, MaxInFlight: DefaultMaxInFlight}
+}
+
+// withDefaults is c with each zero bound at its default.
+func (c Config) withDefaults() Config {
+	def := DefaultConfig()
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = def.ResponseHeaderTimeout
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = def.ReadHeaderTimeout
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = def.BodyReadTimeout
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = def.MaxInFlight
+	}
+	return c
 }
 
 // Enabled reports whether the proxy runs.
@@ -79,6 +122,14 @@ func (c Config) Validate() error {
 		return bad("MaxBodyBytes", "must not be negative (0: the default)")
 	case c.BufferSize < 0:
 		return bad("BufferSize", "must not be negative (0: the default)")
+	case c.ResponseHeaderTimeout < 0:
+		return bad("ResponseHeaderTimeout", "must not be negative (0: the default)")
+	case c.ReadHeaderTimeout < 0:
+		return bad("ReadHeaderTimeout", "must not be negative (0: the default)")
+	case c.BodyReadTimeout < 0:
+		return bad("BodyReadTimeout", "must not be negative (0: the default)")
+	case c.MaxInFlight < 0:
+		return bad("MaxInFlight", "must not be negative (0: the default)")
 	case c.ReqlogURL != "" && c.APIKey == "":
 		return bad("APIKey", "is required to submit to a remote reqlogd")
 	}

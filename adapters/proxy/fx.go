@@ -80,13 +80,14 @@ func submitterFor(p params) (ports.ExchangeSubmitter, error) {
 // registerMetrics counts the proxy's exchanges by outcome, read from the
 // recorder when scraped.
 func registerMetrics(reg *prometheus.Registry, s *Server) error {
-	const name, help = "reqlog_proxy_exchanges_total", "Exchanges through the proxy, by outcome: captured (recorded, then stored, dropped because the queue was full, or failed), abandoned (the client went away mid-body: not recorded)."
+	const name, help = "reqlog_proxy_exchanges_total", "Exchanges through the proxy, by outcome: captured (recorded, then stored, dropped because the queue was full, or failed), abandoned (the client went away mid-body: not recorded), refused (503: REQLOG_PROXY_MAX_IN_FLIGHT requests already forwarded; not recorded)."
 	outcomes := map[string]func() uint64{
 		"captured":  func() uint64 { return s.Stats().Captured },
 		"stored":    func() uint64 { return s.Stats().Submitted },
 		"dropped":   func() uint64 { return s.Stats().Dropped },
 		"failed":    func() uint64 { return s.Stats().Failed },
 		"abandoned": func() uint64 { return s.Stats().Abandoned },
+		"refused":   s.Refused,
 	}
 	var errs []error
 	for outcome, count := range outcomes {

@@ -13,13 +13,23 @@
 //   - X-Forwarded-For, -Host, -Proto and Forwarded are believed only from
 //     Config.TrustedProxies; from anyone else they are replaced, so a client
 //     cannot choose the address reqlog records or the upstream sees.
-//   - An upstream that does not answer gets the client a 502, recorded like any
-//     exchange; a client that goes away while sending its body leaves nothing
-//     stored (capture.Stats.Abandoned), and the upstream sees the request cut,
-//     never a shortened body presented as whole.
+//   - An upstream that cannot be reached gets the client a 502, one that does
+//     not start its reply within Config.ResponseHeaderTimeout a 504, each
+//     recorded like any exchange; a client that goes away while sending its
+//     body leaves nothing stored (capture.Stats.Abandoned), and the upstream
+//     sees the request cut, never a shortened body presented as whole.
+//   - Slow or numerous clients are bounded as servers in front of applications
+//     bound them: a request's head within Config.ReadHeaderTimeout, no pause
+//     longer than Config.BodyReadTimeout while sending a body, idle
+//     connections closed after idleTimeout, and at most Config.MaxInFlight
+//     requests forwarded at once (503 with Retry-After beyond). Replies have no
+//     time limit: downloads and event streams take as long as they take.
 package proxy
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -80,14 +90,27 @@ func NewReverseProxy(upstream *url.URL, trusted []netip.Prefix, transport http.R
 				w.WriteHeader(StatusClientClosedRequest) // nobody reads it
 				return
 			}
-			if line := failures.Check(zap.WarnLevel, "the upstream did not answer"); line != nil {
-				line.Write(zap.String("method", r.Method), zap.Error(err))
+			status, reason := upstreamFailure(err)
+			if line := failures.Check(zap.WarnLevel, reason); line != nil {
+				line.Write(zap.String("method", r.Method), zap.Int("status", status), zap.Error(err))
 			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusBadGateway)
-			_, _ = w.Write([]byte("502 Bad Gateway: the upstream did not answer\n"))
+			w.WriteHeader(status)
+			_, _ = fmt.Fprintf(w, "%d %s: %s\n", status, http.StatusText(status), reason)
 		},
 	}
+}
+
+// upstreamFailure is the status and reason a client gets for err, the
+// transport's failure to get a reply: 504 when time ran out (connecting,
+// the TLS handshake, or the reply's headers past ResponseHeaderTimeout), 502
+// otherwise (refused, reset, unresolvable, or a reply that is not HTTP).
+func upstreamFailure(err error) (int, string) {
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return http.StatusGatewayTimeout, "the upstream did not answer in time"
+	}
+	return http.StatusBadGateway, "the upstream could not be reached or sent no valid reply"
 }
 
 // Handler is the capturing proxy: NewReverseProxy's forwarding, each exchange

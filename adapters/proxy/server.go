@@ -14,19 +14,18 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// readHeaderTimeout and idleTimeout bound clients that send nothing. There is no
-// read or write timeout: uploads, downloads and event streams take as long as
+// idleTimeout closes keep-alive connections that send no next request. There is
+// no whole-request read timeout nor any write timeout: uploads (at
+// Config.BodyReadTimeout's pace), downloads and event streams take as long as
 // they take, as they would without the proxy.
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 120 * time.Second
-)
+const idleTimeout = 120 * time.Second
 
 // Server is the proxy listening on Config.Addr; Start and Stop fit an fx
 // lifecycle.
 type Server struct {
 	*httpapi.Server
-	rec *capture.Recorder
+	rec  *capture.Recorder
+	gate *gate
 }
 
 // NewServer returns the proxy of cfg (which must be valid and enabled), recording
@@ -47,20 +46,27 @@ func NewServer(cfg Config, submitter ports.ExchangeSubmitter, log *zap.Logger, o
 		}
 	}
 	rec := capture.New(submitter, opts)
-	forward := NewReverseProxy(upstream, cfg.TrustedProxies, NewTransport(), log)
+	cfg = cfg.withDefaults()
+	transport := NewTransport()
+	transport.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+	forward := NewReverseProxy(upstream, cfg.TrustedProxies, transport, log)
+	gate := newGate(cfg.MaxInFlight, cfg.BodyReadTimeout)
 	errorLog, _ := zap.NewStdLogAt(log, zap.WarnLevel)
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           Handler(forward, rec),
-		ReadHeaderTimeout: readHeaderTimeout,
+		Handler:           gate.handler(Handler(forward, rec)),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          errorLog,
 	}
-	return &Server{Server: httpapi.ServerFor(srv, "REQLOG_PROXY_ADDR", log, onFail), rec: rec}, nil
+	return &Server{Server: httpapi.ServerFor(srv, "REQLOG_PROXY_ADDR", log, onFail), rec: rec, gate: gate}, nil
 }
 
 // Stats are the recorder's counts.
 func (s *Server) Stats() capture.Stats { return s.rec.Stats() }
+
+// Refused counts the requests refused with 503 for Config.MaxInFlight.
+func (s *Server) Refused() uint64 { return s.gate.refused.Load() }
 
 // Stop lets requests in flight finish until ctx ends, then stores what the
 // recorder holds, within the same ctx. Upgraded connections (WebSockets) are the
