@@ -10,7 +10,8 @@
 //
 // Safe to point at the internet: a URL whose host resolves to a loopback,
 // private, link-local (the cloud metadata address among them), unspecified,
-// multicast, shared (100.64.0.0/10) or reserved address is refused when an
+// multicast, shared (100.64.0.0/10) or reserved address, or to an IPv6 one
+// that carries an IPv4 address (NAT64, 6to4, ::a.b.c.d...), is refused when an
 // endpoint is created, and again when each connection is made, on the address
 // actually dialled, so a name that resolves elsewhere later (DNS rebinding)
 // cannot reach one either. Config.AllowPrivate lifts that, for receivers on
@@ -138,13 +139,16 @@ func (s *Sender) allowed(ip netip.Addr) bool { return s.cfg.AllowPrivate || Publ
 // refusedPrefixes are the ranges, beyond what netip classifies, that are not
 // the internet: shared address space (carrier NAT, Alibaba's metadata
 // 100.100.100.200), "this network", IETF protocol assignments, benchmarking,
-// reserved, NAT64 (which would reach any IPv4 address), 6to4 and Teredo
-// (which embed one), documentation.
+// reserved, documentation; and the IPv6 ranges that carry an IPv4 address, so
+// could lead to any of them: IPv4-compatible (::a.b.c.d, deprecated, which
+// netip calls neither loopback nor private), IPv4-translated
+// (::ffff:0:a.b.c.d), NAT64, 6to4 and Teredo. (IPv4-mapped addresses are
+// judged as their IPv4 address.)
 var refusedPrefixes = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, p := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2001::/32",
-		"2001:db8::/32", "2002::/16", "100::/64"} {
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "::/96", "::ffff:0:0:0/96", "64:ff9b::/96",
+		"64:ff9b:1::/48", "2001::/32", "2001:db8::/32", "2002::/16", "100::/64"} {
 		out = append(out, netip.MustParsePrefix(p))
 	}
 	return out

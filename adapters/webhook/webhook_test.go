@@ -248,6 +248,34 @@ func TestCheckURLRefusesInternalAddresses(t *testing.T) {
 	}
 }
 
+// Every IPv6 form that carries an IPv4 address inside is judged by it, or
+// refused whole: IPv4-compatible (::a.b.c.d), IPv4-mapped in its two
+// spellings, IPv4-translated (::ffff:0:a.b.c.d), 6to4 and NAT64. Refused at
+// creation and at dial time, where the same check runs on the dialled address.
+func TestEmbeddedIPv4LoopbackAndPrivateAreRefused(t *testing.T) {
+	strict := webhook.New(webhook.Config{Timeout: 2 * time.Second})
+	for _, ip := range []string{
+		"::127.0.0.1", "::7f00:1", "::10.0.0.1", "::169.254.169.254", "::ffff:127.0.0.1", "::ffff:7f00:1",
+		"::ffff:0:127.0.0.1", "::ffff:0:a00:1", "2002:7f00:1::", "2002:a00:1::1", "64:ff9b::7f00:1", "64:ff9b::127.0.0.1",
+		"64:ff9b:1::7f00:1",
+	} {
+		if webhook.Public(netip.MustParseAddr(ip)) {
+			t.Errorf("Public(%s) = true, want it refused", ip)
+		}
+		u := "http://[" + ip + "]:9/hook"
+		var invalid *domain.ValidationError
+		if err := strict.CheckURL(t.Context(), u); !errors.As(err, &invalid) || invalid.Fields[0].Field != "url" {
+			t.Errorf("CheckURL(%s) = %v, want a validation error naming url", u, err)
+		}
+		at := time.Now()
+		ev := event(t, at)
+		e := endpointFor(u, alerting.FormatStandard, mustSecret(t))
+		if o, _ := strict.Send(t.Context(), e, alerting.NewDelivery(ev, ev.Rule.Scope, e.ID, at), at); o.StatusCode != 0 || !strings.Contains(o.Error, "internal address") {
+			t.Errorf("send to %s: %+v, want refused at dial time", u, o)
+		}
+	}
+}
+
 // The address is checked again when the connection is made, so a URL that
 // passed (or a name that resolves elsewhere now) cannot reach an internal
 // address: nothing arrives, and the attempt fails saying why.
