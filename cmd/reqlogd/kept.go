@@ -21,21 +21,23 @@ const (
 
 // keepGenerated makes cfg's generated secrets last across restarts (sqlite
 // store only): the portal secret is read from the data directory, or
-// generated and written there, when none is configured. It returns how to
-// get the development key.
-func keepGenerated(cfg *config) (devKey func() (string, error), err error) {
+// generated, when none is configured. It returns how to get the development
+// key, and what was generated, to be written into the directory once the store
+// holds its lock: a reqlogd refused by another's lock must leave that
+// directory alone.
+func keepGenerated(cfg *config) (devKey func() (string, error), unsaved *generated, err error) {
+	unsaved = &generated{dir: cfg.SQLite.Dir}
 	if cfg.Store != storeSQLite {
-		return newDevKey, nil
+		return newDevKey, unsaved, nil
 	}
-	dir := cfg.SQLite.Dir
 	if len(cfg.Portal.Secret) == 0 {
-		secret, err := kept(dir, keptPortalSecretName, newPortalSecret)
+		secret, err := unsaved.get(keptPortalSecretName, newPortalSecret)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.Portal.Secret = []byte(secret)
 	}
-	return func() (string, error) { return kept(dir, keptDevKeyName, newDevKey) }, nil
+	return func() (string, error) { return unsaved.get(keptDevKeyName, newDevKey) }, unsaved, nil
 }
 
 func newDevKey() (string, error) { return "rk_dev_" + rand.Text(), nil }
@@ -48,10 +50,16 @@ func newPortalSecret() (string, error) {
 	return hex.EncodeToString(b), err
 }
 
-// kept returns the value in dir/name, or generates one and writes it there
-// (mode 0600, written whole or not at all).
-func kept(dir, name string, generate func() (string, error)) (string, error) {
-	path := filepath.Join(dir, name)
+// generated holds the values generated this run that belong in dir.
+type generated struct {
+	dir   string
+	names []string
+	value map[string]string
+}
+
+// get returns the value in dir/name, or generates one for save to write.
+func (g *generated) get(name string, generate func() (string, error)) (string, error) {
+	path := filepath.Join(g.dir, name)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -67,15 +75,25 @@ func kept(dir, name string, generate func() (string, error)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+	if g.value == nil {
+		g.value = map[string]string{}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(value+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", err
-	}
+	g.names, g.value[name] = append(g.names, name), value
 	return value, nil
+}
+
+// save writes each generated value into dir (mode 0600, written whole or not at
+// all). Call it once the store holds the directory's lock.
+func (g *generated) save() error {
+	for _, name := range g.names {
+		path := filepath.Join(g.dir, name)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(g.value[name]+"\n"), 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	if err != nil {
 		return fail(stderr, err)
 	}
-	generateDevKey, err := keepGenerated(&cfg)
+	generateDevKey, unsaved, err := keepGenerated(&cfg)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -85,6 +85,10 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	defer cancel()
 	if err := svc.Start(startCtx); err != nil {
 		return fail(stderr, err)
+	}
+	if err := unsaved.save(); err != nil { // the store holds the data directory's lock now
+		_ = svc.Stop(startCtx)
+		return fail(stderr, fmt.Errorf("keep the generated secrets in the data directory: %w", err))
 	}
 	shutdown := svc.Wait() // handles SIGINT and SIGTERM from here on
 	links.listening(server.Addr())

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -263,6 +264,33 @@ func TestRestartKeepsMessagesKeyAndPortalLinks(t *testing.T) {
 		if err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v; want a file of mode 0600", name, err, info.Mode().Perm())
 		}
+	}
+}
+
+// A reqlogd refused by the data directory's lock writes nothing into it: the
+// directory is another process's, which configured its own key and portal
+// secret.
+func TestASecondReqlogdLeavesTheLockedDirectoryAlone(t *testing.T) {
+	dir := t.TempDir()
+	first, err := sqlite.New(t.Context(), sqlite.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	before, _ := os.ReadDir(dir)
+
+	var stderr bytes.Buffer
+	code := run([]string{"-addr", "127.0.0.1:0", "-log-level", "error"}, envOf(map[string]string{"REQLOG_SQLITE_DIR": dir}), io.Discard, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "in use by another reqlog") {
+		t.Fatalf("exit %d, stderr %q: want a refusal naming the lock", code, stderr.String())
+	}
+	after, _ := os.ReadDir(dir)
+	if len(after) != len(before) {
+		var names []string
+		for _, e := range after {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the data directory holds %v after the refused start, want only the first process's %d files", names, len(before))
 	}
 }
 
