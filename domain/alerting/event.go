@@ -349,7 +349,7 @@ func ParseEndpoint(fields map[string]any, base Endpoint) (Endpoint, error) {
 				e.URL, msg = checkEndpointURL(s)
 			}
 		case "description":
-			msg = readText(v, &e.Description, MaxEndpointDescription)
+			msg = readDisplayText(v, &e.Description, MaxEndpointDescription)
 		case "format":
 			s, _ := v.(string)
 			if s != string(FormatStandard) && s != string(FormatSlack) {

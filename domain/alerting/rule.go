@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/domain"
@@ -231,7 +232,7 @@ func ParseRule(fields map[string]any, base Rule) (Rule, error) {
 // nothing is).
 var ruleFields = map[string]func(r *Rule, v any) string{
 	"title": func(r *Rule, v any) string {
-		return readText(v, &r.Title, MaxTitleLength)
+		return readDisplayText(v, &r.Title, MaxTitleLength)
 	},
 	"name": func(r *Rule, v any) string {
 		return readText(v, &r.Filter.Name, domain.MaxNameLength)
@@ -470,6 +471,31 @@ func readText(v any, dst *string, limit int) string {
 	}
 	*dst = strings.TrimSpace(s)
 	return ""
+}
+
+// readDisplayText is readText for text written for people, shown on one line
+// in the portal and in Slack (a rule's title, an endpoint's description): a
+// character that would break or reorder that line is refused. A rule's name
+// and path prefix are not: they match what messages hold, which may be any
+// text.
+func readDisplayText(v any, dst *string, limit int) string {
+	var s string
+	if msg := readText(v, &s, limit); msg != "" {
+		return msg
+	}
+	if strings.IndexFunc(s, breaksDisplay) >= 0 {
+		return "must not contain control characters (tabs and line breaks among them), line separators or bidirectional overrides"
+	}
+	*dst = s
+	return ""
+}
+
+// breaksDisplay reports a control character (C0, DEL, C1), a line or
+// paragraph separator, or a bidirectional embedding, override or isolate,
+// which could make a title show text other than its own.
+func breaksDisplay(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' ||
+		('\u202A' <= r && r <= '\u202E') || ('\u2066' <= r && r <= '\u2069')
 }
 
 // readString reads a string, or null as "".

@@ -106,6 +106,13 @@ func TestParseAlertRuleNamesEveryBadField(t *testing.T) {
 		{`{` + base + `,"endpoint_ids":["x"]}`, "endpoint_ids"},
 		{`{` + base + `,"enabled":"yes"}`, "enabled"},
 		{`{` + base + `,"title":7}`, "title"},
+		{`{` + base + `,"title":"5xx\u0000 up"}`, "title"},
+		{`{` + base + `,"title":"5xx\nup"}`, "title"},
+		{`{` + base + `,"title":"5xx\tup"}`, "title"},
+		{`{` + base + `,"title":"5xx\u001b[31mup"}`, "title"},
+		{`{` + base + `,"title":"5xx\u0085up"}`, "title"},
+		{`{` + base + `,"title":"5xx\u2028up"}`, "title"},
+		{`{` + base + `,"title":"orders \u202egnp.exe"}`, "title"},
 		{`{` + base + `,"treshold":0.1}`, "treshold"},
 		{`{` + base + `,"":0.1}`, `""`},
 	} {
@@ -160,6 +167,9 @@ func TestParseAlertEndpoint(t *testing.T) {
 		{`{"url":"https://example.com/","format":"teams"}`, "format"},
 		{`{"url":"https://example.com/","secret":"whsec_x"}`, "secret"},
 		{`{"url":"https://example.com/","enabled":null}`, "enabled"},
+		{`{"url":"https://example.com/","description":"ops\u0007"}`, "description"},
+		{`{"url":"https://example.com/","description":"ops\r\nteam"}`, "description"},
+		{`{"url":"https://example.com/","description":"ops \u2066team"}`, "description"},
 	} {
 		_, err := alerting.ParseEndpoint(obj(t, tc.body), alerting.DefaultEndpoint())
 		if fields := fieldsOf(err); !slices.Equal(fields, []string{tc.field}) {
