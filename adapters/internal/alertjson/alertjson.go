@@ -444,12 +444,46 @@ const (
 // Fields decodes a request body that must be one JSON object into its
 // fields' values (nil, bool, float64, string, []any, map[string]any), for
 // alerting.ParseRule and alerting.ParseEndpoint. Anything else is a
-// *domain.ValidationError showing example.
+// *domain.ValidationError showing example; a number beyond float64 (1e400),
+// which JSON allows, is one naming its field.
 func Fields(body []byte, example string) (map[string]any, error) {
 	var fields map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // encoding/json refuses 1e400 as float64 without saying where
 	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
 		return nil, &domain.ValidationError{Message: "the request body must be a JSON object such as " + example}
 	}
+	for name, v := range fields {
+		var ok bool
+		if fields[name], ok = floats(v); !ok {
+			return nil, &domain.ValidationError{Message: "the request body is invalid",
+				Fields: []domain.FieldError{{Field: name, Message: "holds a number beyond ±1.8e308"}}}
+		}
+	}
 	return fields, nil
+}
+
+// floats is v with its json.Numbers, however deep, as float64; false if one
+// does not fit.
+func floats(v any) (any, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		return f, err == nil
+	case []any:
+		for i := range v {
+			var ok bool
+			if v[i], ok = floats(v[i]); !ok {
+				return nil, false
+			}
+		}
+	case map[string]any:
+		for k := range v {
+			var ok bool
+			if v[k], ok = floats(v[k]); !ok {
+				return nil, false
+			}
+		}
+	}
+	return v, true
 }

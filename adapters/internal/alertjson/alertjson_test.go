@@ -81,10 +81,30 @@ func TestFields(t *testing.T) {
 	if err != nil || fields["metric"] != "error_rate" || fields["threshold"] != 0.05 || fields["name"] != nil || len(fields) != 3 {
 		t.Errorf("Fields = %v, %v", fields, err)
 	}
-	for _, body := range []string{``, `[]`, `null`, `{"metric":"error_rate"} {}`, `"x"`, `{"threshold":1e400}`} {
+	for _, body := range []string{``, `[]`, `null`, `{"metric":"error_rate"} {}`, `"x"`} {
 		var invalid *domain.ValidationError
 		if _, err := alertjson.Fields([]byte(body), alertjson.RuleExample); !errors.As(err, &invalid) || !strings.Contains(invalid.Message, alertjson.RuleExample) {
 			t.Errorf("body %q: %v, want a validation error showing the example", body, err)
 		}
+	}
+}
+
+// A number JSON allows and a float64 cannot hold is refused naming its field,
+// as ParseRule names a number out of its range.
+func TestFieldsNameANumberBeyondFloat64(t *testing.T) {
+	for body, field := range map[string]string{
+		`{"metric":"error_rate","threshold":1e400}`:          "threshold",
+		`{"resolve_threshold":-1e400,"threshold":0.5}`:       "resolve_threshold",
+		`{"endpoint_ids":["whe_x",2e999],"threshold":1e308}`: "endpoint_ids",
+	} {
+		_, err := alertjson.Fields([]byte(body), alertjson.RuleExample)
+		var invalid *domain.ValidationError
+		if !errors.As(err, &invalid) || len(invalid.Fields) != 1 || invalid.Fields[0].Field != field {
+			t.Errorf("body %s: %v, want a validation error naming %s", body, err, field)
+		}
+	}
+	fields, err := alertjson.Fields([]byte(`{"threshold":1e308,"min_requests":5,"window":"5m","endpoint_ids":["whe_x"]}`), alertjson.RuleExample)
+	if err != nil || fields["threshold"] != 1e308 || fields["min_requests"] != 5.0 || fields["window"] != "5m" {
+		t.Errorf("Fields = %v, %v; want numbers as float64", fields, err)
 	}
 }
