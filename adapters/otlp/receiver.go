@@ -146,9 +146,18 @@ type failure struct {
 	retryAfter time.Duration
 }
 
-// ServeTraces takes one export request from principal.
+// errReadOnly refuses a principal that may only read.
+var errReadOnly = failure{status: http.StatusForbidden, message: "this credential may only read messages; export with an API key"}
+
+// ServeTraces takes one export request from principal. A read-only principal
+// (a portal session) is refused before the body is looked at, as POST
+// /v1/messages refuses it: an empty export would otherwise be a 200.
 func (rc *Receiver) ServeTraces(w http.ResponseWriter, r *http.Request, principal domain.Principal) {
 	enc, known := encodingOf(r.Header.Get("Content-Type"))
+	if principal.ReadOnly {
+		rc.refuse(w, enc, errReadOnly)
+		return
+	}
 	if !known {
 		rc.refuse(w, enc, failure{status: http.StatusUnsupportedMediaType,
 			message: "the body must be an ExportTraceServiceRequest sent as application/x-protobuf or application/json"})
@@ -278,7 +287,7 @@ func (rc *Receiver) store(ctx context.Context, principal domain.Principal, conv 
 	}
 	switch {
 	case errors.Is(lost, ports.ErrForbidden):
-		return 0, nil, &failure{status: http.StatusForbidden, message: "this credential may only read messages; export with an API key"}
+		return 0, nil, &errReadOnly
 	case ports.KindOf(lost) == ports.KindOverloaded:
 		return 0, nil, &failure{status: http.StatusTooManyRequests, retryAfter: retryOverloaded, message: "the service is overloaded; retry later"}
 	case ports.KindOf(lost) == ports.KindUnavailable || ports.KindOf(lost) == ports.KindCanceled:

@@ -31,6 +31,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/otlp"
+	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -40,10 +41,12 @@ const apiKey = "rk_otlp_test_key_0123"
 
 var scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 
-// service is reqlog's API with the receiver, on a real memory store.
+// service is reqlog's API with the receiver, on a real memory store, and a
+// portal session token of the key's account.
 type service struct {
-	url    string
-	reader *app.Reader
+	url         string
+	reader      *app.Reader
+	portalToken string
 }
 
 type serviceOptions struct {
@@ -64,12 +67,20 @@ func newService(t *testing.T, o serviceOptions) *service {
 	submitter := func(p domain.Principal) ports.ExchangeSubmitter {
 		return app.LocalSubmitter{Ingester: ingest, Principal: p}
 	}
-	keys := keyring.New([]keyring.Entry{{Account: scope.Account, Domain: scope.Domain, Digest: keyring.Digest(apiKey)}})
+	site, err := portal.New(portal.Config{Secret: portal.RandomSecret()}, app.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := site.KeyStore(keyring.New([]keyring.Entry{{Account: scope.Account, Domain: scope.Domain, Digest: keyring.Digest(apiKey)}}))
 	api := httpapi.New(ingest, app.NewReader(store, policy, app.SystemClock{}), keys, httpapi.Options{
-		Traces: otlp.New(o.cfg, submitter, nil, zaptest.NewLogger(t)), RateLimiter: o.limiter})
+		Traces: otlp.New(o.cfg, submitter, nil, zaptest.NewLogger(t)), RateLimiter: o.limiter, Portal: site})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &service{url: srv.URL, reader: app.NewReader(store, policy, app.SystemClock{})}
+	session, err := site.CreateSession(domain.Principal{Scope: scope}, portal.SessionRequest{}, httptest.NewRequest(http.MethodGet, "/", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &service{url: srv.URL, reader: app.NewReader(store, policy, app.SystemClock{}), portalToken: session.Token}
 }
 
 // stored returns the messages the service holds, newest first, once there
@@ -299,6 +310,30 @@ func TestRefusals(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
+	}
+	svc.stored(t, 0)
+}
+
+// A portal session may read, never export: its POST is a 403 whatever the
+// body holds, an empty export or one that is not even an export.
+func TestAPortalSessionMayNotExport(t *testing.T) {
+	svc := newService(t, serviceOptions{})
+	bearer := []string{"Authorization", "Bearer " + svc.portalToken}
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+	}{
+		{"a span", "application/x-protobuf", export(t, proto.Marshal, serverSpan("/a", 200, time.Minute))},
+		{"empty body", "application/x-protobuf", nil},
+		{"empty export", "application/json", []byte(`{}`)},
+		{"no resource spans", "application/x-protobuf", export(t, proto.Marshal)},
+		{"not an export", "application/json", []byte(`[`)},
+		{"unknown type", "text/plain", []byte("x")},
+	} {
+		resp, reply := post(t, svc.url, tc.contentType, tc.body, bearer...)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d %q, want 403", tc.name, resp.StatusCode, reply)
+		}
 	}
 	svc.stored(t, 0)
 }
