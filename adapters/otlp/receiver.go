@@ -40,6 +40,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -76,11 +77,17 @@ type Config struct {
 	// Decoders is how many requests may be read and decoded at once (0: one
 	// per core: decoding only computes); more get 429.
 	Decoders int
+	// MaxMessageBytes bounds the text one span's message holds, bodies,
+	// headers and path together (0: httpapi.DefaultMaxBodyBytes): a span over
+	// it is rejected, as POST /v1/messages refuses a message over its body
+	// limit. reqlogd sets it to that limit, REQLOG_MAX_BODY_BYTES.
+	MaxMessageBytes int64
 }
 
 // DefaultConfig returns the defaults of every field.
 func DefaultConfig() Config {
-	return Config{MaxBodyBytes: DefaultMaxBodyBytes, MaxSpans: DefaultMaxSpans, Decoders: runtime.GOMAXPROCS(0)}
+	return Config{MaxBodyBytes: DefaultMaxBodyBytes, MaxSpans: DefaultMaxSpans, Decoders: runtime.GOMAXPROCS(0),
+		MaxMessageBytes: httpapi.DefaultMaxBodyBytes}
 }
 
 // Validate reports the first unusable field as a *domain.ValidationError
@@ -96,6 +103,8 @@ func (c Config) Validate() error {
 		return bad("MaxSpans", "must be at least 1")
 	case c.Decoders < 1:
 		return bad("Decoders", "must be at least 1")
+	case c.MaxMessageBytes < 1:
+		return bad("MaxMessageBytes", "must be at least 1")
 	}
 	return nil
 }
@@ -132,6 +141,9 @@ func New(cfg Config, submitter SubmitterFor, spans SpanCounter, log *zap.Logger)
 	}
 	if cfg.Decoders <= 0 {
 		cfg.Decoders = def.Decoders
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = def.MaxMessageBytes
 	}
 	if log == nil {
 		log = zap.NewNop()
@@ -178,6 +190,7 @@ func (rc *Receiver) ServeTraces(w http.ResponseWriter, r *http.Request, principa
 	}
 	conv := Convert(req.GetResourceSpans())
 	req = nil // the exchanges hold what is needed; the rest may be collected
+	conv = rc.rejectOversized(conv)
 	stored, rejected, fail := rc.store(r.Context(), principal, conv)
 	if fail != nil {
 		rc.refuse(w, enc, *fail)
@@ -295,6 +308,38 @@ func (rc *Receiver) store(ctx context.Context, principal domain.Principal, conv 
 	}
 	rc.log.Error("OTLP export not stored", zap.Error(lost))
 	return 0, nil, &failure{status: http.StatusInternalServerError, message: "internal error"}
+}
+
+// rejectOversized moves the exchanges whose text is over MaxMessageBytes to
+// the rejected: the API would refuse each with a 413, its message alone being
+// over its body limit.
+func (rc *Receiver) rejectOversized(conv Conversion) Conversion {
+	kept := conv.Exchanges[:0]
+	for _, e := range conv.Exchanges {
+		if n := textBytes(e); n > rc.cfg.MaxMessageBytes {
+			conv.Rejected = append(conv.Rejected, Rejection{Span: spanName(e),
+				Reason: fmt.Sprintf("holds %d bytes of text, over the limit of %d bytes on a message (REQLOG_MAX_BODY_BYTES)", n, rc.cfg.MaxMessageBytes)})
+			continue
+		}
+		kept = append(kept, e)
+	}
+	conv.Exchanges = kept
+	return conv
+}
+
+// textBytes is the text e holds: its bodies, headers, path and other strings,
+// at least what its message's JSON takes.
+func textBytes(e domain.Exchange) int64 {
+	n := len(e.Name) + len(e.IPAddress) + len(e.Method) + len(e.Path) + len(e.Route) + len(e.Request.Body) + len(e.Response.Body)
+	for _, h := range []map[string][]string{e.Request.Header, e.Response.Header} {
+		for name, values := range h {
+			n += len(name)
+			for _, v := range values {
+				n += len(v)
+			}
+		}
+	}
+	return int64(n)
 }
 
 // spanName names an exchange's span in messages, as its method and path.

@@ -267,6 +267,43 @@ func TestPartialSuccess(t *testing.T) {
 	}
 }
 
+// A span whose message the API would refuse as too large, whose text is over
+// the API's body limit, is rejected, not stored; the API refuses the same
+// message with a 413.
+func TestASpanOverTheAPIsBodyLimitIsRejected(t *testing.T) {
+	svc := newService(t, serviceOptions{})
+	big := strings.Repeat("x", httpapi.DefaultMaxBodyBytes+1)
+	over := serverSpan("/big", 200, time.Minute)
+	over.Attributes = append(over.Attributes, str("http.response.body.content", big))
+	under := serverSpan("/ok", 200, time.Minute)
+	under.Attributes = append(under.Attributes, str("http.response.body.content", big[:64<<10]))
+	resp, reply := post(t, svc.url, "application/x-protobuf", export(t, proto.Marshal, over, under))
+	var decoded coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal(reply, &decoded); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reply %d: %v", resp.StatusCode, err)
+	}
+	if ps := decoded.GetPartialSuccess(); ps.GetRejectedSpans() != 1 || !strings.Contains(ps.GetErrorMessage(), "/big") {
+		t.Errorf("partial success %+v, want the big span rejected", ps)
+	}
+	if m := svc.stored(t, 1)[0]; m.Path != "/ok" {
+		t.Errorf("stored %s, want only /ok", m.Path)
+	}
+
+	message := fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"GET","path":"/big","request":{},"response":{"status_code":200,"body":%q}}`,
+		time.Now().Unix(), big)
+	req, _ := http.NewRequest(http.MethodPost, svc.url+"/v1/messages", strings.NewReader(message))
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	apiResp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiResp.Body.Close()
+	if apiResp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("the API took the same message with %d, want 413", apiResp.StatusCode)
+	}
+}
+
 // Every refusal is an OTLP Status in the request's encoding, with the code the
 // specification gives it, and nothing stored.
 func TestRefusals(t *testing.T) {

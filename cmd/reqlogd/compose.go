@@ -30,6 +30,8 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	traces := cfg.OTLP
+	traces.MaxMessageBytes = cfg.HTTP.MaxBodyBytes // a span's message is held to what a POST of it may carry
 	return fx.Options(
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.ZapLogger{Logger: logger.Named("fx")}
@@ -37,7 +39,7 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 			return l
 		}),
 		// Every store's Config: the graph uses the chosen store's only.
-		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, cfg.OTLP, cfg.SQLite, cfg.Alerts, cfg.Webhook),
+		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, traces, cfg.SQLite, cfg.Alerts, cfg.Webhook),
 		store,
 		app.Module,
 		keyring.Module,

@@ -12,6 +12,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/keyring"
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 )
@@ -49,9 +50,13 @@ func TestEachPartGetsItsConfigFromTheSettings(t *testing.T) {
 		site    portal.Config
 		mongoDB mongo.Config
 		es      elastic.Config
+		traces  otlp.Config
 	)
-	if err := fx.New(fx.NopLogger, graph, fx.Populate(&appCfg, &httpCfg, &keys, &site, &mongoDB, &es)).Err(); err != nil {
+	if err := fx.New(fx.NopLogger, graph, fx.Populate(&appCfg, &httpCfg, &keys, &site, &mongoDB, &es, &traces)).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if traces.MaxMessageBytes != 1234 {
+		t.Errorf("otlp.Config.MaxMessageBytes %d, want REQLOG_MAX_BODY_BYTES, 1234", traces.MaxMessageBytes)
 	}
 	exports := httpapi.DefaultExportLimits()
 	exports.PerKey = 5
