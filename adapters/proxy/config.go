@@ -39,9 +39,10 @@ type Config struct {
 	// Name is the application every recorded exchange belongs to.
 	Name string
 	// TrustedProxies are the peers (load balancers in front of the proxy) whose
-	// X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto and Forwarded headers
-	// are passed on and whose X-Forwarded-For names the client. From any other
-	// peer those headers are replaced: a client could write anything in them.
+	// X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto, Forwarded and
+	// X-Real-IP headers (clientAddressHeaders) are passed on and whose
+	// X-Forwarded-For names the client. From any other peer those headers are
+	// replaced or dropped: a client could write anything in them.
 	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps each recorded body, request and response (0:
 	// capture.DefaultMaxBodyBytes); the rest streams through unrecorded and the

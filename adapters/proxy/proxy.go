@@ -10,9 +10,11 @@
 //     each (Config.MaxBodyBytes) is kept, with a marker saying it was cut.
 //     Server-sent events are flushed as they come; WebSocket and other upgrades
 //     are handed over to a raw connection (recorded as their 101 exchange).
-//   - X-Forwarded-For, -Host, -Proto and Forwarded are believed only from
-//     Config.TrustedProxies; from anyone else they are replaced, so a client
-//     cannot choose the address reqlog records or the upstream sees.
+//   - X-Forwarded-For, -Host, -Proto, Forwarded and X-Real-IP (with the other
+//     headers that name the client: True-Client-IP, CF-Connecting-IP...) are
+//     believed only from Config.TrustedProxies; from anyone else they are
+//     replaced or dropped, so a client cannot choose the address reqlog
+//     records or the upstream sees.
 //   - An upstream that cannot be reached gets the client a 502, one that does
 //     not start its reply within Config.ResponseHeaderTimeout a 504, each
 //     recorded like any exchange; a client that goes away while sending its
@@ -51,6 +53,11 @@ const StatusClientClosedRequest = 499
 // original request.
 var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
 
+// clientAddressHeaders name the client as some proxies and CDNs set them,
+// besides X-Forwarded-For. From an untrusted peer they are dropped, and
+// X-Real-IP, which many applications read, is set to the peer's address.
+var clientAddressHeaders = []string{"X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Cluster-Client-Ip"}
+
 // NewReverseProxy returns the forwarding half of the proxy, without recording:
 // requests to upstream over transport, with X-Forwarded-* set as the package
 // documentation says. Handler wraps it with a recorder.
@@ -72,6 +79,13 @@ func NewReverseProxy(upstream *url.URL, trusted []netip.Prefix, transport http.R
 					if v := pr.In.Header.Values(name); len(v) > 0 {
 						pr.Out.Header[name] = v
 					}
+				}
+			} else {
+				for _, name := range clientAddressHeaders {
+					pr.Out.Header.Del(name)
+				}
+				if peer, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+					pr.Out.Header.Set("X-Real-Ip", peer)
 				}
 			}
 			host, proto := pr.Out.Header.Values("X-Forwarded-Host"), pr.Out.Header.Values("X-Forwarded-Proto")

@@ -109,6 +109,48 @@ func TestForwardedHeadersFromATrustedPeerArePassedOn(t *testing.T) {
 	}
 }
 
+// clientIPHeaders name the client as proxies and CDNs other than
+// X-Forwarded-For's set them.
+var clientIPHeaders = []string{"X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Cluster-Client-Ip"}
+
+// clientIPSeen is an upstream that answers with the client address headers
+// it got.
+func clientIPSeen() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, name := range clientIPHeaders {
+			fmt.Fprintf(w, "%s=%s ", name, strings.Join(r.Header.Values(name), ","))
+		}
+	}))
+}
+
+func claimedIP(t *testing.T, url string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for _, name := range clientIPHeaders {
+		req.Header.Set(name, "203.0.113.9")
+	}
+	_, body := send(t, req)
+	return body
+}
+
+// X-Real-IP and the other headers that name the client are the peer's, or
+// gone, from an untrusted peer, as X-Forwarded-For is; a trusted one's pass.
+func TestClientAddressHeadersFollowTheTrustedProxies(t *testing.T) {
+	upstream := clientIPSeen()
+	defer upstream.Close()
+	untrusted := newRig(t, upstream.URL, proxy.Config{})
+	if got, want := claimedIP(t, untrusted.proxyURL+"/"),
+		"X-Real-Ip=127.0.0.1 True-Client-Ip= X-Client-Ip= Cf-Connecting-Ip= Fastly-Client-Ip= X-Cluster-Client-Ip= "; got != want {
+		t.Errorf("from an untrusted peer the upstream saw %q, want %q", got, want)
+	}
+	trusted := newRig(t, upstream.URL, proxy.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if got, want := claimedIP(t, trusted.proxyURL+"/"),
+		"X-Real-Ip=203.0.113.9 True-Client-Ip=203.0.113.9 X-Client-Ip=203.0.113.9 Cf-Connecting-Ip=203.0.113.9 "+
+			"Fastly-Client-Ip=203.0.113.9 X-Cluster-Client-Ip=203.0.113.9 "; got != want {
+		t.Errorf("from a trusted peer the upstream saw %q, want %q", got, want)
+	}
+}
+
 func TestUpstreamDownIs502AndRecorded(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -264,7 +264,7 @@ var settings = []setting{
 	stringSetting("proxy.addr", "Proxy.Addr", "address the capturing proxy listens on (host:port)", func(c *config) *string { return &c.Proxy.Addr }),
 	stringSetting("proxy.name", "Proxy.Name", "application name of the exchanges through the proxy", func(c *config) *string { return &c.Proxy.Name }),
 	{key: "proxy.trusted_proxies", field: "Proxy.TrustedProxies",
-		usage: "comma-separated addresses or CIDR ranges of proxies in front of the capturing proxy, whose X-Forwarded-* and Forwarded headers are passed on and name the client (from others they are replaced)",
+		usage: "comma-separated addresses or CIDR ranges of proxies in front of the capturing proxy, whose X-Forwarded-*, Forwarded and X-Real-IP headers are passed on and name the client (from others they are replaced)",
 		parse: func(c *config, v string) (err error) {
 			c.Proxy.TrustedProxies, err = proxy.ParsePrefixes(splitList(v))
 			return err
