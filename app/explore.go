@@ -64,50 +64,66 @@ func NewExporter(store ports.MessageReader, policy domain.Policy, clock ports.Cl
 	return NewReader(store, policy, clock).Exporter()
 }
 
+// ExportResult is what an export handed over, and how far back it is whole.
+type ExportResult struct {
+	Written int
+	// ExpiredBefore, when not zero, is the retention's edge when the export
+	// ended, which moved into the range the export read back to while it ran:
+	// messages created before it may be missing, having expired, and been
+	// purged, before the page that would have held them was read.
+	ExpiredBefore time.Time
+}
+
 // Export hands every readable message of the principal that passes q.Filter to
-// write, newest first, at most q.Max of them, a page at a time, and returns how
-// many it handed over. Only one page is held at a time, whatever the count; the
-// pages follow one another by keyset cursor, all read at the time the export
-// began, so a message never appears twice. Reading each page is a walk that
-// waits for its account's turn; writing it is not, so a slow reader holds no
-// turn. write owns each page only during the call. The first error of the
+// write, newest first, at most q.Max of them, a page at a time. Only one page
+// is held at a time, whatever the count; the pages follow one another by
+// keyset cursor, all read at the time the export began, so a message never
+// appears twice; one that expires and is purged before its page is read is
+// missing, which ExportResult.ExpiredBefore tells. Reading each page is a walk
+// that waits for its account's turn; writing it is not, so a slow reader holds
+// no turn. write owns each page only during the call. The first error of the
 // store or of write ends the export and is returned; write has then seen a
 // prefix of the export.
-func (e *Exporter) Export(ctx context.Context, principal domain.Principal, q domain.ExportQuery, write func([]domain.Message) error) (int, error) {
+func (e *Exporter) Export(ctx context.Context, principal domain.Principal, q domain.ExportQuery, write func([]domain.Message) error) (ExportResult, error) {
+	var res ExportResult
 	now := e.reads.clock.Now()
 	list := domain.Query{Scope: principal.Scope}
 	var ok bool
 	if list.Filter, ok = e.reads.scoped(principal, q.Filter, now); !ok {
-		return 0, nil
+		return res, nil
 	}
 	remaining := q.Max
 	if remaining <= 0 || remaining > domain.MaxExport {
 		remaining = domain.MaxExport
 	}
-	written := 0
 	for remaining > 0 {
 		list.Limit = min(remaining, ExportPageSize)
 		page, err := e.readPage(ctx, principal, list, now)
 		if err != nil {
-			return written, fmt.Errorf("export messages: %w", err)
+			return res, fmt.Errorf("export messages: %w", err)
 		}
 		if len(page.Messages) > remaining { // a store that ignored the limit
 			page.Messages, page.HasMore = page.Messages[:remaining], true
 		}
 		if len(page.Messages) > 0 {
 			if err := write(page.Messages); err != nil {
-				return written, err
+				return res, err
 			}
 		}
-		written += len(page.Messages)
+		res.Written += len(page.Messages)
 		remaining -= len(page.Messages)
 		next := page.Next()
 		if next == nil {
+			// Read back to the range's start: what expired since the export
+			// began may have gone before its page was read.
+			if edge := e.reads.policy.OldestReadable(e.reads.clock.Now()); edge.After(list.Filter.From) {
+				res.ExpiredBefore = edge
+			}
 			break
 		}
 		list.After = next
 	}
-	return written, nil
+	return res, nil
 }
 
 // readPage reads one page of an export in its account's turn.

@@ -123,7 +123,7 @@ func TestExportPagesNewestFirstUpToMax(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			pages := 0
-			n, err := exporter.Export(context.Background(), tc.principal, domain.ExportQuery{Max: tc.max}, func(page []domain.Message) error {
+			res, err := exporter.Export(context.Background(), tc.principal, domain.ExportQuery{Max: tc.max}, func(page []domain.Message) error {
 				pages++
 				if len(page) > app.ExportPageSize {
 					t.Errorf("a page of %d messages, more than %d", len(page), app.ExportPageSize)
@@ -133,8 +133,8 @@ func TestExportPagesNewestFirstUpToMax(t *testing.T) {
 				}
 				return nil
 			})
-			if err != nil || n != len(got) {
-				t.Fatalf("Export = %d, %v after handing over %d", n, err, len(got))
+			if err != nil || res.Written != len(got) || !res.ExpiredBefore.IsZero() {
+				t.Fatalf("Export = %+v, %v after handing over %d", res, err, len(got))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("exported %d ids, want %d newest first (first %.60v)", len(got), len(tc.want), got)
@@ -157,12 +157,12 @@ func TestExportStopsAtTheFirstError(t *testing.T) {
 	exporter := app.NewExporter(store, app.DefaultConfig().Policy(), fixedClock{testNow})
 	stop := errors.New("client gone")
 	calls := 0
-	n, err := exporter.Export(context.Background(), acmeLive, domain.ExportQuery{Max: domain.MaxExport}, func([]domain.Message) error {
+	res, err := exporter.Export(context.Background(), acmeLive, domain.ExportQuery{Max: domain.MaxExport}, func([]domain.Message) error {
 		calls++
 		return stop
 	})
-	if !errors.Is(err, stop) || calls != 1 || n != 0 {
-		t.Errorf("Export = %d, %v after %d pages; want the writer's error after the first", n, err, calls)
+	if !errors.Is(err, stop) || calls != 1 || res.Written != 0 {
+		t.Errorf("Export = %+v, %v after %d pages; want the writer's error after the first", res, err, calls)
 	}
 
 	failing := &recordingStore{err: errors.New("store down")}

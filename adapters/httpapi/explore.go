@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -169,9 +170,9 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 		q.Max = 1 // the same status and headers as GET, without reading everything
 	}
 	out := newExportWriter(w, q.Format, a.exports.limits)
-	_, err = a.exporter.Export(r.Context(), principalOf(r.Context()), q, out.page)
+	res, err := a.exporter.Export(r.Context(), principalOf(r.Context()), q, out.page)
 	if err == nil {
-		err = out.finish()
+		err = out.finish(res)
 	}
 	switch {
 	case err == nil:
@@ -191,6 +192,12 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// ExpiredTrailer is the export's trailer naming the instant before which
+// messages may be missing, having expired while the export ran
+// (app.ExportResult.ExpiredBefore); absent when none can be. A header cannot
+// say it: it is sent before the export is read.
+const ExpiredTrailer = "Reqlog-Export-Expired-Before"
 
 // errClientGone is a failed write of the export: the client left.
 var errClientGone = errors.New("export: client gone")
@@ -232,6 +239,7 @@ func (e *exportWriter) start() {
 		h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="reqlog-export.ndjson"`)
 	}
+	h.Set("Trailer", ExpiredTrailer)
 	e.w.WriteHeader(http.StatusOK)
 	if e.format == domain.ExportCSV {
 		// Lines end in LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv also
@@ -291,9 +299,13 @@ func (e *exportWriter) flush() error {
 }
 
 // finish ends an export; one of nothing still has its headers (and CSV header).
-func (e *exportWriter) finish() error {
+// The trailer says whether messages may have expired while it ran.
+func (e *exportWriter) finish(res app.ExportResult) error {
 	if !e.started {
 		e.start()
+	}
+	if !res.ExpiredBefore.IsZero() {
+		e.w.Header().Set(ExpiredTrailer, domain.FormatTime(res.ExpiredBefore))
 	}
 	return e.flush()
 }

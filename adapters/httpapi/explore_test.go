@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -200,5 +201,99 @@ func TestExportCSVDefusesSubmittedFormulas(t *testing.T) {
 	rec = f.do(t, request{method: http.MethodGet, target: "/v1/messages/export", header: authed()})
 	if !strings.Contains(rec.Body.String(), `"name":"=cmd|' /C calc'!A0"`) || !strings.Contains(rec.Body.String(), `"method":"-1+1"`) {
 		t.Errorf("NDJSON changed the values: %s", rec.Body)
+	}
+}
+
+// expiringStore is a memory store whose oldest messages expire, and are purged,
+// once the export has read its first page.
+type expiringStore struct {
+	*memory.Store
+	clock interface {
+		Advance(time.Duration)
+		Now() time.Time
+	}
+	expireAfter time.Duration
+	mu          sync.Mutex
+	lists       int
+}
+
+func (s *expiringStore) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	s.mu.Lock()
+	s.lists++
+	if s.lists == 2 && s.expireAfter > 0 {
+		s.clock.Advance(s.expireAfter)
+		if _, err := s.PurgeExpired(ctx, s.clock.Now()); err != nil {
+			s.mu.Unlock()
+			return domain.Page{}, err
+		}
+	}
+	s.mu.Unlock()
+	return s.Store.List(ctx, q, now)
+}
+
+// An export over messages that expire while it runs says so: its trailer
+// Reqlog-Export-Expired-Before names the instant before which messages may
+// be missing. One whose range nothing could leave has no such trailer.
+func TestExportOverExpiringMessagesSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		expireAfter time.Duration
+		query       string
+		lines       int
+		expired     bool
+	}{
+		{"messages expire mid-stream", 2 * time.Minute, "", 1500, true},
+		{"nothing expires", 0, "", 2500, false},
+		{"a range after the edge", 2 * time.Minute, "&from=" + fmt.Sprint(start.Add(-2*time.Hour).Unix()), 1500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &expiringStore{Store: memory.New(), expireAfter: tc.expireAfter}
+			f := newFixture(t, setup{store: store})
+			store.clock = f.clock
+			edge := start.Add(-domain.DefaultRetention)
+			var msgs []domain.Message
+			for i := range 2500 {
+				at := start.Add(-time.Hour + time.Duration(i)*time.Millisecond) // 1,500 recent ones
+				if i >= 1500 {
+					at = edge.Add(time.Minute + time.Duration(i)*time.Millisecond) // 1,000 a minute from expiring
+				}
+				msgs = append(msgs, domain.Message{ID: fmt.Sprintf("01959000-0000-7000-8000-%012d", i), Reference: fmt.Sprintf("msg_%011d", i),
+					Account: "acme", Domain: domain.DomainLive, Name: "shop", Method: "GET", Path: "/p", StatusCode: 200, CreatedAt: at, UpdatedAt: at,
+					VisibleAt: at, ExpiresAt: at.Add(domain.DefaultRetention)})
+			}
+			if err := store.Append(t.Context(), msgs); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(f.handler)
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/messages/export?format=ndjson"+tc.query, nil)
+			req.Header.Set("Authorization", "Bearer "+liveKey)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if _, announced := resp.Trailer[httpapi.ExpiredTrailer]; !announced {
+				t.Errorf("trailers announced %v, want %s among them", resp.Trailer, httpapi.ExpiredTrailer)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, %v", resp.StatusCode, err)
+			}
+			if n := strings.Count(string(body), "\n"); n != tc.lines {
+				t.Errorf("%d lines, want %d", n, tc.lines)
+			}
+			got := resp.Trailer.Get(httpapi.ExpiredTrailer)
+			if !tc.expired {
+				if got != "" {
+					t.Errorf("Reqlog-Export-Expired-Before %q, want none", got)
+				}
+				return
+			}
+			at, err := time.Parse(time.RFC3339Nano, got)
+			if err != nil || !at.After(edge.Add(time.Minute+2500*time.Millisecond)) || at.After(edge.Add(tc.expireAfter+time.Second)) {
+				t.Errorf("Reqlog-Export-Expired-Before %q (%v), want the retention's edge at the export's end, past every expired message", got, err)
+			}
+		})
 	}
 }
