@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -26,7 +25,7 @@ import (
 // options is the whole service graph for cfg: each part's module with its own
 // Config, and the store REQLOG_STORE names.
 func options(cfg config, logger *zap.Logger) (fx.Option, error) {
-	store, err := storeModule(cfg.Store, stores)
+	store, err := storeModule(cfg.Store, storeRegistry)
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +74,4 @@ func (l *portalLinks) PortalLink(principal domain.Principal, view url.Values, ex
 		base = *b
 	}
 	return l.site.Link(base, principal, view, expires)
-}
-
-func storeModule(name string, registry map[string]fx.Option) (fx.Option, error) {
-	if m, ok := registry[name]; ok {
-		return m, nil
-	}
-	return nil, &app.ConfigError{Setting: "REQLOG_STORE", Value: name,
-		Reason: fmt.Sprintf("store %s is not available in this build", name)}
 }

@@ -116,10 +116,10 @@ func TestGraphServesOverHTTP(t *testing.T) {
 }
 
 func TestStoreRegistry(t *testing.T) {
-	if _, err := storeModule(storeMemory, stores); err != nil {
+	if _, err := storeModule(storeMemory, storeRegistry); err != nil {
 		t.Fatalf("memory store: %v", err)
 	}
-	_, err := storeModule(storeMongoDB, map[string]fx.Option{})
+	_, err := storeModule(storeMongoDB, storeRegistry[:1])
 	var cfgErr *app.ConfigError
 	if !errors.As(err, &cfgErr) || cfgErr.Setting != "REQLOG_STORE" || !strings.Contains(err.Error(), "not available in this build") {
 		t.Fatalf("missing store: %v", err)

@@ -40,14 +40,6 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// Store names REQLOG_STORE accepts.
-const (
-	storeSQLite        = "sqlite"
-	storeMemory        = "memory"
-	storeMongoDB       = "mongodb"
-	storeElasticsearch = "elasticsearch"
-)
-
 // Log formats REQLOG_LOG_FORMAT accepts.
 const (
 	logFormatJSON    = "json"
@@ -193,7 +185,7 @@ func boolSetting(key, field, usage string, ptr func(*config) *bool) setting {
 // settings is the single list of what can be configured.
 var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
-	stringSetting("store", "Store", "storage backend: sqlite (a directory of files, see sqlite.dir), memory (lost on restart), mongodb or elasticsearch", func(c *config) *string { return &c.Store }),
+	stringSetting("store", "Store", storeHelp(storeRegistry), func(c *config) *string { return &c.Store }),
 	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
@@ -518,18 +510,14 @@ func (c config) validate() error {
 	if err := c.refused("HTTP", c.HTTP.Validate()); err != nil {
 		return err
 	}
-	switch c.Store {
-	case storeSQLite, storeMemory:
-	case storeMongoDB:
-		if c.MongoDB.URI == "" {
-			return c.bad("mongodb.uri", "is required with REQLOG_STORE=mongodb")
+	store, ok := storeNamed(storeRegistry, c.Store)
+	if !ok {
+		return c.bad("store", "must be "+storeNames(storeRegistry))
+	}
+	if store.requires != nil {
+		if key, reason := store.requires(&c); key != "" {
+			return c.bad(key, reason)
 		}
-	case storeElasticsearch:
-		if len(c.Elasticsearch.Addresses) == 0 {
-			return c.bad("elasticsearch.url", "is required with REQLOG_STORE=elasticsearch")
-		}
-	default:
-		return c.bad("store", "must be sqlite, memory, mongodb or elasticsearch")
 	}
 	if err := c.refused("App", c.App.Validate()); err != nil {
 		return err
