@@ -42,7 +42,7 @@ type AlertDeliverer struct {
 func NewAlertDeliverer(store ports.AlertStore, sender ports.WebhookSender, clock ports.Clock, owner string,
 	cfg AlertConfig, log *zap.Logger) *AlertDeliverer {
 	return &AlertDeliverer{store: store, sender: sender, clock: clock, owner: owner, lease: cfg.DeliveryLease,
-		concurrency: cfg.DeliveryConcurrency, poll: cfg.Poll, log: log.Named("alerts"), wakeUp: make(chan struct{}, 1)}
+		concurrency: cfg.DeliveryConcurrency, poll: cfg.Poll, log: named(log, "alerts"), wakeUp: make(chan struct{}, 1)}
 }
 
 // Wake makes a running worker look at the queue now.

@@ -60,7 +60,7 @@ func NewAlertEvaluator(store ports.AlertStore, got *Statistics, clock ports.Cloc
 	owner string, cfg AlertConfig, log *zap.Logger) *AlertEvaluator {
 	return &AlertEvaluator{store: store, stats: got, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
 		owner: owner, interval: cfg.EvaluationInterval, retain: cfg.HistoryRetention, poll: cfg.Poll,
-		log: log.Named("alerts"), wake: func() {}}
+		log: named(log, "alerts"), wake: func() {}}
 }
 
 // WakeOnEvents makes new events wake worker at once.

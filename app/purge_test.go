@@ -112,3 +112,12 @@ func TestCheckReadLag(t *testing.T) {
 		t.Fatalf("CheckReadLag = %v, want a ConfigError naming REQLOG_VISIBILITY_DELAY", err)
 	}
 }
+
+// A nil logger means no logs: an embedder may pass none.
+func TestNilLoggerLogsNothing(t *testing.T) {
+	p := app.NewPurger(&recordingStore{err: ports.ErrUnavailable}, fixedClock{testNow}, time.Hour, nil)
+	p.PurgeOnce(context.Background()) // logs its failure, to nowhere
+	cfg := app.DefaultAlertConfig()
+	app.NewAlertEvaluator(nil, nil, fixedClock{testNow}, nil, "replica", cfg, nil)
+	app.NewAlertDeliverer(nil, nil, fixedClock{testNow}, "replica", cfg, nil)
+}
