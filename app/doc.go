@@ -2,8 +2,9 @@
 // ingest (Ingester, with admission and the GroupCommitter that batches
 // submissions into store writes; LocalSubmitter for capture in the same
 // process), reads (Reader, Statistics, Exporter), alerting (Alerts,
-// AlertEvaluator, AlertDeliverer), the retention Purger, their Config and the
-// fx module that wires them (fx.go).
+// AlertEvaluator, AlertDeliverer), the retention Purger and their Config.
+// Core builds them all on one store (core.go), for an embedder's constructor
+// and for the fx module (fx.go) alike.
 //
 // It imports the domain, the ports and the frameworks (fx, zap), never an
 // adapter: adapters depend on app, and cmd/reqlogd chooses them. Time comes

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -11,127 +10,52 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Module provides the policy, the clock and the use cases, and runs the purge job.
-// It needs a Config, a *zap.Logger and a ports.MessageStore from the graph; the use
-// cases report their store calls to a Metrics if the graph has one. Submissions go
-// through a GroupCommitter unless REQLOG_GROUP_COMMIT is false; it flushes on stop.
+// Module provides the policy, the clock and the use cases of a Core (NewCore,
+// as an embedder's constructor builds it), started and stopped with the
+// service. It needs a Config and a ports.MessageStore from the graph. It uses
+// a Metrics, a *zap.Logger, and for alerting a ports.AlertStore (without one
+// alerting is off and *Alerts nil) with a ports.WebhookSender, an AlertConfig
+// and a ports.PortalLinker, where the graph has them.
 var Module = fx.Module("app",
 	fx.Provide(
 		Config.Policy,
 		fx.Annotate(func() SystemClock { return SystemClock{} }, fx.As(new(ports.Clock))),
-		newUseCaseStore,
-		newIngestQueue,
-		func(q ingestQueue, s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) (*Ingester, error) {
-			var next ports.MessageWriter = s
-			if q.GroupCommitter != nil {
-				next = q.GroupCommitter
-			}
-			return NewIngesterWith(IngestPorts{Store: s, Queue: q.GroupCommitter, Breaker: NewBreaker(next), Lookup: s, Clock: c},
-				p, cfg.Admission)
-		},
-		func(s useCaseStore, p domain.Policy, c ports.Clock, cfg Config) *Reader {
-			return NewReaderWith(s, p, c, cfg.Walks)
-		},
-		(*Reader).Statistics, // one reads for the three, so they share the walks
-		(*Reader).Exporter,
-		func(s useCaseStore, c ports.Clock, cfg Config, log *zap.Logger) *Purger {
-			return NewPurger(s, c, cfg.PurgeInterval, log)
-		},
+		newCore,
+		func(c *Core) *Ingester { return c.Ingester },
+		func(c *Core) *Reader { return c.Reader },
+		func(c *Core) *Statistics { return c.Statistics },
+		func(c *Core) *Exporter { return c.Exporter },
+		func(c *Core) *Alerts { return c.Alerts },
 	),
-	fx.Invoke(
-		CheckReadLag,
-		func(lc fx.Lifecycle, p *Purger) {
-			lc.Append(fx.Hook{
-				OnStart: func(context.Context) error { p.Start(); return nil },
-				OnStop:  p.Stop,
-			})
-		},
-	),
+	// Built, checked and started even when nothing in the graph asks for a use
+	// case.
+	fx.Invoke(func(*Core) {}),
 )
 
-// useCaseStore is the store as the use cases see it: observed when the graph has
-// a Metrics.
-type useCaseStore struct{ ports.MessageStore }
-
-type useCaseStoreParams struct {
+type coreParams struct {
 	fx.In
-	Store   ports.MessageStore
-	Metrics Metrics `optional:"true"`
+	Lifecycle   fx.Lifecycle
+	Config      Config
+	Policy      domain.Policy
+	Clock       ports.Clock
+	Store       ports.MessageStore
+	Metrics     Metrics             `optional:"true"`
+	Log         *zap.Logger         `optional:"true"`
+	AlertStore  ports.AlertStore    `optional:"true"`
+	AlertConfig AlertConfig         `optional:"true"`
+	Sender      ports.WebhookSender `optional:"true"`
+	Links       ports.PortalLinker  `optional:"true"`
 }
 
-func newUseCaseStore(p useCaseStoreParams) useCaseStore {
-	return useCaseStore{Observe(p.Store, p.Metrics)}
-}
-
-// ingestQueue is the GroupCommitter the Ingester writes through, nil when group
-// commit is off.
-type ingestQueue struct{ *GroupCommitter }
-
-type ingestQueueParams struct {
-	fx.In
-	Lifecycle fx.Lifecycle
-	Store     useCaseStore
-	Config    Config
-	Policy    domain.Policy
-	Clock     ports.Clock
-	Metrics   Metrics `optional:"true"`
-}
-
-func newIngestQueue(p ingestQueueParams) ingestQueue {
-	if !p.Config.GroupCommit.Enabled {
-		return ingestQueue{}
-	}
-	opts := p.Config.GroupCommit.GroupCommitOptions
-	opts.Metrics, _ = p.Metrics.(QueueMetrics)
-	opts.Stamper = &StoredTimeStamper{Policy: p.Policy, Clock: p.Clock}
-	committer := NewGroupCommitter(p.Store, opts)
-	p.Lifecycle.Append(fx.Hook{OnStop: committer.Close})
-	return ingestQueue{committer}
-}
-
-// AlertsModule provides alerting: the *Alerts use case of the API, and this
-// replica's evaluator and delivery worker, started and stopped with the
-// service. It needs an AlertConfig, a ports.WebhookSender and the *Statistics
-// (Module's) from the graph, and the store's ports.AlertStore: without one,
-// alerting is off and *Alerts is nil. It uses a ports.PortalLinker if the graph
-// has one.
-var AlertsModule = fx.Module("alerts", fx.Provide(newAlerting))
-
-type alertingParams struct {
-	fx.In
-	Lifecycle  fx.Lifecycle
-	Config     AlertConfig
-	Store      ports.AlertStore `optional:"true"`
-	Sender     ports.WebhookSender
-	Statistics *Statistics
-	Clock      ports.Clock
-	Links      ports.PortalLinker `optional:"true"`
-	Log        *zap.Logger
-}
-
-func newAlerting(p alertingParams) (*Alerts, error) {
-	if p.Store == nil {
-		p.Log.Info("alerting is off: the store keeps no alert rules")
-		return nil, nil
-	}
-	if err := p.Config.Validate(); err != nil {
+func newCore(p coreParams) (*Core, error) {
+	c, err := NewCore(p.Config, CoreDeps{Store: p.Store, Policy: &p.Policy, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
+		Alerting: AlertingDeps{Store: p.AlertStore, Config: p.AlertConfig, Sender: p.Sender, Links: p.Links}})
+	if err != nil {
 		return nil, err
 	}
-	owner := ReplicaName()
-	evaluator := NewAlertEvaluator(p.Store, p.Statistics, p.Clock, p.Links, owner, p.Config, p.Log)
-	worker := NewAlertDeliverer(p.Store, p.Sender, p.Clock, owner, p.Config, p.Log)
-	alerts := NewAlerts(p.Store, p.Sender, p.Clock, p.Links, p.Config)
-	alerts.WakeOnEvents(worker)
-	evaluator.WakeOnEvents(worker)
 	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			evaluator.Start()
-			worker.Start()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			return errors.Join(evaluator.Stop(ctx), worker.Stop(ctx))
-		},
+		OnStart: func(context.Context) error { c.Start(); return nil },
+		OnStop:  c.Stop,
 	})
-	return alerts, nil
+	return c, nil
 }

@@ -50,8 +50,7 @@ type handlerParams struct {
 	Exporter   *app.Exporter   `optional:"true"`
 	// Traces serves POST /v1/traces when the graph has one (adapters/otlp).
 	Traces TraceReceiver `optional:"true"`
-	// Alerting, when the graph has it (app.AlertsModule) and the store keeps
-	// rules.
+	// Alerting: nil unless the store keeps rules (app.Module).
 	Alerts *app.Alerts `optional:"true"`
 }
 

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -12,7 +11,8 @@ import (
 
 // Module provides the SQLite store as the service's ports.MessageStore (and
 // as *Store). It needs a Config from the graph and uses a *zap.Logger if
-// there is one. It opens the data directory on start and closes it on stop.
+// there is one. It opens the data directory on start and closes it on stop;
+// app's Core warms its statistics (a ports.StatsWarmer) in between.
 var Module = fx.Module("sqlite",
 	fx.Provide(fx.Annotate(provide, fx.As(fx.Self()), fx.As(new(ports.MessageStore)))),
 )
@@ -36,34 +36,17 @@ func provide(p moduleParams) (*Store, error) {
 		log = zap.NewNop()
 	}
 	s := &Store{cfg: cfg}
-	warming, stopWarming := context.WithCancel(context.Background())
-	warmed := make(chan struct{})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			opened, err := New(ctx, cfg)
 			if err != nil {
-				close(warmed)
 				return err
 			}
 			s.adopt(opened)
-			log := log.Named("sqlite")
-			log.Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
-			go func() {
-				defer close(warmed)
-				start := time.Now()
-				if err := s.WarmStats(warming, start); err != nil && warming.Err() == nil {
-					log.Warn("counting the busiest scopes' statistics at start failed; their first chart reads every minute", zap.Error(err))
-					return
-				}
-				log.Debug("statistics warmed", zap.Duration("took", time.Since(start)))
-			}()
+			log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
 			return nil
 		},
-		OnStop: func(context.Context) error {
-			stopWarming()
-			<-warmed
-			return s.Close()
-		},
+		OnStop: func(context.Context) error { return s.Close() },
 	})
 	return s, nil
 }

@@ -44,7 +44,6 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 		portal.Module,
 		webhook.Module,
 		fx.Provide(newPortalLinks, func(l *portalLinks) ports.PortalLinker { return l }),
-		app.AlertsModule,
 		httpapi.Module,
 		otlp.Module,  // POST /v1/traces
 		proxy.Module, // runs only when cfg.Proxy is enabled

@@ -83,7 +83,6 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		keyring.Module,
 		portal.Module,
 		webhook.Module,
-		app.AlertsModule,
 		httpapi.HandlerModule,
 		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
