@@ -1,8 +1,6 @@
 package mongo
 
 import (
-	"context"
-
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -28,30 +26,11 @@ type moduleParams struct {
 // provide checks the configuration at once but connects only on start: fx
 // builds the whole graph before any OnStart hook runs.
 func provide(p moduleParams) (*Store, error) {
-	store, err := newUnopened(p.Config)
+	store, start, stop, err := Deferred(p.Config, p.Log)
 	if err != nil {
 		return nil, err
 	}
-	log := p.Log
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.Named("mongo").With(zap.String("database", store.cfg.Database), zap.String("collection", store.cfg.Collection))
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			if err := store.open(ctx); err != nil {
-				return err
-			}
-			if store.TTLActive() {
-				log.Info("MongoDB store ready; the server deletes expired messages (TTL index)")
-			} else {
-				log.Warn("MongoDB store ready without a TTL index; the periodic purge deletes expired messages",
-					zap.NamedError("reason", store.ttlRefused))
-			}
-			return nil
-		},
-		OnStop: store.Close,
-	})
+	p.Lifecycle.Append(fx.Hook{OnStart: start, OnStop: stop})
 	return store, nil
 }
 
@@ -60,8 +39,8 @@ func provide(p moduleParams) (*Store, error) {
 // store connects.
 var AlertModule = fx.Module("mongo.alerts",
 	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
-		a := &AlertStore{store: s}
-		lc.Append(fx.Hook{OnStart: a.setUp})
+		a, start := DeferredAlertStore(s)
+		lc.Append(fx.Hook{OnStart: start})
 		return a
 	}, fx.As(new(ports.AlertStore)))),
 )

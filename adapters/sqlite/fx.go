@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -27,27 +25,11 @@ type moduleParams struct {
 // provide checks the configuration at once but opens the directory only on
 // start: fx builds the whole graph before any OnStart hook runs.
 func provide(p moduleParams) (*Store, error) {
-	cfg, err := p.Config.withDefaults()
+	s, start, stop, err := Deferred(p.Config, p.Log)
 	if err != nil {
 		return nil, err
 	}
-	log := p.Log
-	if log == nil {
-		log = zap.NewNop()
-	}
-	s := &Store{cfg: cfg}
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			opened, err := New(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			s.adopt(opened)
-			log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
-			return nil
-		},
-		OnStop: func(context.Context) error { return s.Close() },
-	})
+	p.Lifecycle.Append(fx.Hook{OnStart: start, OnStop: stop})
 	return s, nil
 }
 
@@ -57,18 +39,8 @@ func provide(p moduleParams) (*Store, error) {
 // before the store lets the directory go.
 var AlertModule = fx.Module("sqlite.alerts",
 	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *Store) *AlertStore {
-		a := &AlertStore{}
-		lc.Append(fx.Hook{
-			OnStart: func(ctx context.Context) error {
-				opened, err := NewAlertStore(ctx, s)
-				if err != nil {
-					return err
-				}
-				*a = *opened
-				return nil
-			},
-			OnStop: func(context.Context) error { return a.Close() },
-		})
+		a, start, stop := DeferredAlertStore(s)
+		lc.Append(fx.Hook{OnStart: start, OnStop: stop})
 		return a
 	}, fx.As(new(ports.AlertStore)))),
 )
