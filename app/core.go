@@ -46,7 +46,7 @@ type AlertingDeps struct {
 // Core is the use cases on one store, with the work that runs beside them:
 // group commit (unless Config.GroupCommit is off) behind the breaker, the read
 // limits, the purge job, the statistics warm-up, and alerting when it has a
-// store. The fx module (Module) and an embedder's constructor both build it
+// store. The fx module (appfx.Module) and an embedder's constructor both build it
 // with NewCore, so the two get the same thing.
 type Core struct {
 	Policy     domain.Policy
