@@ -7,7 +7,9 @@
 // submitter of the Go client's path. Close flushes and closes everything in
 // order.
 //
-// It is the composition root for embedders, as cmd/reqlogd is for the binary.
+// It is the composition root for embedders, as cmd/reqlogd is for the binary,
+// and links no dependency-injection framework (the fx modules live in
+// packages of their own, appfx and the adapters' <name>fx).
 package embedded
 
 import (

@@ -196,3 +196,21 @@ func TestREADMEShowsTheProgram(t *testing.T) {
 		t.Error("README.md's \"Embed it\" does not show adapters/embedded/example/main.go as it is: copy the file into it")
 	}
 }
+
+// An embedder's binary links no fx nor dig: the fx modules live in packages
+// of their own (appfx, <name>fx), which this program does not import.
+func TestLinksNoFx(t *testing.T) {
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on the PATH: go list -deps cannot run")
+	}
+	out, err := exec.Command(gotool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for pkg := range strings.Lines(string(out)) {
+		if strings.HasPrefix(pkg, "go.uber.org/fx") || strings.HasPrefix(pkg, "go.uber.org/dig") {
+			t.Errorf("the program links %s", strings.TrimSpace(pkg))
+		}
+	}
+}
