@@ -81,7 +81,7 @@ func NewAlertDeliverer(store ports.AlertStore, sender ports.WebhookSender, clock
 	cfg AlertConfig, log *zap.Logger) *AlertDeliverer {
 	return &AlertDeliverer{store: store, sender: sender, clock: clock, owner: owner, lease: cfg.DeliveryLease,
 		slots: cfg.DeliveryConcurrency, perAccount: cfg.DeliveryPerAccount, disableAfter: cfg.EndpointDisableAfter,
-		poll: cfg.Poll, log: log.Named("alerts"), metrics: alertMetricsOf(cfg), wakeUp: make(chan struct{}, 1),
+		poll: cfg.Poll, log: named(log, "alerts"), metrics: alertMetricsOf(cfg), wakeUp: make(chan struct{}, 1),
 		inFlight: map[string]int{}, busy: map[string]string{}, served: map[string]uint64{}, silent: map[string]*timeouts{}}
 }
 

@@ -78,7 +78,7 @@ type accountTime struct {
 // the lease.
 func NewAlertEvaluator(store ports.AlertStore, got *Statistics, clock ports.Clock, links ports.PortalLinker,
 	owner string, cfg AlertConfig, log *zap.Logger) *AlertEvaluator {
-	log = log.Named("alerts")
+	log = named(log, "alerts")
 	return &AlertEvaluator{store: store, stats: got, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
 		owner: owner, interval: cfg.EvaluationInterval, budget: cfg.EvaluationBudget, parallel: got.parallelWalks(),
 		retain: cfg.HistoryRetention, bound: newQueueBound(store, clock, cfg, log), metrics: alertMetricsOf(cfg),

@@ -48,7 +48,7 @@ type Alerts struct {
 func NewAlerts(store ports.AlertStore, sender ports.WebhookSender, clock ports.Clock, links ports.PortalLinker, cfg AlertConfig,
 	log *zap.Logger) *Alerts {
 	return &Alerts{store: store, sender: sender, clock: clock, links: &alertLinks{linker: links, ttl: cfg.PortalLinkTTL},
-		maxRules: cfg.MaxRules, bound: newQueueBound(store, clock, cfg, log.Named("alerts")), wake: func() {}}
+		maxRules: cfg.MaxRules, bound: newQueueBound(store, clock, cfg, named(log, "alerts")), wake: func() {}}
 }
 
 // WakeOnEvents makes queued test events wake worker at once.

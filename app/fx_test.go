@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -20,7 +21,7 @@ import (
 func appGraph(store ports.MessageStore, cfg app.Config, populate ...any) fx.Option {
 	return fx.Options(
 		fx.NopLogger,
-		app.Module,
+		appfx.Module,
 		fx.Supply(cfg, zap.NewNop()),
 		fx.Provide(func() ports.MessageStore { return store }),
 		fx.Populate(populate...),

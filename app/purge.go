@@ -20,7 +20,7 @@ type Purger struct {
 
 // NewPurger returns a stopped purge job.
 func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Duration, log *zap.Logger) *Purger {
-	return &Purger{store: store, clock: clock, interval: interval, log: log.Named("purge")}
+	return &Purger{store: store, clock: clock, interval: interval, log: named(log, "purge")}
 }
 
 // Start runs the job in the background; a second Start is a no-op.

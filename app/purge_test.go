@@ -9,7 +9,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -111,4 +113,14 @@ func TestCheckReadLag(t *testing.T) {
 	if !errors.As(err, &cfgErr) || cfgErr.Setting != "REQLOG_VISIBILITY_DELAY" {
 		t.Fatalf("CheckReadLag = %v, want a ConfigError naming REQLOG_VISIBILITY_DELAY", err)
 	}
+}
+
+// A nil logger means no logs: an embedder may pass none.
+func TestNilLoggerLogsNothing(t *testing.T) {
+	p := app.NewPurger(&recordingStore{err: ports.ErrUnavailable}, fixedClock{testNow}, time.Hour, nil)
+	p.PurgeOnce(context.Background()) // logs its failure, to nowhere
+	cfg := app.DefaultAlertConfig()
+	statistics := app.NewReader(memory.New(), domain.DefaultPolicy(), fixedClock{testNow}).Statistics()
+	app.NewAlertEvaluator(nil, statistics, fixedClock{testNow}, nil, "replica", cfg, nil)
+	app.NewAlertDeliverer(nil, nil, fixedClock{testNow}, "replica", cfg, nil)
 }

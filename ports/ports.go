@@ -122,6 +122,14 @@ type HealthChecker interface {
 	Ping(ctx context.Context) error
 }
 
+// StatsWarmer is an optional capability: a store that can count the
+// statistics the first charts after a start ask for, before they ask,
+// implements it, and the service runs it in the background at start. It MUST
+// return soon after ctx ends.
+type StatsWarmer interface {
+	WarmStats(ctx context.Context, now time.Time) error
+}
+
 // KeyStore resolves API keys.
 type KeyStore interface {
 	// Authenticate returns the principal owning key, or an error wrapping

@@ -1,7 +1,8 @@
 // Package capture is net/http middleware that records each exchange (request and
 // response) of the server it wraps and submits it to reqlog through a
 // ports.ExchangeSubmitter: httpclient.Client for a remote reqlogd, or
-// app.LocalSubmitter for the ingest use case in the same process.
+// app.LocalSubmitter for the ingest use case in the same process (which
+// embedded.Core.Capture wires for an embedder).
 //
 // It never changes or delays the response: it tees what the handler reads and
 // writes, and the wrapped http.ResponseWriter keeps the optional interfaces of the

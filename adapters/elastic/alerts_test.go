@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/elastic/elasticfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
@@ -65,7 +66,7 @@ func TestAlertModule(t *testing.T) {
 	})
 	cfg.WarmUp = -time.Second // not what this is about
 	var alerts ports.AlertStore
-	app := fxtest.New(t, fx.Supply(cfg), elastic.Module, elastic.AlertModule, fx.Populate(&alerts), fx.StartTimeout(time.Minute))
+	app := fxtest.New(t, fx.Supply(cfg), elasticfx.Module, elasticfx.AlertModule, fx.Populate(&alerts), fx.StartTimeout(time.Minute))
 	app.RequireStart()
 	defer app.RequireStop()
 	r := alerting.DefaultRule()

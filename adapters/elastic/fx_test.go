@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/elastic/elasticfx"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -19,7 +20,7 @@ func TestModuleProvidesTheStore(t *testing.T) {
 		health ports.HealthChecker
 		self   *elastic.Store
 	)
-	app := fxtest.New(t, fx.NopLogger, elastic.Module, fx.Supply(cfg), fx.Populate(&store, &health, &self))
+	app := fxtest.New(t, fx.NopLogger, elasticfx.Module, fx.Supply(cfg), fx.Populate(&store, &health, &self))
 	app.RequireStart()
 	if store != ports.MessageStore(self) || health != ports.HealthChecker(self) {
 		t.Errorf("the module provides %T and %T, want the one *elastic.Store %p", store, health, self)
@@ -39,7 +40,7 @@ func TestModuleProvidesTheStore(t *testing.T) {
 }
 
 func TestModuleRefusesBadConfig(t *testing.T) {
-	app := fx.New(fx.NopLogger, elastic.Module, fx.Supply(elastic.Config{}), fx.Invoke(func(ports.MessageStore) {}))
+	app := fx.New(fx.NopLogger, elasticfx.Module, fx.Supply(elastic.Config{}), fx.Invoke(func(ports.MessageStore) {}))
 	if app.Err() == nil {
 		t.Error("the module accepted a configuration without addresses")
 	}

@@ -30,7 +30,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Readiness reports whether the store answers, for /readyz (nil: always ready).
 	Readiness func(context.Context) error
-	// Metrics counts requests and serves /metrics (nil: a registry of its own).
+	// Metrics counts requests, and serves /metrics when NewMetrics made it (nil:
+	// a registry of its own, served).
 	Metrics *Metrics
 	// RateLimiter limits each principal's /v1 requests after authentication (nil:
 	// no limit).
@@ -50,6 +51,10 @@ type Options struct {
 	Exports ExportLimits
 	// Alerts serves /v1/alerts (nil: those endpoints answer 404).
 	Alerts *app.Alerts
+	// ReadOnly leaves out the routes that store messages (POST /v1/messages
+	// answers 405, POST /v1/traces 404), for a mount whose messages arrive in
+	// process; keys still read, create portal sessions and manage alerts.
+	ReadOnly bool
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -74,6 +79,7 @@ type api struct {
 	traceReceiver TraceReceiver
 	exports       *exportSlots
 	alerts        *app.Alerts
+	readOnly      bool
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -81,7 +87,8 @@ type api struct {
 func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Options) http.Handler {
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
-		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts}
+		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts,
+		readOnly: opts.ReadOnly}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -121,10 +128,14 @@ const submitRoute = "/v1/messages"
 func (a *api) routes(r *mux.Router) {
 	r.HandleFunc("/healthz", a.healthz).Methods(readMethods()...)
 	r.HandleFunc("/readyz", a.readyz).Methods(readMethods()...)
-	r.Handle("/metrics", a.metrics.handler()).Methods(readMethods()...)
+	if metrics := a.metrics.handler(); metrics != nil {
+		r.Handle("/metrics", metrics).Methods(readMethods()...)
+	}
 	r.HandleFunc("/v1/openapi.json", serveOpenAPI).Methods(readMethods()...)
 	// No subrouter: mux loses method mismatches inside subrouters (404 for 405).
-	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
+	if !a.readOnly {
+		r.Handle(submitRoute, a.authenticate(a.rateLimit(a.submit))).Methods(http.MethodPost)
+	}
 	r.Handle(submitRoute, a.authenticate(a.rateLimit(a.list))).Methods(readMethods()...)
 	// Before {idOrReference}, which would take "export" for an id.
 	r.Handle("/v1/messages/export", a.authenticate(a.rateLimit(a.export))).Methods(readMethods()...)
@@ -132,7 +143,7 @@ func (a *api) routes(r *mux.Router) {
 	r.Handle("/v1/stats", a.authenticate(a.rateLimit(a.stats))).Methods(readMethods()...)
 	r.Handle("/v1/portal/sessions", a.authenticate(a.rateLimit(a.createPortalSession))).Methods(http.MethodPost)
 	r.Handle("/v1/dashboard_access", a.authenticate(a.rateLimit(a.dashboardAccess))).Methods(http.MethodPost)
-	if a.traceReceiver != nil {
+	if a.traceReceiver != nil && !a.readOnly {
 		r.HandleFunc(TracesPath, a.traces).Methods(http.MethodPost)
 	}
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)

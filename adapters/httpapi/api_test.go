@@ -47,6 +47,8 @@ type setup struct {
 	limiter   *httpapi.RateLimiter
 	exports   httpapi.ExportLimits
 	walks     *app.WalkLimits // nil: app.DefaultWalkLimits
+	metrics   *httpapi.Metrics
+	readOnly  bool
 }
 
 func newFixture(t *testing.T, s setup) fixture {
@@ -70,7 +72,8 @@ func newFixture(t *testing.T, s setup) fixture {
 		app.NewIngester(s.store, policy, clock),
 		app.NewReaderWith(s.store, policy, clock, walks),
 		s.keys,
-		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter, Exports: s.exports},
+		httpapi.Options{MaxBodyBytes: s.maxBody, Logger: zap.New(core), Readiness: s.readiness, RateLimiter: s.limiter, Exports: s.exports,
+			Metrics: s.metrics, ReadOnly: s.readOnly},
 	)
 	return fixture{handler: h, logs: logs, clock: clock}
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,16 +14,22 @@ import (
 	"github.com/reqlog/reqlog/app"
 )
 
-// Metrics is the service's Prometheus instrumentation, on a registry of its own:
-// HTTP requests (the API's middleware), store calls (app.Metrics), the ingest
-// queue and the room reserved in it (app.QueueMetrics, app.ReservationMetrics),
-// alerting's bounds at work (app.AlertMetrics), plus the Go runtime and process collectors. Other modules register their own
-// collectors on the same *prometheus.Registry from the fx graph.
+// Metrics is the service's Prometheus instrumentation: HTTP requests (the API's
+// middleware), store calls (app.Metrics), the ingest queue and the room
+// reserved in it (app.QueueMetrics, app.ReservationMetrics), alerting's bounds at
+// work (app.AlertMetrics). NewMetrics puts
+// them on the service's registry with the Go runtime and process collectors,
+// served at /metrics; other modules register their own collectors on the same
+// *prometheus.Registry from the fx graph. RegisterMetrics puts them on an
+// embedder's registry, which the embedder serves.
 //
 // GET /metrics needs no API key, as Prometheus scrapers expect: it shows counts by
 // route template, never an account, key, path or body.
 type Metrics struct {
-	registry        *prometheus.Registry
+	// registerer holds the collectors; gatherer, if set, is served at /metrics.
+	registerer      prometheus.Registerer
+	gatherer        prometheus.Gatherer
+	registered      []prometheus.Collector
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	batchSize       prometheus.Histogram
@@ -48,10 +55,31 @@ var (
 // unmatchedRoute labels requests that matched no route (404, 405).
 const unmatchedRoute = "unmatched"
 
-// NewMetrics registers the service's metrics on reg.
+// NewMetrics registers the service's metrics on reg, with the Go runtime and
+// process collectors unless reg has them already (Prometheus's default
+// registry does), and serves reg at /metrics.
 func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
+	m, err := RegisterMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			m.Unregister()
+			return nil, err
+		}
+	}
+	m.gatherer = reg
+	return m, nil
+}
+
+// RegisterMetrics registers reqlog's own metrics on reg, and nothing else (an
+// embedder's registry has the runtime collectors it wants). The API then
+// serves no /metrics: reg's owner serves reg. Two APIs on one registry need
+// a label each (prometheus.WrapRegistererWith), or the second is refused.
+func RegisterMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		registry: reg,
+		registerer: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reqlog_http_requests_total",
 			Help: "HTTP requests answered, by method, route template and status code.",
@@ -100,27 +128,24 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 			Help: "Evaluation slots in which no evaluation started, the pass before having run past them; the log names the account whose rules took the most of it.",
 		}),
 	}
-	err := errors.Join(
-		reg.Register(m.alertDropped),
-		reg.Register(m.alertDisabled),
-		reg.Register(m.alertDeferred),
-		reg.Register(m.alertSkipped),
-		reg.Register(m.requests),
-		reg.Register(m.requestDuration),
-		reg.Register(m.batchSize),
-		reg.Register(m.appendDuration),
-		reg.Register(m.storeErrors),
-		reg.Register(m.queueMessages),
-		reg.Register(m.queueBytes),
-		reg.Register(m.reservedMsgs),
-		reg.Register(m.reservedBytes),
-		reg.Register(collectors.NewGoCollector()),
-		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
-	)
-	if err != nil {
-		return nil, err
+	for _, c := range []prometheus.Collector{m.alertDropped, m.alertDisabled, m.alertDeferred, m.alertSkipped, m.requests, m.requestDuration, m.batchSize, m.appendDuration, m.storeErrors,
+		m.queueMessages, m.queueBytes, m.reservedMsgs, m.reservedBytes} {
+		if err := reg.Register(c); err != nil {
+			m.Unregister()
+			return nil, fmt.Errorf("httpapi: registering reqlog's metrics: %w", err)
+		}
+		m.registered = append(m.registered, c)
 	}
 	return m, nil
+}
+
+// Unregister takes reqlog's metrics off the registry they were put on, so
+// that a core closed in a process that goes on can be made again.
+func (m *Metrics) Unregister() {
+	for _, c := range m.registered {
+		m.registerer.Unregister(c)
+	}
+	m.registered = nil
 }
 
 // privateMetrics is for an API built without Options.Metrics.
@@ -177,9 +202,13 @@ func (m *Metrics) ObserveEvaluationsDeferred(rules int) { m.alertDeferred.Add(fl
 // ObserveSlotsSkipped implements app.AlertMetrics.
 func (m *Metrics) ObserveSlotsSkipped(slots int) { m.alertSkipped.Add(float64(slots)) }
 
-// handler serves the registry in the Prometheus text format.
+// handler serves the registry in the Prometheus text format; nil when the
+// registry's owner serves it.
 func (m *Metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	if m.gatherer == nil {
+		return nil
+	}
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{Registry: m.registerer})
 }
 
 // measure counts every request and its duration by route template, after the

@@ -16,9 +16,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapifx"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -174,7 +177,7 @@ func TestRateLimitSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var handler http.Handler
-			svc := fxtest.New(t, fx.NopLogger, app.Module, keyring.Module, httpapi.HandlerModule,
+			svc := fxtest.New(t, fx.NopLogger, appfx.Module, keyringfx.Module, httpapifx.HandlerModule,
 				fx.Supply(app.DefaultConfig(), keyring.Config{Keys: []app.APIKey{key}}, zap.NewNop(),
 					httpapi.Config{RateLimit: c.rate, RateBurst: 1}),
 				fx.Provide(func() ports.MessageStore { return memory.New() }),

@@ -18,9 +18,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapifx"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -99,7 +102,7 @@ func TestSecretsReachNeitherStoreNorLogs(t *testing.T) {
 		fx.WithLogger(func() fxevent.Logger { return &fxevent.ZapLogger{Logger: logger.Named("fx")} }),
 		fx.Supply(cfg, keyring.Config{Keys: []app.APIKey{key}}, logger, httpapi.Config{Addr: "127.0.0.1:0"}),
 		fx.Provide(func() ports.MessageStore { return store }),
-		app.Module, keyring.Module, httpapi.Module,
+		appfx.Module, keyringfx.Module, httpapifx.Module,
 		fx.Populate(&server),
 	)
 	svc.RequireStart()

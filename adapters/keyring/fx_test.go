@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -21,7 +22,7 @@ func TestModuleProvidesTheConfiguredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keys ports.KeyStore
-	fxtest.New(t, fx.NopLogger, keyring.Module, fx.Supply(keyring.Config{Keys: []app.APIKey{key}}), fx.Populate(&keys)).
+	fxtest.New(t, fx.NopLogger, keyringfx.Module, fx.Supply(keyring.Config{Keys: []app.APIKey{key}}), fx.Populate(&keys)).
 		RequireStart().RequireStop()
 	p, err := keys.Authenticate(context.Background(), "rk_module_test_key")
 	if err != nil || p.Scope != (domain.Scope{Account: "acme", Domain: "live"}) {

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 
+	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -50,4 +51,19 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (domain.Principal,
 	}
 	e := k.entries[index]
 	return domain.Principal{Scope: domain.Scope{Account: e.Account, Domain: e.Domain}}, nil
+}
+
+// Config is the keys the service accepts: cmd/reqlogd parses them from
+// REQLOG_API_KEYS.
+type Config struct {
+	Keys []app.APIKey
+}
+
+// FromConfig returns a keyring of the configured keys.
+func FromConfig(cfg Config) *Keyring {
+	entries := make([]Entry, len(cfg.Keys))
+	for i, k := range cfg.Keys {
+		entries[i] = Entry{Account: k.Account, Domain: k.Domain, Digest: k.Digest}
+	}
+	return New(entries)
 }

@@ -36,7 +36,7 @@ func TestConformanceThroughGroupCommit(t *testing.T) {
 	})
 }
 
-// TestAPIConformance runs through httpapitest.Serve, which wires app.Module on
+// TestAPIConformance runs through httpapitest.Serve, which wires appfx.Module on
 // app.DefaultConfig(): with group commit, since that is the default.
 func TestAPIConformanceRunsWithGroupCommit(t *testing.T) {
 	if !app.DefaultConfig().GroupCommit.Enabled {

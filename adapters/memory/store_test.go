@@ -12,6 +12,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/httpapi/httpapitest"
 	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/adapters/memory/memoryfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -86,7 +87,7 @@ func TestDevelopmentStoreTraits(t *testing.T) {
 
 func TestModuleProvidesMessageStore(t *testing.T) {
 	var store ports.MessageStore
-	fxtest.New(t, memory.Module, fx.Populate(&store)).RequireStart().RequireStop()
+	fxtest.New(t, memoryfx.Module, fx.Populate(&store)).RequireStart().RequireStop()
 	if _, ok := store.(*memory.Store); !ok {
 		t.Fatalf("the module provides %T, want *memory.Store", store)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/mongo/mongofx"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain/alerting"
@@ -52,7 +53,7 @@ func alertingStoreMaker(tweaks ...func(*mongo.Config)) conformance.StoreMaker {
 func TestAlertModule(t *testing.T) {
 	uri, db := mongotest.NewDatabase(t)
 	var alerts ports.AlertStore
-	app := fxtest.New(t, fx.Supply(mongo.Config{URI: uri, Database: db}), mongo.Module, mongo.AlertModule, fx.Populate(&alerts))
+	app := fxtest.New(t, fx.Supply(mongo.Config{URI: uri, Database: db}), mongofx.Module, mongofx.AlertModule, fx.Populate(&alerts))
 	app.RequireStart()
 	defer app.RequireStop()
 	r := alerting.DefaultRule()

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/mongo"
+	"github.com/reqlog/reqlog/adapters/mongo/mongofx"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -22,7 +23,7 @@ func TestModuleLifecycle(t *testing.T) {
 	var concrete *mongo.Store
 	app := fxtest.New(t,
 		fx.Supply(mongo.Config{URI: uri, Database: db}),
-		mongo.Module,
+		mongofx.Module,
 		fx.Populate(&store, &concrete),
 	)
 	app.RequireStart()
@@ -51,7 +52,7 @@ func TestModuleLifecycle(t *testing.T) {
 
 func TestModuleRefusesBadConfigBeforeStart(t *testing.T) {
 	t.Parallel()
-	app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+	app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{}), mongofx.Module, fx.Invoke(func(ports.MessageStore) {}))
 	if app.Err() == nil {
 		t.Error("fx.New with an empty Config succeeded, want a configuration error")
 	}
@@ -61,7 +62,7 @@ func TestModuleStartFailsWithoutServer(t *testing.T) {
 	t.Parallel()
 	app := fx.New(fx.NopLogger,
 		fx.Supply(mongo.Config{URI: closedPort(t), ServerSelectionTimeout: 500 * time.Millisecond}),
-		mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+		mongofx.Module, fx.Invoke(func(ports.MessageStore) {}))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestBadURIReasonQuotesNoSecret(t *testing.T) {
 		"mongodb://app:SE:CRETQ7,db2":                                        "invalid",
 		"mongodb://app:SE:CRETQ7,db2:27017":                                  "invalid",
 	} {
-		app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{URI: uri}), mongo.Module, fx.Invoke(func(ports.MessageStore) {}))
+		app := fx.New(fx.NopLogger, fx.Supply(mongo.Config{URI: uri}), mongofx.Module, fx.Invoke(func(ports.MessageStore) {}))
 		err := app.Err()
 		if err == nil {
 			t.Errorf("%s: accepted", uri)

@@ -21,13 +21,10 @@ func (p *Portal) PortalLink(principal domain.Principal, view url.Values, expires
 // Link is PortalLink on base (scheme and host, without a trailing slash) when
 // no public URL is configured; "" when there is neither.
 func (p *Portal) Link(base string, principal domain.Principal, view url.Values, expires time.Time) string {
-	if p.publicURL != "" {
-		base = p.publicURL
-	}
-	if base == "" {
+	link := p.pageURL(base)
+	if link == "" {
 		return ""
 	}
-	link := base + PagePath
 	if q := view.Encode(); q != "" {
 		link += "?" + q
 	}

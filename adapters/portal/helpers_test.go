@@ -17,10 +17,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapifx"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/portal/portalfx"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -72,10 +76,10 @@ func startService(t *testing.T, edit func(*portal.Config)) *service {
 	var handler http.Handler
 	svc := fxtest.New(t,
 		fx.NopLogger,
-		app.Module,
-		keyring.Module,
-		portal.Module,
-		httpapi.HandlerModule,
+		appfx.Module,
+		keyringfx.Module,
+		portalfx.Module,
+		httpapifx.HandlerModule,
 		fx.Supply(cfg, keys, site, api, zap.New(core)),
 		fx.Provide(func() ports.MessageStore { return memory.New() }),
 		fx.Replace(fx.Annotate(ports.Clock(clock), fx.As(new(ports.Clock)))),

@@ -18,7 +18,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -33,6 +37,11 @@ type Config struct {
 	// ("": the scheme and Host of each session request, which is wrong behind a
 	// proxy that terminates TLS or rewrites Host).
 	PublicURL string
+	// BasePath is the path the API and the page are mounted under, e.g. /logs
+	// in a server that embeds reqlog (CleanBasePath's rules; "": the root).
+	// Links are PublicURL (or the request's origin), then BasePath, then
+	// PagePath.
+	BasePath string
 	// FrameAncestors are the Content-Security-Policy sources allowed to embed the
 	// page in a frame (nil: 'self').
 	FrameAncestors []string
@@ -50,6 +59,7 @@ type Portal struct {
 	signer    *Signer
 	clock     ports.Clock
 	publicURL string // without a trailing slash; "" when derived per request
+	basePath  string // CleanBasePath's
 	csp       string
 }
 
@@ -64,8 +74,9 @@ func New(cfg Config, clock ports.Clock) (*Portal, error) {
 		return nil, invalidField("Secret", err.Error())
 	}
 	publicURL, _ := parsePublicURL(cfg.PublicURL)
+	basePath, _ := CleanBasePath(cfg.BasePath)
 	csp, _ := contentSecurityPolicy(cfg.FrameAncestors)
-	return &Portal{signer: signer, clock: clock, publicURL: publicURL, csp: csp}, nil
+	return &Portal{signer: signer, clock: clock, publicURL: publicURL, basePath: basePath, csp: csp}, nil
 }
 
 // Validate reports the first unusable field of cfg as a *domain.ValidationError
@@ -78,6 +89,9 @@ func (cfg Config) Validate() error {
 	if _, err := parsePublicURL(cfg.PublicURL); err != nil {
 		return invalidField("PublicURL", err.Error())
 	}
+	if _, err := CleanBasePath(cfg.BasePath); err != nil {
+		return invalidField("BasePath", err.Error())
+	}
 	if _, err := contentSecurityPolicy(cfg.FrameAncestors); err != nil {
 		return invalidField("FrameAncestors", err.Error())
 	}
@@ -86,6 +100,20 @@ func (cfg Config) Validate() error {
 
 func invalidField(field, reason string) error {
 	return &domain.ValidationError{Message: "portal: config", Fields: []domain.FieldError{{Field: field, Message: reason}}}
+}
+
+// FromConfig returns the portal of cfg. Without a secret it makes a random one and
+// warns on log (nil: no logs): sessions then end with the process and other
+// replicas refuse them.
+func FromConfig(cfg Config, clock ports.Clock, log *zap.Logger) (*Portal, error) {
+	if len(cfg.Secret) == 0 {
+		cfg.Secret = RandomSecret()
+		if log != nil {
+			log.Warn("REQLOG_PORTAL_SECRET (portal.Config.Secret) is not set: portal sessions are signed with a random " +
+				"secret, so they end when the process restarts and other replicas refuse them")
+		}
+	}
+	return New(cfg, clock)
 }
 
 // RandomSecret returns a fresh secret, for a service that has none configured:
@@ -129,20 +157,49 @@ func (p *Portal) CreateSession(principal domain.Principal, req SessionRequest, r
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Token: token, URL: p.linkBase(r) + PagePath + "#token=" + token, ExpiresAt: expiresAt}, nil
+	return Session{Token: token, URL: p.pageURL(p.origin(r)) + "#token=" + token, ExpiresAt: expiresAt}, nil
 }
 
-// linkBase is the configured public URL, or the request's own origin. Forwarded
-// headers are not trusted: any client could set them.
-func (p *Portal) linkBase(r *http.Request) string {
-	if p.publicURL != "" {
-		return p.publicURL
-	}
+// origin is the request's own scheme and Host. Forwarded headers are not
+// trusted: any client could set them.
+func (p *Portal) origin(r *http.Request) string {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// pageURL is the page's address: on the configured public URL, or else on
+// origin (scheme and host); "" when there is neither.
+func (p *Portal) pageURL(origin string) string {
+	if p.publicURL != "" {
+		origin = p.publicURL
+	}
+	if origin == "" {
+		return ""
+	}
+	return origin + p.basePath + PagePath
+}
+
+// basePathSegments are the segments of a base path: characters a URL path
+// carries as they are (RFC 3986 pchar without percent-escapes).
+var basePathSegments = regexp.MustCompile(`^(?:/[A-Za-z0-9._~!$&'()*+,;=:@-]+)+$`)
+
+// CleanBasePath checks a mount path such as /logs and returns it without a
+// trailing slash ("" for "" and "/"): it must start with a slash and be a
+// clean path of characters a URL carries unescaped, with no query, fragment,
+// dot segment or double slash.
+func CleanBasePath(s string) (string, error) {
+	trimmed := strings.TrimSuffix(s, "/")
+	if trimmed == "" {
+		return "", nil
+	}
+	if !basePathSegments.MatchString(trimmed) || path.Clean(trimmed) != trimmed {
+		return "", errors.New("must be a clean path starting with a slash, such as /logs: letters, digits and -._~!$&'()*+,;=:@ " +
+			"between slashes, no . or .. segment, no query or fragment")
+	}
+	return trimmed, nil
 }
 
 // parsePublicURL accepts "" or an absolute http(s) URL without query or fragment.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -152,6 +153,59 @@ func TestCreateSession(t *testing.T) {
 	}
 }
 
+// Every link carries the base path, after the public URL or the request's
+// origin: session links and alert links alike.
+func TestLinksCarryTheBasePath(t *testing.T) {
+	r := httptest.NewRequest("POST", "http://shop.internal:8080/logs/v1/portal/sessions", nil)
+	key := domain.Principal{Scope: acme}
+	expires := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		cfg                    portal.Config
+		session, alert, onBase string
+	}{
+		{portal.Config{BasePath: "/logs"}, "http://shop.internal:8080/logs/portal#token=", "", "http://10.0.0.1:80/logs/portal?status_code=5xx#token="},
+		{portal.Config{BasePath: "/logs/"}, "http://shop.internal:8080/logs/portal#token=", "", "http://10.0.0.1:80/logs/portal?status_code=5xx#token="},
+		{portal.Config{BasePath: "/", PublicURL: "https://shop.example.com"}, "https://shop.example.com/portal#token=",
+			"https://shop.example.com/portal?status_code=5xx#token=", "https://shop.example.com/portal?status_code=5xx#token="},
+		{portal.Config{BasePath: "/admin/logs", PublicURL: "https://shop.example.com/app/"}, "https://shop.example.com/app/admin/logs/portal#token=",
+			"https://shop.example.com/app/admin/logs/portal?status_code=5xx#token=", "https://shop.example.com/app/admin/logs/portal?status_code=5xx#token="},
+	} {
+		p, _ := newPortal(t, tc.cfg)
+		s, err := p.CreateSession(key, portal.SessionRequest{Name: "shop"}, r)
+		if err != nil || s.URL != tc.session+s.Token {
+			t.Errorf("%+v: session URL %q, %v; want %q and the token", tc.cfg, s.URL, err, tc.session)
+		}
+		view := url.Values{"status_code": {"5xx"}}
+		if link := p.PortalLink(key, view, expires); !strings.HasPrefix(link, tc.alert) || tc.alert == "" && link != "" {
+			t.Errorf("%+v: alert link %q, want %q and a token", tc.cfg, link, tc.alert)
+		}
+		if link := p.Link("http://10.0.0.1:80", key, view, expires); !strings.HasPrefix(link, tc.onBase) {
+			t.Errorf("%+v: alert link on the listen address %q, want %q and a token", tc.cfg, link, tc.onBase)
+		}
+	}
+}
+
+func TestCleanBasePath(t *testing.T) {
+	for in, want := range map[string]string{"": "", "/": "", "/logs": "/logs", "/logs/": "/logs", "/a/b-c_d.e~f": "/a/b-c_d.e~f"} {
+		if got, err := portal.CleanBasePath(in); err != nil || got != want {
+			t.Errorf("CleanBasePath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"logs", "//logs", "/logs//x", "/a/../b", "/./a", "/logs?x=1", "/logs#x", "/my logs", "/l%20gs", "/logs\n", "https://x/logs"} {
+		if got, err := portal.CleanBasePath(bad); err == nil {
+			t.Errorf("CleanBasePath(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// An embedder may pass no logger: a missing secret is then made up silently.
+func TestFromConfigWithoutALogger(t *testing.T) {
+	p, err := portal.FromConfig(portal.Config{}, conformance.NewFakeClock(time.Now()), nil)
+	if err != nil || p == nil {
+		t.Fatalf("FromConfig without a secret nor a logger: %v", err)
+	}
+}
+
 func TestNewRefusesBadSettings(t *testing.T) {
 	clock := conformance.NewFakeClock(time.Now())
 	for _, tc := range []struct {
@@ -164,6 +218,8 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		{portal.Config{PublicURL: "ftp://logs.example.com"}, "PublicURL"},
 		{portal.Config{PublicURL: "https://logs.example.com/?x=1"}, "PublicURL"},
 		{portal.Config{PublicURL: "https://user:pw@logs.example.com"}, "PublicURL"},
+		{portal.Config{BasePath: "logs"}, "BasePath"},
+		{portal.Config{BasePath: "/logs/../admin"}, "BasePath"},
 		{portal.Config{FrameAncestors: []string{"https://a.example.com; script-src *"}}, "FrameAncestors"},
 		{portal.Config{FrameAncestors: []string{"'unsafe-inline'"}}, "FrameAncestors"},
 		{portal.Config{FrameAncestors: []string{"'none'", "'self'"}}, "FrameAncestors"},

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitefx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
@@ -69,7 +70,7 @@ func TestAlertsSurviveARestart(t *testing.T) {
 	dir := t.TempDir()
 	start := func() (ports.AlertStore, *fxtest.App) {
 		var alerts ports.AlertStore
-		app := fxtest.New(t, fx.Supply(sqlite.Config{Dir: dir}), sqlite.Module, sqlite.AlertModule, fx.Populate(&alerts))
+		app := fxtest.New(t, fx.Supply(sqlite.Config{Dir: dir}), sqlitefx.Module, sqlitefx.AlertModule, fx.Populate(&alerts))
 		app.RequireStart()
 		return alerts, app
 	}

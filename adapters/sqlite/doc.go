@@ -92,7 +92,7 @@
 // applications, its rankings: at most 64 MiB of hours, least recently used
 // out first) until a transaction writes a message created in that hour
 // (rollup.go, hourcache.go): the portal's 24 h view then reads only the hour
-// still filling. At start the service's module counts the default view of
+// still filling. At start the service (app.Core) counts the default view of
 // the eight busiest scopes in the background (WarmStats, warm.go), so that
 // the first chart after a restart is answered from kept hours too. Any other filter streams six columns (created, status,
 // duration, name, path, route) of the matching messages of each day into

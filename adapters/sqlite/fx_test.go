@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitefx"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestModuleOpensAndReleasesTheDirectory(t *testing.T) {
 	dir := t.TempDir()
 	var store ports.MessageStore
-	app := fxtest.New(t, fx.NopLogger, sqlite.Module, fx.Supply(sqlite.Config{Dir: dir}), fx.Populate(&store))
+	app := fxtest.New(t, fx.NopLogger, sqlitefx.Module, fx.Supply(sqlite.Config{Dir: dir}), fx.Populate(&store))
 	app.RequireStart()
 	if _, err := os.Stat(filepath.Join(dir, "reqlog.lock")); err != nil {
 		t.Fatalf("the directory was not opened on start: %v", err)

@@ -20,6 +20,7 @@ const driverName = "sqlite"
 var (
 	_ ports.MessageStore  = (*Store)(nil)
 	_ ports.HealthChecker = (*Store)(nil)
+	_ ports.StatsWarmer   = (*Store)(nil)
 )
 
 // Store is the SQLite ports.MessageStore: one database file per UTC day of

@@ -19,7 +19,7 @@ const warmScopes = 8
 // hours are kept (hourcache.go) before the first chart asks for them. The
 // first call after a start otherwise reads every minute of the day's
 // rollups: 300 ms of CPU at a million messages a day, against 20–40 ms once
-// kept. The service's module (fx.go) runs it in the background after start;
+// kept. app's Core runs it in the background after start (ports.StatsWarmer);
 // it stops when ctx ends.
 func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
 	q, err := stats.ParseQuery(map[string][]string{}, now)

@@ -11,13 +11,14 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/reqlog/reqlog/adapters/httpapi"
-	"github.com/reqlog/reqlog/adapters/keyring"
-	"github.com/reqlog/reqlog/adapters/otlp"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapifx"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
+	"github.com/reqlog/reqlog/adapters/otlp/otlpfx"
 	"github.com/reqlog/reqlog/adapters/portal"
-	"github.com/reqlog/reqlog/adapters/proxy"
-	"github.com/reqlog/reqlog/adapters/webhook"
-	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/adapters/portal/portalfx"
+	"github.com/reqlog/reqlog/adapters/proxy/proxyfx"
+	"github.com/reqlog/reqlog/adapters/webhook/webhookfx"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -40,15 +41,14 @@ func options(cfg config, logger *zap.Logger) (fx.Option, error) {
 		// Every store's Config: the graph uses the chosen store's only.
 		fx.Supply(logger, cfg.App, cfg.HTTP, cfg.Keyring, cfg.Portal, cfg.MongoDB, cfg.Elasticsearch, cfg.Proxy, traces, cfg.SQLite, cfg.Alerts, cfg.Webhook),
 		store,
-		app.Module,
-		keyring.Module,
-		portal.Module,
-		webhook.Module,
+		appfx.Module,
+		keyringfx.Module,
+		portalfx.Module,
+		webhookfx.Module,
 		fx.Provide(newPortalLinks, func(l *portalLinks) ports.PortalLinker { return l }),
-		app.AlertsModule,
-		httpapi.Module,
-		otlp.Module,  // POST /v1/traces
-		proxy.Module, // runs only when cfg.Proxy is enabled
+		httpapifx.Module,
+		otlpfx.Module,  // POST /v1/traces
+		proxyfx.Module, // runs only when cfg.Proxy is enabled
 	), nil
 }
 

@@ -6,10 +6,10 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/reqlog/reqlog/adapters/elastic"
-	"github.com/reqlog/reqlog/adapters/memory"
-	"github.com/reqlog/reqlog/adapters/mongo"
-	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/elastic/elasticfx"
+	"github.com/reqlog/reqlog/adapters/memory/memoryfx"
+	"github.com/reqlog/reqlog/adapters/mongo/mongofx"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitefx"
 	"github.com/reqlog/reqlog/app"
 )
 
@@ -41,12 +41,12 @@ type storeEntry struct {
 // storeRegistry lists the stores, the default first.
 var storeRegistry = []storeEntry{
 	{name: storeSQLite, about: "a directory of files, see sqlite.dir",
-		modules: fx.Options(sqlite.Module, sqlite.AlertModule),
+		modules: fx.Options(sqlitefx.Module, sqlitefx.AlertModule),
 		dataDir: func(c *config) string { return c.SQLite.Dir }},
 	{name: storeMemory, about: "lost on restart",
-		modules: fx.Options(memory.Module, memory.AlertModule)},
+		modules: fx.Options(memoryfx.Module, memoryfx.AlertModule)},
 	{name: storeMongoDB, about: "see mongodb.uri",
-		modules: fx.Options(mongo.Module, mongo.AlertModule),
+		modules: fx.Options(mongofx.Module, mongofx.AlertModule),
 		requires: func(c *config) (string, string) {
 			if c.MongoDB.URI == "" {
 				return "mongodb.uri", "is required with REQLOG_STORE=mongodb"
@@ -54,7 +54,7 @@ var storeRegistry = []storeEntry{
 			return "", ""
 		}},
 	{name: storeElasticsearch, about: "see elasticsearch.url",
-		modules: fx.Options(elastic.Module, elastic.AlertModule),
+		modules: fx.Options(elasticfx.Module, elasticfx.AlertModule),
 		requires: func(c *config) (string, string) {
 			if len(c.Elasticsearch.Addresses) == 0 {
 				return "elasticsearch.url", "is required with REQLOG_STORE=elasticsearch"

@@ -20,11 +20,16 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/httpapi/httpapifx"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/keyring/keyringfx"
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/portal"
+	"github.com/reqlog/reqlog/adapters/portal/portalfx"
 	"github.com/reqlog/reqlog/adapters/webhook"
+	"github.com/reqlog/reqlog/adapters/webhook/webhookfx"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/app/appfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -83,12 +88,11 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 	var handler http.Handler
 	opts := []fx.Option{
 		fx.NopLogger,
-		app.Module,
-		keyring.Module,
-		portal.Module,
-		webhook.Module,
-		app.AlertsModule,
-		httpapi.HandlerModule,
+		appfx.Module,
+		keyringfx.Module,
+		portalfx.Module,
+		webhookfx.Module,
+		httpapifx.HandlerModule,
 		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
 		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts }),

@@ -1,4 +1,6 @@
-package otlp
+// Package otlpfx wires the OpenTelemetry receiver into an fx graph
+// (cmd/reqlogd's); a program without fx calls otlp.New.
+package otlpfx
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -6,20 +8,21 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/httpapi"
+	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
 // Module provides the receiver as the API's httpapi.TraceReceiver, so reqlogd
-// serves POST /v1/traces. It needs a Config, the *app.Ingester it stores
+// serves POST /v1/traces. It needs an otlp.Config, the *app.Ingester it stores
 // through, a *zap.Logger and the *prometheus.Registry, where it counts spans
 // by outcome.
 var Module = fx.Module("otlp",
 	fx.Provide(fx.Annotate(newReceiver, fx.As(new(httpapi.TraceReceiver)))),
 )
 
-func newReceiver(cfg Config, in *app.Ingester, reg *prometheus.Registry, log *zap.Logger) (*Receiver, error) {
+func newReceiver(cfg otlp.Config, in *app.Ingester, reg *prometheus.Registry, log *zap.Logger) (*otlp.Receiver, error) {
 	spans := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reqlog_otlp_spans_total",
 		Help: "Spans received on POST /v1/traces, by outcome: stored (HTTP server spans), ignored (other spans), rejected (HTTP server spans refused, as the reply's partial_success says).",
@@ -30,7 +33,7 @@ func newReceiver(cfg Config, in *app.Ingester, reg *prometheus.Registry, log *za
 	submitter := func(p domain.Principal) ports.ExchangeSubmitter {
 		return app.LocalSubmitter{Ingester: in, Principal: p}
 	}
-	return New(cfg, submitter, spanCounter{spans}, log.Named("otlp")), nil
+	return otlp.New(cfg, submitter, spanCounter{spans}, log.Named("otlp")), nil
 }
 
 type spanCounter struct{ vec *prometheus.CounterVec }

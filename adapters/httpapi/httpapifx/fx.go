@@ -1,4 +1,7 @@
-package httpapi
+// Package httpapifx wires the HTTP API into an fx graph (cmd/reqlogd's): a
+// program that embeds reqlog without fx (adapters/embedded) calls httpapi.New
+// and does not import it.
+package httpapifx
 
 import (
 	"net/http"
@@ -7,6 +10,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/adapters/httpapi"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/ports"
@@ -22,17 +26,17 @@ var HandlerModule = fx.Module("httpapi.handler",
 	fx.Provide(
 		newHandler,
 		prometheus.NewRegistry,
-		NewMetrics,
-		func(m *Metrics) app.Metrics { return m },
+		httpapi.NewMetrics,
+		func(m *httpapi.Metrics) app.Metrics { return m },
 	),
 )
 
-// Module is HandlerModule plus a *Server on REQLOG_ADDR, started and stopped with
-// the application.
+// Module is HandlerModule plus an *httpapi.Server on REQLOG_ADDR, started and
+// stopped with the application.
 var Module = fx.Module("httpapi",
 	HandlerModule,
 	fx.Provide(newServer),
-	fx.Invoke(func(*Server) {}),
+	fx.Invoke(func(*httpapi.Server) {}),
 )
 
 type handlerParams struct {
@@ -41,34 +45,33 @@ type handlerParams struct {
 	Reader   *app.Reader
 	Keys     ports.KeyStore
 	Store    ports.MessageStore
-	Config   Config
+	Config   httpapi.Config
 	Logger   *zap.Logger
-	Metrics  *Metrics
+	Metrics  *httpapi.Metrics
 	Portal   *portal.Portal `optional:"true"`
 	// Made from the Reader when the graph lacks them.
 	Statistics *app.Statistics `optional:"true"`
 	Exporter   *app.Exporter   `optional:"true"`
 	// Traces serves POST /v1/traces when the graph has one (adapters/otlp).
-	Traces TraceReceiver `optional:"true"`
-	// Alerting, when the graph has it (app.AlertsModule) and the store keeps
-	// rules.
+	Traces httpapi.TraceReceiver `optional:"true"`
+	// Alerting: nil unless the store keeps rules (appfx.Module).
 	Alerts *app.Alerts `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
-	opts := Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
+	opts := httpapi.Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
 		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}
 	if p.Config.RateLimit > 0 {
-		opts.RateLimiter = NewRateLimiter(p.Config.RateLimit, p.Config.RateBurst, nil)
+		opts.RateLimiter = httpapi.NewRateLimiter(p.Config.RateLimit, p.Config.RateBurst, nil)
 	}
-	return New(p.Ingester, p.Reader, p.Keys, opts)
+	return httpapi.New(p.Ingester, p.Reader, p.Keys, opts)
 }
 
-func newServer(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, handler http.Handler, log *zap.Logger) *Server {
-	s := NewServer(cfg.Addr, handler, log.Named("http"), func(error) {
+func newServer(lc fx.Lifecycle, sd fx.Shutdowner, cfg httpapi.Config, handler http.Handler, log *zap.Logger) *httpapi.Server {
+	s := httpapi.NewServer(cfg.Addr, handler, log.Named("http"), func(error) {
 		_ = sd.Shutdown(fx.ExitCode(1))
 	})
 	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})

@@ -1,4 +1,6 @@
-package proxy
+// Package proxyfx wires the capturing proxy into an fx graph
+// (cmd/reqlogd's); a program without fx calls proxy.NewServer.
+package proxyfx
 
 import (
 	"context"
@@ -10,32 +12,34 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/httpclient"
+	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Module provides the *Server, started and stopped with the application, when
-// its Config is enabled (nil when not). It needs a Config, a *zap.Logger and a
+// Module provides the *proxy.Server, started and stopped with the application,
+// when its proxy.Config is enabled (nil when not). It needs a proxy.Config, a
+// *zap.Logger and a
 // *prometheus.Registry, where it counts exchanges by outcome; storing locally
 // (no ReqlogURL) it needs the *app.Ingester and the ports.KeyStore that resolves
 // APIKey to the account and domain to store as.
 var Module = fx.Module("proxy",
 	fx.Provide(newServer),
-	fx.Invoke(func(*Server) {}),
+	fx.Invoke(func(*proxy.Server) {}),
 )
 
 type params struct {
 	fx.In
 	Lifecycle  fx.Lifecycle
 	Shutdowner fx.Shutdowner
-	Config     Config
+	Config     proxy.Config
 	Logger     *zap.Logger
 	Registry   *prometheus.Registry
 	Ingester   *app.Ingester  `optional:"true"`
 	Keys       ports.KeyStore `optional:"true"`
 }
 
-func newServer(p params) (*Server, error) {
+func newServer(p params) (*proxy.Server, error) {
 	if !p.Config.Enabled() {
 		return nil, nil
 	}
@@ -44,7 +48,7 @@ func newServer(p params) (*Server, error) {
 		return nil, err
 	}
 	log := p.Logger.Named("proxy")
-	s, err := NewServer(p.Config, submitter, log, func(error) { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) })
+	s, err := proxy.NewServer(p.Config, submitter, log, func(error) { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) })
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func submitterFor(p params) (ports.ExchangeSubmitter, error) {
 
 // registerMetrics counts the proxy's exchanges by outcome, read from the
 // recorder when scraped.
-func registerMetrics(reg *prometheus.Registry, s *Server) error {
+func registerMetrics(reg *prometheus.Registry, s *proxy.Server) error {
 	const name, help = "reqlog_proxy_exchanges_total", "Exchanges through the proxy, by outcome: captured (recorded, then stored, dropped because the queue was full, or failed), abandoned (the client went away mid-body: not recorded), refused (503: REQLOG_PROXY_MAX_IN_FLIGHT requests already forwarded; not recorded)."
 	outcomes := map[string]func() uint64{
 		"captured":  func() uint64 { return s.Stats().Captured },

@@ -1,0 +1,185 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// CoreDeps are what NewCore builds the use cases on, besides their Config.
+type CoreDeps struct {
+	// Store keeps the messages; required. Its optional capabilities are used:
+	// ports.StatsWarmer runs at Start.
+	Store ports.MessageStore
+	// Policy overrides Config.Policy() (nil: Config's).
+	Policy *domain.Policy
+	// Clock tells the time (nil: SystemClock).
+	Clock ports.Clock
+	// Metrics hears of store calls, and of the ingest queue when it is a
+	// QueueMetrics too (nil: not observed).
+	Metrics Metrics
+	// Log receives the background work's logs (nil: no logs).
+	Log *zap.Logger
+	// Alerting runs when it has a store.
+	Alerting AlertingDeps
+}
+
+// AlertingDeps are what alerting runs on.
+type AlertingDeps struct {
+	// Store keeps rules, states and the delivery queue (nil: alerting is off,
+	// and Core.Alerts nil).
+	Store ports.AlertStore
+	// Config tunes the evaluator and the delivery worker (zero:
+	// DefaultAlertConfig()).
+	Config AlertConfig
+	// Sender delivers webhooks; required with a Store.
+	Sender ports.WebhookSender
+	// Links makes the portal links of events (nil: events carry none).
+	Links ports.PortalLinker
+}
+
+// Core is the use cases on one store, with the work that runs beside them:
+// group commit (unless Config.GroupCommit is off) behind the breaker, the read
+// limits, the purge job, the statistics warm-up, and alerting when it has a
+// store. The fx module (appfx.Module) and an embedder's constructor both build it
+// with NewCore, so the two get the same thing.
+type Core struct {
+	Policy     domain.Policy
+	Clock      ports.Clock
+	Ingester   *Ingester
+	Reader     *Reader
+	Statistics *Statistics // the Reader's: one reads for the three, so they share the walks
+	Exporter   *Exporter
+	Alerts     *Alerts // nil: alerting is off
+
+	queue     *GroupCommitter // nil: group commit is off
+	purger    *Purger
+	evaluator *AlertEvaluator // nil with Alerts
+	deliverer *AlertDeliverer // nil with Alerts
+	warmer    ports.StatsWarmer
+	warm      loop
+	log       *zap.Logger
+}
+
+// NewCore checks cfg and the store's read lag against the visibility delay,
+// and builds the use cases; nothing runs before Start.
+func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
+	if deps.Store == nil {
+		return nil, errors.New("app: the core needs a store")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Core{Policy: cfg.Policy(), Clock: deps.Clock, log: named(deps.Log, "core")}
+	if deps.Policy != nil {
+		c.Policy = *deps.Policy
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if err := CheckReadLag(c.Policy, deps.Store); err != nil {
+		return nil, err
+	}
+	c.warmer, _ = deps.Store.(ports.StatsWarmer)
+	store := Observe(deps.Store, deps.Metrics)
+
+	var next ports.MessageWriter = store
+	if cfg.GroupCommit.Enabled {
+		opts := cfg.GroupCommit.GroupCommitOptions
+		opts.Metrics, _ = deps.Metrics.(QueueMetrics)
+		opts.Stamper = &StoredTimeStamper{Policy: c.Policy, Clock: c.Clock}
+		c.queue = NewGroupCommitter(store, opts)
+		next = c.queue
+	}
+	ingester, err := NewIngesterWith(IngestPorts{Store: store, Queue: c.queue, Breaker: NewBreaker(next), Lookup: store, Clock: c.Clock},
+		c.Policy, cfg.Admission)
+	if err != nil {
+		return nil, err
+	}
+	c.Ingester = ingester
+	c.Reader = NewReaderWith(store, c.Policy, c.Clock, cfg.Walks)
+	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
+	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// alerting builds the Alerts use case and this replica's evaluator and
+// delivery worker, when there is an alert store; they count into metrics
+// when those implement AlertMetrics.
+func (c *Core) alerting(deps AlertingDeps, metrics Metrics, log *zap.Logger) error {
+	if deps.Store == nil {
+		c.log.Info("alerting is off: the store keeps no alert rules")
+		return nil
+	}
+	if deps.Sender == nil {
+		return errors.New("app: alerting needs a webhook sender")
+	}
+	cfg := deps.Config
+	if cfg == (AlertConfig{}) {
+		cfg = DefaultAlertConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if m, ok := metrics.(AlertMetrics); ok && cfg.Metrics == nil {
+		cfg.Metrics = m
+	}
+	owner := ReplicaName()
+	c.evaluator = NewAlertEvaluator(deps.Store, c.Statistics, c.Clock, deps.Links, owner, cfg, log)
+	c.deliverer = NewAlertDeliverer(deps.Store, deps.Sender, c.Clock, owner, cfg, log)
+	c.Alerts = NewAlerts(deps.Store, deps.Sender, c.Clock, deps.Links, cfg, log)
+	c.Alerts.WakeOnEvents(c.deliverer)
+	c.evaluator.WakeOnEvents(c.deliverer)
+	return nil
+}
+
+// Start runs the background work: the purge job, the alert loops and, on a
+// store that has it, the statistics warm-up. A second Start is a no-op.
+func (c *Core) Start() {
+	c.purger.Start()
+	if c.Alerts != nil {
+		c.evaluator.Start()
+		c.deliverer.Start()
+	}
+	if c.warmer != nil {
+		c.warm.start(c.warmStats)
+	}
+}
+
+// warmStats counts the statistics the first charts will ask for; a failure
+// costs only their speed.
+func (c *Core) warmStats(ctx context.Context) {
+	start := time.Now()
+	if err := c.warmer.WarmStats(ctx, start); err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("counting the busiest scopes' statistics at start failed; their first chart reads every minute", zap.Error(err))
+		}
+		return
+	}
+	c.log.Debug("statistics warmed", zap.Duration("took", time.Since(start)))
+}
+
+// Stop ends the background work and writes what the ingest queue holds, in
+// that order: the alert loops, then the queue (its submissions acknowledged
+// once written), then the purge job and the warm-up. Stop the servers that
+// submit first, and close the store after. If ctx ends first, what is still
+// queued fails with ports.ErrUnavailable and Stop returns ctx's error.
+func (c *Core) Stop(ctx context.Context) error {
+	var errs []error
+	if c.Alerts != nil {
+		errs = append(errs, c.evaluator.Stop(ctx), c.deliverer.Stop(ctx))
+	}
+	if c.queue != nil {
+		errs = append(errs, c.queue.Close(ctx))
+	}
+	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx))
+	return errors.Join(errs...)
+}
