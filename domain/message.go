@@ -28,6 +28,9 @@ type Principal struct {
 	Name string
 	// ReadOnly principals may not submit.
 	ReadOnly bool
+	// KeyID names the API key a request came with, for records of who did
+	// what (a rule set's history); "" for a portal session. It is not secret.
+	KeyID string
 }
 
 // Header maps canonical header names to their values, in submission order.
@@ -127,10 +130,14 @@ func sameContent(a, b Content) bool {
 	return true
 }
 
-// Identity is what a submitter gets back for each stored message.
+// Identity is what a submitter gets back for each message it sent.
 type Identity struct {
 	ID        string
 	Reference string
+	// Dropped says an ingest rule of the account's rule set kept the message
+	// out of the store (a drop, or a sample it was not the one kept of): the
+	// reply marks it "stored": false, and no read finds it.
+	Dropped bool
 }
 
 // Identity returns the message's id and reference.

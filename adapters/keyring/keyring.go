@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/reqlog/reqlog/app"
@@ -22,6 +23,11 @@ type Entry struct {
 
 // Digest returns what an Entry holds for key.
 func Digest(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+
+// KeyID names the key whose digest is digest in records of who did what:
+// "key_" and the digest's first 12 hex digits, which an operator finds at the
+// start of the key's sha256:<hex> entry and which tell nothing of the key.
+func KeyID(digest [sha256.Size]byte) string { return "key_" + hex.EncodeToString(digest[:6]) }
 
 // Keyring is a fixed set of keys.
 type Keyring struct {
@@ -50,7 +56,7 @@ func (k *Keyring) Authenticate(_ context.Context, key string) (domain.Principal,
 		return domain.Principal{}, fmt.Errorf("unknown API key: %w", ports.ErrUnauthenticated)
 	}
 	e := k.entries[index]
-	return domain.Principal{Scope: domain.Scope{Account: e.Account, Domain: e.Domain}}, nil
+	return domain.Principal{Scope: domain.Scope{Account: e.Account, Domain: e.Domain}, KeyID: KeyID(e.Digest)}, nil
 }
 
 // Config is the keys the service accepts: cmd/reqlogd parses them from

@@ -33,6 +33,10 @@ func TestAuthenticate(t *testing.T) {
 		if p.Scope != tc.want || p.Name != "" || p.ReadOnly {
 			t.Errorf("Authenticate(%q) = %+v, want scope %+v", tc.key, p, tc.want)
 		}
+		digest := keyring.Digest(tc.key)
+		if want := "key_" + hex.EncodeToString(digest[:])[:12]; p.KeyID != want {
+			t.Errorf("Authenticate(%q): key id %q, want %q: the start of the key's sha256 entry", tc.key, p.KeyID, want)
+		}
 	}
 	for _, key := range []string{"", "live-ke", "live-key ", "LIVE-KEY", "unknown"} {
 		if p, err := ring.Authenticate(context.Background(), key); !errors.Is(err, ports.ErrUnauthenticated) {

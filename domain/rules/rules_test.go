@@ -78,6 +78,12 @@ func TestPrivacyRulesScrubEveryPlace(t *testing.T) {
 	if !strings.HasPrefix(m.Path, "/v1/users?page=2") {
 		t.Errorf("path %q: the token parameter must go, the rest stay", m.Path)
 	}
+	alone := signup()
+	alone.Path = "/v1/reset?token=9f8e7d"
+	c.Apply(&alone, rules.SourceAPI)
+	if alone.Path != "/v1/reset" {
+		t.Errorf("path %q: the only parameter removed leaves no '?'", alone.Path)
+	}
 	if !strings.Contains(m.Request.Body, `"meta":"{\"contact\":\"`+domain.Mask+`\"}"`) {
 		t.Errorf("JSON in a string is scrubbed and kept a string: %s", m.Request.Body)
 	}
@@ -254,7 +260,7 @@ func TestBadRuleSetsNameTheField(t *testing.T) {
 		`{"retention": [{"id": "a", "keep": "7d"}, {"id": "b", "keep": "30d"}]}`:                                                              "retention[1]",
 		`{"retention": [{"id": "a", "keep": "7 days"}]}`:                                                                                      "retention[0].keep",
 		`{"retention": [{"id": "a", "keep": "7d", "bodies": "8d"}]}`:                                                                          "retention[0].bodies",
-		many: "",
+		many: "privacy",
 	} {
 		rs, err := rules.Parse([]byte(doc))
 		if err == nil {

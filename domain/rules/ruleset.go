@@ -163,6 +163,17 @@ func Parse(data []byte) (RuleSet, error) {
 	return rs, nil
 }
 
+// Encode is rs as the JSON Parse reads, as stores keep it.
+func Encode(rs RuleSet) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rs); err != nil {
+		return nil, fmt.Errorf("encode the rule set: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // Compiled is a rule set ready to apply: every pattern, glob and selector
 // built once.
 type Compiled struct {
@@ -194,8 +205,12 @@ func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
 			ids[id] = field
 		}
 	}
-	if len(rs.Privacy) > MaxRules || len(rs.Ingest) > MaxRules || len(rs.Retention) > MaxRules {
-		fe.Add("", "holds more than %d rules of a kind", MaxRules)
+	for field, n := range map[string]int{"privacy": len(rs.Privacy), "ingest": len(rs.Ingest), "retention": len(rs.Retention)} {
+		if n > MaxRules {
+			fe.Add(field, "holds %d rules, more than the %d a rule set may hold of a kind", n, MaxRules)
+		}
+	}
+	if len(fe.List) > 0 {
 		return nil, fe.Err("the rule set is too large")
 	}
 	if len(rs.Subjects) > MaxSubjectKeys {
@@ -382,4 +397,11 @@ func parseRetention(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(n) * unit, true
+}
+
+// UsesHashKey reports whether rs hashes values (a hash action, subject keys):
+// such a set needs the one hash key every replica shares, or equal values
+// would stop hashing equal.
+func (rs RuleSet) UsesHashKey() bool {
+	return len(rs.Subjects) > 0 || slices.ContainsFunc(rs.Privacy, func(r PrivacyRule) bool { return r.Action.Type == ActionHash })
 }

@@ -48,8 +48,11 @@ func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withhe
 		path = kept
 	}
 	if hasQuery {
-		query = walkQuery(query, location{kind: kindQuery}, v)
-		m.Path = path + "?" + query
+		if kept := walkQuery(query, location{kind: kindQuery}, v); kept != "" || query == "" {
+			m.Path = path + "?" + kept
+		} else {
+			m.Path = path // every parameter removed: no "?" left over
+		}
 	} else {
 		m.Path = path
 	}
