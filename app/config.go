@@ -32,6 +32,7 @@ type Config struct {
 	GroupCommit    GroupCommitConfig
 	Admission      AdmissionOptions
 	Walks          WalkLimits
+	Rules          RulesConfig
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -46,6 +47,7 @@ func DefaultConfig() Config {
 		GroupCommit:     DefaultGroupCommitConfig(),
 		Admission:       DefaultAdmissionOptions(),
 		Walks:           DefaultWalkLimits(),
+		Rules:           DefaultRulesConfig(),
 	}
 }
 
@@ -89,6 +91,9 @@ func (c Config) Validate() error {
 	}
 	if field, reason := c.Walks.problem(); field != "" {
 		return invalidField("Walks."+field, reason)
+	}
+	if err := c.Rules.Validate(); err != nil {
+		return err
 	}
 	// One header at a time, so that the error is about the bad one.
 	for _, name := range c.MaskedHeaders {

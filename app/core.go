@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +28,10 @@ type CoreDeps struct {
 	Log *zap.Logger
 	// Alerting runs when it has a store.
 	Alerting AlertingDeps
+	// RuleSets keeps the accounts' rule sets (nil: none; only the accounts of
+	// Config.Rules.File have rules). Metrics hears what rules do when it is a
+	// RuleMetrics too.
+	RuleSets ports.RuleSetStore
 }
 
 // AlertingDeps are what alerting runs on.
@@ -44,9 +49,10 @@ type AlertingDeps struct {
 }
 
 // Core is the use cases on one store, with the work that runs beside them:
-// group commit (unless Config.GroupCommit is off) behind the breaker, the read
-// limits, the purge job, the statistics warm-up, and alerting when it has a
-// store. The fx module (appfx.Module) and an embedder's constructor both build it
+// group commit (unless Config.GroupCommit is off) behind the breaker, the
+// accounts' rule sets every write goes through (polled from their store), the
+// read limits, the purge job, the statistics warm-up, and alerting when it has
+// a store. The fx module (appfx.Module) and an embedder's constructor both build it
 // with NewCore, so the two get the same thing.
 type Core struct {
 	Policy     domain.Policy
@@ -56,8 +62,10 @@ type Core struct {
 	Statistics *Statistics // the Reader's: one reads for the three, so they share the walks
 	Exporter   *Exporter
 	Alerts     *Alerts // nil: alerting is off
+	RuleSets   *RuleSets
 
 	queue     *GroupCommitter // nil: group commit is off
+	rules     *RuleBook
 	purger    *Purger
 	evaluator *AlertEvaluator // nil with Alerts
 	deliverer *AlertDeliverer // nil with Alerts
@@ -82,7 +90,8 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}
-	if err := CheckReadLag(c.Policy, deps.Store); err != nil {
+	var err error
+	if err = CheckReadLag(c.Policy, deps.Store); err != nil {
 		return nil, err
 	}
 	c.warmer, _ = deps.Store.(ports.StatsWarmer)
@@ -96,13 +105,18 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 		c.queue = NewGroupCommitter(store, opts)
 		next = c.queue
 	}
-	ingester, err := NewIngesterWith(IngestPorts{Store: store, Queue: c.queue, Breaker: NewBreaker(next), Lookup: store, Clock: c.Clock},
-		c.Policy, cfg.Admission)
+	ruleMetrics, _ := deps.Metrics.(RuleMetrics)
+	if c.rules, err = NewRuleBook(deps.RuleSets, cfg.Rules, ruleMetrics, deps.Log); err != nil {
+		return nil, fmt.Errorf("app: the rules file: %w", err)
+	}
+	ingester, err := NewIngesterWith(IngestPorts{Store: store, Queue: c.queue, Breaker: NewBreaker(next), Lookup: store, Clock: c.Clock,
+		Rules: c.rules}, c.Policy, cfg.Admission)
 	if err != nil {
 		return nil, err
 	}
 	c.Ingester = ingester
 	c.Reader = NewReaderWith(store, c.Policy, c.Clock, cfg.Walks)
+	c.RuleSets = NewRuleSets(deps.RuleSets, c.rules, c.Reader, c.Policy, c.Clock)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
@@ -141,9 +155,11 @@ func (c *Core) alerting(deps AlertingDeps, metrics Metrics, log *zap.Logger) err
 	return nil
 }
 
-// Start runs the background work: the purge job, the alert loops and, on a
-// store that has it, the statistics warm-up. A second Start is a no-op.
+// Start runs the background work: the rule sets' polling, the purge job, the
+// alert loops and, on a store that has it, the statistics warm-up. A second
+// Start is a no-op.
 func (c *Core) Start() {
+	c.rules.Start()
 	c.purger.Start()
 	if c.Alerts != nil {
 		c.evaluator.Start()
@@ -180,6 +196,6 @@ func (c *Core) Stop(ctx context.Context) error {
 	if c.queue != nil {
 		errs = append(errs, c.queue.Close(ctx))
 	}
-	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx))
+	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
 	return errors.Join(errs...)
 }

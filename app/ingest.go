@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -25,7 +26,8 @@ type SubmitResult struct {
 // Ingester is the submit use case, the one straight line from a submission's
 // drafts to the store: Admit (permission, a down store, load), then on the
 // Admission: Decode (the drafts made, on a decoder, then validated, normalised,
-// masked and redacted), Store (past the breaker, the Idempotency-Key's earlier
+// masked and redacted, then put through the account's rule set: the one place
+// every capture path's exchanges are scrubbed, dropped or sampled), Store (past the breaker, the Idempotency-Key's earlier
 // request looked up, then Append through the queue or to the store) and
 // Release. The Admission is the one object that holds the submission's place
 // and gives it back.
@@ -38,6 +40,7 @@ type Ingester struct {
 	validator domain.Validator // policy's, built once
 	clock     ports.Clock
 	admission *admission
+	rules     *RuleBook // nil: no rule sets
 }
 
 // IngestPorts are the ingest use case's collaborators, passed explicitly.
@@ -59,6 +62,9 @@ type IngestPorts struct {
 	Lookup ports.MessageLookup
 	// Clock stamps the messages; required.
 	Clock ports.Clock
+	// Rules, if set, holds the accounts' rule sets that every message goes
+	// through before it is stored.
+	Rules *RuleBook
 }
 
 // MaxBatch is the most items a submission may hold: a decoder keeps that many.
@@ -79,7 +85,8 @@ func NewIngesterWith(p IngestPorts, policy domain.Policy, admission AdmissionOpt
 		// would store them without their stored and visible times.
 		return nil, errors.New("the ingest use case needs a queue that stamps each batch (GroupCommitOptions.Stamper)")
 	}
-	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, validator: policy.Validator(), clock: p.Clock}
+	in := &Ingester{store: p.Store, queue: p.Queue, breaker: p.Breaker, lookup: p.Lookup, policy: policy, validator: policy.Validator(),
+		clock: p.Clock, rules: p.Rules}
 	in.LimitDecoding(admission)
 	return in, nil
 }
@@ -132,6 +139,7 @@ func (k IdempotencyKey) String() string { return k.key }
 type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
+	source      rules.Source // what captured the exchanges, for the rules' scopes
 	key         IdempotencyKey
 	ticket      *ticket      // its place among the admitted submissions
 	reservation *Reservation // nil without a queue
@@ -159,7 +167,7 @@ func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBy
 	if err != nil {
 		return nil, err
 	}
-	admitted := &Admission{in: in, principal: principal, key: key, ticket: ticket}
+	admitted := &Admission{in: in, principal: principal, source: rules.SourceAPI, key: key, ticket: ticket}
 	if in.queue != nil {
 		if admitted.reservation, err = in.queue.Reserve(bodyBytes); err != nil {
 			ticket.leave()
@@ -171,6 +179,11 @@ func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBy
 	}
 	return admitted, nil
 }
+
+// CapturedBy says what captured the submission's exchanges (rules.SourceAPI
+// unless said otherwise), for the rules scoped to sources; call it before
+// Decode.
+func (a *Admission) CapturedBy(src rules.Source) { a.source = src }
 
 // Release counts the submission out and gives its room in the queue back; calling
 // it again, or after Submit or Store, does nothing.
@@ -204,7 +217,7 @@ func (a *Admission) Decode(ctx context.Context, bodyBytes int64, decode func() (
 	a.ticket.bodyRead(bodyBytes)
 	a.reservation.Shrink(bodyBytes)
 	var err error
-	a.msgs, a.result, err = a.in.decode(ctx, a.principal, decode, a.key)
+	a.msgs, a.result, err = a.in.decode(ctx, a.principal, a.source, decode, a.key)
 	a.ticket.leave()
 	if err != nil {
 		a.Release()
@@ -238,6 +251,9 @@ func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 // store checks a reused Idempotency-Key, then appends through the queue or to
 // the store.
 func (a *Admission) store(ctx context.Context) error {
+	if len(a.msgs) == 0 {
+		return nil // the rules dropped every one
+	}
 	if a.key != (IdempotencyKey{}) {
 		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
 			return err
@@ -259,6 +275,11 @@ func (a *Admission) store(ctx context.Context) error {
 // Submit is Admit followed by Admission.Submit, for callers that hold the
 // drafts already; idempotencyKey "" is none.
 func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
+	return in.SubmitFrom(ctx, rules.SourceAPI, principal, drafts, idempotencyKey)
+}
+
+// SubmitFrom is Submit of exchanges captured by src.
+func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
 	var key IdempotencyKey
 	if idempotencyKey != "" {
 		var err error
@@ -270,6 +291,7 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, draf
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	admitted.CapturedBy(src)
 	return admitted.Submit(ctx, drafts)
 }
 
@@ -297,7 +319,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 
 // decode makes the drafts and turns them into the messages to store and the
 // reply, on a decoder.
-func (in *Ingester) decode(ctx context.Context, principal domain.Principal, decode func() (domain.Drafts, error), key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
+func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src rules.Source, decode func() (domain.Drafts, error), key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
 	release, err := in.admission.decoder(ctx)
 	if err != nil {
 		return nil, SubmitResult{}, err
@@ -320,7 +342,44 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, deco
 		}
 		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
+	if in.rules != nil {
+		if msgs, err = in.applyRules(ctx, principal.Account, src, msgs, ids); err != nil {
+			return nil, SubmitResult{}, err
+		}
+	}
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
+}
+
+// applyRules puts msgs through the account's rule set, in place, and returns
+// those to store: a dropped one is marked in ids, and not stored. A rule's
+// retention shortens a message's, never lengthens it past the policy's, which
+// reads keep to.
+func (in *Ingester) applyRules(ctx context.Context, account string, src rules.Source, msgs []domain.Message, ids []domain.Identity) ([]domain.Message, error) {
+	active, err := in.rules.For(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	if active.compiled == nil {
+		return msgs, nil
+	}
+	outcomes := make([]rules.Outcome, len(msgs))
+	kept := msgs[:0]
+	for i := range msgs {
+		m := &msgs[i]
+		policyExpiry := m.ExpiresAt
+		outcomes[i] = active.Apply(m, src)
+		if !outcomes[i].Stored {
+			ids[i].Dropped = true
+			continue
+		}
+		if m.ExpiresAt.After(policyExpiry) {
+			m.ExpiresAt = policyExpiry
+		}
+		kept = append(kept, *m)
+	}
+	clear(msgs[len(kept):]) // what was dropped is not kept alive
+	in.rules.observe(active, outcomes)
+	return kept, nil
 }
 
 func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {

@@ -4,16 +4,20 @@ import (
 	"context"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
 // LocalSubmitter submits exchanges to the ingest use case in the same process (an
 // embedded core), as Principal. Their drafts (domain.DraftsOf) are what the HTTP
 // API decodes from the same exchanges sent as JSON, so they get exactly its
-// validation and normalisation.
+// validation and normalisation, and the account's rule set.
 type LocalSubmitter struct {
 	Ingester  *Ingester
 	Principal domain.Principal
+	// Source is what captured the exchanges, for rules scoped to sources
+	// ("": rules.SourceAPI, as for the Go client and capture middleware).
+	Source rules.Source
 }
 
 var _ ports.ExchangeSubmitter = LocalSubmitter{}
@@ -23,8 +27,12 @@ func (s LocalSubmitter) SubmitExchanges(ctx context.Context, exchanges []domain.
 	if len(exchanges) == 0 {
 		return nil, nil
 	}
+	src := s.Source
+	if src == "" {
+		src = rules.SourceAPI
+	}
 	// No Idempotency-Key: nothing between here and the store retries.
-	result, err := s.Ingester.Submit(ctx, s.Principal, domain.DraftsOf(exchanges), "")
+	result, err := s.Ingester.SubmitFrom(ctx, src, s.Principal, domain.DraftsOf(exchanges), "")
 	if err != nil {
 		return nil, err
 	}

@@ -14,3 +14,9 @@ func TestAlertStoreConformance(t *testing.T) {
 		return memory.NewAlertStore(), nil
 	})
 }
+
+func TestRuleSetStoreConformance(t *testing.T) {
+	conformance.RunRuleSetStoreTests(t, func(context.Context, *testing.T) (ports.RuleSetStore, error) {
+		return memory.NewRuleSetStore(), nil
+	})
+}

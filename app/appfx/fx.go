@@ -19,8 +19,8 @@ import (
 // with the service. It needs an app.Config and a ports.MessageStore from the
 // graph. It uses an app.Metrics, a *zap.Logger, and for alerting a
 // ports.AlertStore (without one alerting is off and *app.Alerts nil) with a
-// ports.WebhookSender, an app.AlertConfig and a ports.PortalLinker, where the
-// graph has them.
+// ports.WebhookSender, an app.AlertConfig and a ports.PortalLinker, and a
+// ports.RuleSetStore for the accounts' rule sets, where the graph has them.
 var Module = fx.Module("app",
 	fx.Provide(
 		app.Config.Policy,
@@ -31,6 +31,7 @@ var Module = fx.Module("app",
 		func(c *app.Core) *app.Statistics { return c.Statistics },
 		func(c *app.Core) *app.Exporter { return c.Exporter },
 		func(c *app.Core) *app.Alerts { return c.Alerts },
+		func(c *app.Core) *app.RuleSets { return c.RuleSets },
 	),
 	// Built, checked and started even when nothing in the graph asks for a use
 	// case.
@@ -50,11 +51,12 @@ type coreParams struct {
 	AlertConfig app.AlertConfig     `optional:"true"`
 	Sender      ports.WebhookSender `optional:"true"`
 	Links       ports.PortalLinker  `optional:"true"`
+	RuleSets    ports.RuleSetStore  `optional:"true"`
 }
 
 func newCore(p coreParams) (*app.Core, error) {
 	c, err := app.NewCore(p.Config, app.CoreDeps{Store: p.Store, Policy: &p.Policy, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
-		Alerting: app.AlertingDeps{Store: p.AlertStore, Config: p.AlertConfig, Sender: p.Sender, Links: p.Links}})
+		Alerting: app.AlertingDeps{Store: p.AlertStore, Config: p.AlertConfig, Sender: p.Sender, Links: p.Links}, RuleSets: p.RuleSets})
 	if err != nil {
 		return nil, err
 	}

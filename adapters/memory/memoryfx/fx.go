@@ -16,8 +16,9 @@ var Module = fx.Module("memory",
 )
 
 // AlertModule provides the in-memory alert store as the service's
-// ports.AlertStore: rules, states and the delivery queue, kept until the
-// process ends.
+// ports.AlertStore (rules, states and the delivery queue) and the rule set
+// store as its ports.RuleSetStore, kept until the process ends.
 var AlertModule = fx.Module("memory.alerts",
 	fx.Provide(fx.Annotate(memory.NewAlertStore, fx.As(new(ports.AlertStore)))),
+	fx.Provide(fx.Annotate(memory.NewRuleSetStore, fx.As(new(ports.RuleSetStore)))),
 )
