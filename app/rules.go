@@ -107,19 +107,30 @@ func ParseRuleReason(values ...string) (string, error) {
 		Message: fmt.Sprintf("must be given once: why the rules change, 1 to %d bytes of UTF-8 text without control characters", MaxRuleReasonBytes)}}}
 }
 
+// Replaceable reports, before a request's body is read, whether the
+// principal may replace its account's rule set at all: an error wrapping
+// ports.ErrForbidden for a portal session, ErrRuledByFile, or one wrapping
+// ports.ErrNotFound when the server keeps no rule sets.
+func (s *RuleSets) Replaceable(p domain.Principal) error {
+	if err := apiKeyOnly(p); err != nil {
+		return err
+	}
+	if _, ok := s.book.FromFile(p.Account); ok {
+		return ErrRuledByFile
+	}
+	if s.store == nil {
+		return fmt.Errorf("this server keeps no rule sets: %w", ports.ErrNotFound)
+	}
+	return nil
+}
+
 // Replace saves doc, a rule set's JSON, as the account's next version if its
 // current version is expected, and makes this replica's writes use it before
 // returning. Errors: ErrRuledByFile, a *domain.ValidationError naming the
 // fields at fault, ports.ErrStale; nothing changes on any.
 func (s *RuleSets) Replace(ctx context.Context, p domain.Principal, doc []byte, reason string, expected int64) (CurrentRules, error) {
-	if err := apiKeyOnly(p); err != nil {
+	if err := s.Replaceable(p); err != nil {
 		return CurrentRules{}, err
-	}
-	if _, ok := s.book.FromFile(p.Account); ok {
-		return CurrentRules{}, ErrRuledByFile
-	}
-	if s.store == nil {
-		return CurrentRules{}, fmt.Errorf("this server keeps no rule sets: %w", ports.ErrNotFound)
 	}
 	rs, err := rules.Parse(doc)
 	if err != nil {

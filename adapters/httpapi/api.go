@@ -1,6 +1,7 @@
 // Package httpapi serves reqlog's HTTP API (shared/spec/CONTRACT.md) on gorilla/mux:
 // POST and GET /v1/messages, GET /v1/messages/{idOrReference}, GET /v1/stats,
-// GET /v1/messages/export, /v1/alerts (rules, states, webhook endpoints), /healthz, /readyz,
+// GET /v1/messages/export, /v1/alerts (rules, states, webhook endpoints), /v1/rules
+// (the account's rule set, its history, trying one), /healthz, /readyz,
 // /metrics (Prometheus) and /v1/openapi.json (the OpenAPI 3.1 document of all of them).
 package httpapi
 
@@ -19,6 +20,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -55,6 +57,8 @@ type Options struct {
 	// answers 405, POST /v1/traces 404), for a mount whose messages arrive in
 	// process; keys still read, create portal sessions and manage alerts.
 	ReadOnly bool
+	// Rules serves /v1/rules (nil: those endpoints answer 404).
+	Rules *app.RuleSets
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -80,6 +84,7 @@ type api struct {
 	exports       *exportSlots
 	alerts        *app.Alerts
 	readOnly      bool
+	rules         *app.RuleSets
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -88,7 +93,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
 		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts,
-		readOnly: opts.ReadOnly}
+		readOnly: opts.ReadOnly, rules: opts.Rules}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -149,6 +154,7 @@ func (a *api) routes(r *mux.Router) {
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
 	a.alertRoutes(r)
+	a.rulesRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC
@@ -179,9 +185,30 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply{Status: true, Message: msgReady})
 }
 
+// SourceHeader says what captured a submission's exchanges, for rules scoped
+// to sources: api (the default), proxy (a capturing proxy submitting to a
+// remote reqlogd) or otlp.
+const SourceHeader = "X-Reqlog-Source"
+
+// parseSource reads SourceHeader's values: none is api; one must name a
+// source; anything else is a *domain.ValidationError naming the header.
+func parseSource(values ...string) (rules.Source, error) {
+	if len(values) == 0 {
+		return rules.SourceAPI, nil
+	}
+	if len(values) == 1 {
+		switch src := rules.Source(strings.ToLower(strings.TrimSpace(values[0]))); src {
+		case rules.SourceAPI, rules.SourceProxy, rules.SourceOTLP:
+			return src, nil
+		}
+	}
+	return "", &domain.ValidationError{Message: "the " + SourceHeader + " header is invalid",
+		Fields: []domain.FieldError{{Field: SourceHeader, Message: "must be given at most once: api, proxy or otlp"}}}
+}
+
 // submit is the HTTP end of the one ingest line: it checks what only HTTP knows
-// (content type, charset and coding included; the Idempotency-Key header; the
-// declared body size), then app.Ingester.Admit decides from the headers
+// (content type, charset and coding included; the Idempotency-Key and
+// X-Reqlog-Source headers; the declared body size), then app.Ingester.Admit decides from the headers
 // (permission, load), the body is read, and the Admission decodes it into
 // drafts (submissions.go) and validates them (Decode), then writes its messages
 // to the store (Store). Everything before the body costs
@@ -193,6 +220,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key, err := app.ParseIdempotencyKey(r.Header.Values("Idempotency-Key")...)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	source, err := parseSource(r.Header.Values(SourceHeader)...)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -210,6 +242,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer admitted.Release()
+	admitted.CapturedBy(source)
 	buf, giveBack := pooledBuffer()
 	body, err := readBody(w, r, a.maxBody, buf)
 	if err != nil {

@@ -172,6 +172,9 @@ func appendIngestReply(dst []byte, result app.SubmitResult) []byte {
 		dst = jsonbytes.AppendString(dst, id.ID)
 		dst = append(dst, `,"reference":`...)
 		dst = jsonbytes.AppendString(dst, id.Reference)
+		if id.Dropped {
+			dst = append(dst, `,"stored":false`...) // an ingest rule dropped it
+		}
 		dst = append(dst, '}')
 	}
 	if !single {

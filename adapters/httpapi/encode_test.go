@@ -304,20 +304,25 @@ func FuzzAppendMessage(f *testing.F) {
 type identityJSON struct {
 	ID        string `json:"id"`
 	Reference string `json:"reference"`
+	Stored    *bool  `json:"stored,omitempty"` // false alone, for a dropped message
 }
 
 func TestAppendIngestReplyMatchesEncodingJSON(t *testing.T) {
 	var ids []domain.Identity
 	for i, s := range trickyStrings {
-		ids = append(ids, domain.Identity{ID: s, Reference: trickyStrings[(i+1)%len(trickyStrings)]})
+		ids = append(ids, domain.Identity{ID: s, Reference: trickyStrings[(i+1)%len(trickyStrings)], Dropped: i%3 == 1})
 	}
+	notStored := false
 	for _, result := range []app.SubmitResult{
-		{Identities: ids[:1]}, {Identities: ids[:1], Multiple: true}, {Identities: ids, Multiple: true}, {Multiple: true},
+		{Identities: ids[:1]}, {Identities: ids[1:2]}, {Identities: ids[:1], Multiple: true}, {Identities: ids, Multiple: true}, {Multiple: true},
 	} {
 		var data any
 		refs := make([]identityJSON, len(result.Identities))
 		for i, id := range result.Identities {
 			refs[i] = identityJSON{ID: id.ID, Reference: id.Reference}
+			if id.Dropped {
+				refs[i].Stored = &notStored
+			}
 		}
 		data = refs
 		if !result.Multiple && len(refs) == 1 {

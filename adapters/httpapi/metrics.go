@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,10 @@ type Metrics struct {
 	alertDisabled   *prometheus.CounterVec
 	alertDeferred   prometheus.Counter
 	alertSkipped    prometheus.Counter
+	ruleMatches     *prometheus.CounterVec
+	ruleDropped     prometheus.Counter
+	ruleWithheld    prometheus.Counter
+	ruleLabels      ruleLabels
 }
 
 var (
@@ -50,6 +55,7 @@ var (
 	_ app.QueueMetrics       = (*Metrics)(nil)
 	_ app.ReservationMetrics = (*Metrics)(nil)
 	_ app.AlertMetrics       = (*Metrics)(nil)
+	_ app.RuleMetrics        = (*Metrics)(nil)
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405).
@@ -127,9 +133,21 @@ func RegisterMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "reqlog_alert_evaluation_slots_skipped_total",
 			Help: "Evaluation slots in which no evaluation started, the pass before having run past them; the log names the account whose rules took the most of it.",
 		}),
+		ruleMatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_rule_matches_total",
+			Help: "Matches of the accounts' rules in the messages written, by rule id (the accounts' ids together; past " + strconv.Itoa(maxRuleLabels) + " distinct ids, \"" + otherRules + "\"), action and mode (enforce, dry_run); an ingest rule matches once per message.",
+		}, []string{"rule", "action", "mode"}),
+		ruleDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reqlog_rule_dropped_messages_total",
+			Help: "Messages an ingest rule kept out of the store (dropped, or sampled out); the submit reply marks them \"stored\": false.",
+		}),
+		ruleWithheld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reqlog_rule_withheld_bodies_total",
+			Help: "Bodies stored as \"[body withheld: …]\" because the rules could not read them within their limits.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.alertDropped, m.alertDisabled, m.alertDeferred, m.alertSkipped, m.requests, m.requestDuration, m.batchSize, m.appendDuration, m.storeErrors,
-		m.queueMessages, m.queueBytes, m.reservedMsgs, m.reservedBytes} {
+		m.queueMessages, m.queueBytes, m.reservedMsgs, m.reservedBytes, m.ruleMatches, m.ruleDropped, m.ruleWithheld} {
 		if err := reg.Register(c); err != nil {
 			m.Unregister()
 			return nil, fmt.Errorf("httpapi: registering reqlog's metrics: %w", err)
@@ -201,6 +219,51 @@ func (m *Metrics) ObserveEvaluationsDeferred(rules int) { m.alertDeferred.Add(fl
 
 // ObserveSlotsSkipped implements app.AlertMetrics.
 func (m *Metrics) ObserveSlotsSkipped(slots int) { m.alertSkipped.Add(float64(slots)) }
+
+// maxRuleLabels bounds the rule ids /metrics names: accounts choose them, and
+// a scrape must not grow with every id any account ever used.
+const (
+	maxRuleLabels = 500
+	otherRules    = "_other"
+)
+
+// ruleLabels are the rule ids named so far.
+type ruleLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// label is id, or otherRules once maxRuleLabels other ids are named.
+func (l *ruleLabels) label(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[id] {
+		return id
+	}
+	if len(l.seen) >= maxRuleLabels {
+		return otherRules
+	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[id] = true
+	return id
+}
+
+// ObserveRuleMatches implements app.RuleMetrics.
+func (m *Metrics) ObserveRuleMatches(id, action string, dryRun bool, n int) {
+	mode := "enforce"
+	if dryRun {
+		mode = "dry_run"
+	}
+	m.ruleMatches.WithLabelValues(m.ruleLabels.label(id), action, mode).Add(float64(n))
+}
+
+// ObserveRuleEffects implements app.RuleMetrics.
+func (m *Metrics) ObserveRuleEffects(dropped, withheld int) {
+	m.ruleDropped.Add(float64(dropped))
+	m.ruleWithheld.Add(float64(withheld))
+}
 
 // handler serves the registry in the Prometheus text format; nil when the
 // registry's owner serves it.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -56,6 +57,12 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // WithRetryPolicy replaces DefaultRetryPolicy; zero fields keep their defaults.
 func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 
+// WithSource says what captures the exchanges the client submits (the
+// X-Reqlog-Source header), for the account's rules scoped to sources: a
+// capturing proxy says rules.SourceProxy. Without it they count as
+// rules.SourceAPI.
+func WithSource(src rules.Source) Option { return func(c *Client) { c.source = src } }
+
 // Client talks to one reqlog service with one API key. It is safe for concurrent use.
 type Client struct {
 	messages  *url.URL // {base}/v1/messages
@@ -63,6 +70,7 @@ type Client struct {
 	http      *http.Client
 	userAgent string
 	retry     RetryPolicy
+	source    rules.Source // "": not sent
 }
 
 // New returns a client for the service at baseURL (http or https, optionally with a

@@ -17,8 +17,9 @@ type FieldError = domain.FieldError
 // APIError is an error reply of the service.
 //
 // errors.Is matches the sentinel of its status: 401 ports.ErrUnauthenticated,
-// 403 ports.ErrForbidden, 404 ports.ErrNotFound, 413 domain.ErrTooLarge, 429 ports.ErrOverloaded and 503
-// ports.ErrUnavailable. For a 400, errors.As also finds a *domain.ValidationError
+// 403 ports.ErrForbidden, 404 ports.ErrNotFound, 412 ports.ErrStale (a rule
+// set's stale version), 413 domain.ErrTooLarge, 429 ports.ErrOverloaded and
+// 503 ports.ErrUnavailable. For a 400, errors.As also finds a *domain.ValidationError
 // carrying Message and Fields, as the in-process ingest path returns.
 type APIError struct {
 	StatusCode int
@@ -53,6 +54,7 @@ var statusSentinels = map[int]error{
 	http.StatusUnauthorized:          ports.ErrUnauthenticated,
 	http.StatusForbidden:             ports.ErrForbidden,
 	http.StatusNotFound:              ports.ErrNotFound,
+	http.StatusPreconditionFailed:    ports.ErrStale,
 	http.StatusRequestEntityTooLarge: domain.ErrTooLarge,
 	http.StatusTooManyRequests:       ports.ErrOverloaded,
 	http.StatusServiceUnavailable:    ports.ErrUnavailable,

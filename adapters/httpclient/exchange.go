@@ -38,26 +38,32 @@ type exchangeResponseJSON struct {
 func encodeExchanges(exchanges []domain.Exchange) ([]byte, error) {
 	items := make([]exchangeJSON, len(exchanges))
 	for i, e := range exchanges {
-		items[i] = exchangeJSON{
-			Name:      e.Name,
-			IPAddress: e.IPAddress,
-			Method:    e.Method,
-			Path:      e.Path,
-			Route:     e.Route,
-			Request:   exchangeRequestJSON{Header: e.Request.Header, Body: e.Request.Body},
-			Response: exchangeResponseJSON{StatusCode: e.Response.StatusCode,
-				Header: e.Response.Header, Body: e.Response.Body},
-		}
-		if !e.CreatedAt.IsZero() {
-			items[i].CreatedAt = domain.FormatTime(e.CreatedAt)
-		}
-		if e.HasDuration {
-			items[i].DurationMS = json.Number(domain.FormatDurationMS(e.Duration))
-		}
+		items[i] = exchangeOf(e)
 	}
 	body, err := json.Marshal(items)
 	if err != nil {
 		return nil, fmt.Errorf("encode %d exchanges: %w", len(exchanges), err)
 	}
 	return body, nil
+}
+
+// exchangeOf is e as the contract's submission object.
+func exchangeOf(e domain.Exchange) exchangeJSON {
+	item := exchangeJSON{
+		Name:      e.Name,
+		IPAddress: e.IPAddress,
+		Method:    e.Method,
+		Path:      e.Path,
+		Route:     e.Route,
+		Request:   exchangeRequestJSON{Header: e.Request.Header, Body: e.Request.Body},
+		Response: exchangeResponseJSON{StatusCode: e.Response.StatusCode,
+			Header: e.Response.Header, Body: e.Response.Body},
+	}
+	if !e.CreatedAt.IsZero() {
+		item.CreatedAt = domain.FormatTime(e.CreatedAt)
+	}
+	if e.HasDuration {
+		item.DurationMS = json.Number(domain.FormatDurationMS(e.Duration))
+	}
+	return item
 }

@@ -26,7 +26,8 @@ type (
 	ExchangeResponse = domain.ExchangeResponse
 )
 
-// Identity is a stored message's id (a UUID) and reference ("msg_…").
+// Identity is a submitted message's id (a UUID) and reference ("msg_…"), and
+// Dropped when an ingest rule of the account kept it out of the store.
 type Identity = domain.Identity
 
 // Message is one stored exchange as the service returns it. It encodes to and
@@ -202,6 +203,9 @@ func (c *Client) Submit(ctx context.Context, exchanges ...Exchange) ([]Identity,
 		"Content-Type":       {"application/json"},
 		idempotencyKeyHeader: {rand.Text()},
 	}}
+	if c.source != "" {
+		r.header.Set(sourceHeader, string(c.source))
+	}
 	raw, err := c.do(ctx, r)
 	if err != nil {
 		return nil, err
@@ -228,6 +232,21 @@ func (c *Client) SubmitExchanges(ctx context.Context, exchanges []domain.Exchang
 	return c.Submit(ctx, exchanges...)
 }
 
+// sourceHeader says what captured the exchanges submitted.
+const sourceHeader = "X-Reqlog-Source"
+
+// identityJSON is an identity in a submit reply: "stored": false when an
+// ingest rule dropped the message.
+type identityJSON struct {
+	ID        string `json:"id"`
+	Reference string `json:"reference"`
+	Stored    *bool  `json:"stored"`
+}
+
+func (j identityJSON) identity() Identity {
+	return Identity{ID: j.ID, Reference: j.Reference, Dropped: j.Stored != nil && !*j.Stored}
+}
+
 // identities reads "data": an array for a batch, an object for one submission.
 func identities(data json.RawMessage) ([]Identity, error) {
 	data = bytes.TrimSpace(data)
@@ -235,12 +254,16 @@ func identities(data json.RawMessage) ([]Identity, error) {
 	case len(data) == 0 || bytes.Equal(data, []byte("null")):
 		return nil, nil
 	case data[0] == '{':
-		var id Identity
+		var id identityJSON
 		err := json.Unmarshal(data, &id)
-		return []Identity{id}, err
+		return []Identity{id.identity()}, err
 	default:
-		var ids []Identity
-		err := json.Unmarshal(data, &ids)
+		var list []identityJSON
+		err := json.Unmarshal(data, &list)
+		ids := make([]Identity, len(list))
+		for i, j := range list {
+			ids[i] = j.identity()
+		}
 		return ids, err
 	}
 }

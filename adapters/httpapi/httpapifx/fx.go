@@ -56,11 +56,13 @@ type handlerParams struct {
 	Traces httpapi.TraceReceiver `optional:"true"`
 	// Alerting: nil unless the store keeps rules (appfx.Module).
 	Alerts *app.Alerts `optional:"true"`
+	// Rule sets (appfx.Module).
+	Rules *app.RuleSets `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
 	opts := httpapi.Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
-		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts}
+		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

@@ -43,12 +43,16 @@ const AlertPoll = 20 * time.Millisecond
 // about a random secret.
 const portalSecret = "httpapitest-portal-secret-0123456789abcdef"
 
+// rulesHashKey keys the hash action of the accounts' rule sets.
+const rulesHashKey = "httpapitest-rules-hash-key"
+
 // Serve returns the API handler of a service with cfg's keys, policy, clock and
 // body limit on store. The service stops when the test ends, before the store's own
 // cleanup runs (the store maker registered that earlier).
 //
 // Alerting runs on store when it is a ports.AlertStore too, otherwise on a
-// memory alert store of its own, and the test's log says so. Its loops look at the clock every
+// memory alert store of its own, and the test's log says so; rule sets on
+// store when it is a ports.RuleSetStore, otherwise on a memory one. Its loops look at the clock every
 // AlertPoll, so that a test moving the fake clock on sees the next evaluation
 // soon after; webhooks may reach loopback addresses (the suite's receiver).
 func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
@@ -85,6 +89,13 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 			"(embed the adapter's alert store in the store the maker returns, as adapters/sqlite's alertingStoreMaker does)", store)
 		alerts = memory.NewAlertStore()
 	}
+	// Rule sets likewise, with a hash key every test service shares.
+	ruleSets, ok := store.(ports.RuleSetStore)
+	if !ok {
+		ruleSets = memory.NewRuleSetStore()
+	}
+	core := app.DefaultConfig()
+	core.Rules.HashKey, core.Rules.Poll = []byte(rulesHashKey), AlertPoll
 	var handler http.Handler
 	opts := []fx.Option{
 		fx.NopLogger,
@@ -93,9 +104,10 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		portalfx.Module,
 		webhookfx.Module,
 		httpapifx.HandlerModule,
-		fx.Supply(app.DefaultConfig(), keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+		fx.Supply(core, keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
-		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts }),
+		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts },
+			func() ports.RuleSetStore { return ruleSets }),
 		fx.Replace(policy),
 		fx.Populate(&handler),
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -31,7 +32,7 @@ func newReceiver(cfg otlp.Config, in *app.Ingester, reg *prometheus.Registry, lo
 		return nil, err
 	}
 	submitter := func(p domain.Principal) ports.ExchangeSubmitter {
-		return app.LocalSubmitter{Ingester: in, Principal: p}
+		return app.LocalSubmitter{Ingester: in, Principal: p, Source: rules.SourceOTLP}
 	}
 	return otlp.New(cfg, submitter, spanCounter{spans}, log.Named("otlp")), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/httpclient"
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -63,7 +64,7 @@ func newServer(p params) (*proxy.Server, error) {
 // process as APIKey's principal.
 func submitterFor(p params) (ports.ExchangeSubmitter, error) {
 	if p.Config.ReqlogURL != "" {
-		return httpclient.New(p.Config.ReqlogURL, p.Config.APIKey, httpclient.WithUserAgent("reqlog-proxy/1"))
+		return httpclient.New(p.Config.ReqlogURL, p.Config.APIKey, httpclient.WithUserAgent("reqlog-proxy/1"), httpclient.WithSource(rules.SourceProxy))
 	}
 	if p.Config.APIKey == "" {
 		return nil, errors.New("proxy: REQLOG_PROXY_API_KEY is required: the key whose account and domain the proxied exchanges are stored as")
@@ -78,7 +79,7 @@ func submitterFor(p params) (ports.ExchangeSubmitter, error) {
 	if principal.ReadOnly {
 		return nil, errors.New("proxy: REQLOG_PROXY_API_KEY may only read messages; use an API key")
 	}
-	return app.LocalSubmitter{Ingester: p.Ingester, Principal: principal}, nil
+	return app.LocalSubmitter{Ingester: p.Ingester, Principal: principal, Source: rules.SourceProxy}, nil
 }
 
 // registerMetrics counts the proxy's exchanges by outcome, read from the
