@@ -37,6 +37,13 @@ func TestAlertStoreConformance(t *testing.T) {
 	})
 }
 
+func TestRuleSetStoreConformance(t *testing.T) {
+	conformance.RunRuleSetStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RuleSetStore, error) {
+		cfg := testConfig(t)
+		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on Elasticsearch.
 type storeWithAlerts struct {

@@ -101,7 +101,7 @@ func (a *AlertStore) setUp(ctx context.Context) error {
 			bson.E{Key: alertrecord.FieldAt, Value: -1})),
 		named(collAlertAttempts, "at", bson.D{{Key: alertrecord.FieldAt, Value: 1}}),
 	}
-	for _, coll := range []string{collAlertStates, collAlertDeliveries, collAlertLeases} {
+	for _, coll := range []string{collAlertStates, collAlertDeliveries, collAlertLeases, collRuleSets} {
 		for _, m := range versionIndexes() {
 			indexes = append(indexes, index{coll, m})
 		}

@@ -27,6 +27,17 @@ func TestAlertStoreConformance(t *testing.T) {
 	})
 }
 
+// Every subtest gets a fresh database, dropped after it.
+func TestRuleSetStoreConformance(t *testing.T) {
+	conformance.RunRuleSetStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RuleSetStore, error) {
+		s, err := openStore(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewAlertStore(ctx, s)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on MongoDB.
 type storeWithAlerts struct {

@@ -33,8 +33,8 @@ const (
 	alertLeases      = "leases"
 )
 
-// alertKinds lists every kind, for set-up.
-var alertKinds = []string{alertRules, alertEndpoints, alertStates, alertTransitions, alertDeliveries, alertAttempts, alertLeases}
+// alertKinds lists every kind, for set-up (the rule sets too: rules.go).
+var alertKinds = []string{alertRules, alertEndpoints, alertStates, alertTransitions, alertDeliveries, alertAttempts, alertLeases, ruleSets}
 
 // Store is the Elasticsearch ports.AlertStore: one small index per kind
 // of record, "<prefix>-alert-<kind>" (one shard, a replica wherever a second
@@ -97,6 +97,7 @@ var alertMappings = map[string]map[string]any{
 		"event_id": keyword, "event_type": keyword, "rule_id": keyword, "number": integer, "at": long, "status_code": integer,
 		"error": kept, "duration_micros": long, "response": kept},
 	alertLeases: {"name": keyword, "owner": keyword, "until": long},
+	ruleSets:    {"account": keyword, "version": long, "key_id": kept, "reason": kept, "at": long, "rules": kept},
 }
 
 // catIndex is a row of GET _cat/indices.

@@ -39,12 +39,13 @@ func provide(p moduleParams) (*mongo.Store, error) {
 }
 
 // AlertModule provides the alert store on the MongoDB store's database as the
-// service's ports.AlertStore. Its indexes are created on start, after the
-// store connects.
+// service's ports.AlertStore, and as its ports.RuleSetStore (the accounts' rule
+// sets, in a collection beside alerting's). Its indexes are created on start,
+// after the store connects.
 var AlertModule = fx.Module("mongo.alerts",
 	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *mongo.Store) *mongo.AlertStore {
 		a, start := mongo.DeferredAlertStore(s)
 		lc.Append(fx.Hook{OnStart: start})
 		return a
-	}, fx.As(new(ports.AlertStore)))),
+	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)))),
 )
