@@ -89,8 +89,12 @@ func parseAPIKey(entry string) (APIKey, error) {
 	return k, nil
 }
 
+// ValidAccount reports whether account is an account name keys may carry: 1
+// to 64 characters from A-Z a-z 0-9 . _ -.
+func ValidAccount(account string) bool { return accountPattern.MatchString(account) }
+
 func checkScope(account, domainName string) error {
-	if !accountPattern.MatchString(account) {
+	if !ValidAccount(account) {
 		return errors.New("the account (first field) must be 1 to 64 characters from A-Z a-z 0-9 . _ -")
 	}
 	if !domain.ValidDomain(domainName) {

@@ -41,11 +41,17 @@ func DefaultRulesConfig() RulesConfig { return RulesConfig{Poll: DefaultRulesPol
 
 // Validate reports the first unusable field as Config.Validate does.
 func (c RulesConfig) Validate() error {
-	if c.Poll <= 0 {
+	switch {
+	case c.Poll <= 0:
 		return invalidField("Rules.Poll", "must be positive")
+	case len(c.HashKey) > 0 && len(c.HashKey) < MinRulesHashKey:
+		return invalidField("Rules.HashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
 	}
 	return nil
 }
+
+// MinRulesHashKey is the shortest hash key accepted.
+const MinRulesHashKey = 16
 
 // RuleMetrics counts what rule sets do to the messages written. An adapter
 // exports it (Prometheus, in httpapi).

@@ -63,6 +63,9 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"AlertScoping", apiTestAlertScoping},
 		{"AlertTestEvent", apiTestAlertTestEvent},
 		{"AlertFiresAndResolves", apiTestAlertFiresAndResolves},
+		// Rule sets (api_rules.go).
+		{"RuleSets", apiTestRuleSets},
+		{"DroppedMessages", apiTestDroppedMessages},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

@@ -18,14 +18,16 @@ import (
 // Metrics is the service's Prometheus instrumentation: HTTP requests (the API's
 // middleware), store calls (app.Metrics), the ingest queue and the room
 // reserved in it (app.QueueMetrics, app.ReservationMetrics), alerting's bounds at
-// work (app.AlertMetrics). NewMetrics puts
-// them on the service's registry with the Go runtime and process collectors,
-// served at /metrics; other modules register their own collectors on the same
-// *prometheus.Registry from the fx graph. RegisterMetrics puts them on an
-// embedder's registry, which the embedder serves.
+// work (app.AlertMetrics), what the accounts' rule sets do (app.RuleMetrics).
+// NewMetrics puts them on the service's registry with the Go runtime and
+// process collectors, served at /metrics; other modules register their own
+// collectors on the same *prometheus.Registry from the fx graph.
+// RegisterMetrics puts them on an embedder's registry, which the embedder
+// serves.
 //
 // GET /metrics needs no API key, as Prometheus scrapers expect: it shows counts by
-// route template, never an account, key, path or body.
+// route template, never an account, key, path or body; the rule ids accounts
+// choose label the rules' counts, never what the rules matched.
 type Metrics struct {
 	// registerer holds the collectors; gatherer, if set, is served at /metrics.
 	registerer      prometheus.Registerer

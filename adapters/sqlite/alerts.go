@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, account TEXT NOT NULL,
 CREATE INDEX IF NOT EXISTS attempts_endpoint ON attempts(account, domain, endpoint_id, at, id);
 CREATE INDEX IF NOT EXISTS attempts_at ON attempts(at);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rule_sets (account TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (account, version));
 `
 
 // AlertStore is the SQLite ports.AlertStore: one database file beside the day

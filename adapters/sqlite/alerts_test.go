@@ -42,6 +42,17 @@ func TestAlertStoreConformance(t *testing.T) {
 	})
 }
 
+// Every subtest gets a fresh data directory.
+func TestRuleSetStoreConformance(t *testing.T) {
+	conformance.RunRuleSetStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RuleSetStore, error) {
+		s, err := openStore(ctx, t, sqlite.Config{Dir: t.TempDir()})
+		if err != nil {
+			return nil, err
+		}
+		return openAlertStore(ctx, t, s)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on SQLite.
 type storeWithAlerts struct {

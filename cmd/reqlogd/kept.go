@@ -10,25 +10,42 @@ import (
 	"strings"
 )
 
-// With the sqlite store, the development key and the portal secret that
-// reqlogd generates when none is configured are kept in the data directory,
-// so a restart keeps the same key and the portal links it printed. Other
-// stores keep nothing on this machine, so their generated values last one run.
+// With the sqlite store, the development key, the portal secret and the
+// rules' hash key that reqlogd generates when none is configured are kept in
+// the data directory, so a restart keeps the same key, the portal links it
+// printed and the hashes rules made. Other stores keep nothing on this
+// machine, so their generated values last one run; the hash key is generated
+// for the memory store alone (replicas of a shared store must share theirs).
 const (
 	keptDevKeyName       = "dev-api-key"
 	keptPortalSecretName = "portal-secret"
+	keptRulesHashKeyName = "rules-hash-key"
 )
 
 // keepGenerated makes cfg's generated secrets last across restarts (sqlite
-// store only): the portal secret is read from the data directory, or
-// generated, when none is configured. It returns how to get the development
-// key, and what was generated, to be written into the directory once the store
-// holds its lock: a reqlogd refused by another's lock must leave that
-// directory alone.
+// store only): the portal secret and the rules' hash key are read from the
+// data directory, or generated, when none is configured. It returns how to
+// get the development key, and what was generated, to be written into the
+// directory once the store holds its lock: a reqlogd refused by another's
+// lock must leave that directory alone.
 func keepGenerated(cfg *config) (devKey func() (string, error), unsaved *generated, err error) {
 	unsaved = &generated{dir: cfg.SQLite.Dir}
+	if cfg.Store == storeMemory && len(cfg.App.Rules.HashKey) == 0 {
+		key, err := newPortalSecret()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.App.Rules.HashKey = []byte(key)
+	}
 	if cfg.Store != storeSQLite {
 		return newDevKey, unsaved, nil
+	}
+	if len(cfg.App.Rules.HashKey) == 0 {
+		key, err := unsaved.get(keptRulesHashKeyName, newPortalSecret)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.App.Rules.HashKey = []byte(key)
 	}
 	if len(cfg.Portal.Secret) == 0 {
 		secret, err := unsaved.get(keptPortalSecretName, newPortalSecret)
@@ -43,7 +60,7 @@ func keepGenerated(cfg *config) (devKey func() (string, error), unsaved *generat
 func newDevKey() (string, error) { return "rk_dev_" + rand.Text(), nil }
 
 // newPortalSecret is 32 random bytes as 64 hex digits (the secret is the
-// text's bytes).
+// text's bytes); the rules' hash key is made alike.
 func newPortalSecret() (string, error) {
 	b := make([]byte, 32)
 	_, err := rand.Read(b)

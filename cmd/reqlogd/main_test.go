@@ -259,7 +259,7 @@ func TestRestartKeepsMessagesKeyAndPortalLinks(t *testing.T) {
 			t.Errorf("after the restart, the first run's credential lists %v, want %v", got, msg["id"])
 		}
 	}
-	for _, name := range []string{keptDevKeyName, keptPortalSecretName} {
+	for _, name := range []string{keptDevKeyName, keptPortalSecretName, keptRulesHashKeyName} {
 		info, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v; want a file of mode 0600", name, err, info.Mode().Perm())

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
 	"github.com/reqlog/reqlog/adapters/httpapi"
@@ -76,6 +76,9 @@ type config struct {
 	SQLite        sqlite.Config
 	Alerts        app.AlertConfig
 	Webhook       webhook.Config
+
+	// RulesFile is REQLOG_RULES_FILE's path; App.Rules.File holds what it read.
+	RulesFile string
 
 	// origins records, per setting key, the value as given and where it came from,
 	// so that validate can report both.
@@ -293,6 +296,16 @@ var settings = []setting{
 	intSetting("read_walks", "App.Walks.Walks", "reads that walk many messages (statistics, export pages, lists with q or a method, address, status, path or duration filter) running at once (0: no limit)", func(c *config) *int { return &c.App.Walks.Walks }),
 	intSetting("read_walks_per_account", "App.Walks.PerAccount", "of those, how many one account (its portal sessions included) may run at once; below read_walks, another account's walk always starts at once", func(c *config) *int { return &c.App.Walks.PerAccount }),
 	intSetting("read_walks_waiting", "App.Walks.MaxWaiting", "walks of one account that may wait for a turn (429 with Retry-After beyond)", func(c *config) *int { return &c.App.Walks.MaxWaiting }),
+	{key: "rules.file", field: "App.Rules.File",
+		usage: "a YAML or JSON file mapping account names to rule sets, each the document PUT /v1/rules takes (docs/rules.md); the accounts it names are ruled by it alone, read at start, and the API may not change their rules (409)",
+		parse: func(c *config, v string) (err error) {
+			c.RulesFile = strings.TrimSpace(v)
+			c.App.Rules.File, err = loadRulesFile(c.RulesFile)
+			return err
+		},
+		show: func(c config) string { return c.RulesFile }},
+	secretSetting("rules.hash_key", "App.Rules.HashKey", "key of the rules' hash action and subject hashes, at least 16 bytes, the same on every replica and kept outside the store (default: with store sqlite, generated and kept in the data directory; with memory, random at start; with mongodb and elasticsearch none, and a rule set that hashes is refused)", func(c *config, v string) { c.App.Rules.HashKey = []byte(v) }),
+	durationSetting("rules.poll_interval", "App.Rules.Poll", "how often each replica looks in the store for rule set versions saved on another: the longest another replica writes under the version before", func(c *config) *time.Duration { return &c.App.Rules.Poll }),
 	// Every secret setting from a file, too (secretfile.go).
 	secretFileSetting("api_keys"),
 	secretFileSetting("portal.secret"),
@@ -300,6 +313,7 @@ var settings = []setting{
 	secretFileSetting("elasticsearch.password"),
 	secretFileSetting("elasticsearch.api_key"),
 	secretFileSetting("proxy.api_key"),
+	secretFileSetting("rules.hash_key"),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the

@@ -156,6 +156,11 @@ var settingCases = []settingCase{
 	{key: "export_stall_timeout", value: "20s", check: func(c config) bool { return c.HTTP.Exports.Stall == 20*time.Second }},
 	{key: "alerts.evaluation_interval", value: "30s", check: func(c config) bool { return c.Alerts.EvaluationInterval == 30*time.Second }},
 	{key: "alerts.poll_interval", value: "5s", check: func(c config) bool { return c.Alerts.Poll == 5*time.Second }},
+	{key: "rules.file", value: "testdata/rules.yaml", check: func(c config) bool {
+		return c.RulesFile == "testdata/rules.yaml" && c.App.Rules.File["acme"].Privacy[0].ID == "emails"
+	}},
+	{key: "rules.hash_key", value: "a-rules-hash-key-16", check: func(c config) bool { return string(c.App.Rules.HashKey) == "a-rules-hash-key-16" }},
+	{key: "rules.poll_interval", value: "250ms", check: func(c config) bool { return c.App.Rules.Poll == 250*time.Millisecond }},
 	{key: "alerts.allow_private_webhooks", value: "true", check: func(c config) bool { return c.Webhook.AllowPrivate }},
 	{key: "alerts.webhook_timeout", value: "5s", check: func(c config) bool { return c.Webhook.Timeout == 5*time.Second }},
 	{key: "alerts.delivery_lease", value: "2m", check: func(c config) bool { return c.Alerts.DeliveryLease == 2*time.Minute }},

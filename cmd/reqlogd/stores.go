@@ -28,7 +28,8 @@ type storeEntry struct {
 	name  string
 	about string // REQLOG_STORE's help for it
 	// modules provide ports.MessageStore and, where the store keeps alert
-	// rules, ports.AlertStore; each reads its own Config from the graph.
+	// rules and the accounts' rule sets, ports.AlertStore and
+	// ports.RuleSetStore; each reads its own Config from the graph.
 	modules fx.Option
 	// requires names a setting the store cannot run without and says why,
 	// or returns "" when the settings hold what it needs.
