@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -109,10 +110,20 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 	if len(active) == 0 {
 		return
 	}
+	// Each value is tried with the rules that may pick its kind of place
+	// alone, in their order.
+	var byClass [classes][]int
+	for i, r := range active {
+		for c := range classes {
+			if r.reach&(1<<c) != 0 {
+				byClass[c] = append(byClass[c], i)
+			}
+		}
+	}
 	matches := make([]int, len(active))
-	changed := map[Change]bool{}
 	out.Withheld = walkMessage(m, func(l *location, value string) (string, bool) {
-		for i, r := range active {
+		for _, i := range byClass[l.class()] {
+			r := active[i]
 			if !r.selects(l) {
 				continue
 			}
@@ -124,8 +135,9 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			if r.dryRun {
 				continue
 			}
-			if change := (Change{Rule: r.id, Field: l.String()}); !changed[change] {
-				changed[change] = true
+			// A message holds few changes: a scan finds a repeat sooner than
+			// a map is made.
+			if change := (Change{Rule: r.id, Field: l.String()}); !slices.Contains(out.Changes, change) {
 				out.Changes = append(out.Changes, change)
 			}
 			if remove {

@@ -24,16 +24,16 @@ type detector struct {
 var detectors = map[string]detector{
 	"email":           {hint: has("@"), re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
 	"card_number":     {hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
-	"iban":            {hint: hasDigits(2), re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
+	"iban":            {hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
 	"jwt":             {hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
 	"bearer_token":    {hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
-	"aws_access_key":  {hint: has("A"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
-	"github_token":    {hint: has("gh"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	"stripe_key":      {hint: has("_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
+	"aws_access_key":  {hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
+	"github_token":    {hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	"stripe_key":      {hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
 	"pem_private_key": {hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {hint: has("-"), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {hint: has("."), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
-	"ipv6":            {hint: has(":"), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
+	"us_ssn":          {hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
+	"ipv4":            {hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"ipv6":            {hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
 }
 
 // DetectorNames lists the built-in detectors, sorted.
@@ -46,12 +46,67 @@ func DetectorNames() []string {
 	return names
 }
 
+// Hints: each is a cheap test every match of its detector's pattern passes,
+// so that most values never reach the pattern.
+
 func has(s string) func(string) bool     { return func(t string) bool { return strings.Contains(t, s) } }
 func hasFold(s string) func(string) bool { return func(t string) bool { return containsFold(t, s) } }
 
 func containsFold(t, s string) bool {
 	for i := 0; i+len(s) <= len(t); i++ {
 		if strings.EqualFold(t[i:i+len(s)], s) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAfter reports whether a text holds c followed by one of tails: one
+// scan for c, rather than one for each literal.
+func hasAfter(c byte, tails ...string) func(string) bool {
+	return func(t string) bool {
+		for i := strings.IndexByte(t, c); i >= 0; {
+			rest := t[i+1:]
+			for _, tail := range tails {
+				if strings.HasPrefix(rest, tail) {
+					return true
+				}
+			}
+			j := strings.IndexByte(rest, c)
+			if j < 0 {
+				return false
+			}
+			i += 1 + j
+		}
+		return false
+	}
+}
+
+// hasCount reports whether a text holds c at least n times.
+func hasCount(c byte, n int) func(string) bool {
+	return func(t string) bool {
+		for i := 0; i < n; i++ {
+			j := strings.IndexByte(t, c)
+			if j < 0 {
+				return false
+			}
+			t = t[j+1:]
+		}
+		return true
+	}
+}
+
+func both(a, b func(string) bool) func(string) bool {
+	return func(t string) bool { return a(t) && b(t) }
+}
+
+// hasIBANStart reports whether a text holds two capital letters followed by
+// two digits, as every IBAN starts.
+func hasIBANStart(t string) bool {
+	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	for i := 0; i+3 < len(t); i++ {
+		if upper(t[i]) && upper(t[i+1]) && digit(t[i+2]) && digit(t[i+3]) {
 			return true
 		}
 	}
@@ -79,7 +134,11 @@ func (d *detector) find(s string) [][]int {
 		return nil
 	}
 	var out [][]int
-	for _, m := range d.re.FindAllStringSubmatchIndex(s, -1) {
+	find := d.re.FindAllStringIndex // cheaper: no groups kept
+	if d.scheme {
+		find = d.re.FindAllStringSubmatchIndex
+	}
+	for _, m := range find(s, -1) {
 		if d.check != nil && !d.check(s[m[0]:m[1]]) {
 			continue
 		}

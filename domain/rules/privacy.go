@@ -20,11 +20,17 @@ type privacyRule struct {
 	selectors   []selector
 	except      []selector
 	pattern     *regexp.Regexp
+	literal     literal // every match of pattern holds it
 	group       int
 	detector    *detector
 	action      Action
 	dryRun      bool
 	readsFields [3]bool // by side: a selector needs the body's fields
+	reach       uint16  // the classes of places its selectors may pick
+	submatches  bool    // the action needs the match's groups
+	// lastKeys, when set, are the keys a body field must end on to be
+	// picked: every selector names a field by its last key.
+	lastKeys []string
 }
 
 func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privacyRule, bool) {
@@ -45,8 +51,11 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 				continue
 			}
 			*out = append(*out, s)
-			if list == "select" && s.readsFields() {
-				p.readsFields[s.side] = true
+			if list == "select" {
+				p.reach |= s.reach()
+				if s.readsFields() {
+					p.readsFields[s.side] = true
+				}
 			}
 		}
 	}
@@ -54,6 +63,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 	case r.Match.Pattern != "" && r.Match.Detector != "":
 		fe.Add(field+".match", "names a pattern or a detector, not both")
 	case r.Match.Pattern != "":
+		p.literal = requiredLiteral(r.Match.Pattern)
 		if p.pattern = compilePattern(fe, field+".match.pattern", r.Match.Pattern); p.pattern != nil &&
 			(r.Match.Group < 0 || r.Match.Group > p.pattern.NumSubexp()) {
 			fe.Add(field+".match.group", "must be 0 to %d, the pattern's groups", p.pattern.NumSubexp())
@@ -85,14 +95,36 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 	default:
 		fe.Add(field+".action.type", "must be mask, replace, hash, remove, partial or keep_scheme")
 	}
+	p.submatches = r.Match.Group > 0 || r.Action.Type == ActionKeepScheme
+	p.lastKeys = lastKeysOf(p.selectors)
 	if r.Action.Type != ActionReplace && r.Action.With != "" {
 		fe.Add(field+".action.with", "is for replace alone")
 	}
 	return p, len(fe.List) == before
 }
 
+// lastKeysOf is the last key of each selector's field path, or nil when one
+// selector picks more than fields ending on a key it names.
+func lastKeysOf(selectors []selector) []string {
+	var keys []string
+	for _, s := range selectors {
+		if s.every || s.kind != kindBody || len(s.path) == 0 {
+			return nil
+		}
+		last := s.path[len(s.path)-1]
+		if last == "*" || last == "**" {
+			return nil
+		}
+		keys = append(keys, last)
+	}
+	return keys
+}
+
 // selects reports whether the rule picks the value at l.
 func (p *privacyRule) selects(l *location) bool {
+	if p.lastKeys != nil && (len(l.path) == 0 || !slices.Contains(p.lastKeys, l.path[len(l.path)-1])) {
+		return false // a quick no before the paths are matched
+	}
 	return slices.ContainsFunc(p.selectors, func(s selector) bool { return s.matches(l) }) &&
 		!slices.ContainsFunc(p.except, func(s selector) bool { return s.matches(l) })
 }
@@ -100,8 +132,12 @@ func (p *privacyRule) selects(l *location) bool {
 // spans returns where in value the rule's match is, as submatch index lists.
 func (p *privacyRule) spans(value string) [][]int {
 	switch {
-	case p.pattern != nil:
+	case p.pattern != nil && !p.literal.holds(value):
+		return nil // the pattern cannot match: spare running it
+	case p.pattern != nil && p.submatches:
 		return p.pattern.FindAllStringSubmatchIndex(value, -1)
+	case p.pattern != nil:
+		return p.pattern.FindAllStringIndex(value, -1) // cheaper: no groups kept
 	case p.detector != nil:
 		return p.detector.find(value)
 	}

@@ -3,6 +3,7 @@ package rules_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -284,5 +285,58 @@ func TestHostilePatternRunsLinear(t *testing.T) {
 	m := domain.Message{Path: "/", Request: domain.Content{Body: strings.Repeat("a", 1<<16) + "!"}}
 	if out := c.Apply(&m, rules.SourceAPI); len(out.Changes) != 0 {
 		t.Errorf("matched %v", out.Changes)
+	}
+}
+
+// Every detector finds what it names inside a longer text (its cheap hint
+// lets it through), and leaves near misses alone.
+func TestDetectorsFindWhatTheyName(t *testing.T) {
+	for name, tc := range map[string]struct{ found, missed string }{
+		"email":           {"write to ana.lopez+x@mail.example.com today", "ana at example dot com"},
+		"card_number":     {"card 4111 1111 1111 1111 ok", "card 4111 1111 1111 1112 ok"},
+		"iban":            {"pay DE89 3704 0044 0532 0130 00 now", "pay DE00 3704 0044 0532 0130 00 now"},
+		"jwt":             {"t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "eyJ only"},
+		"bearer_token":    {"Authorization: Bearer abc.def-ghi", "no scheme here"},
+		"aws_access_key":  {"key AKIAIOSFODNN7EXAMPLE end", "key AKIAIOSFODNN7 end"},
+		"github_token":    {"ghp_" + strings.Repeat("a", 36), "ghp_short"},
+		"stripe_key":      {"sk_live_" + strings.Repeat("Z", 24), "sk_prod_" + strings.Repeat("Z", 24)},
+		"pem_private_key": {"-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----", "-----BEGIN PUBLIC KEY-----"},
+		"us_ssn":          {"ssn 123-45-6789.", "ssn 000-45-6789."},
+		"ipv4":            {"from 203.0.113.7:443", "version 1.2.3"},
+		"ipv6":            {"from 2001:db8::1 ok", "at 12:00 ok"},
+	} {
+		c := compile(t, fmt.Sprintf(`{"privacy": [{"id": "d", "select": ["**"], "match": {"detector": %q}, "action": {"type": "mask"}}]}`, name))
+		for text, want := range map[string]bool{tc.found: true, tc.missed: false} {
+			m := domain.Message{Path: "/", Request: domain.Content{Body: text}}
+			if got := len(c.Apply(&m, rules.SourceAPI).Changes) > 0; got != want {
+				t.Errorf("%s in %q: found %v, want %v", name, text, got, want)
+			}
+		}
+	}
+	if len(rules.DetectorNames()) != 12 {
+		t.Errorf("detectors %v: a new one needs a case here", rules.DetectorNames())
+	}
+}
+
+// A pattern is run only on values holding the text every match holds: the
+// shortcut never hides a match.
+func TestPatternShortcutKeepsEveryMatch(t *testing.T) {
+	for pattern, texts := range map[string][]string{
+		`\bORD-\d{8}\b`:            {"see ORD-12345678.", "ORD-1234567"},
+		`(?i)passport:\s*(\w+)`:    {"PASSPORT: X1", "paſſport: X1"}, // folded: no shortcut
+		`(ab)+c|xyz`:               {"ababc", "xyz", "abxyz"},
+		`/users/(\d+)`:             {"/v1/users/42", "/v1/users/x"},
+		`a{2,}b`:                   {"caab", "ab"},
+		`[0-9]+-[0-9]+`:            {"12-34", "12 34"},
+		`(?:key|token)=([^&]{4,})`: {"token=abcd", "key=ab"},
+	} {
+		c := compile(t, fmt.Sprintf(`{"privacy": [{"id": "p", "select": ["**"], "match": {"pattern": %q}, "action": {"type": "mask"}}]}`, pattern))
+		re := regexp.MustCompile(pattern)
+		for _, text := range texts {
+			m := domain.Message{Path: "/", Request: domain.Content{Body: text}}
+			if got, want := len(c.Apply(&m, rules.SourceAPI).Changes) > 0, re.MatchString(text); got != want {
+				t.Errorf("%s on %q: changed %v, the pattern matches %v", pattern, text, got, want)
+			}
+		}
 	}
 }

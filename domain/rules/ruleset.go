@@ -383,6 +383,75 @@ func compilePattern(fe *domain.FieldErrors, field, pattern string) *regexp.Regex
 	return re
 }
 
+// literal is a text every match of a pattern holds: exactly, or ignoring
+// ASCII case (fold).
+type literal struct {
+	text string
+	fold bool
+}
+
+// requiredLiteral is the longest literal every match of pattern holds, found
+// in its syntax (a literal of a concatenation, a group, a repetition of at
+// least one); its text is "" when there is none. A case-folded one is kept
+// only when it is ASCII: (?i)s also matches ſ, so a folded literal rules out
+// ASCII values alone (holds).
+func requiredLiteral(pattern string) literal {
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return literal{}
+	}
+	var longest func(re *syntax.Regexp) literal
+	longest = func(re *syntax.Regexp) literal {
+		switch re.Op {
+		case syntax.OpLiteral:
+			lit := literal{text: string(re.Rune), fold: re.Flags&syntax.FoldCase != 0}
+			if lit.fold && !isASCII(lit.text) {
+				return literal{}
+			}
+			return lit
+		case syntax.OpCapture, syntax.OpPlus:
+			return longest(re.Sub[0])
+		case syntax.OpRepeat:
+			if re.Min >= 1 {
+				return longest(re.Sub[0])
+			}
+		case syntax.OpConcat:
+			var best literal
+			for _, sub := range re.Sub {
+				if lit := longest(sub); len(lit.text) > len(best.text) {
+					best = lit
+				}
+			}
+			return best
+		}
+		return literal{}
+	}
+	return longest(parsed.Simplify())
+}
+
+// holds reports whether value may hold a match of the literal's pattern:
+// false only when it surely holds none.
+func (l literal) holds(value string) bool {
+	switch {
+	case l.text == "":
+		return true
+	case !l.fold:
+		return strings.Contains(value, l.text)
+	case !isASCII(value):
+		return true // a non-ASCII letter may fold to the literal's
+	}
+	return containsFold(value, l.text)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // parseRetention reads "7d", "36h" or "90m".
 func parseRetention(s string) (time.Duration, bool) {
 	if len(s) < 2 {

@@ -170,6 +170,80 @@ func (s *selector) matches(l *location) bool {
 	return l.kind == s.kind
 }
 
+// class is the kind of place a location is: a rule is tried on a value only
+// when one of its selectors may pick that kind of place (reach).
+type class uint8
+
+const (
+	classIP class = iota
+	classPath
+	classQuery
+	classRequestHeader
+	classResponseHeader
+	classRequestBody
+	classResponseBody
+	classRequestText
+	classResponseText
+	classes // how many there are
+)
+
+// class is l's class.
+func (l *location) class() class {
+	pick := func(request, response class) class {
+		if l.side == sideResponse {
+			return response
+		}
+		return request
+	}
+	switch l.kind {
+	case kindIP:
+		return classIP
+	case kindPath:
+		return classPath
+	case kindQuery:
+		return classQuery
+	case kindHeader:
+		return pick(classRequestHeader, classResponseHeader)
+	case kindBody:
+		return pick(classRequestBody, classResponseBody)
+	}
+	return pick(classRequestText, classResponseText)
+}
+
+// reach is the set of classes the selector may pick (bit c for class c): a
+// superset of where matches holds.
+func (s *selector) reach() uint16 {
+	if s.every {
+		return 1<<classes - 1
+	}
+	pick := func(request, response class) uint16 {
+		switch s.side {
+		case sideRequest:
+			return 1 << request
+		case sideResponse:
+			return 1 << response
+		}
+		return 1<<request | 1<<response
+	}
+	switch s.kind {
+	case kindIP:
+		return 1 << classIP
+	case kindPath:
+		return 1 << classPath
+	case kindQuery:
+		return 1 << classQuery
+	case kindHeader:
+		return pick(classRequestHeader, classResponseHeader)
+	case kindBody:
+		r := pick(classRequestBody, classResponseBody)
+		if len(s.path) == 0 || len(s.path) == 1 && s.path[0] == "**" {
+			r |= pick(classRequestText, classResponseText)
+		}
+		return r
+	}
+	return 0
+}
+
 // readsFields reports whether the selector needs a body's fields, not its text.
 func (s *selector) readsFields() bool {
 	return !s.every && s.kind == kindBody && len(s.path) > 0 && !(len(s.path) == 1 && s.path[0] == "**")
