@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -278,5 +280,37 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every rule set in docs/rules.md compiles, and its rules file loads: the
+// examples are what users copy.
+func TestRulesDocExamplesCompile(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)\n( *)```(json|yaml)\n(.*?)\n *```").FindAllSubmatch(doc, -1)
+	sets := 0
+	for _, b := range blocks {
+		indent, lang, text := string(b[1]), string(b[2]), string(b[3])
+		text = strings.ReplaceAll("\n"+text, "\n"+indent, "\n")
+		if lang == "yaml" {
+			if _, err := loadRulesFile(writeRulesFile(t, "rules.yaml", text)); err != nil {
+				t.Errorf("the YAML example does not load: %v\n%s", err, text)
+			}
+			continue
+		}
+		rs, err := rules.Parse([]byte(text))
+		if err == nil {
+			_, err = rules.Compile(rs, []byte("a-docs-test-hash-key"))
+		}
+		if err != nil {
+			t.Errorf("an example does not compile: %v\n%s", err, text)
+		}
+		sets++
+	}
+	if sets < 9 {
+		t.Errorf("found %d JSON rule sets in docs/rules.md; the common cases are more", sets)
 	}
 }
