@@ -1,11 +1,11 @@
 // Package embedded is reqlog inside another Go server: New builds, on a store
 // the embedder opened, what reqlogd builds (app.Core: group commit behind the
-// breaker, read limits, the purge job, the read-lag check, the statistics
-// warm-up, and alerting when there is an alert store), and the Core it returns
-// gives the API and the portal as one http.Handler to mount under a base path,
-// the capture middleware for the embedder's own routes, and the in-process
-// submitter of the Go client's path. Close flushes and closes everything in
-// order.
+// breaker, the accounts' rule sets, read limits, the purge job, the read-lag
+// check, the statistics warm-up, and alerting when there is an alert store),
+// and the Core it returns gives the API and the portal as one http.Handler to
+// mount under a base path, the capture middleware for the embedder's own
+// routes, and the in-process submitter of the Go client's path. Close flushes
+// and closes everything in order.
 //
 // It is the composition root for embedders, as cmd/reqlogd is for the binary,
 // and links no dependency-injection framework (the fx modules live in
@@ -45,6 +45,12 @@ type Options struct {
 	// a ports.AlertStore itself, and is off otherwise. Close closes it before
 	// Store.
 	AlertStore ports.AlertStore
+	// RuleSets keeps the accounts' rule sets, which every capture and
+	// submission goes through (memory.NewRuleSetStore, ...; nil: the alert
+	// store's, when it keeps them as SQLite's, MongoDB's and Elasticsearch's
+	// do, else none: only App.Rules.File then rules). App.Rules.HashKey keys
+	// the rules that hash.
+	RuleSets ports.RuleSetStore
 	// Keys authenticates the API's callers (keyring.New; nil: no key is
 	// accepted, every call is 401).
 	Keys ports.KeyStore
@@ -59,7 +65,7 @@ type Options struct {
 	// ReadOnly leaves out of Handler the routes that store messages (POST
 	// /v1/messages answers 405): messages then arrive only through Capture and
 	// Submitter. API keys still read, create portal sessions and manage
-	// alerts.
+	// alerts and rule sets.
 	ReadOnly bool
 	// Portal serves the customer portal at BasePath + "/portal" (nil: no
 	// portal). A nil Secret signs sessions with a random one, so they end with
@@ -171,7 +177,10 @@ func (c *Core) build(opts Options, site *portal.Portal) error {
 	if opts.App != nil {
 		cfg = *opts.App
 	}
-	deps := app.CoreDeps{Store: opts.Store, Log: opts.Logger}
+	deps := app.CoreDeps{Store: opts.Store, Log: opts.Logger, RuleSets: opts.RuleSets}
+	if deps.RuleSets == nil {
+		deps.RuleSets, _ = c.alertStore.(ports.RuleSetStore)
+	}
 	apiMetrics, err := c.registerMetrics(opts.Metrics)
 	if err != nil {
 		return err
@@ -234,7 +243,8 @@ func (c *Core) apiHandler(opts Options, site *portal.Portal, metrics *httpapi.Me
 		keys = keyring.New(nil)
 	}
 	api := httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: named(opts.Logger, "http"), Metrics: metrics,
-		Statistics: c.core.Statistics, Exporter: c.core.Exporter, Exports: cfg.Exports, Alerts: c.core.Alerts, ReadOnly: opts.ReadOnly}
+		Statistics: c.core.Statistics, Exporter: c.core.Exporter, Exports: cfg.Exports, Alerts: c.core.Alerts, ReadOnly: opts.ReadOnly,
+		Rules: c.core.RuleSets}
 	if site != nil {
 		api.Portal, keys = site, site.KeyStore(keys)
 	}

@@ -22,10 +22,12 @@ import (
 	"github.com/reqlog/reqlog/adapters/embedded"
 	"github.com/reqlog/reqlog/adapters/httpclient"
 	"github.com/reqlog/reqlog/adapters/keyring"
+	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -327,4 +329,28 @@ func sqliteStore(t *testing.T) *sqlite.Store {
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	return store
+}
+
+// The account's rule set, saved through the mounted API, rules what Capture
+// stores at once.
+func TestRuleSetsRuleCaptures(t *testing.T) {
+	core, err := openCore(t.Context(), t.TempDir(), func(o *embedded.Options) { o.RuleSets = memory.NewRuleSetStore() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeCore(t, core)
+	srv := shopServer(t, core)
+	client, err := httpclient.New(srv.URL+"/logs", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := rules.RuleSet{Privacy: []rules.PrivacyRule{{ID: "token", Select: []string{"query.token"}, Action: rules.Action{Type: rules.ActionRemove}}}}
+	if _, err := client.ReplaceRules(t.Context(), drop, 0, "no tokens in logs"); err != nil {
+		t.Fatalf("a read-only mount still manages rule sets: %v", err)
+	}
+	get(t, srv.URL+"/hello/gopher?token=s3cret&page=2")
+	got := messagesOf(t, srv.URL+"/logs", key, 1)
+	if len(got) != 1 || got[0].Path != "/hello/gopher?page=2" {
+		t.Fatalf("messages %+v, want /hello/gopher without its token", got)
+	}
 }
