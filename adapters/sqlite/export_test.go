@@ -9,20 +9,15 @@ import (
 	"time"
 )
 
-// SetIndexWords turns the word index on or off for a benchmark that prices
-// it, and returns what restores it.
-func SetIndexWords(on bool) (restore func()) {
-	was := indexWords
-	indexWords = on
-	return func() { indexWords = was }
-}
-
-// SetIndexPairs turns the indexing of consecutive word pairs on or off for
-// the benchmark that prices it, and returns what restores it.
-func SetIndexPairs(on bool) (restore func()) {
-	was := indexPairs
-	indexPairs = on
-	return func() { indexPairs = was }
+// NewWithoutWordIndex is New for the benchmark that prices the word index:
+// the store it opens indexes no message's words (a q then finds nothing).
+func NewWithoutWordIndex(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.skipWords = true
+	return s, nil
 }
 
 // WriterSettings reads journal_mode and synchronous on the writer

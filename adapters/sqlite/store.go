@@ -34,6 +34,8 @@ type Store struct {
 	days map[time.Time]*dayFile // by UTC midnight
 
 	hours *hourCache // statistics: whole hours kept between calls
+
+	skipWords bool // no word index: only in the benchmark that prices it
 }
 
 // New opens (creating if needed) the data directory cfg.Dir and every day

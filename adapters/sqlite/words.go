@@ -75,32 +75,15 @@ func appendToken(dst []byte, h uint64) []byte {
 	return dst
 }
 
-// appendWordHashes appends the hashes of text's words, and with indexPairs
-// those of each two consecutive words.
+// appendWordHashes appends the hashes of text's words.
 func appendWordHashes(dst []uint64, text string) []uint64 {
-	first := len(dst)
 	it := words.FromString(text)
 	for it.Next() {
 		if w := it.Value(); isWord(w) {
 			dst = append(dst, wordHash(w))
 		}
 	}
-	if indexPairs {
-		for i, end := first+1, len(dst); i < end; i++ {
-			dst = append(dst, pairHash(dst[i-1], dst[i]))
-		}
-	}
 	return dst
-}
-
-// indexPairs, on only in the benchmark that prices it, also indexes each two
-// consecutive words (bigrams) of a text, which would let a phrase be found
-// without reading the messages.
-var indexPairs = false
-
-// pairHash is the token's bits of two consecutive words of hashes a and b.
-func pairHash(a, b uint64) uint64 {
-	return ((a * 0x9e3779b97f4a7c15) ^ b) * 1099511628211 >> (64 - tokenBits)
 }
 
 // distinctTokens appends the tokens of hashes, each once, separated by
