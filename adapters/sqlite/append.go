@@ -68,19 +68,19 @@ func (s *Store) appendDay(ctx context.Context, day time.Time, msgs []domain.Mess
 		return err
 	}
 	defer d.use.RUnlock()
-	tx, err := d.write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
+	tx, err := d.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
 	if err != nil {
-		return d.fileError(ctx, "append: begin", err)
+		return d.Error(ctx, "append: begin", err)
 	}
 	// Whatever the transaction's end: once it has ended, the hours it may
 	// have written are read again.
 	defer d.versions.wrote(msgs)
 	defer tx.Rollback()
 	if err := insert(ctx, tx, msgs, !s.skipWords); err != nil {
-		return d.fileError(ctx, "append", err)
+		return d.Error(ctx, "append", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return d.fileError(ctx, "append: commit", err)
+		return d.Error(ctx, "append: commit", err)
 	}
 	return nil
 }

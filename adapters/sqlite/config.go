@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -108,4 +109,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.IdleTime = d.IdleTime
 	}
 	return cfg, cfg.Validate()
+}
+
+// fileOptions are cfg's connection settings of each file.
+func (cfg Config) fileOptions() sqlitedb.Options {
+	return sqlitedb.Options{Readers: cfg.Readers, BusyTimeout: cfg.BusyTimeout, WALBytes: cfg.WALBytes,
+		WriterCacheBytes: cfg.WriterCacheBytes, IdleTime: cfg.IdleTime}
 }

@@ -29,10 +29,6 @@ const (
 	storeKind = "reqlog-sqlite"
 )
 
-// schemaVersion is the version of the day files' schema this reqlog writes
-// (day.go: schema, and migrations from each older one).
-const schemaVersion = 4
-
 // meta is the content of metaName.
 type meta struct {
 	Store         string `json:"store"`
@@ -120,17 +116,17 @@ func readMeta(dir string) (days []time.Time, older bool, err error) {
 	if err := json.Unmarshal(data, &m); err != nil || m.Store != storeKind || m.SchemaVersion < 1 {
 		return nil, false, fmt.Errorf("sqlite: %s is not reqlog's metadata file (want {\"store\":%q,\"schema_version\":n})", path, storeKind)
 	}
-	if m.SchemaVersion > schemaVersion {
+	if m.SchemaVersion > daySchema().Version() {
 		return nil, false, fmt.Errorf("sqlite: %s: the data directory has schema version %d, newer than this reqlog's %d: run a newer reqlog",
-			path, m.SchemaVersion, schemaVersion)
+			path, m.SchemaVersion, daySchema().Version())
 	}
-	return days, m.SchemaVersion < schemaVersion, nil
+	return days, m.SchemaVersion < daySchema().Version(), nil
 }
 
 // writeMeta records this schema version: a new file written, synced and
 // renamed over the old one, then the directory synced.
 func writeMeta(dir string) error {
-	data, err := json.Marshal(meta{Store: storeKind, SchemaVersion: schemaVersion})
+	data, err := json.Marshal(meta{Store: storeKind, SchemaVersion: daySchema().Version()})
 	if err != nil {
 		return err
 	}

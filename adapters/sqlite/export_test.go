@@ -7,6 +7,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 )
 
 // NewWithoutWordIndex is New for the benchmark that prices the word index:
@@ -28,11 +30,11 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 		return "", 0, 0, errors.Join(err, errors.New("no such day"))
 	}
 	defer d.use.RUnlock()
-	if err = d.write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
-		err = d.write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
+	if err = d.Write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
+		err = d.Write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
 	}
 	if err == nil {
-		err = d.read.QueryRowContext(ctx, "PRAGMA query_only").Scan(&readerQueryOnly)
+		err = d.Read.QueryRowContext(ctx, "PRAGMA query_only").Scan(&readerQueryOnly)
 	}
 	return journal, synchronous, readerQueryOnly, err
 }
@@ -53,7 +55,7 @@ func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}
 	defer d.use.RUnlock()
-	return d.write.Stats().OpenConnections + d.read.Stats().OpenConnections, nil
+	return d.Write.Stats().OpenConnections + d.Read.Stats().OpenConnections, nil
 }
 
 // ReadStatsColumns reads the statistics columns of day's messages, through
@@ -67,14 +69,14 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 	const query = `SELECT seq, created, status, duration, name, path, route FROM messages INDEXED BY messages_stats`
 	n := 0
 	if raw {
-		err := eachRow(ctx, d.read, query, nil, func(row []driver.Value) error {
-			_, _, _ = textOf(row[4]), textOf(row[5]), textOf(row[6])
+		err := sqlitedb.EachRow(ctx, d.Read, query, nil, func(row []driver.Value) error {
+			_, _, _ = sqlitedb.TextOf(row[4]), sqlitedb.TextOf(row[5]), sqlitedb.TextOf(row[6])
 			n++
 			return nil
 		})
 		return n, err
 	}
-	rows, err := d.read.QueryContext(ctx, query)
+	rows, err := d.Read.QueryContext(ctx, query)
 	if err != nil {
 		return 0, err
 	}

@@ -45,8 +45,8 @@ func (s *Store) dropIfExpired(ctx context.Context, day time.Time, now time.Time)
 		return 0, nil
 	}
 	var messages, maxExpires int64
-	if err := d.write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
-		return 0, d.fileError(ctx, "purge", err)
+	if err := d.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
+		return 0, d.Error(ctx, "purge", err)
 	}
 	if maxExpires > now.UnixMicro() {
 		return 0, nil
@@ -60,13 +60,13 @@ func (s *Store) dropIfExpired(ctx context.Context, day time.Time, now time.Time)
 	// file about to go.
 	var errs []error
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(d.path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(d.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, d.close(), syncDir(s.cfg.Dir))
+	errs = append(errs, d.Close(), syncDir(s.cfg.Dir))
 	if err := errors.Join(errs...); err != nil {
-		return messages, fmt.Errorf("sqlite: purge: dropping %s: %w", d.path, err)
+		return messages, fmt.Errorf("sqlite: purge: dropping %s: %w", d.Path, err)
 	}
 	return messages, nil
 }
@@ -74,6 +74,6 @@ func (s *Store) dropIfExpired(ctx context.Context, day time.Time, now time.Time)
 // expired reads day's totals without locking it.
 func (s *Store) expired(ctx context.Context, d *dayFile, now time.Time) bool {
 	var maxExpires int64
-	err := d.read.QueryRowContext(ctx, `SELECT max_expires FROM day`).Scan(&maxExpires)
+	err := d.Read.QueryRowContext(ctx, `SELECT max_expires FROM day`).Scan(&maxExpires)
 	return err == nil && maxExpires <= now.UnixMicro()
 }

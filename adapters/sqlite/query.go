@@ -181,14 +181,14 @@ func (it *listIterator) next(ctx context.Context) (domain.Message, bool) {
 		}
 		if !it.rows.Next() {
 			if err := it.rows.Err(); err != nil {
-				it.err = it.day.fileError(ctx, "list", err)
+				it.err = it.day.Error(ctx, "list", err)
 			}
 			it.closeDay()
 			continue
 		}
 		m, err := scanMessage(it.rows)
 		if err != nil {
-			it.err = it.day.fileError(ctx, "list", err)
+			it.err = it.day.Error(ctx, "list", err)
 			break
 		}
 		if it.match(m) {
@@ -213,7 +213,7 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	if it.words != "" {
 		few, none, err := byWords(ctx, d, it.words, w)
 		if err != nil {
-			return d.fileError(ctx, "list: search", err)
+			return d.Error(ctx, "list: search", err)
 		}
 		if none {
 			it.closeDay()
@@ -223,10 +223,10 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 			from = "messages NOT INDEXED" // by seq, then sorted: a few thousand at most
 		}
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String()+
+	rows, err := d.Read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String()+
 		" ORDER BY created DESC, id DESC", w.args...)
 	if err != nil {
-		return d.fileError(ctx, "list", err)
+		return d.Error(ctx, "list", err)
 	}
 	it.rows = rows
 	return nil
@@ -237,7 +237,7 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 // (NOT INDEXED), or the planner walks the whole scope to test each. none
 // reports that no message holds them.
 func byWords(ctx context.Context, d *dayFile, words string, w *where) (few, none bool, err error) {
-	seqs, few, err := wordCandidates(ctx, d.read, words)
+	seqs, few, err := wordCandidates(ctx, d.Read, words)
 	if err != nil || !few {
 		return false, false, err
 	}
@@ -315,12 +315,12 @@ func (s *Store) getFrom(ctx context.Context, day time.Time, query string, args [
 		return domain.Message{}, false, err
 	}
 	defer d.use.RUnlock()
-	m, err := scanMessage(d.read.QueryRowContext(ctx, query, args...))
+	m, err := scanMessage(d.Read.QueryRowContext(ctx, query, args...))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return domain.Message{}, false, nil
 	case err != nil:
-		return domain.Message{}, false, d.fileError(ctx, "get", err)
+		return domain.Message{}, false, d.Error(ctx, "get", err)
 	}
 	return m, true, nil
 }
@@ -351,20 +351,20 @@ func (s *Store) lookupIn(ctx context.Context, day time.Time, query string, args 
 		return found, err
 	}
 	defer d.use.RUnlock()
-	rows, err := d.read.QueryContext(ctx, query, args...)
+	rows, err := d.Read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, d.fileError(ctx, "lookup", err)
+		return nil, d.Error(ctx, "lookup", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		m, err := scanMessage(rows)
 		if err != nil {
-			return nil, d.fileError(ctx, "lookup", err)
+			return nil, d.Error(ctx, "lookup", err)
 		}
 		found = append(found, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, d.fileError(ctx, "lookup", err)
+		return nil, d.Error(ctx, "lookup", err)
 	}
 	return found, nil
 }

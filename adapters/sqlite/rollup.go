@@ -19,14 +19,6 @@ import (
 // portal's common view (a scope, or one application, over a range) from
 // them, and streams only the minutes a rollup cannot stand for (see
 // stats.RollupBuilder).
-const rollupsTable = `CREATE TABLE rollups (
-	account TEXT NOT NULL,
-	domain TEXT NOT NULL,
-	minute INTEGER NOT NULL,
-	name TEXT NOT NULL,
-	data BLOB NOT NULL,
-	PRIMARY KEY (account, domain, minute, name)
-) WITHOUT ROWID`
 
 // rollupKey names one rollup: minute is its start in Unix seconds.
 type rollupKey struct {
@@ -177,15 +169,15 @@ func (h *hourReader) read(ctx context.Context, from, to int64) error {
 		query += ` AND name = ?`
 		args = append(args, h.q.Filter.Name)
 	}
-	rows, err := h.d.read.QueryContext(ctx, query+` ORDER BY minute`, args...)
+	rows, err := h.d.Read.QueryContext(ctx, query+` ORDER BY minute`, args...)
 	if err != nil {
-		return h.d.fileError(ctx, "stats: rollups", err)
+		return h.d.Error(ctx, "stats: rollups", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var row rollupRow
 		if err := rows.Scan(&row.start, &row.name, &row.data); err != nil {
-			return h.d.fileError(ctx, "stats: rollups", err)
+			return h.d.Error(ctx, "stats: rollups", err)
 		}
 		if len(h.rows) > 0 && hourOf(row.start) != hourOf(h.rows[0].start) {
 			if err := h.count(); err != nil {
@@ -195,7 +187,7 @@ func (h *hourReader) read(ctx context.Context, from, to int64) error {
 		h.rows = append(h.rows, row)
 	}
 	if err := rows.Err(); err != nil {
-		return h.d.fileError(ctx, "stats: rollups", err)
+		return h.d.Error(ctx, "stats: rollups", err)
 	}
 	return h.count()
 }
@@ -218,7 +210,7 @@ func (h *hourReader) count() error {
 	// Only the filter's application's rows are read, so each counts.
 	for _, row := range h.rows {
 		if err := h.decoder.Rollup(row.data, &h.whole); err != nil {
-			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.path, row.name, row.start, err)
+			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", h.d.Path, row.name, row.start, err)
 		}
 		at := time.Unix(row.start, 0).UTC()
 		if !h.b.AddSeries(at, at.Add(time.Minute), row.name, &h.whole) {
@@ -241,12 +233,9 @@ func (h *hourReader) count() error {
 	return nil
 }
 
-// addRollupsTable is the migration to schema version 3: the rollups of the
-// messages already stored.
-func addRollupsTable(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, rollupsTable); err != nil {
-		return err
-	}
+// fillRollups ends the migration to schema version 3 (schema/day-3.sql): the
+// rollups of the messages already stored.
+func fillRollups(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `SELECT account, domain, name, path, status, duration, created, visible, expires FROM messages`)
 	if err != nil {
 		return err

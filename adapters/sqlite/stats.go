@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -144,7 +145,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 			few, none, err := byWords(ctx, d, words, w)
 			switch {
 			case err != nil:
-				return d.fileError(ctx, "stats: search", err)
+				return d.Error(ctx, "stats: search", err)
 			case none:
 				return nil
 			case few:
@@ -153,11 +154,11 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 				return nil
 			}
 			var lastSeq int64
-			if err := d.read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&lastSeq); err != nil {
-				return d.fileError(ctx, "stats", err)
+			if err := d.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&lastSeq); err != nil {
+				return d.Error(ctx, "stats", err)
 			}
-			if plan.holding, err = wordSeqs(ctx, d.read, words); err != nil {
-				return d.fileError(ctx, "stats: search", err)
+			if plan.holding, err = wordSeqs(ctx, d.Read, words); err != nil {
+				return d.Error(ctx, "stats: search", err)
 			}
 			defer func() { plans = append(plans, plan) }()
 			if !withRollups {
@@ -331,7 +332,7 @@ func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 // walkSamples adds the sample of each message of from (a table or index)
 // that passes w, and whose seq holding holds unless it is nil.
 func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding *bitset.BitSet, add func(stats.Sample)) error {
-	err := eachRow(ctx, d.read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.args,
+	err := sqlitedb.EachRow(ctx, d.Read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.args,
 		func(row []driver.Value) error {
 			seq, okSeq := row[0].(int64)
 			created, okCreated := row[1].(int64)
@@ -343,7 +344,7 @@ func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding
 				return nil
 			}
 			sample := stats.Sample{CreatedAt: time.UnixMicro(created).UTC(), StatusCode: int(status),
-				Name: textOf(row[4]), Path: textOf(row[5]), Route: textOf(row[6])}
+				Name: sqlitedb.TextOf(row[4]), Path: sqlitedb.TextOf(row[5]), Route: sqlitedb.TextOf(row[6])}
 			if duration, ok := row[3].(int64); ok {
 				sample.Duration, sample.HasDuration = time.Duration(duration)*time.Microsecond, true
 			}
@@ -351,27 +352,16 @@ func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding
 			return nil
 		})
 	if err != nil {
-		return d.fileError(ctx, "stats", err)
+		return d.Error(ctx, "stats", err)
 	}
 	return nil
-}
-
-// textOf is a TEXT column's value as the driver gives it, "" for NULL.
-func textOf(v driver.Value) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	}
-	return ""
 }
 
 // wordSeqs returns the seqs of all the messages whose words hold words'
 // tokens.
 func wordSeqs(ctx context.Context, db *sql.DB, words string) (*bitset.BitSet, error) {
 	var seqs bitset.BitSet
-	err := eachRow(ctx, db, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
+	err := sqlitedb.EachRow(ctx, db, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
 		seq, ok := row[0].(int64)
 		if !ok || seq < 0 {
 			return fmt.Errorf("the word index holds rowid %v", row[0])
@@ -391,22 +381,22 @@ func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 	from := "messages NOT INDEXED"
 	switch {
 	case err != nil:
-		return d.fileError(ctx, "stats: search", err)
+		return d.Error(ctx, "stats: search", err)
 	case none:
 		return nil
 	case !few: // many: the range, each message's seq looked up in them
 		from = "messages"
 		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 	}
-	rows, err := d.read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String(), w.args...)
+	rows, err := d.Read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String(), w.args...)
 	if err != nil {
-		return d.fileError(ctx, "stats", err)
+		return d.Error(ctx, "stats", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		m, err := scanMessage(rows)
 		if err != nil {
-			return d.fileError(ctx, "stats", err)
+			return d.Error(ctx, "stats", err)
 		}
 		statsMessagesRead.Add(1)
 		if match(m) {
@@ -414,7 +404,7 @@ func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return d.fileError(ctx, "stats", err)
+		return d.Error(ctx, "stats", err)
 	}
 	return nil
 }

@@ -9,13 +9,9 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers driverName
-
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// driverName is modernc.org/sqlite's database/sql driver.
-const driverName = "sqlite"
 
 var (
 	_ ports.MessageStore  = (*Store)(nil)
@@ -86,7 +82,7 @@ func (s *Store) Close() error {
 	var errs []error
 	for day, d := range s.days {
 		d.use.Lock()
-		errs = append(errs, d.close())
+		errs = append(errs, d.Close())
 		d.dropped = true
 		d.use.Unlock()
 		delete(s.days, day)
@@ -110,16 +106,16 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.checkSpace(ctx, "ping")
 }
 
-// checkSpace fails with ErrNoSpace (and ports.ErrUnavailable) when the data
+// checkSpace fails with sqlitedb.ErrNoSpace (and ports.ErrUnavailable) when the data
 // directory's file system has less than Config.MinFreeBytes free.
 func (s *Store) checkSpace(ctx context.Context, op string) error {
 	free, err := freeBytes(s.cfg.Dir)
 	if err != nil {
-		return storeError(ctx, op, fmt.Errorf("data directory %s: %w", s.cfg.Dir, errors.Join(err, ports.ErrUnavailable)))
+		return sqlitedb.Error(ctx, op, fmt.Errorf("data directory %s: %w", s.cfg.Dir, errors.Join(err, ports.ErrUnavailable)))
 	}
 	if s.cfg.MinFreeBytes > 0 && free < s.cfg.MinFreeBytes {
-		return storeError(ctx, op, fmt.Errorf("data directory %s has %d bytes free, less than %d: %w",
-			s.cfg.Dir, free, s.cfg.MinFreeBytes, ErrNoSpace))
+		return sqlitedb.Error(ctx, op, fmt.Errorf("data directory %s has %d bytes free, less than %d: %w",
+			s.cfg.Dir, free, s.cfg.MinFreeBytes, sqlitedb.ErrNoSpace))
 	}
 	return nil
 }
@@ -194,4 +190,11 @@ func (s *Store) dayCount() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.days)
+}
+
+// NewAlertStore opens (creating if needed) the alert file in s's data
+// directory. s must hold the directory (opened, or about to be by its
+// module); Close releases the file.
+func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
+	return OpenAlertStore(ctx, s.cfg.Dir, s.cfg.fileOptions())
 }

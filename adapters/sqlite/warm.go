@@ -45,22 +45,22 @@ func (s *Store) busiestScopes(ctx context.Context, from, to time.Time) ([]domain
 	minutes := map[domain.Scope]int64{}
 	for _, day := range s.daysNewestFirst(dayRange(domain.Filter{From: from, To: to}, nil)) {
 		err := s.withDay(ctx, day, func(d *dayFile) error {
-			rows, err := d.read.QueryContext(ctx, `SELECT account, domain, count(*) FROM rollups
+			rows, err := d.Read.QueryContext(ctx, `SELECT account, domain, count(*) FROM rollups
 				WHERE minute >= ? AND minute < ? GROUP BY account, domain`, from.Unix(), to.Unix())
 			if err != nil {
-				return d.fileError(ctx, "stats: rollups", err)
+				return d.Error(ctx, "stats: rollups", err)
 			}
 			defer rows.Close()
 			for rows.Next() {
 				var scope domain.Scope
 				var n int64
 				if err := rows.Scan(&scope.Account, &scope.Domain, &n); err != nil {
-					return d.fileError(ctx, "stats: rollups", err)
+					return d.Error(ctx, "stats: rollups", err)
 				}
 				minutes[scope] += n
 			}
 			if err := rows.Err(); err != nil {
-				return d.fileError(ctx, "stats: rollups", err)
+				return d.Error(ctx, "stats: rollups", err)
 			}
 			return nil
 		})

@@ -1,4 +1,4 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// eachRow gives every row's values, with its arguments bound, and stops
+// EachRow gives every row's values, with its arguments bound, and stops
 // within 256 rows of its context's end: the driver's rows do not watch it.
 func TestEachRow(t *testing.T) {
-	db, err := sql.Open(driverName, filepath.Join(t.TempDir(), "rows.db"))
+	db, err := sql.Open(DriverName, filepath.Join(t.TempDir(), "rows.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,9 +23,9 @@ func TestEachRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sum, evens int64
-	err = eachRow(t.Context(), db, `SELECT n, s FROM t WHERE n > ?`, []any{100}, func(row []driver.Value) error {
+	err = EachRow(t.Context(), db, `SELECT n, s FROM t WHERE n > ?`, []any{100}, func(row []driver.Value) error {
 		sum += row[0].(int64)
-		if textOf(row[1]) == "even" {
+		if TextOf(row[1]) == "even" {
 			evens++
 		}
 		return nil
@@ -37,7 +37,7 @@ func TestEachRow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	read := 0
-	err = eachRow(ctx, db, `SELECT n, s FROM t`, nil, func([]driver.Value) error {
+	err = EachRow(ctx, db, `SELECT n, s FROM t`, nil, func([]driver.Value) error {
 		if read++; read == 1000 {
 			cancel()
 		}
