@@ -24,7 +24,7 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 			return err
 		}
 		s.adopt(opened)
-		log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
+		log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dir.Len()))
 		return nil
 	}
 	return s, start, func(context.Context) error { return s.Close() }, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 )
 
@@ -25,11 +26,11 @@ func NewWithoutWordIndex(ctx context.Context, cfg Config) (*Store, error) {
 // WriterSettings reads journal_mode and synchronous on the writer
 // connection of day's file, and query_only on a reader's.
 func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return "", 0, 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
+	defer d.Release()
 	if err = d.Write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
 		err = d.Write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
 	}
@@ -50,22 +51,22 @@ func StatsMessagesRead() int64 { return statsMessagesRead.Load() }
 
 // OpenConns is how many connections day's file has open, writer and readers.
 func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
+	defer d.Release()
 	return d.Write.Stats().OpenConnections + d.Read.Stats().OpenConnections, nil
 }
 
 // ReadStatsColumns reads the statistics columns of day's messages, through
 // rows.Scan or eachRow, and returns how many rows it read.
 func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (int, error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
+	defer d.Release()
 	const query = `SELECT seq, created, status, duration, name, path, route FROM messages INDEXED BY messages_stats`
 	n := 0
 	if raw {

@@ -2,13 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/rollupcodec"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -19,55 +18,6 @@ import (
 // portal's common view (a scope, or one application, over a range) from
 // them, and streams only the minutes a rollup cannot stand for (see
 // stats.RollupBuilder).
-
-// rollupKey names one rollup: minute is its start in Unix seconds.
-type rollupKey struct {
-	account, domain, name string
-	minute                int64
-}
-
-func rollupKeyOf(m domain.Message) rollupKey {
-	return rollupKey{account: m.Account, domain: m.Domain, name: m.Name, minute: m.CreatedAt.Unix() - m.CreatedAt.Unix()%60}
-}
-
-// addToRollups adds added (the rollups of the messages a transaction newly
-// stored) to the stored ones. A batch spread over a day (a seed, a backfill)
-// touches hundreds of minutes: both statements are prepared once.
-func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*stats.Rollup) error {
-	read, err := tx.PrepareContext(ctx, `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`)
-	if err != nil {
-		return err
-	}
-	defer read.Close()
-	write, err := tx.PrepareContext(ctx, `INSERT INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)
-		ON CONFLICT DO UPDATE SET data = excluded.data`)
-	if err != nil {
-		return err
-	}
-	defer write.Close()
-	var stored stats.Rollup
-	var decoder rollupcodec.Decoder
-	var buf, data []byte
-	for k, r := range added {
-		err := read.QueryRowContext(ctx, k.account, k.domain, k.minute, k.name).Scan(&data)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			stored.Reset()
-		case err != nil:
-			return err
-		default:
-			if err := decoder.Rollup(data, &stored); err != nil {
-				return fmt.Errorf("rollup of %s/%s/%s at %d: %w", k.account, k.domain, k.name, k.minute, err)
-			}
-		}
-		stored.Merge(r)
-		buf = rollupcodec.AppendRollup(buf[:0], &stored)
-		if _, err := write.ExecContext(ctx, k.account, k.domain, k.minute, k.name, buf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // rollupMinutes counts the minutes Stats answered from a rollup, and
 // keptHours the hours it answered from the hour cache, for tests.
@@ -91,21 +41,21 @@ type refusedMinute struct {
 // caller streams those (refusedMinute.filter). A whole hour
 // of the range kept from an earlier call (hourCache) is counted from there;
 // the other hours' rollups are read hour by hour (hourReader.count).
-func (s *Store) statsFromRollups(ctx context.Context, d *dayFile, q stats.Query, now time.Time, b *stats.RollupBuilder) ([]refusedMinute, error) {
+func (s *Store) statsFromRollups(ctx context.Context, d *dayfile.File, q stats.Query, now time.Time, b *stats.RollupBuilder) ([]refusedMinute, error) {
 	from, to := q.CountedRange()
 	h := hourReader{s: s, d: d, q: q, b: b, width: min(q.Interval.Width, time.Hour), versions: map[int64]uint64{}}
 	// The spans of minutes to read: the range, but the hours kept.
 	var spans [][2]int64
-	next, end := from.Unix()-59, ceilMicro(to)/1e6+1
+	next, end := from.Unix()-59, dayfile.CeilMicro(to)/1e6+1
 	first, last := from, to // the day file's part of the range
-	if first.Before(d.day) {
-		first = d.day
+	if first.Before(d.Day) {
+		first = d.Day
 	}
-	if dayEnd := d.day.Add(24 * time.Hour); last.After(dayEnd) {
+	if dayEnd := d.Day.Add(24 * time.Hour); last.After(dayEnd) {
 		last = dayEnd
 	}
 	for hour := first.Add(time.Hour - time.Nanosecond).Truncate(time.Hour); !hour.Add(time.Hour).After(last); hour = hour.Add(time.Hour) {
-		version := d.versions.version(hour.Unix())
+		version := s.hours.version(d, hour.Unix())
 		if kept := s.hours.get(h.key(hour.Unix()), version); kept != nil && kept.countInto(b, hour, h.width) {
 			keptHours.Add(1)
 			if next < hour.Unix() {
@@ -144,7 +94,7 @@ func hourOf(unix int64) int64 { return unix - unix%3600 }
 // hourReader counts the rollups of a day file one hour at a time.
 type hourReader struct {
 	s     *Store
-	d     *dayFile
+	d     *dayfile.File
 	q     stats.Query
 	b     *stats.RollupBuilder
 	width time.Duration // of the parts an hour is kept in
@@ -231,40 +181,4 @@ func (h *hourReader) count() error {
 		h.s.hours.put(h.key(hour), kept)
 	}
 	return nil
-}
-
-// fillRollups ends the migration to schema version 3 (schema/day-3.sql): the
-// rollups of the messages already stored.
-func fillRollups(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT account, domain, name, path, status, duration, created, visible, expires FROM messages`)
-	if err != nil {
-		return err
-	}
-	rollups := map[rollupKey]*stats.Rollup{}
-	for rows.Next() {
-		var (
-			m                         domain.Message
-			duration                  sql.NullInt64
-			created, visible, expires int64
-		)
-		if err := rows.Scan(&m.Account, &m.Domain, &m.Name, &m.Path, &m.StatusCode, &duration, &created, &visible, &expires); err != nil {
-			rows.Close()
-			return err
-		}
-		m.CreatedAt, m.VisibleAt, m.ExpiresAt = time.UnixMicro(created).UTC(), time.UnixMicro(visible).UTC(), time.UnixMicro(expires).UTC()
-		if duration.Valid {
-			m.Duration, m.HasDuration = time.Duration(duration.Int64)*time.Microsecond, true
-		}
-		k := rollupKeyOf(m)
-		if rollups[k] == nil {
-			rollups[k] = &stats.Rollup{}
-		}
-		rollups[k].AddMessage(m)
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	return addToRollups(ctx, tx, rollups)
 }

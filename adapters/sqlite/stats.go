@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -30,11 +30,11 @@ func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.
 	if !f.From.Before(f.To) {
 		return stats.NewBuilder(q).Stats(), nil
 	}
-	days := s.daysNewestFirst(dayRange(f, nil))
+	days := s.dir.NewestFirst(dayfile.Range(f, nil))
 	if q.RollupsAnswer() {
 		b := stats.NewRollupBuilder(q, now)
 		for _, day := range days {
-			err := s.withDay(ctx, day, func(d *dayFile) error {
+			err := s.withDay(ctx, day, func(d *dayfile.File) error {
 				refused, err := s.statsFromRollups(ctx, d, q, now, b)
 				for _, m := range refused {
 					if err == nil {
@@ -53,16 +53,16 @@ func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.
 	words := ""
 	if f.Text != "" {
 		var ok bool
-		if words, ok = wordsQuery(f.Text); !ok {
+		if words, ok = dayfile.WordsQuery(f.Text); !ok {
 			return b.Stats(), nil
 		}
 	}
-	if isOneWord(f.Text) {
+	if dayfile.IsOneWord(f.Text) {
 		return s.statsOfOneWord(ctx, q, words, days, now)
 	}
 	match := f.Matcher()
 	for _, day := range days {
-		err := s.withDay(ctx, day, func(d *dayFile) error {
+		err := s.withDay(ctx, day, func(d *dayfile.File) error {
 			if words == "" {
 				return streamSamples(ctx, d, q.Scope, f, now, b.Add)
 			}
@@ -88,12 +88,12 @@ func withoutText(q stats.Query) stats.Query {
 var statsMessagesRead, daysReadBySeq, daysLessTheRest atomic.Int64
 
 // withDay calls use with day's file held, if it still exists.
-func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayFile) error) error {
-	d, err := s.acquire(ctx, day, false)
+func (s *Store) withDay(ctx context.Context, day time.Time, use func(*dayfile.File) error) error {
+	d, err := s.dir.Acquire(ctx, day, false)
 	if err != nil || d == nil {
 		return err
 	}
-	defer d.use.RUnlock()
+	defer d.Release()
 	return use(d)
 }
 
@@ -110,7 +110,7 @@ const lookupCostInRows = 3
 // rollups less the messages lacking the word.
 type oneWordDay struct {
 	day     time.Time
-	bySeq   *where         // the where of the messages read by seq
+	bySeq   *dayfile.Where // the where of the messages read by seq
 	holding *bitset.BitSet // the word's seqs
 	// The day's rollups, the minutes they cannot stand for, and the seqs of
 	// the messages lacking the word: counted less the rest when rollups is
@@ -139,10 +139,10 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 	plans := make([]oneWordDay, 0, len(days))
 	subtract := false
 	for _, day := range days {
-		err := s.withDay(ctx, day, func(d *dayFile) error {
+		err := s.withDay(ctx, day, func(d *dayfile.File) error {
 			plan := oneWordDay{day: day}
-			w := readableWhere(q.Scope, f, now)
-			few, none, err := byWords(ctx, d, words, w)
+			w := dayfile.ReadableWhere(q.Scope, f, now)
+			few, none, err := d.ByWords(ctx, words, w, maxWordCandidates)
 			switch {
 			case err != nil:
 				return d.Error(ctx, "stats: search", err)
@@ -157,7 +157,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 			if err := d.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&lastSeq); err != nil {
 				return d.Error(ctx, "stats", err)
 			}
-			if plan.holding, err = wordSeqs(ctx, d.Read, words); err != nil {
+			if plan.holding, err = d.WordSeqs(ctx, words); err != nil {
 				return d.Error(ctx, "stats: search", err)
 			}
 			defer func() { plans = append(plans, plan) }()
@@ -189,7 +189,7 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 					return err
 				}
 				plan.bySeq = w
-				plan.bySeq.addSeqs(seqs)
+				plan.bySeq.AddSeqs(seqs)
 			}
 			return nil
 		})
@@ -230,14 +230,14 @@ func (s *Store) statsOfOneWord(ctx context.Context, q stats.Query, words string,
 // It reports whether the day's file was still there to read.
 func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope domain.Scope, f domain.Filter, now time.Time,
 	add, lacking func(stats.Sample)) (read bool, err error) {
-	err = s.withDay(ctx, plan.day, func(d *dayFile) error {
+	err = s.withDay(ctx, plan.day, func(d *dayfile.File) error {
 		read = true
 		switch {
 		case plan.bySeq != nil:
 			daysReadBySeq.Add(1)
 			return walkSamples(ctx, d, "messages NOT INDEXED", plan.bySeq, nil, add)
 		case plan.rollups == nil:
-			return walkSamples(ctx, d, statsIndexWalk, readableWhere(scope, f, now), plan.holding, add)
+			return walkSamples(ctx, d, statsIndexWalk, dayfile.ReadableWhere(scope, f, now), plan.holding, add)
 		}
 		daysLessTheRest.Add(1)
 		type minute struct {
@@ -247,12 +247,12 @@ func (s *Store) countOneWordDay(ctx context.Context, plan oneWordDay, scope doma
 		notCounted := make(map[minute]bool, len(plan.refused))
 		for _, m := range plan.refused {
 			notCounted[minute{m.start.Unix(), m.name}] = true
-			if err := walkSamples(ctx, d, statsIndexWalk, readableWhere(scope, m.filter(f), now), plan.holding, add); err != nil {
+			if err := walkSamples(ctx, d, statsIndexWalk, dayfile.ReadableWhere(scope, m.filter(f), now), plan.holding, add); err != nil {
 				return err
 			}
 		}
-		w := readableWhere(scope, f, now)
-		w.addSeqs(plan.lacking)
+		w := dayfile.ReadableWhere(scope, f, now)
+		w.AddSeqs(plan.lacking)
 		return walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(sample stats.Sample) {
 			if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
 				lacking(sample)
@@ -274,7 +274,7 @@ var maxWarmLookup = 25 * time.Microsecond
 // same ones each time would be in memory from the probe before, whatever the
 // others), read 32 at a time: the median of those reads decides, so that a
 // read the scheduler or the collector held up does not.
-func lookupsWarm(ctx context.Context, d *dayFile, seqs []int64) (bool, error) {
+func lookupsWarm(ctx context.Context, d *dayfile.File, seqs []int64) (bool, error) {
 	const probes, each = 8, 32
 	took := make([]time.Duration, 0, probes)
 	for range probes {
@@ -282,8 +282,8 @@ func lookupsWarm(ctx context.Context, d *dayFile, seqs []int64) (bool, error) {
 		for i := range probe {
 			probe[i] = seqs[rand.IntN(len(seqs))]
 		}
-		w := &where{}
-		w.addSeqs(probe)
+		w := &dayfile.Where{}
+		w.AddSeqs(probe)
 		start := time.Now()
 		if err := walkSamples(ctx, d, "messages NOT INDEXED", w, nil, func(stats.Sample) {}); err != nil {
 			return false, err
@@ -325,14 +325,14 @@ const statsIndexWalk = "messages INDEXED BY messages_stats"
 // streamSamples adds the samples of d's messages of scope readable at now
 // that pass f but for its q, from the messages_stats index: no message is
 // read.
-func streamSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, now time.Time, add func(stats.Sample)) error {
-	return walkSamples(ctx, d, statsIndexWalk, readableWhere(scope, f, now), nil, add)
+func streamSamples(ctx context.Context, d *dayfile.File, scope domain.Scope, f domain.Filter, now time.Time, add func(stats.Sample)) error {
+	return walkSamples(ctx, d, statsIndexWalk, dayfile.ReadableWhere(scope, f, now), nil, add)
 }
 
 // walkSamples adds the sample of each message of from (a table or index)
 // that passes w, and whose seq holding holds unless it is nil.
-func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding *bitset.BitSet, add func(stats.Sample)) error {
-	err := sqlitedb.EachRow(ctx, d.Read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.args,
+func walkSamples(ctx context.Context, d *dayfile.File, from string, w *dayfile.Where, holding *bitset.BitSet, add func(stats.Sample)) error {
+	err := sqlitedb.EachRow(ctx, d.Read, "SELECT seq, created, status, duration, name, path, route FROM "+from+" WHERE "+w.String(), w.Args,
 		func(row []driver.Value) error {
 			seq, okSeq := row[0].(int64)
 			created, okCreated := row[1].(int64)
@@ -357,27 +357,12 @@ func walkSamples(ctx context.Context, d *dayFile, from string, w *where, holding
 	return nil
 }
 
-// wordSeqs returns the seqs of all the messages whose words hold words'
-// tokens.
-func wordSeqs(ctx context.Context, db *sql.DB, words string) (*bitset.BitSet, error) {
-	var seqs bitset.BitSet
-	err := sqlitedb.EachRow(ctx, db, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
-		seq, ok := row[0].(int64)
-		if !ok || seq < 0 {
-			return fmt.Errorf("the word index holds rowid %v", row[0])
-		}
-		seqs.Set(uint(seq))
-		return nil
-	})
-	return &seqs, err
-}
-
 // searchSamples adds the samples of d's messages of scope readable at now
 // that hold words' tokens and pass match (q included), read whole.
-func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain.Filter, words string,
+func searchSamples(ctx context.Context, d *dayfile.File, scope domain.Scope, f domain.Filter, words string,
 	match func(domain.Message) bool, now time.Time, add func(stats.Sample)) error {
-	w := readableWhere(scope, f, now)
-	few, none, err := byWords(ctx, d, words, w)
+	w := dayfile.ReadableWhere(scope, f, now)
+	few, none, err := d.ByWords(ctx, words, w, maxWordCandidates)
 	from := "messages NOT INDEXED"
 	switch {
 	case err != nil:
@@ -386,15 +371,15 @@ func searchSamples(ctx context.Context, d *dayFile, scope domain.Scope, f domain
 		return nil
 	case !few: // many: the range, each message's seq looked up in them
 		from = "messages"
-		w.add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+		w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 	}
-	rows, err := d.Read.QueryContext(ctx, "SELECT "+messageColumns+" FROM "+from+" WHERE "+w.String(), w.args...)
+	rows, err := d.Read.QueryContext(ctx, "SELECT "+dayfile.MessageColumns+" FROM "+from+" WHERE "+w.String(), w.Args...)
 	if err != nil {
 		return d.Error(ctx, "stats", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, err := dayfile.ScanMessage(rows)
 		if err != nil {
 			return d.Error(ctx, "stats", err)
 		}

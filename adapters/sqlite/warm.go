@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -43,8 +44,8 @@ func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
 // minutes (of any application) first.
 func (s *Store) busiestScopes(ctx context.Context, from, to time.Time) ([]domain.Scope, error) {
 	minutes := map[domain.Scope]int64{}
-	for _, day := range s.daysNewestFirst(dayRange(domain.Filter{From: from, To: to}, nil)) {
-		err := s.withDay(ctx, day, func(d *dayFile) error {
+	for _, day := range s.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil)) {
+		err := s.withDay(ctx, day, func(d *dayfile.File) error {
 			rows, err := d.Read.QueryContext(ctx, `SELECT account, domain, count(*) FROM rollups
 				WHERE minute >= ? AND minute < ? GROUP BY account, domain`, from.Unix(), to.Unix())
 			if err != nil {

@@ -1,4 +1,4 @@
-package sqlite
+package dayfile
 
 import (
 	"context"
@@ -10,84 +10,61 @@ import (
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// Append stores msgs, one transaction per day file they fall in, and returns
-// nil only once every transaction has committed: in WAL mode with
-// synchronous=FULL, a commit is on disk. A message whose id its day file
-// already holds is left as stored (ON CONFLICT DO NOTHING), so a retry
-// converges; the id's day is a function of CreatedAt, which a retry keeps.
-func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	if err := s.checkSpace(ctx, "append"); err != nil {
-		return err
-	}
-	for _, group := range byDay(msgs) {
-		if err := s.appendDay(ctx, group.day, group.msgs); err != nil {
-			return err
-		}
-	}
-	return nil
+// A Group is messages of one day, for that day's file.
+type Group struct {
+	Day      time.Time
+	Messages []domain.Message
 }
 
-type dayGroup struct {
-	day  time.Time
-	msgs []domain.Message
-}
-
-// byDay splits msgs by the UTC day of CreatedAt, keeping their order; a batch
-// is mostly of one day, which then takes no copy.
-func byDay(msgs []domain.Message) []dayGroup {
-	first := dayOf(msgs[0].CreatedAt)
+// ByDay splits msgs by the UTC day of CreatedAt, keeping their order; a
+// batch is mostly of one day, which then takes no copy.
+func ByDay(msgs []domain.Message) []Group {
+	first := DayOf(msgs[0].CreatedAt)
 	i := 1
-	for i < len(msgs) && dayOf(msgs[i].CreatedAt).Equal(first) {
+	for i < len(msgs) && DayOf(msgs[i].CreatedAt).Equal(first) {
 		i++
 	}
 	if i == len(msgs) {
-		return []dayGroup{{first, msgs}}
+		return []Group{{first, msgs}}
 	}
-	var groups []dayGroup
+	var groups []Group
 	index := map[time.Time]int{}
 	for _, m := range msgs {
-		day := dayOf(m.CreatedAt)
+		day := DayOf(m.CreatedAt)
 		g, ok := index[day]
 		if !ok {
 			g = len(groups)
 			index[day] = g
-			groups = append(groups, dayGroup{day: day})
+			groups = append(groups, Group{Day: day})
 		}
-		groups[g].msgs = append(groups[g].msgs, m)
+		groups[g].Messages = append(groups[g].Messages, m)
 	}
 	return groups
 }
 
-// appendDay writes msgs, all of day, in one transaction of its writer.
-func (s *Store) appendDay(ctx context.Context, day time.Time, msgs []domain.Message) error {
-	d, err := s.acquire(ctx, day, true)
+// Append writes msgs, all of the file's day, in one transaction of its
+// writer (BEGIN IMMEDIATE), and returns nil only once it has committed: in
+// WAL mode with synchronous=FULL, a commit is on disk. A message whose id
+// the file already holds is left as stored (ON CONFLICT DO NOTHING), so a
+// retry converges. indexWords is off only in the benchmark that prices the
+// word index.
+func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords bool) error {
+	tx, err := f.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
 	if err != nil {
-		return err
+		return f.Error(ctx, "append: begin", err)
 	}
-	defer d.use.RUnlock()
-	tx, err := d.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
-	if err != nil {
-		return d.Error(ctx, "append: begin", err)
-	}
-	// Whatever the transaction's end: once it has ended, the hours it may
-	// have written are read again.
-	defer d.versions.wrote(msgs)
 	defer tx.Rollback()
-	if err := insert(ctx, tx, msgs, !s.skipWords); err != nil {
-		return d.Error(ctx, "append", err)
+	if err := insert(ctx, tx, msgs, indexWords); err != nil {
+		return f.Error(ctx, "append", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return d.Error(ctx, "append: commit", err)
+		return f.Error(ctx, "append: commit", err)
 	}
 	return nil
 }
 
 // insert writes each message not yet stored with its words (unless
-// indexWords is off, as only the benchmark that prices the word index has
-// it), adds it to the rollup of its scope, application and minute, and
+// indexWords is off), adds it to the rollup of its scope, application and minute, and
 // updates the day's totals.
 func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords bool) error {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)

@@ -1,12 +1,18 @@
-package sqlite
+package dayfile
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"slices"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/clipperhouse/uax29/v2/words"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -128,15 +134,15 @@ func searchedPrefix(text string) string {
 	return text[:cut]
 }
 
-// wordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
+// WordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
 // side by side as AND), and false when q has no word (the domain refuses such
 // a q).
-func wordsQuery(q string) (string, bool) {
+func WordsQuery(q string) (string, bool) {
 	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
 	return tokens, tokens != ""
 }
 
-// isOneWord reports whether q is a single UAX #29 word and nothing else. A
+// IsOneWord reports whether q is a single UAX #29 word and nothing else. A
 // message whose words hold it holds q as a substring bounded by words, which
 // the contract says MUST match; so does no message whose words lack it (q's
 // words do not occur in it), which MUST NOT. The word index alone answers
@@ -145,7 +151,60 @@ func wordsQuery(q string) (string, bool) {
 // a given token with odds 2^-40, so over a million messages a q counts a
 // wrong one with odds under 1 in 3,600 (and only a message of the caller's
 // own scope and filters).
-func isOneWord(q string) bool {
+func IsOneWord(q string) bool {
 	it := words.FromString(q)
 	return it.Next() && isWord(it.Value()) && !it.Next()
+}
+
+// ByWords narrows w to the file's messages whose words hold all of words'
+// tokens when they are few (at most limit): read them by seq (NOT INDEXED),
+// or SQLite's planner walks the whole scope to test each. none reports that
+// no message holds them.
+func (f *File) ByWords(ctx context.Context, words string, w *Where, limit int) (few, none bool, err error) {
+	seqs, few, err := wordCandidates(ctx, f.Read, words, limit)
+	if err != nil || !few {
+		return false, false, err
+	}
+	if len(seqs) == 0 {
+		return true, true, nil
+	}
+	w.AddSeqs(seqs)
+	return true, false, nil
+}
+
+// wordCandidates returns the seqs of the messages whose words hold words'
+// tokens, and true, when they are at most limit; otherwise false.
+func wordCandidates(ctx context.Context, db *sql.DB, words string, limit int) ([]int64, bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ? LIMIT ?`, words, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	seqs := []int64{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, false, err
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return seqs, len(seqs) <= limit, nil
+}
+
+// WordSeqs returns the seqs of all the file's messages whose words hold
+// words' tokens.
+func (f *File) WordSeqs(ctx context.Context, words string) (*bitset.BitSet, error) {
+	var seqs bitset.BitSet
+	err := sqlitedb.EachRow(ctx, f.Read, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
+		seq, ok := row[0].(int64)
+		if !ok || seq < 0 {
+			return fmt.Errorf("the word index holds rowid %v", row[0])
+		}
+		seqs.Set(uint(seq))
+		return nil
+	})
+	return &seqs, err
 }

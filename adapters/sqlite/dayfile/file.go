@@ -1,4 +1,4 @@
-package sqlite
+package dayfile
 
 import (
 	"context"
@@ -39,13 +39,18 @@ func parseDayName(name string) (time.Time, bool) {
 	return day, err == nil
 }
 
-// dayOf is the UTC midnight starting t's day.
-func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+// DayOf is the UTC midnight starting t's day: the day of the file that holds
+// a message created at t.
+func DayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // daySchemaFiles are the day file's migrations, one file a version.
 //
 //go:embed schema/day-*.sql
 var daySchemaFiles embed.FS
+
+// Version is the day files' schema version this reqlog writes, and the data
+// directory's.
+func Version() int { return daySchema().Version() }
 
 // daySchema is the day file's kind: its mark and its one ordered list of
 // migrations, which a new file runs from the first.
@@ -59,29 +64,36 @@ func daySchema() sqlitedb.Schema {
 	}}
 }
 
-// dayFile is one day's database: one writer connection (BEGIN IMMEDIATE) and
-// a pool of read-only ones. WAL lets readers read while the writer writes;
-// read connections run with query_only, so no read ever needs the write lock.
-type dayFile struct {
-	*sqlitedb.DB // Path, Write, Read
-	day          time.Time
+// File is one day's database file (sqlitedb.DB: one writer connection,
+// readers beside it), held by the calls using it (Dir.Acquire, Release).
+type File struct {
+	*sqlitedb.DB
+	// Day is the UTC day of its messages' CreatedAt.
+	Day time.Time
 
 	// use is held shared by every call using the file, exclusively by the
 	// purge that drops it; dropped is set then, under it.
 	use     sync.RWMutex
 	dropped bool
-
-	// versions says which hours a write touched since a kept hour was read.
-	versions hourVersions
 }
 
-// openDay opens day's file, creating it when create is set. An existing
+// openFile opens day's file, creating it when create is set. An existing
 // file must be one of reqlog's day files of this schema version or an older
 // one, migrated then: anything else is an error naming the file.
-func openDay(ctx context.Context, cfg Config, day time.Time, create bool) (*dayFile, error) {
-	db, err := sqlitedb.Open(ctx, filepath.Join(cfg.Dir, dayName(day)), cfg.fileOptions(), daySchema(), create)
+func openFile(ctx context.Context, o Options, day time.Time, create bool) (*File, error) {
+	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, dayName(day)), o.Files, daySchema(), create)
 	if err != nil {
 		return nil, err
 	}
-	return &dayFile{DB: db, day: day}, nil
+	return &File{DB: db, Day: day}, nil
+}
+
+// Release ends a use of the file that Dir.Acquire began.
+func (f *File) Release() { f.use.RUnlock() }
+
+// Release releases each of files (Dir.Hold).
+func Release(files []*File) {
+	for _, f := range files {
+		f.Release()
+	}
 }
