@@ -180,6 +180,30 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 	}
 }
 
+// A word every message of a day holds leaves no message to take out of the
+// day's rollups: the day is counted from them alone, equal to
+// stats.RollupBuilder's (the probe of the lacking messages once divided by
+// their number, zero, and the call panicked).
+func TestStatsOfAWordEveryMessageHolds(t *testing.T) {
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	now := time.Now().UTC()
+	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	var all []domain.Message
+	for i := range 2400 { // more than a word of few
+		all = append(all, conformance.NewMessage(t, scope, yesterday.Add(time.Duration(i)*30*time.Second), func(m *domain.Message) {
+			m.Response.Body = `{"note":"omni"}`
+		}))
+	}
+	if err := s.Append(opCtx(t), all); err != nil {
+		t.Fatal(err)
+	}
+	got := statsEqualRollupBuilder(t, s, all, now.Add(time.Minute), map[string][]string{"q": {"omni"},
+		"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}})
+	if got.Total.Count != int64(len(all)) {
+		t.Errorf("counted %d, want the %d stored", got.Total.Count, len(all))
+	}
+}
+
 // Whole hours kept between calls answer the next call over them, and stop
 // answering once a message is added to the hour (a backfill), the others
 // still answering: every answer equals stats.Builder's.
