@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"testing"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -39,15 +38,6 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 	}
 	return journal, synchronous, readerQueryOnly, err
 }
-
-// RollupMinutes is how many minutes Stats has answered from a rollup so far.
-func RollupMinutes() int64 { return rollupMinutes.Load() }
-
-// KeptHours is how many whole hours Stats has counted from its cache so far.
-func KeptHours() int64 { return keptHours.Load() }
-
-// StatsMessagesRead is how many messages Stats has read whole so far.
-func StatsMessagesRead() int64 { return statsMessagesRead.Load() }
 
 // OpenConns is how many connections day's file has open, writer and readers.
 func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
@@ -95,20 +85,4 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 		n++
 	}
 	return n, rows.Err()
-}
-
-// DaysLessTheRest is how many day files Stats has counted as their rollups
-// less the messages lacking a q's word so far.
-func DaysLessTheRest() int64 { return daysLessTheRest.Load() }
-
-// DaysReadBySeq is how many day files Stats has counted from the messages
-// holding a q's word, read by seq, so far.
-func DaysReadBySeq() int64 { return daysReadBySeq.Load() }
-
-// SetMaxWarmLookup sets what a message read by seq may cost for Stats to read
-// by seq, until the test ends: 0 reads as a disk that is never warm.
-func SetMaxWarmLookup(t testing.TB, d time.Duration) {
-	was := maxWarmLookup
-	maxWarmLookup = d
-	t.Cleanup(func() { maxWarmLookup = was })
 }

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -19,10 +21,9 @@ var (
 // the messages' CreatedAt in one data directory (dayfile.Dir). It is safe
 // for concurrent use; one Store per directory (the directory is locked).
 type Store struct {
-	cfg Config
-	dir *dayfile.Dir
-
-	hours *hourCache // statistics: whole hours kept between calls
+	cfg   Config
+	dir   *dayfile.Dir
+	stats *daystats.Reader
 
 	skipWords bool // no word index: only in the benchmark that prices it
 }
@@ -39,7 +40,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg, dir: dir, hours: newHourCache()}, nil
+	return &Store{cfg: cfg, dir: dir, stats: daystats.New(dir, cfg.Stats)}, nil
 }
 
 // Close closes every day file and releases the directory.
@@ -81,7 +82,7 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 		err = f.Append(ctx, group.Messages, !s.skipWords)
 		// Whatever the transaction's end: once it has ended, the hours it may
 		// have written are read again.
-		s.hours.wrote(f, group.Messages)
+		s.stats.Wrote(f, group.Messages)
 		f.Release()
 		if err != nil {
 			return err
@@ -94,13 +95,29 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 // at now (dayfile.Dir.PurgeExpired), and the hours kept of it, and returns
 // how many messages the dropped files held.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
-	return s.dir.PurgeExpired(ctx, now, s.hours.forgetDay)
+	return s.dir.PurgeExpired(ctx, now, s.stats.Forget)
+}
+
+// Stats counts q at now from the day files of its range (daystats.Reader):
+// from the rollups when they answer it, from the word index for a q of one
+// word, from the statistics index otherwise. A daystats.Trace in ctx
+// (daystats.WithTrace) is told what it read.
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	return s.stats.Stats(ctx, q, now)
+}
+
+// WarmStats counts the default statistics view of the busiest scopes, so
+// that its whole hours are kept before the first chart asks for them
+// (daystats.Reader.Warm). app's Core runs it in the background after start
+// (ports.StatsWarmer); it stops when ctx ends.
+func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
+	return s.stats.Warm(ctx, now)
 }
 
 // adopt takes over opened's directory and files: fx hands out the Store
 // before its start hook opens the directory, and nothing uses it before.
 func (s *Store) adopt(opened *Store) {
-	s.cfg, s.dir, s.hours = opened.cfg, opened.dir, opened.hours
+	s.cfg, s.dir, s.stats = opened.cfg, opened.dir, opened.stats
 }
 
 // NewAlertStore opens (creating if needed) the alert file in s's data

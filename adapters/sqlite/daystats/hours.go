@@ -1,4 +1,4 @@
-package sqlite
+package daystats
 
 import (
 	"sync"
@@ -102,8 +102,8 @@ func (c *hourCache) put(key hourKey, k *keptHour) {
 	}
 }
 
-// forgetDay drops the hours and versions of a day file a purge dropped.
-func (c *hourCache) forgetDay(d *dayfile.File) {
+// forget drops the hours and versions of a day file retention dropped.
+func (c *hourCache) forget(d *dayfile.File) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, key := range c.lru.Keys() {
