@@ -194,9 +194,36 @@ func wordCandidates(ctx context.Context, db *sql.DB, words string, limit int) ([
 	return seqs, len(seqs) <= limit, nil
 }
 
-// WordSeqs returns the seqs of all the file's messages whose words hold
+// Held is what a day file's word index says of the messages holding a q's
+// words (File.Held).
+type Held struct {
+	// None: no message holds them. Few: at most the limit do, and the where
+	// is narrowed to them.
+	None, Few bool
+	// Otherwise: the seqs of all of them, and the file's last seq (about
+	// how many messages it holds).
+	Seqs    *bitset.BitSet
+	LastSeq int64
+}
+
+// Held reads the messages holding words' tokens: narrows w to them when they
+// are few (at most limit, as ByWords), or returns all their seqs.
+func (f *File) Held(ctx context.Context, words string, w *Where, limit int) (Held, error) {
+	var held Held
+	var err error
+	if held.Few, held.None, err = f.ByWords(ctx, words, w, limit); err != nil || held.Few {
+		return held, err
+	}
+	if err := f.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&held.LastSeq); err != nil {
+		return held, err
+	}
+	held.Seqs, err = f.wordSeqs(ctx, words)
+	return held, err
+}
+
+// wordSeqs returns the seqs of all the file's messages whose words hold
 // words' tokens.
-func (f *File) WordSeqs(ctx context.Context, words string) (*bitset.BitSet, error) {
+func (f *File) wordSeqs(ctx context.Context, words string) (*bitset.BitSet, error) {
 	var seqs bitset.BitSet
 	err := sqlitedb.EachRow(ctx, f.Read, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
 		seq, ok := row[0].(int64)

@@ -76,15 +76,19 @@ func newHourCache() *hourCache {
 	return c
 }
 
-// get returns the hour kept at version, or nil.
-func (c *hourCache) get(key hourKey, version uint64) *keptHour {
+// countKept counts into b the hour kept under key, starting at hour, if it
+// was kept at the version its day file's hour has now and can stand for
+// itself at b's now; and returns that version, which an hour read now is
+// kept at.
+func (c *hourCache) countKept(key hourKey, hour time.Time, b *stats.RollupBuilder) (version uint64, counted bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	version = c.versions[key.day][key.hour]
 	k, ok := c.lru.Get(key)
+	c.mu.Unlock()
 	if !ok || k.version != version {
-		return nil
+		return version, false
 	}
-	return k
+	return version, k.countInto(b, hour, key.width)
 }
 
 // put keeps k, which no one may change from then on.
@@ -146,11 +150,4 @@ func (c *hourCache) wrote(f *dayfile.File, msgs []domain.Message) {
 			last = hour
 		}
 	}
-}
-
-// version is how many transactions have written into hour of f (wrote).
-func (c *hourCache) version(f *dayfile.File, hour int64) uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.versions[f][hour]
 }

@@ -76,8 +76,8 @@ func (c *call) countRollups(ctx context.Context, f *dayfile.File, q stats.Query,
 		last = dayEnd
 	}
 	for hour := first.Add(time.Hour - time.Nanosecond).Truncate(time.Hour); !hour.Add(time.Hour).After(last); hour = hour.Add(time.Hour) {
-		version := c.r.hours.version(f, hour.Unix())
-		if kept := c.r.hours.get(h.key(hour.Unix()), version); kept != nil && kept.countInto(b, hour, h.width) {
+		version, counted := c.r.hours.countKept(h.key(hour.Unix()), hour, b)
+		if counted {
 			c.trace.KeptHours++
 			if next < hour.Unix() {
 				spans = append(spans, [2]int64{next, hour.Unix()})

@@ -125,24 +125,18 @@ func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
 func (c *call) planDay(ctx context.Context, f *dayfile.File, words string) (wordDay, error) {
 	plan := wordDay{f: f, read: ReadWalk}
 	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
-	few, none, err := f.ByWords(ctx, words, w, c.r.cfg.FewMessages)
+	held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
 	switch {
 	case err != nil:
 		return plan, f.Error(ctx, "stats: search", err)
-	case none:
+	case held.None:
 		return wordDay{}, nil
-	case few:
+	case held.Few:
 		plan.read, plan.bySeq = ReadBySeq, w
 		return plan, nil
 	}
-	var lastSeq int64
-	if err := f.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&lastSeq); err != nil {
-		return plan, f.Error(ctx, "stats", err)
-	}
-	if plan.holding, err = f.WordSeqs(ctx, words); err != nil {
-		return plan, f.Error(ctx, "stats: search", err)
-	}
-	holding := int64(plan.holding.Count())
+	plan.holding = held.Seqs
+	holding, lastSeq := int64(plan.holding.Count()), held.LastSeq
 	q := withoutText(c.q)
 	if !q.RollupsAnswer() || !c.r.cfg.bySeqMayPay(holding, lastSeq) {
 		return plan, nil
