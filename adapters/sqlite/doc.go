@@ -5,8 +5,8 @@
 // memory store does; the shared conformance suites (store, HTTP, faults) are
 // the proof. It wires the pieces below into Store (ports.MessageStore and
 // ports.HealthChecker: Append, List, Get, Lookup and the calls into the
-// pieces), AlertStore (ports.AlertStore), Config and the fx Modules; the
-// pieces import one way, each only those above it:
+// pieces), the alert store on its directory (NewAlertStore), Config and the
+// fx Modules; the pieces import one way, each only those above it:
 //
 //	sqlitedb  opening a file the one way: driver, writer and readers,
 //	          private modes, marks, versions and their one ordered list of
@@ -16,6 +16,7 @@
 //	          transaction, the word index, the query builder
 //	daystats  the statistics: rollups and kept hours, narrow rows, the plan
 //	          of a q of one word (its costs and probe in Config.Stats)
+//	sqlitealert  the alert store: the alert file and its schema/alert-N.sql
 //
 // docs/sqlite-format.md describes the files by schema version.
 //
@@ -133,10 +134,10 @@
 //
 // A day file and the alert file record their schema version (PRAGMA
 // user_version). Each kind has one ordered list of migrations
-// (dayfile/schema/day-N.sql, schema/alert-N.sql), which a new file runs
-// from the first and an older one from its version, in one transaction, at
-// start-up; the directory's reqlog-store.json is written once every day
-// file is migrated.
+// (dayfile/schema/day-N.sql, sqlitealert/schema/alert-N.sql), which a new
+// file runs from the first and an older one from its version, in one
+// transaction, at start-up; the directory's reqlog-store.json is written
+// once every day file is migrated.
 //
 // # Memory
 //
