@@ -27,12 +27,9 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("sqlite: list: limit must be at least 1, got %d", q.Limit)
 	}
-	words, searching := "", q.Filter.Text != ""
-	if searching {
-		var ok bool
-		if words, ok = dayfile.WordsQuery(q.Filter.Text); !ok {
-			return domain.Page{Messages: []domain.Message{}}, nil
-		}
+	words, _ := dayfile.Words(q.Filter.Text)
+	if q.Filter.Text != "" && words == "" {
+		return domain.Page{Messages: []domain.Message{}}, nil
 	}
 	it := &listIterator{s: s, q: q, now: now, words: words, match: q.Filter.Matcher()}
 	it.days = s.dir.NewestFirst(dayfile.Range(q.Filter, q.After))

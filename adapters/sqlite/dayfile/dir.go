@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -145,11 +146,10 @@ func (d *Dir) Acquire(ctx context.Context, day time.Time, create bool) (*File, e
 	}
 }
 
-// Hold acquires the files of the days from last down to first (both
-// included; a zero bound is unbounded), newest first. The caller releases
-// each (Release).
-func (d *Dir) Hold(ctx context.Context, first, last time.Time) ([]*File, error) {
-	days := d.NewestFirst(first, last)
+// Hold acquires the files of the days f's range can hold messages of
+// (Range), newest first. The caller releases them (Release).
+func (d *Dir) Hold(ctx context.Context, f domain.Filter) ([]*File, error) {
+	days := d.NewestFirst(Range(f, nil))
 	files := make([]*File, 0, len(days))
 	for _, day := range days {
 		f, err := d.Acquire(ctx, day, false)
@@ -162,6 +162,16 @@ func (d *Dir) Hold(ctx context.Context, first, last time.Time) ([]*File, error) 
 		}
 	}
 	return files, nil
+}
+
+// Release ends a use of the file that Dir.Acquire began.
+func (f *File) Release() { f.use.RUnlock() }
+
+// Release releases each of files (Dir.Hold).
+func Release(files []*File) {
+	for _, f := range files {
+		f.Release()
+	}
 }
 
 // create opens day's file, creating it, unless another call did first.
@@ -180,6 +190,21 @@ func (d *Dir) create(ctx context.Context, day time.Time) (*File, error) {
 	}
 	d.days[day] = f
 	return f, nil
+}
+
+// Range is the first and last day f's range can hold messages of (zero:
+// unbounded), narrowed to the cursor's day.
+func Range(f domain.Filter, after *domain.Cursor) (first, last time.Time) {
+	if !f.From.IsZero() {
+		first = DayOf(f.From)
+	}
+	if !f.To.IsZero() {
+		last = DayOf(f.To.Add(-time.Nanosecond))
+	}
+	if after != nil && (last.IsZero() || DayOf(after.CreatedAt).Before(last)) {
+		last = DayOf(after.CreatedAt)
+	}
+	return first, last
 }
 
 // NewestFirst lists the days present from last down to first (both

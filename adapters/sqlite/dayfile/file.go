@@ -87,13 +87,3 @@ func openFile(ctx context.Context, o Options, day time.Time, create bool) (*File
 	}
 	return &File{DB: db, Day: day}, nil
 }
-
-// Release ends a use of the file that Dir.Acquire began.
-func (f *File) Release() { f.use.RUnlock() }
-
-// Release releases each of files (Dir.Hold).
-func Release(files []*File) {
-	for _, f := range files {
-		f.Release()
-	}
-}

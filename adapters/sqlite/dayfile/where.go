@@ -94,18 +94,3 @@ func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
 	}
 	return w
 }
-
-// Range is the first and last day f's range can hold messages of (zero:
-// unbounded), narrowed to the cursor's day.
-func Range(f domain.Filter, after *domain.Cursor) (first, last time.Time) {
-	if !f.From.IsZero() {
-		first = DayOf(f.From)
-	}
-	if !f.To.IsZero() {
-		last = DayOf(f.To.Add(-time.Nanosecond))
-	}
-	if after != nil && (last.IsZero() || DayOf(after.CreatedAt).Before(last)) {
-		last = DayOf(after.CreatedAt)
-	}
-	return first, last
-}

@@ -134,15 +134,15 @@ func searchedPrefix(text string) string {
 	return text[:cut]
 }
 
-// WordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
-// side by side as AND), and false when q has no word (the domain refuses such
-// a q).
-func WordsQuery(q string) (string, bool) {
-	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
-	return tokens, tokens != ""
+// Words returns the FTS5 query of q, all its words' tokens (FTS5 reads
+// tokens side by side as AND), "" when q has no word (the domain refuses
+// such a q); and whether q is one word (isOneWord).
+func Words(q string) (tokens string, oneWord bool) {
+	tokens = string(distinctTokens(nil, appendWordHashes(nil, q)))
+	return tokens, tokens != "" && isOneWord(q)
 }
 
-// IsOneWord reports whether q is a single UAX #29 word and nothing else. A
+// isOneWord reports whether q is a single UAX #29 word and nothing else. A
 // message whose words hold it holds q as a substring bounded by words, which
 // the contract says MUST match; so does no message whose words lack it (q's
 // words do not occur in it), which MUST NOT. The word index alone answers
@@ -151,7 +151,7 @@ func WordsQuery(q string) (string, bool) {
 // a given token with odds 2^-40, so over a million messages a q counts a
 // wrong one with odds under 1 in 3,600 (and only a message of the caller's
 // own scope and filters).
-func IsOneWord(q string) bool {
+func isOneWord(q string) bool {
 	it := words.FromString(q)
 	return it.Next() && isWord(it.Value()) && !it.Next()
 }

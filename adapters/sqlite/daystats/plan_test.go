@@ -1,7 +1,6 @@
 package daystats
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -91,16 +90,5 @@ func TestConfigRefusesNegativeCosts(t *testing.T) {
 	}
 	if bad := (Config{}).Validate(""); len(bad) != 0 {
 		t.Fatalf("the defaults refused: %+v", bad)
-	}
-}
-
-// A call without a trace in its context counts into one nobody reads.
-func TestTraceIsOptional(t *testing.T) {
-	if traceOf(context.Background()) == nil {
-		t.Fatal("no trace to count into")
-	}
-	var trace Trace
-	if traceOf(WithTrace(context.Background(), &trace)) != &trace {
-		t.Fatal("the context's trace is not the one counted into")
 	}
 }

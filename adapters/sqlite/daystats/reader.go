@@ -30,21 +30,20 @@ func New(dir *dayfile.Dir, cfg Config) *Reader {
 //     the rollups, and the messages of the minutes they cannot stand for
 //     (fromRollups, rollups.go);
 //   - no q: the statistics index of each day walked (stream, samples.go);
-//   - a q of one word: the word index, with no message read whole, by the
-//     plan (oneWord, word.go);
-//   - any other q: the messages holding its words, read whole and checked
-//     (search, samples.go).
+//   - a q: by the plan of one word from the word index (word.go), or from
+//     the messages holding its words, read whole and checked (search,
+//     samples.go).
 //
 // A Trace in ctx (WithTrace) is told what the call read.
 func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
-	c := &call{r: r, q: q, f: q.Filter, now: now, trace: traceOf(ctx)}
-	c.f.From, c.f.To = q.CountedRange()
-	words, ok := dayfile.WordsQuery(c.f.Text)
-	if !c.f.From.Before(c.f.To) || c.f.Text != "" && !ok {
+	c := &call{r: r, q: q, f: q.Filter, now: now, trace: &Trace{}}
+	if t, ok := ctx.Value(traceKey{}).(*Trace); ok && t != nil {
+		c.trace = t
+	}
+	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
 		return stats.NewBuilder(q).Stats(), nil
 	}
-	first, last := dayfile.Range(c.f, nil)
-	files, err := r.dir.Hold(ctx, first, last)
+	files, err := r.dir.Hold(ctx, c.f)
 	if err != nil {
 		return stats.Stats{}, err
 	}
@@ -53,12 +52,10 @@ func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 	switch {
 	case q.RollupsAnswer():
 		return c.fromRollups(ctx)
-	case words == "":
+	case c.f.Text == "":
 		return c.stream(ctx)
-	case dayfile.IsOneWord(c.f.Text):
-		return c.oneWord(ctx, words)
 	}
-	return c.search(ctx, words)
+	return c.words(ctx)
 }
 
 // call is one Stats call: its query, the files it holds, its trace.
@@ -77,3 +74,28 @@ func (r *Reader) Wrote(f *dayfile.File, msgs []domain.Message) { r.hours.wrote(f
 
 // Forget drops what the reader keeps of f, a file retention dropped.
 func (r *Reader) Forget(f *dayfile.File) { r.hours.forget(f) }
+
+// Trace is what one Stats call read, for tests and benchmarks: a call
+// given one in its context (WithTrace) adds to it, so that nothing is
+// counted in package state.
+type Trace struct {
+	// RollupMinutes are the minutes (of one application each) counted from
+	// their rollup, KeptHours the whole hours counted from the kept hours.
+	RollupMinutes, KeptHours int
+	// The day files a q of one word counted by each read of its plan
+	// (WordRead): DaysBySeq the messages holding it read by seq,
+	// DaysLessTheRest the rollups less the messages lacking it, DaysWalked
+	// the statistics index walked.
+	DaysBySeq, DaysLessTheRest, DaysWalked int
+	// MessagesRead are the messages read whole and checked with the filter's
+	// Matcher (a q of more than one word).
+	MessagesRead int64
+}
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying t: a Stats call given it adds what it
+// reads to t, which only that call may use meanwhile.
+func WithTrace(ctx context.Context, t *Trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, t)
+}

@@ -42,8 +42,7 @@ func (r *Reader) Warm(ctx context.Context, now time.Time) error {
 // busiestScopes returns the scopes with rollups in [from, to), the most
 // minutes (of any application) first.
 func (r *Reader) busiestScopes(ctx context.Context, from, to time.Time) ([]domain.Scope, error) {
-	first, last := dayfile.Range(domain.Filter{From: from, To: to}, nil)
-	files, err := r.dir.Hold(ctx, first, last)
+	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// A q of one word (dayfile.IsOneWord) is answered from the word index, with
+// A q of one word (dayfile.Words) is answered from the word index, with
 // no message read whole: the messages whose words hold the word are exactly
 // those q matches. The plan picks, in each day file, the read that costs
 // least (Config's costs, and its Probe for the reads by seq), and names it.
@@ -70,6 +70,19 @@ type wordDay struct {
 	rollups *stats.RollupBuilder
 	refused []refusedMinute
 	lacking []int64
+}
+
+// words counts a call with a q: a q of one word by the plan (oneWord), any
+// other from the messages holding its words, read whole (search).
+func (c *call) words(ctx context.Context) (stats.Stats, error) {
+	switch words, oneWord := dayfile.Words(c.f.Text); {
+	case words == "": // no word: the domain refuses such a q
+		return stats.NewBuilder(c.q).Stats(), nil
+	case oneWord:
+		return c.oneWord(ctx, words)
+	default:
+		return c.search(ctx, words)
+	}
 }
 
 // oneWord answers the call, whose q is one word of token words. It plans
