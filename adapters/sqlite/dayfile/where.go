@@ -38,15 +38,6 @@ func (w *Where) AddSeqs(seqs []int64) {
 	w.Add("seq IN (SELECT value FROM json_each(?))", string(append(list, ']')))
 }
 
-// CeilMicro is t in Unix microseconds, rounded up.
-func CeilMicro(t time.Time) int64 {
-	us := t.UnixMicro()
-	if time.UnixMicro(us).Before(t) {
-		us++
-	}
-	return us
-}
-
 // ReadableWhere selects scope's messages readable at now that pass f's
 // fields, except q and what the caller's Matcher checks again.
 func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
