@@ -3,8 +3,6 @@ package dayfile
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"fmt"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -217,21 +215,6 @@ func (f *File) Held(ctx context.Context, words string, w *Where, limit int) (Hel
 	if err := f.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&held.LastSeq); err != nil {
 		return held, err
 	}
-	held.Seqs, err = f.wordSeqs(ctx, words)
+	held.Seqs, err = sqlitedb.IntSet(ctx, f.Read, `SELECT rowid FROM words WHERE words MATCH ?`, words)
 	return held, err
-}
-
-// wordSeqs returns the seqs of all the file's messages whose words hold
-// words' tokens.
-func (f *File) wordSeqs(ctx context.Context, words string) (*bitset.BitSet, error) {
-	var seqs bitset.BitSet
-	err := sqlitedb.EachRow(ctx, f.Read, `SELECT rowid FROM words WHERE words MATCH ?`, []any{words}, func(row []driver.Value) error {
-		seq, ok := row[0].(int64)
-		if !ok || seq < 0 {
-			return fmt.Errorf("the word index holds rowid %v", row[0])
-		}
-		seqs.Set(uint(seq))
-		return nil
-	})
-	return &seqs, err
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/bits-and-blooms/bitset"
 )
 
 // EachRow runs query on one of db's connections and calls each with every
@@ -75,4 +77,19 @@ func TextOf(v driver.Value) string {
 		return string(v)
 	}
 	return ""
+}
+
+// IntSet returns the set of the values of the first column of query's rows,
+// which must be integers from 0 (a table's rowids), read through EachRow.
+func IntSet(ctx context.Context, db *sql.DB, query string, args ...any) (*bitset.BitSet, error) {
+	var set bitset.BitSet
+	err := EachRow(ctx, db, query, args, func(row []driver.Value) error {
+		n, ok := row[0].(int64)
+		if !ok || n < 0 {
+			return fmt.Errorf("a row holds %v, not an integer from 0", row[0])
+		}
+		set.Set(uint(n))
+		return nil
+	})
+	return &set, err
 }

@@ -47,3 +47,23 @@ func TestEachRow(t *testing.T) {
 		t.Fatalf("cancelled at row 1000: %d rows read, %v", read, err)
 	}
 }
+
+// IntSet holds each integer of the first column once, and refuses a row
+// that is not a non-negative integer.
+func TestIntSet(t *testing.T) {
+	db, err := sql.Open(DriverName, filepath.Join(t.TempDir(), "set.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (n); INSERT INTO t VALUES (3), (0), (3), (70), (-1), ('x')`); err != nil {
+		t.Fatal(err)
+	}
+	set, err := IntSet(t.Context(), db, `SELECT n FROM t WHERE typeof(n) = 'integer' AND n >= ?`, 0)
+	if err != nil || set.Count() != 3 || !set.Test(0) || !set.Test(3) || !set.Test(70) {
+		t.Fatalf("%v, %v; want 0, 3 and 70", set, err)
+	}
+	if _, err := IntSet(t.Context(), db, `SELECT n FROM t`); err == nil {
+		t.Fatal("-1 and 'x' taken into the set")
+	}
+}
