@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
 	"go.uber.org/zap"
 )
 
@@ -17,7 +19,9 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s = &Store{cfg: cfg}
+	// Closed until start opens the directory: the zero Dir.
+	closed := &dayfile.Dir{}
+	s = &Store{cfg: cfg, dir: closed, stats: daystats.New(closed, cfg.Stats)}
 	start = func(ctx context.Context) error {
 		opened, err := New(ctx, cfg)
 		if err != nil {

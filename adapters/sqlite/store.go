@@ -44,12 +44,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // Close closes every day file and releases the directory.
-func (s *Store) Close() error {
-	if s.dir == nil { // a module's store that never started
-		return nil
-	}
-	return s.dir.Close()
-}
+func (s *Store) Close() error { return s.dir.Close() }
 
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.cfg.Dir }

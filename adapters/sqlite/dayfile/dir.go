@@ -30,7 +30,8 @@ type Options struct {
 }
 
 // Dir is an open data directory: its lock held, its day files open. It is
-// safe for concurrent use.
+// safe for concurrent use. The zero Dir is a closed one: it holds no day
+// and creates none.
 type Dir struct {
 	opts Options
 
