@@ -5,8 +5,9 @@
 // memory store does; the shared conformance suites (store, HTTP, faults) are
 // the proof. It wires the pieces below into Store (ports.MessageStore and
 // ports.HealthChecker: Append, List, Get, Lookup and the calls into the
-// pieces), the alert store on its directory (NewAlertStore), Config and the
-// fx Modules; the pieces import one way, each only those above it:
+// pieces), the alert store on its directory (NewAlertStore), Config, and
+// Deferred for sqlitefx's modules; the pieces import one way, each only
+// those above it:
 //
 //	sqlitedb  opening a file the one way: driver, writer and readers,
 //	          private modes, marks, versions and their one ordered list of
@@ -110,12 +111,11 @@
 // (daystats/rollups.go, hours.go): the portal's 24 h view then reads only
 // the hour still filling. At start the service (app.Core) counts the
 // default view of the eight busiest scopes in the background (WarmStats),
-// so that
-// the first chart after a restart is answered from kept hours too. Any
-// other filter streams six columns (created, status, duration, name, path,
-// route) of the matching messages of each day into stats.Builder from the
-// messages_stats index, which holds every column the query reads, row by
-// row through the driver (sqlitedb.EachRow). A q of one word is answered
+// so that the first chart after a restart is answered from kept hours too.
+// Any other filter streams six columns (created, status, duration, name,
+// path, route) of the matching messages of each day into stats.Builder from
+// the messages_stats index, which holds every column the query reads, row
+// by row through the driver (sqlitedb.EachRow). A q of one word is answered
 // from the word index, with no message read whole, by a named plan
 // (daystats/word.go) that picks whichever of three reads costs least in
 // each day file: the messages holding the word read by seq (when they are
