@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitefx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
@@ -20,7 +21,7 @@ import (
 
 // openAlertStore opens the alert store in s's directory, closed when t ends
 // (before s, whose cleanup was registered first).
-func openAlertStore(ctx context.Context, t *testing.T, s *sqlite.Store) (*sqlite.AlertStore, error) {
+func openAlertStore(ctx context.Context, t *testing.T, s *sqlite.Store) (*sqlitealert.AlertStore, error) {
 	a, err := sqlite.NewAlertStore(ctx, s)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func TestAlertStoreConformance(t *testing.T) {
 // service runs it: the HTTP suite then runs alerting on SQLite.
 type storeWithAlerts struct {
 	*sqlite.Store
-	*sqlite.AlertStore
+	*sqlitealert.AlertStore
 }
 
 func alertingStoreMaker() conformance.StoreMaker {

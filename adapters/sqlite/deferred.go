@@ -5,6 +5,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"go.uber.org/zap"
 )
 
@@ -37,8 +38,8 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 // DeferredAlertStore is the alert store in s's data directory, opened by
 // start (after s's own start has locked the directory) and closed by stop
 // (before s lets the directory go).
-func DeferredAlertStore(s *Store) (a *AlertStore, start, stop func(context.Context) error) {
-	a = &AlertStore{}
+func DeferredAlertStore(s *Store) (a *sqlitealert.AlertStore, start, stop func(context.Context) error) {
+	a = &sqlitealert.AlertStore{}
 	start = func(ctx context.Context) error {
 		opened, err := NewAlertStore(ctx, s)
 		if err != nil {

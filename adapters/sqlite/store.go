@@ -6,6 +6,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
@@ -118,6 +119,6 @@ func (s *Store) adopt(opened *Store) {
 // NewAlertStore opens (creating if needed) the alert file in s's data
 // directory. s must hold the directory (opened, or about to be by its
 // module); Close releases the file.
-func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
-	return OpenAlertStore(ctx, s.cfg.Dir, s.cfg.fileOptions())
+func NewAlertStore(ctx context.Context, s *Store) (*sqlitealert.AlertStore, error) {
+	return sqlitealert.OpenAlertStore(ctx, s.cfg.Dir, s.cfg.fileOptions())
 }

@@ -1,4 +1,6 @@
-package sqlite
+// Package sqlitealert is the SQLite store's ports.AlertStore: one database
+// file, reqlog-alerts.sqlite, in the message store's data directory.
+package sqlitealert
 
 import (
 	"context"
