@@ -49,19 +49,25 @@ func cpuTime(b *testing.B) time.Duration {
 
 // BenchmarkAppend is the store's anchor: Append of batches of the 1.8 KB
 // submission (the group committer's batches), no HTTP, with the word index
-// and, to price it, without it and with consecutive word pairs indexed too.
+// and, to price it, without it.
 // It reports messages per second, the process's CPU per message and the disk
 // per message (the day file once closed).
 //
 //	go test -run '^$' -bench Append -benchtime 40x ./adapters/sqlite/
 func BenchmarkAppend(b *testing.B) {
-	for _, index := range []string{"words", "none", "words+pairs"} {
+	for _, index := range []string{"words", "none"} {
 		for _, batch := range []int{100, 500} {
 			b.Run(fmt.Sprintf("batch=%d/index=%s", batch, index), func(b *testing.B) {
-				defer sqlite.SetIndexWords(index != "none")()
-				defer sqlite.SetIndexPairs(index == "words+pairs")()
 				dir := b.TempDir()
-				s := mustOpenB(b, sqlite.Config{Dir: dir})
+				open := sqlite.New
+				if index == "none" {
+					open = sqlite.NewWithoutWordIndex
+				}
+				s, err := open(b.Context(), sqlite.Config{Dir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = s.Close() })
 				batches := make([][]domain.Message, b.N)
 				for i := range batches {
 					batches[i] = benchMessages(b, batch)

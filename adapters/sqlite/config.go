@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -52,6 +54,10 @@ type Config struct {
 	// IdleTime closes a day file's connections unused for this long (each
 	// opens again when next needed).
 	IdleTime time.Duration
+	// Stats is the plan of the statistics of a q of one word: the costs of
+	// its reads and the probe that tells whether they hold (daystats.Config;
+	// its zero fields mean their defaults).
+	Stats daystats.Config
 }
 
 // DefaultConfig returns the service's defaults.
@@ -83,6 +89,9 @@ func (cfg Config) Validate() error {
 	case cfg.IdleTime < 0:
 		return bad("IdleTime", "must not be negative")
 	}
+	if fields := cfg.Stats.Validate("Stats."); len(fields) > 0 {
+		return &domain.ValidationError{Message: "sqlite: config", Fields: fields}
+	}
 	return nil
 }
 
@@ -108,4 +117,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.IdleTime = d.IdleTime
 	}
 	return cfg, cfg.Validate()
+}
+
+// fileOptions are cfg's connection settings of each file.
+func (cfg Config) fileOptions() sqlitedb.Options {
+	return sqlitedb.Options{Readers: cfg.Readers, BusyTimeout: cfg.BusyTimeout, WALBytes: cfg.WALBytes,
+		WriterCacheBytes: cfg.WriterCacheBytes, IdleTime: cfg.IdleTime}
 }

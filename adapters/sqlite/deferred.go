@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"go.uber.org/zap"
 )
 
@@ -17,14 +20,16 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s = &Store{cfg: cfg}
+	// Closed until start opens the directory: the zero Dir.
+	closed := &dayfile.Dir{}
+	s = &Store{cfg: cfg, dir: closed, stats: daystats.New(closed, cfg.Stats)}
 	start = func(ctx context.Context) error {
 		opened, err := New(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		s.adopt(opened)
-		log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dayCount()))
+		log.Named("sqlite").Info("SQLite store ready", zap.String("dir", cfg.Dir), zap.Int("day_files", s.dir.Len()))
 		return nil
 	}
 	return s, start, func(context.Context) error { return s.Close() }, nil
@@ -33,8 +38,8 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 // DeferredAlertStore is the alert store in s's data directory, opened by
 // start (after s's own start has locked the directory) and closed by stop
 // (before s lets the directory go).
-func DeferredAlertStore(s *Store) (a *AlertStore, start, stop func(context.Context) error) {
-	a = &AlertStore{}
+func DeferredAlertStore(s *Store) (a *sqlitealert.AlertStore, start, stop func(context.Context) error) {
+	a = &sqlitealert.AlertStore{}
 	start = func(ctx context.Context) error {
 		opened, err := NewAlertStore(ctx, s)
 		if err != nil {

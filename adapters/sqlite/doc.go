@@ -1,21 +1,38 @@
-// Package sqlite is the embedded message store: SQLite through
+// Package sqlite is the embedded message and alert store: SQLite through
 // modernc.org/sqlite (pure Go, no cgo; chosen over ncruces/go-sqlite3 by
 // measurement, docs/benchmarks.md "SQLite store"), one database file per UTC
 // day in a data directory. It keeps the ports.MessageStore contract as the
 // memory store does; the shared conformance suites (store, HTTP, faults) are
-// the proof.
+// the proof. It wires the pieces below into Store (ports.MessageStore and
+// ports.HealthChecker: Append, List, Get, Lookup and the calls into the
+// pieces), the alert store on its directory (NewAlertStore), Config, and
+// Deferred for sqlitefx's modules; the pieces import one way, each only
+// those above it:
+//
+//	sqlitedb  opening a file the one way: driver, writer and readers,
+//	          private modes, marks, versions and their one ordered list of
+//	          migrations, the classifier of errors, rows through the driver
+//	dayfile   the data directory (lock, version, retention, free space) and
+//	          its day files: schema/day-N.sql, what a file holds, Append's
+//	          transaction, the word index, the query builder
+//	daystats  the statistics: rollups and kept hours, narrow rows, the plan
+//	          of a q of one word (its costs and probe in Config.Stats)
+//	sqlitealert  the alert store: the alert file and its schema/alert-N.sql
+//
+// docs/sqlite-format.md describes the files by schema version.
 //
 // # Files
 //
 // The data directory (Config.Dir) holds messages-yyyy-mm-dd.db for each UTC
 // day of the messages' CreatedAt (with SQLite's -wal and -shm beside it),
-// reqlog-store.json (the schema version of the directory) and reqlog.lock.
+// reqlog-store.json (the schema version of the directory), reqlog.lock and
+// the alert file, reqlog-alerts.sqlite.
 // The lock file is flock'd while a store has the directory open, so a second
 // process refuses to start with a message naming the directory; the kernel
 // drops the lock of a process that dies, even by kill -9. A directory of a
 // newer schema version is refused; an older one is migrated at start-up, file
-// by file (PRAGMA user_version), before its version is written. A day file
-// is marked with PRAGMA application_id, so a foreign SQLite file is refused;
+// by file (PRAGMA user_version), before its version is written. A file is
+// marked with PRAGMA application_id, so a foreign SQLite file is refused;
 // a corrupt one fails the start-up with an error naming it. Nothing is ever
 // reset.
 //
@@ -38,7 +55,7 @@
 // watermark): SQLite keeps room for its WAL and checkpoints, and the service
 // answers 503 with Retry-After rather than fail halfway. A disk that fills
 // anyway (SQLITE_FULL), an I/O error, a lock (never expected) are
-// ports.ErrUnavailable too (errors.go).
+// ports.ErrUnavailable too (sqlitedb.Error).
 //
 // # Retention
 //
@@ -71,8 +88,8 @@
 // each distinct word of the path, of the first domain.SearchedBodyBytes of
 // each body and of each header value is indexed once per message as an
 // eight-letter token of its hash, in lower case, in a contentless FTS5 table
-// without positions (words.go), and a q finds the messages holding all of
-// its words' tokens. Every one of them is checked with domain.Search, the
+// without positions (dayfile/words.go), and a q finds the messages holding
+// all of its words' tokens. Every one of them is checked with domain.Search, the
 // reference, which decides the phrase and rules out a hash collision. A day
 // whose candidates are few (maxWordCandidates) is read by seq and sorted;
 // past that, List walks the day's index newest first and checks each
@@ -91,31 +108,36 @@
 // application, and keeps a whole hour of the view (its buckets' parts, its
 // applications, its rankings: at most 64 MiB of hours, least recently used
 // out first) until a transaction writes a message created in that hour
-// (rollup.go, hourcache.go): the portal's 24 h view then reads only the hour
-// still filling. At start the service (app.Core) counts the default view of
-// the eight busiest scopes in the background (WarmStats, warm.go), so that
-// the first chart after a restart is answered from kept hours too. Any other filter streams six columns (created, status,
-// duration, name, path, route) of the matching messages of each day into
-// stats.Builder from the messages_stats index, which holds every
-// column the query reads, row by row through the driver (rawrows.go). A q
-// of one word is answered from the word index, with no message read whole
-// (statsOfOneWord in stats.go), by whichever of three reads costs least in
+// (daystats/rollups.go, hours.go): the portal's 24 h view then reads only
+// the hour still filling. At start the service (app.Core) counts the
+// default view of the eight busiest scopes in the background (WarmStats),
+// so that the first chart after a restart is answered from kept hours too.
+// Any other filter streams six columns (created, status, duration, name,
+// path, route) of the matching messages of each day into stats.Builder from
+// the messages_stats index, which holds every column the query reads, row
+// by row through the driver (sqlitedb.EachRow). A q of one word is answered
+// from the word index, with no message read whole, by a named plan
+// (daystats/word.go) that picks whichever of three reads costs least in
 // each day file: the messages holding the word read by seq (when they are
 // few, or under a third of the scope's); the rollups less the messages
 // lacking the word, read by seq (a word nearly every message holds, such as
-// a content type; stats.RollupBuilder.Subtract); or the statistics
-// index walked, each entry's seq tested against the word's (a bit set).
-// Reads by seq are taken only while a probe of 256 random seqs (the median
-// of eight reads of 32) finds their pages in memory, since on disk a lookup
-// costs a hundred times a walked row. Any other q reads the messages holding its words whole and checks
-// them.
+// a content type; stats.RollupBuilder.Subtract); or the statistics index
+// walked, each entry's seq tested against the word's (a bit set). Reads by
+// seq are taken only while the probe (by default a timing of 256 random
+// seqs, the median of eight reads of 32) finds their pages in memory, since
+// on disk a lookup costs a hundred times a walked row; its costs and the
+// probe are Config.Stats. Any other q reads the messages holding its words
+// whole and checks them. A call tells a daystats.Trace in its context what
+// it read.
 //
 // # Schema versions
 //
-// A day file records its schema version (PRAGMA user_version); migrations
-// in day.go take a file from each older version to the next, in one
-// transaction, at start-up, and the directory's reqlog-store.json is written
-// once every file is migrated.
+// A day file and the alert file record their schema version (PRAGMA
+// user_version). Each kind has one ordered list of migrations
+// (dayfile/schema/day-N.sql, sqlitealert/schema/alert-N.sql), which a new
+// file runs from the first and an older one from its version, in one
+// transaction, at start-up; the directory's reqlog-store.json is written
+// once every day file is migrated.
 //
 // # Memory
 //

@@ -5,81 +5,69 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 )
 
-// SetIndexWords turns the word index on or off for a benchmark that prices
-// it, and returns what restores it.
-func SetIndexWords(on bool) (restore func()) {
-	was := indexWords
-	indexWords = on
-	return func() { indexWords = was }
-}
-
-// SetIndexPairs turns the indexing of consecutive word pairs on or off for
-// the benchmark that prices it, and returns what restores it.
-func SetIndexPairs(on bool) (restore func()) {
-	was := indexPairs
-	indexPairs = on
-	return func() { indexPairs = was }
+// NewWithoutWordIndex is New for the benchmark that prices the word index:
+// the store it opens indexes no message's words (a q then finds nothing).
+func NewWithoutWordIndex(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.skipWords = true
+	return s, nil
 }
 
 // WriterSettings reads journal_mode and synchronous on the writer
 // connection of day's file, and query_only on a reader's.
 func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return "", 0, 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
-	if err = d.write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
-		err = d.write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
+	defer d.Release()
+	if err = d.Write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&journal); err == nil {
+		err = d.Write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&synchronous)
 	}
 	if err == nil {
-		err = d.read.QueryRowContext(ctx, "PRAGMA query_only").Scan(&readerQueryOnly)
+		err = d.Read.QueryRowContext(ctx, "PRAGMA query_only").Scan(&readerQueryOnly)
 	}
 	return journal, synchronous, readerQueryOnly, err
 }
 
-// RollupMinutes is how many minutes Stats has answered from a rollup so far.
-func RollupMinutes() int64 { return rollupMinutes.Load() }
-
-// KeptHours is how many whole hours Stats has counted from its cache so far.
-func KeptHours() int64 { return keptHours.Load() }
-
-// StatsMessagesRead is how many messages Stats has read whole so far.
-func StatsMessagesRead() int64 { return statsMessagesRead.Load() }
-
 // OpenConns is how many connections day's file has open, writer and readers.
 func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
-	return d.write.Stats().OpenConnections + d.read.Stats().OpenConnections, nil
+	defer d.Release()
+	return d.Write.Stats().OpenConnections + d.Read.Stats().OpenConnections, nil
 }
 
 // ReadStatsColumns reads the statistics columns of day's messages, through
 // rows.Scan or eachRow, and returns how many rows it read.
 func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (int, error) {
-	d, err := s.acquire(ctx, dayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
 	if err != nil || d == nil {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}
-	defer d.use.RUnlock()
+	defer d.Release()
 	const query = `SELECT seq, created, status, duration, name, path, route FROM messages INDEXED BY messages_stats`
 	n := 0
 	if raw {
-		err := eachRow(ctx, d.read, query, nil, func(row []driver.Value) error {
-			_, _, _ = textOf(row[4]), textOf(row[5]), textOf(row[6])
+		err := sqlitedb.EachRow(ctx, d.Read, query, nil, func(row []driver.Value) error {
+			_, _, _ = sqlitedb.TextOf(row[4]), sqlitedb.TextOf(row[5]), sqlitedb.TextOf(row[6])
 			n++
 			return nil
 		})
 		return n, err
 	}
-	rows, err := d.read.QueryContext(ctx, query)
+	rows, err := d.Read.QueryContext(ctx, query)
 	if err != nil {
 		return 0, err
 	}
@@ -97,20 +85,4 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 		n++
 	}
 	return n, rows.Err()
-}
-
-// DaysLessTheRest is how many day files Stats has counted as their rollups
-// less the messages lacking a q's word so far.
-func DaysLessTheRest() int64 { return daysLessTheRest.Load() }
-
-// DaysReadBySeq is how many day files Stats has counted from the messages
-// holding a q's word, read by seq, so far.
-func DaysReadBySeq() int64 { return daysReadBySeq.Load() }
-
-// SetMaxWarmLookup sets what a message read by seq may cost for Stats to read
-// by seq, until the test ends: 0 reads as a disk that is never warm.
-func SetMaxWarmLookup(t testing.TB, d time.Duration) {
-	was := maxWarmLookup
-	maxWarmLookup = d
-	t.Cleanup(func() { maxWarmLookup = was })
 }

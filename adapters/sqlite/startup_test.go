@@ -116,9 +116,11 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 // A directory of schema version 1 (before the statistics index, the rollups
 // and the route column) is migrated at start-up: each day file gets the
 // index, the rollups of its messages, the route column and version 4, then
-// the directory's version is written; the messages stay.
+// the directory's version is written; the messages stay. The file then has
+// the tables, columns and indexes of a new one.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
+	newSchema := schemaOf(t, day)
 	db, err := sql.Open("sqlite", "file:"+day)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +155,42 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":4`) {
 		t.Errorf("%s holds %s (%v), want schema_version 4", meta, data, err)
 	}
+	if got := schemaOf(t, day); got != newSchema || !strings.Contains(got, "index messages_stats on messages: account,domain,created,visible,expires,status,duration,name,path,route") {
+		t.Errorf("the day file migrated from version 1:\n%s\na new one:\n%s", got, newSchema)
+	}
+}
+
+// schemaOf lists a database's tables and indexes with their columns, in
+// order.
+func schemaOf(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT o.type, o.name, o.tbl_name, group_concat(c.name, ',')
+		FROM sqlite_schema AS o, pragma_table_xinfo(o.name) AS c WHERE o.type = 'table' GROUP BY o.name
+		UNION ALL
+		SELECT o.type, o.name, o.tbl_name, group_concat(c.name, ',')
+		FROM sqlite_schema AS o, pragma_index_info(o.name) AS c WHERE o.type = 'index' GROUP BY o.name
+		ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var kind, name, table, columns string
+		if err := rows.Scan(&kind, &name, &table, &columns); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s on %s: %s\n", kind, name, table, columns)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // A day file of schema version 3 (before route templates: no route column,

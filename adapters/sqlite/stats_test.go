@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -55,10 +56,9 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 		{"alpha", false}, {"BETA", false}, {"ord_8f7d", false}, {"example.com", false}, {"ZÜRICH", false},
 		{"omni", false}, {"absent", false}, {"alpha beta", true}, {"ord_8f7d\"", true},
 	} {
-		before := sqlite.StatsMessagesRead()
-		got := statsEqualBuilders(t, s, all, at, map[string][]string{"q": {tc.q},
+		got, trace := statsEqualBuilders(t, s, all, at, map[string][]string{"q": {tc.q},
 			"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}})
-		if read := sqlite.StatsMessagesRead() - before; (read > 0) != tc.checked {
+		if read := trace.MessagesRead; (read > 0) != tc.checked {
 			t.Errorf("q=%q: %d messages read whole; want them read: %v", tc.q, read, tc.checked)
 		}
 		if tc.q != "absent" && got.Total.Count == 0 {
@@ -80,7 +80,7 @@ func TestStatsOfOneWordFromTheIndex(t *testing.T) {
 func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 	// Reads by seq are taken whatever a lookup costs here (the race detector,
 	// a loaded machine): the test is of their answers.
-	sqlite.SetMaxWarmLookup(t, time.Hour)
+	warm := sqlite.Config{Stats: daystats.Config{Probe: daystats.FixedProbe(true)}}
 	rng := rand.New(rand.NewPCG(27, 11))
 	now := time.Now().UTC()
 	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
@@ -100,7 +100,9 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		return v
 	}
 	store := func(n int, lacks func(i int, m *domain.Message) bool) (*sqlite.Store, []domain.Message) {
-		s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+		cfg := warm
+		cfg.Dir = t.TempDir()
+		s := mustOpen(t, cfg)
 		var all []domain.Message
 		for i := range n {
 			created := yesterday.Add(2*time.Hour + time.Duration(rng.Int64N(int64(20*time.Hour))))
@@ -131,37 +133,37 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		return i%25 == 0 || i < len(edges) && i%2 == 0 || m.Route == "/v1/carts" && m.Name == "search" && i%3 == 0
 	})
 	for _, name := range []string{"", "billing"} {
-		before := sqlite.DaysLessTheRest()
-		got := statsEqualRollupBuilder(t, s, all, at, values("name", name))
-		if n := sqlite.DaysLessTheRest() - before; n != 1 || got.Total.Count < 500 {
+		got, trace := statsEqualRollupBuilder(t, s, all, at, values("name", name))
+		if n := trace.DaysLessTheRest; n != 1 || got.Total.Count < 500 {
 			t.Errorf("name %q: %d day files counted less the rest, %d messages; want 1, and hundreds", name, n, got.Total.Count)
 		}
 	}
 	for _, v := range []map[string][]string{values("status_code", "404"), values("q", "rare")} {
-		before := sqlite.DaysLessTheRest()
-		statsEqualBuilders(t, s, all, at, v)
-		if n := sqlite.DaysLessTheRest() - before; n != 0 {
+		_, trace := statsEqualBuilders(t, s, all, at, v)
+		if n := trace.DaysLessTheRest; n != 0 {
 			t.Errorf("%v: %d day files counted less the rest; the rollups cannot answer it", v, n)
 		}
 	}
 	// On a disk whose pages are never in memory, reading by seq would cost
 	// more than the walk: every day is walked.
 	t.Run("cold", func(t *testing.T) {
-		sqlite.SetMaxWarmLookup(t, 0)
-		before := sqlite.DaysLessTheRest()
-		statsEqualBuilders(t, s, all, at, values())
-		if n := sqlite.DaysLessTheRest() - before; n != 0 {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cold := mustOpen(t, sqlite.Config{Dir: s.Dir(), Stats: daystats.Config{Probe: daystats.FixedProbe(false)}})
+		_, trace := statsEqualBuilders(t, cold, all, at, values())
+		if n := trace.DaysLessTheRest; n != 0 {
 			t.Errorf("%d day files counted less the rest on a cold disk", n)
 		}
 	})
 	// A word of a quarter of 9,000 messages, more than a word of few: read
 	// by seq, and equal to stats.Builder's.
 	s, all = store(9000, func(i int, m *domain.Message) bool { return i%4 != 0 })
-	before := sqlite.DaysReadBySeq()
-	if got := statsEqualBuilders(t, s, all, at, values()); got.Total.Count < 1500 {
+	got, trace := statsEqualBuilders(t, s, all, at, values())
+	if got.Total.Count < 1500 {
 		t.Errorf("a quarter of 9,000 messages counted %d", got.Total.Count)
 	}
-	if n := sqlite.DaysReadBySeq() - before; n != 1 {
+	if n := trace.DaysBySeq; n != 1 {
 		t.Errorf("%d day files read by seq; want 1", n)
 	}
 	// One route of 800 durations, 300 of them held: a sketch cannot give the
@@ -173,10 +175,33 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 		}
 		return false
 	})
-	before = sqlite.DaysLessTheRest()
-	statsEqualBuilders(t, s, all, at, values())
-	if n := sqlite.DaysLessTheRest() - before; n != 1 {
+	_, trace = statsEqualBuilders(t, s, all, at, values())
+	if n := trace.DaysLessTheRest; n != 1 {
 		t.Errorf("%d day files counted less the rest before the walk; want 1", n)
+	}
+}
+
+// A word every message of a day holds leaves no message to take out of the
+// day's rollups: the day is counted from them alone, equal to
+// stats.RollupBuilder's (the probe of the lacking messages once divided by
+// their number, zero, and the call panicked).
+func TestStatsOfAWordEveryMessageHolds(t *testing.T) {
+	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
+	now := time.Now().UTC()
+	yesterday := now.Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	var all []domain.Message
+	for i := range 2400 { // more than a word of few
+		all = append(all, conformance.NewMessage(t, scope, yesterday.Add(time.Duration(i)*30*time.Second), func(m *domain.Message) {
+			m.Response.Body = `{"note":"omni"}`
+		}))
+	}
+	if err := s.Append(opCtx(t), all); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := statsEqualRollupBuilder(t, s, all, now.Add(time.Minute), map[string][]string{"q": {"omni"},
+		"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}})
+	if got.Total.Count != int64(len(all)) {
+		t.Errorf("counted %d, want the %d stored", got.Total.Count, len(all))
 	}
 }
 
@@ -209,7 +234,7 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	}
 	add(480, true, func(i int) string { return fmt.Sprintf("/v1/orders/%d", rng.IntN(400)) })
 	at := now.Add(time.Minute)
-	check := func(name string) stats.Stats {
+	check := func(name string) (stats.Stats, daystats.Trace) {
 		t.Helper()
 		values := map[string][]string{"from": {yesterday.Format(time.RFC3339)}, "to": {yesterday.Add(24 * time.Hour).Format(time.RFC3339)}}
 		if name != "" {
@@ -217,12 +242,10 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 		}
 		return statsEqualBuilders(t, s, all, at, values)
 	}
-	kept := func(name string, want int64) {
+	kept := func(name string, want int) {
 		t.Helper()
-		before := sqlite.KeptHours()
-		check(name)
-		if n := sqlite.KeptHours() - before; n != want {
-			t.Fatalf("name %q: %d hours counted from the cache, not %d", name, n, want)
+		if _, trace := check(name); trace.KeptHours != want {
+			t.Fatalf("name %q: %d hours counted from the cache, not %d", name, trace.KeptHours, want)
 		}
 	}
 	for _, name := range []string{"", "billing"} {
@@ -239,11 +262,11 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	kept("", 24)
 	// A backfill into every hour: the cache must not answer for them.
 	add(240, false, func(i int) string { return "/v1/backfill" })
-	before := sqlite.KeptHours()
-	if top := check("").TopPaths[0]; top.Key != "/v1/backfill" {
+	got, trace := check("")
+	if top := got.TopPaths[0]; top.Key != "/v1/backfill" {
 		t.Fatalf("after the backfill the top path is %+v", top)
 	}
-	if n := sqlite.KeptHours() - before; n != 0 {
+	if n := trace.KeptHours; n != 0 {
 		t.Fatalf("after a backfill into every hour, %d hours counted from the cache", n)
 	}
 	kept("billing", 0)
@@ -253,14 +276,14 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 // statsEqualBuilders returns s's statistics of scope for the query values at
 // at, and fails unless they equal stats.Builder's over the messages of
 // all readable then.
-func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) stats.Stats {
+func statsEqualBuilders(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) (stats.Stats, daystats.Trace) {
 	t.Helper()
 	return statsEqualTo(t, s, all, at, values, "StatsBuilder's", func(q stats.Query) statsCounter { return stats.NewBuilder(q) })
 }
 
 // statsEqualRollupBuilder is statsEqualBuilders with a
 // stats.RollupBuilder given each message.
-func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) stats.Stats {
+func statsEqualRollupBuilder(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string) (stats.Stats, daystats.Trace) {
 	t.Helper()
 	return statsEqualTo(t, s, all, at, values, "RollupStatsBuilder's", func(q stats.Query) statsCounter { return stats.NewRollupBuilder(q, at) })
 }
@@ -272,10 +295,11 @@ type statsCounter interface {
 }
 
 // statsEqualTo returns s's statistics of scope for the query values at at,
-// and fails unless they equal those of the builder (named whose) given each
-// message of all readable then that the query's filter matches.
+// and the trace of the call, and fails unless they equal those of the
+// builder (named whose) given each message of all readable then that the
+// query's filter matches.
 func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.Time, values map[string][]string,
-	whose string, builder func(stats.Query) statsCounter) stats.Stats {
+	whose string, builder func(stats.Query) statsCounter) (stats.Stats, daystats.Trace) {
 	t.Helper()
 	q, err := stats.ParseQuery(values, at)
 	if err != nil {
@@ -288,14 +312,15 @@ func statsEqualTo(t *testing.T, s *sqlite.Store, all []domain.Message, at time.T
 			want.Add(stats.SampleOf(m))
 		}
 	}
-	got, err := s.Stats(opCtx(t), q, at)
+	var trace daystats.Trace
+	got, err := s.Stats(daystats.WithTrace(opCtx(t), &trace), q, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := want.Stats(); !reflect.DeepEqual(got, w) {
 		t.Fatalf("%v: the store's statistics\n%+v\ndiffer from %s\n%+v", values, got, whose, w)
 	}
-	return got
+	return got, trace
 }
 
 // WarmStats keeps the default view's hours of the busiest scopes, at most
@@ -328,21 +353,19 @@ func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
 	if err := s.WarmStats(opCtx(t), at); err != nil {
 		t.Fatal(err)
 	}
-	before := sqlite.KeptHours()
-	statsEqualBuilders(t, s, all, at, map[string][]string{})
-	if n := sqlite.KeptHours() - before; n < 22 {
-		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", n)
+	if _, trace := statsEqualBuilders(t, s, all, at, map[string][]string{}); trace.KeptHours < 22 {
+		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", trace.KeptHours)
 	}
 	q, err := stats.ParseQuery(map[string][]string{}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.Scope = scopes[len(scopes)-1]
-	before = sqlite.KeptHours()
-	if _, err := s.Stats(opCtx(t), q, at); err != nil {
+	var trace daystats.Trace
+	if _, err := s.Stats(daystats.WithTrace(opCtx(t), &trace), q, at); err != nil {
 		t.Fatal(err)
 	}
-	if n := sqlite.KeptHours() - before; n != 0 {
+	if n := trace.KeptHours; n != 0 {
 		t.Errorf("the ninth scope's first call counted %d hours from the cache; WarmStats keeps eight", n)
 	}
 }

@@ -2,20 +2,15 @@ package sqlite
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"slices"
-	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers driverName
-
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// driverName is modernc.org/sqlite's database/sql driver.
-const driverName = "sqlite"
 
 var (
 	_ ports.MessageStore  = (*Store)(nil)
@@ -24,16 +19,14 @@ var (
 )
 
 // Store is the SQLite ports.MessageStore: one database file per UTC day of
-// the messages' CreatedAt in one data directory. It is safe for concurrent
-// use; one Store per directory (the directory is locked).
+// the messages' CreatedAt in one data directory (dayfile.Dir). It is safe
+// for concurrent use; one Store per directory (the directory is locked).
 type Store struct {
-	cfg  Config
-	lock *dirLock
+	cfg   Config
+	dir   *dayfile.Dir
+	stats *daystats.Reader
 
-	mu   sync.RWMutex
-	days map[time.Time]*dayFile // by UTC midnight
-
-	hours *hourCache // statistics: whole hours kept between calls
+	skipWords bool // no word index: only in the benchmark that prices it
 }
 
 // New opens (creating if needed) the data directory cfg.Dir and every day
@@ -44,57 +37,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info, err := os.Stat(cfg.Dir); err == nil && !info.IsDir() {
-		return nil, fmt.Errorf("sqlite: data directory %s is not a directory", cfg.Dir)
-	}
-	lock, err := lockDir(cfg.Dir)
+	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions()})
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, lock: lock, days: map[time.Time]*dayFile{}, hours: newHourCache()}
-	if err := s.openDays(ctx); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
-	return s, nil
-}
-
-// openDays opens every day file of the directory, migrating older ones.
-func (s *Store) openDays(ctx context.Context) error {
-	days, older, err := readMeta(s.cfg.Dir)
-	if err != nil {
-		return err
-	}
-	for _, day := range days {
-		d, err := openDay(ctx, s.cfg, day, false)
-		if err != nil {
-			return err
-		}
-		s.days[day] = d
-	}
-	if older {
-		return writeMeta(s.cfg.Dir)
-	}
-	return nil
+	return &Store{cfg: cfg, dir: dir, stats: daystats.New(dir, cfg.Stats)}, nil
 }
 
 // Close closes every day file and releases the directory.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for day, d := range s.days {
-		d.use.Lock()
-		errs = append(errs, d.close())
-		d.dropped = true
-		d.use.Unlock()
-		delete(s.days, day)
-	}
-	if s.lock != nil {
-		errs = append(errs, s.lock.release())
-		s.lock = nil
-	}
-	return errors.Join(errs...)
-}
+func (s *Store) Close() error { return s.dir.Close() }
 
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.cfg.Dir }
@@ -105,91 +56,69 @@ func (s *Store) ReadLag() time.Duration { return 0 }
 // Ping reports whether the store can take writes: the data directory is
 // there and its file system has Config.MinFreeBytes free.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.checkSpace(ctx, "ping")
+	return s.dir.CheckSpace(ctx, "ping")
 }
 
-// checkSpace fails with ErrNoSpace (and ports.ErrUnavailable) when the data
-// directory's file system has less than Config.MinFreeBytes free.
-func (s *Store) checkSpace(ctx context.Context, op string) error {
-	free, err := freeBytes(s.cfg.Dir)
-	if err != nil {
-		return storeError(ctx, op, fmt.Errorf("data directory %s: %w", s.cfg.Dir, errors.Join(err, ports.ErrUnavailable)))
+// Append stores msgs, one transaction per day file they fall in, and returns
+// nil only once every transaction has committed (dayfile.File.Append). A
+// message whose id its day file already holds is left as stored, so a retry
+// converges; the id's day is a function of CreatedAt, which a retry keeps.
+func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
+	if len(msgs) == 0 {
+		return nil
 	}
-	if s.cfg.MinFreeBytes > 0 && free < s.cfg.MinFreeBytes {
-		return storeError(ctx, op, fmt.Errorf("data directory %s has %d bytes free, less than %d: %w",
-			s.cfg.Dir, free, s.cfg.MinFreeBytes, ErrNoSpace))
+	if err := s.dir.CheckSpace(ctx, "append"); err != nil {
+		return err
+	}
+	for _, group := range dayfile.ByDay(msgs) {
+		f, err := s.dir.Acquire(ctx, group.Day, true)
+		if err != nil {
+			return err
+		}
+		err = f.Append(ctx, group.Messages, !s.skipWords)
+		// Whatever the transaction's end: once it has ended, the hours it may
+		// have written are read again.
+		s.stats.Wrote(f, group.Messages)
+		f.Release()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// acquire returns day's file with its use lock held shared, creating the file
-// when create is set; nil (and no lock) when there is no such file. The
-// caller releases d.use.
-func (s *Store) acquire(ctx context.Context, day time.Time, create bool) (*dayFile, error) {
-	for {
-		s.mu.RLock()
-		d := s.days[day]
-		s.mu.RUnlock()
-		if d == nil {
-			if !create {
-				return nil, nil
-			}
-			var err error
-			if d, err = s.create(ctx, day); err != nil {
-				return nil, err
-			}
-		}
-		d.use.RLock()
-		if !d.dropped {
-			return d, nil
-		}
-		d.use.RUnlock() // dropped by a purge meanwhile: look again
-	}
+// PurgeExpired drops, whole, every day file whose messages have all expired
+// at now (dayfile.Dir.PurgeExpired), and the hours kept of it, and returns
+// how many messages the dropped files held.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
+	return s.dir.PurgeExpired(ctx, now, s.stats.Forget)
 }
 
-// create opens day's file, creating it, unless another call did first.
-func (s *Store) create(ctx context.Context, day time.Time) (*dayFile, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.days[day]; d != nil {
-		return d, nil
-	}
-	if s.lock == nil {
-		return nil, fmt.Errorf("sqlite: the store is closed: %w", ports.ErrUnavailable)
-	}
-	d, err := openDay(ctx, s.cfg, day, true)
-	if err != nil {
-		return nil, err
-	}
-	s.days[day] = d
-	return d, nil
+// Stats counts q at now from the day files of its range (daystats.Reader):
+// from the rollups when they answer it, from the word index for a q of one
+// word, from the statistics index otherwise. A daystats.Trace in ctx
+// (daystats.WithTrace) is told what it read.
+func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	return s.stats.Stats(ctx, q, now)
 }
 
-// daysNewestFirst lists the days present from last down to first (both
-// included; a zero bound is unbounded).
-func (s *Store) daysNewestFirst(first, last time.Time) []time.Time {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	days := make([]time.Time, 0, len(s.days))
-	for day := range s.days {
-		if (first.IsZero() || !day.Before(first)) && (last.IsZero() || !day.After(last)) {
-			days = append(days, day)
-		}
-	}
-	slices.SortFunc(days, func(a, b time.Time) int { return b.Compare(a) })
-	return days
+// WarmStats counts the default statistics view of the busiest scopes, so
+// that its whole hours are kept before the first chart asks for them
+// (daystats.Reader.Warm). app's Core runs it in the background after start
+// (ports.StatsWarmer); it stops when ctx ends.
+func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
+	return s.stats.Warm(ctx, now)
 }
 
 // adopt takes over opened's directory and files: fx hands out the Store
-// before its start hook opens the directory.
+// before its start hook opens the directory, and nothing uses it before.
 func (s *Store) adopt(opened *Store) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cfg, s.lock, s.days, s.hours = opened.cfg, opened.lock, opened.days, opened.hours
+	s.cfg, s.dir, s.stats = opened.cfg, opened.dir, opened.stats
 }
 
-func (s *Store) dayCount() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.days)
+// NewAlertStore opens (creating if needed) the alert file in s's data
+// directory. s must hold the directory (opened, or about to be by its
+// module); Close releases the file.
+func NewAlertStore(ctx context.Context, s *Store) (*sqlitealert.AlertStore, error) {
+	return sqlitealert.OpenAlertStore(ctx, s.cfg.Dir, s.cfg.fileOptions())
 }

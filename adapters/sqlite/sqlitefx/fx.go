@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -44,7 +45,7 @@ func provide(p moduleParams) (*sqlite.Store, error) {
 // on start, after the store has locked the directory, and closes it on stop,
 // before the store lets the directory go.
 var AlertModule = fx.Module("sqlite.alerts",
-	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *sqlite.Store) *sqlite.AlertStore {
+	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *sqlite.Store) *sqlitealert.AlertStore {
 		a, start, stop := sqlite.DeferredAlertStore(s)
 		lc.Append(fx.Hook{OnStart: start, OnStop: stop})
 		return a

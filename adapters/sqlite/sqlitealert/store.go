@@ -1,8 +1,11 @@
-package sqlite
+// Package sqlitealert is the SQLite store's ports.AlertStore: one database
+// file, reqlog-alerts.sqlite, in the message store's data directory.
+package sqlitealert
 
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
@@ -23,29 +27,26 @@ var _ ports.AlertStore = (*AlertStore)(nil)
 // alone, and under the directory's lock like the day files.
 const alertFileName = "reqlog-alerts.sqlite"
 
-// alertSchema is the alert file's tables: each record as its alertrecord
-// struct's JSON (doc), beside the columns queries filter and sort on.
-const alertSchema = `
-CREATE TABLE IF NOT EXISTS rules (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, created_at INTEGER NOT NULL, doc TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS rules_scope ON rules(account, domain, created_at, id);
-CREATE TABLE IF NOT EXISTS endpoints (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, created_at INTEGER NOT NULL, doc TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS endpoints_scope ON endpoints(account, domain, created_at, id);
-CREATE TABLE IF NOT EXISTS states (rule_id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS transitions (rule_id TEXT NOT NULL, seq INTEGER NOT NULL, account TEXT NOT NULL, domain TEXT NOT NULL,
-	at INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (rule_id, seq));
-CREATE INDEX IF NOT EXISTS transitions_at ON transitions(at);
-CREATE TABLE IF NOT EXISTS deliveries (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, status TEXT NOT NULL,
-	next_attempt_at INTEGER NOT NULL, lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL, updated_at INTEGER NOT NULL, doc TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_attempt_at, id);
-CREATE INDEX IF NOT EXISTS deliveries_updated ON deliveries(updated_at);
-CREATE INDEX IF NOT EXISTS deliveries_account ON deliveries(account, status, next_attempt_at, id);
-CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, account TEXT NOT NULL, domain TEXT NOT NULL, endpoint_id TEXT NOT NULL,
-	at INTEGER NOT NULL, doc TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS attempts_endpoint ON attempts(account, domain, endpoint_id, at, id);
-CREATE INDEX IF NOT EXISTS attempts_at ON attempts(at);
-CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rule_sets (account TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (account, version));
-`
+// alertApplicationID marks a database file as reqlog's alert file
+// (PRAGMA application_id, "rqla").
+const alertApplicationID = 0x72716c61
+
+// alertSchemaFiles are the alert file's migrations, one file a version.
+//
+//go:embed schema/alert-*.sql
+var alertSchemaFiles embed.FS
+
+// alertSchema is the alert file's kind: its mark and its one ordered list of
+// migrations. A file without marks is the alert file of a reqlog before
+// version 1, whose tables 1 makes if they are missing.
+func alertSchema() sqlitedb.Schema {
+	sql := func(name string) string { return sqlitedb.SQLFile(alertSchemaFiles, "schema/"+name) }
+	return sqlitedb.Schema{Kind: "alert file", ApplicationID: alertApplicationID, AdoptUnmarked: true,
+		Migrations: []sqlitedb.Migration{
+			{To: 1, SQL: sql("alert-1.sql")}, // rules, endpoints, states, transitions, deliveries, attempts, leases
+			{To: 2, SQL: sql("alert-2.sql")}, // rule_sets: the accounts' rule sets (domain/rules), one row a version
+		}}
+}
 
 // AlertStore is the SQLite ports.AlertStore: one database file beside the day
 // files, reqlog-alerts.sqlite, in WAL mode with synchronous=FULL. Every
@@ -58,43 +59,28 @@ type AlertStore struct {
 	read  *sql.DB
 }
 
-// NewAlertStore opens (creating if needed) the alert file in s's data
-// directory. s must hold the directory (opened, or about to be by its
-// module); Close releases the file.
-func NewAlertStore(ctx context.Context, s *Store) (*AlertStore, error) {
-	path := filepath.Join(s.cfg.Dir, alertFileName)
-	a := &AlertStore{path: path}
+// OpenAlertStore opens (creating if needed) the alert file in the data
+// directory dir, which the caller holds (the message store's lock), with
+// o's connection settings; its connections stay open. Close releases the
+// file.
+func OpenAlertStore(ctx context.Context, dir string, o sqlitedb.Options) (*AlertStore, error) {
+	o.IdleTime = 0
 	// Endpoints hold webhook secrets: the owner's only, as the day files.
-	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := keepPrivate(path); err != nil {
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, alertFileName), o, alertSchema(), true)
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if a.write, err = sql.Open(driverName, dsn(path, s.cfg, true)); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	a.write.SetMaxOpenConns(1)
-	a.write.SetConnMaxIdleTime(0)
-	var mode string
-	if err := a.write.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
-		return nil, errors.Join(storeError(ctx, "open "+path, errors.Join(err, fmt.Errorf("journal mode %q", mode))), a.Close())
-	}
-	if _, err := a.write.ExecContext(ctx, alertSchema); err != nil {
-		return nil, errors.Join(storeError(ctx, "create the schema of "+path, err), a.Close())
-	}
-	if a.read, err = sql.Open(driverName, dsn(path, s.cfg, false)); err != nil {
-		return nil, errors.Join(fmt.Errorf("sqlite: %s: %w", path, err), a.Close())
-	}
-	a.read.SetMaxOpenConns(s.cfg.Readers)
-	a.read.SetMaxIdleConns(s.cfg.Readers)
-	return a, nil
+	return &AlertStore{path: db.Path, write: db.Write, read: db.Read}, nil
 }
 
 // Close closes the alert file.
 func (a *AlertStore) Close() error {
-	return closeDBs(a.read, a.write)
+	return sqlitedb.CloseDBs(a.read, a.write)
+}
+
+// storeError is sqlitedb.Error: the one classifier of SQLite's errors.
+func storeError(ctx context.Context, op string, err error) error {
+	return sqlitedb.Error(ctx, op, err)
 }
 
 func alertNotFound(what, id string) error {

@@ -1,4 +1,4 @@
-package sqlite
+package daystats
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/reqlog/reqlog/adapters/rollupcodec"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -20,7 +21,7 @@ const hourCacheBytes = 64 << 20
 // scope when name is "") counted in one whole hour of a day file, in parts
 // of width (its buckets' width, at most an hour).
 type hourKey struct {
-	day                   *dayFile
+	day                   *dayfile.File
 	account, domain, name string
 	hour                  int64 // Unix seconds
 	width                 time.Duration
@@ -30,7 +31,7 @@ type hourKey struct {
 // messages, status classes and durations (the view's applications merged),
 // its applications, and the merge of its paths and routes. It stands for the
 // hour while the day file's version of the hour is the one it was read at
-// (hourVersions). Never changed once kept.
+// (hourCache.wrote). Never changed once kept.
 type keptHour struct {
 	version  uint64
 	parts    []stats.Rollup
@@ -60,29 +61,34 @@ func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.
 }
 
 // hourCache keeps views' whole hours, least recently used out first past
-// hourCacheBytes.
+// hourCacheBytes, and the versions of the day files' hours they stand for.
 type hourCache struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[hourKey, *keptHour]
-	bytes int
+	mu       sync.Mutex
+	lru      *simplelru.LRU[hourKey, *keptHour]
+	bytes    int
+	versions map[*dayfile.File]map[int64]uint64 // by hour, Unix seconds
 }
 
 func newHourCache() *hourCache {
-	c := &hourCache{}
+	c := &hourCache{versions: map[*dayfile.File]map[int64]uint64{}}
 	// Bounded by bytes (put); the count bound only has to be above that.
 	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
 	return c
 }
 
-// get returns the hour kept at version, or nil.
-func (c *hourCache) get(key hourKey, version uint64) *keptHour {
+// countKept counts into b the hour kept under key, starting at hour, if it
+// was kept at the version its day file's hour has now and can stand for
+// itself at b's now; and returns that version, which an hour read now is
+// kept at.
+func (c *hourCache) countKept(key hourKey, hour time.Time, b *stats.RollupBuilder) (version uint64, counted bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	version = c.versions[key.day][key.hour]
 	k, ok := c.lru.Get(key)
+	c.mu.Unlock()
 	if !ok || k.version != version {
-		return nil
+		return version, false
 	}
-	return k
+	return version, k.countInto(b, hour, key.width)
 }
 
 // put keeps k, which no one may change from then on.
@@ -100,8 +106,8 @@ func (c *hourCache) put(key hourKey, k *keptHour) {
 	}
 }
 
-// forgetDay drops the hours of a day file a purge dropped.
-func (c *hourCache) forgetDay(d *dayFile) {
+// forget drops the hours and versions of a day file retention dropped.
+func (c *hourCache) forget(d *dayfile.File) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, key := range c.lru.Keys() {
@@ -109,6 +115,7 @@ func (c *hourCache) forgetDay(d *dayFile) {
 			c.lru.Remove(key)
 		}
 	}
+	delete(c.versions, d)
 }
 
 // keptBytes estimates the memory of k: its rollups' encodings, whose keys
@@ -123,34 +130,24 @@ func keptBytes(k *keptHour) int {
 	return n
 }
 
-// hourVersions counts, per hour of a day file, the transactions that wrote
-// messages created in it: a kept hour read at one version stands for the
-// hour until the next. A transaction counts once it has ended and a read
-// takes the version before its query, so a read that misses a write never
+// wrote counts, per hour of f, a transaction that wrote msgs, whether it
+// committed or not: a kept hour read at one version stands for the hour
+// until the next. A transaction counts once it has ended and a read takes
+// the version before its query, so a read that misses a write never
 // carries that write's version.
-type hourVersions struct {
-	mu sync.Mutex
-	v  map[int64]uint64
-}
-
-// wrote counts a transaction that wrote msgs, whether it committed or not.
-func (h *hourVersions) wrote(msgs []domain.Message) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.v == nil {
-		h.v = map[int64]uint64{}
+func (c *hourCache) wrote(f *dayfile.File, msgs []domain.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.versions[f]
+	if v == nil {
+		v = map[int64]uint64{}
+		c.versions[f] = v
 	}
 	last := int64(-1)
 	for _, m := range msgs {
 		if hour := hourOf(m.CreatedAt.Unix()); hour != last {
-			h.v[hour]++
+			v[hour]++
 			last = hour
 		}
 	}
-}
-
-func (h *hourVersions) version(hour int64) uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.v[hour]
 }

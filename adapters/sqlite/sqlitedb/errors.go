@@ -1,4 +1,4 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
@@ -13,25 +13,27 @@ import (
 )
 
 // ErrNoSpace is wrapped (with ports.ErrUnavailable) by writes refused because
-// the data directory's file system has less than Config.MinFreeBytes free.
+// the data directory's file system has less free space than the store's
+// Config.MinFreeBytes.
 var ErrNoSpace = errors.New("not enough free disk space")
 
-// storeError wraps err from op, adding ports.ErrUnavailable when the same
+// Error wraps err from op, adding ports.ErrUnavailable when the same
 // call may succeed later: a lock (never expected: one writer, WAL), a full
 // disk, an I/O error, a file that cannot be opened or written for now. A
 // cancelled caller keeps only its context's error.
-func storeError(ctx context.Context, op string, err error) error {
+func Error(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) || errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
 	}
-	if transient(err) {
+	if Transient(err) {
 		return fmt.Errorf("sqlite: %s: %w: %w", op, ports.ErrUnavailable, err)
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)
 }
 
-// transient is the one classifier of SQLite and file system errors.
-func transient(err error) bool {
+// Transient is the one classifier of SQLite and file system errors: true
+// when the same call may succeed later.
+func Transient(err error) bool {
 	var e *sqlitedrv.Error
 	if errors.As(err, &e) {
 		switch e.Code() & 0xff { // the primary code of an extended one

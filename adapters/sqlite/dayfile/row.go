@@ -1,4 +1,4 @@
-package sqlite
+package dayfile
 
 import (
 	"bytes"
@@ -15,12 +15,13 @@ import (
 // A message is one row of messages: its fields as columns, times and
 // durations in microseconds, headers as JSON objects of name -> values.
 
-// messageColumns are the columns a message is read from, in scanRow's order.
-const messageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
+// MessageColumns are the columns a message is read from, in ScanMessage's
+// order.
+const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
 	response_header, response_body, response_type, response_size, route`
 
-const insertMessage = `INSERT INTO messages(` + messageColumns + `)
+const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
 	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
@@ -51,11 +52,11 @@ func rowValues(m domain.Message) ([]any, error) {
 		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route)}, nil
 }
 
-// scanner is *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
+// Scanner is *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
 
-// scanMessage reads a row of messageColumns.
-func scanMessage(row scanner) (domain.Message, error) {
+// ScanMessage reads a row of MessageColumns.
+func ScanMessage(row Scanner) (domain.Message, error) {
 	var (
 		m                                  domain.Message
 		duration                           sql.NullInt64

@@ -1,4 +1,4 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/bits-and-blooms/bitset"
 )
 
-// eachRow runs query on one of db's connections and calls each with every
+// EachRow runs query on one of db's connections and calls each with every
 // row's values as the driver gives them (int64, float64, string, []byte or
 // nil), stopping at the first error each returns or when ctx ends. It skips database/sql's
 // per-row locking, conversions and copies: for the hundreds of thousands of
 // rows a statistics walk reads, 0.6–0.7 of the time of rows.Scan
-// (BenchmarkEachRow). The values are valid only during the call.
-func eachRow(ctx context.Context, db *sql.DB, query string, args []any, each func([]driver.Value) error) error {
+// (BenchmarkEachRow in adapters/sqlite). The values are valid only during the call.
+func EachRow(ctx context.Context, db *sql.DB, query string, args []any, each func([]driver.Value) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -64,4 +66,30 @@ func eachRow(ctx context.Context, db *sql.DB, query string, args []any, each fun
 			}
 		}
 	})
+}
+
+// TextOf is a TEXT column's value as the driver gives it, "" for NULL.
+func TextOf(v driver.Value) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
+// IntSet returns the set of the values of the first column of query's rows,
+// which must be integers from 0 (a table's rowids), read through EachRow.
+func IntSet(ctx context.Context, db *sql.DB, query string, args ...any) (*bitset.BitSet, error) {
+	var set bitset.BitSet
+	err := EachRow(ctx, db, query, args, func(row []driver.Value) error {
+		n, ok := row[0].(int64)
+		if !ok || n < 0 {
+			return fmt.Errorf("a row holds %v, not an integer from 0", row[0])
+		}
+		set.Set(uint(n))
+		return nil
+	})
+	return &set, err
 }

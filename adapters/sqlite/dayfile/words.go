@@ -1,12 +1,16 @@
-package sqlite
+package dayfile
 
 import (
+	"context"
+	"database/sql"
 	"slices"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/clipperhouse/uax29/v2/words"
 
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -75,32 +79,15 @@ func appendToken(dst []byte, h uint64) []byte {
 	return dst
 }
 
-// appendWordHashes appends the hashes of text's words, and with indexPairs
-// those of each two consecutive words.
+// appendWordHashes appends the hashes of text's words.
 func appendWordHashes(dst []uint64, text string) []uint64 {
-	first := len(dst)
 	it := words.FromString(text)
 	for it.Next() {
 		if w := it.Value(); isWord(w) {
 			dst = append(dst, wordHash(w))
 		}
 	}
-	if indexPairs {
-		for i, end := first+1, len(dst); i < end; i++ {
-			dst = append(dst, pairHash(dst[i-1], dst[i]))
-		}
-	}
 	return dst
-}
-
-// indexPairs, on only in the benchmark that prices it, also indexes each two
-// consecutive words (bigrams) of a text, which would let a phrase be found
-// without reading the messages.
-var indexPairs = false
-
-// pairHash is the token's bits of two consecutive words of hashes a and b.
-func pairHash(a, b uint64) uint64 {
-	return ((a * 0x9e3779b97f4a7c15) ^ b) * 1099511628211 >> (64 - tokenBits)
 }
 
 // distinctTokens appends the tokens of hashes, each once, separated by
@@ -145,12 +132,12 @@ func searchedPrefix(text string) string {
 	return text[:cut]
 }
 
-// wordsQuery is the FTS5 query of q: all its words' tokens (FTS5 reads tokens
-// side by side as AND), and false when q has no word (the domain refuses such
-// a q).
-func wordsQuery(q string) (string, bool) {
-	tokens := string(distinctTokens(nil, appendWordHashes(nil, q)))
-	return tokens, tokens != ""
+// Words returns the FTS5 query of q, all its words' tokens (FTS5 reads
+// tokens side by side as AND), "" when q has no word (the domain refuses
+// such a q); and whether q is one word (isOneWord).
+func Words(q string) (tokens string, oneWord bool) {
+	tokens = string(distinctTokens(nil, appendWordHashes(nil, q)))
+	return tokens, tokens != "" && isOneWord(q)
 }
 
 // isOneWord reports whether q is a single UAX #29 word and nothing else. A
@@ -165,4 +152,69 @@ func wordsQuery(q string) (string, bool) {
 func isOneWord(q string) bool {
 	it := words.FromString(q)
 	return it.Next() && isWord(it.Value()) && !it.Next()
+}
+
+// ByWords narrows w to the file's messages whose words hold all of words'
+// tokens when they are few (at most limit): read them by seq (NOT INDEXED),
+// or SQLite's planner walks the whole scope to test each. none reports that
+// no message holds them.
+func (f *File) ByWords(ctx context.Context, words string, w *Where, limit int) (few, none bool, err error) {
+	seqs, few, err := wordCandidates(ctx, f.Read, words, limit)
+	if err != nil || !few {
+		return false, false, err
+	}
+	if len(seqs) == 0 {
+		return true, true, nil
+	}
+	w.AddSeqs(seqs)
+	return true, false, nil
+}
+
+// wordCandidates returns the seqs of the messages whose words hold words'
+// tokens, and true, when they are at most limit; otherwise false.
+func wordCandidates(ctx context.Context, db *sql.DB, words string, limit int) ([]int64, bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT rowid FROM words WHERE words MATCH ? LIMIT ?`, words, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	seqs := []int64{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, false, err
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return seqs, len(seqs) <= limit, nil
+}
+
+// Held is what a day file's word index says of the messages holding a q's
+// words (File.Held).
+type Held struct {
+	// None: no message holds them. Few: at most the limit do, and the where
+	// is narrowed to them.
+	None, Few bool
+	// Otherwise: the seqs of all of them, and the file's last seq (about
+	// how many messages it holds).
+	Seqs    *bitset.BitSet
+	LastSeq int64
+}
+
+// Held reads the messages holding words' tokens: narrows w to them when they
+// are few (at most limit, as ByWords), or returns all their seqs.
+func (f *File) Held(ctx context.Context, words string, w *Where, limit int) (Held, error) {
+	var held Held
+	var err error
+	if held.Few, held.None, err = f.ByWords(ctx, words, w, limit); err != nil || held.Few {
+		return held, err
+	}
+	if err := f.Read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&held.LastSeq); err != nil {
+		return held, err
+	}
+	held.Seqs, err = sqlitedb.IntSet(ctx, f.Read, `SELECT rowid FROM words WHERE words MATCH ?`, words)
+	return held, err
 }

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package sqlite
+package dayfile
 
 import (
 	"errors"

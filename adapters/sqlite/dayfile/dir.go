@@ -1,0 +1,375 @@
+package dayfile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Options configure a data directory.
+type Options struct {
+	// Dir is the directory.
+	Dir string
+	// MinFreeBytes: CheckSpace fails while the directory's file system has
+	// less free space than this; not at all when it is not positive.
+	MinFreeBytes int64
+	// Files are the connection settings of each day file.
+	Files sqlitedb.Options
+}
+
+// Dir is an open data directory: its lock held, its day files open. It is
+// safe for concurrent use. The zero Dir is a closed one: it holds no day
+// and creates none.
+type Dir struct {
+	opts Options
+
+	mu   sync.RWMutex
+	lock *dirLock // nil once closed
+	days map[time.Time]*File
+}
+
+// Open opens (creating if needed) the data directory and every day file in
+// it, migrating older ones. Any file it cannot use is an error naming the
+// file; nothing is reset. Close releases the files and the directory's
+// lock.
+func Open(ctx context.Context, o Options) (*Dir, error) {
+	if info, err := os.Stat(o.Dir); err == nil && !info.IsDir() {
+		return nil, fmt.Errorf("sqlite: data directory %s is not a directory", o.Dir)
+	}
+	lock, err := lockDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{opts: o, lock: lock, days: map[time.Time]*File{}}
+	if err := d.openDays(ctx); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return d, nil
+}
+
+// openDays opens every day file of the directory, migrating older ones,
+// then records the directory's version if it was older.
+func (d *Dir) openDays(ctx context.Context) error {
+	days, older, err := readMeta(d.opts.Dir)
+	if err != nil {
+		return err
+	}
+	for _, day := range days {
+		f, err := openFile(ctx, d.opts, day, false)
+		if err != nil {
+			return err
+		}
+		d.days[day] = f
+	}
+	if older {
+		return writeMeta(d.opts.Dir)
+	}
+	return nil
+}
+
+// Close closes every day file and releases the directory.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for day, f := range d.days {
+		f.use.Lock()
+		errs = append(errs, f.Close())
+		f.dropped = true
+		f.use.Unlock()
+		delete(d.days, day)
+	}
+	if d.lock != nil {
+		errs = append(errs, d.lock.release())
+		d.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Path is the directory.
+func (d *Dir) Path() string { return d.opts.Dir }
+
+// Len is how many day files the directory holds.
+func (d *Dir) Len() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.days)
+}
+
+// CheckSpace fails with sqlitedb.ErrNoSpace (and ports.ErrUnavailable) when
+// the directory's file system has less than Options.MinFreeBytes free.
+func (d *Dir) CheckSpace(ctx context.Context, op string) error {
+	free, err := freeBytes(d.opts.Dir)
+	if err != nil {
+		return sqlitedb.Error(ctx, op, fmt.Errorf("data directory %s: %w", d.opts.Dir, errors.Join(err, ports.ErrUnavailable)))
+	}
+	if d.opts.MinFreeBytes > 0 && free < d.opts.MinFreeBytes {
+		return sqlitedb.Error(ctx, op, fmt.Errorf("data directory %s has %d bytes free, less than %d: %w",
+			d.opts.Dir, free, d.opts.MinFreeBytes, sqlitedb.ErrNoSpace))
+	}
+	return nil
+}
+
+// Acquire returns day's file held for use, creating the file when create
+// is set; nil when there is no such file. The caller releases it
+// (File.Release).
+func (d *Dir) Acquire(ctx context.Context, day time.Time, create bool) (*File, error) {
+	for {
+		d.mu.RLock()
+		f := d.days[day]
+		d.mu.RUnlock()
+		if f == nil {
+			if !create {
+				return nil, nil
+			}
+			var err error
+			if f, err = d.create(ctx, day); err != nil {
+				return nil, err
+			}
+		}
+		f.use.RLock()
+		if !f.dropped {
+			return f, nil
+		}
+		f.use.RUnlock() // dropped by a purge meanwhile: look again
+	}
+}
+
+// Hold acquires the files of the days f's range can hold messages of
+// (Range), newest first. The caller releases them (Release).
+func (d *Dir) Hold(ctx context.Context, f domain.Filter) ([]*File, error) {
+	days := d.NewestFirst(Range(f, nil))
+	files := make([]*File, 0, len(days))
+	for _, day := range days {
+		f, err := d.Acquire(ctx, day, false)
+		if err != nil {
+			Release(files)
+			return nil, err
+		}
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// Release ends a use of the file that Dir.Acquire began.
+func (f *File) Release() { f.use.RUnlock() }
+
+// Release releases each of files (Dir.Hold).
+func Release(files []*File) {
+	for _, f := range files {
+		f.Release()
+	}
+}
+
+// create opens day's file, creating it, unless another call did first.
+func (d *Dir) create(ctx context.Context, day time.Time) (*File, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f := d.days[day]; f != nil {
+		return f, nil
+	}
+	if d.lock == nil {
+		return nil, fmt.Errorf("sqlite: the store is closed: %w", ports.ErrUnavailable)
+	}
+	f, err := openFile(ctx, d.opts, day, true)
+	if err != nil {
+		return nil, err
+	}
+	d.days[day] = f
+	return f, nil
+}
+
+// Range is the first and last day f's range can hold messages of (zero:
+// unbounded), narrowed to the cursor's day.
+func Range(f domain.Filter, after *domain.Cursor) (first, last time.Time) {
+	if !f.From.IsZero() {
+		first = DayOf(f.From)
+	}
+	if !f.To.IsZero() {
+		last = DayOf(f.To.Add(-time.Nanosecond))
+	}
+	if after != nil && (last.IsZero() || DayOf(after.CreatedAt).Before(last)) {
+		last = DayOf(after.CreatedAt)
+	}
+	return first, last
+}
+
+// NewestFirst lists the days present from last down to first (both
+// included; a zero bound is unbounded).
+func (d *Dir) NewestFirst(first, last time.Time) []time.Time {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	days := make([]time.Time, 0, len(d.days))
+	for day := range d.days {
+		if (first.IsZero() || !day.Before(first)) && (last.IsZero() || !day.After(last)) {
+			days = append(days, day)
+		}
+	}
+	slices.SortFunc(days, func(a, b time.Time) int { return b.Compare(a) })
+	return days
+}
+
+// The data directory holds, besides the day files and their -wal and -shm
+// companions:
+//   - lockName, locked with flock(2) for as long as a store has the directory
+//     open: a second process refuses to start, and the kernel releases the
+//     lock of a process that dies, even by kill -9;
+//   - metaName, the schema version of the directory, written atomically.
+//
+// Other files are left alone, except that a file named like a database
+// (*.db, messages-*) that is not a day file is refused: reqlog would not
+// read it, and it may be one renamed by mistake.
+const (
+	lockName = "reqlog.lock"
+	metaName = "reqlog-store.json"
+	// storeKind marks the metadata file as this store's.
+	storeKind = "reqlog-sqlite"
+)
+
+// meta is the content of metaName.
+type meta struct {
+	Store         string `json:"store"`
+	SchemaVersion int    `json:"schema_version"`
+}
+
+// dirLock is the flock'd lock file of an open data directory.
+type dirLock struct{ f *os.File }
+
+// lockDir creates dir if needed and takes its lock, or says which process
+// holds it.
+func lockDir(dir string) (*dirLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: data directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: data directory %s: lock file: %w", dir, err)
+	}
+	if err := lockFile(f); err != nil {
+		holder, _ := os.ReadFile(path)
+		_ = f.Close()
+		if errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("sqlite: data directory %s is in use by another reqlog (pid %s): "+
+				"one process per data directory", dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("sqlite: data directory %s: locking %s: %w", dir, path, err)
+	}
+	// The holder's pid, for the message above; best effort.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dirLock{f: f}, nil
+}
+
+// errLocked: another open file description holds the lock.
+var errLocked = errors.New("locked")
+
+func (l *dirLock) release() error {
+	return l.f.Close() // closing the descriptor releases the flock
+}
+
+// readMeta checks the directory's schema version, writing it into a new
+// directory, and lists the days present. A directory of an older version is
+// migrated by openFile, file by file, and its version written afterwards
+// (writeMeta); a newer one is refused.
+func readMeta(dir string) (days []time.Time, older bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: data directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if day, ok := parseDayName(name); ok {
+			if !e.Type().IsRegular() {
+				return nil, false, fmt.Errorf("sqlite: %s is not a regular file", filepath.Join(dir, name))
+			}
+			days = append(days, day)
+			continue
+		}
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "-wal"), "-shm"), "-journal")
+		if _, ok := parseDayName(base); ok {
+			continue
+		}
+		if strings.HasSuffix(name, daySuffix) || strings.HasPrefix(name, dayPrefix) {
+			return nil, false, fmt.Errorf("sqlite: %s is not a day file of reqlog (%syyyy-mm-dd%s): move it out of the data directory",
+				filepath.Join(dir, name), dayPrefix, daySuffix)
+		}
+	}
+	slices.SortFunc(days, func(a, b time.Time) int { return a.Compare(b) })
+
+	path := filepath.Join(dir, metaName)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && len(days) == 0:
+		return days, false, writeMeta(dir)
+	case errors.Is(err, os.ErrNotExist):
+		return nil, false, fmt.Errorf("sqlite: %s is missing but the directory holds day files: "+
+			"it is not a data directory reqlog wrote, or the file was deleted", path)
+	case err != nil:
+		return nil, false, fmt.Errorf("sqlite: %w", err)
+	}
+	var m meta
+	if err := json.Unmarshal(data, &m); err != nil || m.Store != storeKind || m.SchemaVersion < 1 {
+		return nil, false, fmt.Errorf("sqlite: %s is not reqlog's metadata file (want {\"store\":%q,\"schema_version\":n})", path, storeKind)
+	}
+	if m.SchemaVersion > Version() {
+		return nil, false, fmt.Errorf("sqlite: %s: the data directory has schema version %d, newer than this reqlog's %d: run a newer reqlog",
+			path, m.SchemaVersion, Version())
+	}
+	return days, m.SchemaVersion < Version(), nil
+}
+
+// writeMeta records this schema version: a new file written, synced and
+// renamed over the old one, then the directory synced.
+func writeMeta(dir string) error {
+	data, err := json.Marshal(meta{Store: storeKind, SchemaVersion: Version()})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, metaName)
+	tmp := path + ".tmp"
+	if err := writeSynced(tmp, append(data, '\n')); err != nil {
+		return fmt.Errorf("sqlite: writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("sqlite: writing %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// syncDir makes a rename or unlink in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sqlite: syncing %s: %w", dir, err)
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}

@@ -1,0 +1,249 @@
+package daystats
+
+import (
+	"context"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/domain/stats"
+)
+
+// A q of one word (dayfile.Words) is answered from the word index, with
+// no message read whole: the messages whose words hold the word are exactly
+// those q matches. The plan picks, in each day file, the read that costs
+// least (Config's costs, and its Probe for the reads by seq), and names it.
+
+// WordRead names how the plan counts one day file's messages holding a q's
+// word.
+type WordRead string
+
+const (
+	// ReadBySeq reads the messages holding the word by seq: when they are
+	// few (Config.FewMessages), or, their pages in memory, under
+	// 1/LookupCostInRows of the scope's messages in the range (which the
+	// rollups count).
+	ReadBySeq WordRead = "by seq"
+	// ReadLessTheRest counts the day's rollups less the messages lacking the
+	// word, read by seq (stats.RollupBuilder.Subtract): when those are under
+	// 1/LookupCostInRows of the scope's, their pages in memory. A word nearly
+	// every message holds (a content type, a host) then costs its word index
+	// and a few lookups, not a walk of the day.
+	ReadLessTheRest WordRead = "rollups less the rest"
+	// ReadWalk walks the statistics index, each entry's seq tested against
+	// the word's, read into a bit set (SQLite's own test, seq IN the word's
+	// rowids, seeks a temporary b-tree per row, three times the CPU).
+	ReadWalk WordRead = "walk"
+)
+
+// choose is the read of a day file of lastSeq messages, holding of them
+// holding the word, where the rollups count counted messages of the query's
+// scope and range (but for its q); the read by seq still waits for the
+// probe. Nothing here reads a clock: the same counts give the same read.
+func (c Config) choose(holding, lastSeq, counted int64) WordRead {
+	switch lacking := lastSeq - holding; {
+	case lacking*c.LookupCostInRows < counted:
+		return ReadLessTheRest
+	case holding*c.LookupCostInRows < counted:
+		return ReadBySeq
+	}
+	return ReadWalk
+}
+
+// bySeqMayPay reports whether a read by seq can cost less than the walk
+// before the rollups are counted: never when both the messages holding the
+// word and those lacking it are 1/LookupCostInRows of the day's or more.
+func (c Config) bySeqMayPay(holding, lastSeq int64) bool {
+	return min(holding, lastSeq-holding)*c.LookupCostInRows < lastSeq
+}
+
+// wordDay is the plan of one day file.
+type wordDay struct {
+	f    *dayfile.File
+	read WordRead
+	// bySeq is the where of the messages read by seq (ReadBySeq), holding
+	// the word's seqs (ReadWalk, ReadLessTheRest).
+	bySeq   *dayfile.Where
+	holding *bitset.BitSet
+	// ReadLessTheRest: the day's rollups, the minutes they cannot stand for,
+	// and the seqs of the messages lacking the word.
+	rollups *stats.RollupBuilder
+	refused []refusedMinute
+	lacking []int64
+}
+
+// words counts a call with a q: a q of one word by the plan (oneWord), any
+// other from the messages holding its words, read whole (search).
+func (c *call) words(ctx context.Context) (stats.Stats, error) {
+	switch words, oneWord := dayfile.Words(c.f.Text); {
+	case words == "": // no word: the domain refuses such a q
+		return stats.NewBuilder(c.q).Stats(), nil
+	case oneWord:
+		return c.oneWord(ctx, words)
+	default:
+		return c.search(ctx, words)
+	}
+}
+
+// oneWord answers the call, whose q is one word of token words. It plans
+// each day file (planDay), then counts each by its read. Without a day
+// counted less the rest the answer is stats.Builder's, exact; with one it
+// is a stats.RollupBuilder's, within the bounds it keeps; and where the rest
+// cannot be told so (Subtract reports false), every such day is walked and
+// the answer is stats.Builder's again.
+func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
+	plans := make([]wordDay, 0, len(c.files))
+	subtract := false
+	for _, f := range c.files {
+		plan, err := c.planDay(ctx, f, words)
+		if err != nil {
+			return stats.Stats{}, err
+		}
+		if plan.read != "" {
+			plans = append(plans, plan)
+			subtract = subtract || plan.read == ReadLessTheRest
+		}
+	}
+	if subtract {
+		q := withoutText(c.q)
+		all, lacking := stats.NewRollupBuilder(q, c.now), stats.NewRollupBuilder(q, c.now)
+		for _, plan := range plans {
+			if err := c.countDay(ctx, plan, all.Add, lacking.Add); err != nil {
+				return stats.Stats{}, err
+			}
+			if plan.read == ReadLessTheRest {
+				all.Merge(plan.rollups)
+			}
+		}
+		if all.Subtract(lacking) {
+			return all.Stats(), nil
+		}
+	}
+	b := stats.NewBuilder(c.q)
+	for _, plan := range plans {
+		if plan.read == ReadLessTheRest {
+			plan.read = ReadWalk
+		}
+		if err := c.countDay(ctx, plan, b.Add, nil); err != nil {
+			return stats.Stats{}, err
+		}
+	}
+	return b.Stats(), nil
+}
+
+// planDay picks f's read: by seq when the word index finds few messages;
+// else, when the rollups answer the query but for its q and a read by seq
+// may pay, by the counts (Config.choose) and the probe; else the walk. A
+// day no message of which holds the word has no read ("").
+func (c *call) planDay(ctx context.Context, f *dayfile.File, words string) (wordDay, error) {
+	plan := wordDay{f: f, read: ReadWalk}
+	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+	held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
+	switch {
+	case err != nil:
+		return plan, f.Error(ctx, "stats: search", err)
+	case held.None:
+		return wordDay{}, nil
+	case held.Few:
+		plan.read, plan.bySeq = ReadBySeq, w
+		return plan, nil
+	}
+	plan.holding = held.Seqs
+	holding, lastSeq := int64(plan.holding.Count()), held.LastSeq
+	q := withoutText(c.q)
+	if !q.RollupsAnswer() || !c.r.cfg.bySeqMayPay(holding, lastSeq) {
+		return plan, nil
+	}
+	rollups := stats.NewRollupBuilder(q, c.now)
+	refused, err := c.countRollups(ctx, f, q, rollups)
+	if err != nil {
+		return plan, err
+	}
+	read := c.r.cfg.choose(holding, lastSeq, rollups.Count())
+	var seqs []int64
+	switch read {
+	case ReadLessTheRest:
+		seqs = seqsLacking(plan.holding, lastSeq)
+	case ReadBySeq:
+		seqs = seqsOf(plan.holding)
+	default:
+		return plan, nil
+	}
+	if len(seqs) > 0 { // no seq to read costs nothing
+		if warm, err := c.r.cfg.Probe.Warm(ctx, f, seqs); err != nil || !warm {
+			return plan, err
+		}
+	}
+	if read == ReadLessTheRest {
+		plan.read, plan.rollups, plan.refused, plan.lacking = read, rollups, refused, seqs
+		return plan, nil
+	}
+	plan.read, plan.bySeq = read, w
+	plan.bySeq.AddSeqs(seqs)
+	return plan, nil
+}
+
+// countDay adds to add the samples of plan's day of the call's scope and
+// filter that hold the word, but for those its rollups count; and to
+// lacking, for ReadLessTheRest, the samples its rollups count of the
+// messages lacking the word.
+func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
+	switch plan.read {
+	case ReadBySeq:
+		c.trace.DaysBySeq++
+		return walkSamples(ctx, plan.f, bySeq, plan.bySeq, nil, add)
+	case ReadWalk:
+		c.trace.DaysWalked++
+		return walkSamples(ctx, plan.f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add)
+	}
+	c.trace.DaysLessTheRest++
+	type minute struct {
+		start int64 // Unix seconds
+		name  string
+	}
+	notCounted := make(map[minute]bool, len(plan.refused))
+	for _, m := range plan.refused {
+		notCounted[minute{m.start.Unix(), m.name}] = true
+		w := dayfile.ReadableWhere(c.q.Scope, m.filter(c.f), c.now)
+		if err := walkSamples(ctx, plan.f, statsIndexWalk, w, plan.holding, add); err != nil {
+			return err
+		}
+	}
+	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+	w.AddSeqs(plan.lacking)
+	return walkSamples(ctx, plan.f, bySeq, w, nil, func(sample stats.Sample) {
+		if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
+			lacking(sample)
+		}
+	})
+}
+
+// withoutText is q without its q.
+func withoutText(q stats.Query) stats.Query {
+	q.Filter.Text = ""
+	return q
+}
+
+// seqsOf returns the seqs in set, ascending.
+func seqsOf(set *bitset.BitSet) []int64 {
+	seqs := make([]int64, 0, set.Count())
+	for seq, ok := set.NextSet(0); ok; seq, ok = set.NextSet(seq + 1) {
+		seqs = append(seqs, int64(seq))
+	}
+	return seqs
+}
+
+// seqsLacking returns the seqs from 1 to last not in holding.
+func seqsLacking(holding *bitset.BitSet, last int64) []int64 {
+	seqs := []int64{}
+	for seq := int64(1); seq <= last; seq++ {
+		next, ok := holding.NextSet(uint(seq))
+		if !ok || int64(next) > last {
+			next = uint(last + 1)
+		}
+		for ; seq < int64(next); seq++ {
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs
+}
