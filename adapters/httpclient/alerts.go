@@ -250,7 +250,26 @@ type AlertHistory struct {
 // AlertRuleHistory reads the rule's transitions with seq below before (0: the
 // newest), at most limit (0: the service's default of 20).
 func (c *Client) AlertRuleHistory(ctx context.Context, id string, before int64, limit int) (*AlertHistory, error) {
-	u := c.alerts("rules", id, "history")
+	page, err := historyPage[AlertTransition](ctx, c, c.alerts("rules", id, "history"), before, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &AlertHistory{Transitions: page.Data, HasMore: page.Pagination.HasMore, NextBefore: page.Pagination.NextBefore}, nil
+}
+
+// historyReply is one page of a history read newest first.
+type historyReply[T any] struct {
+	replyText
+	Data       []T `json:"data"`
+	Pagination struct {
+		HasMore    bool  `json:"has_more"`
+		NextBefore int64 `json:"next_before"`
+	} `json:"pagination"`
+}
+
+// historyPage reads the page of the history at u with the items below before
+// (0: from the newest), at most limit (0: the service's default).
+func historyPage[T any](ctx context.Context, c *Client, u *url.URL, before int64, limit int) (*historyReply[T], error) {
 	q := url.Values{}
 	if before > 0 {
 		q.Set("before", strconv.FormatInt(before, 10))
@@ -264,18 +283,11 @@ func (c *Client) AlertRuleHistory(ctx context.Context, id string, before int64, 
 	if err != nil {
 		return nil, err
 	}
-	var reply struct {
-		replyText
-		Data       []AlertTransition `json:"data"`
-		Pagination struct {
-			HasMore    bool  `json:"has_more"`
-			NextBefore int64 `json:"next_before"`
-		} `json:"pagination"`
-	}
+	var reply historyReply[T]
 	if err := decode(r, raw, &reply, &reply.replyText); err != nil {
 		return nil, err
 	}
-	return &AlertHistory{Transitions: reply.Data, HasMore: reply.Pagination.HasMore, NextBefore: reply.Pagination.NextBefore}, nil
+	return &reply, nil
 }
 
 // AlertWindow is what an evaluation saw of a rule's window.

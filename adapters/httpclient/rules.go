@@ -129,32 +129,11 @@ func (c *Client) ReplaceRules(ctx context.Context, rs rules.RuleSet, version int
 // RulesHistory reads the versions below before (0: from the newest), at most
 // limit (0: the service's default of 20), each with what it changed.
 func (c *Client) RulesHistory(ctx context.Context, before int64, limit int) (*RuleSetHistory, error) {
-	u := c.rulesURL("history")
-	q := url.Values{}
-	if before > 0 {
-		q.Set("before", strconv.FormatInt(before, 10))
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	u.RawQuery = q.Encode()
-	r := call{method: http.MethodGet, url: u}
-	raw, err := c.do(ctx, r)
+	page, err := historyPage[RuleSetChange](ctx, c, c.rulesURL("history"), before, limit)
 	if err != nil {
 		return nil, err
 	}
-	var reply struct {
-		replyText
-		Data       []RuleSetChange `json:"data"`
-		Pagination struct {
-			HasMore    bool  `json:"has_more"`
-			NextBefore int64 `json:"next_before"`
-		} `json:"pagination"`
-	}
-	if err := decode(r, raw, &reply, &reply.replyText); err != nil {
-		return nil, err
-	}
-	return &RuleSetHistory{Changes: reply.Data, HasMore: reply.Pagination.HasMore, NextBefore: reply.Pagination.NextBefore}, nil
+	return &RuleSetHistory{Changes: page.Data, HasMore: page.Pagination.HasMore, NextBefore: page.Pagination.NextBefore}, nil
 }
 
 // TryRules shows what the rules of t would do to its exchange (POST
