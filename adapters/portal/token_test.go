@@ -137,7 +137,7 @@ func TestKeyStore(t *testing.T) {
 	}), s)
 	ctx := context.Background()
 
-	if p, err := keys.Authenticate(ctx, "rk_live"); err != nil || p != (domain.Principal{Scope: acme}) {
+	if p, err := keys.Authenticate(ctx, "rk_live"); err != nil || p != (domain.Principal{Scope: acme, KeyID: keyring.KeyID(keyring.Digest("rk_live"))}) {
 		t.Errorf("API key: %+v, %v", p, err)
 	}
 	token, _, err := s.Issue(acme, "shop", clock.Now().Add(time.Hour))
