@@ -74,7 +74,9 @@ func TestIngestAgainstTheBareHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	bodies := newGenerator(1).pool(20, 3, time.Now())
-	l := load{connections: 4, duration: 300 * time.Millisecond, timeout: 5 * time.Second, maxWorkers: 4}
+	// The 40 targets end the attack; the duration only bounds it, so that a
+	// loaded machine still sends them all.
+	l := load{connections: 4, duration: time.Minute, timeout: 5 * time.Second, maxWorkers: 4}
 	rep := attack("test", l, 3, limited(40, target.ingestTargets(bodies)), true, nil)
 	if rep.all.Requests != 40 || rep.byOutcome[outcomeOK] == nil || rep.byOutcome[outcomeOK].Requests != 40 {
 		t.Fatalf("40 requests, outcomes %v: %v", rep.all.StatusCodes, rep.errors)
