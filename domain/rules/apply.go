@@ -2,6 +2,7 @@ package rules
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -101,39 +102,53 @@ func (c *Compiled) decideIngest(m *domain.Message, src Source, out *Outcome) {
 // scrub runs the privacy rules that scope m, in order, on each value in one
 // walk of the message: a rule acts on what the ones before it left.
 func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
-	var active []*privacyRule
+	active := make([]bool, len(c.privacy))
+	anyActive := false
+	readsFields := [3]bool{}
 	for i := range c.privacy {
-		if c.privacy[i].scope.matches(m, src) {
-			active = append(active, &c.privacy[i])
+		r := &c.privacy[i]
+		if active[i] = r.scope.matches(m, src); active[i] {
+			anyActive = true
+			if !r.dryRun {
+				for s, reads := range r.readsFields {
+					readsFields[s] = readsFields[s] || reads
+				}
+			}
 		}
 	}
-	if len(active) == 0 {
+	if !anyActive {
 		return
 	}
-	// Each value is tried with the rules that may pick its kind of place
-	// alone, in their order.
-	var byClass [classes][]int
-	for i, r := range active {
-		for c := range classes {
-			if r.reach&(1<<c) != 0 {
-				byClass[c] = append(byClass[c], i)
-			}
-		}
-	}
-	matches := make([]int, len(active))
+	activeIn := c.activeInBodies(m, active)
+	matches := make([]int, len(c.privacy))
+	var counts textCounts // of counted, taken for the first detector a value meets
+	counted := false
 	out.Withheld = walkMessage(m, func(l *location, value string) (string, bool) {
-		for _, i := range byClass[l.class()] {
-			r := active[i]
-			if !r.selects(l) {
-				continue
+		counted = false
+		removed := false
+		class := l.class()
+		act := active
+		switch class {
+		case classRequestBody, classRequestText:
+			act = activeIn[0]
+		case classResponseBody, classResponseText:
+			act = activeIn[1]
+		}
+		c.dispatch.candidates(class, l.key(), func(e candidate) bool {
+			i, r := e.rule, &c.privacy[e.rule]
+			if !act[i] || !e.all && !r.selects(l) {
+				return true
 			}
-			kept, n, remove := r.scrub(value, c.hashKey)
+			if r.detector != nil && !counted {
+				counts, counted = countText(value), true
+			}
+			kept, n, remove := r.scrub(value, &counts, c.hashKey)
 			if n == 0 {
-				continue
+				return true
 			}
 			matches[i] += n
 			if r.dryRun {
-				continue
+				return true
 			}
 			// A message holds few changes: a scan finds a repeat sooner than
 			// a map is made.
@@ -141,22 +156,66 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 				out.Changes = append(out.Changes, change)
 			}
 			if remove {
-				return "", true
+				removed = true
+				return false
 			}
-			value = kept
+			if kept != value {
+				value, counted = kept, false
+			}
+			return true
+		})
+		if removed {
+			return "", true
 		}
 		return value, false
-	}, func(s side) bool {
-		for _, r := range active {
-			if !r.dryRun && (r.readsFields[s] || r.readsFields[sideBoth]) {
-				return true
-			}
-		}
-		return false
-	})
-	for i, r := range active {
+	}, func(s side) bool { return readsFields[s] || readsFields[sideBoth] })
+	for i, r := range c.privacy {
 		if matches[i] > 0 {
 			out.Counts = append(out.Counts, Count{Rule: r.id, Matches: matches[i], DryRun: r.dryRun})
 		}
 	}
+}
+
+// activeInBodies is active for the request's body and the response's, less
+// the rules whose match cannot be in that body at all, so that its values
+// need not meet them: a body whose values are all parts of its text (no
+// escape, no percent-encoding) holds no match where its whole text holds
+// none, and a detector's hint, or a pattern's literal, tells that from one
+// look at the text.
+func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out [2][]bool) {
+	for s, body := range []string{m.Request.Body, m.Response.Body} {
+		out[s] = active
+		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 {
+			continue
+		}
+		cloned := false
+		var seen [len(detectorOrder)]int8 // by detector: 0 unknown, 1 present, -1 absent
+		for i := range c.privacy {
+			r := &c.privacy[i]
+			if !active[i] {
+				continue
+			}
+			present := true
+			switch {
+			case r.detector != nil:
+				k := r.detector.index
+				if seen[k] == 0 {
+					seen[k] = -1
+					if r.detector.hint(body) {
+						seen[k] = 1
+					}
+				}
+				present = seen[k] > 0
+			case r.pattern != nil:
+				present = r.literal.holds(body)
+			}
+			if !present {
+				if !cloned {
+					out[s], cloned = slices.Clone(active), true
+				}
+				out[s][i] = false
+			}
+		}
+	}
+	return out
 }

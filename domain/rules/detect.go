@@ -9,9 +9,12 @@ import (
 )
 
 // detector finds one kind of secret or personal value in a text: candidates
-// by a pattern, kept when check (a checksum, a parse) says so. hint is a
-// cheap test that the text may hold one at all.
+// by a pattern, kept when check (a checksum, a parse) says so. needs and
+// hint are cheap tests that the text may hold one at all: needs the least
+// counts of the bytes every match holds, hint a closer look.
 type detector struct {
+	index int // in detectorOrder
+	needs textCounts
 	hint  func(string) bool
 	re    *regexp.Regexp
 	check func(string) bool
@@ -22,28 +25,42 @@ type detector struct {
 
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
-	"email":           {hint: has("@"), re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
-	"card_number":     {hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
-	"iban":            {hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
-	"jwt":             {hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
+	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
+	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
+	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
+	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
 	"bearer_token":    {hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
-	"aws_access_key":  {hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
-	"github_token":    {hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	"stripe_key":      {hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
-	"pem_private_key": {hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
-	"ipv6":            {hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
+	"aws_access_key":  {needs: textCounts{upper: 4}, hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
+	"github_token":    {needs: textCounts{under: 1}, hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	"stripe_key":      {needs: textCounts{under: 2}, hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
+	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}, hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}, hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
+	"ipv4":            {needs: textCounts{dot: 3, digits: 4}, hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"ipv6":            {needs: textCounts{colon: 2}, hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
+}
+
+// detectorOrder is the detectors' names in order; each detector's index is
+// its place here.
+var detectorOrder = [...]string{"aws_access_key", "bearer_token", "card_number", "email", "github_token", "iban",
+	"ipv4", "ipv6", "jwt", "pem_private_key", "stripe_key", "us_ssn"}
+
+func init() {
+	for i, name := range detectorOrder {
+		d, ok := detectors[name]
+		if !ok {
+			panic("rules: detectorOrder names no detector " + name)
+		}
+		d.index = i
+		detectors[name] = d
+	}
+	if len(detectors) != len(detectorOrder) {
+		panic("rules: a detector is missing from detectorOrder")
+	}
 }
 
 // DetectorNames lists the built-in detectors, sorted.
 func DetectorNames() []string {
-	names := make([]string, 0, len(detectors))
-	for name := range detectors {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Clone(detectorOrder[:])
 }
 
 // Hints: each is a cheap test every match of its detector's pattern passes,
@@ -52,9 +69,16 @@ func DetectorNames() []string {
 func has(s string) func(string) bool     { return func(t string) bool { return strings.Contains(t, s) } }
 func hasFold(s string) func(string) bool { return func(t string) bool { return containsFold(t, s) } }
 
+// containsFold reports whether t holds s, ignoring case. s is ASCII and its
+// first letter is no fold of a non-ASCII letter (as ſ is of s, K of k) or t
+// is ASCII: a match then starts with s's first byte in either case.
 func containsFold(t, s string) bool {
+	lower, upper := s[0], s[0]
+	if 'a' <= lower|0x20 && lower|0x20 <= 'z' {
+		lower, upper = lower|0x20, lower&^0x20
+	}
 	for i := 0; i+len(s) <= len(t); i++ {
-		if strings.EqualFold(t[i:i+len(s)], s) {
+		if c := t[i]; (c == lower || c == upper) && strings.EqualFold(t[i:i+len(s)], s) {
 			return true
 		}
 	}
@@ -128,9 +152,59 @@ func hasDigits(n int) func(string) bool {
 	}
 }
 
+// textCounts are counts of the bytes the detectors' matches need, taken in
+// one pass over a value: a value is counted once, however many detectors
+// look at it, and most are then ruled out without a scan of their own.
+type textCounts struct{ digits, upper, at, dot, colon, dash, under int }
+
+// countText counts s's bytes of each kind textCounts holds.
+func countText(s string) textCounts {
+	var n [countKinds]int
+	for i := 0; i < len(s); i++ {
+		n[byteKind[s[i]]]++
+	}
+	return textCounts{digits: n[kindDigit], upper: n[kindUpper], at: n[kindAt], dot: n[kindDot], colon: n[kindColon], dash: n[kindDash], under: n[kindUnder]}
+}
+
+// The kinds of bytes textCounts counts; byteKind maps a byte to its kind.
+const (
+	kindOther = iota
+	kindDigit
+	kindUpper
+	kindAt
+	kindDot
+	kindColon
+	kindDash
+	kindUnder
+	countKinds
+)
+
+var byteKind = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = kindDigit
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = kindUpper
+	}
+	t['@'], t['.'], t[':'], t['-'], t['_'] = kindAt, kindDot, kindColon, kindDash, kindUnder
+	return t
+}()
+
+// covers reports whether counts n reach every count of need.
+func (n *textCounts) covers(need textCounts) bool {
+	return n.digits >= need.digits && n.upper >= need.upper && n.at >= need.at && n.dot >= need.dot &&
+		n.colon >= need.colon && n.dash >= need.dash && n.under >= need.under
+}
+
 // find returns the spans of what d finds in s: [start, end) pairs.
 func (d *detector) find(s string) [][]int {
-	if !d.hint(s) {
+	counts := countText(s)
+	return d.findCounted(s, &counts)
+}
+
+// findCounted is find with s's counts already taken.
+func (d *detector) findCounted(s string, counts *textCounts) [][]int {
+	if !counts.covers(d.needs) || !d.hint(s) {
 		return nil
 	}
 	var out [][]int

@@ -18,11 +18,12 @@ func FuzzApply(f *testing.F) {
 	f.Add("/", `[1,2,{"k":null,"e":"a@b.cc"}]`, `{"broken":`, "")
 	c := compile(f, signupRules+"")
 	every := compile(f, `{"privacy": [{"id": "e", "select": ["**"], "match": {"detector": "email"}, "action": {"type": "mask"}}]}`)
+	removing := compile(f, `{"privacy": [{"id": "r", "select": ["body.**.k", "body.*"], "match": {"pattern": "[0-9a]"}, "action": {"type": "remove"}}]}`)
 	f.Fuzz(func(t *testing.T, path, reqBody, respBody, header string) {
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
-		for _, rs := range []*rules.Compiled{c, every} {
+		for _, rs := range []*rules.Compiled{c, every, removing} {
 			m := domain.Message{ID: "x", Path: path, Method: "POST",
 				Request:  domain.Content{Body: reqBody, ContentType: "application/json", Header: domain.Header{"X-Fuzz": {header}}},
 				Response: domain.Content{Body: respBody, ContentType: "application/x-www-form-urlencoded"}}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -28,9 +27,6 @@ type privacyRule struct {
 	readsFields [3]bool // by side: a selector needs the body's fields
 	reach       uint16  // the classes of places its selectors may pick
 	submatches  bool    // the action needs the match's groups
-	// lastKeys, when set, are the keys a body field must end on to be
-	// picked: every selector names a field by its last key.
-	lastKeys []string
 }
 
 func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privacyRule, bool) {
@@ -96,41 +92,29 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 		fe.Add(field+".action.type", "must be mask, replace, hash, remove, partial or keep_scheme")
 	}
 	p.submatches = r.Match.Group > 0 || r.Action.Type == ActionKeepScheme
-	p.lastKeys = lastKeysOf(p.selectors)
 	if r.Action.Type != ActionReplace && r.Action.With != "" {
 		fe.Add(field+".action.with", "is for replace alone")
 	}
 	return p, len(fe.List) == before
 }
 
-// lastKeysOf is the last key of each selector's field path, or nil when one
-// selector picks more than fields ending on a key it names.
-func lastKeysOf(selectors []selector) []string {
-	var keys []string
-	for _, s := range selectors {
-		if s.every || s.kind != kindBody || len(s.path) == 0 {
-			return nil
-		}
-		last := s.path[len(s.path)-1]
-		if last == "*" || last == "**" {
-			return nil
-		}
-		keys = append(keys, last)
-	}
-	return keys
-}
-
 // selects reports whether the rule picks the value at l.
 func (p *privacyRule) selects(l *location) bool {
-	if p.lastKeys != nil && (len(l.path) == 0 || !slices.Contains(p.lastKeys, l.path[len(l.path)-1])) {
-		return false // a quick no before the paths are matched
-	}
-	return slices.ContainsFunc(p.selectors, func(s selector) bool { return s.matches(l) }) &&
-		!slices.ContainsFunc(p.except, func(s selector) bool { return s.matches(l) })
+	return anyMatches(p.selectors, l) && !anyMatches(p.except, l)
 }
 
-// spans returns where in value the rule's match is, as submatch index lists.
-func (p *privacyRule) spans(value string) [][]int {
+func anyMatches(selectors []selector, l *location) bool {
+	for i := range selectors {
+		if selectors[i].matches(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// spans returns where in value the rule's match is, as submatch index lists;
+// counts are value's (countText).
+func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 	switch {
 	case p.pattern != nil && !p.literal.holds(value):
 		return nil // the pattern cannot match: spare running it
@@ -139,7 +123,7 @@ func (p *privacyRule) spans(value string) [][]int {
 	case p.pattern != nil:
 		return p.pattern.FindAllStringIndex(value, -1) // cheaper: no groups kept
 	case p.detector != nil:
-		return p.detector.find(value)
+		return p.detector.findCounted(value, counts)
 	}
 	if value == "" {
 		return nil
@@ -148,9 +132,9 @@ func (p *privacyRule) spans(value string) [][]int {
 }
 
 // scrub returns value with the rule's action done on each match, how many
-// matches there were, and whether the value goes.
-func (p *privacyRule) scrub(value string, hashKey []byte) (string, int, bool) {
-	spans := p.spans(value)
+// matches there were, and whether the value goes; counts are value's.
+func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (string, int, bool) {
+	spans := p.spans(value, counts)
 	n := 0
 	var b strings.Builder
 	last := 0

@@ -1,8 +1,11 @@
 package rules_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,7 +88,7 @@ func TestPrivacyRulesScrubEveryPlace(t *testing.T) {
 	if alone.Path != "/v1/reset" {
 		t.Errorf("path %q: the only parameter removed leaves no '?'", alone.Path)
 	}
-	if !strings.Contains(m.Request.Body, `"meta":"{\"contact\":\"`+domain.Mask+`\"}"`) {
+	if !strings.Contains(m.Request.Body, `"meta": "{\"contact\":\"`+domain.Mask+`\"}"`) {
 		t.Errorf("JSON in a string is scrubbed and kept a string: %s", m.Request.Body)
 	}
 	wantChanges := []rules.Change{
@@ -329,6 +332,8 @@ func TestPatternShortcutKeepsEveryMatch(t *testing.T) {
 		`a{2,}b`:                   {"caab", "ab"},
 		`[0-9]+-[0-9]+`:            {"12-34", "12 34"},
 		`(?:key|token)=([^&]{4,})`: {"token=abcd", "key=ab"},
+		`(?i)-id=\d`:               {"X-ID=5", "x-iD=5", "x_id=5"},
+		`(?i)bearer x`:             {"BEARER X", "Bearer-x"},
 	} {
 		c := compile(t, fmt.Sprintf(`{"privacy": [{"id": "p", "select": ["**"], "match": {"pattern": %q}, "action": {"type": "mask"}}]}`, pattern))
 		re := regexp.MustCompile(pattern)
@@ -337,6 +342,127 @@ func TestPatternShortcutKeepsEveryMatch(t *testing.T) {
 			if got, want := len(c.Apply(&m, rules.SourceAPI).Changes) > 0, re.MatchString(text); got != want {
 				t.Errorf("%s on %q: changed %v, the pattern matches %v", pattern, text, got, want)
 			}
+		}
+	}
+}
+
+// A body's fields are removed and changed as a walk of its decoded value
+// would, whatever the nesting, the white space and which members go: the
+// text rewritten in place stays the JSON it claims to be.
+func TestBodyWalkAgreesWithTheDecodedValue(t *testing.T) {
+	c := compile(t, `{"privacy": [
+	  {"id": "drop-x", "select": ["body.**.x"], "action": {"type": "remove"}},
+	  {"id": "secret", "select": ["body"], "match": {"pattern": "secret"}, "action": {"type": "mask"}}]}`)
+	rng := rand.New(rand.NewPCG(7, 41))
+	space := func() string { return []string{"", " ", "\n  ", "\t"}[rng.IntN(4)] }
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		switch n := rng.IntN(10); {
+		case depth < 4 && n < 3:
+			var members []string
+			for range rng.IntN(5) {
+				members = append(members, space()+`"`+[]string{"x", "y", "z"}[rng.IntN(3)]+`"`+space()+":"+space()+gen(depth+1)+space())
+			}
+			return "{" + strings.Join(members, ",") + space() + "}"
+		case depth < 4 && n < 5:
+			var elements []string
+			for range rng.IntN(5) {
+				elements = append(elements, space()+gen(depth+1)+space())
+			}
+			return "[" + strings.Join(elements, ",") + space() + "]"
+		case n < 7:
+			return `"` + []string{"a", "secret", "a secret and secret", "é", `q\"uote`}[rng.IntN(5)] + `"`
+		case n < 8:
+			return []string{"null", "true", "1.50", "-2"}[rng.IntN(4)]
+		}
+		return `"plain"`
+	}
+	// expect is what the two rules do to a decoded value.
+	var expect func(v any) any
+	expect = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, member := range v {
+				_, container := member.(map[string]any)
+				_, array := member.([]any)
+				if k == "x" && member != nil && !container && !array {
+					delete(v, k) // duplicate keys: the last one decoded stands in for all
+					continue
+				}
+				v[k] = expect(member)
+			}
+		case []any:
+			for i := range v {
+				v[i] = expect(v[i])
+			}
+		case string:
+			return strings.ReplaceAll(v, "secret", domain.Mask)
+		}
+		return v
+	}
+	decode := func(s string) (any, error) {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v)
+	}
+	for i := range 3000 {
+		body := gen(0)
+		if !strings.HasPrefix(body, "{") && !strings.HasPrefix(body, "[") {
+			continue
+		}
+		if strings.Count(body, `"x"`) > 0 && hasDuplicateKeys(body) {
+			continue // the decoded value keeps one of them; the walk removes each
+		}
+		m := domain.Message{ID: fmt.Sprint(i), Path: "/", Request: domain.Content{Body: body, ContentType: "application/json"}}
+		c.Apply(&m, rules.SourceAPI)
+		got, err := decode(m.Request.Body)
+		if err != nil {
+			t.Fatalf("%s became %s, not JSON: %v", body, m.Request.Body, err)
+		}
+		want, _ := decode(body)
+		if want = expect(want); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s became %s, want the value %v", body, m.Request.Body, want)
+		}
+	}
+}
+
+// hasDuplicateKeys reports whether an object of the JSON text s repeats a key.
+func hasDuplicateKeys(s string) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	var stack []map[string]bool
+	expectKey := []bool{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			switch tok {
+			case '{':
+				stack = append(stack, map[string]bool{})
+				expectKey = append(expectKey, true)
+				continue
+			case '[':
+				stack = append(stack, nil)
+				expectKey = append(expectKey, false)
+				continue
+			default:
+				stack, expectKey = stack[:len(stack)-1], expectKey[:len(expectKey)-1]
+			}
+		case string:
+			if top := len(stack) - 1; top >= 0 && stack[top] != nil && expectKey[top] {
+				if stack[top][tok] {
+					return true
+				}
+				stack[top][tok] = true
+				expectKey[top] = false
+				continue
+			}
+		}
+		if top := len(stack) - 1; top >= 0 && stack[top] != nil {
+			expectKey[top] = true
 		}
 	}
 }

@@ -182,6 +182,7 @@ type Compiled struct {
 	retention []retentionRule
 	subjects  []subjectKey
 	hashKey   []byte
+	dispatch  dispatch // of privacy
 }
 
 // Compile checks rs and builds it; hashKey keys the hash action and subject
@@ -248,6 +249,7 @@ func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
 	if err := fe.Err("the rule set is invalid"); err != nil {
 		return nil, err
 	}
+	c.dispatch = newDispatch(c.privacy)
 	return c, nil
 }
 

@@ -31,7 +31,7 @@ const (
 type location struct {
 	kind kind
 	side side
-	name string   // a query parameter's or header's (lower case) name
+	name string   // a query parameter's or header's name (a header's in any case)
 	path []string // a body field's keys and indexes
 }
 
@@ -45,7 +45,7 @@ func (l location) String() string {
 	case kindQuery:
 		return "query." + l.name
 	case kindHeader:
-		return prefix + "headers." + l.name
+		return prefix + "headers." + strings.ToLower(l.name)
 	case kindBodyText:
 		return prefix + "body"
 	}
@@ -156,8 +156,10 @@ func (s *selector) matches(l *location) bool {
 		return false
 	}
 	switch s.kind {
-	case kindQuery, kindHeader:
+	case kindQuery:
 		return l.kind == s.kind && (s.name == "" || s.name == "*" || s.name == l.name)
+	case kindHeader:
+		return l.kind == s.kind && (s.name == "" || s.name == "*" || strings.EqualFold(s.name, l.name))
 	case kindBody:
 		switch l.kind {
 		case kindBodyText:
@@ -242,6 +244,32 @@ func (s *selector) reach() uint16 {
 		return r
 	}
 	return 0
+}
+
+// key is the one key a value must have for the selector to pick it (a
+// header's or query parameter's name, a body field's last key), if it names
+// one; location.key is that key of a value.
+func (s *selector) key() (string, bool) {
+	switch {
+	case s.every:
+	case s.kind == kindHeader || s.kind == kindQuery:
+		return s.name, s.name != "" && s.name != "*"
+	case s.kind == kindBody && len(s.path) > 0:
+		last := s.path[len(s.path)-1]
+		return last, last != "*" && last != "**"
+	}
+	return "", false
+}
+
+// key is the location's key, as selector.key names it.
+func (l *location) key() string {
+	switch {
+	case l.kind == kindHeader || l.kind == kindQuery:
+		return l.name
+	case l.kind == kindBody && len(l.path) > 0:
+		return l.path[len(l.path)-1]
+	}
+	return ""
 }
 
 // readsFields reports whether the selector needs a body's fields, not its text.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
@@ -75,25 +76,27 @@ func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withhe
 }
 
 func walkHeader(h domain.Header, s side, v visit) {
-	names := make([]string, 0, len(h))
+	var onStack [32]string
+	names := onStack[:0]
 	for name := range h {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		loc := location{kind: kindHeader, side: s, name: strings.ToLower(name)}
+		loc := location{kind: kindHeader, side: s, name: name}
 		values := h[name]
-		kept := values[:0:0]
-		changed := false
-		for _, value := range values {
+		var kept []string // from the first change on
+		for i, value := range values {
 			next, remove := v(&loc, value)
-			changed = changed || remove || next != value
-			if !remove {
+			if kept == nil && (remove || next != value) {
+				kept = append(make([]string, 0, len(values)), values[:i]...)
+			}
+			if kept != nil && !remove {
 				kept = append(kept, next)
 			}
 		}
 		switch {
-		case !changed:
+		case kept == nil:
 		case len(kept) == 0:
 			delete(h, name)
 		default:
@@ -149,11 +152,11 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 			text, _ := v(&location{kind: kindBodyText, side: s}, body)
 			return text, false
 		}
-		out, changed, _ := walkJSON([]byte(trimmed), &location{kind: kindBody, side: s}, v, 0)
+		out, changed := walkJSON(trimmed, &location{kind: kindBody, side: s}, v, 0)
 		if !changed {
 			return body, true
 		}
-		return body[:len(body)-len(trimmed)] + string(out), true
+		return body[:len(body)-len(trimmed)] + out, true
 	}
 	if contentType == "application/x-www-form-urlencoded" {
 		return walkQuery(body, location{kind: kindBody, side: s}, v), true
@@ -165,82 +168,130 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 	return text, true
 }
 
-// walkJSON visits the strings, numbers and booleans of a well-formed JSON
-// value at loc, opening JSON held in strings up to maxEmbeddedJSON deep. It
-// returns the value rewritten where anything changed (containers along the
-// way rebuilt, the rest copied as sent), or removed.
-func walkJSON(raw []byte, loc *location, v visit, embedded int) (out []byte, changed, removed bool) {
-	switch raw[0] {
+// walkJSON visits the strings, numbers and booleans of src, a well-formed
+// JSON object or array, at loc, opening JSON held in strings up to
+// maxEmbeddedJSON deep, and returns src rewritten where anything changed.
+func walkJSON(src string, loc *location, v visit, embedded int) (string, bool) {
+	w := jsonWalk{src: src, loc: loc, visit: v, embedded: embedded}
+	w.value(0)
+	if w.out == nil {
+		return src, false
+	}
+	return string(append(w.out, src[w.copied:]...)), true
+}
+
+// jsonWalk is one pass over a JSON text that copies it only from its first
+// change on: out holds the rewritten src[:copied], nil while nothing changed.
+// Values are read as substrings of src, so that a value without escapes
+// costs no copy.
+type jsonWalk struct {
+	src      string
+	loc      *location
+	visit    visit
+	embedded int
+	out      []byte
+	copied   int
+}
+
+// replace puts text in place of src[start:end].
+func (w *jsonWalk) replace(start, end int, text string) {
+	if w.out == nil {
+		w.out = make([]byte, 0, len(w.src)+len(text))
+	}
+	w.out = append(append(w.out, w.src[w.copied:start]...), text...)
+	w.copied = end
+}
+
+// skipTo drops src[copied:end] (a removed member and a separator).
+func (w *jsonWalk) skipTo(start, end int) { w.replace(start, end, "") }
+
+// value walks the value at src[i] and returns where it ends and whether the
+// visit removed it.
+func (w *jsonWalk) value(i int) (end int, removed bool) {
+	switch c := w.src[i]; c {
 	case '{', '[':
-		isObject := raw[0] == '{'
-		type part struct{ key, value []byte }
-		var parts []part
-		i := 0
-		add := func(key, value []byte, name string) {
-			loc.path = append(loc.path, name)
-			next, ch, rm := walkJSON(value, loc, v, embedded)
-			loc.path = loc.path[:len(loc.path)-1]
-			changed = changed || ch || rm
-			if !rm {
-				parts = append(parts, part{key, next})
-			}
-			i++
-		}
-		if isObject {
-			for key, value := range jsonbytes.Members(raw, nil) {
-				add(key, value, jsonbytes.Unquote(key))
-			}
-		} else {
-			for value := range jsonbytes.Elements(raw, nil) {
-				add(nil, value, strconv.Itoa(i))
-			}
-		}
-		if !changed {
-			return raw, false, false
-		}
-		buf := []byte{raw[0]}
-		for j, p := range parts {
-			if j > 0 {
-				buf = append(buf, ',')
-			}
-			if isObject {
-				buf = append(append(buf, p.key...), ':')
-			}
-			buf = append(buf, p.value...)
-		}
-		return append(buf, map[bool]byte{true: '}', false: ']'}[isObject]), true, false
+		return w.container(i), false
 	case 'n':
-		return raw, false, false
+		return i + len("null"), false
 	case '"':
-		value := jsonbytes.Unquote(raw)
-		if embedded < maxEmbeddedJSON && (strings.HasPrefix(value, "{") || strings.HasPrefix(value, "[")) &&
-			jsonbytes.Check(value, maxJSONDepth, nil) == jsonbytes.Valid {
-			inner, ch, rm := walkJSON([]byte(value), loc, v, embedded+1)
-			if rm {
-				return nil, true, true
-			}
-			if !ch {
-				return raw, false, false
-			}
-			return jsonbytes.AppendString(nil, string(inner)), true, false
-		}
-		kept, remove := v(loc, value)
-		if remove {
-			return nil, true, true
-		}
-		if kept == value {
-			return raw, false, false
-		}
-		return jsonbytes.AppendString(nil, kept), true, false
+		end = jsonbytes.StringEnd(w.src, i)
+		return end, w.text(i, end, unquote(w.src[i:end]), true)
 	}
-	// A number or a boolean, matched as its text; a change makes it a string.
-	value := string(raw)
-	kept, remove := v(loc, value)
-	if remove {
-		return nil, true, true
+	end = jsonbytes.ValueEnd(w.src, i)
+	return end, w.text(i, end, w.src[i:end], false) // a number or a boolean, matched as its text
+}
+
+// text visits the scalar src[start:end] whose value is value, and reports
+// whether it goes; a changed value is written as a string.
+func (w *jsonWalk) text(start, end int, value string, quoted bool) bool {
+	if quoted && w.embedded < maxEmbeddedJSON && (strings.HasPrefix(value, "{") || strings.HasPrefix(value, "[")) &&
+		jsonbytes.Check(value, maxJSONDepth, nil) == jsonbytes.Valid {
+		if inner, changed := walkJSON(value, w.loc, w.visit, w.embedded+1); changed {
+			w.replace(start, end, string(jsonbytes.AppendString(nil, inner)))
+		}
+		return false
 	}
-	if kept == value {
-		return raw, false, false
+	kept, remove := w.visit(w.loc, value)
+	switch {
+	case remove:
+		return true
+	case kept != value:
+		w.replace(start, end, string(jsonbytes.AppendString(nil, kept)))
 	}
-	return jsonbytes.AppendString(nil, kept), true, false
+	return false
+}
+
+// container walks the object or array at src[i] and returns where it ends.
+// A removed member goes with the separator before it, or, for the first
+// member kept, with the one after it.
+func (w *jsonWalk) container(i int) int {
+	object := w.src[i] == '{'
+	closing := byte(']')
+	if object {
+		closing = '}'
+	}
+	depth := len(w.loc.path)
+	defer func() { w.loc.path = w.loc.path[:depth] }()
+	kept := false       // a member is kept: a later removal takes the separator before it
+	prevEnd := -1       // the end of the last member kept
+	dropSeparator := -1 // the end of a removed first member: what follows it up to the next goes too
+	j := jsonbytes.SkipSpace(w.src, i+1)
+	for index := 0; w.src[j] != closing; index++ {
+		start := j
+		w.loc.path = w.loc.path[:depth]
+		if object {
+			keyEnd := jsonbytes.StringEnd(w.src, j)
+			w.loc.path = append(w.loc.path, unquote(w.src[j:keyEnd]))
+			j = jsonbytes.SkipSpace(w.src, jsonbytes.SkipSpace(w.src, keyEnd)+1) // past the colon
+		} else {
+			w.loc.path = append(w.loc.path, strconv.Itoa(index))
+		}
+		if dropSeparator >= 0 {
+			w.skipTo(dropSeparator, start)
+			dropSeparator = -1
+		}
+		end, removed := w.value(j)
+		switch {
+		case !removed:
+			kept, prevEnd = true, end
+		case kept:
+			w.skipTo(prevEnd, end)
+		default:
+			w.skipTo(start, end)
+			dropSeparator = end
+		}
+		if j = jsonbytes.SkipSpace(w.src, end); w.src[j] == ',' {
+			j = jsonbytes.SkipSpace(w.src, j+1)
+		}
+	}
+	return j + 1
+}
+
+// unquote is the value of the well-formed string literal lit: lit without
+// its quotes, uncopied, when it holds no escape.
+func unquote(lit string) string {
+	if s := lit[1 : len(lit)-1]; strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return jsonbytes.Unquote([]byte(lit))
 }

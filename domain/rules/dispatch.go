@@ -1,0 +1,129 @@
+package rules
+
+import "strings"
+
+// dispatch lists, for each class of place, the privacy rules that may pick a
+// value there, in their order, so that a value meets the few rules that can
+// pick it rather than every rule: open ones may pick any value of the class,
+// keyed ones only a value of one of their keys (a header's or a query
+// parameter's name, a body field's last key).
+type dispatch struct {
+	open  [classes][]candidate
+	keyed [classes]map[string][]candidate
+}
+
+// candidate is a rule that may pick a value; all says it picks every value
+// it is a candidate for, so that its selectors need not be matched.
+type candidate struct {
+	rule int
+	all  bool
+}
+
+func newDispatch(rules []privacyRule) dispatch {
+	var d dispatch
+	for i := range rules {
+		r := &rules[i]
+		for c := range classes {
+			keys, open, reached := r.keysOf(c)
+			switch {
+			case !reached:
+			case open:
+				d.open[c] = append(d.open[c], candidate{rule: i, all: r.picksAll(c, "")})
+			default:
+				if d.keyed[c] == nil {
+					d.keyed[c] = map[string][]candidate{}
+				}
+				for _, k := range keys {
+					if list := d.keyed[c][k]; len(list) == 0 || list[len(list)-1].rule != i {
+						d.keyed[c][k] = append(list, candidate{rule: i, all: r.picksAll(c, k)})
+					}
+				}
+			}
+		}
+	}
+	return d
+}
+
+// keysOf says how the rule may pick values of class c: not at all, any of
+// them (open), or those of keys alone.
+func (p *privacyRule) keysOf(c class) (keys []string, open, reached bool) {
+	for i := range p.selectors {
+		s := &p.selectors[i]
+		if s.reach()&(1<<c) == 0 {
+			continue
+		}
+		reached = true
+		key, keyed := s.key()
+		if !keyed {
+			return nil, true, true
+		}
+		keys = append(keys, key)
+	}
+	return keys, false, reached
+}
+
+// picksAll reports whether the rule picks every value of class c with key
+// ("" for any key): a selector picks them all and nothing is excepted.
+func (p *privacyRule) picksAll(c class, key string) bool {
+	if len(p.except) > 0 {
+		return false
+	}
+	for i := range p.selectors {
+		s := &p.selectors[i]
+		if s.reach()&(1<<c) == 0 {
+			continue
+		}
+		switch {
+		case s.every:
+			return true
+		case s.kind == kindHeader || s.kind == kindQuery:
+			if k, keyed := s.key(); !keyed || k == key {
+				return true
+			}
+		case s.kind == kindBody:
+			if len(s.path) == 0 || len(s.path) == 1 && s.path[0] == "**" || len(s.path) == 2 && s.path[0] == "**" && s.path[1] == key && key != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// candidates calls yield with each rule that may pick a value of class c
+// with key, in the rules' order, until it returns false.
+func (d *dispatch) candidates(c class, key string, yield func(candidate) bool) {
+	open, keyed := d.open[c], []candidate(nil)
+	switch byKey := d.keyed[c]; {
+	case byKey == nil:
+	case c != classRequestHeader && c != classResponseHeader:
+		keyed = byKey[key]
+	case len(key) <= 64 && isASCII(key):
+		var lower [64]byte // header names are keyed in lower case; no copy is made to look one up
+		keyed = byKey[string(appendLower(lower[:0], key))]
+	default:
+		keyed = byKey[strings.ToLower(key)]
+	}
+	for len(open) > 0 || len(keyed) > 0 {
+		var next candidate
+		if len(keyed) == 0 || len(open) > 0 && open[0].rule < keyed[0].rule {
+			next, open = open[0], open[1:]
+		} else {
+			next, keyed = keyed[0], keyed[1:]
+		}
+		if !yield(next) {
+			return
+		}
+	}
+}
+
+// appendLower appends s in lower case (ASCII letters) to dst.
+func appendLower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
