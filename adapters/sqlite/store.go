@@ -29,15 +29,17 @@ type Store struct {
 	skipWords bool // no word index: only in the benchmark that prices it
 }
 
-// New opens (creating if needed) the data directory cfg.Dir and every day
-// file in it. Any file it cannot use is an error naming the file; nothing is
-// reset. Close releases the files and the directory's lock.
+// New opens (creating if needed) the data directory cfg.Dir and checks every
+// day file in it (dayfile.Open); the files open when used. Any file it
+// cannot use is an error naming the file; nothing is reset. Close releases
+// the files and the directory's lock.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions()})
+	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions(),
+		MaxOpen: cfg.MaxOpenDays})
 	if err != nil {
 		return nil, err
 	}

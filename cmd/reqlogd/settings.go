@@ -190,6 +190,8 @@ var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
 	stringSetting("store", "Store", storeHelp(storeRegistry), func(c *config) *string { return &c.Store }),
 	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
+	intSetting("sqlite.max_open_days", "SQLite.MaxOpenDays", "day files the sqlite store keeps open once used; past it the least recently used closes, as does one unused for a minute (a file in use is never closed)", func(c *config) *int { return &c.SQLite.MaxOpenDays }),
+	durationSetting("sqlite.max_retention", "SQLite.MaxRetention", "longest retention reqlogd accepts with the sqlite store: each day kept is a file, which start-up checks and a lookup by id visits", func(c *config) *time.Duration { return &c.SQLite.MaxRetention }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
 		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
@@ -199,6 +201,7 @@ var settings = []setting{
 	durationSetting("purge_interval", "App.PurgeInterval", "how often expired messages are deleted", func(c *config) *time.Duration { return &c.App.PurgeInterval }),
 	int64Setting("max_body_bytes", "HTTP.MaxBodyBytes", "largest accepted POST body in bytes", func(c *config) *int64 { return &c.HTTP.MaxBodyBytes }),
 	intSetting("max_batch", "App.MaxBatch", "most messages in one POST", func(c *config) *int { return &c.App.MaxBatch }),
+	intSetting("max_batch_days", "App.MaxBatchDays", "most distinct UTC days of created_at in one POST (400 naming the first item past them; 0: no bound): each day is a file or an index of the store", func(c *config) *int { return &c.App.MaxBatchDays }),
 	listSetting("masked_headers", "App.MaskedHeaders", "comma-separated headers whose values are masked before storing (replaces the default list)", func(c *config) *[]string { return &c.App.MaskedHeaders }),
 	{key: "redacted_fields", field: "App.RedactedFields",
 		usage: "comma-separated JSON and form body fields whose values are masked before storing, matched ignoring case, - and _ (replaces the default list; " + redactionOff + " turns redaction off)",
@@ -551,6 +554,11 @@ func (c config) validate() error {
 	}
 	if err := c.refused("SQLite", c.SQLite.Validate()); err != nil {
 		return err
+	}
+	if c.Store == storeSQLite {
+		if err := c.refused("SQLite", c.SQLite.CheckRetention(c.App.Retention)); err != nil {
+			return err
+		}
 	}
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
 		return err

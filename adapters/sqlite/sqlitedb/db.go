@@ -55,6 +55,23 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 	if err := KeepPrivate(path); err != nil {
 		return nil, err
 	}
+	db, err := Reopen(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.prepare(ctx, schema); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return db, nil
+}
+
+// Reopen opens path again, a file Open has brought to its schema's version
+// in this process: its connections open when first used, with no check.
+// A file that is no longer there is an error of the first use
+// (SQLITE_CANTOPEN): no connection ever creates one (mode=rw), so a file
+// deleted under the store is not made again empty, nor with SQLite's
+// mode 0644.
+func Reopen(path string, o Options) (*DB, error) {
 	db := &DB{Path: path}
 	var err error
 	if db.Write, err = sql.Open(DriverName, dsn(path, o, true)); err != nil {
@@ -62,9 +79,6 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 	}
 	db.Write.SetMaxOpenConns(1)
 	db.Write.SetConnMaxIdleTime(o.IdleTime)
-	if err := db.prepare(ctx, schema); err != nil {
-		return nil, errors.Join(err, db.Close())
-	}
 	if db.Read, err = sql.Open(DriverName, dsn(path, o, false)); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: %s: %w", path, err), db.Close())
 	}
@@ -78,6 +92,7 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 // commits in WAL mode for the writer, query_only for readers.
 func dsn(path string, o Options, writer bool) string {
 	q := url.Values{}
+	q.Set("mode", "rw") // never create it: CreatePrivate does, 0600
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
 	if writer {
 		q.Set("_txlock", "immediate")
