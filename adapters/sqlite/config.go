@@ -34,6 +34,9 @@ const (
 	// DefaultMaxOpenDays is how many day files stay open between uses:
 	// today's and yesterday's, and a week's chart.
 	DefaultMaxOpenDays = 8
+	// DefaultCheckDays is how many of the newest day files are checked page
+	// by page after start-up: the ones written to.
+	DefaultCheckDays = 2
 	// DefaultMaxRetention is the longest retention the service runs the
 	// store with: ten years of day files, the rules' own bound.
 	DefaultMaxRetention = 3660 * 24 * time.Hour
@@ -66,6 +69,11 @@ type Config struct {
 	// least recently used closes, whatever the days on disk. A file in use
 	// is never closed under its user.
 	MaxOpenDays int
+	// CheckDays is how many of the newest day files are read whole (PRAGMA
+	// quick_check) after start-up, in the background, Ping failing until
+	// they are: a corrupt one is then refused as damaged, named by Ping.
+	// Zero means DefaultCheckDays; a negative value checks none.
+	CheckDays int
 	// MaxRetention is the longest retention (app.Config.Retention) the
 	// service may run the store with: each day of it is a file on disk, which
 	// start-up checks and Get and Lookup visit. The store itself keeps
@@ -82,7 +90,7 @@ func DefaultConfig() Config {
 	return Config{Dir: DefaultDir, MinFreeBytes: DefaultMinFreeBytes, Readers: DefaultReaders,
 		BusyTimeout: DefaultBusyTimeout, WALBytes: DefaultWALBytes,
 		WriterCacheBytes: DefaultWriterCacheBytes, IdleTime: DefaultIdleTime, MaxOpenDays: DefaultMaxOpenDays,
-		MaxRetention: DefaultMaxRetention}
+		CheckDays: DefaultCheckDays, MaxRetention: DefaultMaxRetention}
 }
 
 // Validate reports the first unusable field of a configuration with its
@@ -162,6 +170,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxRetention == 0 {
 		cfg.MaxRetention = d.MaxRetention
+	}
+	if cfg.CheckDays == 0 {
+		cfg.CheckDays = d.CheckDays
 	}
 	return cfg, cfg.Validate()
 }

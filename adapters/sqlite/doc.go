@@ -34,8 +34,8 @@
 // by file (PRAGMA user_version), before its version is written. Start-up
 // opens and checks each day file in turn and closes it again. A file is
 // marked with PRAGMA application_id, so a foreign SQLite file is refused;
-// a corrupt one fails the start-up with an error naming it. Nothing is ever
-// reset.
+// one too corrupt to open fails the start-up with an error naming it
+// (other damage: "Damage" below). Nothing is ever reset.
 //
 // # Durability and locking
 //
@@ -57,6 +57,20 @@
 // answers 503 with Retry-After rather than fail halfway. A disk that fills
 // anyway (SQLITE_FULL), an I/O error, a lock (never expected) are
 // ports.ErrUnavailable too (sqlitedb.Error).
+//
+// # Damage
+//
+// A day file deleted, renamed or replaced under the store, or found corrupt
+// by SQLite, is a fault of its day (dayfile/faults.go): an open file keeps
+// the inode it was opened on, and Append compares the path's with it before
+// and after each commit, so nothing is acknowledged into a file that is no
+// longer the day's. The day's writes are then refused with
+// ports.ErrUnavailable carrying a ports.Fault that names the file (the API's
+// 503), Ping names it (/readyz), and it stays so until a restart; no
+// connection ever creates a day file (mode=rw), so a deleted one is not
+// made again empty. After start-up the newest Config.CheckDays files are
+// read whole (PRAGMA quick_check) in the background, Ping failing until they
+// are.
 //
 // # Retention
 //

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -39,7 +40,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions(),
-		MaxOpen: cfg.MaxOpenDays})
+		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays})
 	if err != nil {
 		return nil, err
 	}
@@ -56,9 +57,12 @@ func (s *Store) Dir() string { return s.cfg.Dir }
 func (s *Store) ReadLag() time.Duration { return 0 }
 
 // Ping reports whether the store can take writes: the data directory is
-// there and its file system has Config.MinFreeBytes free.
+// there, its file system has Config.MinFreeBytes free, the newest
+// Config.CheckDays day files have been checked since start-up, and no day
+// file was found deleted, replaced or corrupt (each such fault a
+// ports.Fault naming the file).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.dir.CheckSpace(ctx, "ping")
+	return errors.Join(append([]error{s.dir.CheckSpace(ctx, "ping"), s.dir.Checking()}, s.dir.Faults()...)...)
 }
 
 // Append stores msgs, one transaction per day file they fall in, and returns

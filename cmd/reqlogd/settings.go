@@ -191,6 +191,7 @@ var settings = []setting{
 	stringSetting("store", "Store", storeHelp(storeRegistry), func(c *config) *string { return &c.Store }),
 	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
 	intSetting("sqlite.max_open_days", "SQLite.MaxOpenDays", "day files the sqlite store keeps open once used; past it the least recently used closes, as does one unused for a minute (a file in use is never closed)", func(c *config) *int { return &c.SQLite.MaxOpenDays }),
+	intSetting("sqlite.check_days", "SQLite.CheckDays", "newest day files the sqlite store reads whole after start-up (PRAGMA quick_check), in the background, /readyz failing until they are checked: a corrupt one is then refused as damaged, named by /readyz; -1 checks none", func(c *config) *int { return &c.SQLite.CheckDays }),
 	durationSetting("sqlite.max_retention", "SQLite.MaxRetention", "longest retention reqlogd accepts with the sqlite store: each day kept is a file, which start-up checks and a lookup by id visits", func(c *config) *time.Duration { return &c.SQLite.MaxRetention }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",

@@ -46,9 +46,14 @@ func ByDay(msgs []domain.Message) []Group {
 // writer (BEGIN IMMEDIATE), and returns nil only once it has committed: in
 // WAL mode with synchronous=FULL, a commit is on disk. A message whose id
 // the file already holds is left as stored (ON CONFLICT DO NOTHING), so a
-// retry converges. indexWords is off only in the benchmark that prices the
-// word index.
+// retry converges. A file with a fault, or found deleted or replaced before
+// the commit or after it, fails with its fault: nothing is acknowledged
+// into a file that is no longer the day's (faults.go). indexWords is off
+// only in the benchmark that prices the word index.
 func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords bool) error {
+	if err := f.Fault(); err != nil {
+		return err
+	}
 	tx, err := f.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
 	if err != nil {
 		return f.Error(ctx, "append: begin", err)
@@ -58,8 +63,14 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
+	if err := f.unmoved(); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return f.Error(ctx, "append: commit", err)
+	}
+	if err := f.unmoved(); err != nil {
+		return err
 	}
 	f.added(added, maxExpires)
 	return nil

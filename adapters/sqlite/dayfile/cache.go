@@ -150,6 +150,9 @@ func (d *Dir) closable(keep int, idleBefore time.Time) *File {
 		if len(d.opened) <= keep && (idleBefore.IsZero() || f.lastUsed.Load() >= idleBefore.UnixNano()) {
 			return nil
 		}
+		if f.fault.Load() != nil {
+			continue // kept open (faults.go)
+		}
 		if f.use.TryLock() { // no call holds it, and none can until it is closed
 			d.opened = slices.Delete(d.opened, i, i+1)
 			f.isOpen = false

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -34,6 +35,10 @@ type Options struct {
 	// range is read one day at a time, so none does) goes past it for its
 	// duration.
 	MaxOpen int
+	// CheckDays is how many of the newest day files are read whole (PRAGMA
+	// quick_check) once the directory is open, in the background: a corrupt
+	// one is a fault (faults.go), and Ping fails until they are checked.
+	CheckDays int
 }
 
 // Dir is an open data directory: its lock held, a handle for each of its
@@ -50,6 +55,10 @@ type Dir struct {
 
 	stopJanitor chan struct{} // closed by Close; nil without a janitor
 	janitorDone chan struct{}
+
+	checking      atomic.Pointer[string] // the day file being checked; nil once done
+	stopChecks    context.CancelFunc     // nil without checks
+	checksStopped chan struct{}
 }
 
 // Open opens (creating if needed) the data directory and checks every day
@@ -70,6 +79,7 @@ func Open(ctx context.Context, o Options) (*Dir, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	d.startJanitor()
+	d.startChecks()
 	return d, nil
 }
 
@@ -100,6 +110,7 @@ func (d *Dir) openDays(ctx context.Context) error {
 // Close closes every day file and releases the directory, once the calls
 // holding files have released them.
 func (d *Dir) Close() error {
+	d.stopTheChecks()
 	d.stopTheJanitor()
 	d.mu.Lock()
 	files, lock := d.days, d.lock

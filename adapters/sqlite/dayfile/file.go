@@ -4,6 +4,8 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,6 +102,15 @@ type File struct {
 	// the file.
 	messages, maxExpires atomic.Int64
 
+	// id is the file's device and inode when it was first opened, held
+	// open by identity while the file is: a file deleted or replaced under
+	// the store no longer matches it (faults.go).
+	id       fileID
+	identity *os.File
+	// fault is what was found wrong with the file, kept: its writes are
+	// refused from then on, and the store's Ping names it.
+	fault atomic.Pointer[sqlitedb.FileFault]
+
 	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
 	// whether it is open.
 	lastUsed atomic.Int64
@@ -124,20 +135,35 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	if err := db.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
 		return errors.Join(db.Error(ctx, "read its totals", err), db.Close())
 	}
+	identity, err := os.Open(f.path)
+	if err == nil {
+		f.id, err = identityOf(identity)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("sqlite: %s: %w", f.path, err), closeIfOpen(identity), db.Close())
+	}
 	f.messages.Store(messages)
 	f.maxExpires.Store(maxExpires)
-	f.DB = db
+	f.DB, f.identity = db, identity
 	return nil
 }
 
 // reopen opens the file again, as open left it: its connections open when
-// first used. The caller holds f.opening, or f.use exclusively.
+// first used. A file no longer the one open found is a fault. The caller
+// holds f.opening, or f.use exclusively.
 func (f *File) reopen(o Options) error {
+	identity, err := os.Open(f.path)
+	if err != nil {
+		return f.moved(err)
+	}
+	if id, err := identityOf(identity); err != nil || id != f.id {
+		return errors.Join(f.moved(err), identity.Close())
+	}
 	db, err := sqlitedb.Reopen(f.path, o.Files)
 	if err != nil {
-		return err
+		return errors.Join(err, identity.Close())
 	}
-	f.DB = db
+	f.DB, f.identity = db, identity
 	return nil
 }
 
@@ -147,9 +173,17 @@ func (f *File) close() error {
 	if f.DB == nil {
 		return nil
 	}
-	err := f.DB.Close()
-	f.DB = nil
+	err := errors.Join(f.DB.Close(), f.identity.Close())
+	f.DB, f.identity = nil, nil
 	return err
+}
+
+// closeIfOpen closes f unless it is nil.
+func closeIfOpen(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	return f.Close()
 }
 
 // expiredAt reports, from the totals in memory, whether every message of

@@ -15,21 +15,23 @@ import (
 // row is deleted and nothing is vacuumed. A day holding one unexpired
 // message stays; reads never return the expired ones meanwhile. It decides
 // from the days' totals in memory, so it opens no file but those it drops.
-// It returns how many messages the dropped files held. dropped is told of
-// each file dropped, while no call uses it.
+// It returns how many messages the dropped files held, and the errors of
+// those it could not drop. dropped is told of each file dropped, while no
+// call uses it.
 func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*File)) (int64, error) {
-	var purged int64
+	var (
+		purged int64
+		errs   []error // one file that cannot be dropped holds back no other
+	)
 	for _, f := range d.expired(now) {
 		if err := ctx.Err(); err != nil {
-			return purged, err
+			return purged, errors.Join(append(errs, err)...)
 		}
 		n, err := d.dropIfExpired(ctx, f, now, dropped)
-		if err != nil {
-			return purged, err
-		}
 		purged += n
+		errs = append(errs, err)
 	}
-	return purged, nil
+	return purged, errors.Join(errs...)
 }
 
 // expired lists, newest first, the day files whose totals say that every

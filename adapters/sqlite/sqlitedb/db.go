@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers DriverName
@@ -108,10 +109,41 @@ func dsn(path string, o Options, writer bool) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// Error wraps err from what was done to the file (storeError's message
-// names the file).
+// Error wraps err from what was done to the file, naming it; SQLite finding
+// the file corrupt is a *FileFault.
 func (db *DB) Error(ctx context.Context, what string, err error) error {
+	if Corrupt(err) {
+		return &FileFault{Path: db.Path, Problem: "is corrupt", Err: fmt.Errorf("%s: %w", what, err)}
+	}
 	return Error(ctx, fmt.Sprintf("%s: %s", db.Path, what), err)
+}
+
+// QuickCheck runs SQLite's PRAGMA quick_check on a read connection of the
+// file (every page read, the b-trees' structure checked, not the indexes
+// against their tables): a *FileFault when it finds the file corrupt.
+func (db *DB) QuickCheck(ctx context.Context) error {
+	rows, err := db.Read.QueryContext(ctx, "PRAGMA quick_check(3)")
+	if err != nil {
+		return db.Error(ctx, "quick_check", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return db.Error(ctx, "quick_check", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return db.Error(ctx, "quick_check", err)
+	}
+	if len(problems) > 0 {
+		return &FileFault{Path: db.Path, Problem: "is corrupt", Err: fmt.Errorf("quick_check: %s", strings.Join(problems, "; "))}
+	}
+	return nil
 }
 
 // Close closes both pools, waiting for their last connections (CloseDBs).
