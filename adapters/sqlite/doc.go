@@ -83,6 +83,14 @@
 // The service refuses a retention longer than Config.MaxRetention, which
 // bounds the days on disk.
 //
+// # Backup
+//
+// Backup copies a data directory, beside a store running on it or not, and
+// Restore copies the backup into an empty one (backup.go): each SQLite file
+// through SQLite (VACUUM INTO, its own read transaction, so writes go on),
+// the others as they are, a day file unchanged since the last backup (its
+// count of messages, last message and schema version) not again.
+//
 // # Reads
 //
 // List reads the days of the range newest first, each through its

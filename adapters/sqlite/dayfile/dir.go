@@ -236,6 +236,24 @@ func lockDir(dir string) (*dirLock, error) {
 	return &dirLock{f: f}, nil
 }
 
+// Lock takes the lock of the data directory dir (created 0700 if needed)
+// as a store does, for a tool that must not run beside one (a restore):
+// an error names the process holding it. The returned func releases it.
+func Lock(dir string) (release func() error, err error) {
+	l, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
+}
+
+// Housekeeping reports whether a file name in a data directory is no
+// data of the store's: its lock, or a -wal, -shm or -journal file of
+// SQLite's beside a database.
+func Housekeeping(name string) bool {
+	return name == lockName || strings.HasSuffix(name, "-wal") || strings.HasSuffix(name, "-shm") || strings.HasSuffix(name, "-journal")
+}
+
 // errLocked: another open file description holds the lock.
 var errLocked = errors.New("locked")
 

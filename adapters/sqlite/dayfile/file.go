@@ -43,6 +43,12 @@ func parseDayName(name string) (time.Time, bool) {
 	return day, err == nil
 }
 
+// IsDayFile reports whether name is a day file's.
+func IsDayFile(name string) bool {
+	_, ok := parseDayName(name)
+	return ok
+}
+
 // DayOf is the UTC midnight starting t's day: the day of the file that holds
 // a message created at t.
 func DayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
