@@ -74,6 +74,10 @@ type Config struct {
 	// they are: a corrupt one is then refused as damaged, named by Ping.
 	// Zero means DefaultCheckDays; a negative value checks none.
 	CheckDays int
+	// BackupDir is where the service backs the data directory up when
+	// asked to while it runs (Backup; reqlogd: SIGUSR1); empty for nowhere.
+	// The store itself does not use it.
+	BackupDir string
 	// MaxRetention is the longest retention (app.Config.Retention) the
 	// service may run the store with: each day of it is a file on disk, which
 	// start-up checks and Get and Lookup visit. The store itself keeps

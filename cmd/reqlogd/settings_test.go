@@ -123,6 +123,7 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.shards", value: "2", check: func(c config) bool { return c.Elasticsearch.Shards == 2 }},
 	{key: "sqlite.dir", value: "/var/lib/reqlog", check: func(c config) bool { return c.SQLite.Dir == "/var/lib/reqlog" }},
 	{key: "sqlite.max_open_days", value: "3", check: func(c config) bool { return c.SQLite.MaxOpenDays == 3 }},
+	{key: "sqlite.backup_dir", value: "/backups/reqlog", check: func(c config) bool { return c.SQLite.BackupDir == "/backups/reqlog" }},
 	{key: "sqlite.check_days", value: "7", check: func(c config) bool { return c.SQLite.CheckDays == 7 }},
 	{key: "sqlite.check_days", value: "-1", check: func(c config) bool { return c.SQLite.CheckDays == -1 }},
 	{key: "sqlite.max_retention", value: "400d", check: func(c config) bool { return c.SQLite.MaxRetention == 400*24*time.Hour }},
