@@ -69,8 +69,9 @@ type BackupReport struct {
 // file through SQLite (VACUUM INTO, a read transaction of its own, so that
 // writes go on; the copy is consistent and compacted), the other files as
 // they are, every copy synced, mode 0600 and renamed into place. A day file
-// unchanged since the last backup into dest is not copied again. It writes
-// nothing into dataDir but SQLite's own -wal and -shm. A file it cannot copy
+// unchanged since the last backup into dest is not copied again. It changes
+// nothing in dataDir but what SQLite does on opening a file (its -wal and
+// -shm, and the checkpoint of a -wal left there). A file it cannot copy
 // is in the error, and the others are copied; dest keeps its earlier copy of
 // that file. Two backups into one dest exclude each other.
 func Backup(ctx context.Context, dataDir, dest string, busyTimeout time.Duration) (BackupReport, error) {
