@@ -59,7 +59,8 @@ func (b *Breaker) Refusing() error {
 // refusing is Refusing with b.mu held.
 func (b *Breaker) refusing() error {
 	if b.down && b.probing {
-		return fmt.Errorf("the store was found unavailable (%v), and a request probing it is under way: %w",
+		// %w twice: a ports.Fault in why it is down still names what is damaged.
+		return fmt.Errorf("the store was found unavailable (%w), and a request probing it is under way: %w",
 			b.lastDown, ports.ErrUnavailable)
 	}
 	return nil

@@ -24,6 +24,9 @@ type Config struct {
 	PurgeInterval time.Duration
 	// MaxBatch is the most messages in one submission.
 	MaxBatch int
+	// MaxBatchDays is the most distinct UTC days of created_at in one
+	// submission (0: no bound).
+	MaxBatchDays int
 	// MaskedHeaders are the headers whose values are masked before storing.
 	MaskedHeaders []string
 	// RedactedFields are the body fields whose values are masked before storing;
@@ -42,6 +45,7 @@ func DefaultConfig() Config {
 		Retention:       domain.DefaultRetention,
 		PurgeInterval:   time.Minute,
 		MaxBatch:        domain.DefaultMaxBatch,
+		MaxBatchDays:    domain.DefaultMaxBatchDays,
 		MaskedHeaders:   append([]string(nil), domain.DefaultMaskedHeaders...),
 		RedactedFields:  append([]string(nil), domain.DefaultRedactedFields...),
 		GroupCommit:     DefaultGroupCommitConfig(),
@@ -58,6 +62,7 @@ func (c Config) Policy() domain.Policy {
 		VisibilityDelay: c.VisibilityDelay,
 		Retention:       c.Retention,
 		MaxBatch:        c.MaxBatch,
+		MaxBatchDays:    c.MaxBatchDays,
 		MaskedHeaders:   append([]string(nil), c.MaskedHeaders...),
 		RedactedFields:  append([]string(nil), c.RedactedFields...),
 		Sniff:           http.DetectContentType,
@@ -79,6 +84,8 @@ func (c Config) Validate() error {
 		return invalidField("PurgeInterval", "must be positive")
 	case c.MaxBatch < 1:
 		return invalidField("MaxBatch", "must be at least 1")
+	case c.MaxBatchDays < 0:
+		return invalidField("MaxBatchDays", "must not be negative (0: no bound)")
 	case c.Admission.Decoders < 0:
 		return invalidField("Admission.Decoders", "must not be negative (0 turns the limit off)")
 	case c.Admission.MaxWaiting < 0:

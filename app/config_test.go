@@ -12,9 +12,9 @@ import (
 
 func TestPolicyFromConfig(t *testing.T) {
 	cfg := app.DefaultConfig()
-	cfg.VisibilityDelay, cfg.Retention, cfg.MaxBatch, cfg.MaskedHeaders = time.Second, time.Hour, 3, []string{"X-A"}
+	cfg.VisibilityDelay, cfg.Retention, cfg.MaxBatch, cfg.MaxBatchDays, cfg.MaskedHeaders = time.Second, time.Hour, 3, 4, []string{"X-A"}
 	p := cfg.Policy()
-	if p.VisibilityDelay != time.Second || p.Retention != time.Hour || p.MaxBatch != 3 || !slices.Equal(p.MaskedHeaders, []string{"X-A"}) {
+	if p.VisibilityDelay != time.Second || p.Retention != time.Hour || p.MaxBatch != 3 || p.MaxBatchDays != 4 || !slices.Equal(p.MaskedHeaders, []string{"X-A"}) {
 		t.Errorf("policy %+v does not follow the config", p)
 	}
 	if p.Sniff == nil || p.Sniff([]byte("<html><body>hi</body></html>")) != "text/html; charset=utf-8" {
@@ -37,6 +37,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"Retention", func(c *app.Config) { c.Retention = 0 }},
 		{"PurgeInterval", func(c *app.Config) { c.PurgeInterval = 0 }},
 		{"MaxBatch", func(c *app.Config) { c.MaxBatch = 0 }},
+		{"MaxBatchDays", func(c *app.Config) { c.MaxBatchDays = -1 }},
 		{"MaskedHeaders", func(c *app.Config) { c.MaskedHeaders = []string{"X-Ok", "Bad Header"} }},
 		{"RedactedFields", func(c *app.Config) { c.RedactedFields = []string{"password", "-_"} }},
 		{"Admission.Decoders", func(c *app.Config) { c.Admission.Decoders = -1 }},

@@ -10,6 +10,11 @@ const (
 	DefaultVisibilityDelay = 5 * time.Second
 	DefaultRetention       = 30 * 24 * time.Hour
 	DefaultMaxBatch        = 1000
+	// DefaultMaxBatchDays is the most distinct UTC days of created_at one
+	// batch may span: the default retention's 30, today and MaxFutureSkew's
+	// tomorrow. A store keeps a file or index per day, and a batch writes
+	// each of its days in turn.
+	DefaultMaxBatchDays = 32
 	// MaxFutureSkew is how far ahead of the service's clock created_at may be.
 	MaxFutureSkew = 24 * time.Hour
 )
@@ -25,7 +30,10 @@ type Policy struct {
 	VisibilityDelay time.Duration
 	Retention       time.Duration
 	MaxBatch        int
-	MaskedHeaders   []string
+	// MaxBatchDays is the most distinct UTC days of created_at in one
+	// batch; zero means no bound.
+	MaxBatchDays  int
+	MaskedHeaders []string
 	// RedactedFields name the JSON and form body fields whose values are replaced
 	// with Mask at any depth, matched ignoring case, '-' and '_'; empty turns
 	// redaction off.
@@ -42,6 +50,7 @@ func DefaultPolicy() Policy {
 		VisibilityDelay: DefaultVisibilityDelay,
 		Retention:       DefaultRetention,
 		MaxBatch:        DefaultMaxBatch,
+		MaxBatchDays:    DefaultMaxBatchDays,
 		MaskedHeaders:   append([]string(nil), DefaultMaskedHeaders...),
 		RedactedFields:  append([]string(nil), DefaultRedactedFields...),
 	}
@@ -58,6 +67,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("visibility delay (%s) must be shorter than retention (%s)", p.VisibilityDelay, p.Retention)
 	case p.MaxBatch < 1:
 		return fmt.Errorf("batch limit must be at least 1, got %d", p.MaxBatch)
+	case p.MaxBatchDays < 0:
+		return fmt.Errorf("the batch's days limit must not be negative, got %d", p.MaxBatchDays)
 	}
 	for _, name := range p.MaskedHeaders {
 		if !IsToken(name) {

@@ -270,6 +270,7 @@ func TestPolicyValidate(t *testing.T) {
 		func(p *Policy) { p.Retention = 0 },
 		func(p *Policy) { p.VisibilityDelay = p.Retention },
 		func(p *Policy) { p.MaxBatch = 0 },
+		func(p *Policy) { p.MaxBatchDays = -1 },
 		func(p *Policy) { p.MaskedHeaders = []string{"bad name"} },
 	}
 	for i, breakIt := range broken {

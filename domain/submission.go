@@ -113,10 +113,30 @@ func (vs Validator) ValidateSubmissions(drafts Drafts, now time.Time) (Batch, er
 		}
 		all = append(all, fe.List...)
 	}
+	if len(all) == 0 {
+		all = p.checkDays(batch.Submissions)
+	}
 	if len(all) > 0 {
 		return Batch{}, &ValidationError{Message: "the batch is invalid: nothing was stored", Fields: all}
 	}
 	return batch, nil
+}
+
+// checkDays names the created_at of the first submission past the
+// policy's MaxBatchDays distinct UTC days.
+func (p Policy) checkDays(subs []Submission) []FieldError {
+	if p.MaxBatchDays <= 0 || len(subs) <= p.MaxBatchDays {
+		return nil
+	}
+	days := make(map[time.Time]struct{}, p.MaxBatchDays+1)
+	for i, s := range subs {
+		days[s.CreatedAt.UTC().Truncate(24*time.Hour)] = struct{}{}
+		if len(days) > p.MaxBatchDays {
+			return []FieldError{{Field: fmt.Sprintf("[%d].created_at", i),
+				Message: fmt.Sprintf("is on a UTC day past the %d distinct days one batch may span: send the other days in batches of their own", p.MaxBatchDays)}}
+		}
+	}
+	return nil
 }
 
 type validator struct {

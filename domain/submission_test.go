@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,29 @@ func TestBatchLimit(t *testing.T) {
 	body := "[" + strings.Repeat(validItem()+",", 2) + validItem() + "]"
 	if _, err := p.parse([]byte(body), testNow); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("3 items over a limit of 2: err = %v, want ErrTooLarge", err)
+	}
+}
+
+// A batch spanning more distinct UTC days of created_at than MaxBatchDays is
+// refused, naming the created_at of the first item past them; items on days
+// already spanned, and a batch within the bound, pass.
+func TestBatchDaysLimit(t *testing.T) {
+	p := DefaultPolicy()
+	p.MaxBatchDays = 2
+	p.Retention = 30 * 24 * time.Hour
+	day := func(n int, second int) string {
+		return validItem("created_at", strconv.FormatInt(testNow.Add(-time.Duration(n)*24*time.Hour).Truncate(24*time.Hour).Unix()+int64(second), 10))
+	}
+	within := "[" + day(0, 1) + "," + day(1, 1) + "," + day(0, 2) + "," + day(1, 86399) + "]"
+	if _, err := p.parse([]byte(within), testNow); err != nil {
+		t.Fatalf("4 items on 2 days under a limit of 2: %v", err)
+	}
+	past := "[" + day(0, 1) + "," + day(1, 1) + "," + day(0, 2) + "," + day(2, 0) + "," + day(3, 0) + "]"
+	_, err := p.parse([]byte(past), testNow)
+	assertFields(t, err, "[3].created_at")
+	p.MaxBatchDays = 0
+	if _, err := p.parse([]byte(past), testNow); err != nil {
+		t.Fatalf("no days limit: %v", err)
 	}
 }
 

@@ -178,7 +178,11 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			a.log.Warn("not ready", zap.Error(err), zap.String("request_id", requestID(r.Context())))
-			writeError(w, apiError{status: http.StatusServiceUnavailable, message: msgNotReady, retryAfter: retryUnavailable})
+			message := msgNotReady
+			if faults := ports.Faults(err); len(faults) > 0 {
+				message = msgStoreFaults + strings.Join(faults, "; ")
+			}
+			writeError(w, apiError{status: http.StatusServiceUnavailable, message: message, retryAfter: retryUnavailable})
 			return
 		}
 	}

@@ -375,6 +375,37 @@ func TestStoreErrors(t *testing.T) {
 	}
 }
 
+// damagedFile is a store's fault: a file of its own it found damaged.
+type damagedFile struct{ name string }
+
+func (d damagedFile) Error() string { return "/var/lib/reqlog/" + d.name + " is corrupt" }
+func (d damagedFile) Fault() string { return d.name + " is corrupt" }
+func (d damagedFile) Unwrap() error { return ports.ErrUnavailable }
+
+// A store error that names what of the store is damaged (a ports.Fault) is
+// a 503 that names it, never its path; /readyz names every one.
+func TestStoreFaultsAreNamed(t *testing.T) {
+	fault := fmt.Errorf("sqlite: append: %w", damagedFile{"messages-2026-11-28.db"})
+	f := newFixture(t, setup{store: flakyStore{MessageStore: memory.New(), err: fault}, readiness: func(context.Context) error {
+		return errors.Join(damagedFile{"messages-2026-11-27.db"}, errors.New("disk full"), damagedFile{"messages-2026-11-28.db"})
+	}})
+	for _, r := range []request{
+		{method: http.MethodPost, target: "/v1/messages", body: submission(start), header: authed()},
+		{method: http.MethodGet, target: "/v1/messages", header: authed()},
+	} {
+		rec := f.do(t, r)
+		decodeError(t, rec, http.StatusServiceUnavailable)
+		if body := rec.Body.String(); !strings.Contains(body, "messages-2026-11-28.db is corrupt") || strings.Contains(body, "/var/lib") {
+			t.Errorf("%s %s: %s; want the fault named, without the path", r.method, r.target, body)
+		}
+	}
+	rec := f.do(t, request{method: http.MethodGet, target: "/readyz"})
+	decodeError(t, rec, http.StatusServiceUnavailable)
+	if body := rec.Body.String(); !strings.Contains(body, "messages-2026-11-27.db is corrupt") || !strings.Contains(body, "messages-2026-11-28.db is corrupt") {
+		t.Errorf("/readyz: %s; want both faults named", body)
+	}
+}
+
 func TestHealthAndReadiness(t *testing.T) {
 	down := errors.New("connection refused")
 	var storeErr error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,8 +69,11 @@ func errorFor(err error) apiError {
 		// Canceled while the client is still there (fail answers a client that
 		// left with statusClientClosedRequest): the server gave up its own work,
 		// stopping; whoever reads this may retry.
-		return apiError{status: http.StatusServiceUnavailable, message: "the store is unavailable; retry later",
-			retryAfter: retryUnavailable}
+		message := "the store is unavailable; retry later"
+		if faults := ports.Faults(err); len(faults) > 0 {
+			message = "the store is unavailable: " + strings.Join(faults, "; ") + "; an operator must act (retry later)"
+		}
+		return apiError{status: http.StatusServiceUnavailable, message: message, retryAfter: retryUnavailable}
 	default:
 		return apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}

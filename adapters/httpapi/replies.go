@@ -2,13 +2,16 @@ package httpapi
 
 // Reply texts of the contract.
 const (
-	msgIngested   = "Logs were successfully ingested and should show up shortly"
-	msgListed     = "successfully fetched messages"
-	msgFetched    = "successfully fetched message"
-	msgHealthy    = "ok"
-	msgReady      = "ready"
-	msgNotReady   = "the store is not reachable; retry later"
-	msgNoEndpoint = "no such endpoint: the API lives under /v1/messages"
+	msgIngested = "Logs were successfully ingested and should show up shortly"
+	msgListed   = "successfully fetched messages"
+	msgFetched  = "successfully fetched message"
+	msgHealthy  = "ok"
+	msgReady    = "ready"
+	msgNotReady = "the store is not reachable; retry later"
+	// msgStoreFaults begins /readyz's reply when the store names what of
+	// it is damaged (ports.Fault).
+	msgStoreFaults = "the store is damaged, an operator must act: "
+	msgNoEndpoint  = "no such endpoint: the API lives under /v1/messages"
 )
 
 // reply is a success body with optional data. Messages and listings are not

@@ -24,17 +24,18 @@
 // # Files
 //
 // The data directory (Config.Dir) holds messages-yyyy-mm-dd.db for each UTC
-// day of the messages' CreatedAt (with SQLite's -wal and -shm beside it),
-// reqlog-store.json (the schema version of the directory), reqlog.lock and
-// the alert file, reqlog-alerts.sqlite.
+// day of the messages' CreatedAt (with SQLite's -wal and -shm beside it
+// while it is open), reqlog-store.json (the schema version of the
+// directory), reqlog.lock and the alert file, reqlog-alerts.sqlite.
 // The lock file is flock'd while a store has the directory open, so a second
 // process refuses to start with a message naming the directory; the kernel
 // drops the lock of a process that dies, even by kill -9. A directory of a
 // newer schema version is refused; an older one is migrated at start-up, file
-// by file (PRAGMA user_version), before its version is written. A file is
+// by file (PRAGMA user_version), before its version is written. Start-up
+// opens and checks each day file in turn and closes it again. A file is
 // marked with PRAGMA application_id, so a foreign SQLite file is refused;
-// a corrupt one fails the start-up with an error naming it. Nothing is ever
-// reset.
+// one too corrupt to open fails the start-up with an error naming it
+// (other damage: "Damage" below). Nothing is ever reset.
 //
 // # Durability and locking
 //
@@ -57,13 +58,38 @@
 // anyway (SQLITE_FULL), an I/O error, a lock (never expected) are
 // ports.ErrUnavailable too (sqlitedb.Error).
 //
+// # Damage
+//
+// A day file deleted, renamed or replaced under the store, or found corrupt
+// by SQLite, is a fault of its day (dayfile/faults.go): an open file keeps
+// the inode it was opened on, and Append compares the path's with it before
+// and after each commit, so nothing is acknowledged into a file that is no
+// longer the day's. The day's writes are then refused with
+// ports.ErrUnavailable carrying a ports.Fault that names the file (the API's
+// 503), Ping names it (/readyz), and it stays so until a restart; no
+// connection ever creates a day file (mode=rw), so a deleted one is not
+// made again empty. After start-up the newest Config.CheckDays files are
+// read whole (PRAGMA quick_check) in the background, Ping failing until they
+// are.
+//
 // # Retention
 //
 // PurgeExpired drops a whole day file once every message in it has expired
 // (the file's one-row table day keeps its count and latest ExpiresAt,
-// updated in each Append's transaction): connections closed, the file and
-// its -wal and -shm deleted, so the disk space returns to the operating
-// system at once. No row is ever deleted, nothing is vacuumed.
+// updated in each Append's transaction, and the directory keeps them in
+// memory, so the purge decides without opening a file): connections closed,
+// the file and its -wal and -shm deleted, so the disk space returns to the
+// operating system at once. No row is ever deleted, nothing is vacuumed.
+// The service refuses a retention longer than Config.MaxRetention, which
+// bounds the days on disk.
+//
+// # Backup
+//
+// Backup copies a data directory, beside a store running on it or not, and
+// Restore copies the backup into an empty one (backup.go): each SQLite file
+// through SQLite (VACUUM INTO, its own read transaction, so writes go on),
+// the others as they are, a day file unchanged since the last backup (its
+// count of messages, last message and schema version) not again.
 //
 // # Reads
 //
@@ -141,12 +167,17 @@
 //
 // # Memory
 //
-// Each day file holds one writer connection, whose page cache is
+// The directory keeps a handle of each day file (its day and totals, a few
+// hundred bytes) and opens a file only when a call uses it (dayfile's
+// cache): each open one holds one writer connection, whose page cache is
 // Config.WriterCacheBytes (32 MiB: a batch's pages are written once, at
 // commit, and the indexes' inner pages stay cached), and up to
-// Config.Readers read connections with SQLite's default cache (2 MiB each).
-// A connection unused for Config.IdleTime (a minute) closes. The store's
-// memory is so bounded by the days written or read within the last minute
-// (usually one or two) times about 40 MiB, plus the 64 MiB of kept hours,
-// whatever the messages stored.
+// Config.Readers read connections with SQLite's default cache (2 MiB each),
+// with their file descriptors. A file unused for Config.IdleTime (a minute)
+// closes, as do the least recently used past Config.MaxOpenDays (8); a file
+// in use is never closed under its user, and a statistics range is read one
+// day at a time. The store's memory and open files are so bounded by
+// MaxOpenDays times about 40 MiB, plus the 64 MiB of kept hours, whatever
+// the days on disk and the messages stored (docs/benchmarks.md, "Many
+// days").
 package sqlite

@@ -39,15 +39,8 @@ func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal stri
 	return journal, synchronous, readerQueryOnly, err
 }
 
-// OpenConns is how many connections day's file has open, writer and readers.
-func (s *Store) OpenConns(ctx context.Context, day time.Time) (int, error) {
-	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
-	if err != nil || d == nil {
-		return 0, errors.Join(err, errors.New("no such day"))
-	}
-	defer d.Release()
-	return d.Write.Stats().OpenConnections + d.Read.Stats().OpenConnections, nil
-}
+// OpenDayFiles is how many day files are open.
+func (s *Store) OpenDayFiles() int { return s.dir.OpenFiles() }
 
 // ReadStatsColumns reads the statistics columns of day's messages, through
 // rows.Scan or eachRow, and returns how many rows it read.

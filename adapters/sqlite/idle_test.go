@@ -8,10 +8,10 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// A day file's connections close once unused for Config.IdleTime, giving
-// back their page caches, and open again for the next write or read with
+// A day file closes once unused for Config.IdleTime, giving back its page
+// caches and descriptors, and opens again for the next write or read with
 // the same settings.
-func TestIdleConnectionsClose(t *testing.T) {
+func TestIdleDayFilesClose(t *testing.T) {
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir(), IdleTime: 50 * time.Millisecond})
 	now := time.Now().UTC()
 	m := newMessage(t, now, 100)
@@ -21,18 +21,10 @@ func TestIdleConnectionsClose(t *testing.T) {
 	if _, err := s.Get(opCtx(t), scope, m.ID, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	// database/sql closes idle connections once a second at the most.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		open, err := s.OpenConns(opCtx(t), now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if open == 0 {
-			break
-		}
+	for s.OpenDayFiles() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still open 10 s after their last use", open)
+			t.Fatalf("%d day files still open 10 s after their last use", s.OpenDayFiles())
 		}
 		time.Sleep(20 * time.Millisecond) // polling with a deadline
 	}
@@ -40,10 +32,10 @@ func TestIdleConnectionsClose(t *testing.T) {
 	if err := s.Append(opCtx(t), []domain.Message{next}); err != nil {
 		t.Fatal(err)
 	}
-	assertStored(t, s, []domain.Message{m, next}, "after the connections closed and opened again")
+	assertStored(t, s, []domain.Message{m, next}, "after the file closed and opened again")
 	journal, synchronous, queryOnly, err := s.WriterSettings(opCtx(t), now)
 	if err != nil || journal != "wal" || synchronous != 2 || queryOnly != 1 {
-		t.Errorf("reopened connections: journal_mode %q, synchronous %d, reader query_only %d, %v; want wal, 2 (FULL), 1",
+		t.Errorf("the reopened file: journal_mode %q, synchronous %d, reader query_only %d, %v; want wal, 2 (FULL), 1",
 			journal, synchronous, queryOnly, err)
 	}
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -29,15 +30,17 @@ type Store struct {
 	skipWords bool // no word index: only in the benchmark that prices it
 }
 
-// New opens (creating if needed) the data directory cfg.Dir and every day
-// file in it. Any file it cannot use is an error naming the file; nothing is
-// reset. Close releases the files and the directory's lock.
+// New opens (creating if needed) the data directory cfg.Dir and checks every
+// day file in it (dayfile.Open); the files open when used. Any file it
+// cannot use is an error naming the file; nothing is reset. Close releases
+// the files and the directory's lock.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions()})
+	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions(),
+		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays})
 	if err != nil {
 		return nil, err
 	}
@@ -54,9 +57,12 @@ func (s *Store) Dir() string { return s.cfg.Dir }
 func (s *Store) ReadLag() time.Duration { return 0 }
 
 // Ping reports whether the store can take writes: the data directory is
-// there and its file system has Config.MinFreeBytes free.
+// there, its file system has Config.MinFreeBytes free, the newest
+// Config.CheckDays day files have been checked since start-up, and no day
+// file was found deleted, replaced or corrupt (each such fault a
+// ports.Fault naming the file).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.dir.CheckSpace(ctx, "ping")
+	return errors.Join(append([]error{s.dir.CheckSpace(ctx, "ping"), s.dir.Checking()}, s.dir.Faults()...)...)
 }
 
 // Append stores msgs, one transaction per day file they fall in, and returns

@@ -100,16 +100,9 @@ func TestKill9UnderIngestLoadKeepsEveryAcknowledgedMessage(t *testing.T) {
 // moment after its first acknowledgement, and returns the ids acknowledged.
 func killRound(t *testing.T, dir string, round int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), asReqlogdEnv+"=1", "REQLOG_STORE=sqlite", "REQLOG_SQLITE_DIR="+dir,
-		"REQLOG_ADDR=127.0.0.1:0", "REQLOG_API_KEYS=acme:live:"+killKey, "REQLOG_VISIBILITY_DELAY=0",
-		"REQLOG_RATE_LIMIT=0", "REQLOG_LOG_FORMAT=json", "REQLOG_LOG_LEVEL=info")
-	stderr, err := cmd.StderrPipe()
+	cmd, base, err := startReqlogd(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("round %d: reqlogd did not start: %v", round, err)
 	}
 	killed := false
 	defer func() {
@@ -118,11 +111,6 @@ func killRound(t *testing.T, dir string, round int) []string {
 			_ = cmd.Wait()
 		}
 	}()
-	base, err := listeningAddr(stderr)
-	if err != nil {
-		t.Fatalf("round %d: reqlogd did not start: %v", round, err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 
 	var (
 		mu    sync.Mutex
@@ -170,6 +158,32 @@ func killRound(t *testing.T, dir string, round int) []string {
 	close(stop)
 	load.Wait()
 	return ids
+}
+
+// startReqlogd starts the test binary as reqlogd on the sqlite store in
+// dir, with killKey the key of acme's live domain, and returns it once it
+// listens, with its base URL. The caller kills it.
+func startReqlogd(dir string, env ...string) (*exec.Cmd, string, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), asReqlogdEnv+"=1", "REQLOG_STORE=sqlite", "REQLOG_SQLITE_DIR="+dir,
+		"REQLOG_ADDR=127.0.0.1:0", "REQLOG_API_KEYS=acme:live:"+killKey, "REQLOG_VISIBILITY_DELAY=0",
+		"REQLOG_RATE_LIMIT=0", "REQLOG_LOG_FORMAT=json", "REQLOG_LOG_LEVEL=info")
+	cmd.Env = append(cmd.Env, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	base, err := listeningAddr(stderr)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, "", err
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return cmd, base, nil
 }
 
 // listeningAddr reads reqlogd's JSON log until its "listening" line.

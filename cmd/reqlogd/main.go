@@ -40,6 +40,9 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == commandBackup || args[0] == commandRestore) {
+		return runDataCommand(args[0], args[1:], lookupEnv, stdout, stderr)
+	}
 	cfg, err := loadConfig(args, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, configUsage())
@@ -91,6 +94,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return fail(stderr, fmt.Errorf("keep the generated secrets in the data directory: %w", err))
 	}
 	shutdown := svc.Wait() // handles SIGINT and SIGTERM from here on
+	stopBackups := backupOnSignal(cfg, logger)
+	defer stopBackups()
 	links.listening(server.Addr())
 	if devKey != "" {
 		logger.Warn("REQLOG_API_KEYS is not set: generated a development key, printed on standard output",

@@ -190,6 +190,10 @@ var settings = []setting{
 	stringSetting("addr", "HTTP.Addr", "address to listen on (host:port)", func(c *config) *string { return &c.HTTP.Addr }),
 	stringSetting("store", "Store", storeHelp(storeRegistry), func(c *config) *string { return &c.Store }),
 	stringSetting("sqlite.dir", "SQLite.Dir", "data directory of the sqlite store: one database file per day, the lock and, when they are generated, the development key and the portal secret", func(c *config) *string { return &c.SQLite.Dir }),
+	intSetting("sqlite.max_open_days", "SQLite.MaxOpenDays", "day files the sqlite store keeps open once used; past it the least recently used closes, as does one unused for a minute (a file in use is never closed)", func(c *config) *int { return &c.SQLite.MaxOpenDays }),
+	stringSetting("sqlite.backup_dir", "SQLite.BackupDir", "where a running reqlogd backs the sqlite store's data directory up when sent SIGUSR1 (a day file unchanged since the last backup there is not copied again; reqlogd backup DIR does the same beside it or without it)", func(c *config) *string { return &c.SQLite.BackupDir }),
+	intSetting("sqlite.check_days", "SQLite.CheckDays", "newest day files the sqlite store reads whole after start-up (PRAGMA quick_check), in the background, /readyz failing until they are checked: a corrupt one is then refused as damaged, named by /readyz; -1 checks none", func(c *config) *int { return &c.SQLite.CheckDays }),
+	durationSetting("sqlite.max_retention", "SQLite.MaxRetention", "longest retention reqlogd accepts with the sqlite store: each day kept is a file, which start-up checks and a lookup by id visits", func(c *config) *time.Duration { return &c.SQLite.MaxRetention }),
 	{key: "api_keys", field: "Keyring.Keys", secret: true,
 		usage: "comma-separated account:domain:key or account:domain:sha256:<hex> entries (domain live or test)",
 		parse: func(c *config, v string) (err error) { c.Keyring.Keys, err = app.ParseAPIKeys(v); return err },
@@ -199,6 +203,7 @@ var settings = []setting{
 	durationSetting("purge_interval", "App.PurgeInterval", "how often expired messages are deleted", func(c *config) *time.Duration { return &c.App.PurgeInterval }),
 	int64Setting("max_body_bytes", "HTTP.MaxBodyBytes", "largest accepted POST body in bytes", func(c *config) *int64 { return &c.HTTP.MaxBodyBytes }),
 	intSetting("max_batch", "App.MaxBatch", "most messages in one POST", func(c *config) *int { return &c.App.MaxBatch }),
+	intSetting("max_batch_days", "App.MaxBatchDays", "most distinct UTC days of created_at in one POST (400 naming the first item past them; 0: no bound): each day is a file or an index of the store", func(c *config) *int { return &c.App.MaxBatchDays }),
 	listSetting("masked_headers", "App.MaskedHeaders", "comma-separated headers whose values are masked before storing (replaces the default list)", func(c *config) *[]string { return &c.App.MaskedHeaders }),
 	{key: "redacted_fields", field: "App.RedactedFields",
 		usage: "comma-separated JSON and form body fields whose values are masked before storing, matched ignoring case, - and _ (replaces the default list; " + redactionOff + " turns redaction off)",
@@ -322,6 +327,21 @@ var settings = []setting{
 // validates the result. lookupEnv is os.LookupEnv outside tests. -h gives
 // flag.ErrHelp; print configUsage then. -version gives errVersionRequested.
 func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, error) {
+	cfg, _, err := loadConfigWithArgs(args, lookupEnv, 0)
+	return cfg, err
+}
+
+// loadConfigWithArgs is loadConfig for a command that takes operands (its
+// directory) after its flags: exactly operands of them, returned.
+func loadConfigWithArgs(args []string, lookupEnv func(string) (string, bool), operands int) (config, []string, error) {
+	cfg, err := parseConfig(args, lookupEnv, operands)
+	if err != nil {
+		return config{}, nil, err
+	}
+	return cfg, args[len(args)-operands:], nil
+}
+
+func parseConfig(args []string, lookupEnv func(string) (string, bool), operands int) (config, error) {
 	fs := flag.NewFlagSet("reqlogd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -340,8 +360,11 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool)) (config, e
 	if *showVersion {
 		return config{}, errVersionRequested
 	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
+	switch {
+	case fs.NArg() > operands:
+		return config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(operands))
+	case fs.NArg() < operands:
+		return config{}, errors.New("command line: the directory is missing after the flags")
 	}
 
 	cfg := defaultConfig()
@@ -552,6 +575,11 @@ func (c config) validate() error {
 	if err := c.refused("SQLite", c.SQLite.Validate()); err != nil {
 		return err
 	}
+	if c.Store == storeSQLite {
+		if err := c.refused("SQLite", c.SQLite.CheckRetention(c.App.Retention)); err != nil {
+			return err
+		}
+	}
 	if err := c.refused("Elasticsearch", c.Elasticsearch.Validate()); err != nil {
 		return err
 	}
@@ -604,7 +632,9 @@ func (c config) bad(key, reason string) error {
 // default.
 func configUsage() string {
 	var b strings.Builder
-	b.WriteString("Usage: reqlogd [flags]\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
+	b.WriteString("Usage: reqlogd [flags]\n" +
+		"       reqlogd backup [flags] DIR          copy the sqlite store's data directory into DIR (beside a running reqlogd or not)\n" +
+		"       reqlogd restore [flags] BACKUP_DIR  copy a backup into the data directory, which must hold no data\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
 		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
 	defaults := defaultConfig()
 	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)

@@ -86,6 +86,8 @@ var settingCases = []settingCase{
 	{key: "purge_interval", value: "30s", check: func(c config) bool { return c.App.PurgeInterval == 30*time.Second }},
 	{key: "max_body_bytes", value: "1024", check: func(c config) bool { return c.HTTP.MaxBodyBytes == 1024 }},
 	{key: "max_batch", value: "10", check: func(c config) bool { return c.App.MaxBatch == 10 }},
+	{key: "max_batch_days", value: "3", check: func(c config) bool { return c.App.MaxBatchDays == 3 }},
+	{key: "max_batch_days", value: "0", check: func(c config) bool { return c.App.MaxBatchDays == 0 }},
 	{key: "masked_headers", value: "X-Secret, authorization", check: func(c config) bool {
 		return slices.Equal(c.App.MaskedHeaders, []string{"X-Secret", "authorization"})
 	}},
@@ -120,6 +122,11 @@ var settingCases = []settingCase{
 	{key: "elasticsearch.replicas", value: "2", check: func(c config) bool { return c.Elasticsearch.Replicas == 2 }},
 	{key: "elasticsearch.shards", value: "2", check: func(c config) bool { return c.Elasticsearch.Shards == 2 }},
 	{key: "sqlite.dir", value: "/var/lib/reqlog", check: func(c config) bool { return c.SQLite.Dir == "/var/lib/reqlog" }},
+	{key: "sqlite.max_open_days", value: "3", check: func(c config) bool { return c.SQLite.MaxOpenDays == 3 }},
+	{key: "sqlite.backup_dir", value: "/backups/reqlog", check: func(c config) bool { return c.SQLite.BackupDir == "/backups/reqlog" }},
+	{key: "sqlite.check_days", value: "7", check: func(c config) bool { return c.SQLite.CheckDays == 7 }},
+	{key: "sqlite.check_days", value: "-1", check: func(c config) bool { return c.SQLite.CheckDays == -1 }},
+	{key: "sqlite.max_retention", value: "400d", check: func(c config) bool { return c.SQLite.MaxRetention == 400*24*time.Hour }},
 	{key: "public_url", value: "https://logs.example.com", check: func(c config) bool { return c.Portal.PublicURL == "https://logs.example.com" }},
 	{key: "portal.secret", value: strings.Repeat("s", 32), check: func(c config) bool { return string(c.Portal.Secret) == strings.Repeat("s", 32) }},
 	{key: "portal.frame_ancestors", value: "'self', https://app.example.com", check: func(c config) bool {
@@ -377,6 +384,9 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		{"zero body limit", nil, []string{"-max-body-bytes", "0"}, "REQLOG_MAX_BODY_BYTES", ""},
 		{"zero batch", map[string]string{"REQLOG_MAX_BATCH": "0"}, nil, "REQLOG_MAX_BATCH", ""},
 		{"batch syntax", map[string]string{"REQLOG_MAX_BATCH": "many"}, nil, "REQLOG_MAX_BATCH", ""},
+		{"negative batch days", map[string]string{"REQLOG_MAX_BATCH_DAYS": "-1"}, nil, "REQLOG_MAX_BATCH_DAYS", ""},
+		{"negative open day files", map[string]string{"REQLOG_SQLITE_MAX_OPEN_DAYS": "-1"}, nil, "REQLOG_SQLITE_MAX_OPEN_DAYS", ""},
+		{"retention past the sqlite store's bound", map[string]string{"REQLOG_RETENTION": "400d", "REQLOG_SQLITE_MAX_RETENTION": "365d"}, nil, "REQLOG_SQLITE_MAX_RETENTION", ""},
 		{"masked header name", map[string]string{"REQLOG_MASKED_HEADERS": "X-Ok,Bad Header"}, nil, "REQLOG_MASKED_HEADERS", ""},
 		{"redacted field of separators", map[string]string{"REQLOG_REDACTED_FIELDS": "password,-_"}, nil, "REQLOG_REDACTED_FIELDS", ""},
 		{"rate limit syntax", map[string]string{"REQLOG_RATE_LIMIT": "fast"}, nil, "REQLOG_RATE_LIMIT", ""},

@@ -46,64 +46,76 @@ func ByDay(msgs []domain.Message) []Group {
 // writer (BEGIN IMMEDIATE), and returns nil only once it has committed: in
 // WAL mode with synchronous=FULL, a commit is on disk. A message whose id
 // the file already holds is left as stored (ON CONFLICT DO NOTHING), so a
-// retry converges. indexWords is off only in the benchmark that prices the
-// word index.
+// retry converges. A file with a fault, or found deleted or replaced before
+// the commit or after it, fails with its fault: nothing is acknowledged
+// into a file that is no longer the day's (faults.go). indexWords is off
+// only in the benchmark that prices the word index.
 func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords bool) error {
+	if err := f.Fault(); err != nil {
+		return err
+	}
 	tx, err := f.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
 	if err != nil {
 		return f.Error(ctx, "append: begin", err)
 	}
 	defer tx.Rollback()
-	if err := insert(ctx, tx, msgs, indexWords); err != nil {
+	added, maxExpires, err := insert(ctx, tx, msgs, indexWords)
+	if err != nil {
 		return f.Error(ctx, "append", err)
+	}
+	if err := f.unmoved(); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return f.Error(ctx, "append: commit", err)
 	}
+	if err := f.unmoved(); err != nil {
+		return err
+	}
+	f.added(added, maxExpires)
 	return nil
 }
 
 // insert writes each message not yet stored with its words (unless
-// indexWords is off), adds it to the rollup of its scope, application and minute, and
-// updates the day's totals.
-func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords bool) error {
+// indexWords is off), adds it to the rollup of its scope, application and
+// minute, and updates the day's totals; it returns how many it stored and
+// their latest ExpiresAt (Unix microseconds).
+func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords bool) (added, maxExpires int64, err error) {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer insertMsg.Close()
 	insertWords, err := tx.PrepareContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer insertWords.Close()
 	var (
-		added      int64
-		maxExpires int64
-		tokens     []byte
-		hashes     []uint64
-		rollups    = map[rollupKey]*stats.Rollup{}
+		tokens  []byte
+		hashes  []uint64
+		rollups = map[rollupKey]*stats.Rollup{}
 	)
 	for _, m := range msgs {
 		values, err := rowValues(m)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		res, err := insertMsg.ExecContext(ctx, values...)
 		if err != nil {
-			return fmt.Errorf("message %s: %w", m.ID, err)
+			return 0, 0, fmt.Errorf("message %s: %w", m.ID, err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			continue // already stored (or unknowable: then the commit fails too)
 		}
 		seq, err := res.LastInsertId()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if indexWords {
 			tokens, hashes = messageTokens(tokens[:0], hashes, m)
 			if _, err := insertWords.ExecContext(ctx, seq, tokens); err != nil {
-				return fmt.Errorf("message %s: words: %w", m.ID, err)
+				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
 		}
 		added++
@@ -115,11 +127,13 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 		rollups[k].AddMessage(m)
 	}
 	if added == 0 {
-		return nil
+		return 0, 0, nil
 	}
 	if err := addToRollups(ctx, tx, rollups); err != nil {
-		return fmt.Errorf("rollups: %w", err)
+		return 0, 0, fmt.Errorf("rollups: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`, added, maxExpires)
-	return err
+	if _, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`, added, maxExpires); err != nil {
+		return 0, 0, err
+	}
+	return added, maxExpires, nil
 }

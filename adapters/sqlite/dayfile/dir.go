@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -25,24 +26,45 @@ type Options struct {
 	// MinFreeBytes: CheckSpace fails while the directory's file system has
 	// less free space than this; not at all when it is not positive.
 	MinFreeBytes int64
-	// Files are the connection settings of each day file.
+	// Files are the connection settings of each day file; a file unused
+	// for Files.IdleTime closes (zero: only MaxOpen closes files).
 	Files sqlitedb.Options
+	// MaxOpen is how many day files stay open once their users are done:
+	// past it, the least recently used close (zero: no bound). A file in use
+	// is never closed under its user, so a call holding more (a statistics
+	// range is read one day at a time, so none does) goes past it for its
+	// duration.
+	MaxOpen int
+	// CheckDays is how many of the newest day files are read whole (PRAGMA
+	// quick_check) once the directory is open, in the background: a corrupt
+	// one is a fault (faults.go), and Ping fails until they are checked.
+	CheckDays int
 }
 
-// Dir is an open data directory: its lock held, its day files open. It is
-// safe for concurrent use. The zero Dir is a closed one: it holds no day
-// and creates none.
+// Dir is an open data directory: its lock held, a handle for each of its
+// day files, the recently used ones open (cache.go). It is safe for
+// concurrent use. The zero Dir is a closed one: it holds no day and
+// creates none.
 type Dir struct {
 	opts Options
 
-	mu   sync.RWMutex
-	lock *dirLock // nil once closed
-	days map[time.Time]*File
+	mu     sync.Mutex
+	lock   *dirLock // nil once closed
+	days   map[time.Time]*File
+	opened []*File // the files open, in no order
+
+	stopJanitor chan struct{} // closed by Close; nil without a janitor
+	janitorDone chan struct{}
+
+	checking      atomic.Pointer[string] // the day file being checked; nil once done
+	stopChecks    context.CancelFunc     // nil without checks
+	checksStopped chan struct{}
 }
 
-// Open opens (creating if needed) the data directory and every day file in
-// it, migrating older ones. Any file it cannot use is an error naming the
-// file; nothing is reset. Close releases the files and the directory's
+// Open opens (creating if needed) the data directory and checks every day
+// file in it, migrating older ones, each opened and closed again: the
+// files open later, when used. Any file it cannot use is an error naming
+// the file; nothing is reset. Close releases the files and the directory's
 // lock.
 func Open(ctx context.Context, o Options) (*Dir, error) {
 	if info, err := os.Stat(o.Dir); err == nil && !info.IsDir() {
@@ -56,20 +78,26 @@ func Open(ctx context.Context, o Options) (*Dir, error) {
 	if err := d.openDays(ctx); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	d.startJanitor()
+	d.startChecks()
 	return d, nil
 }
 
-// openDays opens every day file of the directory, migrating older ones,
-// then records the directory's version if it was older.
+// openDays checks every day file of the directory, one at a time (opened,
+// migrated if older, its totals read, closed), then records the
+// directory's version if it was older.
 func (d *Dir) openDays(ctx context.Context) error {
 	days, older, err := readMeta(d.opts.Dir)
 	if err != nil {
 		return err
 	}
 	for _, day := range days {
-		f, err := openFile(ctx, d.opts, day, false)
-		if err != nil {
+		f := newFile(d.opts.Dir, day)
+		if err := f.open(ctx, d.opts, false); err != nil {
 			return err
+		}
+		if err := f.close(); err != nil {
+			return fmt.Errorf("sqlite: closing %s: %w", f.path, err)
 		}
 		d.days[day] = f
 	}
@@ -79,21 +107,24 @@ func (d *Dir) openDays(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every day file and releases the directory.
+// Close closes every day file and releases the directory, once the calls
+// holding files have released them.
 func (d *Dir) Close() error {
+	d.stopTheChecks()
+	d.stopTheJanitor()
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	files, lock := d.days, d.lock
+	d.days, d.opened, d.lock = map[time.Time]*File{}, nil, nil // create refuses from here on
+	d.mu.Unlock()
 	var errs []error
-	for day, f := range d.days {
+	for _, f := range files {
 		f.use.Lock()
-		errs = append(errs, f.Close())
+		errs = append(errs, f.close())
 		f.dropped = true
 		f.use.Unlock()
-		delete(d.days, day)
 	}
-	if d.lock != nil {
-		errs = append(errs, d.lock.release())
-		d.lock = nil
+	if lock != nil {
+		errs = append(errs, lock.release())
 	}
 	return errors.Join(errs...)
 }
@@ -103,8 +134,8 @@ func (d *Dir) Path() string { return d.opts.Dir }
 
 // Len is how many day files the directory holds.
 func (d *Dir) Len() int {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return len(d.days)
 }
 
@@ -120,77 +151,6 @@ func (d *Dir) CheckSpace(ctx context.Context, op string) error {
 			d.opts.Dir, free, d.opts.MinFreeBytes, sqlitedb.ErrNoSpace))
 	}
 	return nil
-}
-
-// Acquire returns day's file held for use, creating the file when create
-// is set; nil when there is no such file. The caller releases it
-// (File.Release).
-func (d *Dir) Acquire(ctx context.Context, day time.Time, create bool) (*File, error) {
-	for {
-		d.mu.RLock()
-		f := d.days[day]
-		d.mu.RUnlock()
-		if f == nil {
-			if !create {
-				return nil, nil
-			}
-			var err error
-			if f, err = d.create(ctx, day); err != nil {
-				return nil, err
-			}
-		}
-		f.use.RLock()
-		if !f.dropped {
-			return f, nil
-		}
-		f.use.RUnlock() // dropped by a purge meanwhile: look again
-	}
-}
-
-// Hold acquires the files of the days f's range can hold messages of
-// (Range), newest first. The caller releases them (Release).
-func (d *Dir) Hold(ctx context.Context, f domain.Filter) ([]*File, error) {
-	days := d.NewestFirst(Range(f, nil))
-	files := make([]*File, 0, len(days))
-	for _, day := range days {
-		f, err := d.Acquire(ctx, day, false)
-		if err != nil {
-			Release(files)
-			return nil, err
-		}
-		if f != nil {
-			files = append(files, f)
-		}
-	}
-	return files, nil
-}
-
-// Release ends a use of the file that Dir.Acquire began.
-func (f *File) Release() { f.use.RUnlock() }
-
-// Release releases each of files (Dir.Hold).
-func Release(files []*File) {
-	for _, f := range files {
-		f.Release()
-	}
-}
-
-// create opens day's file, creating it, unless another call did first.
-func (d *Dir) create(ctx context.Context, day time.Time) (*File, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if f := d.days[day]; f != nil {
-		return f, nil
-	}
-	if d.lock == nil {
-		return nil, fmt.Errorf("sqlite: the store is closed: %w", ports.ErrUnavailable)
-	}
-	f, err := openFile(ctx, d.opts, day, true)
-	if err != nil {
-		return nil, err
-	}
-	d.days[day] = f
-	return f, nil
 }
 
 // Range is the first and last day f's range can hold messages of (zero:
@@ -211,8 +171,8 @@ func Range(f domain.Filter, after *domain.Cursor) (first, last time.Time) {
 // NewestFirst lists the days present from last down to first (both
 // included; a zero bound is unbounded).
 func (d *Dir) NewestFirst(first, last time.Time) []time.Time {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	days := make([]time.Time, 0, len(d.days))
 	for day := range d.days {
 		if (first.IsZero() || !day.Before(first)) && (last.IsZero() || !day.After(last)) {
@@ -274,6 +234,24 @@ func lockDir(dir string) (*dirLock, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &dirLock{f: f}, nil
+}
+
+// Lock takes the lock of the data directory dir (created 0700 if needed)
+// as a store does, for a tool that must not run beside one (a restore):
+// an error names the process holding it. The returned func releases it.
+func Lock(dir string) (release func() error, err error) {
+	l, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
+}
+
+// Housekeeping reports whether a file name in a data directory is no
+// data of the store's: its lock, or a -wal, -shm or -journal file of
+// SQLite's beside a database.
+func Housekeeping(name string) bool {
+	return name == lockName || strings.HasSuffix(name, "-wal") || strings.HasSuffix(name, "-shm") || strings.HasSuffix(name, "-journal")
 }
 
 // errLocked: another open file description holds the lock.

@@ -14,3 +14,5 @@ var errUnsupported = errors.New("the sqlite store runs on Linux, macOS and the B
 func lockFile(*os.File) error { return errUnsupported }
 
 func freeBytes(string) (int64, error) { return 0, errUnsupported }
+
+func fileIDOf(os.FileInfo) (fileID, bool) { return fileID{}, false }

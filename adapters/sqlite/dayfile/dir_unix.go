@@ -28,3 +28,12 @@ func freeBytes(dir string) (int64, error) {
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil //nolint:unconvert // Bsize's type differs by system
 }
+
+// fileIDOf is the device and inode of a file os.Stat or File.Stat described.
+func fileIDOf(info os.FileInfo) (fileID, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true //nolint:unconvert // their types differ by system
+}

@@ -4,8 +4,9 @@
 // migrations (schema/day-N.sql), what a day file holds and how it is
 // written (the messages, their words, the rollups, the day's totals, in one
 // transaction per batch: File.Append), and the directory that holds them
-// (Dir: its lock, its schema version, the day files open, the free-space
-// check, retention by whole files: Dir.PurgeExpired). Readers build their
+// (Dir: its lock, its schema version, a handle of each day file and the
+// few open ones (cache.go), the free-space check, retention by whole files
+// decided from the days' totals in memory: Dir.PurgeExpired). Readers build their
 // queries with Where over a File's read connections.
 //
 // docs/sqlite-format.md describes the files by schema version.

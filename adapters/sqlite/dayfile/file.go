@@ -3,9 +3,13 @@ package dayfile
 import (
 	"context"
 	"embed"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -37,6 +41,12 @@ func parseDayName(name string) (time.Time, bool) {
 	}
 	day, err := time.Parse(dayLayout, date)
 	return day, err == nil
+}
+
+// IsDayFile reports whether name is a day file's.
+func IsDayFile(name string) bool {
+	_, ok := parseDayName(name)
+	return ok
 }
 
 // DayOf is the UTC midnight starting t's day: the day of the file that holds
@@ -73,26 +83,128 @@ func daySchema() sqlitedb.Schema {
 	}}
 }
 
-// File is one day's database file (sqlitedb.DB: one writer connection,
-// readers beside it), held by the calls using it (Dir.Acquire, Release).
+// File is one day's database file, and the handle the directory keeps of
+// that day while the file exists, open or not. Between Dir.Acquire and
+// Release its sqlitedb.DB (one writer connection, readers beside it) is
+// open; otherwise the directory may close it (Dir's open-file cache) and
+// the next Acquire opens it again. What the purge needs of the day (its
+// summary) stays in memory while the file is closed.
 type File struct {
-	*sqlitedb.DB
+	*sqlitedb.DB // nil while the file is closed; set for a holder
 	// Day is the UTC day of its messages' CreatedAt.
 	Day time.Time
 
+	path string
 	// use is held shared by every call using the file, exclusively by the
-	// purge that drops it; dropped is set then, under it.
+	// purge that drops it and by the cache closing it; dropped is set then,
+	// under it.
 	use     sync.RWMutex
 	dropped bool
+	// opening serializes the holders that find the file closed.
+	opening sync.Mutex
+
+	// The day's totals (its table day), read when the file opens and
+	// added to by each Append: retention decides from them without opening
+	// the file.
+	messages, maxExpires atomic.Int64
+
+	// id is the file's device and inode when it was first opened, held
+	// open by identity while the file is: a file deleted or replaced under
+	// the store no longer matches it (faults.go).
+	id       fileID
+	identity *os.File
+	// fault is what was found wrong with the file, kept: its writes are
+	// refused from then on, and the store's Ping names it.
+	fault atomic.Pointer[sqlitedb.FileFault]
+
+	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
+	// whether it is open.
+	lastUsed atomic.Int64
+	isOpen   bool
 }
 
-// openFile opens day's file, creating it when create is set. An existing
-// file must be one of reqlog's day files of this schema version or an older
-// one, migrated then: anything else is an error naming the file.
-func openFile(ctx context.Context, o Options, day time.Time, create bool) (*File, error) {
-	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, dayName(day)), o.Files, daySchema(), create)
+// newFile is the handle of day's file in the data directory dir.
+func newFile(dir string, day time.Time) *File {
+	return &File{Day: day, path: filepath.Join(dir, dayName(day))}
+}
+
+// open opens the file the first time in this process, creating it when
+// create is set, migrating an older one, and reads its totals. An existing
+// file must be one of reqlog's day files of this schema version or an
+// older one: anything else is an error naming the file.
+func (f *File) open(ctx context.Context, o Options, create bool) error {
+	db, err := sqlitedb.Open(ctx, f.path, o.Files, daySchema(), create)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &File{DB: db, Day: day}, nil
+	var messages, maxExpires int64
+	if err := db.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
+		return errors.Join(db.Error(ctx, "read its totals", err), db.Close())
+	}
+	identity, err := os.Open(f.path)
+	if err == nil {
+		f.id, err = identityOf(identity)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("sqlite: %s: %w", f.path, err), closeIfOpen(identity), db.Close())
+	}
+	f.messages.Store(messages)
+	f.maxExpires.Store(maxExpires)
+	f.DB, f.identity = db, identity
+	return nil
+}
+
+// reopen opens the file again, as open left it: its connections open when
+// first used. A file no longer the one open found is a fault. The caller
+// holds f.opening, or f.use exclusively.
+func (f *File) reopen(o Options) error {
+	identity, err := os.Open(f.path)
+	if err != nil {
+		return f.moved(err)
+	}
+	if id, err := identityOf(identity); err != nil || id != f.id {
+		return errors.Join(f.moved(err), identity.Close())
+	}
+	db, err := sqlitedb.Reopen(f.path, o.Files)
+	if err != nil {
+		return errors.Join(err, identity.Close())
+	}
+	f.DB, f.identity = db, identity
+	return nil
+}
+
+// close closes the file's connections; the handle stays. The caller holds
+// f.use exclusively (or is the only user).
+func (f *File) close() error {
+	if f.DB == nil {
+		return nil
+	}
+	err := errors.Join(f.DB.Close(), f.identity.Close())
+	f.DB, f.identity = nil, nil
+	return err
+}
+
+// closeIfOpen closes f unless it is nil.
+func closeIfOpen(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	return f.Close()
+}
+
+// expiredAt reports, from the totals in memory, whether every message of
+// the day has expired at now.
+func (f *File) expiredAt(now time.Time) bool {
+	return f.maxExpires.Load() <= now.UnixMicro()
+}
+
+// added adds a committed transaction's new messages to the totals.
+func (f *File) added(messages, maxExpires int64) {
+	f.messages.Add(messages)
+	for {
+		old := f.maxExpires.Load()
+		if maxExpires <= old || f.maxExpires.CompareAndSwap(old, maxExpires) {
+			return
+		}
+	}
 }

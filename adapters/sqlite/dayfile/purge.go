@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -12,38 +13,58 @@ import (
 // at now (day.max_expires <= now): its connections closed, the file and its
 // -wal and -shm deleted, so the space returns to the file system at once. No
 // row is deleted and nothing is vacuumed. A day holding one unexpired
-// message stays; reads never return the expired ones meanwhile. It returns
-// how many messages the dropped files held. dropped is told of each file
-// dropped, while no call uses it.
+// message stays; reads never return the expired ones meanwhile. It decides
+// from the days' totals in memory, so it opens no file but those it drops.
+// It returns how many messages the dropped files held, and the errors of
+// those it could not drop. dropped is told of each file dropped, while no
+// call uses it.
 func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*File)) (int64, error) {
-	var purged int64
-	for _, day := range d.NewestFirst(time.Time{}, DayOf(now)) {
+	var (
+		purged int64
+		errs   []error // one file that cannot be dropped holds back no other
+	)
+	for _, f := range d.expired(now) {
 		if err := ctx.Err(); err != nil {
-			return purged, err
+			return purged, errors.Join(append(errs, err)...)
 		}
-		n, err := d.dropIfExpired(ctx, day, now, dropped)
-		if err != nil {
-			return purged, err
-		}
+		n, err := d.dropIfExpired(ctx, f, now, dropped)
 		purged += n
+		errs = append(errs, err)
 	}
-	return purged, nil
+	return purged, errors.Join(errs...)
 }
 
-// dropIfExpired drops day's file if every message in it has expired, under
-// its use lock held exclusively: no Append or read is using it then, and
-// the totals read are final.
-func (d *Dir) dropIfExpired(ctx context.Context, day time.Time, now time.Time, dropped func(*File)) (int64, error) {
-	d.mu.RLock()
-	f := d.days[day]
-	d.mu.RUnlock()
-	if f == nil || !f.expired(ctx, now) {
-		return 0, nil // the cheap check first, without blocking anyone
+// expired lists, newest first, the day files whose totals say that every
+// message has expired at now.
+func (d *Dir) expired(now time.Time) []*File {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var files []*File
+	for day, f := range d.days {
+		if !day.After(DayOf(now)) && f.expiredAt(now) {
+			files = append(files, f)
+		}
 	}
+	slices.SortFunc(files, func(a, b *File) int { return b.Day.Compare(a.Day) })
+	return files
+}
+
+// dropIfExpired drops f if every message in it has expired, under its use
+// lock held exclusively: no Append or read is using it then, and the
+// totals read from the file are final.
+func (d *Dir) dropIfExpired(ctx context.Context, f *File, now time.Time, dropped func(*File)) (int64, error) {
 	f.use.Lock()
 	defer f.use.Unlock()
 	if f.dropped {
 		return 0, nil
+	}
+	if f.DB == nil {
+		if err := f.reopen(d.opts); err != nil {
+			return 0, err
+		}
+		d.mu.Lock()
+		d.openedLocked(f) // closed with the others if it stays
+		d.mu.Unlock()
 	}
 	var messages, maxExpires int64
 	if err := f.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
@@ -52,29 +73,23 @@ func (d *Dir) dropIfExpired(ctx context.Context, day time.Time, now time.Time, d
 	if maxExpires > now.UnixMicro() {
 		return 0, nil
 	}
-	d.mu.Lock()
-	delete(d.days, day)
-	d.mu.Unlock()
-	f.dropped = true
 	dropped(f)
 	// Deleted before closing: the last close would checkpoint the WAL into a
-	// file about to go.
+	// file about to go. Forgotten last: a write of the day meanwhile waits
+	// for the use lock, then finds no file and creates a new one.
 	var errs []error
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(f.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(f.path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, f.Close(), syncDir(d.opts.Dir))
+	errs = append(errs, f.close(), syncDir(d.opts.Dir))
+	f.dropped = true
+	d.mu.Lock()
+	d.forgetLocked(f)
+	d.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		return messages, fmt.Errorf("sqlite: purge: dropping %s: %w", f.Path, err)
+		return messages, fmt.Errorf("sqlite: purge: dropping %s: %w", f.path, err)
 	}
 	return messages, nil
-}
-
-// expired reads the file's totals without locking it.
-func (f *File) expired(ctx context.Context, now time.Time) bool {
-	var maxExpires int64
-	err := f.Read.QueryRowContext(ctx, `SELECT max_expires FROM day`).Scan(&maxExpires)
-	return err == nil && maxExpires <= now.UnixMicro()
 }

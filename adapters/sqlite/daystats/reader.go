@@ -23,8 +23,9 @@ func New(dir *dayfile.Dir, cfg Config) *Reader {
 	return &Reader{dir: dir, cfg: cfg.withDefaults(), hours: newHourCache()}
 }
 
-// Stats counts q at now, holding the day files of its range for the call
-// (retention waits), by the first read that can answer it:
+// Stats counts q at now from the day files of its range, each held while
+// it is read (retention waits for it), by the first read that can answer
+// it:
 //
 //   - a scope or one application over a range (stats.Query.RollupsAnswer):
 //     the rollups, and the messages of the minutes they cannot stand for
@@ -43,12 +44,7 @@ func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
 		return stats.NewBuilder(q).Stats(), nil
 	}
-	files, err := r.dir.Hold(ctx, c.f)
-	if err != nil {
-		return stats.Stats{}, err
-	}
-	defer dayfile.Release(files)
-	c.files = files
+	c.days = r.dir.NewestFirst(dayfile.Range(c.f, nil))
 	switch {
 	case q.RollupsAnswer():
 		return c.fromRollups(ctx)
@@ -58,14 +54,20 @@ func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 	return c.words(ctx)
 }
 
-// call is one Stats call: its query, the files it holds, its trace.
+// call is one Stats call: its query, the days of its range, its trace.
 type call struct {
 	r     *Reader
 	q     stats.Query
 	f     domain.Filter // q's, over its counted range
 	now   time.Time
-	files []*dayfile.File // newest first
+	days  []time.Time // newest first
 	trace *Trace
+}
+
+// eachFile calls fn with the file of each of the call's days, held for
+// fn's call alone (dayfile.Dir.Each).
+func (c *call) eachFile(ctx context.Context, fn func(*dayfile.File) error) error {
+	return c.r.dir.Each(ctx, c.days, fn)
 }
 
 // Wrote tells the reader that a transaction that wrote msgs into f has

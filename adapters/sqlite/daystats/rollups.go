@@ -24,16 +24,20 @@ import (
 // day file's rollups and the messages of the minutes they cannot stand for.
 func (c *call) fromRollups(ctx context.Context) (stats.Stats, error) {
 	b := stats.NewRollupBuilder(c.q, c.now)
-	for _, f := range c.files {
+	err := c.eachFile(ctx, func(f *dayfile.File) error {
 		refused, err := c.countRollups(ctx, f, c.q, b)
 		if err != nil {
-			return stats.Stats{}, err
+			return err
 		}
 		for _, m := range refused {
 			if err := streamSamples(ctx, f, c.q.Scope, m.filter(c.f), c.now, b.Add); err != nil {
-				return stats.Stats{}, err
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return stats.Stats{}, err
 	}
 	return b.Stats(), nil
 }

@@ -30,10 +30,11 @@ const (
 // statistics index: no message is read.
 func (c *call) stream(ctx context.Context) (stats.Stats, error) {
 	b := stats.NewBuilder(c.q)
-	for _, f := range c.files {
-		if err := streamSamples(ctx, f, c.q.Scope, c.f, c.now, b.Add); err != nil {
-			return stats.Stats{}, err
-		}
+	err := c.eachFile(ctx, func(f *dayfile.File) error {
+		return streamSamples(ctx, f, c.q.Scope, c.f, c.now, b.Add)
+	})
+	if err != nil {
+		return stats.Stats{}, err
 	}
 	return b.Stats(), nil
 }
@@ -79,22 +80,26 @@ func walkSamples(ctx context.Context, f *dayfile.File, from string, w *dayfile.W
 func (c *call) search(ctx context.Context, words string) (stats.Stats, error) {
 	b := stats.NewBuilder(c.q)
 	match := c.f.Matcher()
-	for _, f := range c.files {
+	err := c.eachFile(ctx, func(f *dayfile.File) error {
 		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 		few, none, err := f.ByWords(ctx, words, w, c.r.cfg.FewMessages)
 		from := bySeq
 		switch {
 		case err != nil:
-			return stats.Stats{}, f.Error(ctx, "stats: search", err)
+			return f.Error(ctx, "stats: search", err)
 		case none:
-			continue
+			return nil
 		case !few: // many: the range, each message's seq looked up in them
 			from = "messages"
 			w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 		}
 		if err := c.readWhole(ctx, f, from, w, match, b.Add); err != nil {
-			return stats.Stats{}, f.Error(ctx, "stats", err)
+			return f.Error(ctx, "stats", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return stats.Stats{}, err
 	}
 	return b.Stats(), nil
 }

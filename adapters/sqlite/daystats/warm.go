@@ -42,16 +42,12 @@ func (r *Reader) Warm(ctx context.Context, now time.Time) error {
 // busiestScopes returns the scopes with rollups in [from, to), the most
 // minutes (of any application) first.
 func (r *Reader) busiestScopes(ctx context.Context, from, to time.Time) ([]domain.Scope, error) {
-	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
+	minutes := map[domain.Scope]int64{}
+	err := r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil)), func(f *dayfile.File) error {
+		return countMinutes(ctx, f, from, to, minutes)
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer dayfile.Release(files)
-	minutes := map[domain.Scope]int64{}
-	for _, f := range files {
-		if err := countMinutes(ctx, f, from, to, minutes); err != nil {
-			return nil, err
-		}
 	}
 	scopes := make([]domain.Scope, 0, len(minutes))
 	for scope := range minutes {

@@ -2,6 +2,7 @@ package daystats
 
 import (
 	"context"
+	"time"
 
 	"github.com/bits-and-blooms/bitset"
 
@@ -92,17 +93,18 @@ func (c *call) words(ctx context.Context) (stats.Stats, error) {
 // cannot be told so (Subtract reports false), every such day is walked and
 // the answer is stats.Builder's again.
 func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
-	plans := make([]wordDay, 0, len(c.files))
+	plans := make([]wordDay, 0, len(c.days))
 	subtract := false
-	for _, f := range c.files {
+	err := c.eachFile(ctx, func(f *dayfile.File) error {
 		plan, err := c.planDay(ctx, f, words)
-		if err != nil {
-			return stats.Stats{}, err
-		}
 		if plan.read != "" {
 			plans = append(plans, plan)
 			subtract = subtract || plan.read == ReadLessTheRest
 		}
+		return err
+	})
+	if err != nil {
+		return stats.Stats{}, err
 	}
 	if subtract {
 		q := withoutText(c.q)
@@ -186,8 +188,16 @@ func (c *call) planDay(ctx context.Context, f *dayfile.File, words string) (word
 // countDay adds to add the samples of plan's day of the call's scope and
 // filter that hold the word, but for those its rollups count; and to
 // lacking, for ReadLessTheRest, the samples its rollups count of the
-// messages lacking the word.
+// messages lacking the word. It holds the day's file again for the read.
 func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
+	return c.r.dir.Each(ctx, []time.Time{plan.f.Day}, func(f *dayfile.File) error {
+		plan.f = f
+		return c.readDay(ctx, plan, add, lacking)
+	})
+}
+
+// readDay is countDay with the plan's file held.
+func (c *call) readDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
 	switch plan.read {
 	case ReadBySeq:
 		c.trace.DaysBySeq++

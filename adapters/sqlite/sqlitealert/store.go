@@ -22,10 +22,10 @@ import (
 
 var _ ports.AlertStore = (*AlertStore)(nil)
 
-// alertFileName is alerting's database in the data directory: not a day file
+// FileName is alerting's database in the data directory: not a day file
 // (no "messages-" prefix, no ".db" suffix), so the message store leaves it
 // alone, and under the directory's lock like the day files.
-const alertFileName = "reqlog-alerts.sqlite"
+const FileName = "reqlog-alerts.sqlite"
 
 // alertApplicationID marks a database file as reqlog's alert file
 // (PRAGMA application_id, "rqla").
@@ -66,7 +66,7 @@ type AlertStore struct {
 func OpenAlertStore(ctx context.Context, dir string, o sqlitedb.Options) (*AlertStore, error) {
 	o.IdleTime = 0
 	// Endpoints hold webhook secrets: the owner's only, as the day files.
-	db, err := sqlitedb.Open(ctx, filepath.Join(dir, alertFileName), o, alertSchema(), true)
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, FileName), o, alertSchema(), true)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers DriverName
@@ -55,6 +56,23 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 	if err := KeepPrivate(path); err != nil {
 		return nil, err
 	}
+	db, err := Reopen(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.prepare(ctx, schema); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return db, nil
+}
+
+// Reopen opens path again, a file Open has brought to its schema's version
+// in this process: its connections open when first used, with no check.
+// A file that is no longer there is an error of the first use
+// (SQLITE_CANTOPEN): no connection ever creates one (mode=rw), so a file
+// deleted under the store is not made again empty, nor with SQLite's
+// mode 0644.
+func Reopen(path string, o Options) (*DB, error) {
 	db := &DB{Path: path}
 	var err error
 	if db.Write, err = sql.Open(DriverName, dsn(path, o, true)); err != nil {
@@ -62,9 +80,6 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 	}
 	db.Write.SetMaxOpenConns(1)
 	db.Write.SetConnMaxIdleTime(o.IdleTime)
-	if err := db.prepare(ctx, schema); err != nil {
-		return nil, errors.Join(err, db.Close())
-	}
 	if db.Read, err = sql.Open(DriverName, dsn(path, o, false)); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: %s: %w", path, err), db.Close())
 	}
@@ -78,6 +93,7 @@ func Open(ctx context.Context, path string, o Options, schema Schema, create boo
 // commits in WAL mode for the writer, query_only for readers.
 func dsn(path string, o Options, writer bool) string {
 	q := url.Values{}
+	q.Set("mode", "rw") // never create it: CreatePrivate does, 0600
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
 	if writer {
 		q.Set("_txlock", "immediate")
@@ -93,10 +109,41 @@ func dsn(path string, o Options, writer bool) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// Error wraps err from what was done to the file (storeError's message
-// names the file).
+// Error wraps err from what was done to the file, naming it; SQLite finding
+// the file corrupt is a *FileFault.
 func (db *DB) Error(ctx context.Context, what string, err error) error {
+	if Corrupt(err) {
+		return &FileFault{Path: db.Path, Problem: "is corrupt", Err: fmt.Errorf("%s: %w", what, err)}
+	}
 	return Error(ctx, fmt.Sprintf("%s: %s", db.Path, what), err)
+}
+
+// QuickCheck runs SQLite's PRAGMA quick_check on a read connection of the
+// file (every page read, the b-trees' structure checked, not the indexes
+// against their tables): a *FileFault when it finds the file corrupt.
+func (db *DB) QuickCheck(ctx context.Context) error {
+	rows, err := db.Read.QueryContext(ctx, "PRAGMA quick_check(3)")
+	if err != nil {
+		return db.Error(ctx, "quick_check", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return db.Error(ctx, "quick_check", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return db.Error(ctx, "quick_check", err)
+	}
+	if len(problems) > 0 {
+		return &FileFault{Path: db.Path, Problem: "is corrupt", Err: fmt.Errorf("quick_check: %s", strings.Join(problems, "; "))}
+	}
+	return nil
 }
 
 // Close closes both pools, waiting for their last connections (CloseDBs).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 
 	sqlitedrv "modernc.org/sqlite"
@@ -45,4 +46,45 @@ func Transient(err error) bool {
 	}
 	return errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO) ||
 		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// A FileFault is a file of the store that cannot be used as it is: deleted
+// or replaced under the store, or corrupt. It wraps ports.ErrUnavailable
+// and its cause, and is a ports.Fault, so the API's 503 and /readyz name
+// the file.
+type FileFault struct {
+	Path string
+	// Problem says what is wrong, after the file's name: "is corrupt".
+	Problem string
+	// Err is the cause, if any.
+	Err error
+}
+
+func (f *FileFault) Error() string {
+	msg := fmt.Sprintf("sqlite: %s %s", f.Path, f.Problem)
+	if f.Err != nil {
+		msg += ": " + f.Err.Error()
+	}
+	return msg
+}
+
+// Fault names the file by its name alone.
+func (f *FileFault) Fault() string { return filepath.Base(f.Path) + " " + f.Problem }
+
+func (f *FileFault) Unwrap() []error {
+	if f.Err == nil {
+		return []error{ports.ErrUnavailable}
+	}
+	return []error{ports.ErrUnavailable, f.Err}
+}
+
+// Corrupt reports whether err is SQLite finding a file corrupt, or not a
+// database at all.
+func Corrupt(err error) bool {
+	var e *sqlitedrv.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	code := e.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
 }
