@@ -82,6 +82,10 @@ type Options struct {
 	// MaxBodyBytes caps each captured body, request and response (0:
 	// DefaultMaxBodyBytes; negative: keep no body, only the truncation marker).
 	MaxBodyBytes int
+	// Decoders are the content codings whose bodies are recorded decoded, by
+	// their lower-case name (nil: StandardDecoders; empty: none). Decoding
+	// stops at MaxBodyBytes (decode.go).
+	Decoders map[string]Decoder
 	// MaskedHeaders are replaced by domain.Mask before exchanges leave the process
 	// (nil: domain.DefaultMaskedHeaders; empty: mask nothing here).
 	MaskedHeaders []string
@@ -130,6 +134,9 @@ func (o Options) withDefaults() Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	o.MaxBodyBytes = max(o.MaxBodyBytes, 0)
+	if o.Decoders == nil {
+		o.Decoders = StandardDecoders()
+	}
 	set(&o.BufferSize, DefaultBufferSize)
 	set(&o.BatchSize, DefaultBatchSize)
 	set(&o.MaxBatchBytes, DefaultMaxBatchBytes)

@@ -327,6 +327,31 @@ func (b *cappedBuffer) text(knownTotal int64) string {
 	return string(cutAtRune(b.kept)) + fmt.Sprintf("…[truncated by reqlog capture: at least %d bytes]", total)
 }
 
+// bodyText is what is recorded of a body: decoded when header names a
+// content coding that decodes (decode.go), else as captured (text).
+func (r *Recorder) bodyText(b *cappedBuffer, knownTotal int64, header http.Header) string {
+	if coding, open := decoderOf(header, r.opts.Decoders); open != nil {
+		if kept, whole := b.captured(knownTotal); len(kept) > 0 {
+			if text, ok := decodedText(coding, open, kept, whole, r.opts.MaxBodyBytes); ok {
+				return text
+			}
+		}
+	}
+	return b.text(knownTotal)
+}
+
+// captured is what b kept, and whether that is the whole body. knownTotal,
+// when at least 0, is the full size as announced (Content-Length).
+func (b *cappedBuffer) captured(knownTotal int64) (kept []byte, whole bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	total := b.total
+	if !b.complete && knownTotal >= total {
+		total = knownTotal
+	}
+	return b.kept, int64(len(b.kept)) >= total && (b.complete || knownTotal >= 0)
+}
+
 // cutAtRune drops a UTF-8 character cut in half at the end of b.
 func cutAtRune(b []byte) []byte {
 	for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
@@ -349,8 +374,8 @@ func (r *Recorder) exchange(rec *record) domain.Exchange {
 		Method:      rec.method,
 		Path:        rec.path,
 		Route:       rec.route,
-		Request:     domain.ExchangeRequest{Header: rec.reqHeader, Body: rec.reqBody.text(rec.reqLength)},
-		Response:    domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: rec.respBody.text(-1)},
+		Request:     domain.ExchangeRequest{Header: rec.reqHeader, Body: r.bodyText(rec.reqBody, rec.reqLength, rec.reqHeader)},
+		Response:    domain.ExchangeResponse{StatusCode: rec.status, Header: rec.respHeader, Body: r.bodyText(rec.respBody, -1, rec.respHeader)},
 		Duration:    rec.duration,
 		HasDuration: rec.hasDuration,
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	"github.com/reqlog/reqlog/adapters/capture"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -156,10 +158,13 @@ func parseUpstream(raw string) (*url.URL, error) {
 // recorderOptions are the capture options of the proxy's recorder.
 func (c Config) recorderOptions() capture.Options {
 	name := strings.TrimSpace(c.Name)
+	decoders := capture.StandardDecoders()
+	decoders["br"] = func(r io.Reader) (io.Reader, error) { return brotli.NewReader(r), nil }
 	opts := capture.Options{
 		Name:         func(*http.Request) string { return name },
 		MaxBodyBytes: c.MaxBodyBytes,
 		BufferSize:   c.BufferSize,
+		Decoders:     decoders, // the proxy's bodies are decoded before the rules
 		// The default masked headers are masked here already, so secrets never
 		// wait in the queue nor travel to a remote reqlogd; the service masks
 		// again with its own list, and redacts bodies.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
@@ -171,7 +172,10 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
-		_, _ = io.WriteString(w, proxied.form())
+		w.Header().Set("Content-Encoding", "gzip") // the proxy decodes it before the rules
+		zw := gzip.NewWriter(w)
+		_, _ = io.WriteString(zw, proxied.form())
+		_ = zw.Close()
 	}))
 	defer upstream.Close()
 	dir := t.TempDir()
@@ -252,6 +256,9 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 		raw, _ := json.Marshal(m)
 		if !strings.HasPrefix(m.Path, "/v1/users?page=2") || !strings.Contains(string(raw), domain.Mask) {
 			t.Errorf("stored %s: want the path without its token and masked values", raw)
+		}
+		if want := "email=" + url.QueryEscape(domain.Mask) + "&plan=pro"; m.Response.Body != want {
+			t.Errorf("stored response body %q, want the form decoded and scrubbed, %q", m.Response.Body, want)
 		}
 		for _, c := range [...]canaryPlaces{viaAPI, viaClient, proxied} {
 			for _, canary := range c.all() {
