@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,6 +35,11 @@ type RulesConfig struct {
 	// names (REQLOG_RULES_FILE): they rule those accounts, whatever the store
 	// holds, and the API may not change them.
 	File map[string]rules.RuleSet
+	// ReloadFile, when not nil, reads the rules file again if it changed
+	// (changed false: it did not); the rule book calls it every Poll and
+	// installs a changed file whole. A file that does not read or compile
+	// keeps the rules running, and is logged until it is fixed.
+	ReloadFile func() (sets map[string]rules.RuleSet, changed bool, err error)
 }
 
 // DefaultRulesConfig is the default of every rules setting.
@@ -91,9 +97,11 @@ var noRules = &ActiveRules{}
 // before it is answered) gets that version or a newer one. Versions saved
 // on another replica arrive within Poll and a load.
 type RuleBook struct {
-	store   ports.RuleSetStore // nil: the file's rules alone
-	file    map[string]*ActiveRules
-	hashKey []byte
+	store      ports.RuleSetStore // nil: the file's rules alone
+	file       atomic.Pointer[map[string]*ActiveRules]
+	reloadFile func() (map[string]rules.RuleSet, bool, error)
+	fileError  string // the last reload's error, logged once until it changes
+	hashKey    []byte
 	poll    time.Duration
 	metrics RuleMetrics
 	log     *zap.Logger
@@ -113,12 +121,23 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 	if log == nil {
 		log = zap.NewNop()
 	}
-	b := &RuleBook{store: store, file: map[string]*ActiveRules{}, hashKey: cfg.HashKey, poll: cfg.Poll, metrics: metrics,
+	b := &RuleBook{store: store, reloadFile: cfg.ReloadFile, hashKey: cfg.HashKey, poll: cfg.Poll, metrics: metrics,
 		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}}
 	if b.poll <= 0 {
 		b.poll = DefaultRulesPoll
 	}
-	for account, rs := range cfg.File {
+	file, err := b.compileFile(cfg.File)
+	if err != nil {
+		return nil, err
+	}
+	b.file.Store(&file)
+	return b, nil
+}
+
+// compileFile compiles the rules file's sets, each with its file version.
+func (b *RuleBook) compileFile(sets map[string]rules.RuleSet) (map[string]*ActiveRules, error) {
+	file := make(map[string]*ActiveRules, len(sets))
+	for account, rs := range sets {
 		active, err := b.compile(rules.Version{Account: account, Rules: rs})
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", account, err)
@@ -129,9 +148,43 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 		}
 		sum := sha256.Sum256(raw)
 		active.FileVersion = hex.EncodeToString(sum[:6])
-		b.file[account] = active
+		file[account] = active
 	}
-	return b, nil
+	return file, nil
+}
+
+// ReloadFile reads the rules file again (RulesConfig.ReloadFile) and, when
+// it reads and compiles, installs it whole: accounts it names are ruled by
+// it, those it no longer names by the store again. An error keeps the rules
+// running.
+func (b *RuleBook) ReloadFile() error {
+	if b.reloadFile == nil {
+		return nil
+	}
+	sets, changed, err := b.reloadFile()
+	if err == nil && !changed {
+		return nil
+	}
+	var file map[string]*ActiveRules
+	if err == nil {
+		file, err = b.compileFile(sets)
+	}
+	if err != nil {
+		return fmt.Errorf("the rules file: %w; the rules read before stay", err)
+	}
+	old := *b.file.Load()
+	b.file.Store(&file)
+	for account, a := range file {
+		if was, ok := old[account]; !ok || was.FileVersion != a.FileVersion {
+			b.log.Info("rules file: an account's rules changed", zap.String("account", account), zap.String("file_version", a.FileVersion))
+		}
+	}
+	for account := range old {
+		if _, ok := file[account]; !ok {
+			b.log.Info("rules file: an account is ruled by the store again", zap.String("account", account))
+		}
+	}
+	return nil
 }
 
 // compile builds v, refusing a set that hashes without a hash key.
@@ -168,7 +221,7 @@ func errNoHashKey(rs rules.RuleSet) error {
 
 // FromFile reports whether the rules file rules account, with its rules.
 func (b *RuleBook) FromFile(account string) (*ActiveRules, bool) {
-	a, ok := b.file[account]
+	a, ok := (*b.file.Load())[account]
 	return a, ok
 }
 
@@ -178,7 +231,7 @@ func (b *RuleBook) FromFile(account string) (*ActiveRules, bool) {
 // replica that cannot read the rules writes nothing (an error wrapping
 // ports.ErrUnavailable), never an exchange unscrubbed.
 func (b *RuleBook) For(ctx context.Context, account string) (*ActiveRules, error) {
-	if a, ok := b.file[account]; ok {
+	if a, ok := b.FromFile(account); ok {
 		return a, nil
 	}
 	if b.store == nil {
@@ -280,9 +333,9 @@ func (b *RuleBook) Refresh(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Start polls the store every Poll until Stop.
+// Start polls the store and the rules file every Poll until Stop.
 func (b *RuleBook) Start() {
-	if b.store == nil {
+	if b.store == nil && b.reloadFile == nil {
 		return
 	}
 	b.loop.start(func(ctx context.Context) {
@@ -292,6 +345,7 @@ func (b *RuleBook) Start() {
 			if err := b.Refresh(ctx); err != nil && ctx.Err() == nil {
 				b.log.Warn("reading the rule sets failed; writes use the versions known", zap.Error(err))
 			}
+			b.reloadFileLogged()
 			select {
 			case <-ctx.Done():
 				return
@@ -299,6 +353,20 @@ func (b *RuleBook) Start() {
 			}
 		}
 	})
+}
+
+// reloadFileLogged reloads the rules file, logging a failure once until it
+// changes or is fixed (the loop's goroutine alone calls it).
+func (b *RuleBook) reloadFileLogged() {
+	err := b.ReloadFile()
+	switch {
+	case err == nil && b.fileError != "":
+		b.log.Info("rules file: reads again")
+		b.fileError = ""
+	case err != nil && err.Error() != b.fileError:
+		b.log.Error("rules file: cannot be used", zap.Error(err))
+		b.fileError = err.Error()
+	}
 }
 
 // Stop ends the polling, waiting for it or for ctx.

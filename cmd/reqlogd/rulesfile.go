@@ -82,3 +82,23 @@ func yamlAccounts(data []byte) (map[string]json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// rulesFileReloader is RulesConfig.ReloadFile of the file at path, read at
+// start with the given stat: it reads the file again when its size or
+// modification time differs from the last read's (an editor's save, or the
+// symbolic link a Kubernetes ConfigMap swaps).
+func rulesFileReloader(path string, readAt os.FileInfo) func() (map[string]rules.RuleSet, bool, error) {
+	last := readAt
+	return func() (map[string]rules.RuleSet, bool, error) {
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, false, err
+		}
+		if last != nil && info.Size() == last.Size() && info.ModTime().Equal(last.ModTime()) {
+			return nil, false, nil
+		}
+		last = info // a file that does not load is not read again until it changes
+		sets, err := loadRulesFile(path)
+		return sets, true, err
+	}
+}

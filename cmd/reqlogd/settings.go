@@ -302,11 +302,15 @@ var settings = []setting{
 	intSetting("read_walks_per_account", "App.Walks.PerAccount", "of those, how many one account (its portal sessions included) may run at once; below read_walks, another account's walk always starts at once", func(c *config) *int { return &c.App.Walks.PerAccount }),
 	intSetting("read_walks_waiting", "App.Walks.MaxWaiting", "walks of one account that may wait for a turn (429 with Retry-After beyond)", func(c *config) *int { return &c.App.Walks.MaxWaiting }),
 	{key: "rules.file", field: "App.Rules.File",
-		usage: "a YAML or JSON file mapping account names to rule sets, each the document PUT /v1/rules takes (docs/rules.md); the accounts it names are ruled by it alone, read at start, and the API may not change their rules (409)",
+		usage: "a YAML or JSON file mapping account names to rule sets, each the document PUT /v1/rules takes (docs/rules.md); the accounts it names are ruled by it alone, and the API may not change their rules (409); read at start, which it must pass, and again within rules.poll_interval of a change (a change that does not load is logged and the rules before stay)",
 		parse: func(c *config, v string) (err error) {
 			c.RulesFile = strings.TrimSpace(v)
-			c.App.Rules.File, err = loadRulesFile(c.RulesFile)
-			return err
+			readAt, _ := os.Stat(c.RulesFile) // before the read: a change after it is read again
+			if c.App.Rules.File, err = loadRulesFile(c.RulesFile); err != nil {
+				return err
+			}
+			c.App.Rules.ReloadFile = rulesFileReloader(c.RulesFile, readAt)
+			return nil
 		},
 		show: func(c config) string { return c.RulesFile }},
 	secretSetting("rules.hash_key", "App.Rules.HashKey", "key of the rules' hash action and subject hashes, at least 16 bytes, the same on every replica and kept outside the store (default: with store sqlite, generated and kept in the data directory; with memory, random at start; with mongodb and elasticsearch none, and a rule set that hashes is refused)", func(c *config, v string) { c.App.Rules.HashKey = []byte(v) }),
