@@ -102,11 +102,11 @@ type RuleBook struct {
 	reloadFile func() (map[string]rules.RuleSet, bool, error)
 	fileError  string // the last reload's error, logged once until it changes
 	hashKey    []byte
-	poll    time.Duration
-	metrics RuleMetrics
-	log     *zap.Logger
-	loop    loop
-	first   sync.Mutex // one first poll at a time
+	poll       time.Duration
+	metrics    RuleMetrics
+	log        *zap.Logger
+	loop       loop
+	first      sync.Mutex // one first poll at a time
 
 	mu     sync.RWMutex
 	active map[string]*ActiveRules // by account, the store's
