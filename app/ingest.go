@@ -252,7 +252,7 @@ func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 // the store.
 func (a *Admission) store(ctx context.Context) error {
 	if len(a.msgs) == 0 {
-		return nil // the rules dropped every one
+		return nil
 	}
 	if a.key != (IdempotencyKey{}) {
 		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
@@ -350,10 +350,12 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
 }
 
-// applyRules puts msgs through the account's rule set, in place, and returns
-// those to store: a dropped one is marked in ids, and not stored. A rule's
-// retention shortens a message's, never lengthens it past the policy's, which
-// reads keep to.
+// applyRules puts msgs through the account's rule set, in place: a dropped
+// one is marked in ids and becomes a tally (rules.Outcome.Stored), written in
+// the same Append as the messages kept, so that the statistics count every
+// exchange received and a crash never leaves one acknowledged uncounted. A
+// rule's retention shortens a message's, never lengthens it past the
+// policy's, which reads keep to.
 func (in *Ingester) applyRules(ctx context.Context, account string, src rules.Source, msgs []domain.Message, ids []domain.Identity) ([]domain.Message, error) {
 	active, err := in.rules.For(ctx, account)
 	if err != nil {
@@ -363,23 +365,17 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		return msgs, nil
 	}
 	outcomes := make([]rules.Outcome, len(msgs))
-	kept := msgs[:0]
 	for i := range msgs {
 		m := &msgs[i]
 		policyExpiry := m.ExpiresAt
 		outcomes[i] = active.Apply(m, src)
-		if !outcomes[i].Stored {
-			ids[i].Dropped = true
-			continue
-		}
+		ids[i].Dropped = !outcomes[i].Stored
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
 		}
-		kept = append(kept, *m)
 	}
-	clear(msgs[len(kept):]) // what was dropped is not kept alive
 	in.rules.observe(active, outcomes)
-	return kept, nil
+	return msgs, nil
 }
 
 func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {
