@@ -19,10 +19,10 @@ import (
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route`
+	response_header, response_body, response_type, response_size, route, sample_rate`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -49,7 +49,7 @@ func rowValues(m domain.Message) ([]any, error) {
 	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route)}, nil
+		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), m.SampleRate}, nil
 }
 
 // Scanner is *sql.Row or *sql.Rows.
@@ -67,7 +67,7 @@ func ScanMessage(row Scanner) (domain.Message, error) {
 	err := row.Scan(&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &m.SampleRate)
 	if err != nil {
 		return domain.Message{}, err
 	}

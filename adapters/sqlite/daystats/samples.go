@@ -39,10 +39,14 @@ func (c *call) stream(ctx context.Context) (stats.Stats, error) {
 	return b.Stats(), nil
 }
 
-// streamSamples adds the samples of f's messages of scope readable at now
-// that pass filter but for its q.
+// streamSamples adds the samples of f's messages and tallies of scope
+// readable at now that pass filter but for its q.
 func streamSamples(ctx context.Context, f *dayfile.File, scope domain.Scope, filter domain.Filter, now time.Time, add func(stats.Sample)) error {
-	return walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(scope, filter, now), nil, add)
+	w := dayfile.ReadableWhere(scope, filter, now)
+	if err := walkSamples(ctx, f, statsIndexWalk, w, nil, add); err != nil {
+		return err
+	}
+	return walkTallies(ctx, f, scope, w, func(m domain.Message) { add(stats.SampleOf(m)) })
 }
 
 // walkSamples adds the sample of each message of from (a table or index)
@@ -76,11 +80,14 @@ func walkSamples(ctx context.Context, f *dayfile.File, from string, w *dayfile.W
 // search counts the call's filter, whose q is not one word, into
 // stats.Builder from the messages holding q's words (the word index's
 // tokens), each read whole and checked with the filter's Matcher, which
-// decides the phrase.
+// decides the phrase, and from the tallies it matches.
 func (c *call) search(ctx context.Context, words string) (stats.Stats, error) {
 	b := stats.NewBuilder(c.q)
 	match := c.f.Matcher()
 	err := c.eachFile(ctx, func(f *dayfile.File) error {
+		if err := c.tallies(ctx, f, b.Add); err != nil {
+			return err
+		}
 		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 		few, none, err := f.ByWords(ctx, words, w, c.r.cfg.FewMessages)
 		from := bySeq

@@ -35,6 +35,9 @@ const (
 	// the word's, read into a bit set (SQLite's own test, seq IN the word's
 	// rowids, seeks a temporary b-tree per row, three times the CPU).
 	ReadWalk WordRead = "walk"
+	// readTalliesAlone counts a day no message of which holds the word
+	// from its tallies alone (tallies.go).
+	readTalliesAlone WordRead = "tallies alone"
 )
 
 // choose is the read of a day file of lastSeq messages, holding of them
@@ -145,7 +148,8 @@ func (c *call) planDay(ctx context.Context, f *dayfile.File, words string) (word
 	case err != nil:
 		return plan, f.Error(ctx, "stats: search", err)
 	case held.None:
-		return wordDay{}, nil
+		plan.read = readTalliesAlone
+		return plan, nil
 	case held.Few:
 		plan.read, plan.bySeq = ReadBySeq, w
 		return plan, nil
@@ -196,15 +200,24 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 	})
 }
 
-// readDay is countDay with the plan's file held.
+// readDay is countDay with the plan's file held: its messages, then its
+// tallies.
 func (c *call) readDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
 	switch plan.read {
+	case readTalliesAlone:
+		return c.tallies(ctx, plan.f, add)
 	case ReadBySeq:
 		c.trace.DaysBySeq++
-		return walkSamples(ctx, plan.f, bySeq, plan.bySeq, nil, add)
+		if err := walkSamples(ctx, plan.f, bySeq, plan.bySeq, nil, add); err != nil {
+			return err
+		}
+		return c.tallies(ctx, plan.f, add)
 	case ReadWalk:
 		c.trace.DaysWalked++
-		return walkSamples(ctx, plan.f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add)
+		if err := walkSamples(ctx, plan.f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add); err != nil {
+			return err
+		}
+		return c.tallies(ctx, plan.f, add)
 	}
 	c.trace.DaysLessTheRest++
 	type minute struct {
@@ -219,13 +232,21 @@ func (c *call) readDay(ctx context.Context, plan wordDay, add, lacking func(stat
 			return err
 		}
 	}
+	refused := func(sample stats.Sample) bool {
+		at := sample.CreatedAt.Unix()
+		return notCounted[minute{at - at%60, sample.Name}]
+	}
 	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 	w.AddSeqs(plan.lacking)
-	return walkSamples(ctx, plan.f, bySeq, w, nil, func(sample stats.Sample) {
-		if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
+	err := walkSamples(ctx, plan.f, bySeq, w, nil, func(sample stats.Sample) {
+		if !refused(sample) {
 			lacking(sample)
 		}
 	})
+	if err != nil {
+		return err
+	}
+	return c.talliesLessTheRest(ctx, plan, refused, add, lacking)
 }
 
 // withoutText is q without its q.
