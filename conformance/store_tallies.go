@@ -79,7 +79,7 @@ func testTalliesCountedNeverRead(t *testing.T, s ports.MessageStore) {
 		{"1h", domain.Filter{}},
 		{"15m", domain.Filter{Name: "billing"}},
 		{"1h", domain.Filter{Text: "healthz"}},
-		{"1h", domain.Filter{Text: "healthz probe"}},
+		{"1h", domain.Filter{Text: "healthz?probe"}},
 		{"1h", domain.Filter{Text: "items", Name: "shop"}},
 		{"1h", domain.Filter{StatusMin: 500, StatusMax: 599}},
 		{"1h", domain.Filter{MinDuration: bound(50)}},

@@ -111,6 +111,7 @@ type statsSample struct {
 	Path       string `bson:"path"`
 	Name       string `bson:"name"`
 	Template   string `bson:"routeTemplate"`
+	Tally      bool   `bson:"tally"`
 }
 
 // streamStats reads only the fields the statistics need of each matching
@@ -119,7 +120,7 @@ type statsSample struct {
 // durations (for exact percentiles), not with the messages' size.
 func (s *Store) streamStats(ctx context.Context, q stats.Query, filter bson.D) (stats.Stats, error) {
 	projection := bson.D{{Key: fieldID, Value: 0}}
-	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate} {
+	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate, fieldTally} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
@@ -134,7 +135,7 @@ func (s *Store) streamStats(ctx context.Context, q stats.Query, filter bson.D) (
 			return stats.Stats{}, storeError(ctx, "stats", err)
 		}
 		sample := stats.Sample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
-			Path: m.Path, Name: m.Name, Route: m.Template}
+			Path: m.Path, Name: m.Name, Route: m.Template, Dropped: m.Tally}
 		if m.Duration != nil {
 			sample.Duration, sample.HasDuration = time.Duration(*m.Duration)*time.Microsecond, true
 		}
@@ -179,6 +180,8 @@ var percentiles = bson.A{0.5, 0.95, 0.99}
 // duration count and $percentile), the whole range (percentiles), route and
 // name (counts and errors, sorted and cut to the top), and route template
 // (counts, errors and percentiles of the messages that have one, likewise).
+// Tallies are documents like the messages (tally: true, no content): they
+// count as any, and as dropped.
 func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 	first := q.FirstBucket().UnixMicro()
 	width := q.Interval.Width.Microseconds()
@@ -207,6 +210,7 @@ func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 	for c := 1; c <= 5; c++ {
 		byBucket = append(byBucket, bson.E{Key: fmt.Sprintf("c%d", c), Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$c", c}}})})
 	}
+	byBucket = append(byBucket, bson.E{Key: "dropped", Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$x", true}}})})
 	byBucket = append(byBucket, durationStats...)
 	top := func(key string, n int, more ...bson.E) bson.A {
 		return bson.A{
@@ -224,7 +228,7 @@ func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 		bson.D{{Key: "$project", Value: bson.D{
 			{Key: "_id", Value: 0}, {Key: "b", Value: bucket}, {Key: "c", Value: class}, {Key: fieldStatus, Value: 1},
 			{Key: "d", Value: "$" + fieldDuration}, {Key: "r", Value: route}, {Key: fieldName, Value: 1},
-			{Key: "t", Value: "$" + fieldTemplate},
+			{Key: "t", Value: "$" + fieldTemplate}, {Key: "x", Value: "$" + fieldTally},
 		}}},
 		bson.D{{Key: "$facet", Value: bson.D{
 			{Key: "buckets", Value: bson.A{bson.D{{Key: "$group", Value: byBucket}}}},
@@ -241,6 +245,7 @@ type facetResult struct {
 	Buckets []struct {
 		Index              int64 `bson:"_id"`
 		Count              int64
+		Dropped            int64
 		C1, C2, C3, C4, C5 int64
 		Durations          int64
 		P                  []*float64
@@ -272,10 +277,11 @@ func (r facetResult) stats(q stats.Query) (stats.Stats, error) {
 			return stats.Stats{}, fmt.Errorf("mongo: stats: the pipeline gave bucket %d of %d", g.Index, len(s.Buckets))
 		}
 		b := &s.Buckets[g.Index]
-		b.Count = g.Count
+		b.Count, b.Dropped = g.Count, g.Dropped
 		b.Status = stats.StatusCounts{g.C1, g.C2, g.C3, g.C4, g.C5}
 		b.Duration = durationSummary(g.Durations, g.P)
 		s.Total.Count += b.Count
+		s.Total.Dropped += b.Dropped
 		for c := range b.Status {
 			s.Total.Status[c] += b.Status[c]
 		}

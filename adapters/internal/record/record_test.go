@@ -48,6 +48,12 @@ func recordMessages() []domain.Message {
 		if i%2 == 0 {
 			m.Duration, m.HasDuration = time.Duration(i)*1500*time.Microsecond, true
 		}
+		switch i % 3 {
+		case 1:
+			m.SampleRate = 10 * i
+		case 2:
+			m = m.AsTally()
+		}
 		msgs = append(msgs, m)
 	}
 	many := domain.Header{}
