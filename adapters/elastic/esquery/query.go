@@ -395,11 +395,16 @@ func (s *Queries) Get(ctx context.Context, scope domain.Scope, idOrReference str
 	return msgs[0], nil
 }
 
+// notTally leaves out the tallies: an index made before them has no such
+// field, and then nothing to leave out.
+var notTally = object{"term": object{"tally": true}}
+
 // search runs body with f as its query over the read pattern. An empty store
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
 func (s *Queries) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
-	body["query"] = object{"bool": object{"filter": f.clauses}}
+	// Tallies (what ingest rules dropped) are counted by Stats alone.
+	body["query"] = object{"bool": object{"filter": f.clauses, "must_not": notTally}}
 	body["track_total_hits"] = false
 	reader, err := esclient.JSONBody(body)
 	if err != nil {
