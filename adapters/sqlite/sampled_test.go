@@ -35,7 +35,7 @@ func TestSampledTrafficCountsAsTrafficKeptWhole(t *testing.T) {
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 	whole, sampled := scope, domain.Scope{Account: "sampled", Domain: domain.DomainLive}
 	rng := rand.New(rand.NewPCG(39, 2))
-	day := time.Now().UTC().Truncate(24*time.Hour).Add(-24 * time.Hour)
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	var dropped int64
 	for start := 0; start < exchanges; start += 5000 {
 		var a, b []domain.Message
