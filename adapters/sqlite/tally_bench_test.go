@@ -32,21 +32,7 @@ func BenchmarkAppendTallies(b *testing.B) {
 					}
 				}
 			}
-			cpu := cpuTime(b)
-			b.ResetTimer()
-			for i := range b.N {
-				if err := s.Append(b.Context(), batches[i]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			n := float64(b.N * batch)
-			b.ReportMetric(n/b.Elapsed().Seconds(), "exchanges/s")
-			b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/n, "cpu-µs/exchange")
-			if err := s.Close(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(diskBytes(b, dir))/n, "disk-B/exchange")
+			measureAppend(b, s, dir, batches, "exchange")
 		})
 	}
 }
