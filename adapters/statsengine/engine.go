@@ -1,0 +1,280 @@
+package statsengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Sources are what a store gives the engine: its messages' samples always,
+// its rollups and its own aggregation when it has them.
+type Sources struct {
+	Samples    ports.SampleStreamer
+	Rollups    ports.RollupSource    // nil: the store keeps no rollups
+	Aggregator ports.StatsAggregator // nil: the store cannot count by itself
+}
+
+// Config configures an engine. Its zero value takes the defaults.
+type Config struct {
+	// Costs are the plans' costs; zero: DefaultCosts.
+	Costs Costs
+	// CacheBytes bounds the whole hours kept between calls; zero:
+	// DefaultCacheBytes, negative: none kept.
+	CacheBytes int
+	// Probe tells a plan's choice what a query's range holds; nil: the
+	// source's RollupHours.
+	Probe Probe
+}
+
+// Engine answers ports.MessageReader.Stats from a store's Sources. It is
+// safe for concurrent use.
+type Engine struct {
+	samples ports.SampleStreamer
+	rollups ports.RollupSource
+	agg     ports.StatsAggregator
+	costs   Costs
+	probe   Probe
+	hours   *hourCache
+}
+
+// New returns the engine of src; src.Samples is required.
+func New(src Sources, cfg Config) (*Engine, error) {
+	if src.Samples == nil {
+		return nil, errors.New("statsengine: a store must stream its samples")
+	}
+	limit := cfg.CacheBytes
+	if limit == 0 {
+		limit = DefaultCacheBytes
+	}
+	e := &Engine{samples: src.Samples, rollups: src.Rollups, agg: src.Aggregator,
+		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, hours: newHourCache(limit)}
+	if e.probe == nil {
+		e.probe = rollupProbe{e}
+	}
+	return e, nil
+}
+
+// Stats answers q at now as ports.MessageReader.Stats must, by the plan of
+// least estimated cost (Costs.choose), and tells what it read.
+func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, Trace, error) {
+	var tr Trace
+	if err := ctx.Err(); err != nil {
+		return stats.Stats{}, tr, fmt.Errorf("statistics: %w", err)
+	}
+	f := q.Filter
+	f.From, f.To = q.CountedRange()
+	if !f.From.Before(f.To) {
+		return stats.New(q), tr, nil
+	}
+	facts, err := e.probe.Probe(ctx, q, now)
+	if err != nil {
+		return stats.Stats{}, tr, err
+	}
+	c := e.costs.choose(q, facts, e.rollups != nil, e.agg != nil)
+	tr.Plan, tr.Costs = c.plan, c.costs
+	var st stats.Stats
+	switch c.plan {
+	case PlanAggregate:
+		st, err = e.agg.AggregateStats(ctx, q, now)
+	case PlanRollups:
+		st, err = e.countRollups(ctx, q, f, now, facts, &tr)
+	default:
+		b := stats.NewBuilder(q)
+		err = e.stream(ctx, q.Scope, f, now, &tr, b.Add)
+		st = b.Stats()
+	}
+	if err != nil {
+		return stats.Stats{}, tr, err
+	}
+	return st, tr, nil
+}
+
+// stream adds the samples of scope's messages readable at now that pass f.
+func (e *Engine) stream(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, tr *Trace, add func(stats.Sample)) error {
+	return e.samples.StreamSamples(ctx, scope, f, now, func(s stats.Sample) error {
+		tr.MessagesStreamed++
+		add(s)
+		return nil
+	})
+}
+
+// countRollups is PlanRollups: f is q's filter over its counted range.
+func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filter, now time.Time, facts Facts, tr *Trace) (stats.Stats, error) {
+	b := stats.NewRollupBuilder(q, now)
+	if facts.versions == nil { // another probe's facts: read what the plan uses
+		own, err := rollupProbe{e}.Probe(ctx, q, now)
+		if err != nil {
+			return stats.Stats{}, err
+		}
+		facts.rollupsFrom, facts.versions = own.rollupsFrom, own.versions
+	}
+	if f.From.Before(facts.rollupsFrom) {
+		before := f
+		before.To = earliest(f.To, facts.rollupsFrom)
+		if err := e.stream(ctx, q.Scope, before, now, tr, b.Add); err != nil {
+			return stats.Stats{}, err
+		}
+		f.From = earliest(f.To, facts.rollupsFrom)
+	}
+	h := hourCounter{e: e, q: q, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
+	// Only the hours that hold messages (RollupHours) are read.
+	for _, unix := range slices.Sorted(maps.Keys(facts.versions)) {
+		hour := time.Unix(unix, 0).UTC()
+		start, end := latest(hour, f.From), earliest(hour.Add(time.Hour), f.To)
+		if !start.Before(end) {
+			continue
+		}
+		if err := h.count(ctx, hour, start, end, facts.versions[unix]); err != nil {
+			return stats.Stats{}, err
+		}
+	}
+	if err := h.streamRefused(ctx, f, now); err != nil {
+		return stats.Stats{}, err
+	}
+	return b.Stats(), nil
+}
+
+// minuteOf names one application's minute.
+type minuteOf struct {
+	start int64 // Unix seconds
+	name  string
+}
+
+// hourCounter counts a query's hours into its builder, one at a time.
+type hourCounter struct {
+	e     *Engine
+	q     stats.Query
+	b     *stats.RollupBuilder
+	tr    *Trace
+	width time.Duration // of the parts an hour is kept in
+	// refused are the minutes no rollup stood for: streamed at the end.
+	refused map[minuteOf]bool
+}
+
+// count counts [start, end) of hour: from the cache when the whole hour is
+// kept at version, else from its minute rollups, keeping the hour when it is
+// whole in the range and every minute could stand for itself.
+func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, version uint64) error {
+	key := hourKey{h.q.Scope, h.q.Filter.Name, hour.Unix(), h.width}
+	whole := start.Equal(hour) && end.Equal(hour.Add(time.Hour))
+	if whole {
+		if kept := h.e.hours.get(key, version); kept != nil && kept.countInto(h.b, hour, h.width) {
+			h.tr.KeptHours++
+			return nil
+		}
+	}
+	kept := &keptHour{version: version}
+	if whole {
+		kept.parts = make([]stats.Rollup, time.Hour/h.width)
+	}
+	name := h.q.Filter.Name
+	err := h.e.readRollups(ctx, h.q.Scope, name, start, end, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
+		if name != "" && app != name {
+			return nil // another application's: nothing this view counts
+		}
+		if minute.Before(start.Truncate(time.Minute)) || !minute.Before(end) {
+			return fmt.Errorf("statistics: the store gave a rollup of %s for [%s, %s)", domain.FormatTime(minute),
+				domain.FormatTime(start), domain.FormatTime(end))
+		}
+		if r == nil || !h.b.AddSeries(minute, minute.Add(time.Minute), app, r) {
+			whole = false
+			h.refused[minuteOf{minute.Unix(), app}] = true
+			h.tr.Refused++
+			return nil
+		}
+		h.tr.Rollups++
+		if whole {
+			kept.parts[minute.Sub(hour)/h.width].MergeSeries(r)
+			kept.names.AddCounts(app, r.Count, r.Errors())
+		}
+		kept.rankings.Paths.Merge(&r.Paths)
+		kept.rankings.Routes.Merge(&r.Routes)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.b.AddRankings(&kept.rankings)
+	if whole {
+		h.e.hours.put(key, kept)
+	}
+	return nil
+}
+
+// readRollups is the source's Rollups, traced where the source can tell
+// what it recounted.
+func (e *Engine) readRollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time, tr *Trace,
+	yield func(time.Time, string, *stats.Rollup) error) error {
+	if m, ok := e.rollups.(*Marked); ok {
+		return m.rollups(ctx, scope, name, from, to, tr, yield)
+	}
+	return e.rollups.Rollups(ctx, scope, name, from, to, yield)
+}
+
+// streamRefused streams the messages of the refused minutes, one request
+// per run of consecutive minutes (of any application), keeping those of the
+// refused applications: usually the range's newest minute or two.
+func (h *hourCounter) streamRefused(ctx context.Context, f domain.Filter, now time.Time) error {
+	if len(h.refused) == 0 {
+		return nil
+	}
+	h.tr.MinutesStreamed += len(h.refused)
+	starts := map[int64][]string{}
+	for m := range h.refused {
+		starts[m.start] = append(starts[m.start], m.name)
+	}
+	sorted := slices.Sorted(maps.Keys(starts))
+	for i := 0; i < len(sorted); {
+		j, names := i+1, slices.Clone(starts[sorted[i]])
+		for j < len(sorted) && sorted[j] == sorted[j-1]+60 {
+			names = append(names, starts[sorted[j]]...)
+			j++
+		}
+		run := f
+		run.From = latest(f.From, time.Unix(sorted[i], 0).UTC())
+		run.To = earliest(f.To, time.Unix(sorted[j-1]+60, 0).UTC())
+		if slices.Min(names) == slices.Max(names) {
+			run.Name = names[0] // one application: the store reads only its messages
+		}
+		err := h.e.stream(ctx, h.q.Scope, run, now, h.tr, func(s stats.Sample) {
+			if h.refused[minuteOf{s.CreatedAt.Unix() - mod(s.CreatedAt.Unix(), 60), s.Name}] {
+				h.b.Add(s)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// mod is a modulo that is never negative (times before 1970).
+func mod(a, b int64) int64 {
+	r := a % b
+	if r < 0 {
+		r += b
+	}
+	return r
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,132 @@
+package statsengine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
+)
+
+// DefaultCacheBytes bounds the memory of the hours an engine keeps between
+// calls: a whole scope's hour holds at most 2·MaxRankedKeys paths, so about
+// 40 such hours when paths carry ids, and far more otherwise.
+const DefaultCacheBytes = 64 << 20
+
+// hourKey names what a view (one application, or every application of the
+// scope when name is "") counted in one whole hour, in parts of width (its
+// buckets' width, at most an hour).
+type hourKey struct {
+	scope domain.Scope
+	name  string
+	hour  int64 // Unix seconds
+	width time.Duration
+}
+
+// keptHour is a view's whole hour as the statistics count it: each part's
+// messages, status classes and durations (the view's applications merged),
+// its applications, and the merge of its paths and routes. It stands for the
+// hour while the source's version of the hour is the one it was read at.
+// Never changed once kept.
+type keptHour struct {
+	version  uint64
+	parts    []stats.Rollup
+	names    stats.KeyCounter
+	rankings stats.Rollup // paths and routes
+	bytes    int
+}
+
+// countInto counts the hour into b and reports true when every part can
+// stand for its span at b's now; otherwise it counts nothing.
+func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.Duration) bool {
+	for i := range k.parts {
+		start := hour.Add(time.Duration(i) * width)
+		if k.parts[i].Count > 0 && !b.Accepts(start, start.Add(width), &k.parts[i]) {
+			return false
+		}
+	}
+	for i := range k.parts {
+		start := hour.Add(time.Duration(i) * width)
+		if k.parts[i].Count > 0 {
+			b.AddBuckets(start, start.Add(width), &k.parts[i])
+		}
+	}
+	b.AddNames(&k.names)
+	b.AddRankings(&k.rankings)
+	return true
+}
+
+// hourCache keeps views' whole hours, least recently used out first past
+// its bound in bytes. A nil cache keeps nothing.
+type hourCache struct {
+	mu    sync.Mutex
+	lru   *simplelru.LRU[hourKey, *keptHour]
+	bytes int
+	limit int
+}
+
+func newHourCache(limit int) *hourCache {
+	if limit <= 0 {
+		return nil
+	}
+	c := &hourCache{limit: limit}
+	// Bounded by bytes (put); the count bound only has to be above that.
+	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
+	return c
+}
+
+// get returns the hour kept at version, or nil.
+func (c *hourCache) get(key hourKey, version uint64) *keptHour {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.lru.Get(key)
+	if !ok || k.version != version {
+		return nil
+	}
+	return k
+}
+
+// holds reports whether the hour is kept at version, leaving its place in
+// the order as it was.
+func (c *hourCache) holds(key hourKey, version uint64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.lru.Peek(key)
+	return ok && k.version == version
+}
+
+// put keeps k, which no one may change from then on.
+func (c *hourCache) put(key hourKey, k *keptHour) {
+	if c == nil {
+		return
+	}
+	k.bytes = keptBytes(k)
+	if k.bytes > c.limit/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Add(key, k)
+	c.bytes += k.bytes
+	for c.bytes > c.limit {
+		c.lru.RemoveOldest()
+	}
+}
+
+// keptBytes estimates the memory of k: a map entry and a key's bytes per
+// ranked key, a route's digest, and each part's durations.
+func keptBytes(k *keptHour) int {
+	n := 256 + 128*(k.rankings.Paths.Len()+k.names.Len()) + 1024*k.rankings.Routes.Len()
+	for i := range k.parts {
+		n += 128 + 8*int(min(k.parts[i].Durations.Count(), 2*stats.ExactDurations))
+	}
+	return n
+}

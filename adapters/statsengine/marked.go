@@ -1,0 +1,262 @@
+package statsengine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// A MarkStore is a store that cannot write a minute's rollup in the
+// transaction that stores its messages (Elasticsearch's bulk requests and
+// MongoDB's inserts are not transactions), and keeps rollups by marks
+// instead:
+//
+//   - each Append, once its messages are stored and before it returns,
+//     marks every application and minute it wrote to with a fresh random
+//     version (Mark), idempotently: a mark says the minute changed, never by
+//     how much;
+//   - a reader that finds a minute's mark at another version than the
+//     minute's kept rollup counts the minute again from its messages
+//     (Recount) and keeps the rollup at the mark's version (Keep).
+//
+// So a rollup counts exactly the messages stored, however often they were
+// appended or in whatever batches: it is counted from them. An Append that
+// fails after its messages and before its marks leaves those messages out
+// of a kept rollup until a retry (or any later Append to their minute)
+// marks them; an acknowledged message is always marked.
+//
+// Marked turns a MarkStore into a ports.RollupSource.
+type MarkStore interface {
+	// MarksFrom is the earliest CreatedAt from which every stored message is
+	// marked (ports.RollupSource.RollupsFrom).
+	MarksFrom(ctx context.Context) (time.Time, error)
+	// Marks calls yield with the mark of each application (name alone when
+	// not "") and minute of scope meeting [from, to). It MUST see every mark
+	// written by an Append that returned before the call began.
+	Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(Mark) error) error
+	// Kept calls yield with the rollup kept for each of marks' minutes that
+	// has one (in any order).
+	Kept(ctx context.Context, scope domain.Scope, marks []Mark, yield func(Kept) error) error
+	// Recount calls yield with every message stored in [from, to) of scope
+	// (of application name alone when not ""), readable or not, with at least
+	// the fields a rollup counts (stats.Rollup.AddMessage). It MUST see every
+	// message whose Append returned before the marks read before it (the
+	// caller's Marks call) began: a store with a read lag makes them visible
+	// first.
+	Recount(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(*domain.Message) error) error
+	// Keep stores kept rollups, each replacing whatever was kept for its
+	// minute, each write whole or not at all.
+	Keep(ctx context.Context, scope domain.Scope, kept []Kept) error
+}
+
+// Mark says that Appends wrote to one application's minute.
+type Mark struct {
+	Minute time.Time
+	Name   string
+	// Version is the random version of the last Append to mark the minute.
+	Version uint64
+	// Messages counts the messages Appends marked (a retry's again): an
+	// estimate, at least the number stored.
+	Messages int64
+	// Expires is when every message of the minute has expired: retention
+	// may drop the mark and the kept rollup then.
+	Expires time.Time
+}
+
+// Kept is the rollup of one application's minute as counted at Version of
+// its mark, in its encoding.
+type Kept struct {
+	Minute  time.Time
+	Name    string
+	Version uint64
+	Expires time.Time
+	Data    []byte
+}
+
+// Marked is the ports.RollupSource of a MarkStore.
+type Marked struct{ store MarkStore }
+
+var _ ports.RollupSource = (*Marked)(nil)
+
+// NewMarked returns the rollups of store.
+func NewMarked(store MarkStore) *Marked { return &Marked{store: store} }
+
+// RollupsFrom is the store's MarksFrom.
+func (m *Marked) RollupsFrom(ctx context.Context) (time.Time, error) { return m.store.MarksFrom(ctx) }
+
+// RollupHours gives each hour the hash of its marks' versions: any Append
+// to the hour changes one.
+func (m *Marked) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
+	type hourMarks struct {
+		marks    []Mark
+		messages int64
+	}
+	hours := map[int64]*hourMarks{}
+	first, end := floorHour(from), floorHour(to.Add(time.Hour-time.Nanosecond))
+	err := m.store.Marks(ctx, scope, name, first, end, func(mk Mark) error {
+		hour := floorHour(mk.Minute).Unix()
+		if hours[hour] == nil {
+			hours[hour] = &hourMarks{}
+		}
+		hours[hour].marks = append(hours[hour].marks, mk)
+		hours[hour].messages += mk.Messages
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, hour := range slices.Sorted(maps.Keys(hours)) {
+		h := hours[hour]
+		if err := yield(time.Unix(hour, 0).UTC(), versionOf(h.marks), h.messages, int64(len(h.marks))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// versionOf hashes marks' applications, minutes and versions, in order.
+func versionOf(marks []Mark) uint64 {
+	slices.SortFunc(marks, compareMarks)
+	h := fnv.New64a()
+	var b []byte
+	for _, mk := range marks {
+		b = binary.AppendUvarint(b[:0], uint64(len(mk.Name)))
+		b = append(b, mk.Name...)
+		b = binary.AppendVarint(b, mk.Minute.Unix())
+		b = binary.BigEndian.AppendUint64(b, mk.Version)
+		_, _ = h.Write(b)
+	}
+	return h.Sum64()
+}
+
+func compareMarks(a, b Mark) int {
+	if c := a.Minute.Compare(b.Minute); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// Rollups yields each marked minute's rollup: the kept one when kept at its
+// mark's version, else counted again from the messages and kept.
+func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
+	return m.rollups(ctx, scope, name, from, to, &Trace{}, yield)
+}
+
+func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time, tr *Trace,
+	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
+	var marks []Mark
+	err := m.store.Marks(ctx, scope, name, from, to, func(mk Mark) error {
+		if mk.Minute.Before(to) && mk.Minute.Add(time.Minute).After(from) && (name == "" || mk.Name == name) {
+			marks = append(marks, mk)
+		}
+		return nil
+	})
+	if err != nil || len(marks) == 0 {
+		return err
+	}
+	slices.SortFunc(marks, compareMarks)
+	rollups := make(map[minuteOf]*stats.Rollup, len(marks))
+	versions := make(map[minuteOf]uint64, len(marks))
+	for _, mk := range marks {
+		versions[minuteOf{mk.Minute.Unix(), mk.Name}] = mk.Version
+	}
+	err = m.store.Kept(ctx, scope, marks, func(k Kept) error {
+		key := minuteOf{k.Minute.Unix(), k.Name}
+		if v, ok := versions[key]; !ok || v != k.Version {
+			return nil // stale, or of no mark read
+		}
+		r := &stats.Rollup{}
+		if err := decodeRollup(k.Data, r); err != nil {
+			return fmt.Errorf("statistics: the rollup kept for %s at %s: %w", k.Name, domain.FormatTime(k.Minute), err)
+		}
+		rollups[key] = r
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var stale []Mark
+	for _, mk := range marks {
+		if rollups[minuteOf{mk.Minute.Unix(), mk.Name}] == nil {
+			stale = append(stale, mk)
+		}
+	}
+	if err := m.recount(ctx, scope, stale, rollups, tr); err != nil {
+		return err
+	}
+	for _, mk := range marks {
+		if err := yield(mk.Minute, mk.Name, rollups[minuteOf{mk.Minute.Unix(), mk.Name}]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recount counts the stale marks' minutes from their messages, one request
+// per run of consecutive minutes, and keeps their rollups at the marks'
+// versions.
+func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, rollups map[minuteOf]*stats.Rollup, tr *Trace) error {
+	if len(stale) == 0 {
+		return nil
+	}
+	recounted := make(map[minuteOf]*stats.Rollup, len(stale))
+	for _, mk := range stale {
+		recounted[minuteOf{mk.Minute.Unix(), mk.Name}] = &stats.Rollup{}
+	}
+	for i := 0; i < len(stale); {
+		j := i + 1
+		for j < len(stale) && !stale[j].Minute.After(stale[j-1].Minute.Add(time.Minute)) {
+			j++
+		}
+		run := stale[i:j]
+		name := run[0].Name
+		for _, mk := range run {
+			if mk.Name != name {
+				name = ""
+			}
+		}
+		err := m.store.Recount(ctx, scope, name, run[0].Minute, run[len(run)-1].Minute.Add(time.Minute), func(msg *domain.Message) error {
+			at := msg.CreatedAt.Unix()
+			if r := recounted[minuteOf{at - mod(at, 60), msg.Name}]; r != nil {
+				tr.MessagesRecounted++
+				r.AddMessage(*msg)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	kept := make([]Kept, len(stale))
+	for i, mk := range stale {
+		r := recounted[minuteOf{mk.Minute.Unix(), mk.Name}]
+		rollups[minuteOf{mk.Minute.Unix(), mk.Name}] = r
+		data, err := encodeRollup(r)
+		if err != nil {
+			return err
+		}
+		kept[i] = Kept{Minute: mk.Minute, Name: mk.Name, Version: mk.Version, Expires: mk.Expires, Data: data}
+	}
+	tr.Recounted += len(stale)
+	return m.store.Keep(ctx, scope, kept)
+}
+
+// encodeRollup and decodeRollup are the rollup's encoding as kept.
+func encodeRollup(r *stats.Rollup) ([]byte, error) { return r.MarshalBinary() }
+func decodeRollup(data []byte, r *stats.Rollup) error {
+	return r.UnmarshalBinary(data)
+}
+
+func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
