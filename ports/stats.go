@@ -50,7 +50,8 @@ type RollupSource interface {
 	// storing it returns, and MUST NOT take again a value it had while the
 	// hour held other messages; the engine keeps what it counted of a whole
 	// hour under its version. messages and rollups are estimates for the
-	// engine's plan: they SHOULD NOT be lower than the truth.
+	// engine's plan (messages -1 when the store cannot tell); they SHOULD
+	// NOT be far below the truth.
 	RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 		yield func(hour time.Time, version uint64, messages, rollups int64) error) error
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +42,13 @@ type MarkStore interface {
 	// not "") and minute of scope meeting [from, to). It MUST see every mark
 	// written by an Append that returned before the call began.
 	Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(Mark) error) error
+	// MarkHours calls yield once for each hour meeting [from, to) that holds
+	// marks of scope (of application name alone when not ""), with a sum of
+	// them that changes whenever one of them is written (a checksum of their
+	// versions, say), how many there are, and about how many messages the
+	// hour holds (-1: not known). It MUST see every mark Marks would.
+	MarkHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+		yield func(hour time.Time, sum uint64, marks, messages int64) error) error
 	// Kept calls yield with the rollup kept for each of marks' minutes that
 	// has one (in any order).
 	Kept(ctx context.Context, scope domain.Scope, marks []Mark, yield func(Kept) error) error
@@ -64,8 +70,8 @@ type Mark struct {
 	Name   string
 	// Version is the random version of the last Append to mark the minute.
 	Version uint64
-	// Messages counts the messages Appends marked (a retry's again): an
-	// estimate, at least the number stored.
+	// Messages is about how many messages the minute holds, for the
+	// engine's plan (the last Append's, say).
 	Messages int64
 	// Expires is when every message of the minute has expired: retention
 	// may drop the mark and the kept rollup then.
@@ -79,7 +85,9 @@ type Kept struct {
 	Name    string
 	Version uint64
 	Expires time.Time
-	Data    []byte
+	// Messages is the rollup's count, for a store's estimates.
+	Messages int64
+	Data     []byte
 }
 
 // Marked is the ports.RollupSource of a MarkStore.
@@ -93,39 +101,19 @@ func NewMarked(store MarkStore) *Marked { return &Marked{store: store} }
 // RollupsFrom is the store's MarksFrom.
 func (m *Marked) RollupsFrom(ctx context.Context) (time.Time, error) { return m.store.MarksFrom(ctx) }
 
-// RollupHours gives each hour the hash of its marks' versions: any Append
-// to the hour changes one.
+// RollupHours gives each hour the sum of its marks as its version: any
+// Append to the hour changes one.
 func (m *Marked) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
-	type hourMarks struct {
-		marks    []Mark
-		messages int64
-	}
-	hours := map[int64]*hourMarks{}
 	first, end := floorHour(from), floorHour(to.Add(time.Hour-time.Nanosecond))
-	err := m.store.Marks(ctx, scope, name, first, end, func(mk Mark) error {
-		hour := floorHour(mk.Minute).Unix()
-		if hours[hour] == nil {
-			hours[hour] = &hourMarks{}
-		}
-		hours[hour].marks = append(hours[hour].marks, mk)
-		hours[hour].messages += mk.Messages
-		return nil
+	return m.store.MarkHours(ctx, scope, name, first, end, func(hour time.Time, sum uint64, marks, messages int64) error {
+		return yield(hour, sum, messages, marks)
 	})
-	if err != nil {
-		return err
-	}
-	for _, hour := range slices.Sorted(maps.Keys(hours)) {
-		h := hours[hour]
-		if err := yield(time.Unix(hour, 0).UTC(), versionOf(h.marks), h.messages, int64(len(h.marks))); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
-// versionOf hashes marks' applications, minutes and versions, in order.
-func versionOf(marks []Mark) uint64 {
+// HashMarks is a sum of marks for MarkHours: a hash of their applications,
+// minutes and versions, in order, for a store that reads them all.
+func HashMarks(marks []Mark) uint64 {
 	slices.SortFunc(marks, compareMarks)
 	h := fnv.New64a()
 	var b []byte
@@ -247,10 +235,18 @@ func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, 
 		if err != nil {
 			return err
 		}
-		kept[i] = Kept{Minute: mk.Minute, Name: mk.Name, Version: mk.Version, Expires: mk.Expires, Data: data}
+		kept[i] = Kept{Minute: mk.Minute, Name: mk.Name, Version: mk.Version, Expires: mk.Expires, Messages: r.Count, Data: data}
 	}
 	tr.Recounted += len(stale)
-	return m.store.Keep(ctx, scope, kept)
+	// The answer stands without them: a rollup not kept is counted again
+	// by the next read.
+	if err := m.store.Keep(ctx, scope, kept); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		tr.KeepErrors++
+	}
+	return nil
 }
 
 // encodeRollup and decodeRollup are the rollup's encoding as kept.

@@ -119,6 +119,29 @@ func (s *markedStore) Marks(_ context.Context, scope domain.Scope, name string, 
 	return nil
 }
 
+func (s *markedStore) MarkHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+	yield func(hour time.Time, sum uint64, marks, messages int64) error) error {
+	hours := map[int64][]statsengine.Mark{}
+	err := s.Marks(ctx, scope, name, from, to, func(mk statsengine.Mark) error {
+		hour := mk.Minute.Truncate(time.Hour).Unix()
+		hours[hour] = append(hours[hour], mk)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, hour := range slices.Sorted(maps.Keys(hours)) {
+		var messages int64
+		for _, mk := range hours[hour] {
+			messages += mk.Messages
+		}
+		if err := yield(time.Unix(hour, 0).UTC(), statsengine.HashMarks(hours[hour]), int64(len(hours[hour])), messages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *markedStore) Kept(_ context.Context, scope domain.Scope, marks []statsengine.Mark, yield func(statsengine.Kept) error) error {
 	for _, mk := range marks {
 		s.mu.Lock()

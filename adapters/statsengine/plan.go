@@ -158,25 +158,32 @@ func (p rollupProbe) Probe(ctx context.Context, q stats.Query, now time.Time) (F
 		return f, fmt.Errorf("statistics: %w", err)
 	}
 	f.rollupsFrom = rollupsFrom
-	if from.Before(rollupsFrom) {
+	f.versions = map[int64]uint64{}
+	// What lies before RollupsFrom has no rollups to tell of it: then how
+	// many messages the range holds is not known.
+	before := from.Before(rollupsFrom)
+	if before {
 		from = rollupsFrom
 	} else {
 		f.Before = 0
 	}
-	f.Messages = 0
 	if !from.Before(to) {
 		return f, nil
 	}
-	f.versions = map[int64]uint64{}
+	var messages int64
 	width := min(q.Interval.Width, time.Hour)
-	err = p.e.rollups.RollupHours(ctx, q.Scope, q.Filter.Name, from, to, func(hour time.Time, version uint64, messages, rollups int64) error {
+	err = p.e.rollups.RollupHours(ctx, q.Scope, q.Filter.Name, from, to, func(hour time.Time, version uint64, inHour, rollups int64) error {
 		f.versions[hour.Unix()] = version
 		start, end := latest(hour, from), earliest(hour.Add(time.Hour), to)
 		if !start.Before(end) {
 			return nil
 		}
 		share := float64(end.Sub(start)) / float64(time.Hour)
-		f.Messages += int64(math.Ceil(share * float64(messages)))
+		if inHour < 0 || messages < 0 {
+			messages = -1
+		} else {
+			messages += int64(math.Ceil(share * float64(inHour)))
+		}
 		whole := start.Equal(hour) && end.Equal(hour.Add(time.Hour))
 		if whole && p.e.hours.holds(hourKey{q.Scope, q.Filter.Name, hour.Unix(), width}, version) {
 			f.KeptHours++
@@ -187,6 +194,9 @@ func (p rollupProbe) Probe(ctx context.Context, q stats.Query, now time.Time) (F
 	})
 	if err != nil {
 		return Facts{}, fmt.Errorf("statistics: %w", err)
+	}
+	if !before {
+		f.Messages = messages
 	}
 	return f, nil
 }

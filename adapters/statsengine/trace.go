@@ -23,4 +23,7 @@ type Trace struct {
 	// messages it read to do so.
 	Recounted         int
 	MessagesRecounted int64
+	// KeepErrors are the times keeping recounted rollups failed: the answer
+	// stands, and the next read counts those minutes again.
+	KeepErrors int
 }
