@@ -24,8 +24,11 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 		log = zap.NewNop()
 	}
 	log = log.Named("elastic")
+	marking, stopMarking := context.WithCancel(context.Background())
+	marked := make(chan struct{})
 	start = func(ctx context.Context) error {
-		if err := s.indices.SetUp(ctx); err != nil {
+		if err := s.setUp(ctx, time.Now()); err != nil {
+			close(marked)
 			return err
 		}
 		// Not fatal: the first write of a day creates its index anyway.
@@ -39,9 +42,24 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 			zap.String("template", names.Template()),
 			zap.String("indices", names.ReadPattern()),
 			zap.Duration("read_lag", s.ReadLag()))
+		go func() {
+			defer close(marked)
+			start := time.Now()
+			if err := s.MarkExisting(marking); err != nil && marking.Err() == nil {
+				log.Warn("marking the messages stored before the statistics' marks failed; "+
+					"their statistics are aggregated until a start marks them", zap.Error(err))
+				return
+			}
+			log.Debug("messages marked for the statistics", zap.Duration("took", time.Since(start)))
+		}()
 		return nil
 	}
-	return s, start, s.Close, nil
+	stop = func(ctx context.Context) error {
+		stopMarking()
+		<-marked
+		return s.Close(ctx)
+	}
+	return s, start, stop, nil
 }
 
 // DeferredAlertStore is the alert store on s's cluster and index prefix,

@@ -1,0 +1,32 @@
+package esrollup
+
+import (
+	"sync/atomic"
+
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/adapters/elastic/esquery"
+	"github.com/reqlog/reqlog/adapters/statsengine"
+)
+
+var _ statsengine.MarkStore = (*Rollups)(nil)
+
+// Rollups are the store's marks and kept rollups, in the daily indices
+// "<prefix>-rollups-<day>" of the minutes' UTC day, and the state of the
+// marks in "<prefix>-rollup-state". It is safe for concurrent use.
+type Rollups struct {
+	client  *esclient.Client
+	names   esindex.Names
+	queries *esquery.Queries
+	// marksFrom caches MarksFrom once it is the zero time, which it then
+	// stays: the Unix microseconds, or -1 while not known to be zero.
+	marksFrom atomic.Int64
+}
+
+// New keeps rollups through client in the indices of names, recounting
+// minutes with queries.
+func New(client *esclient.Client, names esindex.Names, queries *esquery.Queries) *Rollups {
+	r := &Rollups{client: client, names: names, queries: queries}
+	r.marksFrom.Store(-1)
+	return r
+}
