@@ -194,7 +194,9 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 	st, _ := tracedStats(t, s, q, today)
 	conformance.AssertStats(t, msgs, q, today, st)
 
-	day := func(kind string, d time.Time) string { return cfg.IndexPrefix + "-" + kind + "-" + d.Format("2006.01.02") }
+	day := func(kind string, d time.Time) string {
+		return cfg.IndexPrefix + "-" + kind + "-" + d.Format("2006.01.02")
+	}
 	// At the last message's expiry its minute's rollups are still bound to
 	// it (the end of its minute plus its retention): the messages go first.
 	mustPurge(t, s, expiresA, 2)

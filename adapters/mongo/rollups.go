@@ -43,8 +43,8 @@ const (
 	markDomain  = "d"
 	markName    = "n"
 	markMinute  = "m" // Unix seconds
-	markCount   = "c"   // messages of the Append that wrote the mark
-	markExpires = "x"   // Unix milliseconds: every message of the minute has expired
+	markCount   = "c" // messages of the Append that wrote the mark
+	markExpires = "x" // Unix milliseconds: every message of the minute has expired
 	keptData    = "data"
 	// stateID is the marks collection's one document that is no mark.
 	stateID = "~state"
