@@ -31,6 +31,7 @@ type Store struct {
 	indices *esindex.Indices
 	queries *esquery.Queries
 	rollups *esrollup.Rollups
+	marked  *statsengine.Marked
 	engine  *statsengine.Engine
 }
 
@@ -71,12 +72,12 @@ func newUnopened(cfg Config) (*Store, error) {
 	indices := esindex.New(client, cfg.indexConfig())
 	queries := esquery.New(client, indices.Names())
 	rollups := esrollup.New(client, indices.Names(), queries)
-	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: statsengine.NewMarked(rollups), Aggregator: queries},
-		cfg.Statistics)
+	marked := statsengine.NewMarked(rollups)
+	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: marked, Aggregator: queries}, cfg.Statistics)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg, client: client, indices: indices, queries: queries, rollups: rollups, engine: engine}, nil
+	return &Store{cfg: cfg, client: client, indices: indices, queries: queries, rollups: rollups, marked: marked, engine: engine}, nil
 }
 
 // List: see esquery.Queries.List.
@@ -117,10 +118,15 @@ func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.
 	return s.queries.StreamSamples(ctx, scope, f, now, yield)
 }
 
-// MarkExisting marks the messages an earlier version stored without marks,
-// so that the statistics count them from rollups too (esrollup); a no-op
-// once done. The service runs it in the background at start.
-func (s *Store) MarkExisting(ctx context.Context) error { return s.rollups.MarkExisting(ctx) }
+// MarkExisting marks the messages an earlier version stored without marks
+// and keeps their minutes' rollups, so that the statistics count them from
+// rollups too (esrollup); a no-op once done. The service runs it in the
+// background at start.
+func (s *Store) MarkExisting(ctx context.Context) error {
+	return s.rollups.MarkExisting(ctx, func(ctx context.Context, span statsengine.ScopeSpan) error {
+		return s.marked.KeepAll(ctx, span.Scope, span.From, span.To)
+	})
+}
 
 // PurgeExpired: see esquery.Queries.PurgeExpired.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {

@@ -348,11 +348,12 @@ func (r *rollups) purge(ctx context.Context, now time.Time) error {
 const existingPage = 20_000
 
 // MarkExisting marks every minute holding messages stored before the marks
-// (by an earlier version of the store), then sets the state to mark from the
-// start: the messages' scope, application and times are streamed and
-// counted here, which any server does. Run again after a failure, it marks
+// (by an earlier version of the store), has keep count and keep the rollups
+// of each scope's span of them, then sets the state to mark from the start:
+// the messages' scope, application and times are streamed and counted here,
+// which any server does. Run again after a failure, it marks
 // again, which changes nothing but versions.
-func (r *rollups) MarkExisting(ctx context.Context) error {
+func (r *rollups) MarkExisting(ctx context.Context, keep func(context.Context, statsengine.ScopeSpan) error) error {
 	st, found, err := r.readState(ctx)
 	if err != nil || !found || !st.Marking {
 		return err
@@ -367,6 +368,7 @@ func (r *rollups) MarkExisting(ctx context.Context) error {
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	var marks statsengine.MarkSet
+	spans := statsengine.Spans{}
 	for cur.Next(ctx) {
 		var m struct {
 			Account   string `bson:"account"`
@@ -378,8 +380,10 @@ func (r *rollups) MarkExisting(ctx context.Context) error {
 		if err := cur.Decode(&m); err != nil {
 			return storeError(ctx, "mark existing messages", err)
 		}
-		marks.AddMessage(domain.Message{Account: m.Account, Domain: m.Domain, Name: m.Name,
-			CreatedAt: time.UnixMicro(m.CreatedAt), ExpiresAt: time.UnixMicro(m.ExpiresAt)})
+		msg := domain.Message{Account: m.Account, Domain: m.Domain, Name: m.Name,
+			CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), ExpiresAt: time.UnixMicro(m.ExpiresAt).UTC()}
+		marks.AddMessage(msg)
+		spans.Add(msg.Scope(), msg.CreatedAt)
 		if marks.Len() == existingPage {
 			if err := r.send(ctx, "mark existing messages", &marks); err != nil {
 				return err
@@ -392,6 +396,11 @@ func (r *rollups) MarkExisting(ctx context.Context) error {
 	}
 	if err := r.send(ctx, "mark existing messages", &marks); err != nil {
 		return err
+	}
+	for _, span := range spans {
+		if err := keep(ctx, *span); err != nil {
+			return err
+		}
 	}
 	_, err = r.marks.UpdateOne(ctx, bson.D{{Key: fieldID, Value: stateID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "from", Value: int64(0)}, {Key: "marking", Value: false}}}})

@@ -90,10 +90,15 @@ func (s *Store) StatsTraced(ctx context.Context, q stats.Query, now time.Time) (
 	return s.engine.Stats(ctx, q, now)
 }
 
-// MarkExisting marks the messages an earlier version stored without marks,
-// so that the statistics count them from rollups too; a no-op once done.
-// The service runs it in the background at start.
-func (s *Store) MarkExisting(ctx context.Context) error { return s.rollups.MarkExisting(ctx) }
+// MarkExisting marks the messages an earlier version stored without marks
+// and keeps their minutes' rollups, so that the statistics count them from
+// rollups too; a no-op once done. The service runs it in the background at
+// start.
+func (s *Store) MarkExisting(ctx context.Context) error {
+	return s.rollups.MarkExisting(ctx, func(ctx context.Context, span statsengine.ScopeSpan) error {
+		return s.marked.KeepAll(ctx, span.Scope, span.From, span.To)
+	})
+}
 
 // AggregateStats computes q's statistics over the messages readable at now
 // in one aggregation (ports.StatsAggregator): the engine's source only where

@@ -37,6 +37,7 @@ type Store struct {
 	// statsMethod is statsPipeline or statsStreaming, set at start-up.
 	statsMethod string
 	rollups     *rollups
+	marked      *statsengine.Marked
 	engine      *statsengine.Engine
 }
 
@@ -105,7 +106,8 @@ func (s *Store) setUp(ctx context.Context) error {
 	if err := s.rollups.setUp(ctx, time.Now(), s.ttlRefused == nil); err != nil {
 		return err
 	}
-	src := statsengine.Sources{Samples: s, Rollups: statsengine.NewMarked(s.rollups)}
+	s.marked = statsengine.NewMarked(s.rollups)
+	src := statsengine.Sources{Samples: s, Rollups: s.marked}
 	if s.statsMethod == statsPipeline {
 		src.Aggregator = s
 	}

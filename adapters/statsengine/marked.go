@@ -256,3 +256,36 @@ func decodeRollup(data []byte, r *stats.Rollup) error {
 }
 
 func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
+
+// KeepAll counts and keeps, hour by hour, the rollup of every marked minute
+// of scope in [from, to) that has none at its mark's version: what a store
+// runs once it has marked the messages an earlier version stored, so that
+// the first statistics read none of them.
+func (m *Marked) KeepAll(ctx context.Context, scope domain.Scope, from, to time.Time) error {
+	for hour := floorHour(from); hour.Before(to); hour = hour.Add(time.Hour) {
+		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), &Trace{}, func(time.Time, string, *stats.Rollup) error { return nil })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScopeSpan is a scope and the span of created_at of some of its messages.
+type ScopeSpan struct {
+	Scope    domain.Scope
+	From, To time.Time
+}
+
+// Spans gathers ScopeSpans: each scope's earliest and latest time added.
+type Spans map[domain.Scope]*ScopeSpan
+
+// Add widens scope's span to hold t.
+func (s Spans) Add(scope domain.Scope, t time.Time) {
+	span := s[scope]
+	if span == nil {
+		s[scope] = &ScopeSpan{Scope: scope, From: t, To: t.Add(time.Nanosecond)}
+		return
+	}
+	span.From, span.To = earliest(span.From, t), latest(span.To, t.Add(time.Nanosecond))
+}

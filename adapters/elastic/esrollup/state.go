@@ -119,11 +119,12 @@ func (r *Rollups) Marking(ctx context.Context) (bool, error) {
 const compositePage = 5000
 
 // MarkExisting marks every minute holding messages stored before the marks
-// (by an earlier version of the store), then sets the state to mark from the
-// start. It reads the messages by a composite aggregation of scope,
+// (by an earlier version of the store), has keep count and keep the rollups
+// of each scope's span of marked minutes, then sets the state to mark from
+// the start. It reads the messages by a composite aggregation of scope,
 // application and minute, after a refresh, in pages; run again after a
 // failure, it marks again, which changes nothing but versions.
-func (r *Rollups) MarkExisting(ctx context.Context) error {
+func (r *Rollups) MarkExisting(ctx context.Context, keep func(context.Context, statsengine.ScopeSpan) error) error {
 	if marking, err := r.Marking(ctx); err != nil || !marking {
 		return err
 	}
@@ -138,6 +139,7 @@ func (r *Rollups) MarkExisting(ctx context.Context) error {
 		map[string]any{"n": map[string]any{"terms": map[string]any{"field": "name"}}},
 		map[string]any{"m": map[string]any{"date_histogram": map[string]any{"field": "created_at", "fixed_interval": "1m"}}},
 	}}
+	spans := statsengine.Spans{}
 	for {
 		body, err := esclient.JSONBody(map[string]any{"size": 0, "track_total_hits": false, "aggs": map[string]any{
 			"minutes": map[string]any{"composite": composite,
@@ -177,7 +179,10 @@ func (r *Rollups) MarkExisting(ctx context.Context) error {
 		for _, b := range reply.Aggregations.Minutes.Buckets {
 			// A minute's messages expire within a minute of its latest.
 			expires := time.UnixMilli(int64(b.Expires.Value)).Add(time.Minute)
-			marks.Add(domain.Scope{Account: b.Key.A, Domain: b.Key.D}, b.Key.N, time.UnixMilli(b.Key.M), b.DocCount, expires)
+			scope := domain.Scope{Account: b.Key.A, Domain: b.Key.D}
+			marks.Add(scope, b.Key.N, time.UnixMilli(b.Key.M), b.DocCount, expires)
+			spans.Add(scope, time.UnixMilli(b.Key.M).Add(time.Minute-time.Nanosecond))
+			spans.Add(scope, time.UnixMilli(b.Key.M))
 		}
 		if err := r.send(ctx, "mark existing messages", &marks); err != nil {
 			return err
@@ -187,6 +192,11 @@ func (r *Rollups) MarkExisting(ctx context.Context) error {
 			break
 		}
 		composite["after"] = after
+	}
+	for _, span := range spans {
+		if err := keep(ctx, *span); err != nil {
+			return err
+		}
 	}
 	doc, err := esclient.JSONBody(map[string]any{"doc": state{}})
 	if err != nil {
