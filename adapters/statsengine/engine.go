@@ -158,21 +158,21 @@ type hourCounter struct {
 	refused map[minuteOf]bool
 }
 
-// count counts [start, end) of hour: from the cache when the whole hour is
-// kept at version, else from its minute rollups, keeping the hour when it is
-// whole in the range and every minute could stand for itself.
+// count counts [start, end) of hour: from the cache when the span is kept
+// at version, else from its minute rollups, keeping the span when it starts
+// and ends on its parts (a whole hour, the default range's first) and every
+// minute could stand for itself.
 func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, version uint64) error {
-	key := hourKey{h.q.Scope, h.q.Filter.Name, hour.Unix(), h.width}
-	whole := start.Equal(hour) && end.Equal(hour.Add(time.Hour))
-	if whole {
-		if kept := h.e.hours.get(key, version); kept != nil && kept.countInto(h.b, hour, h.width) {
+	key, keepable := keptSpan(h.q, start, end)
+	if keepable {
+		if kept := h.e.hours.get(key, version); kept != nil && kept.countInto(h.b, start, h.width) {
 			h.tr.KeptHours++
 			return nil
 		}
 	}
 	kept := &keptHour{version: version}
-	if whole {
-		kept.parts = make([]stats.Rollup, time.Hour/h.width)
+	if keepable {
+		kept.parts = make([]stats.Rollup, end.Sub(start)/h.width)
 	}
 	name := h.q.Filter.Name
 	err := h.e.readRollups(ctx, h.q.Scope, name, start, end, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
@@ -184,14 +184,14 @@ func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, ver
 				domain.FormatTime(start), domain.FormatTime(end))
 		}
 		if r == nil || !h.b.AddSeries(minute, minute.Add(time.Minute), app, r) {
-			whole = false
+			keepable = false
 			h.refused[minuteOf{minute.Unix(), app}] = true
 			h.tr.Refused++
 			return nil
 		}
 		h.tr.Rollups++
-		if whole {
-			kept.parts[minute.Sub(hour)/h.width].MergeSeries(r)
+		if keepable {
+			kept.parts[minute.Sub(start)/h.width].MergeSeries(r)
 			kept.names.AddCounts(app, r.Count, r.Errors())
 		}
 		kept.rankings.Paths.Merge(&r.Paths)
@@ -202,7 +202,7 @@ func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, ver
 		return err
 	}
 	h.b.AddRankings(&kept.rankings)
-	if whole {
+	if keepable {
 		h.e.hours.put(key, kept)
 	}
 	return nil

@@ -15,21 +15,31 @@ import (
 // 40 such hours when paths carry ids, and far more otherwise.
 const DefaultCacheBytes = 64 << 20
 
-// hourKey names what a view (one application, or every application of the
-// scope when name is "") counted in one whole hour, in parts of width (its
-// buckets' width, at most an hour).
-type hourKey struct {
-	scope domain.Scope
-	name  string
-	hour  int64 // Unix seconds
-	width time.Duration
+// spanKey names what a view (one application, or every application of the
+// scope when name is "") counted in a span of one hour, [from, to), in
+// parts of width (its buckets' width, at most an hour): the whole hour, or
+// the part of it a range starting or ending on a bucket covers (the default
+// range's first hour).
+type spanKey struct {
+	scope    domain.Scope
+	name     string
+	from, to int64 // Unix seconds
+	width    time.Duration
 }
 
-// keptHour is a view's whole hour as the statistics count it: each part's
-// messages, status classes and durations (the view's applications merged),
-// its applications, and the merge of its paths and routes. It stands for the
-// hour while the source's version of the hour is the one it was read at.
-// Never changed once kept.
+// keptSpan reports the key of [from, to) of q's view, and whether such a
+// span can be kept: it starts and ends on its parts.
+func keptSpan(q stats.Query, from, to time.Time) (spanKey, bool) {
+	width := min(q.Interval.Width, time.Hour)
+	key := spanKey{q.Scope, q.Filter.Name, from.Unix(), to.Unix(), width}
+	return key, stats.AlignDown(from, width).Equal(from) && stats.AlignDown(to, width).Equal(to)
+}
+
+// keptHour is a view's span of an hour as the statistics count it: each
+// part's messages, status classes and durations (the view's applications
+// merged), its applications, and the merge of its paths and routes. It
+// stands for the span while the source's version of the hour is the one it
+// was read at. Never changed once kept.
 type keptHour struct {
 	version  uint64
 	parts    []stats.Rollup
@@ -38,17 +48,17 @@ type keptHour struct {
 	bytes    int
 }
 
-// countInto counts the hour into b and reports true when every part can
-// stand for its span at b's now; otherwise it counts nothing.
-func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.Duration) bool {
+// countInto counts the span from start into b and reports true when every
+// part can stand for its span at b's now; otherwise it counts nothing.
+func (k *keptHour) countInto(b *stats.RollupBuilder, start time.Time, width time.Duration) bool {
 	for i := range k.parts {
-		start := hour.Add(time.Duration(i) * width)
+		start := start.Add(time.Duration(i) * width)
 		if k.parts[i].Count > 0 && !b.Accepts(start, start.Add(width), &k.parts[i]) {
 			return false
 		}
 	}
 	for i := range k.parts {
-		start := hour.Add(time.Duration(i) * width)
+		start := start.Add(time.Duration(i) * width)
 		if k.parts[i].Count > 0 {
 			b.AddBuckets(start, start.Add(width), &k.parts[i])
 		}
@@ -62,7 +72,7 @@ func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.
 // its bound in bytes. A nil cache keeps nothing.
 type hourCache struct {
 	mu    sync.Mutex
-	lru   *simplelru.LRU[hourKey, *keptHour]
+	lru   *simplelru.LRU[spanKey, *keptHour]
 	bytes int
 	limit int
 }
@@ -73,12 +83,12 @@ func newHourCache(limit int) *hourCache {
 	}
 	c := &hourCache{limit: limit}
 	// Bounded by bytes (put); the count bound only has to be above that.
-	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
+	c.lru, _ = simplelru.NewLRU(1<<20, func(_ spanKey, k *keptHour) { c.bytes -= k.bytes })
 	return c
 }
 
 // get returns the hour kept at version, or nil.
-func (c *hourCache) get(key hourKey, version uint64) *keptHour {
+func (c *hourCache) get(key spanKey, version uint64) *keptHour {
 	if c == nil {
 		return nil
 	}
@@ -93,7 +103,7 @@ func (c *hourCache) get(key hourKey, version uint64) *keptHour {
 
 // holds reports whether the hour is kept at version, leaving its place in
 // the order as it was.
-func (c *hourCache) holds(key hourKey, version uint64) bool {
+func (c *hourCache) holds(key spanKey, version uint64) bool {
 	if c == nil {
 		return false
 	}
@@ -104,7 +114,7 @@ func (c *hourCache) holds(key hourKey, version uint64) bool {
 }
 
 // put keeps k, which no one may change from then on.
-func (c *hourCache) put(key hourKey, k *keptHour) {
+func (c *hourCache) put(key spanKey, k *keptHour) {
 	if c == nil {
 		return
 	}

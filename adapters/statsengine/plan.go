@@ -171,7 +171,6 @@ func (p rollupProbe) Probe(ctx context.Context, q stats.Query, now time.Time) (F
 		return f, nil
 	}
 	var messages int64
-	width := min(q.Interval.Width, time.Hour)
 	err = p.e.rollups.RollupHours(ctx, q.Scope, q.Filter.Name, from, to, func(hour time.Time, version uint64, inHour, rollups int64) error {
 		f.versions[hour.Unix()] = version
 		start, end := latest(hour, from), earliest(hour.Add(time.Hour), to)
@@ -184,8 +183,7 @@ func (p rollupProbe) Probe(ctx context.Context, q stats.Query, now time.Time) (F
 		} else {
 			messages += int64(math.Ceil(share * float64(inHour)))
 		}
-		whole := start.Equal(hour) && end.Equal(hour.Add(time.Hour))
-		if whole && p.e.hours.holds(hourKey{q.Scope, q.Filter.Name, hour.Unix(), width}, version) {
+		if key, keepable := keptSpan(q, start, end); keepable && p.e.hours.holds(key, version) {
 			f.KeptHours++
 		} else {
 			f.Rollups += int64(math.Ceil(share * float64(rollups)))
