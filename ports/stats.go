@@ -59,14 +59,18 @@ type RollupSource interface {
 	// and minute meeting [from, to) in which scope has stored messages, with
 	// the rollup of every message stored in that minute of that application,
 	// or with nil when the store keeps none that stands for them all (the
-	// engine then reads the minute's messages). A minute it does not yield
-	// holds no message. It returns the first error yield returns.
+	// engine then reads the minute's messages readable at now). A minute it
+	// does not yield holds no message. It returns the first error yield
+	// returns.
 	//
 	// A rollup MUST count each message it stands for once, however often or
 	// in whatever batches it was appended, and MUST count every message whose
 	// Append returned before the call began; it MAY miss messages appended
-	// within ReadLag. The rollup is the store's, valid until yield returns.
-	Rollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+	// within ReadLag. A store MAY yield nil for a minute whose rollup could
+	// not stand for it at now anyway (a message written there is not visible
+	// yet) rather than count it. The rollup is the store's, valid until yield
+	// returns.
+	Rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time,
 		yield func(minute time.Time, name string, r *stats.Rollup) error) error
 }
 

@@ -59,6 +59,7 @@ type markDoc struct {
 	Minute   int64     `bson:"m"`
 	Version  int64     `bson:"v"`
 	Count    int64     `bson:"c"`
+	Visible  int64     `bson:"vis"` // Unix milliseconds: the latest VisibleAt of the Append's messages
 	Expires  int64     `bson:"x"`
 	ExpireAt time.Time `bson:"expireAt"` // for the TTL index
 }
@@ -196,7 +197,7 @@ func (r *rollups) send(ctx context.Context, op string, marks *statsengine.MarkSe
 	for _, mk := range marks.Marks() {
 		id := statsengine.MarkID("mark", mk.Scope, mk.Name, mk.Minute)
 		doc := markDoc{ID: id, Account: mk.Scope.Account, Domain: mk.Scope.Domain, Name: mk.Name, Minute: mk.Minute.Unix(),
-			Version: int64(mk.Version), Count: mk.Messages,
+			Version: int64(mk.Version), Count: mk.Messages, Visible: mk.VisibleAt.UnixMilli() + 1,
 			Expires: mk.Expires.UnixMilli() + 1, ExpireAt: mk.Expires.Add(time.Millisecond)}
 		models = append(models, mongodrv.NewReplaceOneModel().SetFilter(bson.D{{Key: fieldID, Value: id}}).SetReplacement(doc).SetUpsert(true))
 	}
@@ -244,7 +245,7 @@ func (r *rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 			return storeError(ctx, "stats: marks", err)
 		}
 		err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-			Messages: d.Count, Expires: time.UnixMilli(d.Expires).UTC()})
+			Messages: d.Count, Expires: time.UnixMilli(d.Expires).UTC(), VisibleAt: time.UnixMilli(d.Visible).UTC()})
 		if err != nil {
 			return err
 		}

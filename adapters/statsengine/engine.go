@@ -123,7 +123,7 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 		}
 		f.From = earliest(f.To, facts.rollupsFrom)
 	}
-	h := hourCounter{e: e, q: q, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
+	h := hourCounter{e: e, q: q, now: now, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
 	// Only the hours that hold messages (RollupHours) are read.
 	for _, unix := range slices.Sorted(maps.Keys(facts.versions)) {
 		hour := time.Unix(unix, 0).UTC()
@@ -151,6 +151,7 @@ type minuteOf struct {
 type hourCounter struct {
 	e     *Engine
 	q     stats.Query
+	now   time.Time
 	b     *stats.RollupBuilder
 	tr    *Trace
 	width time.Duration // of the parts an hour is kept in
@@ -175,7 +176,7 @@ func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, ver
 		kept.parts = make([]stats.Rollup, end.Sub(start)/h.width)
 	}
 	name := h.q.Filter.Name
-	err := h.e.readRollups(ctx, h.q.Scope, name, start, end, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
+	err := h.e.readRollups(ctx, h.q.Scope, name, start, end, h.now, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
 		if name != "" && app != name {
 			return nil // another application's: nothing this view counts
 		}
@@ -210,12 +211,12 @@ func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, ver
 
 // readRollups is the source's Rollups, traced where the source can tell
 // what it recounted.
-func (e *Engine) readRollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time, tr *Trace,
+func (e *Engine) readRollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace,
 	yield func(time.Time, string, *stats.Rollup) error) error {
 	if m, ok := e.rollups.(*Marked); ok {
-		return m.rollups(ctx, scope, name, from, to, tr, yield)
+		return m.rollups(ctx, scope, name, from, to, now, tr, yield)
 	}
-	return e.rollups.Rollups(ctx, scope, name, from, to, yield)
+	return e.rollups.Rollups(ctx, scope, name, from, to, now, yield)
 }
 
 // streamRefused streams the messages of the refused minutes, one request

@@ -76,6 +76,10 @@ type Mark struct {
 	// Expires is when every message of the minute has expired: retention
 	// may drop the mark and the kept rollup then.
 	Expires time.Time
+	// VisibleAt is the latest VisibleAt of the messages of the last Append
+	// to mark the minute: before it, no rollup of the minute can stand for
+	// it, and Marked does not count one.
+	VisibleAt time.Time
 }
 
 // Kept is the rollup of one application's minute as counted at Version of
@@ -135,13 +139,15 @@ func compareMarks(a, b Mark) int {
 }
 
 // Rollups yields each marked minute's rollup: the kept one when kept at its
-// mark's version, else counted again from the messages and kept.
-func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+// mark's version, else counted again from the messages and kept; or nil
+// when its last Append's messages are not all visible at now (the minute
+// still filling): counted, its rollup would not stand for it.
+func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	return m.rollups(ctx, scope, name, from, to, &Trace{}, yield)
+	return m.rollups(ctx, scope, name, from, to, now, &Trace{}, yield)
 }
 
-func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, from, to time.Time, tr *Trace,
+func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
 	var marks []Mark
 	err := m.store.Marks(ctx, scope, name, from, to, func(mk Mark) error {
@@ -176,7 +182,7 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 	}
 	var stale []Mark
 	for _, mk := range marks {
-		if rollups[minuteOf{mk.Minute.Unix(), mk.Name}] == nil {
+		if rollups[minuteOf{mk.Minute.Unix(), mk.Name}] == nil && !mk.VisibleAt.After(now) {
 			stale = append(stale, mk)
 		}
 	}
@@ -263,13 +269,16 @@ func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
 // the first statistics read none of them.
 func (m *Marked) KeepAll(ctx context.Context, scope domain.Scope, from, to time.Time) error {
 	for hour := floorHour(from); hour.Before(to); hour = hour.Add(time.Hour) {
-		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), &Trace{}, func(time.Time, string, *stats.Rollup) error { return nil })
+		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), maxTime, &Trace{}, func(time.Time, string, *stats.Rollup) error { return nil })
 		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// maxTime is past every VisibleAt: KeepAll counts every stale minute.
+var maxTime = time.Unix(1<<62, 0)
 
 // ScopeSpan is a scope and the span of created_at of some of its messages.
 type ScopeSpan struct {

@@ -78,8 +78,11 @@ func (s *markedStore) Append(ctx context.Context, msgs []domain.Message) error {
 		mk := s.marks[key]
 		mk.Minute, mk.Name, mk.Version = minute, m.Name, version
 		mk.Messages++
-		if expires := minute.Add(time.Minute).Add(m.ExpiresAt.Sub(m.CreatedAt)); expires.After(mk.Expires) {
+		if expires := statsengine.MarkExpires(m); expires.After(mk.Expires) {
 			mk.Expires = expires
+		}
+		if m.VisibleAt.After(mk.VisibleAt) {
+			mk.VisibleAt = m.VisibleAt
 		}
 		s.marks[key] = mk
 	}

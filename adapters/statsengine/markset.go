@@ -35,12 +35,12 @@ type markOf struct {
 
 // AddMessage marks m's minute.
 func (s *MarkSet) AddMessage(m domain.Message) {
-	s.Add(m.Scope(), m.Name, m.CreatedAt, 1, MarkExpires(m))
+	s.Add(m.Scope(), m.Name, m.CreatedAt, 1, m.VisibleAt, MarkExpires(m))
 }
 
 // Add marks scope's application name in the minute of created: messages
-// more, which expire by expires.
-func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messages int64, expires time.Time) {
+// more, visible from visible and expired by expires.
+func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messages int64, visible, expires time.Time) {
 	if s.marks == nil {
 		s.marks = map[markOf]int{}
 	}
@@ -54,9 +54,8 @@ func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messag
 	}
 	mk := &s.list[i].Mark
 	mk.Messages += messages
-	if expires.After(mk.Expires) {
-		mk.Expires = expires
-	}
+	mk.Expires = latest(mk.Expires, expires)
+	mk.VisibleAt = latest(mk.VisibleAt, visible)
 }
 
 // Len is how many minutes the set marks.

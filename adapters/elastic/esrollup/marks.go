@@ -31,8 +31,10 @@ type markDoc struct {
 	// VLo and VHi are statsengine.VersionParts, summed by hour (MarkHours).
 	VLo int64 `json:"vlo"`
 	VHi int64 `json:"vhi"`
-	// N counts the messages of the Append that wrote the mark.
-	N int64 `json:"n"`
+	// N counts the messages of the Append that wrote the mark, and
+	// VisibleAt is the latest VisibleAt among them, in epoch milliseconds.
+	N         int64 `json:"n"`
+	VisibleAt int64 `json:"visible_at"`
 	// ExpiresAt bounds the expiry of the minute's messages, in epoch
 	// milliseconds: the index goes when every document's has passed.
 	ExpiresAt int64 `json:"expires_at"`
@@ -59,7 +61,8 @@ func (r *Rollups) send(ctx context.Context, op string, marks *statsengine.MarkSe
 	for _, mk := range marks.Marks() {
 		lo, hi := statsengine.VersionParts(mk.Version)
 		d := markDoc{Kind: "mark", Account: mk.Scope.Account, Domain: mk.Scope.Domain, Name: mk.Name, Minute: mk.Minute.Unix(),
-			Version: int64(mk.Version), VLo: lo, VHi: hi, N: mk.Messages, ExpiresAt: mk.Expires.UnixMilli() + 1}
+			Version: int64(mk.Version), VLo: lo, VHi: hi, N: mk.Messages, VisibleAt: mk.VisibleAt.UnixMilli() + 1,
+			ExpiresAt: mk.Expires.UnixMilli() + 1}
 		action := map[string]any{"index": map[string]string{"_index": r.names.RollupsFor(mk.Minute),
 			"_id": statsengine.MarkID("mark", mk.Scope, mk.Name, mk.Minute)}}
 		if err := enc.Encode(action); err != nil {
@@ -144,7 +147,7 @@ func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 		for _, h := range hits {
 			d := &h.Source
 			err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC()})
+				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC(), VisibleAt: time.UnixMilli(d.VisibleAt).UTC()})
 			if err != nil {
 				return err
 			}

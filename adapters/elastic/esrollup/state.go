@@ -180,7 +180,7 @@ func (r *Rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 			// A minute's messages expire within a minute of its latest.
 			expires := time.UnixMilli(int64(b.Expires.Value)).Add(time.Minute)
 			scope := domain.Scope{Account: b.Key.A, Domain: b.Key.D}
-			marks.Add(scope, b.Key.N, time.UnixMilli(b.Key.M), b.DocCount, expires)
+			marks.Add(scope, b.Key.N, time.UnixMilli(b.Key.M), b.DocCount, time.Time{}, expires)
 			spans.Add(scope, time.UnixMilli(b.Key.M).Add(time.Minute-time.Nanosecond))
 			spans.Add(scope, time.UnixMilli(b.Key.M))
 		}
