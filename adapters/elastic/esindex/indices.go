@@ -75,6 +75,13 @@ func (s *Indices) SetUp(ctx context.Context) error {
 	if err := s.updateExistingMappings(ctx); err != nil {
 		return err
 	}
+	// Fields added to the rollups' mappings reach their indices too.
+	if err := s.updateExisting(ctx, "update mappings of existing rollups indices", func() esapi.Request {
+		return esapi.IndicesPutMappingRequest{Index: []string{s.names.RollupsPattern()}, Body: bytes.NewReader(rollupMappings),
+			AllowNoIndices: esapi.BoolPtr(true)}
+	}, nil); err != nil {
+		return err
+	}
 	existing := []string{s.names.ReadPattern(), s.names.RollupsPattern()}
 	settings, err := json.Marshal(liveSettings(s.cfg))
 	if err != nil {
