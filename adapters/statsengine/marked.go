@@ -7,7 +7,10 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -94,13 +97,53 @@ type Kept struct {
 	Data     []byte
 }
 
-// Marked is the ports.RollupSource of a MarkStore.
-type Marked struct{ store MarkStore }
+// Marked is the ports.RollupSource of a MarkStore. It keeps the minute
+// rollups it read or counted last, decoded, at their marks' versions: the
+// hour still filling then costs its marks and its changed minutes only.
+// It is safe for concurrent use.
+type Marked struct {
+	store   MarkStore
+	mu      sync.Mutex
+	minutes *simplelru.LRU[markOf, keptMinute]
+}
+
+// keptMinute is a minute's rollup at a mark's version. Never changed once
+// kept: calls read it at once.
+type keptMinute struct {
+	version uint64
+	r       *stats.Rollup
+}
+
+// keptMinutes is how many minute rollups a Marked keeps: the hours still
+// filling of some ten views of ten applications.
+const keptMinutes = 6000
 
 var _ ports.RollupSource = (*Marked)(nil)
 
 // NewMarked returns the rollups of store.
-func NewMarked(store MarkStore) *Marked { return &Marked{store: store} }
+func NewMarked(store MarkStore) *Marked {
+	m := &Marked{store: store}
+	m.minutes, _ = simplelru.NewLRU[markOf, keptMinute](keptMinutes, nil)
+	return m
+}
+
+// kept returns the rollup of scope's mark kept at its version, or nil.
+func (m *Marked) kept(scope domain.Scope, mk Mark) *stats.Rollup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.minutes.Get(markOf{scope, mk.Name, mk.Minute.Unix()}); ok && k.version == mk.Version {
+		return k.r
+	}
+	return nil
+}
+
+// keep keeps r as the rollup of scope's mark, which no one may change from
+// then on.
+func (m *Marked) keep(scope domain.Scope, mk Mark, r *stats.Rollup) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.minutes.Add(markOf{scope, mk.Name, mk.Minute.Unix()}, keptMinute{mk.Version, r})
+}
 
 // RollupsFrom is the store's MarksFrom.
 func (m *Marked) RollupsFrom(ctx context.Context) (time.Time, error) { return m.store.MarksFrom(ctx) }
@@ -161,13 +204,18 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 	}
 	slices.SortFunc(marks, compareMarks)
 	rollups := make(map[minuteOf]*stats.Rollup, len(marks))
-	versions := make(map[minuteOf]uint64, len(marks))
+	byMinute := make(map[minuteOf]Mark, len(marks))
+	var unread []Mark
 	for _, mk := range marks {
-		versions[minuteOf{mk.Minute.Unix(), mk.Name}] = mk.Version
+		key := minuteOf{mk.Minute.Unix(), mk.Name}
+		byMinute[key] = mk
+		if rollups[key] = m.kept(scope, mk); rollups[key] == nil {
+			unread = append(unread, mk)
+		}
 	}
-	err = m.store.Kept(ctx, scope, marks, func(k Kept) error {
+	err = m.store.Kept(ctx, scope, unread, func(k Kept) error {
 		key := minuteOf{k.Minute.Unix(), k.Name}
-		if v, ok := versions[key]; !ok || v != k.Version {
+		if mk, ok := byMinute[key]; !ok || mk.Version != k.Version {
 			return nil // stale, or of no mark read
 		}
 		r := &stats.Rollup{}
@@ -175,6 +223,7 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 			return fmt.Errorf("statistics: the rollup kept for %s at %s: %w", k.Name, domain.FormatTime(k.Minute), err)
 		}
 		rollups[key] = r
+		m.keep(scope, byMinute[key], r)
 		return nil
 	})
 	if err != nil {
@@ -237,6 +286,7 @@ func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, 
 	for i, mk := range stale {
 		r := recounted[minuteOf{mk.Minute.Unix(), mk.Name}]
 		rollups[minuteOf{mk.Minute.Unix(), mk.Name}] = r
+		m.keep(scope, mk, r)
 		data, err := encodeRollup(r)
 		if err != nil {
 			return err
