@@ -71,7 +71,7 @@ func newUnopened(cfg Config) (*Store, error) {
 	}
 	indices := esindex.New(client, cfg.indexConfig())
 	queries := esquery.New(client, indices.Names())
-	rollups := esrollup.New(client, indices.Names(), queries)
+	rollups := esrollup.New(client, indices.Names(), queries, cfg.RefreshInterval)
 	marked := statsengine.NewMarked(rollups)
 	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: marked, Aggregator: queries}, cfg.Statistics)
 	if err != nil {

@@ -59,7 +59,7 @@ type markDoc struct {
 	Minute   int64     `bson:"m"`
 	Version  int64     `bson:"v"`
 	Count    int64     `bson:"c"`
-	Visible  int64     `bson:"vis"` // Unix milliseconds: the latest VisibleAt of the Append's messages
+	Settled  int64     `bson:"s"` // Unix milliseconds: the latest VisibleAt of the Append's messages
 	Expires  int64     `bson:"x"`
 	ExpireAt time.Time `bson:"expireAt"` // for the TTL index
 }
@@ -197,7 +197,7 @@ func (r *rollups) send(ctx context.Context, op string, marks *statsengine.MarkSe
 	for _, mk := range marks.Marks() {
 		id := statsengine.MarkID("mark", mk.Scope, mk.Name, mk.Minute)
 		doc := markDoc{ID: id, Account: mk.Scope.Account, Domain: mk.Scope.Domain, Name: mk.Name, Minute: mk.Minute.Unix(),
-			Version: int64(mk.Version), Count: mk.Messages, Visible: mk.VisibleAt.UnixMilli() + 1,
+			Version: int64(mk.Version), Count: mk.Messages, Settled: mk.Settled.UnixMilli() + 1,
 			Expires: mk.Expires.UnixMilli() + 1, ExpireAt: mk.Expires.Add(time.Millisecond)}
 		models = append(models, mongodrv.NewReplaceOneModel().SetFilter(bson.D{{Key: fieldID, Value: id}}).SetReplacement(doc).SetUpsert(true))
 	}
@@ -230,8 +230,12 @@ func marksFilter(scope domain.Scope, name string, from, to time.Time) bson.D {
 	return append(filter, bson.E{Key: markMinute, Value: bson.D{{Key: "$gte", Value: from.Unix()}, {Key: "$lt", Value: to.Unix()}}})
 }
 
-// Marks: see statsengine.MarkStore. Reads go to the primary: every mark an
-// Append wrote before returning is there.
+// Sync: see statsengine.MarkStore. Reads go to the primary, where every
+// mark an Append wrote before returning is: nothing to do.
+func (r *rollups) Sync(context.Context, time.Time, time.Time) error { return nil }
+
+// Marks: see statsengine.MarkStore. A mark is settled once the last
+// Append's messages are visible: reads see every acknowledged message.
 func (r *rollups) Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
 	from = stats.AlignDown(from, time.Minute)
 	cur, err := r.marks.Find(ctx, marksFilter(scope, name, from, to), options.Find().SetBatchSize(statsBatchSize))
@@ -245,7 +249,7 @@ func (r *rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 			return storeError(ctx, "stats: marks", err)
 		}
 		err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-			Messages: d.Count, Expires: time.UnixMilli(d.Expires).UTC(), VisibleAt: time.UnixMilli(d.Visible).UTC()})
+			Messages: d.Count, Expires: time.UnixMilli(d.Expires).UTC(), Settled: time.UnixMilli(d.Settled).UTC()})
 		if err != nil {
 			return err
 		}

@@ -41,9 +41,14 @@ type MarkStore interface {
 	// MarksFrom is the earliest CreatedAt from which every stored message is
 	// marked (ports.RollupSource.RollupsFrom).
 	MarksFrom(ctx context.Context) (time.Time, error)
+	// Sync makes every mark of [from, to) that an Append wrote before the
+	// call visible to Marks and MarkHours (Elasticsearch: a refresh of the
+	// marks' indices). Marked calls it once per RollupHours, which the engine
+	// calls before Rollups in every call.
+	Sync(ctx context.Context, from, to time.Time) error
 	// Marks calls yield with the mark of each application (name alone when
 	// not "") and minute of scope meeting [from, to). It MUST see every mark
-	// written by an Append that returned before the call began.
+	// written by an Append that returned before the last Sync began.
 	Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(Mark) error) error
 	// MarkHours calls yield once for each hour meeting [from, to) that holds
 	// marks of scope (of application name alone when not ""), with a sum of
@@ -58,9 +63,7 @@ type MarkStore interface {
 	// Recount calls yield with every message stored in [from, to) of scope
 	// (of application name alone when not ""), readable or not, with at least
 	// the fields a rollup counts (stats.Rollup.AddMessage). It MUST see every
-	// message whose Append returned before the marks read before it (the
-	// caller's Marks call) began: a store with a read lag makes them visible
-	// first.
+	// message of the marks it is called for, which are all settled (Mark).
 	Recount(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(*domain.Message) error) error
 	// Keep stores kept rollups, each replacing whatever was kept for its
 	// minute, each write whole or not at all.
@@ -79,10 +82,11 @@ type Mark struct {
 	// Expires is when every message of the minute has expired: retention
 	// may drop the mark and the kept rollup then.
 	Expires time.Time
-	// VisibleAt is the latest VisibleAt of the messages of the last Append
-	// to mark the minute: before it, no rollup of the minute can stand for
-	// it, and Marked does not count one.
-	VisibleAt time.Time
+	// Settled is when the minute may be counted: the latest VisibleAt of
+	// the messages of the last Append to mark it (before, no rollup of the
+	// minute can stand for it), and for a store with a read lag, when its
+	// messages are surely searchable. Until then Marked streams the minute.
+	Settled time.Time
 }
 
 // Kept is the rollup of one application's minute as counted at Version of
@@ -153,6 +157,9 @@ func (m *Marked) RollupsFrom(ctx context.Context) (time.Time, error) { return m.
 func (m *Marked) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	first, end := floorHour(from), floorHour(to.Add(time.Hour-time.Nanosecond))
+	if err := m.store.Sync(ctx, first, end); err != nil {
+		return err
+	}
 	return m.store.MarkHours(ctx, scope, name, first, end, func(hour time.Time, sum uint64, marks, messages int64) error {
 		return yield(hour, sum, messages, marks)
 	})
@@ -183,8 +190,9 @@ func compareMarks(a, b Mark) int {
 
 // Rollups yields each marked minute's rollup: the kept one when kept at its
 // mark's version, else counted again from the messages and kept; or nil
-// when its last Append's messages are not all visible at now (the minute
-// still filling): counted, its rollup would not stand for it.
+// when its mark is not settled at now (the minute still filling: its
+// rollup would not stand for it). It sees the marks the last RollupHours
+// made visible (MarkStore.Sync).
 func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
 	return m.rollups(ctx, scope, name, from, to, now, &Trace{}, yield)
@@ -231,7 +239,7 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 	}
 	var stale []Mark
 	for _, mk := range marks {
-		if rollups[minuteOf{mk.Minute.Unix(), mk.Name}] == nil && !mk.VisibleAt.After(now) {
+		if rollups[minuteOf{mk.Minute.Unix(), mk.Name}] == nil && !mk.Settled.After(now) {
 			stale = append(stale, mk)
 		}
 	}
@@ -318,6 +326,9 @@ func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
 // runs once it has marked the messages an earlier version stored, so that
 // the first statistics read none of them.
 func (m *Marked) KeepAll(ctx context.Context, scope domain.Scope, from, to time.Time) error {
+	if err := m.store.Sync(ctx, from, to); err != nil {
+		return err
+	}
 	for hour := floorHour(from); hour.Before(to); hour = hour.Add(time.Hour) {
 		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), maxTime, &Trace{}, func(time.Time, string, *stats.Rollup) error { return nil })
 		if err != nil {
@@ -327,7 +338,7 @@ func (m *Marked) KeepAll(ctx context.Context, scope domain.Scope, from, to time.
 	return nil
 }
 
-// maxTime is past every VisibleAt: KeepAll counts every stale minute.
+// maxTime is past every Settled: KeepAll counts every stale minute.
 var maxTime = time.Unix(1<<62, 0)
 
 // ScopeSpan is a scope and the span of created_at of some of its messages.

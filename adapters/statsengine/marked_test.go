@@ -81,8 +81,8 @@ func (s *markedStore) Append(ctx context.Context, msgs []domain.Message) error {
 		if expires := statsengine.MarkExpires(m); expires.After(mk.Expires) {
 			mk.Expires = expires
 		}
-		if m.VisibleAt.After(mk.VisibleAt) {
-			mk.VisibleAt = m.VisibleAt
+		if m.VisibleAt.After(mk.Settled) {
+			mk.Settled = m.VisibleAt
 		}
 		s.marks[key] = mk
 	}
@@ -104,6 +104,8 @@ func (s *markedStore) Stats(ctx context.Context, q stats.Query, now time.Time) (
 }
 
 func (s *markedStore) MarksFrom(context.Context) (time.Time, error) { return time.Time{}, nil }
+
+func (s *markedStore) Sync(context.Context, time.Time, time.Time) error { return nil }
 
 func (s *markedStore) Marks(_ context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
 	s.mu.Lock()

@@ -33,14 +33,14 @@ type markOf struct {
 	minute int64 // Unix seconds
 }
 
-// AddMessage marks m's minute.
+// AddMessage marks m's minute, settled once m is visible.
 func (s *MarkSet) AddMessage(m domain.Message) {
 	s.Add(m.Scope(), m.Name, m.CreatedAt, 1, m.VisibleAt, MarkExpires(m))
 }
 
 // Add marks scope's application name in the minute of created: messages
-// more, visible from visible and expired by expires.
-func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messages int64, visible, expires time.Time) {
+// more, settled from settled and expired by expires.
+func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messages int64, settled, expires time.Time) {
 	if s.marks == nil {
 		s.marks = map[markOf]int{}
 	}
@@ -55,7 +55,7 @@ func (s *MarkSet) Add(scope domain.Scope, name string, created time.Time, messag
 	mk := &s.list[i].Mark
 	mk.Messages += messages
 	mk.Expires = latest(mk.Expires, expires)
-	mk.VisibleAt = latest(mk.VisibleAt, visible)
+	mk.Settled = latest(mk.Settled, settled)
 }
 
 // Len is how many minutes the set marks.

@@ -41,20 +41,9 @@ func (s *Queries) StreamSamples(ctx context.Context, scope domain.Scope, f domai
 
 // Recount yields every message of scope created in [from, to), of the
 // application name alone when not "", readable or not, with the fields a
-// rollup counts. It first refreshes the daily indices of the range, so that
-// every message stored before the call is read (statsengine.MarkStore).
+// rollup counts (statsengine.MarkStore: the minutes it is asked for are
+// settled, their messages searchable).
 func (s *Queries) Recount(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(*domain.Message) error) error {
-	var indices []string
-	for day := from.UTC().Truncate(24 * time.Hour); day.Before(to); day = day.Add(24 * time.Hour) {
-		indices = append(indices, s.names.For(day))
-	}
-	refresh, cancel := s.client.Bounded(ctx)
-	defer cancel()
-	if err := s.client.Do(refresh, "stats: refresh before a recount", esapi.IndicesRefreshRequest{
-		Index: indices, IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true),
-	}, nil); err != nil {
-		return err
-	}
 	f := &filters{}
 	f.term("account", scope.Account)
 	f.term("domain", scope.Domain)

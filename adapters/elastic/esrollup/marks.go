@@ -31,10 +31,11 @@ type markDoc struct {
 	// VLo and VHi are statsengine.VersionParts, summed by hour (MarkHours).
 	VLo int64 `json:"vlo"`
 	VHi int64 `json:"vhi"`
-	// N counts the messages of the Append that wrote the mark, and
-	// VisibleAt is the latest VisibleAt among them, in epoch milliseconds.
-	N         int64 `json:"n"`
-	VisibleAt int64 `json:"visible_at"`
+	// N counts the messages of the Append that wrote the mark, and Settled
+	// is when the minute may be counted (statsengine.Mark), in epoch
+	// milliseconds.
+	N       int64 `json:"n"`
+	Settled int64 `json:"settled"`
 	// ExpiresAt bounds the expiry of the minute's messages, in epoch
 	// milliseconds: the index goes when every document's has passed.
 	ExpiresAt int64 `json:"expires_at"`
@@ -51,17 +52,24 @@ func (r *Rollups) Mark(ctx context.Context, msgs []domain.Message) error {
 	return r.send(ctx, "append: marks", &marks)
 }
 
-// send writes marks, in one bulk request.
+// send writes marks, in one bulk request. A minute is settled when its
+// last Append's messages are visible and searchable: its messages were
+// stored before its marks, and a search sees them a read lag after that;
+// settle adds as much again and a second for clocks and refreshes running
+// late, since no refresh precedes a recount (refreshing the day's index at
+// every statistics call cost the node about 30 ms of CPU each while
+// messages arrived).
 func (r *Rollups) send(ctx context.Context, op string, marks *statsengine.MarkSet) error {
 	if marks.Len() == 0 {
 		return nil
 	}
+	searchable := time.Now().Add(r.settle)
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	for _, mk := range marks.Marks() {
 		lo, hi := statsengine.VersionParts(mk.Version)
 		d := markDoc{Kind: "mark", Account: mk.Scope.Account, Domain: mk.Scope.Domain, Name: mk.Name, Minute: mk.Minute.Unix(),
-			Version: int64(mk.Version), VLo: lo, VHi: hi, N: mk.Messages, VisibleAt: mk.VisibleAt.UnixMilli() + 1,
+			Version: int64(mk.Version), VLo: lo, VHi: hi, N: mk.Messages, Settled: max(mk.Settled.UnixMilli(), searchable.UnixMilli()) + 1,
 			ExpiresAt: mk.Expires.UnixMilli() + 1}
 		action := map[string]any{"index": map[string]string{"_index": r.names.RollupsFor(mk.Minute),
 			"_id": statsengine.MarkID("mark", mk.Scope, mk.Name, mk.Minute)}}
@@ -75,14 +83,21 @@ func (r *Rollups) send(ctx context.Context, op string, marks *statsengine.MarkSe
 	return r.client.Bulk(ctx, op, &body)
 }
 
-// refresh makes every mark written before it searchable: marks are found by
-// searches, and an Append's marks are written before it returns.
-func (r *Rollups) refresh(ctx context.Context, from, to time.Time) error {
+// Sync refreshes the rollups indices of [from, to), so that every mark
+// written before is searchable (statsengine.MarkStore).
+func (r *Rollups) Sync(ctx context.Context, from, to time.Time) error {
+	return r.refresh(ctx, "stats: refresh the marks", r.names.RollupsFor, from, to)
+}
+
+// refresh refreshes the daily indices index names of [from, to).
+func (r *Rollups) refresh(ctx context.Context, op string, index func(time.Time) string, from, to time.Time) error {
 	var indices []string
 	for day := from.UTC().Truncate(24 * time.Hour); day.Before(to); day = day.Add(24 * time.Hour) {
-		indices = append(indices, r.names.RollupsFor(day))
+		indices = append(indices, index(day))
 	}
-	return r.client.Do(ctx, "stats: refresh the marks", esapi.IndicesRefreshRequest{
+	ctx, cancel := r.client.Bounded(ctx)
+	defer cancel()
+	return r.client.Do(ctx, op, esapi.IndicesRefreshRequest{
 		Index: indices, IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true),
 	}, nil)
 }
@@ -122,13 +137,10 @@ func (r *Rollups) search(ctx context.Context, op string, body map[string]any, ou
 const marksPage = 10_000
 
 // Marks yields the marks of scope's minutes meeting [from, to), of the
-// application name alone when not "" (statsengine.MarkStore), read after a
-// refresh, in pages sorted by minute and application.
+// application name alone when not "" (statsengine.MarkStore), in pages
+// sorted by minute and application.
 func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
 	from = time.Unix(from.Unix()-mod(from.Unix(), 60), 0)
-	if err := r.refresh(ctx, from, to); err != nil {
-		return err
-	}
 	body := map[string]any{"size": marksPage, "query": marksQuery(scope, name, from, to, "mark"), "track_total_hits": false,
 		"sort": []any{map[string]any{"minute": "asc"}, map[string]any{"name": "asc"}}}
 	for {
@@ -147,7 +159,7 @@ func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 		for _, h := range hits {
 			d := &h.Source
 			err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC(), VisibleAt: time.UnixMilli(d.VisibleAt).UTC()})
+				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC(), Settled: time.UnixMilli(d.Settled).UTC()})
 			if err != nil {
 				return err
 			}
@@ -159,17 +171,14 @@ func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 	}
 }
 
-// MarkHours sums the marks of each hour in one aggregation, after a
-// refresh: their versions' parts, their number and their messages
+// MarkHours sums the marks of each hour in one aggregation: their versions'
+// parts, their number and their messages
 // (statsengine.MarkStore). A sum changes when any mark is written again
 // with another version, but for a chance of 2^-62. The messages are known
 // once every marked minute has a kept rollup, stale or not: its count and
 // the messages of the mark written since are at least the minute's.
 func (r *Rollups) MarkHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, sum uint64, marks, messages int64) error) error {
-	if err := r.refresh(ctx, from, to); err != nil {
-		return err
-	}
 	sum := func(field string) map[string]any { return map[string]any{"sum": map[string]any{"field": field}} }
 	kind := func(k string) map[string]any { return map[string]any{"term": map[string]any{"kind": k}} }
 	body := map[string]any{"size": 0, "track_total_hits": false, "query": marksQuery(scope, name, from, to, "mark", "kept"),

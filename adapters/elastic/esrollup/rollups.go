@@ -2,6 +2,7 @@ package esrollup
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
@@ -18,15 +19,18 @@ type Rollups struct {
 	client  *esclient.Client
 	names   esindex.Names
 	queries *esquery.Queries
+	// settle is how long after its marks a minute's messages are surely
+	// searchable: twice the read lag and a second.
+	settle time.Duration
 	// marksFrom caches MarksFrom once it is the zero time, which it then
 	// stays: the Unix microseconds, or -1 while not known to be zero.
 	marksFrom atomic.Int64
 }
 
 // New keeps rollups through client in the indices of names, recounting
-// minutes with queries.
-func New(client *esclient.Client, names esindex.Names, queries *esquery.Queries) *Rollups {
-	r := &Rollups{client: client, names: names, queries: queries}
+// minutes with queries, for a store whose reads lag its writes by readLag.
+func New(client *esclient.Client, names esindex.Names, queries *esquery.Queries, readLag time.Duration) *Rollups {
+	r := &Rollups{client: client, names: names, queries: queries, settle: 2*readLag + time.Second}
 	r.marksFrom.Store(-1)
 	return r
 }

@@ -193,6 +193,12 @@ func (r *Rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 		}
 		composite["after"] = after
 	}
+	// The messages stored since the first refresh are searchable once more:
+	// those of an Append whose marks come later are counted again anyway.
+	if err := r.client.Do(ctx, "mark existing messages: refresh", esapi.IndicesRefreshRequest{Index: pattern,
+		IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true)}, nil); err != nil {
+		return err
+	}
 	for _, span := range spans {
 		if err := keep(ctx, *span); err != nil {
 			return err
