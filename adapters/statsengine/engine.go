@@ -36,12 +36,13 @@ type Config struct {
 // Engine answers ports.MessageReader.Stats from a store's Sources. It is
 // safe for concurrent use.
 type Engine struct {
-	samples ports.SampleStreamer
-	rollups ports.RollupSource
-	agg     ports.StatsAggregator
-	costs   Costs
-	probe   Probe
-	hours   *hourCache
+	samples  ports.SampleStreamer
+	rollups  ports.RollupSource
+	agg      ports.StatsAggregator
+	costs    Costs
+	probe    Probe
+	hours    *hourCache
+	rankings *rankingsCache
 }
 
 // New returns the engine of src; src.Samples is required.
@@ -54,7 +55,7 @@ func New(src Sources, cfg Config) (*Engine, error) {
 		limit = DefaultCacheBytes
 	}
 	e := &Engine{samples: src.Samples, rollups: src.Rollups, agg: src.Aggregator,
-		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, hours: newHourCache(limit)}
+		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, hours: newHourCache(limit), rankings: newRankingsCache()}
 	if e.probe == nil {
 		e.probe = rollupProbe{e}
 	}
@@ -135,6 +136,9 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 			return stats.Stats{}, err
 		}
 	}
+	if len(h.kept) > 0 {
+		b.AddRankings(e.rankings.merged(h.kept))
+	}
 	if err := h.streamRefused(ctx, f, now); err != nil {
 		return stats.Stats{}, err
 	}
@@ -157,6 +161,9 @@ type hourCounter struct {
 	width time.Duration // of the parts an hour is kept in
 	// refused are the minutes no rollup stood for: streamed at the end.
 	refused map[minuteOf]bool
+	// kept are the spans counted from the cache, whose rankings are added
+	// at the end, merged once for them all.
+	kept []keptCounted
 }
 
 // count counts [start, end) of hour: from the cache when the span is kept
@@ -166,8 +173,9 @@ type hourCounter struct {
 func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, version uint64) error {
 	key, keepable := keptSpan(h.q, start, end)
 	if keepable {
-		if kept := h.e.hours.get(key, version); kept != nil && kept.countInto(h.b, start, h.width) {
+		if kept := h.e.hours.get(key, version); kept != nil && kept.countSeries(h.b, start, h.width) {
 			h.tr.KeptHours++
+			h.kept = append(h.kept, keptCounted{key, kept})
 			return nil
 		}
 	}
