@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/adapters/statsengine"
 )
 
 // Deferred returns a store of cfg, checked at once but set up only by start
@@ -14,7 +15,9 @@ import (
 // anything starts (elasticfx). start checks the cluster, installs the index
 // template, creates the daily indices of today and tomorrow, waits for their
 // replicas and warms the cluster's indexing path (esindex.Indices.PrepareWrites,
-// within Config.WarmUp); it logs on log (nil: nowhere).
+// within Config.WarmUp), then marks in the background the messages an earlier
+// version stored without the statistics' marks (Store.MarkExisting), which
+// stop ends; it logs on log (nil: nowhere).
 func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.Context) error, err error) {
 	s, err = newUnopened(cfg)
 	if err != nil {
@@ -42,16 +45,7 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 			zap.String("template", names.Template()),
 			zap.String("indices", names.ReadPattern()),
 			zap.Duration("read_lag", s.ReadLag()))
-		go func() {
-			defer close(marked)
-			start := time.Now()
-			if err := s.MarkExisting(marking); err != nil && marking.Err() == nil {
-				log.Warn("marking the messages stored before the statistics' marks failed; "+
-					"their statistics are aggregated until a start marks them", zap.Error(err))
-				return
-			}
-			log.Debug("messages marked for the statistics", zap.Duration("took", time.Since(start)))
-		}()
+		go statsengine.MarkInBackground(marking, log, s.MarkExisting, marked)
 		return nil
 	}
 	stop = func(ctx context.Context) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
@@ -313,10 +314,11 @@ func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, 
 	return nil
 }
 
-// encodeRollup and decodeRollup are the rollup's encoding as kept.
-func encodeRollup(r *stats.Rollup) ([]byte, error) { return r.MarshalBinary() }
+// encodeRollup and decodeRollup are the rollup's encoding as kept: the
+// SQLite store's (rollupcodec).
+func encodeRollup(r *stats.Rollup) ([]byte, error) { return rollupcodec.AppendRollup(nil, r), nil }
 func decodeRollup(data []byte, r *stats.Rollup) error {
-	return r.UnmarshalBinary(data)
+	return rollupcodec.DecodeRollup(data, r)
 }
 
 func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
