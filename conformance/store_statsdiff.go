@@ -246,3 +246,28 @@ func AssertStats(t testing.TB, msgs []domain.Message, q stats.Query, now time.Ti
 	t.Helper()
 	assertStats(t, msgs, q, now, got)
 }
+
+// StatsQuery is the statistics query of scope over [from, to) in buckets of
+// interval (a name of stats.Intervals), filter's range set to the query's as
+// the service sets it: for adapters' own statistics tests.
+func StatsQuery(scope domain.Scope, from, to time.Time, interval string, filter domain.Filter) stats.Query {
+	return statsQuery(scope, from, to, interval, filter)
+}
+
+// MessageSeries builds n messages of scope's application name, one every
+// step from first, readable from their creation for the default retention:
+// seven paths, the four status classes 200 to 500 in turn, durations of 1 to
+// 50 ms but for one in nine. For adapters' own statistics tests.
+func MessageSeries(tb testing.TB, scope domain.Scope, name string, n int, first time.Time, step time.Duration) []domain.Message {
+	tb.Helper()
+	msgs := make([]domain.Message, n)
+	for i := range msgs {
+		msgs[i] = NewMessage(tb, scope, first.Add(time.Duration(i)*step), func(m *domain.Message) {
+			m.Name = name
+			m.Path = fmt.Sprintf("/v1/items/%d", i%7)
+			m.StatusCode = 200 + 100*(i%4)
+			m.Duration, m.HasDuration = time.Duration(1+i%50)*time.Millisecond, i%9 != 0
+		})
+	}
+	return msgs
+}

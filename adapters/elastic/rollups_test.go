@@ -39,20 +39,6 @@ func TestStatsDifferential(t *testing.T) {
 	}
 }
 
-// minuteSeries are n messages of the store's scope, one every step from
-// first, readable from first.
-func minuteSeries(t *testing.T, n int, first time.Time, step time.Duration) []domain.Message {
-	msgs := make([]domain.Message, n)
-	for i := range msgs {
-		msgs[i] = conformance.NewMessage(t, scope, first.Add(time.Duration(i)*step), func(m *domain.Message) {
-			m.Path = fmt.Sprintf("/v1/items/%d", i%7)
-			m.StatusCode = 200 + 100*(i%4)
-			m.Duration, m.HasDuration = time.Duration(1+i%50)*time.Millisecond, i%9 != 0
-		})
-	}
-	return msgs
-}
-
 func tracedStats(t *testing.T, s *elastic.Store, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace) {
 	t.Helper()
 	st, tr, err := s.StatsTraced(t.Context(), q, now)
@@ -63,13 +49,7 @@ func tracedStats(t *testing.T, s *elastic.Store, q stats.Query, now time.Time) (
 }
 
 func hourQuery(from time.Time, interval string) stats.Query {
-	q := stats.Query{Scope: scope, From: from, To: from.Add(time.Hour), Filter: domain.Filter{From: from, To: from.Add(time.Hour)}}
-	for _, iv := range stats.Intervals {
-		if iv.Name == interval {
-			q.Interval = iv
-		}
-	}
-	return q
+	return conformance.StatsQuery(scope, from, from.Add(time.Hour), interval, domain.Filter{})
 }
 
 // settledStats asks for q's statistics at the real time until no minute is
@@ -106,7 +86,7 @@ func TestStatsCountRetriesOnceAndSurviveACrashBeforeTheMarks(t *testing.T) {
 	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.Statistics.Costs = rollupsFirst })
 	ctx := t.Context()
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	acked := minuteSeries(t, 300, first, 3*time.Second) // 15 minutes
+	acked := conformance.MessageSeries(t, scope, "shop", 300, first, 3*time.Second) // 15 minutes
 	if err := s.Append(ctx, acked[:200]); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +107,7 @@ func TestStatsCountRetriesOnceAndSurviveACrashBeforeTheMarks(t *testing.T) {
 
 	rollups := cfg.IndexPrefix + "-rollups-" + first.Format("2006.01.02")
 	c.must(http.MethodPut, "/"+rollups+"/_settings", map[string]any{"index.blocks.write": true}, nil)
-	crashed := minuteSeries(t, 40, first.Add(5*time.Minute+time.Second), time.Second)
+	crashed := conformance.MessageSeries(t, scope, "shop", 40, first.Add(5*time.Minute+time.Second), time.Second)
 	if err := s.Append(ctx, append(crashed, acked[:50]...)); err == nil {
 		t.Fatal("Append succeeded with its marks blocked")
 	}
@@ -157,7 +137,7 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.Statistics.Costs = rollupsFirst })
 	ctx := t.Context()
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	old := minuteSeries(t, 120, first, 15*time.Second)
+	old := conformance.MessageSeries(t, scope, "shop", 120, first, 15*time.Second)
 	if err := s.Append(ctx, old); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +148,7 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 		}
 	}
 	upgraded := openStore(ctx, t, cfg)
-	later := minuteSeries(t, 30, first.Add(10*time.Minute+time.Second), 7*time.Second)
+	later := conformance.MessageSeries(t, scope, "shop", 30, first.Add(10*time.Minute+time.Second), 7*time.Second)
 	if err := upgraded.Append(ctx, later); err != nil {
 		t.Fatal(err)
 	}

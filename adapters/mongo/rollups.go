@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -30,9 +29,7 @@ import (
 // a whole count at the version it names.
 type rollups struct {
 	messages, marks, kept *mongodrv.Collection
-	// marksFrom caches MarksFrom once it is 0 (the start), which it then
-	// stays; -1 until then.
-	marksFrom atomic.Int64
+	marksSince            statsengine.MarksSince
 }
 
 var _ statsengine.MarkStore = (*rollups)(nil)
@@ -82,7 +79,6 @@ func newRollups(messages *mongodrv.Collection, opts *options.CollectionOptionsBu
 	db := messages.Database()
 	r := &rollups{messages: messages,
 		marks: db.Collection(messages.Name()+"_marks", opts), kept: db.Collection(messages.Name()+"_rollups", opts)}
-	r.marksFrom.Store(-1)
 	return r
 }
 
@@ -156,27 +152,15 @@ func (r *rollups) readState(ctx context.Context) (rollupState, bool, error) {
 	case err != nil:
 		return st, false, storeError(ctx, "reading the rollups' state", err)
 	}
-	if st.From == 0 {
-		r.marksFrom.Store(0)
-	}
 	return st, true, nil
 }
 
 // MarksFrom: see statsengine.MarkStore.
 func (r *rollups) MarksFrom(ctx context.Context) (time.Time, error) {
-	if r.marksFrom.Load() == 0 {
-		return time.Time{}, nil
-	}
-	st, found, err := r.readState(ctx)
-	switch {
-	case err != nil:
-		return time.Time{}, err
-	case !found:
-		return time.Unix(0, 1<<63-1).UTC(), nil // nothing known to be marked
-	case st.From == 0:
-		return time.Time{}, nil
-	}
-	return time.UnixMicro(st.From).UTC(), nil
+	return r.marksSince.From(ctx, func(ctx context.Context) (int64, bool, error) {
+		st, found, err := r.readState(ctx)
+		return st.From, found, err
+	})
 }
 
 // mark writes the marks of msgs, stored, with one fresh version.
@@ -204,21 +188,30 @@ func (r *rollups) send(ctx context.Context, op string, marks *statsengine.MarkSe
 	return replaceAll(ctx, r.marks, op, models)
 }
 
-// replaceAll runs the replacing upserts of models, unordered. Two upserts of
-// one new _id at once can fail one of them on the duplicate key; the write
-// is then tried again, and finds the document.
+// replaceAll runs the replacing upserts of models, unordered, in bulk writes
+// of at most replacesPerWrite. Two upserts of one new _id at once can fail
+// one of them on the duplicate key; the write is then tried again, and finds
+// the document.
 func replaceAll(ctx context.Context, coll *mongodrv.Collection, op string, models []mongodrv.WriteModel) error {
-	var err error
-	for range 3 {
-		if _, err = coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err == nil || !onlyDuplicates(err) {
-			break
+	for chunk := range slices.Chunk(models, replacesPerWrite) {
+		var err error
+		for range 3 {
+			if _, err = coll.BulkWrite(ctx, chunk, options.BulkWrite().SetOrdered(false)); err == nil || !onlyDuplicates(err) {
+				break
+			}
 		}
-	}
-	if err != nil {
-		return storeError(ctx, op, err)
+		if err != nil {
+			return storeError(ctx, op, err)
+		}
 	}
 	return nil
 }
+
+// replacesPerWrite bounds one bulk write of marks or kept rollups: FerretDB
+// runs each upsert as a query and a write, and a backfill spread over a day
+// marks a minute per message; a write of hundreds outlasted the operation
+// timeout on two busy cores.
+const replacesPerWrite = 64
 
 // marksFilter selects the marks of scope's minutes starting in [from, to),
 // of the application name alone when not "".
@@ -238,26 +231,10 @@ func (r *rollups) Sync(context.Context, time.Time, time.Time) error { return nil
 // Append's messages are visible: reads see every acknowledged message.
 func (r *rollups) Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
 	from = stats.AlignDown(from, time.Minute)
-	cur, err := r.marks.Find(ctx, marksFilter(scope, name, from, to), options.Find().SetBatchSize(statsBatchSize))
-	if err != nil {
-		return storeError(ctx, "stats: marks", err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	for cur.Next(ctx) {
-		var d markDoc
-		if err := cur.Decode(&d); err != nil {
-			return storeError(ctx, "stats: marks", err)
-		}
-		err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
+	return findEach(ctx, r.marks, "stats: marks", marksFilter(scope, name, from, to), func(d *markDoc) error {
+		return yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
 			Messages: d.Count, Expires: time.UnixMilli(d.Expires).UTC(), Settled: time.UnixMilli(d.Settled).UTC()})
-		if err != nil {
-			return err
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return storeError(ctx, "stats: marks", err)
-	}
-	return nil
+	})
 }
 
 // MarkHours hashes each hour's marks as read (statsengine.MarkStore).
@@ -289,24 +266,37 @@ func (r *rollups) Kept(ctx context.Context, scope domain.Scope, marks []statseng
 	for i, mk := range marks {
 		ids[i] = statsengine.MarkID("kept", scope, mk.Name, mk.Minute)
 	}
-	cur, err := r.kept.Find(ctx, bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}})
+	filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}}
+	return findEach(ctx, r.kept, "stats: kept rollups", filter, func(d *keptDoc) error {
+		return yield(statsengine.Kept{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
+			Expires: time.UnixMilli(d.Expires).UTC(), Data: d.Data})
+	})
+}
+
+// findEach decodes each document coll's filter selects (in batches of
+// statsBatchSize, projected when a projection is given) into a T and calls
+// fn with it, until fn fails.
+func findEach[T any](ctx context.Context, coll *mongodrv.Collection, op string, filter bson.D, fn func(*T) error, projection ...bson.D) error {
+	opts := options.Find().SetBatchSize(statsBatchSize)
+	if len(projection) > 0 {
+		opts.SetProjection(projection[0])
+	}
+	cur, err := coll.Find(ctx, filter, opts)
 	if err != nil {
-		return storeError(ctx, "stats: kept rollups", err)
+		return storeError(ctx, op, err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	for cur.Next(ctx) {
-		var d keptDoc
+		var d T
 		if err := cur.Decode(&d); err != nil {
-			return storeError(ctx, "stats: kept rollups", err)
+			return storeError(ctx, op, err)
 		}
-		err := yield(statsengine.Kept{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-			Expires: time.UnixMilli(d.Expires).UTC(), Data: d.Data})
-		if err != nil {
+		if err := fn(&d); err != nil {
 			return err
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return storeError(ctx, "stats: kept rollups", err)
+		return storeError(ctx, op, err)
 	}
 	return nil
 }
@@ -367,37 +357,29 @@ func (r *rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 	for _, field := range []string{fieldAccount, fieldDomain, fieldName, fieldCreatedAt, fieldExpiresAt} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
-	cur, err := r.messages.Find(ctx, bson.D{}, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
-	if err != nil {
-		return storeError(ctx, "mark existing messages", err)
+	type stored struct {
+		Account   string `bson:"account"`
+		Domain    string `bson:"domain"`
+		Name      string `bson:"name"`
+		CreatedAt int64  `bson:"createdAt"`
+		ExpiresAt int64  `bson:"expiresAt"`
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
 	var marks statsengine.MarkSet
 	spans := statsengine.Spans{}
-	for cur.Next(ctx) {
-		var m struct {
-			Account   string `bson:"account"`
-			Domain    string `bson:"domain"`
-			Name      string `bson:"name"`
-			CreatedAt int64  `bson:"createdAt"`
-			ExpiresAt int64  `bson:"expiresAt"`
-		}
-		if err := cur.Decode(&m); err != nil {
-			return storeError(ctx, "mark existing messages", err)
-		}
+	err = findEach(ctx, r.messages, "mark existing messages", bson.D{}, func(m *stored) error {
 		msg := domain.Message{Account: m.Account, Domain: m.Domain, Name: m.Name,
 			CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), ExpiresAt: time.UnixMicro(m.ExpiresAt).UTC()}
 		marks.AddMessage(msg)
 		spans.Add(msg.Scope(), msg.CreatedAt)
-		if marks.Len() == existingPage {
-			if err := r.send(ctx, "mark existing messages", &marks); err != nil {
-				return err
-			}
-			marks = statsengine.MarkSet{}
+		if marks.Len() < existingPage {
+			return nil
 		}
-	}
-	if err := cur.Err(); err != nil {
-		return storeError(ctx, "mark existing messages", err)
+		err := r.send(ctx, "mark existing messages", &marks)
+		marks = statsengine.MarkSet{}
+		return err
+	}, projection)
+	if err != nil {
+		return err
 	}
 	if err := r.send(ctx, "mark existing messages", &marks); err != nil {
 		return err
@@ -412,6 +394,6 @@ func (r *rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 	if err != nil {
 		return fmt.Errorf("%w (every minute is marked; the next start marks them again)", storeError(ctx, "mark existing messages: done", err))
 	}
-	r.marksFrom.Store(0)
+	r.marksSince.Marked()
 	return nil
 }

@@ -2,7 +2,6 @@ package mongo_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -43,20 +42,6 @@ func TestStatsDifferential(t *testing.T) {
 	}
 }
 
-// minuteSeries are n messages of scope, one every step from first, readable
-// from first for the default retention.
-func minuteSeries(t *testing.T, n int, first time.Time, step time.Duration) []domain.Message {
-	msgs := make([]domain.Message, n)
-	for i := range msgs {
-		msgs[i] = conformance.NewMessage(t, scope, first.Add(time.Duration(i)*step), func(m *domain.Message) {
-			m.Path = fmt.Sprintf("/v1/items/%d", i%7)
-			m.StatusCode = 200 + 100*(i%4)
-			m.Duration, m.HasDuration = time.Duration(1+i%50)*time.Millisecond, i%9 != 0
-		})
-	}
-	return msgs
-}
-
 func tracedStats(t *testing.T, s *mongo.Store, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace) {
 	t.Helper()
 	st, tr, err := s.StatsTraced(opCtx(t), q, now)
@@ -67,13 +52,7 @@ func tracedStats(t *testing.T, s *mongo.Store, q stats.Query, now time.Time) (st
 }
 
 func hourQuery(from time.Time, interval string) stats.Query {
-	q := stats.Query{Scope: scope, From: from, To: from.Add(time.Hour), Filter: domain.Filter{From: from, To: from.Add(time.Hour)}}
-	for _, iv := range stats.Intervals {
-		if iv.Name == interval {
-			q.Interval = iv
-		}
-	}
-	return q
+	return conformance.StatsQuery(scope, from, from.Add(time.Hour), interval, domain.Filter{})
 }
 
 // A retried batch, in other batches and mixed with new messages, counts each
@@ -85,7 +64,7 @@ func TestStatsCountRetriesOnceAndSurviveACrashBeforeTheMarks(t *testing.T) {
 	withCosts(rollupsFirst)(&cfg)
 	s := mustOpen(t, cfg)
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	acked := minuteSeries(t, 300, first, 3*time.Second) // 15 minutes
+	acked := conformance.MessageSeries(t, scope, "shop", 300, first, 3*time.Second) // 15 minutes
 	if err := s.Append(opCtx(t), acked[:200]); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +84,7 @@ func TestStatsCountRetriesOnceAndSurviveACrashBeforeTheMarks(t *testing.T) {
 		t.Errorf("the second call: %+v, want the hour from the cache", tr)
 	}
 
-	crashed := minuteSeries(t, 40, first.Add(5*time.Minute+time.Second), time.Second)
+	crashed := conformance.MessageSeries(t, scope, "shop", 40, first.Add(5*time.Minute+time.Second), time.Second)
 	raw := rawCollection(t, cfg.URI, cfg.Database)
 	docs := make([]any, len(crashed))
 	for i, m := range crashed {
@@ -139,7 +118,7 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 	withCosts(rollupsFirst)(&cfg)
 	s := mustOpen(t, cfg)
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	old := minuteSeries(t, 120, first, 15*time.Second)
+	old := conformance.MessageSeries(t, scope, "shop", 120, first, 15*time.Second)
 	if err := s.Append(opCtx(t), old); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +128,7 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	upgraded := mustOpen(t, cfg)
-	later := minuteSeries(t, 30, first.Add(10*time.Minute+time.Second), 7*time.Second)
+	later := conformance.MessageSeries(t, scope, "shop", 30, first.Add(10*time.Minute+time.Second), 7*time.Second)
 	if err := upgraded.Append(opCtx(t), later); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +158,7 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 	cfg.DisableTTLIndex = true // the messages expire in the real past
 	s := mustOpen(t, cfg)
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
-	msgs := minuteSeries(t, 3, first, 20*time.Minute)
+	msgs := conformance.MessageSeries(t, scope, "shop", 3, first, 20*time.Minute)
 	for i := range msgs {
 		msgs[i].ExpiresAt = msgs[i].CreatedAt.Add(time.Hour)
 	}

@@ -162,29 +162,14 @@ var narrowProjection = func() bson.D {
 // coll that filter selects, in the server's natural order (no sort to pay
 // for), and yields it.
 func eachNarrow(ctx context.Context, coll *mongodrv.Collection, op string, filter bson.D, yield func(*domain.Message) error) error {
-	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(narrowProjection).SetBatchSize(statsBatchSize))
-	if err != nil {
-		return storeError(ctx, op, err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	for cur.Next(ctx) {
-		var n narrowMessage
-		if err := cur.Decode(&n); err != nil {
-			return storeError(ctx, op, err)
-		}
+	return findEach(ctx, coll, op, filter, func(n *narrowMessage) error {
 		m := domain.Message{CreatedAt: time.UnixMicro(n.CreatedAt).UTC(), StatusCode: int(n.StatusCode), Path: n.Path, Name: n.Name,
 			Route: n.Template, VisibleAt: time.UnixMicro(n.VisibleAt).UTC(), ExpiresAt: time.UnixMicro(n.ExpiresAt).UTC()}
 		if n.Duration != nil {
 			m.Duration, m.HasDuration = time.Duration(*n.Duration)*time.Microsecond, true
 		}
-		if err := yield(&m); err != nil {
-			return err
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return storeError(ctx, op, err)
-	}
-	return nil
+		return yield(&m)
+	}, narrowProjection)
 }
 
 // statsBatchSize is how many projected messages one reply of the stream

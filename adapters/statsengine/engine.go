@@ -125,14 +125,25 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 		f.From = earliest(f.To, facts.rollupsFrom)
 	}
 	h := hourCounter{e: e, q: q, now: now, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
-	// Only the hours that hold messages (RollupHours) are read.
+	// Only the hours that hold messages (RollupHours) are read; those not
+	// counted from the cache in runs of consecutive hours, one read each.
+	var run []*hourPart
 	for _, unix := range slices.Sorted(maps.Keys(facts.versions)) {
 		hour := time.Unix(unix, 0).UTC()
 		start, end := latest(hour, f.From), earliest(hour.Add(time.Hour), f.To)
-		if !start.Before(end) {
+		if !start.Before(end) || h.fromCache(start, end, facts.versions[unix]) {
 			continue
 		}
-		if err := h.count(ctx, hour, start, end, facts.versions[unix]); err != nil {
+		if len(run) > 0 && !run[len(run)-1].end.Equal(start) {
+			if err := h.read(ctx, run); err != nil {
+				return stats.Stats{}, err
+			}
+			run = run[:0]
+		}
+		run = append(run, h.part(start, end, facts.versions[unix]))
+	}
+	if len(run) > 0 {
+		if err := h.read(ctx, run); err != nil {
 			return stats.Stats{}, err
 		}
 	}
@@ -166,53 +177,78 @@ type hourCounter struct {
 	kept []keptCounted
 }
 
-// count counts [start, end) of hour: from the cache when the span is kept
-// at version, else from its minute rollups, keeping the span when it starts
-// and ends on its parts (a whole hour, the default range's first) and every
-// minute could stand for itself.
-func (h *hourCounter) count(ctx context.Context, hour, start, end time.Time, version uint64) error {
+// fromCache counts [start, end) of an hour from the cache, and reports
+// true, when the span is kept at version and can stand at now.
+func (h *hourCounter) fromCache(start, end time.Time, version uint64) bool {
 	key, keepable := keptSpan(h.q, start, end)
-	if keepable {
-		if kept := h.e.hours.get(key, version); kept != nil && kept.countSeries(h.b, start, h.width) {
-			h.tr.KeptHours++
-			h.kept = append(h.kept, keptCounted{key, kept})
-			return nil
-		}
+	if !keepable {
+		return false
 	}
-	kept := &keptHour{version: version}
-	if keepable {
-		kept.parts = make([]stats.Rollup, end.Sub(start)/h.width)
+	kept := h.e.hours.get(key, version)
+	if kept == nil || !kept.countSeries(h.b, start, h.width) {
+		return false
 	}
+	h.tr.KeptHours++
+	h.kept = append(h.kept, keptCounted{key, kept})
+	return true
+}
+
+// hourPart is [start, end) of one hour as read from minute rollups, to keep
+// when it starts and ends on its parts (a whole hour, the default range's
+// first) and every minute could stand for itself.
+type hourPart struct {
+	start, end time.Time
+	key        spanKey
+	keepable   bool
+	kept       *keptHour
+}
+
+func (h *hourCounter) part(start, end time.Time, version uint64) *hourPart {
+	p := &hourPart{start: start, end: end, kept: &keptHour{version: version}}
+	if p.key, p.keepable = keptSpan(h.q, start, end); p.keepable {
+		p.kept.parts = make([]stats.Rollup, end.Sub(start)/h.width)
+	}
+	return p
+}
+
+// read counts run, consecutive parts of hours, from the minute rollups of
+// one read, and keeps the parts that can be kept.
+func (h *hourCounter) read(ctx context.Context, run []*hourPart) error {
 	name := h.q.Filter.Name
-	err := h.e.readRollups(ctx, h.q.Scope, name, start, end, h.now, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
+	first, end := run[0].start, run[len(run)-1].end
+	err := h.e.readRollups(ctx, h.q.Scope, name, first, end, h.now, h.tr, func(minute time.Time, app string, r *stats.Rollup) error {
 		if name != "" && app != name {
 			return nil // another application's: nothing this view counts
 		}
-		if minute.Before(start.Truncate(time.Minute)) || !minute.Before(end) {
+		i := slices.IndexFunc(run, func(p *hourPart) bool { return minute.Before(p.end) })
+		if i < 0 || minute.Before(run[i].start.Truncate(time.Minute)) {
 			return fmt.Errorf("statistics: the store gave a rollup of %s for [%s, %s)", domain.FormatTime(minute),
-				domain.FormatTime(start), domain.FormatTime(end))
+				domain.FormatTime(first), domain.FormatTime(end))
 		}
+		p := run[i]
 		if r == nil || !h.b.AddSeries(minute, minute.Add(time.Minute), app, r) {
-			keepable = false
+			p.keepable = false
 			h.refused[minuteOf{minute.Unix(), app}] = true
 			h.tr.Refused++
 			return nil
 		}
 		h.tr.Rollups++
-		if keepable {
-			kept.parts[minute.Sub(start)/h.width].MergeSeries(r)
-			kept.names.AddCounts(app, r.Count, r.Errors())
+		if p.keepable {
+			p.kept.parts[minute.Sub(p.start)/h.width].MergeSeries(r)
+			p.kept.names.AddCounts(app, r.Count, r.Errors())
 		}
-		kept.rankings.Paths.Merge(&r.Paths)
-		kept.rankings.Routes.Merge(&r.Routes)
+		p.kept.rankings.Paths.Merge(&r.Paths)
+		p.kept.rankings.Routes.Merge(&r.Routes)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	h.b.AddRankings(&kept.rankings)
-	if keepable {
-		h.e.hours.put(key, kept)
+	for _, p := range run {
+		h.b.AddRankings(&p.kept.rankings)
+		if p.keepable {
+			h.e.hours.put(p.key, p.kept)
+		}
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package statsengine_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -65,32 +64,14 @@ var scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 var base = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 
 // messages are n messages of scope's application name, one every step from
-// first, readable from first+1m until first+30 days.
-func messages(n int, name string, first time.Time, step time.Duration) []domain.Message {
-	msgs := make([]domain.Message, n)
-	for i := range msgs {
-		id, err := domain.NewIdentity()
-		if err != nil {
-			panic(err)
-		}
-		created := first.Add(time.Duration(i) * step)
-		msgs[i] = domain.Message{ID: id.ID, Reference: id.Reference, Account: scope.Account, Domain: scope.Domain,
-			Name: name, Method: "GET", Path: fmt.Sprintf("/v1/items/%d", i%7), StatusCode: 200 + 100*(i%4),
-			Duration: time.Duration(1+i%50) * time.Millisecond, HasDuration: i%9 != 0,
-			CreatedAt: created, UpdatedAt: created, VisibleAt: first.Add(time.Minute), ExpiresAt: created.Add(domain.DefaultRetention)}
-	}
-	return msgs
+// first.
+func messages(t *testing.T, n int, name string, first time.Time, step time.Duration) []domain.Message {
+	return conformance.MessageSeries(t, scope, name, n, first, step)
 }
 
 // query is the statistics of scope over [from, to) by interval.
 func query(from, to time.Time, interval string, name string) stats.Query {
-	q := stats.Query{Scope: scope, From: from, To: to, Filter: domain.Filter{From: from, To: to, Name: name}}
-	for _, iv := range stats.Intervals {
-		if iv.Name == interval {
-			q.Interval = iv
-		}
-	}
-	return q
+	return conformance.StatsQuery(scope, from, to, interval, domain.Filter{Name: name})
 }
 
 func statsOf(t *testing.T, s *markedStore, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace) {
@@ -109,7 +90,7 @@ func statsOf(t *testing.T, s *markedStore, q stats.Query, now time.Time) (stats.
 func TestRetriesAndCrashesCountEachMessageOnce(t *testing.T) {
 	s := newMarkedStore(statsengine.Config{})
 	ctx := t.Context()
-	acked := messages(300, "shop", base, 3*time.Second) // 15 minutes
+	acked := messages(t, 300, "shop", base, 3*time.Second) // 15 minutes
 	if err := s.Append(ctx, acked[:200]); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +110,7 @@ func TestRetriesAndCrashesCountEachMessageOnce(t *testing.T) {
 
 	// Crashed between the messages and their marks: the 40 new ones may
 	// count or not; the acknowledged ones count once.
-	crashed := messages(40, "shop", base.Add(5*time.Minute+time.Second), time.Second)
+	crashed := messages(t, 40, "shop", base.Add(5*time.Minute+time.Second), time.Second)
 	s.failMarks = true
 	if err := s.Append(ctx, append(crashed, acked[:50]...)); !errors.Is(err, errCrashedBeforeTheMarks) {
 		t.Fatalf("Append = %v, want the crash", err)
@@ -160,8 +141,8 @@ func TestWholeHoursAreKeptUntilWrittenInto(t *testing.T) {
 	ctx := t.Context()
 	var all []domain.Message
 	for h := range 6 {
-		all = append(all, messages(30, "shop", base.Add(time.Duration(h)*time.Hour), 2*time.Minute)...)
-		all = append(all, messages(10, "billing", base.Add(time.Duration(h)*time.Hour), 5*time.Minute)...)
+		all = append(all, messages(t, 30, "shop", base.Add(time.Duration(h)*time.Hour), 2*time.Minute)...)
+		all = append(all, messages(t, 10, "billing", base.Add(time.Duration(h)*time.Hour), 5*time.Minute)...)
 	}
 	if err := s.Append(ctx, all); err != nil {
 		t.Fatal(err)
@@ -179,7 +160,7 @@ func TestWholeHoursAreKeptUntilWrittenInto(t *testing.T) {
 			t.Fatalf("%q, second call: %d hours kept, %d rollups read; want 6 and none", name, tr.KeptHours, tr.Rollups)
 		}
 	}
-	late := messages(1, "shop", base.Add(2*time.Hour+30*time.Minute), time.Second)
+	late := messages(t, 1, "shop", base.Add(2*time.Hour+30*time.Minute), time.Second)
 	if err := s.Append(ctx, late); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +199,7 @@ func (p fixedProbe) Probe(context.Context, stats.Query, time.Time) (statsengine.
 // configured, and every plan answers as the reference does.
 func TestPlansFollowCostsAndFacts(t *testing.T) {
 	marked := newMarkedStore(statsengine.Config{})
-	all := messages(200, "shop", base, 20*time.Second)
+	all := messages(t, 200, "shop", base, 20*time.Second)
 	if err := marked.Append(t.Context(), all); err != nil {
 		t.Fatal(err)
 	}

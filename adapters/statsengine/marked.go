@@ -255,9 +255,12 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 	return nil
 }
 
-// recount counts the stale marks' minutes from their messages, one request
-// per run of consecutive minutes, and keeps their rollups at the marks'
-// versions.
+// recountGap is the gap between stale minutes past which they are counted
+// again in two reads rather than one.
+const recountGap = time.Hour
+
+// recount counts the stale marks' minutes from their messages and keeps
+// their rollups at the marks' versions.
 func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, rollups map[minuteOf]*stats.Rollup, tr *Trace) error {
 	if len(stale) == 0 {
 		return nil
@@ -266,19 +269,22 @@ func (m *Marked) recount(ctx context.Context, scope domain.Scope, stale []Mark, 
 	for _, mk := range stale {
 		recounted[minuteOf{mk.Minute.Unix(), mk.Name}] = &stats.Rollup{}
 	}
+	// One read per group of stale minutes less than recountGap apart: a
+	// store that scans (FerretDB) pays few, and none reads more than an hour
+	// of messages past the stale minutes.
 	for i := 0; i < len(stale); {
 		j := i + 1
-		for j < len(stale) && !stale[j].Minute.After(stale[j-1].Minute.Add(time.Minute)) {
+		for j < len(stale) && stale[j].Minute.Sub(stale[j-1].Minute) < recountGap {
 			j++
 		}
-		run := stale[i:j]
-		name := run[0].Name
-		for _, mk := range run {
+		group := stale[i:j]
+		name := group[0].Name
+		for _, mk := range group {
 			if mk.Name != name {
 				name = ""
 			}
 		}
-		err := m.store.Recount(ctx, scope, name, run[0].Minute, run[len(run)-1].Minute.Add(time.Minute), func(msg *domain.Message) error {
+		err := m.store.Recount(ctx, scope, name, group[0].Minute, group[len(group)-1].Minute.Add(time.Minute), func(msg *domain.Message) error {
 			at := msg.CreatedAt.Unix()
 			if r := recounted[minuteOf{at - mod(at, 60), msg.Name}]; r != nil {
 				tr.MessagesRecounted++

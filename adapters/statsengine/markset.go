@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -132,3 +133,32 @@ func MarkInBackground(ctx context.Context, log *zap.Logger, markExisting func(co
 	}
 	log.Debug("messages stored before the statistics' marks are marked", zap.Duration("took", time.Since(start)))
 }
+
+// MarksSince caches a store's MarksFrom once every stored message is marked
+// (the state a store keeps says so), which it then stays: until then the
+// store reads its state each time. Its zero value knows nothing yet.
+type MarksSince struct{ all atomic.Bool }
+
+// From returns MarksFrom given the store's state: read reports the
+// earliest created_at marked from (Unix microseconds, 0: the start) and
+// whether there is a state at all; without one nothing is known to be
+// marked.
+func (m *MarksSince) From(ctx context.Context, read func(context.Context) (from int64, found bool, err error)) (time.Time, error) {
+	if m.all.Load() {
+		return time.Time{}, nil
+	}
+	from, found, err := read(ctx)
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case !found:
+		return time.Unix(0, 1<<63-1).UTC(), nil
+	case from == 0:
+		m.Marked()
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(from).UTC(), nil
+}
+
+// Marked notes that every stored message is marked from now on.
+func (m *MarksSince) Marked() { m.all.Store(true) }

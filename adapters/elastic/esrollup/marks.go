@@ -14,6 +14,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 )
 
 // markDoc is the mark of one application's minute, "<prefix>-rollups-<day>"
@@ -140,7 +141,7 @@ const marksPage = 10_000
 // application name alone when not "" (statsengine.MarkStore), in pages
 // sorted by minute and application.
 func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
-	from = time.Unix(from.Unix()-mod(from.Unix(), 60), 0)
+	from = stats.AlignDown(from, time.Minute)
 	body := map[string]any{"size": marksPage, "query": marksQuery(scope, name, from, to, "mark"), "track_total_hits": false,
 		"sort": []any{map[string]any{"minute": "asc"}, map[string]any{"name": "asc"}}}
 	for {
@@ -281,13 +282,4 @@ func mget[T any](ctx context.Context, client *esclient.Client, op string, target
 		}
 	}
 	return nil
-}
-
-// mod is a modulo that is never negative (times before 1970).
-func mod(a, b int64) int64 {
-	r := a % b
-	if r < 0 {
-		r += b
-	}
-	return r
 }

@@ -1,7 +1,6 @@
 package esrollup
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
@@ -21,16 +20,12 @@ type Rollups struct {
 	queries *esquery.Queries
 	// settle is how long after its marks a minute's messages are surely
 	// searchable: twice the read lag and a second.
-	settle time.Duration
-	// marksFrom caches MarksFrom once it is the zero time, which it then
-	// stays: the Unix microseconds, or -1 while not known to be zero.
-	marksFrom atomic.Int64
+	settle     time.Duration
+	marksSince statsengine.MarksSince
 }
 
 // New keeps rollups through client in the indices of names, recounting
 // minutes with queries, for a store whose reads lag its writes by readLag.
 func New(client *esclient.Client, names esindex.Names, queries *esquery.Queries, readLag time.Duration) *Rollups {
-	r := &Rollups{client: client, names: names, queries: queries, settle: 2*readLag + time.Second}
-	r.marksFrom.Store(-1)
-	return r
+	return &Rollups{client: client, names: names, queries: queries, settle: 2*readLag + time.Second}
 }

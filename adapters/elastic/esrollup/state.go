@@ -82,29 +82,16 @@ func (r *Rollups) readState(ctx context.Context) (state, bool, error) {
 	if err != nil || status == http.StatusNotFound || !reply.Found {
 		return state{}, false, err
 	}
-	if reply.Source.From == 0 {
-		r.marksFrom.Store(0)
-	}
 	return reply.Source, true, nil
 }
 
 // MarksFrom is the earliest created_at from which every stored message is
-// marked (statsengine.MarkStore): the zero time once the state says so,
-// which is then kept; without a state, nothing is known to be marked.
+// marked (statsengine.MarkStore), from the state.
 func (r *Rollups) MarksFrom(ctx context.Context) (time.Time, error) {
-	if r.marksFrom.Load() == 0 {
-		return time.Time{}, nil
-	}
-	st, found, err := r.readState(ctx)
-	switch {
-	case err != nil:
-		return time.Time{}, err
-	case !found:
-		return time.Unix(0, 1<<63-1).UTC(), nil
-	case st.From == 0:
-		return time.Time{}, nil
-	}
-	return time.UnixMicro(st.From).UTC(), nil
+	return r.marksSince.From(ctx, func(ctx context.Context) (int64, bool, error) {
+		st, found, err := r.readState(ctx)
+		return st.From, found, err
+	})
 }
 
 // Marking reports whether messages stored before the marks are still to be
@@ -212,6 +199,6 @@ func (r *Rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 		DocumentID: stateID, Body: doc, Refresh: "true"}, nil); err != nil {
 		return fmt.Errorf("%w (every minute is marked; the next start marks them again)", err)
 	}
-	r.marksFrom.Store(0)
+	r.marksSince.Marked()
 	return nil
 }
