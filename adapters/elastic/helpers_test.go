@@ -142,7 +142,7 @@ func testConfig(t testing.TB) elastic.Config {
 // deleteIndices deletes the indices and templates of prefix: concrete
 // names, as production clusters refuse wildcard deletes.
 func deleteIndices(t testing.TB, c cluster, prefix string) {
-	for _, pattern := range []string{"-messages-*", "-rollups-*", "-rollup-state"} {
+	for _, pattern := range []string{"-messages-*", "-rollups-*", "-rollup-state*"} {
 		if names := c.indices(prefix + pattern); len(names) > 0 {
 			c.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
 		}

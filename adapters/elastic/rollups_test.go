@@ -193,6 +193,7 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 	if err := s.Append(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
+	waitReadable(t, s, today, msgs...)
 	q := stats.Query{Scope: scope, From: dayA, To: today, Filter: domain.Filter{From: dayA, To: today}, Interval: stats.Intervals[3]}
 	st, _ := tracedStats(t, s, q, today)
 	conformance.AssertStats(t, msgs, q, today, st)

@@ -31,6 +31,9 @@ type Config struct {
 	// Probe tells a plan's choice what a query's range holds; nil: the
 	// source's RollupHours.
 	Probe Probe
+	// Plan, when set, is taken for every query it can answer, whatever the
+	// costs: for tests and benchmarks that hold one plan to the reference.
+	Plan Plan
 }
 
 // Engine answers ports.MessageReader.Stats from a store's Sources. It is
@@ -41,6 +44,7 @@ type Engine struct {
 	agg      ports.StatsAggregator
 	costs    Costs
 	probe    Probe
+	plan     Plan
 	hours    *hourCache
 	rankings *rankingsCache
 }
@@ -55,7 +59,7 @@ func New(src Sources, cfg Config) (*Engine, error) {
 		limit = DefaultCacheBytes
 	}
 	e := &Engine{samples: src.Samples, rollups: src.Rollups, agg: src.Aggregator,
-		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, hours: newHourCache(limit), rankings: newRankingsCache()}
+		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, plan: cfg.Plan, hours: newHourCache(limit), rankings: newRankingsCache()}
 	if e.probe == nil {
 		e.probe = rollupProbe{e}
 	}
@@ -79,6 +83,9 @@ func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 		return stats.Stats{}, tr, err
 	}
 	c := e.costs.choose(q, facts, e.rollups != nil, e.agg != nil)
+	if _, possible := c.costs[e.plan]; possible && (e.plan != PlanRollups || q.RollupsAnswer()) {
+		c.plan = e.plan
+	}
 	tr.Plan, tr.Costs = c.plan, c.costs
 	var st stats.Stats
 	switch c.plan {
