@@ -122,9 +122,11 @@ func (c Costs) choose(q stats.Query, f Facts, hasRollups, hasAggregator bool) ch
 			costs[PlanRollups] = inf
 		}
 	}
+	// Of equal costs, the plan that asks the store least: rollups (an empty
+	// range reads nothing), then the store's aggregation.
 	best := choice{plan: PlanStream, costs: costs}
-	for _, p := range []Plan{PlanRollups, PlanAggregate} {
-		if cost, ok := costs[p]; ok && cost < costs[best.plan] {
+	for _, p := range []Plan{PlanAggregate, PlanRollups} {
+		if cost, ok := costs[p]; ok && cost <= costs[best.plan] {
 			best.plan = p
 		}
 	}
