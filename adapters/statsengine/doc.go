@@ -14,11 +14,13 @@
 //     (ports.StatsAggregator).
 //
 // Engine.Stats takes, per query, the named Plan of least estimated cost:
-// PlanRollups (the minute rollups, whole hours from the engine's cache at
-// their version, and the messages of the minutes no rollup stands for),
-// PlanAggregate or PlanStream. The costs are configuration (Costs); what a
-// range holds comes from a Probe, by default the source's RollupHours, and a
-// test or a store injects its own. Nothing reads a clock: the same facts
+// PlanRollups (the minute rollups, whole hours and a first hour starting on
+// a bucket from the engine's cache at their version, the other hours' minute
+// rollups in one read per run of hours, and the messages of the minutes no
+// rollup stands for), PlanAggregate or PlanStream. The costs are
+// configuration (Costs; Config.Plan pins one); what a range holds comes from
+// a Probe, by default the source's RollupHours, and a test or a store
+// injects its own. Nothing reads a clock: the same facts
 // give the same plan, and every plan gives stats.Builder's answer within
 // the contract's bounds (percentiles within 1 % past
 // stats.ExactDurations, rankings exact up to 2·stats.MaxRankedKeys keys).

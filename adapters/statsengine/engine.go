@@ -67,7 +67,8 @@ func New(src Sources, cfg Config) (*Engine, error) {
 }
 
 // Stats answers q at now as ports.MessageReader.Stats must, by the plan of
-// least estimated cost (Costs.choose), and tells what it read.
+// least estimated cost (Costs.choose) or the one Config.Plan pins, and tells
+// what it read.
 func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, Trace, error) {
 	var tr Trace
 	if err := ctx.Err(); err != nil {
@@ -169,7 +170,8 @@ type minuteOf struct {
 	name  string
 }
 
-// hourCounter counts a query's hours into its builder, one at a time.
+// hourCounter counts a query's hours into its builder: each from the cache,
+// or with the consecutive hours not in it from one read of minute rollups.
 type hourCounter struct {
 	e     *Engine
 	q     stats.Query
