@@ -10,7 +10,7 @@
 //     expiresAt as a BSON date, rounded up to the millisecond, for the TTL index.
 //     Headers are an array of {name, values} sorted by name, never BSON keys:
 //     header names may hold '.' and '$'. The document is record.Record
-//     (adapters/internal/record), shared with Elasticsearch: it also holds
+//     (adapters/record), shared with Elasticsearch: it also holds
 //     durationMicros (absent without a duration), request/response.size and
 //     route (the path without its query string). Older documents without
 //     them still read (see the record package).

@@ -13,7 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"

@@ -11,7 +11,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
