@@ -51,6 +51,13 @@ type storeWithAlerts struct {
 	*elastic.AlertStore
 }
 
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
+
 func alertingStoreMaker(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
 	cfg := testConfig(t)
 	s := openStore(ctx, t, cfg)

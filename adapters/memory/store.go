@@ -48,8 +48,9 @@ import (
 )
 
 var (
-	_ ports.MessageStore  = (*Store)(nil)
-	_ ports.HealthChecker = (*Store)(nil)
+	_ ports.MessageStore   = (*Store)(nil)
+	_ ports.HealthChecker  = (*Store)(nil)
+	_ ports.SampleStreamer = (*Store)(nil)
 )
 
 // btreeDegree keeps a node of messages at a few kilobytes, so that an insert

@@ -11,7 +11,7 @@ import (
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"

@@ -45,6 +45,13 @@ type storeWithAlerts struct {
 	*mongo.AlertStore
 }
 
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
+
 func alertingStoreMaker(tweaks ...func(*mongo.Config)) conformance.StoreMaker {
 	return func(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
 		s, err := openStore(ctx, t, tweaks...)

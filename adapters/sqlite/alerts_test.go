@@ -63,6 +63,13 @@ type storeWithAlerts struct {
 	*sqlitealert.AlertStore
 }
 
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
+
 func alertingStoreMaker() conformance.StoreMaker {
 	return func(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
 		s, err := openStore(ctx, t, sqlite.Config{Dir: t.TempDir()})

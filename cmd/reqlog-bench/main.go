@@ -92,6 +92,7 @@ type options struct {
 	directScope  string
 	cpuProfile   string
 	bodyFile     string
+	live         bool
 	statsQuery   string
 	proxy        proxyOptions
 	fair         fairOptions
@@ -173,6 +174,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
 	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
 	fs.StringVar(&o.statsQuery, "stats-query", "", "stats: query parameters added to /v1/stats, e.g. q=application or name=shop-frontend")
+	fs.BoolVar(&o.live, "live", false, "ingest: each request's submissions are generated as it is sent, created then, instead of taken from the pool made at the start (created all at once): traffic that fills the minutes as it arrives, for reads measured while it does")
 	fs.StringVar(&o.bodyFile, "body", "", "ingest: every message is this file's submission (one JSON object, e.g. docs/bench/submission-1.8kb.py's output), -items of them per request, instead of the generated mix; -limit's stores append the same")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
@@ -355,6 +357,9 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		}
 	}
 	targets := srv.ingestTargets(bodies)
+	if o.live {
+		targets = srv.liveTargets(gen, o.items)
+	}
 	if mode == "mixed" || mode == "soak" {
 		mix, err := srv.prepareFetch(ctx)
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"

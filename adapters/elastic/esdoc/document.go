@@ -5,12 +5,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
-// A message is stored as its record (adapters/internal/record: the fields of
+// A message is stored as its record (adapters/record: the fields of
 // the daily indices' mappings), read back from _source. Times are the API's strings (UTC,
 // six fractional digits), exact at the microsecond the domain keeps, and
 // indexed as date_nanos. The index's mappings index the searched texts where

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 )
 
 // Sources reads the _source of search hits into records. Its scratch space

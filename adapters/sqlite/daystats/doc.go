@@ -22,7 +22,8 @@
 // and benchmarks read that, not package state. Warm counts the busiest
 // scopes' default view at start (warm.go).
 //
-// eachRollup, the hour versions and the narrow rows (walkSamples) are what
-// a statistics engine shared by the stores would take from this store: its
-// rollup parts and hours, and its narrow rows.
+// The Reader also feeds the statistics engine (adapters/statsengine) through
+// its port (source.go: the narrow rows, the minute rollups and the hours'
+// versions); Store.Stats does not answer through the engine yet
+// (docs/benchmarks.md, "The SQLite store through the engine").
 package daystats

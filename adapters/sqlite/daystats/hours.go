@@ -67,10 +67,14 @@ type hourCache struct {
 	lru      *simplelru.LRU[hourKey, *keptHour]
 	bytes    int
 	versions map[*dayfile.File]map[int64]uint64 // by hour, Unix seconds
+	// epochs number the day files the engine's versions were told of
+	// (version): a file dropped and created again is another.
+	epochs    map[*dayfile.File]uint64
+	lastEpoch uint64
 }
 
 func newHourCache() *hourCache {
-	c := &hourCache{versions: map[*dayfile.File]map[int64]uint64{}}
+	c := &hourCache{versions: map[*dayfile.File]map[int64]uint64{}, epochs: map[*dayfile.File]uint64{}}
 	// Bounded by bytes (put); the count bound only has to be above that.
 	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
 	return c
@@ -116,6 +120,22 @@ func (c *hourCache) forget(d *dayfile.File) {
 		}
 	}
 	delete(c.versions, d)
+	delete(c.epochs, d)
+}
+
+// version is the hour's version as ports.RollupSource.RollupHours tells it:
+// the transactions counted in it (wrote) under f's epoch, so that no value
+// comes back once f is dropped and the day created again.
+func (c *hourCache) version(f *dayfile.File, hour int64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	epoch, ok := c.epochs[f]
+	if !ok {
+		c.lastEpoch++
+		epoch = c.lastEpoch
+		c.epochs[f] = epoch
+	}
+	return epoch<<32 | c.versions[f][hour]&(1<<32-1)
 }
 
 // keptBytes estimates the memory of k: its rollups' encodings, whose keys

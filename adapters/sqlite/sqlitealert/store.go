@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"

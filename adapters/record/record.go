@@ -1,7 +1,8 @@
 // Package record is a message as the document stores keep it: one struct that
 // MongoDB encodes through its bson tags and Elasticsearch through its json tags,
 // and the conversions to and from domain.Message, so that a stored field is
-// added in one place.
+// added in one place. It is public for document stores in other repositories;
+// a stored name never changes, since stored documents must still read.
 //
 // Each store keeps the names and formats it always had, so documents stored
 // before a field was added still read:

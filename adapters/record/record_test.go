@@ -12,7 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 )
 

@@ -1,0 +1,145 @@
+package daystats
+
+import (
+	"context"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// The Reader feeds the statistics engine (adapters/statsengine) through its
+// port: the narrow rows (ports.SampleStreamer) and the day files' minute
+// rollups with the hour versions the cache keeps (ports.RollupSource).
+// Store.Stats does not answer through the engine yet: Reader.Stats's word
+// plan counts a day's rollups less the rest from the hours Reader.Stats
+// keeps, which the engine's cache would have to give it (docs/benchmarks.md,
+// "The SQLite store through the engine").
+var (
+	_ ports.SampleStreamer = (*Reader)(nil)
+	_ ports.RollupSource   = (*Reader)(nil)
+)
+
+// StreamSamples yields the sample of each message of scope readable at now
+// that passes f: from the statistics index, or, with a q, from the messages
+// holding its words, read whole and checked with f's Matcher.
+func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
+	files, err := r.dir.Hold(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer dayfile.Release(files)
+	var yieldErr error
+	add := func(s stats.Sample) {
+		if yieldErr == nil {
+			yieldErr = yield(s)
+		}
+	}
+	words, _ := dayfile.Words(f.Text)
+	if f.Text != "" && words == "" {
+		return nil // no word: the domain refuses such a q
+	}
+	c := &call{r: r, f: f, now: now, trace: &Trace{}}
+	for _, file := range files {
+		if f.Text == "" {
+			err = streamSamples(ctx, file, scope, f, now, add)
+		} else {
+			w := dayfile.ReadableWhere(scope, f, now)
+			w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
+			if err = c.readWhole(ctx, file, "messages", w, f.Matcher(), add); err != nil {
+				err = file.Error(ctx, "stats", err)
+			}
+		}
+		if err == nil {
+			err = yieldErr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RollupsFrom is the zero time: every day file keeps the rollups of its
+// messages, written in the transaction that stores them.
+func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.Time{}, nil }
+
+// RollupHours yields the hours of [from, to) in which scope (name alone
+// when not "") has rollups, at the version the cache counts for the hour's
+// day file (hourCache.version), with how many minute rollups the hour holds;
+// how many messages is not told (-1).
+func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
+	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
+	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
+	if err != nil {
+		return err
+	}
+	defer dayfile.Release(files)
+	for i := len(files) - 1; i >= 0; i-- { // oldest first
+		f := files[i]
+		args := []any{scope.Account, scope.Domain, from.Unix() - 59, ceilSecond(to)}
+		query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ? AND minute >= ? AND minute < ?`
+		if name != "" {
+			query += ` AND name = ?`
+			args = append(args, name)
+		}
+		var hours [][2]int64
+		rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+		if err != nil {
+			return f.Error(ctx, "stats: rollup hours", err)
+		}
+		for rows.Next() {
+			var hour, rollups int64
+			if err := rows.Scan(&hour, &rollups); err != nil {
+				rows.Close()
+				return f.Error(ctx, "stats: rollup hours", err)
+			}
+			hours = append(hours, [2]int64{hour, rollups})
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return f.Error(ctx, "stats: rollup hours", err)
+		}
+		for _, h := range hours {
+			if err := yield(time.Unix(h[0], 0).UTC(), r.hours.version(f, h[0]), -1, h[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Rollups yields the rollup of each application's minute meeting [from, to)
+// of scope (of name alone when not ""), oldest day first. A day file's
+// rollups are written in the transaction of their messages, so each stands
+// for every message stored in its minute: none is nil.
+func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
+	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
+	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
+	if err != nil {
+		return err
+	}
+	defer dayfile.Release(files)
+	for i := len(files) - 1; i >= 0; i-- {
+		err := eachRollup(ctx, files[i], scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
+			return yield(time.Unix(minute, 0).UTC(), app, r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ceilSecond is t in Unix seconds, rounded up: a minute starting before it
+// meets a range ending at t.
+func ceilSecond(t time.Time) int64 {
+	s := t.Unix()
+	if time.Unix(s, 0).Before(t) {
+		s++
+	}
+	return s
+}
