@@ -2,6 +2,7 @@ package daystats
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -26,11 +27,6 @@ var (
 // that passes f: from the statistics index, or, with a q, from the messages
 // holding its words, read whole and checked with f's Matcher.
 func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
-	files, err := r.dir.Hold(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer dayfile.Release(files)
 	var yieldErr error
 	add := func(s stats.Sample) {
 		if yieldErr == nil {
@@ -42,7 +38,8 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 		return nil // no word: the domain refuses such a q
 	}
 	c := &call{r: r, f: f, now: now, trace: &Trace{}}
-	for _, file := range files {
+	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
+		var err error
 		if f.Text == "" {
 			err = streamSamples(ctx, file, scope, f, now, add)
 		} else {
@@ -55,11 +52,15 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 		if err == nil {
 			err = yieldErr
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
+}
+
+// oldestFirst lists the days of [from, to) present, oldest first.
+func (r *Reader) oldestFirst(from, to time.Time) []time.Time {
+	days := r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil))
+	slices.Reverse(days)
+	return days
 }
 
 // RollupsFrom is the zero time: every day file keeps the rollups of its
@@ -72,13 +73,7 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // how many messages is not told (-1).
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
-	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
-	if err != nil {
-		return err
-	}
-	defer dayfile.Release(files)
-	for i := len(files) - 1; i >= 0; i-- { // oldest first
-		f := files[i]
+	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
 		args := []any{scope.Account, scope.Domain, from.Unix() - 59, ceilSecond(to)}
 		query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ? AND minute >= ? AND minute < ?`
 		if name != "" {
@@ -108,8 +103,8 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
@@ -118,20 +113,11 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 // for every message stored in its minute: none is nil.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	files, err := r.dir.Hold(ctx, domain.Filter{From: from, To: to})
-	if err != nil {
-		return err
-	}
-	defer dayfile.Release(files)
-	for i := len(files) - 1; i >= 0; i-- {
-		err := eachRollup(ctx, files[i], scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
+	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
+		return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
 			return yield(time.Unix(minute, 0).UTC(), app, r)
 		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // ceilSecond is t in Unix seconds, rounded up: a minute starting before it
