@@ -34,10 +34,14 @@ type RulesConfig struct {
 	// names (REQLOG_RULES_FILE): they rule those accounts, whatever the store
 	// holds, and the API may not change them.
 	File map[string]rules.RuleSet
+	// Rescrub tunes the jobs that run a rule set over stored messages.
+	Rescrub RescrubConfig
 }
 
 // DefaultRulesConfig is the default of every rules setting.
-func DefaultRulesConfig() RulesConfig { return RulesConfig{Poll: DefaultRulesPoll} }
+func DefaultRulesConfig() RulesConfig {
+	return RulesConfig{Poll: DefaultRulesPoll, Rescrub: DefaultRescrubConfig()}
+}
 
 // Validate reports the first unusable field as Config.Validate does.
 func (c RulesConfig) Validate() error {
@@ -47,7 +51,7 @@ func (c RulesConfig) Validate() error {
 	case len(c.HashKey) > 0 && len(c.HashKey) < MinRulesHashKey:
 		return invalidField("Rules.HashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
 	}
-	return nil
+	return c.Rescrub.Validate()
 }
 
 // MinRulesHashKey is the shortest hash key accepted.
