@@ -236,7 +236,7 @@ func (s *Rescrubs) run(ctx context.Context, job rules.RescrubJob) {
 	r := newRetroRules(s, job)
 	err = s.scan(ctx, &job, r)
 	if err == nil {
-		err = s.rewriter.ExpungeRewritten(ctx)
+		err = s.rewriter.ExpungeRewritten(ctx, job.From, job.To)
 	}
 	switch {
 	case errors.Is(err, errLostJob):

@@ -157,7 +157,7 @@ func testRewriteReplaces(t *testing.T, s ports.MessageStore, rw ports.MessageRew
 	if got := getStats(t, s, q, f.now()); got.Total.Count != 0 {
 		t.Errorf("statistics of q=%s count %d messages after the rewrite, want 0", canary, got.Total.Count)
 	}
-	if err := rw.ExpungeRewritten(t.Context()); err != nil {
+	if err := rw.ExpungeRewritten(t.Context(), f.ago(24*time.Hour), f.anchor); err != nil {
 		t.Errorf("ExpungeRewritten: %v", err)
 	}
 	assertGet(t, s, scrubbed, f.now())

@@ -43,10 +43,12 @@ type MessageRewriter interface {
 	// content held. It MUST NOT keep references to msgs.
 	RewriteMessages(ctx context.Context, msgs []domain.Message) error
 	// ExpungeRewritten removes, as far as the backend allows, what rewrites
-	// left behind in its files (SQLite: the WAL checkpointed and truncated;
+	// of the messages created in [from, to) left behind in its files
+	// (SQLite: the day files rebuilt and their WAL truncated;
 	// Elasticsearch: deleted documents merged away). A re-scrub calls it
-	// once it has rewritten its range, before it reports done.
-	ExpungeRewritten(ctx context.Context) error
+	// once it has rewritten its range, before it reports done; it MAY do
+	// more than the range.
+	ExpungeRewritten(ctx context.Context, from, to time.Time) error
 }
 
 // RescrubJobStore keeps the accounts' re-scrub jobs (rules.RescrubJob),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
@@ -70,4 +71,4 @@ func (s *Store) RewriteMessages(ctx context.Context, msgs []domain.Message) erro
 
 // ExpungeRewritten has nothing to do: a replaced message is garbage the
 // runtime reclaims.
-func (s *Store) ExpungeRewritten(context.Context) error { return nil }
+func (s *Store) ExpungeRewritten(context.Context, time.Time, time.Time) error { return nil }

@@ -71,12 +71,15 @@ func (s *Store) RewriteMessages(ctx context.Context, msgs []domain.Message) erro
 	return nil
 }
 
-// ExpungeRewritten checkpoints and truncates the WAL of every day file
-// (dayfile.File.Expunge): all of them, since a process killed after a
-// rewrite may have left one not truncated, which a resumed re-scrub does
-// not rewrite again.
-func (s *Store) ExpungeRewritten(ctx context.Context) error {
-	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+// ExpungeRewritten rebuilds every day file of [from, to) and truncates its
+// WAL (dayfile.File.Expunge): all of the range's, since a process killed
+// after a rewrite may have left one not expunged, which a resumed re-scrub
+// does not rewrite again.
+func (s *Store) ExpungeRewritten(ctx context.Context, from, to time.Time) error {
+	if !from.Before(to) {
+		return nil
+	}
+	for _, day := range s.dir.NewestFirst(dayfile.DayOf(from), dayfile.DayOf(to.Add(-time.Nanosecond))) {
 		f, err := s.dir.Acquire(ctx, day, false)
 		if err != nil {
 			return err

@@ -20,8 +20,12 @@ import (
 // rewrite runs on the writer connection with secure_delete on (SQLite
 // overwrites what it frees with zeros) and the word index's FTS5
 // secure-delete option (a deleted entry leaves its segment, no tombstone
-// beside it), and Expunge checkpoints the WAL and truncates it, so that the
-// old pages it held are gone too.
+// beside it). That is not enough alone: appends ran without secure_delete,
+// and a page that split or a cell that moved then left copies of its bytes
+// in the free space of pages the rewrite never touches (a test found them).
+// So Expunge rebuilds the file (VACUUM: every page written anew, the free
+// space empty) and checkpoints the WAL and truncates it, so that the old
+// pages it held are gone too.
 
 // Scan returns the file's messages of q's scope created in [q.From, q.To),
 // of q.Names (none: all), oldest first by (created, id), strictly after
@@ -188,10 +192,14 @@ func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey) error {
 	return addToRollups(ctx, tx, map[rollupKey]*stats.Rollup{k: r})
 }
 
-// Expunge checkpoints the file's WAL into it and truncates the WAL
-// (sqlitedb.TruncateWAL), so that the pages a rewrite replaced are in
-// neither.
+// Expunge rebuilds the file (VACUUM, on its writer) and then checkpoints
+// its WAL into it and truncates the WAL (sqlitedb.TruncateWAL), so that
+// neither holds a byte of what a rewrite replaced. VACUUM writes the whole
+// file again: it costs about the file's size in writes, once per re-scrub.
 func (f *File) Expunge(ctx context.Context) error {
+	if _, err := f.Write.ExecContext(ctx, "VACUUM"); err != nil {
+		return f.Error(ctx, "expunge: vacuum", err)
+	}
 	if err := sqlitedb.TruncateWAL(ctx, f.Write, expungeWait); err != nil {
 		return f.Error(ctx, "expunge", err)
 	}
