@@ -46,7 +46,41 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"visible_at":`, m.VisibleAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"expires_at":`, m.ExpiresAt, domain.TimeLayout)
+	if !m.Rules.IsZero() {
+		dst = appendRules(append(dst, `,"rules":`...), m.Rules)
+	}
 	return dst
+}
+
+// appendRules writes a rules record as Rules's json tags do.
+func appendRules(dst []byte, r domain.RulesRecord) []byte {
+	dst = append(dst, '{')
+	sep := ""
+	if r.Version != 0 {
+		dst = jsonbytes.IntMember(dst, `"version":`, int(r.Version))
+		sep = ","
+	}
+	if r.Source != "" {
+		dst = jsonbytes.StringMember(dst, sep+`"source":`, r.Source)
+		sep = ","
+	}
+	if r.Rescrubbed != 0 {
+		dst = jsonbytes.IntMember(dst, sep+`"rescrubbed":`, int(r.Rescrubbed))
+		sep = ","
+	}
+	if len(r.Changes) > 0 {
+		dst = append(dst, sep+`"changes":[`...)
+		for i, c := range r.Changes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonbytes.StringMember(dst, `{"rule":`, c.Rule)
+			dst = jsonbytes.StringMember(dst, `,"field":`, c.Field)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
 }
 
 // appendContent writes headers sorted by name, so documents are deterministic.
