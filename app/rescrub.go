@@ -314,9 +314,6 @@ func (s *Rescrubs) scan(ctx context.Context, job *rules.RescrubJob, r *retroRule
 				return err
 			}
 			*job = saved
-			if len(page) < s.cfg.Page {
-				break
-			}
 		}
 	}
 	return nil

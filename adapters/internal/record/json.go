@@ -47,13 +47,13 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.TimeMember(dst, `,"visible_at":`, m.VisibleAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"expires_at":`, m.ExpiresAt, domain.TimeLayout)
 	if !m.Rules.IsZero() {
-		dst = appendRules(append(dst, `,"rules":`...), m.Rules)
+		dst = AppendRules(append(dst, `,"rules":`...), m.Rules)
 	}
 	return dst
 }
 
-// appendRules writes a rules record as Rules's json tags do.
-func appendRules(dst []byte, r domain.RulesRecord) []byte {
+// AppendRules writes a rules record as Rules's json tags do.
+func AppendRules(dst []byte, r domain.RulesRecord) []byte {
 	dst = append(dst, '{')
 	sep := ""
 	if r.Version != 0 {
@@ -85,15 +85,31 @@ func appendRules(dst []byte, r domain.RulesRecord) []byte {
 
 // appendContent writes headers sorted by name, so documents are deterministic.
 func appendContent(dst []byte, c domain.Content) []byte {
+	dst = appendHeaders(append(dst, `{"header":`...), c.Header)
+	dst = jsonbytes.StringMember(dst, `,"body":`, c.Body)
+	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
+	return append(dst, '}')
+}
+
+// AppendScrubbed writes a side's headers and body alone, what a rewrite
+// of the message changes of it: {"header":[...],"body":...}.
+func AppendScrubbed(dst []byte, c domain.Content) []byte {
+	dst = appendHeaders(append(dst, `{"header":`...), c.Header)
+	return append(jsonbytes.StringMember(dst, `,"body":`, c.Body), '}')
+}
+
+// appendHeaders writes a header list sorted by name.
+func appendHeaders(dst []byte, h domain.Header) []byte {
 	var onStack [32]string // enough for typical headers without a heap allocation
-	dst = append(dst, `{"header":[`...)
-	for i, name := range jsonbytes.SortedKeys(onStack[:0], c.Header) {
+	dst = append(dst, '[')
+	for i, name := range jsonbytes.SortedKeys(onStack[:0], h) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonbytes.StringMember(dst, `{"name":`, name)
 		dst = append(dst, `,"values":[`...)
-		for j, value := range c.Header[name] {
+		for j, value := range h[name] {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
@@ -101,10 +117,7 @@ func appendContent(dst []byte, c domain.Content) []byte {
 		}
 		dst = append(dst, "]}"...)
 	}
-	dst = jsonbytes.StringMember(dst, `],"body":`, c.Body)
-	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
-	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
-	return append(dst, '}')
+	return append(dst, ']')
 }
 
 // DecodeJSON reads a record written in JSON (an Elasticsearch _source) back
