@@ -328,7 +328,6 @@ var errRuleSetGone = errors.New("the job's rule set version is not in the store"
 type retroRules struct {
 	s        *Rescrubs
 	job      rules.RescrubJob
-	current  *rules.RuleSet
 	versions map[int64]rules.RuleSet
 	compiled map[retroKey]*ActiveRules
 }

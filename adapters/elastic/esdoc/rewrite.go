@@ -11,9 +11,11 @@ import (
 // document in index (a re-scrub): an update of the fields privacy rules
 // change and the rules record, each written (ip_address and rules null when
 // empty, so the old value goes), the rest of the stored document left as
-// it is; the full-text field too in an index created before in-place
-// indexing (legacy). An update of a document no longer there fails (404)
-// and stores nothing.
+// it is. The full-text field is written too in an index created before
+// in-place indexing (legacy), and null in the others: a document created
+// while its index's layout was not known carries it (AppendCreate), and
+// the old texts would stay searchable there. An update of a document no
+// longer there fails (404) and stores nothing.
 func AppendUpdate(dst []byte, index string, legacy bool, m domain.Message) []byte {
 	dst = jsonbytes.StringMember(dst, `{"update":{"_index":`, index)
 	dst = jsonbytes.StringMember(dst, `,"_id":`, m.ID)
@@ -40,16 +42,9 @@ func AppendUpdate(dst []byte, index string, legacy bool, m domain.Message) []byt
 		dst = record.AppendRules(dst, m.Rules)
 	}
 	if legacy {
-		dst = append(dst, `,"text":[`...)
-		first := true
-		searchedTexts(m, func(text string) {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = jsonbytes.AppendString(dst, text)
-		})
-		dst = append(dst, ']')
+		dst = appendTexts(append(dst, `,"text":`...), m)
+	} else {
+		dst = append(dst, `,"text":null`...)
 	}
 	return append(dst, "}}\n"...)
 }
