@@ -30,7 +30,8 @@ type CoreDeps struct {
 	Alerting AlertingDeps
 	// RuleSets keeps the accounts' rule sets (nil: none; only the accounts of
 	// Config.Rules.File have rules). Metrics hears what rules do when it is a
-	// RuleMetrics too.
+	// RuleMetrics too. Re-scrubs run when it is a ports.RescrubJobStore and
+	// Store a ports.MessageRewriter.
 	RuleSets ports.RuleSetStore
 }
 
@@ -63,6 +64,7 @@ type Core struct {
 	Exporter   *Exporter
 	Alerts     *Alerts // nil: alerting is off
 	RuleSets   *RuleSets
+	Rescrubs   *Rescrubs
 
 	queue     *GroupCommitter // nil: group commit is off
 	rules     *RuleBook
@@ -117,6 +119,9 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.Ingester = ingester
 	c.Reader = NewReaderWith(store, c.Policy, c.Clock, cfg.Walks)
 	c.RuleSets = NewRuleSets(deps.RuleSets, c.rules, c.Reader, c.Policy, c.Clock)
+	jobs, _ := deps.RuleSets.(ports.RescrubJobStore)
+	rewriter, _ := deps.Store.(ports.MessageRewriter)
+	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
@@ -160,6 +165,7 @@ func (c *Core) alerting(deps AlertingDeps, metrics Metrics, log *zap.Logger) err
 // Start is a no-op.
 func (c *Core) Start() {
 	c.rules.Start()
+	c.Rescrubs.Start()
 	c.purger.Start()
 	if c.Alerts != nil {
 		c.evaluator.Start()
@@ -196,6 +202,6 @@ func (c *Core) Stop(ctx context.Context) error {
 	if c.queue != nil {
 		errs = append(errs, c.queue.Close(ctx))
 	}
-	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
+	errs = append(errs, c.Rescrubs.Stop(ctx), c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
 	return errors.Join(errs...)
 }

@@ -351,7 +351,9 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 }
 
 // applyRules puts msgs through the account's rule set, in place, and returns
-// those to store: a dropped one is marked in ids, and not stored. A rule's
+// those to store, each with its record of the version, its source and the
+// rules' changes (a re-scrub reads it): a dropped one is marked in ids, and
+// not stored. A rule's
 // retention shortens a message's, never lengthens it past the policy's, which
 // reads keep to.
 func (in *Ingester) applyRules(ctx context.Context, account string, src rules.Source, msgs []domain.Message, ids []domain.Identity) ([]domain.Message, error) {
@@ -360,6 +362,9 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		return nil, err
 	}
 	if active.compiled == nil {
+		for i := range msgs {
+			msgs[i].Rules = domain.RulesRecord{Source: string(src)}
+		}
 		return msgs, nil
 	}
 	outcomes := make([]rules.Outcome, len(msgs))
@@ -375,6 +380,7 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
 		}
+		m.Rules = domain.RulesRecord{Version: active.Version.Number, Source: string(src), Changes: outcomes[i].Changes}
 		kept = append(kept, *m)
 	}
 	clear(msgs[len(kept):]) // what was dropped is not kept alive

@@ -69,6 +69,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		// Rule sets (api_rules.go).
 		{"RuleSets", apiTestRuleSets},
 		{"DroppedMessages", apiTestDroppedMessages},
+		{"Rescrub", apiTestRescrub},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

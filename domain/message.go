@@ -88,6 +88,9 @@ type Message struct {
 	UpdatedAt   time.Time // when the service stored it
 	VisibleAt   time.Time // UpdatedAt + visibility delay
 	ExpiresAt   time.Time // CreatedAt + retention
+	// Rules records the rule set version that wrote the message and which
+	// rules changed it (rule ids and field paths, never values).
+	Rules RulesRecord
 }
 
 // Scope returns the tenant the message belongs to.
@@ -103,6 +106,7 @@ func (m Message) Readable(now time.Time) bool {
 func (m Message) Clone() Message {
 	m.Request.Header = m.Request.Header.Clone()
 	m.Response.Header = m.Response.Header.Clone()
+	m.Rules = m.Rules.Clone()
 	return m
 }
 

@@ -92,3 +92,10 @@ func TestAlertModule(t *testing.T) {
 		t.Errorf("Rules = %+v, %v", got, err)
 	}
 }
+
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		cfg := testConfig(t)
+		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
+	})
+}

@@ -244,7 +244,7 @@ func (c *Core) apiHandler(opts Options, site *portal.Portal, metrics *httpapi.Me
 	}
 	api := httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: named(opts.Logger, "http"), Metrics: metrics,
 		Statistics: c.core.Statistics, Exporter: c.core.Exporter, Exports: cfg.Exports, Alerts: c.core.Alerts, ReadOnly: opts.ReadOnly,
-		Rules: c.core.RuleSets}
+		Rules: c.core.RuleSets, Rescrubs: c.core.Rescrubs}
 	if site != nil {
 		api.Portal, keys = site, site.KeyStore(keys)
 	}

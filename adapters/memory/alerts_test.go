@@ -20,3 +20,9 @@ func TestRuleSetStoreConformance(t *testing.T) {
 		return memory.NewRuleSetStore(), nil
 	})
 }
+
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(context.Context, *testing.T) (ports.RescrubJobStore, error) {
+		return memory.NewRuleSetStore(), nil
+	})
+}

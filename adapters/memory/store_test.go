@@ -137,3 +137,7 @@ func BenchmarkList(b *testing.B) {
 		})
 	}
 }
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, newStore)
+}

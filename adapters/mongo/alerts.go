@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/reqlog/reqlog/adapters/alertrecord"
+	"github.com/reqlog/reqlog/adapters/rescrubrecord"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
@@ -100,6 +101,8 @@ func (a *AlertStore) setUp(ctx context.Context) error {
 		named(collAlertAttempts, "endpoint_newest", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldEndpointID, Value: 1},
 			bson.E{Key: alertrecord.FieldAt, Value: -1})),
 		named(collAlertAttempts, "at", bson.D{{Key: alertrecord.FieldAt, Value: 1}}),
+		named(collRescrubJobs, "account_number", bson.D{{Key: rescrubrecord.FieldAccount, Value: 1}, {Key: rescrubrecord.FieldNumber, Value: -1}}),
+		named(collRescrubJobs, "state", bson.D{{Key: rescrubrecord.FieldState, Value: 1}}),
 	}
 	for _, coll := range []string{collAlertStates, collAlertDeliveries, collAlertLeases, collRuleSets} {
 		for _, m := range versionIndexes() {

@@ -83,3 +83,14 @@ func TestAlertModule(t *testing.T) {
 		t.Errorf("Rules = %+v, %v", got, err)
 	}
 }
+
+// Every subtest gets a fresh database, dropped after it.
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		s, err := openStore(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewAlertStore(ctx, s)
+	})
+}

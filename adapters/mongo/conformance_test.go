@@ -80,3 +80,7 @@ func closeStore(t *testing.T, s *mongo.Store) {
 		t.Errorf("closing the store: %v", err)
 	}
 }
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, storeMaker())
+}

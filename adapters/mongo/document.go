@@ -33,6 +33,7 @@ const (
 	fieldRoute     = record.BSONRoute
 	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration
+	fieldRules     = "rules"
 	fieldRequest   = "request"
 	fieldResponse  = "response"
 	// Within request and response.

@@ -86,6 +86,48 @@ type Record struct {
 	VisibleAt Micros          `bson:"visibleAt" json:"visible_at"`
 	ExpiresAt Micros          `bson:"expiresAt" json:"expires_at"`
 	ExpireAt  time.Time       `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	// Rules is the message's rules record, nil when it records nothing (and
+	// in documents stored before messages kept one).
+	Rules *Rules `bson:"rules,omitempty" json:"rules,omitempty"`
+}
+
+// Rules is a message's rules record (domain.RulesRecord), which no query
+// reads.
+type Rules struct {
+	Version    int64    `bson:"version,omitempty" json:"version,omitempty"`
+	Source     string   `bson:"source,omitempty" json:"source,omitempty"`
+	Rescrubbed int64    `bson:"rescrubbed,omitempty" json:"rescrubbed,omitempty"`
+	Changes    []Change `bson:"changes,omitempty" json:"changes,omitempty"`
+}
+
+// Change is one rule's change of a field.
+type Change struct {
+	Rule  string `bson:"rule" json:"rule"`
+	Field string `bson:"field" json:"field"`
+}
+
+// RulesOf is r as stored, nil when it records nothing.
+func RulesOf(r domain.RulesRecord) *Rules {
+	if r.IsZero() {
+		return nil
+	}
+	out := &Rules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		out.Changes = append(out.Changes, Change(c))
+	}
+	return out
+}
+
+// Record is the stored rules record as the domain's.
+func (r *Rules) Record() domain.RulesRecord {
+	if r == nil {
+		return domain.RulesRecord{}
+	}
+	out := domain.RulesRecord{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		out.Changes = append(out.Changes, domain.RuleChange(c))
+	}
+	return out
 }
 
 // Content is one side of the exchange.
@@ -176,6 +218,7 @@ func FromMessage(m domain.Message) Record {
 		ExpiresAt:  MicrosOf(m.ExpiresAt),
 		// Rounded up, so a TTL monitor never deletes before ExpiresAt.
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
+		Rules:    RulesOf(m.Rules),
 	}
 	if m.HasDuration {
 		us := DurationMicros(m.Duration.Microseconds())
@@ -229,6 +272,7 @@ func (r Record) Message() domain.Message {
 		UpdatedAt:  r.UpdatedAt.Time(),
 		VisibleAt:  r.VisibleAt.Time(),
 		ExpiresAt:  r.ExpiresAt.Time(),
+		Rules:      r.Rules.Record(),
 	}
 	if r.Duration != nil {
 		m.Duration, m.HasDuration = time.Duration(*r.Duration)*time.Microsecond, true

@@ -48,6 +48,13 @@ func recordMessages() []domain.Message {
 		if i%2 == 0 {
 			m.Duration, m.HasDuration = time.Duration(i)*1500*time.Microsecond, true
 		}
+		switch i % 3 { // a full rules record, one of a source alone, none
+		case 0:
+			m.Rules = domain.RulesRecord{Version: int64(i + 1), Source: s, Rescrubbed: int64(i + 2),
+				Changes: []domain.RuleChange{{Rule: s, Field: "request.body." + s}, {Rule: "r", Field: s}}}
+		case 1:
+			m.Rules = domain.RulesRecord{Source: "api"}
+		}
 		msgs = append(msgs, m)
 	}
 	many := domain.Header{}

@@ -148,8 +148,8 @@ func TestAlertFileVersions(t *testing.T) {
 		return app, version
 	}
 	app, version := marks("")
-	if app == 0 || version != 2 {
-		t.Fatalf("a new alert file is marked %#x, version %d; want reqlog's mark, 2", app, version)
+	if app == 0 || version != 3 {
+		t.Fatalf("a new alert file is marked %#x, version %d; want reqlog's mark, 3", app, version)
 	}
 
 	marks("PRAGMA application_id=0; PRAGMA user_version=0") // as a reqlog before versions wrote it
@@ -163,15 +163,26 @@ func TestAlertFileVersions(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if gotApp, gotVersion := marks(""); gotApp != app || gotVersion != 2 {
-		t.Fatalf("an alert file without marks is marked %#x, version %d after opening; want %#x, 2", gotApp, gotVersion, app)
+	if gotApp, gotVersion := marks(""); gotApp != app || gotVersion != 3 {
+		t.Fatalf("an alert file without marks is marked %#x, version %d after opening; want %#x, 3", gotApp, gotVersion, app)
 	}
 
-	marks("PRAGMA user_version=3")
+	marks("PRAGMA user_version=4")
 	before := snapshot(t, dir)
 	_, err = sqlite.NewAlertStore(opCtx(t), s)
 	wantNamed(t, err, path)
 	if after := snapshot(t, dir); after != before {
 		t.Errorf("a refused alert file changed the directory:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// Every subtest gets a fresh data directory.
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		s, err := openStore(ctx, t, sqlite.Config{Dir: t.TempDir()})
+		if err != nil {
+			return nil, err
+		}
+		return openAlertStore(ctx, t, s)
+	})
 }

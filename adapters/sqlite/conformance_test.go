@@ -41,3 +41,7 @@ func openStore(ctx context.Context, t *testing.T, cfg sqlite.Config) (*sqlite.St
 	})
 	return s, nil
 }
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, storeMaker())
+}

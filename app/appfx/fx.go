@@ -32,6 +32,7 @@ var Module = fx.Module("app",
 		func(c *app.Core) *app.Exporter { return c.Exporter },
 		func(c *app.Core) *app.Alerts { return c.Alerts },
 		func(c *app.Core) *app.RuleSets { return c.RuleSets },
+		func(c *app.Core) *app.Rescrubs { return c.Rescrubs },
 	),
 	// Built, checked and started even when nothing in the graph asks for a use
 	// case.

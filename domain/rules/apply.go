@@ -37,11 +37,9 @@ type Outcome struct {
 	Subjects []string
 }
 
-// Change says a privacy rule changed a field.
-type Change struct {
-	Rule  string `json:"rule"`
-	Field string `json:"field"`
-}
+// Change says a privacy rule changed a field; a stored message keeps its
+// changes in its domain.RulesRecord.
+type Change = domain.RuleChange
 
 // Count is how many times a rule matched one message.
 type Count struct {

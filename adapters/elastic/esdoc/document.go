@@ -37,7 +37,12 @@ func Append(dst []byte, m domain.Message) []byte {
 // request and response nor copies its path.
 func AppendWithText(dst []byte, m domain.Message) []byte {
 	dst = record.AppendJSONMembers(dst, m)
-	dst = append(dst, `,"text":[`...)
+	return append(appendTexts(append(dst, `,"text":`...), m), '}')
+}
+
+// appendTexts appends the full-text field's array of m's searched texts.
+func appendTexts(dst []byte, m domain.Message) []byte {
+	dst = append(dst, '[')
 	first := true
 	searchedTexts(m, func(text string) {
 		if !first {
@@ -46,7 +51,7 @@ func AppendWithText(dst []byte, m domain.Message) []byte {
 		first = false
 		dst = jsonbytes.AppendString(dst, text)
 	})
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // searchedTexts calls yield with each value of the full-text field of an

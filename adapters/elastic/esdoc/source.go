@@ -68,6 +68,46 @@ func (s *Sources) Read(w *esclient.ReplyReader, r *record.Record) error {
 			r.VisibleAt = readMicros(w)
 		case "expires_at":
 			r.ExpiresAt = readMicros(w)
+		case "rules":
+			r.Rules = &record.Rules{}
+			return readRules(w, r.Rules)
+		default:
+			return w.Skip()
+		}
+		return w.Err()
+	})
+}
+
+// readRules reads a message's rules record.
+func readRules(w *esclient.ReplyReader, r *record.Rules) error {
+	return w.Object(func(key string) error {
+		if w.Null() {
+			return w.Err()
+		}
+		switch key {
+		case "version":
+			r.Version = w.ReadInt64()
+		case "source":
+			r.Source = w.ReadInterned()
+		case "rescrubbed":
+			r.Rescrubbed = w.ReadInt64()
+		case "changes":
+			return w.Array(func() error {
+				var c record.Change
+				err := w.Object(func(key string) error {
+					switch key {
+					case "rule":
+						c.Rule = w.ReadString()
+					case "field":
+						c.Field = w.ReadString()
+					default:
+						return w.Skip()
+					}
+					return w.Err()
+				})
+				r.Changes = append(r.Changes, c)
+				return err
+			})
 		default:
 			return w.Skip()
 		}

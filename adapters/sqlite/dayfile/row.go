@@ -19,10 +19,10 @@ import (
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route`
+	response_header, response_body, response_type, response_size, route, rules`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -49,25 +49,65 @@ func rowValues(m domain.Message) ([]any, error) {
 	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route)}, nil
+		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules)}, nil
+}
+
+// storedRules is a rules record as its column holds it (JSON), NULL when it
+// records nothing.
+type storedRules struct {
+	Version    int64      `json:"v,omitempty"`
+	Source     string     `json:"s,omitempty"`
+	Rescrubbed int64      `json:"r,omitempty"`
+	Changes    [][]string `json:"c,omitempty"` // [rule, field]
+}
+
+func rulesValue(r domain.RulesRecord) any {
+	if r.IsZero() {
+		return nil
+	}
+	s := storedRules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		s.Changes = append(s.Changes, []string{c.Rule, c.Field})
+	}
+	raw, _ := json.Marshal(s) // strings and numbers always encode
+	return string(raw)
+}
+
+func decodeRules(raw []byte) (domain.RulesRecord, error) {
+	if raw == nil {
+		return domain.RulesRecord{}, nil
+	}
+	var s storedRules
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return domain.RulesRecord{}, err
+	}
+	r := domain.RulesRecord{Version: s.Version, Source: s.Source, Rescrubbed: s.Rescrubbed}
+	for _, c := range s.Changes {
+		if len(c) != 2 {
+			return domain.RulesRecord{}, fmt.Errorf("a change of %d members, not [rule, field]", len(c))
+		}
+		r.Changes = append(r.Changes, domain.RuleChange{Rule: c[0], Field: c[1]})
+	}
+	return r, nil
 }
 
 // Scanner is *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-// ScanMessage reads a row of MessageColumns.
-func ScanMessage(row Scanner) (domain.Message, error) {
+// ScanMessage reads a row of MessageColumns, then of extra's columns
+// into extra.
+func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 	var (
 		m                                  domain.Message
 		duration                           sql.NullInt64
 		route                              sql.NullString
 		created, updated, visible, expires int64
-		reqHeader, respHeader              []byte
+		reqHeader, respHeader, rules       []byte
 	)
-	err := row.Scan(&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
+	err := row.Scan(append([]any{&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules}, extra...)...)
 	if err != nil {
 		return domain.Message{}, err
 	}
@@ -76,6 +116,9 @@ func ScanMessage(row Scanner) (domain.Message, error) {
 	}
 	if m.Response.Header, err = decodeHeader(respHeader); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s: response headers: %w", m.ID, err)
+	}
+	if m.Rules, err = decodeRules(rules); err != nil {
+		return domain.Message{}, fmt.Errorf("message %s: rules record: %w", m.ID, err)
 	}
 	m.Route = route.String
 	m.CreatedAt, m.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
