@@ -88,6 +88,10 @@ type Message struct {
 	UpdatedAt   time.Time // when the service stored it
 	VisibleAt   time.Time // UpdatedAt + visibility delay
 	ExpiresAt   time.Time // CreatedAt + retention
+	// Subjects are the keyed hashes of the exchange's subject values
+	// (rules.Outcome.Subjects): Append writes them to the store's subject
+	// index with the message (ports.Eraser); no read returns them.
+	Subjects []string
 }
 
 // Scope returns the tenant the message belongs to.
@@ -103,6 +107,7 @@ func (m Message) Readable(now time.Time) bool {
 func (m Message) Clone() Message {
 	m.Request.Header = m.Request.Header.Clone()
 	m.Response.Header = m.Response.Header.Clone()
+	m.Subjects = slices.Clone(m.Subjects)
 	return m
 }
 
