@@ -115,7 +115,8 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 
 // A directory of schema version 1 (before the statistics index, the rollups
 // and the route column) is migrated at start-up: each day file gets the
-// index, the rollups of its messages, the route column and version 4, then
+// index, the rollups of its messages, the route column, the subject index
+// and version 5, then
 // the directory's version is written; the messages stay. The file then has
 // the tables, columns and indexes of a new one.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
@@ -125,7 +126,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -143,8 +144,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	}
 	defer db.Close()
 	var version, indexes, rollups int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 4 {
-		t.Errorf("the day file's schema version is %d (%v), want 4", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
+		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
@@ -152,8 +153,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
 		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
 	}
-	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":4`) {
-		t.Errorf("%s holds %s (%v), want schema_version 4", meta, data, err)
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":5`) {
+		t.Errorf("%s holds %s (%v), want schema_version 5", meta, data, err)
 	}
 	if got := schemaOf(t, day); got != newSchema || !strings.Contains(got, "index messages_stats on messages: account,domain,created,visible,expires,status,duration,name,path,route") {
 		t.Errorf("the day file migrated from version 1:\n%s\na new one:\n%s", got, newSchema)
@@ -206,7 +207,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
+	if _, err := db.Exec(`DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)
@@ -245,8 +246,8 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	defer db.Close()
 	var version, routeInIndex int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 4 {
-		t.Errorf("the day file's schema version is %d (%v), want 4", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
+		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
 	}
 	if err := db.QueryRow("SELECT count(*) FROM pragma_index_info('messages_stats') WHERE name = 'route'").Scan(&routeInIndex); err != nil || routeInIndex != 1 {
 		t.Errorf("the statistics index holds the route %d times (%v), want once", routeInIndex, err)

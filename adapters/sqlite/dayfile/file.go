@@ -80,6 +80,7 @@ func daySchema() sqlitedb.Schema {
 		{To: 2, SQL: sql("day-2.sql")},                    // the statistics index
 		{To: 3, SQL: sql("day-3.sql"), Then: fillRollups}, // the rollups, of the messages stored too
 		{To: 4, SQL: sql("day-4.sql")},                    // the route column, in the statistics index too
+		{To: 5, SQL: sql("day-5.sql")},                    // the subject index
 	}}
 }
 
