@@ -20,3 +20,9 @@ func TestRuleSetStoreConformance(t *testing.T) {
 		return memory.NewRuleSetStore(), nil
 	})
 }
+
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(context.Context, *testing.T) (ports.ErasureJournal, error) {
+		return memory.NewErasureJournal(), nil
+	})
+}

@@ -45,6 +45,7 @@ func alertSchema() sqlitedb.Schema {
 		Migrations: []sqlitedb.Migration{
 			{To: 1, SQL: sql("alert-1.sql")}, // rules, endpoints, states, transitions, deliveries, attempts, leases
 			{To: 2, SQL: sql("alert-2.sql")}, // rule_sets: the accounts' rule sets (domain/rules), one row a version
+			{To: 3, SQL: sql("alert-3.sql")}, // erasures: the journal of erasures (domain/erasure), one row each
 		}}
 }
 
