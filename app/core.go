@@ -32,6 +32,9 @@ type CoreDeps struct {
 	// Config.Rules.File have rules). Metrics hears what rules do when it is a
 	// RuleMetrics too.
 	RuleSets ports.RuleSetStore
+	// Erasures journals the erasures (nil: none, and erasures are not
+	// available); the store erases when it is a ports.Eraser.
+	Erasures ports.ErasureJournal
 }
 
 // AlertingDeps are what alerting runs on.
@@ -63,10 +66,12 @@ type Core struct {
 	Exporter   *Exporter
 	Alerts     *Alerts // nil: alerting is off
 	RuleSets   *RuleSets
+	Erasures   *Erasures
 
 	queue     *GroupCommitter // nil: group commit is off
 	rules     *RuleBook
 	purger    *Purger
+	erasures  *ErasureJob
 	evaluator *AlertEvaluator // nil with Alerts
 	deliverer *AlertDeliverer // nil with Alerts
 	warmer    ports.StatsWarmer
@@ -119,6 +124,10 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.RuleSets = NewRuleSets(deps.RuleSets, c.rules, c.Reader, c.Policy, c.Clock)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	// The store itself, not its observed wrapper: erasing is a capability.
+	eraser, _ := deps.Store.(ports.Eraser)
+	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)
+	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err
 	}
@@ -161,6 +170,7 @@ func (c *Core) alerting(deps AlertingDeps, metrics Metrics, log *zap.Logger) err
 func (c *Core) Start() {
 	c.rules.Start()
 	c.purger.Start()
+	c.erasures.Start()
 	if c.Alerts != nil {
 		c.evaluator.Start()
 		c.deliverer.Start()
@@ -169,6 +179,11 @@ func (c *Core) Start() {
 		c.warm.start(c.warmStats)
 	}
 }
+
+// EraseNow runs the erasure job once, now (ErasureJob.Run): what the
+// background job does every ErasureConfig.Within/24, and at start with
+// reapply.
+func (c *Core) EraseNow(ctx context.Context, reapply bool) error { return c.erasures.Run(ctx, reapply) }
 
 // warmStats counts the statistics the first charts will ask for; a failure
 // costs only their speed.
@@ -196,6 +211,6 @@ func (c *Core) Stop(ctx context.Context) error {
 	if c.queue != nil {
 		errs = append(errs, c.queue.Close(ctx))
 	}
-	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
+	errs = append(errs, c.purger.Stop(ctx), c.erasures.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
 	return errors.Join(errs...)
 }
