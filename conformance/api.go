@@ -69,6 +69,8 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		// Rule sets (api_rules.go).
 		{"RuleSets", apiTestRuleSets},
 		{"DroppedMessages", apiTestDroppedMessages},
+		// Erasures (api_erasures.go).
+		{"Erasures", apiTestErasures},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

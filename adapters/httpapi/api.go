@@ -59,6 +59,9 @@ type Options struct {
 	ReadOnly bool
 	// Rules serves /v1/rules (nil: those endpoints answer 404).
 	Rules *app.RuleSets
+	// Erasures serves /v1/erasures and /v1/subjects/messages (nil: those
+	// endpoints answer 404).
+	Erasures *app.Erasures
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -85,6 +88,7 @@ type api struct {
 	alerts        *app.Alerts
 	readOnly      bool
 	rules         *app.RuleSets
+	erasures      *app.Erasures
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -93,7 +97,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
 		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts,
-		readOnly: opts.ReadOnly, rules: opts.Rules}
+		readOnly: opts.ReadOnly, rules: opts.Rules, erasures: opts.Erasures}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -155,6 +159,7 @@ func (a *api) routes(r *mux.Router) {
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
 	a.alertRoutes(r)
 	a.rulesRoutes(r)
+	a.erasureRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC

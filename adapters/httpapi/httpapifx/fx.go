@@ -58,11 +58,14 @@ type handlerParams struct {
 	Alerts *app.Alerts `optional:"true"`
 	// Rule sets (appfx.Module).
 	Rules *app.RuleSets `optional:"true"`
+	// Erasures (appfx.Module).
+	Erasures *app.Erasures `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
 	opts := httpapi.Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
-		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules}
+		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules,
+		Erasures: p.Erasures}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}
