@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bytes"
+	"database/sql"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -134,5 +135,89 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, scope, more.ID, now); err != nil {
 		t.Errorf("a message appended after the erasure: %v", err)
+	}
+}
+
+// Many batches of bodies of many sizes, pages split and rebuilt, then a
+// tenth of the messages erased: none of their bytes is left.
+func TestErasuresAmongManyWritesLeaveNoByte(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	start := time.Now().UTC().Add(-3 * time.Hour)
+	var erased []domain.Message
+	for batch := range 60 {
+		var msgs []domain.Message
+		for i := range 30 {
+			n := batch*30 + i
+			m := newMessage(t, start.Add(time.Duration(n)*time.Second), (n*7919)%9000)
+			if n%10 == 3 {
+				m.Subjects = []string{"0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a"}
+				m.Request.Body = strings.Repeat("p", (n*131)%6000) + canary + strings.Repeat("q", (n*17)%300)
+				m.Path = "/v1/users/" + strings.Repeat("u", n%40)
+				erased = append(erased, m)
+			}
+			msgs = append(msgs, m)
+		}
+		if err := s.Append(opCtx(t), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := opCtx(t)
+	if _, err := s.Delete(ctx, scope.Account, refsOf(erased)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Expunge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+		t.Errorf("the canary is still in %v after the erasure", holding)
+	}
+}
+
+// A day file of schema version 4, written without secure_delete, is
+// vacuumed at its first erasure, and only then: its pages' free space may
+// hold copies of what is erased.
+func TestAnOlderDayFileIsVacuumedAtItsFirstErasure(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := subjectMessages(t, s, time.Now().UTC().Add(-time.Hour), 4)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	day := filepath.Join(dir, "messages-"+subject[0].CreatedAt.Format("2006-01-02")+".db")
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; PRAGMA user_version=4"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	writeFile(t, filepath.Join(dir, "reqlog-store.json"), []byte(`{"store":"reqlog-sqlite","schema_version":4}`))
+	vacuumFirst := func() (v int) {
+		t.Helper()
+		db, err := sql.Open("sqlite", "file:"+day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.QueryRow("SELECT vacuum_first FROM erasure").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	s = mustOpen(t, sqlite.Config{Dir: dir})
+	if v := vacuumFirst(); v != 1 {
+		t.Fatalf("a day file migrated from version 4 has vacuum_first %d, want 1", v)
+	}
+	if n, err := s.Delete(opCtx(t), scope.Account, refsOf(subject[:1])); err != nil || n != 1 {
+		t.Fatalf("Delete = %d, %v", n, err)
+	}
+	if v := vacuumFirst(); v != 0 {
+		t.Errorf("after its first erasure vacuum_first is %d, want 0", v)
 	}
 }

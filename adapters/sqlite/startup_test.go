@@ -126,7 +126,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -207,7 +207,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
+	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)

@@ -141,7 +141,29 @@ func (f *File) Erase(ctx context.Context, account string, ids []string, wordInde
 	if err != nil {
 		return 0, f.Error(ctx, "erase", err)
 	}
+	if deleted > 0 {
+		if err := f.vacuumIfOlder(ctx); err != nil {
+			return deleted, f.Error(ctx, "erase: vacuum", err)
+		}
+	}
 	return deleted, nil
+}
+
+// vacuumIfOlder rebuilds a file written before schema version 5 (its
+// erasure.vacuum_first set) at its first erasure: its pages' free space may
+// hold copies of what was erased, which only a VACUUM's fresh file leaves
+// behind. It blocks the file's writes meanwhile; files written since need
+// none.
+func (f *File) vacuumIfOlder(ctx context.Context) error {
+	var vacuumFirst bool
+	if err := f.Write.QueryRowContext(ctx, `SELECT vacuum_first FROM erasure`).Scan(&vacuumFirst); err != nil || !vacuumFirst {
+		return err
+	}
+	if _, err := f.Write.ExecContext(ctx, `VACUUM`); err != nil {
+		return err
+	}
+	_, err := f.Write.ExecContext(ctx, `UPDATE erasure SET vacuum_first = 0`)
+	return err
 }
 
 // storedMessage is a message and its seq.
