@@ -46,6 +46,16 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"visible_at":`, m.VisibleAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"expires_at":`, m.ExpiresAt, domain.TimeLayout)
+	if len(m.Subjects) > 0 {
+		dst = append(dst, `,"subjects":[`...)
+		for i, h := range m.Subjects {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonbytes.AppendString(dst, h)
+		}
+		dst = append(dst, ']')
+	}
 	return dst
 }
 

@@ -86,6 +86,9 @@ type Record struct {
 	VisibleAt Micros          `bson:"visibleAt" json:"visible_at"`
 	ExpiresAt Micros          `bson:"expiresAt" json:"expires_at"`
 	ExpireAt  time.Time       `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	// Subjects are the subject index's keyed hashes (domain.Message.Subjects),
+	// absent without any; Message leaves them out.
+	Subjects []string `bson:"subjects,omitempty" json:"subjects,omitempty"`
 }
 
 // Content is one side of the exchange.
@@ -176,6 +179,7 @@ func FromMessage(m domain.Message) Record {
 		ExpiresAt:  MicrosOf(m.ExpiresAt),
 		// Rounded up, so a TTL monitor never deletes before ExpiresAt.
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
+		Subjects: m.Subjects,
 	}
 	if m.HasDuration {
 		us := DurationMicros(m.Duration.Microseconds())
