@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/ports"
 )

@@ -121,7 +121,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 			}
 		}
 		if err := subjects.add(ctx, seq, m.Subjects); err != nil {
-			return fmt.Errorf("message %s: subjects: %w", m.ID, err)
+			return 0, 0, fmt.Errorf("message %s: subjects: %w", m.ID, err)
 		}
 		added++
 		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())

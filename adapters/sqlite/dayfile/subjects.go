@@ -141,6 +141,7 @@ func (f *File) Erase(ctx context.Context, account string, ids []string, wordInde
 	if err != nil {
 		return 0, f.Error(ctx, "erase", err)
 	}
+	f.added(-deleted, 0) // the file's count, as the day row's
 	if deleted > 0 {
 		if err := f.vacuumIfOlder(ctx); err != nil {
 			return deleted, f.Error(ctx, "erase: vacuum", err)
