@@ -33,6 +33,9 @@ type CoreDeps struct {
 	// RuleMetrics too. Re-scrubs run when it is a ports.RescrubJobStore and
 	// Store a ports.MessageRewriter.
 	RuleSets ports.RuleSetStore
+	// Erasures journals the erasures (nil: none, and erasures are not
+	// available); the store erases when it is a ports.Eraser.
+	Erasures ports.ErasureJournal
 }
 
 // AlertingDeps are what alerting runs on.
@@ -65,10 +68,12 @@ type Core struct {
 	Alerts     *Alerts // nil: alerting is off
 	RuleSets   *RuleSets
 	Rescrubs   *Rescrubs
+	Erasures   *Erasures
 
 	queue     *GroupCommitter // nil: group commit is off
 	rules     *RuleBook
 	purger    *Purger
+	erasures  *ErasureJob
 	evaluator *AlertEvaluator // nil with Alerts
 	deliverer *AlertDeliverer // nil with Alerts
 	warmer    ports.StatsWarmer
@@ -124,6 +129,10 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	// The store itself, not its observed wrapper: erasing is a capability.
+	eraser, _ := deps.Store.(ports.Eraser)
+	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)
+	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err
 	}
@@ -167,6 +176,7 @@ func (c *Core) Start() {
 	c.rules.Start()
 	c.Rescrubs.Start()
 	c.purger.Start()
+	c.erasures.Start()
 	if c.Alerts != nil {
 		c.evaluator.Start()
 		c.deliverer.Start()
@@ -175,6 +185,11 @@ func (c *Core) Start() {
 		c.warm.start(c.warmStats)
 	}
 }
+
+// EraseNow runs the erasure job once, now (ErasureJob.Run): what the
+// background job does every ErasureConfig.Within/24, and at start with
+// reapply.
+func (c *Core) EraseNow(ctx context.Context, reapply bool) error { return c.erasures.Run(ctx, reapply) }
 
 // warmStats counts the statistics the first charts will ask for; a failure
 // costs only their speed.
@@ -202,6 +217,6 @@ func (c *Core) Stop(ctx context.Context) error {
 	if c.queue != nil {
 		errs = append(errs, c.queue.Close(ctx))
 	}
-	errs = append(errs, c.Rescrubs.Stop(ctx), c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
+	errs = append(errs, c.Rescrubs.Stop(ctx), c.purger.Stop(ctx), c.erasures.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
 	return errors.Join(errs...)
 }

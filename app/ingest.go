@@ -368,15 +368,17 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		return msgs, nil
 	}
 	outcomes := make([]rules.Outcome, len(msgs))
+	forget := in.rules.forget.For(account)
 	kept := msgs[:0]
 	for i := range msgs {
 		m := &msgs[i]
 		policyExpiry := m.ExpiresAt
-		outcomes[i] = active.Apply(m, src)
+		outcomes[i] = active.compiled.ApplyForgetting(m, src, forget)
 		if !outcomes[i].Stored {
 			ids[i].Dropped = true
 			continue
 		}
+		m.Subjects = outcomes[i].Subjects // the store's subject index
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
 		}

@@ -111,6 +111,9 @@ type RuleBook struct {
 	log        *zap.Logger
 	loop       loop
 	first      sync.Mutex // one first poll at a time
+	// forget holds the subjects erasures keep forgetting (the ErasureJob
+	// reads them from the journal).
+	forget *forgetting
 
 	mu     sync.RWMutex
 	active map[string]*ActiveRules // by account, the store's
@@ -126,7 +129,7 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 		log = zap.NewNop()
 	}
 	b := &RuleBook{store: store, reloadFile: cfg.ReloadFile, hashKey: cfg.HashKey, poll: cfg.Poll, metrics: metrics,
-		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}}
+		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}, forget: newForgetting()}
 	if b.poll <= 0 {
 		b.poll = DefaultRulesPoll
 	}

@@ -70,6 +70,8 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"RuleSets", apiTestRuleSets},
 		{"DroppedMessages", apiTestDroppedMessages},
 		{"Rescrub", apiTestRescrub},
+		// Erasures (api_erasures.go).
+		{"Erasures", apiTestErasures},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

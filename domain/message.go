@@ -91,6 +91,10 @@ type Message struct {
 	// Rules records the rule set version that wrote the message and which
 	// rules changed it (rule ids and field paths, never values).
 	Rules RulesRecord
+	// Subjects are the keyed hashes of the exchange's subject values
+	// (rules.Outcome.Subjects): Append writes them to the store's subject
+	// index with the message (ports.Eraser); no read returns them.
+	Subjects []string
 }
 
 // Scope returns the tenant the message belongs to.
@@ -107,6 +111,7 @@ func (m Message) Clone() Message {
 	m.Request.Header = m.Request.Header.Clone()
 	m.Response.Header = m.Response.Header.Clone()
 	m.Rules = m.Rules.Clone()
+	m.Subjects = slices.Clone(m.Subjects)
 	return m
 }
 

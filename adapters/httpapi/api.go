@@ -61,6 +61,9 @@ type Options struct {
 	Rules *app.RuleSets
 	// Rescrubs serves /v1/rules/rescrub (nil: those endpoints answer 404).
 	Rescrubs *app.Rescrubs
+	// Erasures serves /v1/erasures and /v1/subjects/messages (nil: those
+	// endpoints answer 404).
+	Erasures *app.Erasures
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -88,6 +91,7 @@ type api struct {
 	readOnly      bool
 	rules         *app.RuleSets
 	rescrubs      *app.Rescrubs
+	erasures      *app.Erasures
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -96,7 +100,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
 		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts,
-		readOnly: opts.ReadOnly, rules: opts.Rules, rescrubs: opts.Rescrubs}
+		readOnly: opts.ReadOnly, rules: opts.Rules, rescrubs: opts.Rescrubs, erasures: opts.Erasures}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -159,6 +163,7 @@ func (a *api) routes(r *mux.Router) {
 	a.alertRoutes(r)
 	a.rescrubRoutes(r)
 	a.rulesRoutes(r)
+	a.erasureRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC

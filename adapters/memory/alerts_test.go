@@ -26,3 +26,9 @@ func TestRescrubJobStoreConformance(t *testing.T) {
 		return memory.NewRuleSetStore(), nil
 	})
 }
+
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(context.Context, *testing.T) (ports.ErasureJournal, error) {
+		return memory.NewErasureJournal(), nil
+	})
+}

@@ -91,6 +91,7 @@ func (a *AlertStore) setUp(ctx context.Context) error {
 		return index{coll, mongodrv.IndexModel{Keys: keys, Options: options.Index().SetName(name)}}
 	}
 	indexes := []index{
+		named(collErasures, "account_id", bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}),
 		named(collAlertRules, "scope_created", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldCreatedAt, Value: 1})),
 		named(collAlertEndpoints, "scope_created", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldCreatedAt, Value: 1})),
 		named(collAlertStates, "scope", doc(alertrecord.FieldAccount, alertrecord.FieldDomain)),

@@ -38,6 +38,16 @@ func TestRuleSetStoreConformance(t *testing.T) {
 	})
 }
 
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(ctx context.Context, t *testing.T) (ports.ErasureJournal, error) {
+		s, err := openStore(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewAlertStore(ctx, s)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on MongoDB.
 type storeWithAlerts struct {

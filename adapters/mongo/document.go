@@ -30,6 +30,7 @@ const (
 	fieldVisibleAt = "visibleAt"
 	fieldExpiresAt = "expiresAt"
 	fieldExpireAt  = "expireAt"
+	fieldSubjects  = "subjects"
 	fieldRoute     = record.BSONRoute
 	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration

@@ -49,6 +49,16 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	if !m.Rules.IsZero() {
 		dst = AppendRules(append(dst, `,"rules":`...), m.Rules)
 	}
+	if len(m.Subjects) > 0 {
+		dst = append(dst, `,"subjects":[`...)
+		for i, h := range m.Subjects {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonbytes.AppendString(dst, h)
+		}
+		dst = append(dst, ']')
+	}
 	return dst
 }
 

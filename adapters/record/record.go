@@ -89,6 +89,9 @@ type Record struct {
 	// Rules is the message's rules record, nil when it records nothing (and
 	// in documents stored before messages kept one).
 	Rules *Rules `bson:"rules,omitempty" json:"rules,omitempty"`
+	// Subjects are the subject index's keyed hashes (domain.Message.Subjects),
+	// absent without any; Message leaves them out.
+	Subjects []string `bson:"subjects,omitempty" json:"subjects,omitempty"`
 }
 
 // Rules is a message's rules record (domain.RulesRecord), which no query
@@ -219,6 +222,7 @@ func FromMessage(m domain.Message) Record {
 		// Rounded up, so a TTL monitor never deletes before ExpiresAt.
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
 		Rules:    RulesOf(m.Rules),
+		Subjects: m.Subjects,
 	}
 	if m.HasDuration {
 		us := DurationMicros(m.Duration.Microseconds())

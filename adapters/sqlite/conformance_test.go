@@ -16,6 +16,10 @@ func TestStoreConformance(t *testing.T) {
 	conformance.RunStoreTests(t, storeMaker(), conformance.CoarsePurge())
 }
 
+func TestEraseConformance(t *testing.T) {
+	conformance.RunEraseTests(t, storeMaker())
+}
+
 func TestAPIConformance(t *testing.T) {
 	conformance.RunAPITests(t, alertingStoreMaker(), httpapitest.Serve)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -115,8 +116,8 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 
 // A directory of schema version 1 (before the statistics index, the rollups
 // and the route column) is migrated at start-up: each day file gets the
-// index, the rollups of its messages, the route and rules columns and
-// version 5, then
+// index, the rollups of its messages, the route and rules columns, the
+// subject index and version 6, then
 // the directory's version is written; the messages stay. The file then has
 // the tables, columns and indexes of a new one.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
@@ -126,7 +127,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -144,8 +145,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	}
 	defer db.Close()
 	var version, indexes, rollups int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
-		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != dayfile.Version() {
+		t.Errorf("the day file's schema version is %d (%v), want %d", version, err, dayfile.Version())
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
@@ -153,8 +154,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
 		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
 	}
-	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":5`) {
-		t.Errorf("%s holds %s (%v), want schema_version 5", meta, data, err)
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), fmt.Sprintf(`"schema_version":%d`, dayfile.Version())) {
+		t.Errorf("%s holds %s (%v), want schema_version %d", meta, data, err, dayfile.Version())
 	}
 	if got := schemaOf(t, day); got != newSchema || !strings.Contains(got, "index messages_stats on messages: account,domain,created,visible,expires,status,duration,name,path,route") {
 		t.Errorf("the day file migrated from version 1:\n%s\na new one:\n%s", got, newSchema)
@@ -207,7 +208,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules;
+	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)
@@ -246,8 +247,8 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	defer db.Close()
 	var version, routeInIndex int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
-		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != dayfile.Version() {
+		t.Errorf("the day file's schema version is %d (%v), want %d", version, err, dayfile.Version())
 	}
 	if err := db.QueryRow("SELECT count(*) FROM pragma_index_info('messages_stats') WHERE name = 'route'").Scan(&routeInIndex); err != nil || routeInIndex != 1 {
 		t.Errorf("the statistics index holds the route %d times (%v), want once", routeInIndex, err)
@@ -389,7 +390,7 @@ func TestVersion4DayFileGetsRulesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=4`); err != nil {
+	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=4`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

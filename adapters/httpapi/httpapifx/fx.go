@@ -59,12 +59,14 @@ type handlerParams struct {
 	// Rule sets (appfx.Module).
 	Rules    *app.RuleSets `optional:"true"`
 	Rescrubs *app.Rescrubs `optional:"true"`
+	// Erasures (appfx.Module).
+	Erasures *app.Erasures `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
 	opts := httpapi.Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
 		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules,
-		Rescrubs: p.Rescrubs}
+		Rescrubs: p.Rescrubs, Erasures: p.Erasures}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

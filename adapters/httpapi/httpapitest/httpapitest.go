@@ -94,6 +94,10 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 	if !ok {
 		ruleSets = memory.NewRuleSetStore()
 	}
+	journal, ok := store.(ports.ErasureJournal)
+	if !ok {
+		journal = memory.NewErasureJournal()
+	}
 	core := app.DefaultConfig()
 	core.Rules.HashKey, core.Rules.Poll = []byte(rulesHashKey), AlertPoll
 	var handler http.Handler
@@ -107,7 +111,7 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		fx.Supply(core, keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
 		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts },
-			func() ports.RuleSetStore { return ruleSets }),
+			func() ports.RuleSetStore { return ruleSets }, func() ports.ErasureJournal { return journal }),
 		fx.Replace(policy),
 		fx.Populate(&handler),
 	}

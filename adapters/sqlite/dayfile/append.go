@@ -91,6 +91,8 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 		return 0, 0, err
 	}
 	defer insertWords.Close()
+	subjects := subjectWriter{tx: tx}
+	defer subjects.close()
 	var (
 		tokens  []byte
 		hashes  []uint64
@@ -117,6 +119,9 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 			if _, err := insertWords.ExecContext(ctx, seq, tokens); err != nil {
 				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
+		}
+		if err := subjects.add(ctx, seq, m.Subjects); err != nil {
+			return 0, 0, fmt.Errorf("message %s: subjects: %w", m.ID, err)
 		}
 		added++
 		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())

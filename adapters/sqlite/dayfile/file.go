@@ -81,6 +81,7 @@ func daySchema() sqlitedb.Schema {
 		{To: 3, SQL: sql("day-3.sql"), Then: fillRollups}, // the rollups, of the messages stored too
 		{To: 4, SQL: sql("day-4.sql")},                    // the route column, in the statistics index too
 		{To: 5, SQL: sql("day-5.sql")},                    // the rules record column
+		{To: 6, SQL: sql("day-6.sql")},                    // the subject index
 	}}
 }
 

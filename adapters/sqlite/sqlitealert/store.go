@@ -46,6 +46,7 @@ func alertSchema() sqlitedb.Schema {
 			{To: 1, SQL: sql("alert-1.sql")}, // rules, endpoints, states, transitions, deliveries, attempts, leases
 			{To: 2, SQL: sql("alert-2.sql")}, // rule_sets: the accounts' rule sets (domain/rules), one row a version
 			{To: 3, SQL: sql("alert-3.sql")}, // rescrub_jobs: the accounts' re-scrub jobs, one row a job
+			{To: 4, SQL: sql("alert-4.sql")}, // erasures: the journal of erasures (domain/erasure), one row each
 		}}
 }
 
