@@ -19,7 +19,7 @@ import (
 var scope = domain.Scope{Account: "acme", Domain: domain.DomainLive}
 
 // opTimeout bounds every single call of a test: a hang fails the test.
-const opTimeout = 20 * time.Second
+const opTimeout = 60 * time.Second
 
 func opCtx(t *testing.T) context.Context {
 	t.Helper()
