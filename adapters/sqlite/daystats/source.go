@@ -12,12 +12,9 @@ import (
 )
 
 // The Reader feeds the statistics engine (adapters/statsengine) through its
-// port: the narrow rows (ports.SampleStreamer) and the day files' minute
-// rollups with the hour versions the cache keeps (ports.RollupSource).
-// Store.Stats does not answer through the engine yet: Reader.Stats's word
-// plan counts a day's rollups less the rest from the hours Reader.Stats
-// keeps, which the engine's cache would have to give it (docs/benchmarks.md,
-// "The SQLite store through the engine").
+// port, and answers Stats through it: the narrow rows (ports.SampleStreamer)
+// and the day files' minute rollups with the versions of their hours
+// (ports.RollupSource).
 var (
 	_ ports.SampleStreamer = (*Reader)(nil)
 	_ ports.RollupSource   = (*Reader)(nil)
@@ -37,17 +34,13 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	if f.Text != "" && words == "" {
 		return nil // no word: the domain refuses such a q
 	}
-	c := &call{r: r, f: f, now: now, trace: &Trace{}}
+	trace := traceOf(ctx)
 	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
 		var err error
 		if f.Text == "" {
 			err = streamSamples(ctx, file, scope, f, now, add)
 		} else {
-			w := dayfile.ReadableWhere(scope, f, now)
-			w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
-			if err = c.readWhole(ctx, file, "messages", w, f.Matcher(), add); err != nil {
-				err = file.Error(ctx, "stats", err)
-			}
+			err = r.searchSamples(ctx, file, scope, f, now, words, trace, add)
 		}
 		if err == nil {
 			err = yieldErr
@@ -68,8 +61,8 @@ func (r *Reader) oldestFirst(from, to time.Time) []time.Time {
 func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // RollupHours yields the hours of [from, to) in which scope (name alone
-// when not "") has rollups, at the version the cache counts for the hour's
-// day file (hourCache.version), with how many minute rollups the hour holds;
+// when not "") has rollups, at the version of the hour in its day file
+// (hourVersions.version), with how many minute rollups the hour holds;
 // how many messages is not told (-1).
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
@@ -99,7 +92,7 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 			return f.Error(ctx, "stats: rollup hours", err)
 		}
 		for _, h := range hours {
-			if err := yield(time.Unix(h[0], 0).UTC(), r.hours.version(f, h[0]), -1, h[1]); err != nil {
+			if err := yield(time.Unix(h[0], 0).UTC(), r.versions.version(f, h[0]), -1, h[1]); err != nil {
 				return err
 			}
 		}
