@@ -79,4 +79,3 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 	}
 	return n, rows.Err()
 }
-
