@@ -3,6 +3,8 @@ package daystats
 import (
 	"sync"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 )
@@ -10,17 +12,68 @@ import (
 // hourVersions are the versions of the day files' hours that the engine
 // keeps whole hours under (ports.RollupSource.RollupHours): each day file
 // counts, per hour, the transactions that wrote messages created in it.
+// It also remembers which hours of a file a view has rollups in, until a
+// transaction writes into the file (hoursOf).
 type hourVersions struct {
 	mu       sync.Mutex
 	versions map[*dayfile.File]map[int64]uint64 // by hour, Unix seconds
+	writes   map[*dayfile.File]uint64           // every transaction of the file
+	hours    *simplelru.LRU[viewOfFile, keptHours]
 	// epochs number the day files the engine's versions were told of
 	// (version): a file dropped and created again is another.
 	epochs    map[*dayfile.File]uint64
 	lastEpoch uint64
 }
 
+// keptViews bounds how many views' hours of a file hourVersions remembers:
+// a few hundred bytes each.
+const keptViews = 4096
+
 func newHourVersions() *hourVersions {
-	return &hourVersions{versions: map[*dayfile.File]map[int64]uint64{}, epochs: map[*dayfile.File]uint64{}}
+	hours, _ := simplelru.NewLRU[viewOfFile, keptHours](keptViews, nil)
+	return &hourVersions{versions: map[*dayfile.File]map[int64]uint64{}, writes: map[*dayfile.File]uint64{},
+		epochs: map[*dayfile.File]uint64{}, hours: hours}
+}
+
+// viewOfFile is a view (one application, or every one of the scope when
+// name is "") in one day file.
+type viewOfFile struct {
+	f     *dayfile.File
+	scope domain.Scope
+	name  string
+}
+
+// rollupHour is an hour (Unix seconds) in which a view has rollups, and
+// how many.
+type rollupHour struct{ hour, rollups int64 }
+
+// keptHours are a view's hours of a file as read after writes transactions
+// into it.
+type keptHours struct {
+	writes uint64
+	hours  []rollupHour
+}
+
+// hoursOf returns the view's hours of its file read since the file's last
+// transaction, and true; otherwise the count of the file's transactions to
+// keep the hours read now at (keepHours), taken before they are read, so
+// that hours read while a transaction ends are not kept past it.
+func (c *hourVersions) hoursOf(v viewOfFile) (hours []rollupHour, writes uint64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	writes = c.writes[v.f]
+	if kept, found := c.hours.Get(v); found && kept.writes == writes {
+		return kept.hours, writes, true
+	}
+	return nil, writes, false
+}
+
+// keepHours keeps the view's hours read after writes transactions into its
+// file; nobody changes them from then on.
+func (c *hourVersions) keepHours(v viewOfFile, writes uint64, hours []rollupHour) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hours.Add(v, keptHours{writes, hours})
 }
 
 // forget drops the versions of a day file retention dropped.
@@ -28,7 +81,13 @@ func (c *hourVersions) forget(d *dayfile.File) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.versions, d)
+	delete(c.writes, d)
 	delete(c.epochs, d)
+	for _, v := range c.hours.Keys() {
+		if v.f == d {
+			c.hours.Remove(v)
+		}
+	}
 }
 
 // version is the hour's version as ports.RollupSource.RollupHours tells it:
@@ -54,6 +113,7 @@ func (c *hourVersions) version(f *dayfile.File, hour int64) uint64 {
 func (c *hourVersions) wrote(f *dayfile.File, msgs []domain.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.writes[f]++
 	v := c.versions[f]
 	if v == nil {
 		v = map[int64]uint64{}
