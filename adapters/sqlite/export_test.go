@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
-	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 )
 
@@ -80,6 +79,3 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 	}
 	return n, rows.Err()
 }
-
-// StatsSource is what the store feeds the statistics engine.
-func (s *Store) StatsSource() *daystats.Reader { return s.stats }

@@ -1,6 +1,7 @@
 package statsengine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,10 +118,66 @@ func (e *Engine) stream(ctx context.Context, scope domain.Scope, f domain.Filter
 // countRollups is PlanRollups: f is q's filter over its counted range.
 func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filter, now time.Time, facts Facts, tr *Trace) (stats.Stats, error) {
 	b := stats.NewRollupBuilder(q, now)
+	h, err := e.countHours(ctx, q, f, now, facts, b, tr)
+	if err != nil {
+		return stats.Stats{}, err
+	}
+	if err := h.streamRefused(ctx, f, now); err != nil {
+		return stats.Stats{}, err
+	}
+	return b.Stats(), nil
+}
+
+// Minute is one application's minute of a scope.
+type Minute struct {
+	Start time.Time
+	Name  string
+}
+
+// CountRollups counts into b, a stats.RollupBuilder of a query over q's
+// range at now, every message q counts (a query the rollups answer:
+// stats.Query.RollupsAnswer) but those of the minutes it returns, oldest
+// first, which no rollup stood for at now: the caller counts those from
+// their messages. Hours come from the cache and are kept as Stats keeps
+// them, so that a store's own plan that starts from the rollups (the
+// SQLite store's rollups less the messages lacking a word) shares the
+// engine's cache instead of keeping another. tr is told what was read.
+func (e *Engine) CountRollups(ctx context.Context, q stats.Query, now time.Time, b *stats.RollupBuilder, tr *Trace) ([]Minute, error) {
+	if e.rollups == nil || !q.RollupsAnswer() {
+		return nil, errors.New("statsengine: CountRollups of a query the rollups do not answer")
+	}
+	f := q.Filter
+	f.From, f.To = q.CountedRange()
+	if !f.From.Before(f.To) {
+		return nil, nil
+	}
+	facts, err := rollupProbe{e}.Probe(ctx, q, now)
+	if err != nil {
+		return nil, err
+	}
+	h, err := e.countHours(ctx, q, f, now, facts, b, tr)
+	if err != nil {
+		return nil, err
+	}
+	refused := make([]Minute, 0, len(h.refused))
+	for m := range h.refused {
+		refused = append(refused, Minute{time.Unix(m.start, 0).UTC(), m.name})
+	}
+	slices.SortFunc(refused, func(a, b Minute) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.Name, b.Name))
+	})
+	return refused, nil
+}
+
+// countHours counts into b what the rollups answer of q, whose filter over
+// its counted range is f: the range before the source's RollupsFrom from
+// the messages, each hour from the cache or the minute rollups. The
+// minutes no rollup stood for are left in the counter's refused.
+func (e *Engine) countHours(ctx context.Context, q stats.Query, f domain.Filter, now time.Time, facts Facts, b *stats.RollupBuilder, tr *Trace) (*hourCounter, error) {
 	if facts.versions == nil { // another probe's facts: read what the plan uses
 		own, err := rollupProbe{e}.Probe(ctx, q, now)
 		if err != nil {
-			return stats.Stats{}, err
+			return nil, err
 		}
 		facts.rollupsFrom, facts.versions = own.rollupsFrom, own.versions
 	}
@@ -128,11 +185,11 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 		before := f
 		before.To = earliest(f.To, facts.rollupsFrom)
 		if err := e.stream(ctx, q.Scope, before, now, tr, b.Add); err != nil {
-			return stats.Stats{}, err
+			return nil, err
 		}
 		f.From = earliest(f.To, facts.rollupsFrom)
 	}
-	h := hourCounter{e: e, q: q, now: now, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
+	h := &hourCounter{e: e, q: q, now: now, b: b, tr: tr, width: min(q.Interval.Width, time.Hour), refused: map[minuteOf]bool{}}
 	// Only the hours that hold messages (RollupHours) are read; those not
 	// counted from the cache in runs of consecutive hours, one read each.
 	var run []*hourPart
@@ -144,7 +201,7 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 		}
 		if len(run) > 0 && !run[len(run)-1].end.Equal(start) {
 			if err := h.read(ctx, run); err != nil {
-				return stats.Stats{}, err
+				return nil, err
 			}
 			run = run[:0]
 		}
@@ -152,16 +209,13 @@ func (e *Engine) countRollups(ctx context.Context, q stats.Query, f domain.Filte
 	}
 	if len(run) > 0 {
 		if err := h.read(ctx, run); err != nil {
-			return stats.Stats{}, err
+			return nil, err
 		}
 	}
 	if len(h.kept) > 0 {
 		b.AddRankings(e.rankings.merged(h.kept))
 	}
-	if err := h.streamRefused(ctx, f, now); err != nil {
-		return stats.Stats{}, err
-	}
-	return b.Stats(), nil
+	return h, nil
 }
 
 // minuteOf names one application's minute.

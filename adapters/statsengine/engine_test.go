@@ -3,6 +3,7 @@ package statsengine_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -244,5 +245,50 @@ func TestPlansFollowCostsAndFacts(t *testing.T) {
 			t.Errorf("%s: plan %s (costs %v), want %s", c.what, tr.Plan, tr.Costs, c.want)
 		}
 		conformance.AssertStats(t, all, c.q, now, st)
+	}
+}
+
+// CountRollups counts what Stats counts but the minutes no rollup stands
+// for at now, which it returns for the caller to count from their messages;
+// it counts the hours Stats kept from the cache. A query rollups do not
+// answer is refused.
+func TestCountRollupsLeavesTheRefusedMinutes(t *testing.T) {
+	s := newMarkedStore(statsengine.Config{Plan: statsengine.PlanRollups})
+	ctx := t.Context()
+	msgs := messages(t, 240, "shop", base, 30*time.Second) // two hours
+	now := base.Add(3 * time.Hour)
+	late := base.Add(100 * time.Minute)
+	msgs[200].VisibleAt = now.Add(time.Minute) // its minute's rollup cannot stand at now
+	if err := s.Append(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	q := query(base, base.Add(2*time.Hour), "15m", "")
+	want, _ := statsOf(t, s, q, now) // keeps the first hour, whole
+	conformance.AssertStats(t, msgs, q, now, want)
+
+	b := stats.NewRollupBuilder(q, now)
+	var tr statsengine.Trace
+	refused, err := s.engine.CountRollups(ctx, q, now, b, &tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refused) != 1 || !refused[0].Start.Equal(late) || refused[0].Name != "shop" {
+		t.Fatalf("refused %+v, want shop's minute at %s", refused, domain.FormatTime(late))
+	}
+	if tr.KeptHours != 1 || tr.Rollups != 59 {
+		t.Errorf("%+v: want the first hour from the cache and the second's 59 other minutes", tr)
+	}
+	for _, m := range msgs {
+		if m.Readable(now) && !m.CreatedAt.Before(late) && m.CreatedAt.Before(late.Add(time.Minute)) {
+			b.Add(stats.SampleOf(m))
+		}
+	}
+	if got := b.Stats(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the rollups and the refused minute's messages\n%+v\ndiffer from Stats's\n%+v", got, want)
+	}
+
+	q.Filter.Text = "shop"
+	if _, err := s.engine.CountRollups(ctx, q, now, stats.NewRollupBuilder(q, now), &tr); err == nil {
+		t.Error("CountRollups of a query with a q: no error")
 	}
 }

@@ -27,3 +27,19 @@ type Trace struct {
 	// stands, and the next read counts those minutes again.
 	KeepErrors int
 }
+
+// Add adds o's counts to t, and takes o's plan and costs when o has a plan:
+// the trace of several calls.
+func (t *Trace) Add(o Trace) {
+	if o.Plan != "" {
+		t.Plan, t.Costs = o.Plan, o.Costs
+	}
+	t.KeptHours += o.KeptHours
+	t.Rollups += o.Rollups
+	t.Refused += o.Refused
+	t.MinutesStreamed += o.MinutesStreamed
+	t.MessagesStreamed += o.MessagesStreamed
+	t.Recounted += o.Recounted
+	t.MessagesRecounted += o.MessagesRecounted
+	t.KeepErrors += o.KeepErrors
+}

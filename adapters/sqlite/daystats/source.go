@@ -12,12 +12,9 @@ import (
 )
 
 // The Reader feeds the statistics engine (adapters/statsengine) through its
-// port: the narrow rows (ports.SampleStreamer) and the day files' minute
-// rollups with the hour versions the cache keeps (ports.RollupSource).
-// Store.Stats does not answer through the engine yet: Reader.Stats's word
-// plan counts a day's rollups less the rest from the hours Reader.Stats
-// keeps, which the engine's cache would have to give it (docs/benchmarks.md,
-// "The SQLite store through the engine").
+// port, and answers Stats through it: the narrow rows (ports.SampleStreamer)
+// and the day files' minute rollups with the versions of their hours
+// (ports.RollupSource).
 var (
 	_ ports.SampleStreamer = (*Reader)(nil)
 	_ ports.RollupSource   = (*Reader)(nil)
@@ -37,17 +34,13 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	if f.Text != "" && words == "" {
 		return nil // no word: the domain refuses such a q
 	}
-	c := &call{r: r, f: f, now: now, trace: &Trace{}}
+	trace := traceOf(ctx)
 	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
 		var err error
 		if f.Text == "" {
 			err = streamSamples(ctx, file, scope, f, now, add)
 		} else {
-			w := dayfile.ReadableWhere(scope, f, now)
-			w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
-			if err = c.readWhole(ctx, file, "messages", w, f.Matcher(), add); err != nil {
-				err = file.Error(ctx, "stats", err)
-			}
+			err = r.searchSamples(ctx, file, scope, f, now, words, trace, add)
 		}
 		if err == nil {
 			err = yieldErr
@@ -68,43 +61,62 @@ func (r *Reader) oldestFirst(from, to time.Time) []time.Time {
 func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // RollupHours yields the hours of [from, to) in which scope (name alone
-// when not "") has rollups, at the version the cache counts for the hour's
-// day file (hourCache.version), with how many minute rollups the hour holds;
-// how many messages is not told (-1).
+// when not "") has rollups, at the version of the hour in its day file
+// (hourVersions.version), with how many minute rollups the hour holds;
+// how many messages is not told (-1). A day file's hours of a view are
+// read once (fileHours) and kept until a transaction writes into the file.
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
-		args := []any{scope.Account, scope.Domain, from.Unix() - 59, ceilSecond(to)}
-		query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ? AND minute >= ? AND minute < ?`
-		if name != "" {
-			query += ` AND name = ?`
-			args = append(args, name)
-		}
-		var hours [][2]int64
-		rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+		hours, err := r.fileHours(ctx, f, scope, name)
 		if err != nil {
-			return f.Error(ctx, "stats: rollup hours", err)
+			return err
 		}
-		for rows.Next() {
-			var hour, rollups int64
-			if err := rows.Scan(&hour, &rollups); err != nil {
-				rows.Close()
-				return f.Error(ctx, "stats: rollup hours", err)
-			}
-			hours = append(hours, [2]int64{hour, rollups})
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return f.Error(ctx, "stats: rollup hours", err)
-		}
+		first, end := hourOf(from.Unix()), ceilSecond(to)
 		for _, h := range hours {
-			if err := yield(time.Unix(h[0], 0).UTC(), r.hours.version(f, h[0]), -1, h[1]); err != nil {
+			if h.hour < first || h.hour >= end {
+				continue
+			}
+			if err := yield(time.Unix(h.hour, 0).UTC(), r.versions.version(f, h.hour), -1, h.rollups); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// fileHours returns the hours of f in which scope (name alone when not "")
+// has rollups, with how many, oldest first: from the versions' memory while
+// no transaction wrote into f since they were read (hourVersions.hoursOf).
+func (r *Reader) fileHours(ctx context.Context, f *dayfile.File, scope domain.Scope, name string) ([]rollupHour, error) {
+	key := viewOfFile{f, scope, name}
+	hours, writes, ok := r.versions.hoursOf(key)
+	if ok {
+		return hours, nil
+	}
+	args := []any{scope.Account, scope.Domain}
+	query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ?`
+	if name != "" {
+		query += ` AND name = ?`
+		args = append(args, name)
+	}
+	rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+	if err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h rollupHour
+		if err := rows.Scan(&h.hour, &h.rollups); err != nil {
+			return nil, f.Error(ctx, "stats: rollup hours", err)
+		}
+		hours = append(hours, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	r.versions.keepHours(key, writes, hours)
+	return hours, nil
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
