@@ -168,6 +168,8 @@ var settingCases = []settingCase{
 	}},
 	{key: "rules.hash_key", value: "a-rules-hash-key-16", check: func(c config) bool { return string(c.App.Rules.HashKey) == "a-rules-hash-key-16" }},
 	{key: "rules.poll_interval", value: "250ms", check: func(c config) bool { return c.App.Rules.Poll == 250*time.Millisecond }},
+	{key: "rules.rescrub_page", value: "250", check: func(c config) bool { return c.App.Rules.Rescrub.Page == 250 }},
+	{key: "rules.rescrub_lease", value: "45s", check: func(c config) bool { return c.App.Rules.Rescrub.Lease == 45*time.Second }},
 	{key: "erasure.within", value: "6h", check: func(c config) bool { return c.App.Erasure.Within == 6*time.Hour }},
 	{key: "erasure.step", value: "100", check: func(c config) bool { return c.App.Erasure.Step == 100 }},
 	{key: "alerts.allow_private_webhooks", value: "true", check: func(c config) bool { return c.Webhook.AllowPrivate }},
