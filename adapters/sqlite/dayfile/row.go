@@ -13,16 +13,18 @@ import (
 )
 
 // A message is one row of messages: its fields as columns, times and
-// durations in microseconds, headers as JSON objects of name -> values.
+// durations in microseconds, headers as JSON objects of name -> values,
+// headers and bodies compressed in content since schema version 7
+// (content.go).
 
 // MessageColumns are the columns a message is read from, in ScanMessage's
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route, rules`
+	response_header, response_body, response_type, response_size, route, rules, content`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -32,8 +34,11 @@ func nullRoute(route string) any {
 	return route
 }
 
-// rowValues are m's column values in messageColumns' order.
-func rowValues(m domain.Message) ([]any, error) {
+// rowValues are m's column values in MessageColumns' order: its headers
+// and bodies compressed by p into content when that is smaller, or as
+// text when not or when p is nil (Layout.Plain). A value p packed is valid
+// until its next use.
+func rowValues(m domain.Message, p *packer) ([]any, error) {
 	reqHeader, err := json.Marshal(m.Request.Header)
 	if err != nil {
 		return nil, fmt.Errorf("message %s: request headers: %w", m.ID, err)
@@ -46,10 +51,17 @@ func rowValues(m domain.Message) ([]any, error) {
 	if m.HasDuration {
 		duration = m.Duration.Microseconds()
 	}
-	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
+	values := []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules)}, nil
+		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules), nil}
+	if p == nil {
+		return values, nil
+	}
+	if content := p.pack(reqHeader, m.Request.Body, respHeader, m.Response.Body); content != nil {
+		values[14], values[15], values[18], values[19], values[24] = "", "", "", "", content
+	}
+	return values, nil
 }
 
 // storedRules is a rules record as its column holds it (JSON), NULL when it
@@ -98,18 +110,26 @@ type Scanner interface{ Scan(dest ...any) error }
 // into extra.
 func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 	var (
-		m                                  domain.Message
-		duration                           sql.NullInt64
-		route                              sql.NullString
-		created, updated, visible, expires int64
-		reqHeader, respHeader, rules       []byte
+		m                                     domain.Message
+		duration                              sql.NullInt64
+		route                                 sql.NullString
+		created, updated, visible, expires    int64
+		reqHeader, respHeader, rules, content []byte
 	)
 	err := row.Scan(append([]any{&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules}, extra...)...)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content}, extra...)...)
 	if err != nil {
 		return domain.Message{}, err
+	}
+	if content != nil {
+		t, err := unpack(content)
+		if err != nil {
+			return domain.Message{}, fmt.Errorf("message %s: stored headers and bodies: %w", m.ID, err)
+		}
+		reqHeader, respHeader = t.requestHeader, t.responseHeader
+		m.Request.Body, m.Response.Body = string(t.requestBody), string(t.responseBody)
 	}
 	if m.Request.Header, err = decodeHeader(reqHeader); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s: request headers: %w", m.ID, err)
