@@ -118,18 +118,7 @@ func measureLayout(b *testing.B, layout dayfile.Layout, msgs []domain.Message) {
 
 	now := time.Now().Add(time.Hour)
 	cpu = cpuTime(b)
-	read := 0
-	for q := (domain.Query{Scope: scope, Limit: 1000}); ; {
-		page, err := s.List(b.Context(), q, now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		read += len(page.Messages)
-		if q.After = page.Next(); q.After == nil {
-			break
-		}
-	}
-	if read != len(msgs) {
+	if read := listAll(b, s, domain.Query{Scope: scope, Limit: 1000}, now, nil); read != len(msgs) {
 		b.Fatalf("the export read %d messages of %d", read, len(msgs))
 	}
 	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/n/1000, "export-cpu-µs/msg")

@@ -95,21 +95,7 @@ func TestBodiesReadBackByteForByte(t *testing.T) {
 		}
 	}
 	// Pages as an export reads them: a page holds at most domain.PageBytes.
-	listed := 0
-	for q := (domain.Query{Scope: scope, Limit: 10}); ; {
-		page, err := s.List(opCtx(t), q, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range page.Messages {
-			same("List", m)
-		}
-		listed += len(page.Messages)
-		if q.After = page.Next(); q.After == nil {
-			break
-		}
-	}
-	if listed != len(msgs) {
+	if listed := listAll(t, s, domain.Query{Scope: scope, Limit: 10}, now, func(m domain.Message) { same("List", m) }); listed != len(msgs) {
 		t.Fatalf("List's pages hold %d messages; want %d", listed, len(msgs))
 	}
 	found, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10, Filter: domain.Filter{Text: "needle"}}, now)
