@@ -21,7 +21,7 @@ import (
 // BenchmarkCompression measures the day file layouts against each other on
 // the load tool's traffic (REQLOG_BENCH_CORPUS: a file of `reqlog-bench
 // -n N generate`), in one run: headers and bodies as text (the layout
-// before schema version 5) or compressed per row, at pages of 4, 8 and 16
+// before schema version 7) or compressed per row, at pages of 4, 8 and 16
 // KiB; and, on the same messages' texts, the codec alone: one frame per
 // row at two levels against dictionaries trained on the day's first
 // messages or on each application's. Each layout reports disk, ingest CPU
