@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -241,5 +242,84 @@ func TestVersion6DayFileKeepsItsTextRows(t *testing.T) {
 	sizes := contentSizes(t, day)
 	if sizes[old.ID] != 0 || sizes[added.ID] == 0 {
 		t.Errorf("content lengths: the older message %d, the one added %d; want none (text) and some", sizes[old.ID], sizes[added.ID])
+	}
+}
+
+// A re-scrub's rewrite stores a message's headers and bodies as Append
+// does, whatever form the row held them in: a row stored as text gets a
+// compressed value, a compressed row a new one, and a row whose new bodies
+// do not compress its text columns, its old value gone (NULL), which reads
+// would otherwise prefer. The old words, read from the inflated message,
+// leave the word index.
+func TestRewriteStoresRowsAsAppendDoes(t *testing.T) {
+	const canary = "cnryrw4e1b"
+	dir := t.TempDir()
+	created := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+	withCanary := func(m domain.Message) domain.Message {
+		m.Request.Header = domain.Header{"X-Partner": {canary}}
+		m.Request.Body = `{"email":"` + canary + `@example.com","note":"` + strings.Repeat("lorem ipsum ", 50) + `"}`
+		return m
+	}
+	plain, err := sqlite.NewWithLayout(opCtx(t), sqlite.Config{Dir: dir}, dayfile.Layout{Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asText := withCanary(newMessage(t, created, 2000))
+	if err := plain.Append(opCtx(t), []domain.Message{asText}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	packed := withCanary(newMessage(t, created.Add(time.Microsecond), 2000))
+	toRandom := withCanary(newMessage(t, created.Add(2*time.Microsecond), 2000))
+	if err := s.Append(opCtx(t), []domain.Message{packed, toRandom}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "messages-"+created.Format("2006-01-02")+".db")
+	if sizes := contentSizes(t, path); sizes[asText.ID] != 0 || sizes[packed.ID] == 0 || sizes[toRandom.ID] == 0 {
+		t.Fatalf("content lengths before the rewrite: %v; want the first as text, the others compressed", sizes)
+	}
+
+	scrub := func(m domain.Message) domain.Message {
+		m = m.Clone()
+		m.Request.Header = domain.Header{"X-Partner": {"hash:0011"}}
+		m.Request.Body = strings.ReplaceAll(m.Request.Body, canary, "scrubbed")
+		m.Rules = domain.RulesRecord{Rescrubbed: 1, Changes: []domain.RuleChange{{Rule: "mails", Field: "request.body"}}}
+		return m
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	noise := make([]byte, 16<<10)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	want := []domain.Message{scrub(asText), scrub(packed), scrub(toRandom)}
+	want[2].Request.Body, want[2].Response.Body = string(noise[:8<<10]), string(noise[8<<10:])
+	if err := s.RewriteMessages(opCtx(t), want); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(time.Hour)
+	for _, w := range want {
+		got, err := s.Get(opCtx(t), scope, w.ID, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Request.Body != w.Request.Body || got.Response.Body != w.Response.Body ||
+			fmt.Sprint(got.Request.Header) != fmt.Sprint(w.Request.Header) || got.Rules.Rescrubbed != 1 {
+			t.Errorf("Get(%s) after the rewrite: header %v, request body %.60q (%d bytes); want %v, %.60q (%d bytes)",
+				w.ID, got.Request.Header, got.Request.Body, len(got.Request.Body), w.Request.Header, w.Request.Body, len(w.Request.Body))
+		}
+	}
+	for q, n := range map[string]int{canary: 0, "scrubbed": 2} {
+		if found, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10, Filter: domain.Filter{Text: q}}, now); err != nil || len(found.Messages) != n {
+			t.Errorf("List with q=%s after the rewrite = %d messages, %v; want %d", q, len(found.Messages), err, n)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sizes := contentSizes(t, path); sizes[asText.ID] == 0 || sizes[packed.ID] == 0 || sizes[toRandom.ID] != 0 {
+		t.Errorf("content lengths after the rewrite: %v; want the first two compressed, the random bodies as text", sizes)
 	}
 }

@@ -59,11 +59,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return f.Error(ctx, "append: begin", err)
 	}
 	defer tx.Rollback()
-	var p *packer
-	if !f.plain {
-		p = &packer{}
-	}
-	added, maxExpires, err := insert(ctx, tx, msgs, p, indexWords)
+	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}

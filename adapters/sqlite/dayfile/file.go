@@ -137,6 +137,15 @@ type File struct {
 	isOpen   bool
 }
 
+// packer is what compresses the headers and bodies the file's writes
+// store: nil, as text, under Layout.Plain.
+func (f *File) packer() *packer {
+	if f.plain {
+		return nil
+	}
+	return &packer{}
+}
+
 // newFile is the handle of day's file in the data directory dir.
 func newFile(dir string, day time.Time) *File {
 	return &File{Day: day, path: filepath.Join(dir, dayName(day))}

@@ -34,34 +34,50 @@ func nullRoute(route string) any {
 	return route
 }
 
-// rowValues are m's column values in MessageColumns' order: its headers
-// and bodies compressed by p into content when that is smaller, or as
-// text when not or when p is nil (Layout.Plain). A value p packed is valid
-// until its next use.
+// rowValues are m's column values in MessageColumns' order, its headers
+// and bodies as textColumns writes them.
 func rowValues(m domain.Message, p *packer) ([]any, error) {
-	reqHeader, err := json.Marshal(m.Request.Header)
+	texts, err := textColumns(m, p)
 	if err != nil {
-		return nil, fmt.Errorf("message %s: request headers: %w", m.ID, err)
-	}
-	respHeader, err := json.Marshal(m.Response.Header)
-	if err != nil {
-		return nil, fmt.Errorf("message %s: response headers: %w", m.ID, err)
+		return nil, err
 	}
 	var duration any
 	if m.HasDuration {
 		duration = m.Duration.Microseconds()
 	}
-	values := []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
+	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
-		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules), nil}
-	if p == nil {
-		return values, nil
+		m.ExpiresAt.UnixMicro(), texts.requestHeader, texts.requestBody, m.Request.ContentType, m.Request.Size,
+		texts.responseHeader, texts.responseBody, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules),
+		texts.content}, nil
+}
+
+// storedTexts are the values of a message's columns request_header,
+// request_body, response_header, response_body and content.
+type storedTexts struct {
+	requestHeader, requestBody, responseHeader, responseBody, content any
+}
+
+// textColumns are m's headers and bodies as a row stores them: compressed
+// by p into content, the four text columns ”, when that is smaller; as
+// text, content NULL, when not or when p is nil (Layout.Plain). A value p
+// packed is valid until its next use. Append and a re-scrub's Rewrite
+// both write them so.
+func textColumns(m domain.Message, p *packer) (storedTexts, error) {
+	reqHeader, err := json.Marshal(m.Request.Header)
+	if err != nil {
+		return storedTexts{}, fmt.Errorf("message %s: request headers: %w", m.ID, err)
 	}
-	if content := p.pack(reqHeader, m.Request.Body, respHeader, m.Response.Body); content != nil {
-		values[14], values[15], values[18], values[19], values[24] = "", "", "", "", content
+	respHeader, err := json.Marshal(m.Response.Header)
+	if err != nil {
+		return storedTexts{}, fmt.Errorf("message %s: response headers: %w", m.ID, err)
 	}
-	return values, nil
+	if p != nil {
+		if content := p.pack(reqHeader, m.Request.Body, respHeader, m.Response.Body); content != nil {
+			return storedTexts{"", "", "", "", content}, nil
+		}
+	}
+	return storedTexts{string(reqHeader), m.Request.Body, string(respHeader), m.Response.Body, nil}, nil
 }
 
 // storedRules is a rules record as its column holds it (JSON), NULL when it
