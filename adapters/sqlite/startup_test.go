@@ -36,7 +36,9 @@ func wantNamed(t *testing.T, err error, path string) {
 func seeded(t *testing.T) (dir string, day string) {
 	t.Helper()
 	dir = t.TempDir()
-	s, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	// Headers and bodies as text, as in every version before 7, so that
+	// dropping the content column leaves an older file.
+	s, err := sqlite.NewWithLayout(opCtx(t), sqlite.Config{Dir: dir}, dayfile.Layout{Plain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +116,10 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 	wantNamed(t, err, meta)
 }
 
-// A directory of schema version 1 (before the statistics index, the rollups
-// and the route column) is migrated at start-up: each day file gets the
-// index, the rollups of its messages, the route and rules columns, the
-// subject index and version 6, then
+// A directory of schema version 1 (before the statistics index, the rollups,
+// the route, rules and content columns and the subject index) is migrated
+// at start-up: each day file gets the index, the rollups of its messages,
+// the columns, the subject index and today's version, then
 // the directory's version is written; the messages stay. The file then has
 // the tables, columns and indexes of a new one.
 func TestOlderDirectoryIsMigrated(t *testing.T) {
@@ -127,7 +129,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -208,7 +210,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules;
+	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)
@@ -390,7 +392,7 @@ func TestVersion4DayFileGetsRulesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; PRAGMA user_version=4`); err != nil {
+	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=4`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -35,12 +35,18 @@ type Store struct {
 // cannot use is an error naming the file; nothing is reset. Close releases
 // the files and the directory's lock.
 func New(ctx context.Context, cfg Config) (*Store, error) {
+	return newWithLayout(ctx, cfg, dayfile.Layout{})
+}
+
+// newWithLayout is New with a day file layout other than the store's, for
+// the benchmark that measures them.
+func newWithLayout(ctx context.Context, cfg Config, layout dayfile.Layout) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions(),
-		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays})
+		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays, Layout: layout})
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return f.Error(ctx, "append: begin", err)
 	}
 	defer tx.Rollback()
-	added, maxExpires, err := insert(ctx, tx, msgs, indexWords)
+	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
@@ -76,11 +76,12 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	return nil
 }
 
-// insert writes each message not yet stored with its words (unless
+// insert writes each message not yet stored, its headers and bodies
+// compressed by p (as text when p is nil), with its words (unless
 // indexWords is off), adds it to the rollup of its scope, application and
 // minute, and updates the day's totals; it returns how many it stored and
 // their latest ExpiresAt (Unix microseconds).
-func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords bool) (added, maxExpires int64, err error) {
+func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, indexWords bool) (added, maxExpires int64, err error) {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
 	if err != nil {
 		return 0, 0, err
@@ -99,7 +100,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 		rollups = map[rollupKey]*stats.Rollup{}
 	)
 	for _, m := range msgs {
-		values, err := rowValues(m)
+		values, err := rowValues(m, p)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -3,7 +3,6 @@ package dayfile
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -95,7 +94,7 @@ func (f *File) Rewrite(ctx context.Context, msgs []domain.Message) ([]domain.Mes
 	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rank) VALUES ('secure-delete', 1)`); err != nil {
 		return nil, f.Error(ctx, "rewrite: the word index's secure-delete", err)
 	}
-	rewritten, err := rewriteRows(ctx, tx, msgs)
+	rewritten, err := rewriteRows(ctx, tx, msgs, f.packer())
 	if err != nil {
 		return nil, f.Error(ctx, "rewrite", err)
 	}
@@ -106,8 +105,11 @@ func (f *File) Rewrite(ctx context.Context, msgs []domain.Message) ([]domain.Mes
 }
 
 // rewriteRows rewrites the stored rows of msgs and their words, and counts
-// again the rollups of the minutes whose paths changed.
-func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message) ([]domain.Message, error) {
+// again the rollups of the minutes whose paths changed. The headers and
+// bodies are written as Append writes them (textColumns, compressed by p),
+// whatever form the row held them in: a compressed row's old value is
+// replaced, not left beside new text its reads would ignore.
+func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer) ([]domain.Message, error) {
 	var (
 		rewritten      []domain.Message
 		tokens         []byte
@@ -124,27 +126,25 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message) ([]doma
 		if err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
-		// A contentless index deletes a row given the tokens it was given.
+		// A contentless index deletes a row given the tokens it was given:
+		// those of the message as stored, which ScanMessage inflated.
 		tokens, hashes = messageTokens(tokens[:0], hashes, old)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, tokens); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
-		reqHeader, err := json.Marshal(m.Request.Header)
-		if err != nil {
-			return nil, err
-		}
-		respHeader, err := json.Marshal(m.Response.Header)
+		now := old
+		now.IPAddress, now.Path, now.Request.Header, now.Request.Body = m.IPAddress, m.Path, m.Request.Header, m.Request.Body
+		now.Response.Header, now.Response.Body, now.Rules = m.Response.Header, m.Response.Body, m.Rules
+		texts, err := textColumns(now, p)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE messages SET ip_address = ?, path = ?, request_header = ?, request_body = ?,
-			response_header = ?, response_body = ?, rules = ? WHERE seq = ?`, m.IPAddress, m.Path, string(reqHeader), m.Request.Body,
-			string(respHeader), m.Response.Body, rulesValue(m.Rules), seq); err != nil {
+			response_header = ?, response_body = ?, content = ?, rules = ? WHERE seq = ?`, now.IPAddress, now.Path,
+			texts.requestHeader, texts.requestBody, texts.responseHeader, texts.responseBody, texts.content,
+			rulesValue(now.Rules), seq); err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
-		now := old
-		now.IPAddress, now.Path, now.Request.Header, now.Request.Body = m.IPAddress, m.Path, m.Request.Header, m.Request.Body
-		now.Response.Header, now.Response.Body, now.Rules = m.Response.Header, m.Response.Body, m.Rules
 		tokens, hashes = messageTokens(tokens[:0], hashes, now)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, tokens); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
