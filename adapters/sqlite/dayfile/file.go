@@ -53,15 +53,6 @@ func IsDayFile(name string) bool {
 // a message created at t.
 func DayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
-// CeilMicro is t in Unix microseconds, as the files hold times, rounded up.
-func CeilMicro(t time.Time) int64 {
-	us := t.UnixMicro()
-	if time.UnixMicro(us).Before(t) {
-		us++
-	}
-	return us
-}
-
 // daySchemaFiles are the day file's migrations, one file a version.
 //
 //go:embed schema/day-*.sql
