@@ -54,15 +54,6 @@ func IsDayFile(name string) bool {
 // a message created at t.
 func DayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
-// CeilMicro is t in Unix microseconds, as the files hold times, rounded up.
-func CeilMicro(t time.Time) int64 {
-	us := t.UnixMicro()
-	if time.UnixMicro(us).Before(t) {
-		us++
-	}
-	return us
-}
-
 // DefaultPageSize is the page size of a new day file: on the load tool's
 // traffic, compressed, 16 KiB pages take 6 % less disk than 4 KiB or
 // 8 KiB ones, at the same CPU (docs/benchmarks.md, "Compressed

@@ -1,6 +1,7 @@
 package daystats
 
 import (
+	"context"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -74,6 +75,40 @@ func (c *hourVersions) keepHours(v viewOfFile, writes uint64, hours []rollupHour
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hours.Add(v, keptHours{writes, hours})
+}
+
+// fileHours returns the hours of f in which scope (name alone when not "")
+// has rollups, with how many, oldest first: from the versions' memory while
+// no transaction wrote into f since they were read (hourVersions.hoursOf).
+func (r *Reader) fileHours(ctx context.Context, f *dayfile.File, scope domain.Scope, name string) ([]rollupHour, error) {
+	key := viewOfFile{f, scope, name}
+	hours, writes, ok := r.versions.hoursOf(key)
+	if ok {
+		return hours, nil
+	}
+	args := []any{scope.Account, scope.Domain}
+	query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ?`
+	if name != "" {
+		query += ` AND name = ?`
+		args = append(args, name)
+	}
+	rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+	if err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h rollupHour
+		if err := rows.Scan(&h.hour, &h.rollups); err != nil {
+			return nil, f.Error(ctx, "stats: rollup hours", err)
+		}
+		hours = append(hours, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	r.versions.keepHours(key, writes, hours)
+	return hours, nil
 }
 
 // forget drops the versions of a day file retention dropped.

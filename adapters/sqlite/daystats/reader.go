@@ -41,41 +41,12 @@ func New(dir *dayfile.Dir, cfg Config) *Reader {
 //
 // A Trace in ctx (WithTrace) is told what the call read.
 func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
-	trace := traceOf(ctx)
 	if words, oneWord := dayfile.Words(q.Filter.Text); oneWord {
-		c := &call{r: r, q: q, f: q.Filter, now: now, trace: trace}
-		if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
-			return stats.NewBuilder(q).Stats(), nil
-		}
-		c.days = r.dir.NewestFirst(dayfile.Range(c.f, nil))
-		return c.oneWord(ctx, words)
+		return r.statsOfWord(ctx, q, now, words)
 	}
 	st, tr, err := r.engine.Stats(ctx, q, now)
-	trace.Engine.Add(tr)
+	traceOf(ctx).Engine.Add(tr)
 	return st, err
-}
-
-// call is one Stats call of a q of one word: its query, the days of its
-// range, its trace.
-type call struct {
-	r     *Reader
-	q     stats.Query
-	f     domain.Filter // q's, over its counted range
-	now   time.Time
-	days  []time.Time // newest first
-	trace *Trace
-}
-
-// eachFile calls fn with the file of each of the call's days, held for
-// fn's call alone (dayfile.Dir.Each).
-func (c *call) eachFile(ctx context.Context, fn func(*dayfile.File) error) error {
-	return c.r.dir.Each(ctx, c.days, fn)
-}
-
-// onDay calls fn with day's file, held for fn's call alone; not at all when
-// retention dropped the day meanwhile.
-func (c *call) onDay(ctx context.Context, day time.Time, fn func(*dayfile.File) error) error {
-	return c.r.dir.Each(ctx, []time.Time{day}, fn)
 }
 
 // Wrote tells the reader that a transaction that wrote msgs into f has

@@ -26,12 +26,6 @@ const (
 	bySeq = "messages NOT INDEXED"
 )
 
-// streamSamples adds the samples of f's messages of scope readable at now
-// that pass filter but for its q.
-func streamSamples(ctx context.Context, f *dayfile.File, scope domain.Scope, filter domain.Filter, now time.Time, add func(stats.Sample)) error {
-	return walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(scope, filter, now), nil, add)
-}
-
 // walkSamples adds the sample of each message of from (a table or index)
 // that passes w, and whose seq holding holds unless it is nil.
 func walkSamples(ctx context.Context, f *dayfile.File, from string, w *dayfile.Where, holding *bitset.BitSet, add func(stats.Sample)) error {
@@ -60,13 +54,12 @@ func walkSamples(ctx context.Context, f *dayfile.File, from string, w *dayfile.W
 	return nil
 }
 
-// searchSamples adds the sample of each of f's messages of scope readable
-// at now that passes filter, whose q is not one word: from the messages
+// searchSamples adds the sample of each of f's messages that passes w and
+// match, a filter's Matcher, whose q is not one word: from the messages
 // holding q's words (the word index's tokens), each read whole and checked
-// with the filter's Matcher, which decides the phrase.
-func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, scope domain.Scope, filter domain.Filter, now time.Time,
+// with match, which decides the phrase.
+func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, w *dayfile.Where, match func(domain.Message) bool,
 	words string, trace *Trace, add func(stats.Sample)) error {
-	w := dayfile.ReadableWhere(scope, filter, now)
 	few, none, err := f.ByWords(ctx, words, w, r.cfg.FewMessages)
 	from := bySeq
 	switch {
@@ -78,30 +71,23 @@ func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, scope domai
 		from = "messages"
 		w.Add("seq IN (SELECT rowid FROM words WHERE words MATCH ?)", words)
 	}
-	if err := readWhole(ctx, f, from, w, filter.Matcher(), trace, add); err != nil {
-		return f.Error(ctx, "stats", err)
-	}
-	return nil
-}
-
-// readWhole adds the sample of each message of from that passes w and
-// match, read whole.
-func readWhole(ctx context.Context, f *dayfile.File, from string, w *dayfile.Where,
-	match func(domain.Message) bool, trace *Trace, add func(stats.Sample)) error {
 	rows, err := f.Read.QueryContext(ctx, "SELECT "+dayfile.MessageColumns+" FROM "+from+" WHERE "+w.String(), w.Args...)
 	if err != nil {
-		return err
+		return f.Error(ctx, "stats", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		m, err := dayfile.ScanMessage(rows)
 		if err != nil {
-			return err
+			return f.Error(ctx, "stats", err)
 		}
 		trace.MessagesRead++
 		if match(m) {
 			add(stats.SampleOf(m))
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return f.Error(ctx, "stats", err)
+	}
+	return nil
 }

@@ -36,11 +36,12 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	}
 	trace := traceOf(ctx)
 	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
+		w := dayfile.ReadableWhere(scope, f, now)
 		var err error
 		if f.Text == "" {
-			err = streamSamples(ctx, file, scope, f, now, add)
+			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)
 		} else {
-			err = r.searchSamples(ctx, file, scope, f, now, words, trace, add)
+			err = r.searchSamples(ctx, file, w, f.Matcher(), words, trace, add)
 		}
 		if err == nil {
 			err = yieldErr
@@ -67,12 +68,12 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // read once (fileHours) and kept until a transaction writes into the file.
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
-	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
+	first, end, days := hourOf(from.Unix()), ceilSecond(to), r.oldestFirst(from, to)
+	return r.dir.Each(ctx, days, func(f *dayfile.File) error {
 		hours, err := r.fileHours(ctx, f, scope, name)
 		if err != nil {
 			return err
 		}
-		first, end := hourOf(from.Unix()), ceilSecond(to)
 		for _, h := range hours {
 			if h.hour < first || h.hour >= end {
 				continue
@@ -83,40 +84,6 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 		}
 		return nil
 	})
-}
-
-// fileHours returns the hours of f in which scope (name alone when not "")
-// has rollups, with how many, oldest first: from the versions' memory while
-// no transaction wrote into f since they were read (hourVersions.hoursOf).
-func (r *Reader) fileHours(ctx context.Context, f *dayfile.File, scope domain.Scope, name string) ([]rollupHour, error) {
-	key := viewOfFile{f, scope, name}
-	hours, writes, ok := r.versions.hoursOf(key)
-	if ok {
-		return hours, nil
-	}
-	args := []any{scope.Account, scope.Domain}
-	query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ?`
-	if name != "" {
-		query += ` AND name = ?`
-		args = append(args, name)
-	}
-	rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
-	if err != nil {
-		return nil, f.Error(ctx, "stats: rollup hours", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var h rollupHour
-		if err := rows.Scan(&h.hour, &h.rollups); err != nil {
-			return nil, f.Error(ctx, "stats: rollup hours", err)
-		}
-		hours = append(hours, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, f.Error(ctx, "stats: rollup hours", err)
-	}
-	r.versions.keepHours(key, writes, hours)
-	return hours, nil
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)

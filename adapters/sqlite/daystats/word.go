@@ -2,6 +2,7 @@ package daystats
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
@@ -76,33 +77,67 @@ type wordDay struct {
 	lacking []int64
 }
 
-// oneWord answers the call, whose q is one word of token words. It reads
-// what each day file's word index says of the word (findWord), plans each
-// day (planDay), then counts each by its read. Without a day counted less
-// the rest the answer is stats.Builder's, exact; with one it is a
-// stats.RollupBuilder's, within the bounds it keeps; and where the rest
-// cannot be told so (Subtract reports false), every such day is walked and
-// the answer is stats.Builder's again.
-func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
-	plans := make([]wordDay, 0, len(c.days))
-	err := c.eachFile(ctx, func(f *dayfile.File) error {
-		plan, err := c.findWord(ctx, f, words)
-		if plan.read != "" {
-			plans = append(plans, plan)
-		}
-		return err
-	})
+// call is one Stats call of a q of one word: its query, its trace.
+type call struct {
+	r     *Reader
+	q     stats.Query
+	f     domain.Filter // q's, over its counted range
+	now   time.Time
+	trace *Trace
+}
+
+// statsOfWord answers q, whose q is one word of token words. It reads what
+// each day file's word index says of the word (findWord), plans each day
+// (planDay), then counts each by its read (count).
+func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, words string) (stats.Stats, error) {
+	c := &call{r: r, q: q, f: q.Filter, now: now, trace: traceOf(ctx)}
+	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
+		return stats.NewBuilder(q).Stats(), nil
+	}
+	plans, err := c.findWord(ctx, words)
 	if err != nil {
 		return stats.Stats{}, err
 	}
-	subtract := false
 	for i := range plans {
 		if err := c.planDay(ctx, &plans[i]); err != nil {
 			return stats.Stats{}, err
 		}
-		subtract = subtract || plans[i].read == ReadLessTheRest
 	}
-	if subtract {
+	return c.count(ctx, plans)
+}
+
+// findWord plans each day file of the call's range, newest first, by what
+// its word index says of the word: by seq when it finds few messages; no
+// plan when no message holds it; otherwise the walk, until planDay finds a
+// read that costs less.
+func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
+	var plans []wordDay
+	days := c.r.dir.NewestFirst(dayfile.Range(c.f, nil))
+	err := c.r.dir.Each(ctx, days, func(f *dayfile.File) error {
+		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+		held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
+		switch {
+		case err != nil:
+			return f.Error(ctx, "stats: search", err)
+		case held.None:
+			return nil
+		case held.Few:
+			plans = append(plans, wordDay{day: f.Day, read: ReadBySeq, bySeq: w})
+		default:
+			plans = append(plans, wordDay{day: f.Day, read: ReadWalk, holding: held.Seqs, lastSeq: held.LastSeq})
+		}
+		return nil
+	})
+	return plans, err
+}
+
+// count counts each day of plans by its read. Without a day counted less
+// the rest the answer is stats.Builder's, exact; with one it is a
+// stats.RollupBuilder's, within the bounds it keeps; and where the rest
+// cannot be told so (Subtract reports false), every such day is walked and
+// the answer is stats.Builder's again.
+func (c *call) count(ctx context.Context, plans []wordDay) (stats.Stats, error) {
+	if slices.ContainsFunc(plans, func(plan wordDay) bool { return plan.read == ReadLessTheRest }) {
 		q := withoutText(c.q)
 		all, lacking := stats.NewRollupBuilder(q, c.now), stats.NewRollupBuilder(q, c.now)
 		for _, plan := range plans {
@@ -127,26 +162,6 @@ func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
 		}
 	}
 	return b.Stats(), nil
-}
-
-// findWord reads what f's word index says of the word: by seq when it finds
-// few messages; none, when no message holds it (no read: ""); otherwise
-// the walk, until planDay finds a read that costs less.
-func (c *call) findWord(ctx context.Context, f *dayfile.File, words string) (wordDay, error) {
-	plan := wordDay{day: f.Day, read: ReadWalk}
-	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
-	held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
-	switch {
-	case err != nil:
-		return plan, f.Error(ctx, "stats: search", err)
-	case held.None:
-		return wordDay{}, nil
-	case held.Few:
-		plan.read, plan.bySeq = ReadBySeq, w
-		return plan, nil
-	}
-	plan.holding, plan.lastSeq = held.Seqs, held.LastSeq
-	return plan, nil
 }
 
 // planDay picks the read of a day findWord left to the walk: when the
@@ -182,7 +197,7 @@ func (c *call) planDay(ctx context.Context, plan *wordDay) error {
 	}
 	if len(seqs) > 0 { // no seq to read costs nothing
 		warm := false
-		err := c.onDay(ctx, plan.day, func(f *dayfile.File) error {
+		err := c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
 			var err error
 			warm, err = c.r.cfg.Probe.Warm(ctx, f, seqs)
 			return err
@@ -217,42 +232,42 @@ func (c *call) dayQuery(day time.Time) stats.Query {
 // countDay adds to add the samples of plan's day of the call's scope and
 // filter that hold the word, but for those its rollups count; and to
 // lacking, for ReadLessTheRest, the samples its rollups count of the
-// messages lacking the word. It holds the day's file for the read.
+// messages lacking the word. It holds the day's file for the read; reads
+// nothing when retention dropped the day meanwhile.
 func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
-	return c.onDay(ctx, plan.day, func(f *dayfile.File) error {
-		return c.readDay(ctx, f, plan, add, lacking)
-	})
-}
-
-// readDay is countDay with the plan's file f held.
-func (c *call) readDay(ctx context.Context, f *dayfile.File, plan wordDay, add, lacking func(stats.Sample)) error {
-	switch plan.read {
-	case ReadBySeq:
-		c.trace.DaysBySeq++
-		return walkSamples(ctx, f, bySeq, plan.bySeq, nil, add)
-	case ReadWalk:
-		c.trace.DaysWalked++
-		return walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add)
+	refused := make([]domain.Filter, len(plan.refused)) // ReadLessTheRest: the minutes walked
+	for i, m := range plan.refused {
+		refused[i] = minuteFilter(m, c.f)
 	}
-	c.trace.DaysLessTheRest++
-	type minute struct {
-		start int64 // Unix seconds
-		name  string
-	}
-	notCounted := make(map[minute]bool, len(plan.refused))
-	for _, m := range plan.refused {
-		notCounted[minute{m.Start.Unix(), m.Name}] = true
-		w := dayfile.ReadableWhere(c.q.Scope, minuteFilter(m, c.f), c.now)
-		if err := walkSamples(ctx, f, statsIndexWalk, w, plan.holding, add); err != nil {
-			return err
+	return c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
+		switch plan.read {
+		case ReadBySeq:
+			c.trace.DaysBySeq++
+			return walkSamples(ctx, f, bySeq, plan.bySeq, nil, add)
+		case ReadWalk:
+			c.trace.DaysWalked++
+			return walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add)
 		}
-	}
-	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
-	w.AddSeqs(plan.lacking)
-	return walkSamples(ctx, f, bySeq, w, nil, func(sample stats.Sample) {
-		if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
-			lacking(sample)
+		c.trace.DaysLessTheRest++
+		type minute struct {
+			start int64 // Unix seconds
+			name  string
 		}
+		notCounted := make(map[minute]bool, len(plan.refused))
+		for i, m := range plan.refused {
+			notCounted[minute{m.Start.Unix(), m.Name}] = true
+			w := dayfile.ReadableWhere(c.q.Scope, refused[i], c.now)
+			if err := walkSamples(ctx, f, statsIndexWalk, w, plan.holding, add); err != nil {
+				return err
+			}
+		}
+		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+		w.AddSeqs(plan.lacking)
+		return walkSamples(ctx, f, bySeq, w, nil, func(sample stats.Sample) {
+			if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
+				lacking(sample)
+			}
+		})
 	})
 }
 
