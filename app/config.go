@@ -36,6 +36,7 @@ type Config struct {
 	Admission      AdmissionOptions
 	Walks          WalkLimits
 	Rules          RulesConfig
+	Erasure        ErasureConfig
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -52,6 +53,7 @@ func DefaultConfig() Config {
 		Admission:       DefaultAdmissionOptions(),
 		Walks:           DefaultWalkLimits(),
 		Rules:           DefaultRulesConfig(),
+		Erasure:         DefaultErasureConfig(),
 	}
 }
 
@@ -100,6 +102,9 @@ func (c Config) Validate() error {
 		return invalidField("Walks."+field, reason)
 	}
 	if err := c.Rules.Validate(); err != nil {
+		return err
+	}
+	if err := c.Erasure.Validate(); err != nil {
 		return err
 	}
 	// One header at a time, so that the error is about the bad one.

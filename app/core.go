@@ -30,8 +30,12 @@ type CoreDeps struct {
 	Alerting AlertingDeps
 	// RuleSets keeps the accounts' rule sets (nil: none; only the accounts of
 	// Config.Rules.File have rules). Metrics hears what rules do when it is a
-	// RuleMetrics too.
+	// RuleMetrics too. Re-scrubs run when it is a ports.RescrubJobStore and
+	// Store a ports.MessageRewriter.
 	RuleSets ports.RuleSetStore
+	// Erasures journals the erasures (nil: none, and erasures are not
+	// available); the store erases when it is a ports.Eraser.
+	Erasures ports.ErasureJournal
 }
 
 // AlertingDeps are what alerting runs on.
@@ -63,10 +67,13 @@ type Core struct {
 	Exporter   *Exporter
 	Alerts     *Alerts // nil: alerting is off
 	RuleSets   *RuleSets
+	Rescrubs   *Rescrubs
+	Erasures   *Erasures
 
 	queue     *GroupCommitter // nil: group commit is off
 	rules     *RuleBook
 	purger    *Purger
+	erasures  *ErasureJob
 	evaluator *AlertEvaluator // nil with Alerts
 	deliverer *AlertDeliverer // nil with Alerts
 	warmer    ports.StatsWarmer
@@ -117,8 +124,15 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.Ingester = ingester
 	c.Reader = NewReaderWith(store, c.Policy, c.Clock, cfg.Walks)
 	c.RuleSets = NewRuleSets(deps.RuleSets, c.rules, c.Reader, c.Policy, c.Clock)
+	jobs, _ := deps.RuleSets.(ports.RescrubJobStore)
+	rewriter, _ := deps.Store.(ports.MessageRewriter)
+	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	// The store itself, not its observed wrapper: erasing is a capability.
+	eraser, _ := deps.Store.(ports.Eraser)
+	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)
+	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err
 	}
@@ -160,7 +174,9 @@ func (c *Core) alerting(deps AlertingDeps, metrics Metrics, log *zap.Logger) err
 // Start is a no-op.
 func (c *Core) Start() {
 	c.rules.Start()
+	c.Rescrubs.Start()
 	c.purger.Start()
+	c.erasures.Start()
 	if c.Alerts != nil {
 		c.evaluator.Start()
 		c.deliverer.Start()
@@ -169,6 +185,11 @@ func (c *Core) Start() {
 		c.warm.start(c.warmStats)
 	}
 }
+
+// EraseNow runs the erasure job once, now (ErasureJob.Run): what the
+// background job does every ErasureConfig.Within/24, and at start with
+// reapply.
+func (c *Core) EraseNow(ctx context.Context, reapply bool) error { return c.erasures.Run(ctx, reapply) }
 
 // warmStats counts the statistics the first charts will ask for; a failure
 // costs only their speed.
@@ -196,6 +217,6 @@ func (c *Core) Stop(ctx context.Context) error {
 	if c.queue != nil {
 		errs = append(errs, c.queue.Close(ctx))
 	}
-	errs = append(errs, c.purger.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
+	errs = append(errs, c.Rescrubs.Stop(ctx), c.purger.Stop(ctx), c.erasures.Stop(ctx), c.warm.stop(ctx), c.rules.Stop(ctx))
 	return errors.Join(errs...)
 }

@@ -350,10 +350,13 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
 }
 
-// applyRules puts msgs through the account's rule set, in place: a dropped
-// one is marked in ids and becomes a tally (rules.Outcome.Stored), written in
-// the same Append as the messages kept, so that the statistics count every
-// exchange received and a crash never leaves one acknowledged uncounted. A
+// applyRules puts msgs through the account's rule set, in place, and returns
+// those to store, each with its record of the version, its source and the
+// rules' changes (a re-scrub reads it): a dropped one is marked in ids and
+// becomes a tally (rules.Outcome.Stored), written in the same Append as the
+// messages kept, so that the statistics count every exchange received and a
+// crash never leaves one acknowledged uncounted. An erased subject's exchange
+// its erasure drops (rules.ForgetDrop) is neither stored nor counted. A
 // rule's retention shortens a message's, never lengthens it past the
 // policy's, which reads keep to.
 func (in *Ingester) applyRules(ctx context.Context, account string, src rules.Source, msgs []domain.Message, ids []domain.Identity) ([]domain.Message, error) {
@@ -362,20 +365,34 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		return nil, err
 	}
 	if active.compiled == nil {
+		for i := range msgs {
+			msgs[i].Rules = domain.RulesRecord{Source: string(src)}
+		}
 		return msgs, nil
 	}
 	outcomes := make([]rules.Outcome, len(msgs))
+	forget := in.rules.forget.For(account)
+	kept := msgs[:0]
 	for i := range msgs {
 		m := &msgs[i]
 		policyExpiry := m.ExpiresAt
-		outcomes[i] = active.Apply(m, src)
+		outcomes[i] = active.compiled.ApplyForgetting(m, src, forget)
 		ids[i].Dropped = !outcomes[i].Stored
+		if outcomes[i].Forgotten == rules.ForgetDrop {
+			continue
+		}
+		m.Subjects = outcomes[i].Subjects // the store's subject index
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
 		}
+		if outcomes[i].Stored {
+			m.Rules = domain.RulesRecord{Version: active.Version.Number, Source: string(src), Changes: outcomes[i].Changes}
+		}
+		kept = append(kept, *m)
 	}
+	clear(msgs[len(kept):]) // what was dropped is not kept alive
 	in.rules.observe(active, outcomes)
-	return msgs, nil
+	return kept, nil
 }
 
 func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {

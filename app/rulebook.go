@@ -40,10 +40,14 @@ type RulesConfig struct {
 	// installs a changed file whole. A file that does not read or compile
 	// keeps the rules running, and is logged until it is fixed.
 	ReloadFile func() (sets map[string]rules.RuleSet, changed bool, err error)
+	// Rescrub tunes the jobs that run a rule set over stored messages.
+	Rescrub RescrubConfig
 }
 
 // DefaultRulesConfig is the default of every rules setting.
-func DefaultRulesConfig() RulesConfig { return RulesConfig{Poll: DefaultRulesPoll} }
+func DefaultRulesConfig() RulesConfig {
+	return RulesConfig{Poll: DefaultRulesPoll, Rescrub: DefaultRescrubConfig()}
+}
 
 // Validate reports the first unusable field as Config.Validate does.
 func (c RulesConfig) Validate() error {
@@ -53,7 +57,7 @@ func (c RulesConfig) Validate() error {
 	case len(c.HashKey) > 0 && len(c.HashKey) < MinRulesHashKey:
 		return invalidField("Rules.HashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
 	}
-	return nil
+	return c.Rescrub.Validate()
 }
 
 // MinRulesHashKey is the shortest hash key accepted.
@@ -107,6 +111,9 @@ type RuleBook struct {
 	log        *zap.Logger
 	loop       loop
 	first      sync.Mutex // one first poll at a time
+	// forget holds the subjects erasures keep forgetting (the ErasureJob
+	// reads them from the journal).
+	forget *forgetting
 
 	mu     sync.RWMutex
 	active map[string]*ActiveRules // by account, the store's
@@ -122,7 +129,7 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 		log = zap.NewNop()
 	}
 	b := &RuleBook{store: store, reloadFile: cfg.ReloadFile, hashKey: cfg.HashKey, poll: cfg.Poll, metrics: metrics,
-		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}}
+		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}, forget: newForgetting()}
 	if b.poll <= 0 {
 		b.poll = DefaultRulesPoll
 	}

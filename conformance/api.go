@@ -14,6 +14,9 @@ import (
 // (shared/spec/CONTRACT.md): every subtest wires serve on a fresh store from
 // newStore and a fake clock, serves it on a real listener and speaks only HTTP,
 // decoding replies generically so the exact wire format is what gets checked.
+// Its alerting and rule set cases test the store's own alert and rule set
+// stores only when the store newStore returns is one too: httpapitest.Serve
+// otherwise runs them on memory stores and logs so (httpapitest.Fallbacks).
 func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 	suite := apiSuite{newStore: newStore, serve: serve}
 	for _, test := range []struct {
@@ -67,6 +70,9 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"RuleSets", apiTestRuleSets},
 		{"DroppedMessages", apiTestDroppedMessages},
 		{"SampledCountsStayTrue", apiTestSampledCountsStayTrue},
+		{"Rescrub", apiTestRescrub},
+		// Erasures (api_erasures.go).
+		{"Erasures", apiTestErasures},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

@@ -120,7 +120,7 @@ func apiTestAuthentication(t *testing.T, s apiSuite) {
 	e.reveal(t, apiAcmeLive, ids...)
 	for _, a := range accepted {
 		e.do(t, http.MethodGet, "/v1/messages", nil, "Authorization", a.value).wantOK(t, apiFetchedText, "messages", "pagination")
-		e.do(t, http.MethodGet, "/v1/messages/"+ids[0], nil, "Authorization", a.value).wantOK(t, "", "data")
+		e.do(t, http.MethodGet, "/v1/messages/"+ids[0], nil, "Authorization", a.value).wantOK(t, "", "data", "rules")
 	}
 
 	wrongKey := key[:len(key)-1] + string(key[len(key)-1]^1)

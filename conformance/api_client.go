@@ -314,7 +314,8 @@ func apiWith(query url.Values, name, value string) url.Values {
 func (e *apiEnv) fetch(t *testing.T, key APIKey, idOrReference string) map[string]any {
 	t.Helper()
 	r := e.get(t, key, "/v1/messages/"+url.PathEscape(idOrReference))
-	r.wantOK(t, "", "data")
+	r.wantOK(t, "", "data", "rules")
+	apiWantKeys(t, r.body, "rules", "version", "source", "rescrubbed_by", "changes")
 	return apiCheckMessage(t, r.body, "data")
 }
 

@@ -312,7 +312,7 @@ func (e *apiEnv) awaitReadable(t *testing.T, acknowledged map[string]apiIdentity
 			r := e.get(t, apiAcmeLive, "/v1/messages/"+url.PathEscape(id))
 			<-tick.C
 			if r.status == http.StatusOK {
-				r.wantOK(t, "", "data")
+				r.wantOK(t, "", "data", "rules")
 				if got := apiMust[string](t, r.body, "data.reference"); got != want.Reference {
 					t.Errorf("acknowledged message %s has reference %s, want %s", id, got, want.Reference)
 				}

@@ -127,6 +127,8 @@ func (f fixtures) richMessages(scope domain.Scope) []domain.Message {
 				ContentType: "application/json",
 			}
 			m.Response = domain.Content{Header: domain.Header{}, Body: "", ContentType: ""}
+			m.Rules = domain.RulesRecord{Version: 7, Source: "proxy", Rescrubbed: 9, Changes: []domain.RuleChange{
+				{Rule: "mask-emails", Field: "request.body.user.email"}, {Rule: "drop-token", Field: `query.token`}}}
 			m.UpdatedAt = m.CreatedAt.Add(1500*time.Millisecond + 3*time.Microsecond)
 			m.VisibleAt = m.UpdatedAt.Add(fixtureVisibility + 11*time.Microsecond)
 		}),
@@ -147,6 +149,7 @@ func (f fixtures) richMessages(scope domain.Scope) []domain.Message {
 			m.Route = "/" + strings.Repeat("ř", domain.MaxRouteLength-1)
 			m.IPAddress = "192.0.2.255"
 			m.StatusCode = 599
+			m.Rules = domain.RulesRecord{Source: "api"}
 			m.Response = domain.Content{
 				Header:      domain.Header{},
 				Body:        "\u0001\u0002\u007f\u00ff\ufffd",

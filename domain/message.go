@@ -88,13 +88,21 @@ type Message struct {
 	UpdatedAt   time.Time // when the service stored it
 	VisibleAt   time.Time // UpdatedAt + visibility delay
 	ExpiresAt   time.Time // CreatedAt + retention
+	// Rules records the rule set version that wrote the message and which
+	// rules changed it (rule ids and field paths, never values).
+	Rules RulesRecord
+	// Subjects are the keyed hashes of the exchange's subject values
+	// (rules.Outcome.Subjects): Append writes them to the store's subject
+	// index with the message (ports.Eraser); no read returns them.
+	Subjects []string
 	// SampleRate is N when an ingest rule kept this message as the one of N it
 	// samples (the other N-1 are tallies), 0 otherwise.
 	SampleRate int
 	// Tally marks an exchange an ingest rule dropped: a store writes it with
 	// the messages of its batch, in the same write, as what the statistics
 	// count (scrubbed, without headers and bodies: AsTally), and no read
-	// returns it (List, Get, Lookup).
+	// returns it (List, Get, Lookup). It keeps its Subjects: an erasure
+	// deletes a subject's tallies with its messages.
 	Tally bool
 }
 
@@ -119,6 +127,8 @@ func (m Message) Readable(now time.Time) bool {
 func (m Message) Clone() Message {
 	m.Request.Header = m.Request.Header.Clone()
 	m.Response.Header = m.Response.Header.Clone()
+	m.Rules = m.Rules.Clone()
+	m.Subjects = slices.Clone(m.Subjects)
 	return m
 }
 

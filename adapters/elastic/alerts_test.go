@@ -51,6 +51,13 @@ type storeWithAlerts struct {
 	*elastic.AlertStore
 }
 
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
+
 func alertingStoreMaker(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
 	cfg := testConfig(t)
 	s := openStore(ctx, t, cfg)
@@ -84,4 +91,11 @@ func TestAlertModule(t *testing.T) {
 	if got, err := alerts.Rules(t.Context(), scope); err != nil || len(got) != 1 || got[0].ID != r.ID {
 		t.Errorf("Rules = %+v, %v", got, err)
 	}
+}
+
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		cfg := testConfig(t)
+		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
+	})
 }

@@ -25,7 +25,8 @@ import (
 // requests of at most MaxRequestBytes, in order,
 // stopping at the first that fails. Every item's status is checked; the batch
 // succeeds only if all did. Writes are not refreshed: they become searchable
-// within ReadLag.
+// within ReadLag. Then one more bulk request marks the minutes written for
+// the statistics (esrollup), before Append returns.
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("elastic: append: %w", err)
@@ -52,7 +53,8 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 		*buf = body
 		bulkBuffers.Put(buf)
 	}
-	return nil
+	// Only now, with every message stored: a mark says its minute changed.
+	return s.rollups.Mark(ctx, msgs)
 }
 
 // bulkBuffers holds the buffers batches are encoded into, as *[]byte. Bulk

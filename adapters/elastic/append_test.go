@@ -394,3 +394,30 @@ func TestAPIRefusesSubmissionOverRequestLimit(t *testing.T) {
 		t.Errorf("List after the refusal: %d messages, %v; want none", len(page.Messages), err)
 	}
 }
+
+// A message's subject hashes are stored in its document's keyword field
+// subjects (the strict mapping holds it), and no read returns them.
+func TestAppendStoresSubjects(t *testing.T) {
+	c := newCluster(t)
+	s, cfg := newStore(t)
+	now := time.Now()
+	m := message(t, now)
+	m.Subjects = []string{"0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b"}
+	if err := s.Append(t.Context(), []domain.Message{m}); err != nil {
+		t.Fatalf("Append of a message with subjects: %v", err)
+	}
+	stored := m
+	stored.Subjects = nil
+	waitReadable(t, s, now.Add(time.Second), stored)
+	var found struct {
+		Hits struct {
+			Total struct{ Value int } `json:"total"`
+		} `json:"hits"`
+	}
+	c.must(http.MethodPost, "/"+dayIndex(cfg.IndexPrefix, m.CreatedAt)+"/_search", map[string]any{
+		"query": map[string]any{"term": map[string]any{"subjects": m.Subjects[1]}},
+	}, &found)
+	if found.Hits.Total.Value != 1 {
+		t.Errorf("a search of the subjects field finds %d documents, want 1", found.Hits.Total.Value)
+	}
+}

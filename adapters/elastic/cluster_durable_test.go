@@ -2,7 +2,6 @@ package elastic_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +19,7 @@ func TestClusterAcknowledgesOnEveryCopy(t *testing.T) {
 	c := elastictest.SharedCluster(t)
 	raw := cluster{t: t, base: c.URL(c.Live()[0])}
 	cfg := elastic.Config{Addresses: c.URLs(), IndexPrefix: randomPrefix(t), RefreshInterval: testRefresh}
-	t.Cleanup(func() {
-		if names := raw.indices(cfg.IndexPrefix + "-messages-*"); len(names) > 0 {
-			raw.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
-		}
-		raw.do(http.MethodDelete, "/_index_template/"+cfg.IndexPrefix+"-messages", nil)
-	})
+	t.Cleanup(func() { deleteIndices(t, raw, cfg.IndexPrefix) })
 	s := openStore(t.Context(), t, cfg)
 
 	createdAt := time.Now().UTC().Truncate(time.Second)

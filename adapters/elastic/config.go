@@ -11,6 +11,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -113,6 +114,9 @@ type Config struct {
 	// refused whole) and its indexing pressure limit (10% of the heap by
 	// default; larger requests are refused with 429 every time). Default 100 MiB.
 	MaxRequestBytes int
+	// Statistics configures the statistics engine: its plans' costs and the
+	// memory of the hours it keeps; zero: the engine's defaults.
+	Statistics statsengine.Config
 }
 
 // withDefaults returns cfg with every unset field at its default, or an error

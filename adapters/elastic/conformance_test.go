@@ -23,3 +23,7 @@ func TestStoreConformance(t *testing.T) {
 func TestAPIConformance(t *testing.T) {
 	conformance.RunAPITests(t, alertingStoreMaker, httpapitest.Serve)
 }
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, storeMaker)
+}

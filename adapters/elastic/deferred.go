@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/adapters/statsengine"
 )
 
 // Deferred returns a store of cfg, checked at once but set up only by start
@@ -14,7 +15,9 @@ import (
 // anything starts (elasticfx). start checks the cluster, installs the index
 // template, creates the daily indices of today and tomorrow, waits for their
 // replicas and warms the cluster's indexing path (esindex.Indices.PrepareWrites,
-// within Config.WarmUp); it logs on log (nil: nowhere).
+// within Config.WarmUp), then marks in the background the messages an earlier
+// version stored without the statistics' marks (Store.MarkExisting), which
+// stop ends; it logs on log (nil: nowhere).
 func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.Context) error, err error) {
 	s, err = newUnopened(cfg)
 	if err != nil {
@@ -24,8 +27,11 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 		log = zap.NewNop()
 	}
 	log = log.Named("elastic")
+	marking, stopMarking := context.WithCancel(context.Background())
+	marked := make(chan struct{})
 	start = func(ctx context.Context) error {
-		if err := s.indices.SetUp(ctx); err != nil {
+		if err := s.setUp(ctx, time.Now()); err != nil {
+			close(marked)
 			return err
 		}
 		// Not fatal: the first write of a day creates its index anyway.
@@ -39,9 +45,15 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 			zap.String("template", names.Template()),
 			zap.String("indices", names.ReadPattern()),
 			zap.Duration("read_lag", s.ReadLag()))
+		go statsengine.MarkInBackground(marking, log, s.MarkExisting, marked)
 		return nil
 	}
-	return s, start, s.Close, nil
+	stop = func(ctx context.Context) error {
+		stopMarking()
+		<-marked
+		return s.Close(ctx)
+	}
+	return s, start, stop, nil
 }
 
 // DeferredAlertStore is the alert store on s's cluster and index prefix,

@@ -9,7 +9,8 @@
 //	esindex   index names, the index template and mappings (mappings.json),
 //	          daily indices, earlier versions' layouts, the start-up warm-up
 //	esdoc     the document: a message's record as written and read from _source
-//	esquery   List, Lookup, Get, Stats and PurgeExpired
+//	esquery   List, Lookup, Get, the statistics' aggregation and narrow rows, PurgeExpired
+//	esrollup  the statistics' marks and kept rollups (a statsengine.MarkStore)
 //	esalert   the alert store: one small index per kind of record
 //
 // The rules the store keeps:
@@ -30,7 +31,12 @@
 //     updated at start-up with the fields their layout can take, and written
 //     in the layout they have (esindex).
 //   - Retention deletes whole daily indices whose messages have all expired,
-//     checked again under a write block, so a concurrent write is never lost.
+//     checked again under a write block, so a concurrent write is never lost;
+//     the daily indices of rollups go the same way, after their messages.
+//   - Statistics go through the statistics engine (statsengine): after its
+//     messages, and before it returns, an Append marks the minutes it wrote
+//     (esrollup); readers count a minute again from its messages when its
+//     mark moved on, so a rollup never counts a retried message twice.
 //
 // The figures behind these choices (the reply reader, the full-text layout,
 // the percentiles' compression, fetch and ingest CPU) are in

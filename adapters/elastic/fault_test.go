@@ -131,8 +131,9 @@ func TestNewSurvivesAnIndexDroppedMeanwhile(t *testing.T) {
 	proxy, updates := indexNotFoundProxy(t, cfg, func(attempt int) bool { return attempt == 1 })
 	cfg.Addresses = []string{proxy}
 	s := openStore(t.Context(), t, cfg)
-	if updates("_mapping") != 2 || updates("_settings") != 2 {
-		t.Fatalf("%d mapping and %d settings updates, want each refused once and asked again",
+	// The messages' mappings refused once and asked again, then the rollups'.
+	if updates("_mapping") != 3 || updates("_settings") != 2 {
+		t.Fatalf("%d mapping and %d settings updates, want each refused once and asked again (and the rollups' mappings)",
 			updates("_mapping"), updates("_settings"))
 	}
 	if err := s.Ping(t.Context()); err != nil {

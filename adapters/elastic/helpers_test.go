@@ -135,16 +135,23 @@ func testConfig(t testing.TB) elastic.Config {
 	t.Helper()
 	c := newCluster(t)
 	cfg := elastic.Config{Addresses: []string{c.base}, IndexPrefix: randomPrefix(t), RefreshInterval: testRefresh}
-	t.Cleanup(func() {
-		// Concrete names: production clusters refuse wildcard deletes.
-		if names := c.indices(cfg.IndexPrefix + "-messages-*"); len(names) > 0 {
+	t.Cleanup(func() { deleteIndices(t, c, cfg.IndexPrefix) })
+	return cfg
+}
+
+// deleteIndices deletes the indices and templates of prefix: concrete
+// names, as production clusters refuse wildcard deletes.
+func deleteIndices(t testing.TB, c cluster, prefix string) {
+	for _, pattern := range []string{"-messages-*", "-rollups-*", "-rollup-state*"} {
+		if names := c.indices(prefix + pattern); len(names) > 0 {
 			c.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
 		}
-		if status, raw := c.do(http.MethodDelete, "/_index_template/"+cfg.IndexPrefix+"-messages", nil); status != http.StatusOK && status != http.StatusNotFound {
+	}
+	for _, template := range []string{"-messages", "-rollups"} {
+		if status, raw := c.do(http.MethodDelete, "/_index_template/"+prefix+template, nil); status != http.StatusOK && status != http.StatusNotFound {
 			t.Errorf("deleting the template: %d %s", status, raw)
 		}
-	})
-	return cfg
+	}
 }
 
 // openStore opens a store on cfg, closed when t ends (before its indices go).

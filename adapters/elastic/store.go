@@ -10,14 +10,18 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/elastic/esindex"
 	"github.com/reqlog/reqlog/adapters/elastic/esquery"
+	"github.com/reqlog/reqlog/adapters/elastic/esrollup"
+	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
 var (
-	_ ports.MessageStore  = (*Store)(nil)
-	_ ports.HealthChecker = (*Store)(nil)
+	_ ports.MessageStore    = (*Store)(nil)
+	_ ports.HealthChecker   = (*Store)(nil)
+	_ ports.SampleStreamer  = (*Store)(nil)
+	_ ports.StatsAggregator = (*Store)(nil)
 )
 
 // Store is the Elasticsearch ports.MessageStore. It is safe for concurrent use.
@@ -26,6 +30,9 @@ type Store struct {
 	client  *esclient.Client
 	indices *esindex.Indices
 	queries *esquery.Queries
+	rollups *esrollup.Rollups
+	marked  *statsengine.Marked
+	engine  *statsengine.Engine
 }
 
 // New checks cfg, checks that the cluster answers, and installs the index
@@ -36,11 +43,20 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.indices.SetUp(ctx); err != nil {
+	if err := s.setUp(ctx, time.Now()); err != nil {
 		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return s, nil
+}
+
+// setUp installs the templates, brings the indices that exist in line, and
+// sets up the rollups' state at now.
+func (s *Store) setUp(ctx context.Context, now time.Time) error {
+	if err := s.indices.SetUp(ctx); err != nil {
+		return err
+	}
+	return s.rollups.SetUp(ctx, s.cfg.indexConfig().AutoExpandReplicas(), now)
 }
 
 // newUnopened checks cfg and builds the client without touching the network.
@@ -54,7 +70,14 @@ func newUnopened(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	indices := esindex.New(client, cfg.indexConfig())
-	return &Store{cfg: cfg, client: client, indices: indices, queries: esquery.New(client, indices.Names())}, nil
+	queries := esquery.New(client, indices.Names())
+	rollups := esrollup.New(client, indices.Names(), queries, cfg.RefreshInterval)
+	marked := statsengine.NewMarked(rollups)
+	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: marked, Aggregator: queries}, cfg.Statistics)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{cfg: cfg, client: client, indices: indices, queries: queries, rollups: rollups, marked: marked, engine: engine}, nil
 }
 
 // List: see esquery.Queries.List.
@@ -72,9 +95,37 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	return s.queries.Get(ctx, scope, idOrReference, now)
 }
 
-// Stats: see esquery.Queries.Stats.
+// Stats answers through the statistics engine, from the rollups kept by
+// marks (esrollup), the store's aggregations or its samples, whichever its
+// plan costs least (statsengine).
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
-	return s.queries.Stats(ctx, q, now)
+	st, _, err := s.engine.Stats(ctx, q, now)
+	return st, err
+}
+
+// StatsTraced is Stats with what it read, for tests and benchmarks.
+func (s *Store) StatsTraced(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace, error) {
+	return s.engine.Stats(ctx, q, now)
+}
+
+// AggregateStats: see esquery.Queries.AggregateStats.
+func (s *Store) AggregateStats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	return s.queries.AggregateStats(ctx, q, now)
+}
+
+// StreamSamples: see esquery.Queries.StreamSamples.
+func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
+	return s.queries.StreamSamples(ctx, scope, f, now, yield)
+}
+
+// MarkExisting marks the messages an earlier version stored without marks
+// and keeps their minutes' rollups, so that the statistics count them from
+// rollups too (esrollup); a no-op once done. The service runs it in the
+// background at start.
+func (s *Store) MarkExisting(ctx context.Context) error {
+	return s.rollups.MarkExisting(ctx, func(ctx context.Context, span statsengine.ScopeSpan) error {
+		return s.marked.KeepAll(ctx, span.Scope, span.From, span.To)
+	})
 }
 
 // PurgeExpired: see esquery.Queries.PurgeExpired.

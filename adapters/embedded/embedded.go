@@ -181,6 +181,7 @@ func (c *Core) build(opts Options, site *portal.Portal) error {
 	if deps.RuleSets == nil {
 		deps.RuleSets, _ = c.alertStore.(ports.RuleSetStore)
 	}
+	deps.Erasures, _ = c.alertStore.(ports.ErasureJournal)
 	apiMetrics, err := c.registerMetrics(opts.Metrics)
 	if err != nil {
 		return err
@@ -244,7 +245,7 @@ func (c *Core) apiHandler(opts Options, site *portal.Portal, metrics *httpapi.Me
 	}
 	api := httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: named(opts.Logger, "http"), Metrics: metrics,
 		Statistics: c.core.Statistics, Exporter: c.core.Exporter, Exports: cfg.Exports, Alerts: c.core.Alerts, ReadOnly: opts.ReadOnly,
-		Rules: c.core.RuleSets}
+		Rules: c.core.RuleSets, Rescrubs: c.core.Rescrubs, Erasures: c.core.Erasures}
 	if site != nil {
 		api.Portal, keys = site, site.KeyStore(keys)
 	}

@@ -59,6 +59,11 @@ type Options struct {
 	ReadOnly bool
 	// Rules serves /v1/rules (nil: those endpoints answer 404).
 	Rules *app.RuleSets
+	// Rescrubs serves /v1/rules/rescrub (nil: those endpoints answer 404).
+	Rescrubs *app.Rescrubs
+	// Erasures serves /v1/erasures and /v1/subjects/messages (nil: those
+	// endpoints answer 404).
+	Erasures *app.Erasures
 }
 
 // readinessTimeout bounds one /readyz probe of the store.
@@ -85,6 +90,8 @@ type api struct {
 	alerts        *app.Alerts
 	readOnly      bool
 	rules         *app.RuleSets
+	rescrubs      *app.Rescrubs
+	erasures      *app.Erasures
 }
 
 // New returns the API's handler: routes, authentication, request ids, access log,
@@ -93,7 +100,7 @@ func New(ingest *app.Ingester, reader *app.Reader, keys ports.KeyStore, opts Opt
 	a := &api{ingest: ingest, reader: reader, keys: keys, maxBody: opts.MaxBodyBytes,
 		log: opts.Logger, readiness: opts.Readiness, metrics: opts.Metrics, limiter: opts.RateLimiter,
 		portal: opts.Portal, statistics: opts.Statistics, exporter: opts.Exporter, traceReceiver: opts.Traces, alerts: opts.Alerts,
-		readOnly: opts.ReadOnly, rules: opts.Rules}
+		readOnly: opts.ReadOnly, rules: opts.Rules, rescrubs: opts.Rescrubs, erasures: opts.Erasures}
 	if a.statistics == nil {
 		a.statistics = reader.Statistics()
 	}
@@ -154,7 +161,9 @@ func (a *api) routes(r *mux.Router) {
 	r.HandleFunc(portal.PagePath, a.portalPage).Methods(readMethods()...)
 	r.HandleFunc(portal.PagePath+"/{asset}", a.portalPage).Methods(readMethods()...)
 	a.alertRoutes(r)
+	a.rescrubRoutes(r)
 	a.rulesRoutes(r)
+	a.erasureRoutes(r)
 }
 
 // readMethods are the methods of every read route: HEAD wherever GET works (RFC

@@ -56,13 +56,45 @@ func appendListReply(dst []byte, page domain.Page, limit int) []byte {
 	return append(dst, "}}\n"...)
 }
 
-// appendFetchedReply appends the body of a single message's reply.
+// appendFetchedReply appends the body of a single message's reply: the
+// message, and beside it what the rule sets did to it (appendRulesRecord),
+// so that the message object is the same in every reply and export.
 func appendFetchedReply(dst []byte, m domain.Message) []byte {
 	dst = slices.Grow(dst, replySize(m))
 	dst = jsonbytes.StringMember(dst, `{"status":true,"message":`, msgFetched)
 	dst = append(dst, `,"data":`...)
 	dst = appendMessage(dst, m)
+	dst = append(dst, `,"rules":`...)
+	dst = appendRulesRecord(dst, m.Rules)
 	return append(dst, "}\n"...)
+}
+
+// appendRulesRecord appends a message's rules record: the version that
+// wrote it (0: none), what captured it (null: unknown), the version a
+// re-scrub applied (null: none) and which rule changed which field, never
+// the values.
+func appendRulesRecord(dst []byte, r domain.RulesRecord) []byte {
+	dst = jsonbytes.IntMember(dst, `{"version":`, int(r.Version))
+	if r.Source == "" {
+		dst = append(dst, `,"source":null`...)
+	} else {
+		dst = jsonbytes.StringMember(dst, `,"source":`, r.Source)
+	}
+	if r.Rescrubbed == 0 {
+		dst = append(dst, `,"rescrubbed_by":null`...)
+	} else {
+		dst = jsonbytes.IntMember(dst, `,"rescrubbed_by":`, int(r.Rescrubbed))
+	}
+	dst = append(dst, `,"changes":[`...)
+	for i, c := range r.Changes {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonbytes.StringMember(dst, `{"rule":`, c.Rule)
+		dst = jsonbytes.StringMember(dst, `,"field":`, c.Field)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
 }
 
 // replySize is about how long the reply holding msgs is, so that its buffer

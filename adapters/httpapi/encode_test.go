@@ -100,8 +100,31 @@ func referenceListReply(page domain.Page, limit int) listReply {
 	return body
 }
 
-func referenceFetchedReply(m domain.Message) reply {
-	return reply{Status: true, Message: msgFetched, Data: toMessageJSON(m)}
+// fetchedReplyJSON is a single message's reply: the message, and its rules
+// record beside it.
+type fetchedReplyJSON struct {
+	Status  bool            `json:"status"`
+	Message string          `json:"message"`
+	Data    messageJSON     `json:"data"`
+	Rules   rulesRecordJSON `json:"rules"`
+}
+
+type rulesRecordJSON struct {
+	Version      int64               `json:"version"`
+	Source       *string             `json:"source"`
+	RescrubbedBy *int64              `json:"rescrubbed_by"`
+	Changes      []domain.RuleChange `json:"changes"`
+}
+
+func referenceFetchedReply(m domain.Message) fetchedReplyJSON {
+	r := rulesRecordJSON{Version: m.Rules.Version, Changes: orEmpty(m.Rules.Changes)}
+	if m.Rules.Source != "" {
+		r.Source = &m.Rules.Source
+	}
+	if m.Rules.Rescrubbed != 0 {
+		r.RescrubbedBy = &m.Rules.Rescrubbed
+	}
+	return fetchedReplyJSON{Status: true, Message: msgFetched, Data: toMessageJSON(m), Rules: r}
 }
 
 // encodeReference encodes v exactly as writeJSON does.
@@ -295,6 +318,8 @@ func FuzzAppendMessage(f *testing.F) {
 			// Any whole number of microseconds up to domain.MaxDuration.
 			Duration:    time.Duration(uint64(createdMicro)%uint64(domain.MaxDuration/time.Microsecond+1)) * time.Microsecond,
 			HasDuration: status%3 != 0,
+			Rules: domain.RulesRecord{Version: int64(status), Source: headerValue, Rescrubbed: createdMicro,
+				Changes: []domain.RuleChange{{Rule: text, Field: body}, {Rule: headerName, Field: ""}}},
 		}
 		assertSameBytes(t, "message", appendFetchedReply(nil, m), encodeReference(t, referenceFetchedReply(m)))
 		page := domain.Page{Messages: []domain.Message{m, m}, HasMore: status%2 == 0}

@@ -20,3 +20,15 @@ func TestRuleSetStoreConformance(t *testing.T) {
 		return memory.NewRuleSetStore(), nil
 	})
 }
+
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(context.Context, *testing.T) (ports.RescrubJobStore, error) {
+		return memory.NewRuleSetStore(), nil
+	})
+}
+
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(context.Context, *testing.T) (ports.ErasureJournal, error) {
+		return memory.NewErasureJournal(), nil
+	})
+}

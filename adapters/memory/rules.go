@@ -17,12 +17,13 @@ var _ ports.RuleSetStore = (*RuleSetStore)(nil)
 // their JSON, as the other stores keep them.
 type RuleSetStore struct {
 	mu       sync.Mutex
-	versions map[string][]rules.Version // by account; index i holds Number i+1
+	versions map[string][]rules.Version    // by account; index i holds Number i+1
+	jobs     map[string][]rules.RescrubJob // by account; index i holds Number i+1
 }
 
 // NewRuleSetStore returns an empty store.
 func NewRuleSetStore() *RuleSetStore {
-	return &RuleSetStore{versions: map[string][]rules.Version{}}
+	return &RuleSetStore{versions: map[string][]rules.Version{}, jobs: map[string][]rules.RescrubJob{}}
 }
 
 // RuleSet returns the account's current version.

@@ -48,8 +48,9 @@ import (
 )
 
 var (
-	_ ports.MessageStore  = (*Store)(nil)
-	_ ports.HealthChecker = (*Store)(nil)
+	_ ports.MessageStore   = (*Store)(nil)
+	_ ports.HealthChecker  = (*Store)(nil)
+	_ ports.SampleStreamer = (*Store)(nil)
 )
 
 // btreeDegree keeps a node of messages at a few kilobytes, so that an insert
@@ -117,15 +118,18 @@ type Store struct {
 	byRef   map[string]string // reference -> id
 	scopes  map[domain.Scope]*scopeIndex
 	expires *btree.BTreeG[expiry]
+	// subjects is the subject index (erase.go).
+	subjects subjectIndex
 }
 
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		byID:    map[string]location{},
-		byRef:   map[string]string{},
-		scopes:  map[domain.Scope]*scopeIndex{},
-		expires: btree.NewG(btreeDegree, expiresFirst),
+		byID:     map[string]location{},
+		byRef:    map[string]string{},
+		scopes:   map[domain.Scope]*scopeIndex{},
+		expires:  btree.NewG(btreeDegree, expiresFirst),
+		subjects: subjectIndex{},
 	}
 }
 
@@ -154,8 +158,11 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	return nil
 }
 
-// insert stores m, which from now on nobody changes.
+// insert stores m, which from now on nobody changes, and indexes its
+// subjects.
 func (s *Store) insert(m domain.Message) {
+	s.subjects.add(m.Account, m.ID, m.Subjects)
+	m.Subjects = nil // held by the index alone
 	idx := s.scopes[m.Scope()]
 	if idx == nil {
 		idx = &scopeIndex{all: newMessages(), byName: map[string]*application{}}
@@ -277,6 +284,7 @@ func (s *Store) remove(id string) {
 		delete(s.byRef, m.Reference)
 	}
 	s.expires.Delete(expiry{expires: m.ExpiresAt, id: id})
+	s.subjects.remove(m.Account, id)
 }
 
 // ReadLag is zero: a message is readable as soon as Append returns.

@@ -24,6 +24,10 @@ func TestConformance(t *testing.T) {
 	conformance.RunStoreTests(t, newStore)
 }
 
+func TestEraseConformance(t *testing.T) {
+	conformance.RunEraseTests(t, newStore)
+}
+
 func TestAPIConformance(t *testing.T) {
 	conformance.RunAPITests(t, newStore, httpapitest.Serve)
 }
@@ -136,4 +140,8 @@ func BenchmarkList(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, newStore)
 }

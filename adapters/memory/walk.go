@@ -50,9 +50,6 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 // Stats feeds stats.Builder with every message of q's range readable at
 // now that passes q.Filter, and every tally.
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
-	if err := ctx.Err(); err != nil {
-		return stats.Stats{}, fmt.Errorf("memory: stats: %w", err)
-	}
 	// The builder counts only the range; the walk need not read beyond it.
 	f := q.Filter
 	if f.From.Before(q.From) {
@@ -62,14 +59,31 @@ func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.
 		f.To = q.To
 	}
 	builder := stats.NewBuilder(q)
-	err := s.walk(ctx, domain.Query{Scope: q.Scope, Filter: f}, now, func(m *domain.Message) bool {
-		builder.Add(stats.SampleOf(*m))
-		return true
+	err := s.StreamSamples(ctx, q.Scope, f, now, func(sample stats.Sample) error {
+		builder.Add(sample)
+		return nil
 	})
 	if err != nil {
 		return stats.Stats{}, fmt.Errorf("memory: stats: %w", err)
 	}
 	return builder.Stats(), nil
+}
+
+// StreamSamples walks scope's messages readable at now that pass f, as
+// ports.SampleStreamer says.
+func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: statistics: %w", err)
+	}
+	var yieldErr error
+	err := s.walk(ctx, domain.Query{Scope: scope, Filter: f}, now, func(m *domain.Message) bool {
+		yieldErr = yield(stats.SampleOf(*m))
+		return yieldErr == nil
+	})
+	if err == nil {
+		err = yieldErr
+	}
+	return err
 }
 
 // walk calls visit, in List order from q.After (or the newest message), with

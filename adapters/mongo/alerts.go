@@ -11,7 +11,8 @@ import (
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/alertrecord"
+	"github.com/reqlog/reqlog/adapters/rescrubrecord"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
@@ -90,6 +91,7 @@ func (a *AlertStore) setUp(ctx context.Context) error {
 		return index{coll, mongodrv.IndexModel{Keys: keys, Options: options.Index().SetName(name)}}
 	}
 	indexes := []index{
+		named(collErasures, "account_id", bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}),
 		named(collAlertRules, "scope_created", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldCreatedAt, Value: 1})),
 		named(collAlertEndpoints, "scope_created", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldCreatedAt, Value: 1})),
 		named(collAlertStates, "scope", doc(alertrecord.FieldAccount, alertrecord.FieldDomain)),
@@ -100,6 +102,8 @@ func (a *AlertStore) setUp(ctx context.Context) error {
 		named(collAlertAttempts, "endpoint_newest", append(append(bson.D{}, scope...), bson.E{Key: alertrecord.FieldEndpointID, Value: 1},
 			bson.E{Key: alertrecord.FieldAt, Value: -1})),
 		named(collAlertAttempts, "at", bson.D{{Key: alertrecord.FieldAt, Value: 1}}),
+		named(collRescrubJobs, "account_number", bson.D{{Key: rescrubrecord.FieldAccount, Value: 1}, {Key: rescrubrecord.FieldNumber, Value: -1}}),
+		named(collRescrubJobs, "state", bson.D{{Key: rescrubrecord.FieldState, Value: 1}}),
 	}
 	for _, coll := range []string{collAlertStates, collAlertDeliveries, collAlertLeases, collRuleSets} {
 		for _, m := range versionIndexes() {

@@ -38,12 +38,29 @@ func TestRuleSetStoreConformance(t *testing.T) {
 	})
 }
 
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(ctx context.Context, t *testing.T) (ports.ErasureJournal, error) {
+		s, err := openStore(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewAlertStore(ctx, s)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on MongoDB.
 type storeWithAlerts struct {
 	*mongo.Store
 	*mongo.AlertStore
 }
+
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
 
 func alertingStoreMaker(tweaks ...func(*mongo.Config)) conformance.StoreMaker {
 	return func(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
@@ -75,4 +92,15 @@ func TestAlertModule(t *testing.T) {
 	if got, err := alerts.Rules(opCtx(t), scope); err != nil || len(got) != 1 || got[0].ID != r.ID {
 		t.Errorf("Rules = %+v, %v", got, err)
 	}
+}
+
+// Every subtest gets a fresh database, dropped after it.
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		s, err := openStore(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewAlertStore(ctx, s)
+	})
 }

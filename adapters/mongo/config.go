@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -61,6 +62,9 @@ type Config struct {
 	// (MongoDB 7.0+): for tests of the fallback, or a server whose pipeline
 	// misbehaves.
 	StreamStats bool
+	// Statistics configures the statistics engine: its plans' costs and the
+	// memory of the hours it keeps; zero: the engine's defaults.
+	Statistics statsengine.Config
 }
 
 // DefaultConfig returns the defaults of the fields that have one of their own;

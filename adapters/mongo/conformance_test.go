@@ -20,6 +20,10 @@ func TestStoreConformance(t *testing.T) {
 	conformance.RunStoreTests(t, storeMaker())
 }
 
+func TestEraseConformance(t *testing.T) {
+	conformance.RunEraseTests(t, storeMaker())
+}
+
 // The HTTP suite's clock lies in the real past; a real server's TTL monitor
 // would delete its messages mid-test, so the TTL index is left out here.
 func TestAPIConformance(t *testing.T) {
@@ -79,4 +83,8 @@ func closeStore(t *testing.T, s *mongo.Store) {
 	if err := s.Close(ctx); err != nil {
 		t.Errorf("closing the store: %v", err)
 	}
+}
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, storeMaker())
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/adapters/statsengine"
 )
 
 // Deferred returns a store of cfg, checked at once but connected only by
 // start (which pings and creates the indexes, as New does) and disconnected
 // by stop, for a framework that hands the store out before anything starts
-// (mongofx). start logs on log (nil: nowhere).
+// (mongofx). start then marks in the background the messages an earlier
+// version stored without the statistics' marks (Store.MarkExisting), which
+// stop ends. start logs on log (nil: nowhere).
 func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.Context) error, err error) {
 	s, err = newUnopened(cfg)
 	if err != nil {
@@ -19,8 +23,11 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 		log = zap.NewNop()
 	}
 	log = log.Named("mongo").With(zap.String("database", s.cfg.Database), zap.String("collection", s.cfg.Collection))
+	marking, stopMarking := context.WithCancel(context.Background())
+	marked := make(chan struct{})
 	start = func(ctx context.Context) error {
 		if err := s.open(ctx); err != nil {
+			close(marked)
 			return err
 		}
 		if s.TTLActive() {
@@ -29,9 +36,15 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 			log.Warn("MongoDB store ready without a TTL index; the periodic purge deletes expired messages",
 				zap.NamedError("reason", s.ttlRefused))
 		}
+		go statsengine.MarkInBackground(marking, log, s.MarkExisting, marked)
 		return nil
 	}
-	return s, start, s.Close, nil
+	stop = func(ctx context.Context) error {
+		stopMarking()
+		<-marked
+		return s.Close(ctx)
+	}
+	return s, start, stop, nil
 }
 
 // DeferredAlertStore is the alert store on s's database, whose indexes start

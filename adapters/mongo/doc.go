@@ -10,7 +10,7 @@
 //     expiresAt as a BSON date, rounded up to the millisecond, for the TTL index.
 //     Headers are an array of {name, values} sorted by name, never BSON keys:
 //     header names may hold '.' and '$'. The document is record.Record
-//     (adapters/internal/record), shared with Elasticsearch: it also holds
+//     (adapters/record), shared with Elasticsearch: it also holds
 //     durationMicros (absent without a duration), request/response.size and
 //     route (the path without its query string). Older documents without
 //     them still read (see the record package).
@@ -35,19 +35,22 @@
 //     scans what the scope and range leave; FerretDB (Go regexp) and MongoDB
 //     (PCRE) both take it. Duration bounds: $gte/$lte on durationMicros, which
 //     documents without a duration lack, so they are excluded.
-//   - Stats: chosen at start-up from buildInfo and, on MongoDB 7.0+, a probe
-//     that $percentile runs (an older featureCompatibilityVersion refuses
-//     it) (StatsMethod). MongoDB 7.0+:
+//   - Stats goes through the statistics engine (statsengine): per-minute
+//     rollups kept by marks (rollups.go: an Append marks the minutes it wrote
+//     in "<collection>_marks" after its messages; a reader counts a minute
+//     whose mark moved on again and keeps it in "<collection>_rollups"), the
+//     store's aggregation, or the matching messages streamed with a
+//     projection of the few fields counted. The aggregation is chosen at
+//     start-up from buildInfo and, on MongoDB 7.0+, a probe that $percentile
+//     runs (an older featureCompatibilityVersion refuses it) (StatsMethod):
 //     one aggregation ($match = the list filter over the range; $project of
 //     the bucket index, computed from the int64 createdAt micros as
 //     (x - x mod w) / w, the status class and the route; one $facet of
 //     $group by bucket with per-class counts and $percentile "approximate",
 //     $group of the whole range for its percentiles, and route and name
 //     counts sorted by count then key and cut to the top). FerretDB (no
-//     $percentile, $toLong, $dateTrunc) and MongoDB < 7.0: the matching
-//     messages are streamed with a five-field projection into
-//     stats.Builder (exact; memory grows with the durations only).
-//     Config.StreamStats forces the fallback.
+//     $percentile, $toLong, $dateTrunc) and MongoDB < 7.0 have none.
+//     Config.StreamStats turns it off.
 //   - Outages: network errors, timeouts, server selection failures, a closed
 //     client and transient server codes wrap ports.ErrUnavailable. Server
 //     selection, connecting and every operation are bounded (Config timeouts and
@@ -62,7 +65,8 @@
 // that refuses it (FerretDB v1: NotImplemented) leaves TTLActive false and the
 // service's periodic purge job, which calls PurgeExpired on every store, deletes
 // expired messages with DeleteMany(expiresAt <= now). Reads never return them
-// either way.
+// either way. Marks and kept rollups carry the end of their minute plus its
+// messages' retention, and go the same two ways.
 //
 // What was verified on what: the tests run against an embedded FerretDB v1.24
 // (SQLite) by default, or any server named by REQLOG_TEST_MONGODB_URI. FerretDB
@@ -74,5 +78,12 @@
 // statistics pipeline (its run; its stages are unit-tested by evaluating the
 // $project expressions and reading a result document) are exercised only on a
 // real MongoDB through REQLOG_TEST_MONGODB_URI, where
-// TestStoreConformanceStreamingStats also runs the fallback.
+// TestStoreConformanceStreamingStats also runs the fallback. The rollups kept
+// by marks pass the same differential test on FerretDB (TestStatsDifferential);
+// a real MongoDB adds to them the TTL index on marks and kept rollups, a
+// majority write concern on the marks (an acknowledged Append's marks survive
+// a failover), indexes the planner uses for the marks' reads (FerretDB scans),
+// and the pipeline as the engine's aggregation for filters rollups do not
+// answer; it would also sum an hour's marks in the server ($group), which
+// FerretDB 1.24 gets wrong (every sum 0), so the store sums them itself.
 package mongo

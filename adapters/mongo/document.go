@@ -5,7 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -30,10 +30,12 @@ const (
 	fieldVisibleAt = "visibleAt"
 	fieldExpiresAt = "expiresAt"
 	fieldExpireAt  = "expireAt"
+	fieldSubjects  = "subjects"
 	fieldRoute     = record.BSONRoute
 	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration
 	fieldTally     = "tally"
+	fieldRules     = "rules"
 	fieldRequest   = "request"
 	fieldResponse  = "response"
 	// Within request and response.

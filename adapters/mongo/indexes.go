@@ -17,6 +17,7 @@ const (
 	indexNameNewest  = "scope_name_newest"
 	indexExpiresAt   = "expiresAt_purge"
 	indexExpireAtTTL = "expireAt_ttl"
+	indexSubjects    = "account_subjects"
 )
 
 // newestFirst is List's sort; the compound indexes end with it.
@@ -40,6 +41,12 @@ func indexModels() []mongodrv.IndexModel {
 		{
 			Keys:    append(scopeAndName, newestFirst...),
 			Options: options.Index().SetName(indexNameNewest),
+		},
+		{
+			// The subject index (erase.go): a multikey index of each
+			// message's subject hashes.
+			Keys:    bson.D{{Key: fieldAccount, Value: 1}, {Key: fieldSubjects, Value: 1}},
+			Options: options.Index().SetName(indexSubjects),
 		},
 		{
 			// Serves PurgeExpired, which runs on every server, TTL or not.

@@ -9,7 +9,7 @@ import (
 	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/reqlog/reqlog/adapters/internal/rulerecord"
+	"github.com/reqlog/reqlog/adapters/rulerecord"
 	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -70,21 +72,43 @@ func (s *Store) detectStatsMethod(ctx context.Context) error {
 	}
 }
 
-// StatsMethod says how Stats computes on this server: "pipeline" (one
-// aggregation, MongoDB 7.0+) or "streaming" (the needed fields of each matching
-// message, counted here).
+// StatsMethod says how the store aggregates statistics itself: "pipeline"
+// (one aggregation, MongoDB 7.0+), or "streaming" when it cannot (the
+// engine then counts from rollups or from the messages streamed).
 func (s *Store) StatsMethod() string { return s.statsMethod }
 
-// Stats computes q's statistics over the messages readable at now.
+// Stats answers through the statistics engine, from the rollups kept by
+// marks (rollups.go), the pipeline where the server runs it, or the
+// messages' samples, whichever its plan costs least (statsengine).
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	st, _, err := s.engine.Stats(ctx, q, now)
+	return st, err
+}
+
+// StatsTraced is Stats with what it read, for tests and benchmarks.
+func (s *Store) StatsTraced(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace, error) {
+	return s.engine.Stats(ctx, q, now)
+}
+
+// MarkExisting marks the messages an earlier version stored without marks
+// and keeps their minutes' rollups, so that the statistics count them from
+// rollups too; a no-op once done. The service runs it in the background at
+// start.
+func (s *Store) MarkExisting(ctx context.Context) error {
+	return s.rollups.MarkExisting(ctx, func(ctx context.Context, span statsengine.ScopeSpan) error {
+		return s.marked.KeepAll(ctx, span.Scope, span.From, span.To)
+	})
+}
+
+// AggregateStats computes q's statistics over the messages readable at now
+// in one aggregation (ports.StatsAggregator): the engine's source only where
+// the server runs $percentile (StatsMethod "pipeline").
+func (s *Store) AggregateStats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	filter, possible := statsFilter(q, now)
 	if !possible {
 		return stats.New(q), nil
 	}
-	if s.statsMethod == statsPipeline {
-		return s.aggregateStats(ctx, q, filter)
-	}
-	return s.streamStats(ctx, q, filter)
+	return s.aggregateStats(ctx, q, filter)
 }
 
 // statsFilter is List's filter over the statistics' range, [q.From, q.To)
@@ -103,48 +127,50 @@ func statsFilter(q stats.Query, now time.Time) (bson.D, bool) {
 	return listFilter(domain.Query{Scope: q.Scope, Filter: f}, now)
 }
 
-// statsSample is what the statistics read of a stored message.
-type statsSample struct {
+// StreamSamples yields the sample of each of scope's messages readable at
+// now that passes f (ports.SampleStreamer).
+func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
+	filter, possible := listFilter(domain.Query{Scope: scope, Filter: f}, now)
+	if !possible {
+		return nil
+	}
+	return eachNarrow(ctx, s.coll, "stats", filter, func(m *domain.Message) error { return yield(stats.SampleOf(*m)) })
+}
+
+// narrowMessage is what the statistics read of a stored message.
+type narrowMessage struct {
 	CreatedAt  int64  `bson:"createdAt"`
 	StatusCode int32  `bson:"statusCode"`
 	Duration   *int64 `bson:"durationMicros"`
 	Path       string `bson:"path"`
 	Name       string `bson:"name"`
 	Template   string `bson:"routeTemplate"`
+	VisibleAt  int64  `bson:"visibleAt"`
+	ExpiresAt  int64  `bson:"expiresAt"`
 	Tally      bool   `bson:"tally"`
 }
 
-// streamStats reads only the fields the statistics need of each matching
-// message, in the server's natural order (no sort to pay for), and counts
-// them exactly with stats.Builder. Memory grows with the number of
-// durations (for exact percentiles), not with the messages' size.
-func (s *Store) streamStats(ctx context.Context, q stats.Query, filter bson.D) (stats.Stats, error) {
+// narrowProjection is narrowMessage's fields.
+var narrowProjection = func() bson.D {
 	projection := bson.D{{Key: fieldID, Value: 0}}
-	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate, fieldTally} {
+	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate, fieldVisibleAt, fieldExpiresAt, fieldTally} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
-	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(projection).SetBatchSize(statsBatchSize))
-	if err != nil {
-		return stats.Stats{}, storeError(ctx, "stats", err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	b := stats.NewBuilder(q)
-	for cur.Next(ctx) {
-		var m statsSample
-		if err := cur.Decode(&m); err != nil {
-			return stats.Stats{}, storeError(ctx, "stats", err)
+	return projection
+}()
+
+// eachNarrow reads only the fields the statistics need of each message of
+// coll that filter selects, in the server's natural order (no sort to pay
+// for), and yields it.
+func eachNarrow(ctx context.Context, coll *mongodrv.Collection, op string, filter bson.D, yield func(*domain.Message) error) error {
+	return findEach(ctx, coll, op, filter, func(n *narrowMessage) error {
+		m := domain.Message{CreatedAt: time.UnixMicro(n.CreatedAt).UTC(), StatusCode: int(n.StatusCode), Path: n.Path, Name: n.Name,
+			Route: n.Template, VisibleAt: time.UnixMicro(n.VisibleAt).UTC(), ExpiresAt: time.UnixMicro(n.ExpiresAt).UTC(), Tally: n.Tally}
+		if n.Duration != nil {
+			m.Duration, m.HasDuration = time.Duration(*n.Duration)*time.Microsecond, true
 		}
-		sample := stats.Sample{CreatedAt: time.UnixMicro(m.CreatedAt).UTC(), StatusCode: int(m.StatusCode),
-			Path: m.Path, Name: m.Name, Route: m.Template, Dropped: m.Tally}
-		if m.Duration != nil {
-			sample.Duration, sample.HasDuration = time.Duration(*m.Duration)*time.Microsecond, true
-		}
-		b.Add(sample)
-	}
-	if err := cur.Err(); err != nil {
-		return stats.Stats{}, storeError(ctx, "stats", err)
-	}
-	return b.Stats(), nil
+		return yield(&m)
+	}, narrowProjection)
 }
 
 // statsBatchSize is how many projected messages one reply of the stream

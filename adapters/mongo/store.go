@@ -13,14 +13,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
+	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
 var (
-	_ ports.MessageStore  = (*Store)(nil)
-	_ ports.HealthChecker = (*Store)(nil)
+	_ ports.MessageStore    = (*Store)(nil)
+	_ ports.HealthChecker   = (*Store)(nil)
+	_ ports.SampleStreamer  = (*Store)(nil)
+	_ ports.StatsAggregator = (*Store)(nil)
 )
 
 // Store is the MongoDB ports.MessageStore. It is safe for concurrent use.
@@ -33,6 +36,9 @@ type Store struct {
 	ttlRefused error
 	// statsMethod is statsPipeline or statsStreaming, set at start-up.
 	statsMethod string
+	rollups     *rollups
+	marked      *statsengine.Marked
+	engine      *statsengine.Engine
 }
 
 // New connects to cfg.URI, checks that the server answers and creates the
@@ -68,9 +74,9 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.client = client
 	// Reads go to the primary, which has every acknowledged write: no read lag.
-	s.coll = client.Database(s.cfg.Database).Collection(s.cfg.Collection, options.Collection().
-		SetWriteConcern(s.cfg.WriteConcern).
-		SetReadPreference(readpref.Primary()))
+	collections := options.Collection().SetWriteConcern(s.cfg.WriteConcern).SetReadPreference(readpref.Primary())
+	s.coll = client.Database(s.cfg.Database).Collection(s.cfg.Collection, collections)
+	s.rollups = newRollups(s.coll, collections)
 	if err := s.setUp(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return err
@@ -90,10 +96,23 @@ func (s *Store) setUp(ctx context.Context) error {
 	}
 	if s.cfg.DisableTTLIndex {
 		s.ttlRefused = errors.New("disabled by configuration")
-		return nil
+	} else {
+		refused, err := ensureTTLIndex(ctx, s.coll)
+		if err != nil {
+			return err
+		}
+		s.ttlRefused = refused
 	}
-	refused, err := ensureTTLIndex(ctx, s.coll)
-	s.ttlRefused = refused
+	if err := s.rollups.setUp(ctx, time.Now(), s.ttlRefused == nil); err != nil {
+		return err
+	}
+	s.marked = statsengine.NewMarked(s.rollups)
+	src := statsengine.Sources{Samples: s, Rollups: s.marked}
+	if s.statsMethod == statsPipeline {
+		src.Aggregator = s
+	}
+	engine, err := statsengine.New(src, s.cfg.Statistics)
+	s.engine = engine
 	return err
 }
 
@@ -135,13 +154,17 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 		return err
 	}
 	_, err = s.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	if err == nil {
-		return nil
-	}
-	if !onlyDuplicates(err) {
+	switch {
+	case err == nil:
+	case !onlyDuplicates(err):
 		return storeError(ctx, "append", err)
+	default:
+		if err := s.confirmStored(ctx, msgs); err != nil {
+			return err
+		}
 	}
-	return s.confirmStored(ctx, msgs)
+	// Only now, with every message stored: a mark says its minute changed.
+	return s.rollups.mark(ctx, msgs)
 }
 
 // onlyDuplicates reports an insert that failed only on unique keys: on _id
@@ -291,10 +314,13 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 // PurgeExpired deletes every message whose ExpiresAt is at or before now. It
 // runs whether or not the server has a TTL index: the TTL monitor only runs
 // about once a minute, and some servers have none.
+//
+// The statistics' marks and kept rollups go once every message of their
+// minute has expired (the end of the minute plus the retention).
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	res, err := s.coll.DeleteMany(ctx, bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$lte", Value: now.UnixMicro()}}}})
 	if err != nil {
 		return 0, storeError(ctx, "purge", err)
 	}
-	return res.DeletedCount, nil
+	return res.DeletedCount, s.rollups.purge(ctx, now)
 }

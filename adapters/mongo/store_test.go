@@ -74,6 +74,7 @@ func TestIndexesAfterStart(t *testing.T) {
 		"scope_newest":      {key: []string{"account:asc", "domain:asc", "createdAt:desc", "_id:desc"}},
 		"scope_name_newest": {key: []string{"account:asc", "domain:asc", "name:asc", "createdAt:desc", "_id:desc"}},
 		"expiresAt_purge":   {key: []string{"expiresAt:asc"}},
+		"account_subjects":  {key: []string{"account:asc", "subjects:asc"}},
 	}
 	ferret := isFerretDB(t, coll)
 	if s.TTLActive() == ferret {

@@ -56,12 +56,29 @@ func TestRuleSetStoreConformance(t *testing.T) {
 	})
 }
 
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(ctx context.Context, t *testing.T) (ports.ErasureJournal, error) {
+		s, err := openStore(ctx, t, sqlite.Config{Dir: t.TempDir()})
+		if err != nil {
+			return nil, err
+		}
+		return openAlertStore(ctx, t, s)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on SQLite.
 type storeWithAlerts struct {
 	*sqlite.Store
 	*sqlitealert.AlertStore
 }
+
+// The HTTP suite runs alerting and rule sets on the store's own, not on
+// memory stores (httpapitest.Fallbacks).
+var (
+	_ ports.AlertStore   = storeWithAlerts{}
+	_ ports.RuleSetStore = storeWithAlerts{}
+)
 
 func alertingStoreMaker() conformance.StoreMaker {
 	return func(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
@@ -141,8 +158,8 @@ func TestAlertFileVersions(t *testing.T) {
 		return app, version
 	}
 	app, version := marks("")
-	if app == 0 || version != 2 {
-		t.Fatalf("a new alert file is marked %#x, version %d; want reqlog's mark, 2", app, version)
+	if app == 0 || version != 4 {
+		t.Fatalf("a new alert file is marked %#x, version %d; want reqlog's mark, 4", app, version)
 	}
 
 	marks("PRAGMA application_id=0; PRAGMA user_version=0") // as a reqlog before versions wrote it
@@ -156,15 +173,26 @@ func TestAlertFileVersions(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if gotApp, gotVersion := marks(""); gotApp != app || gotVersion != 2 {
-		t.Fatalf("an alert file without marks is marked %#x, version %d after opening; want %#x, 2", gotApp, gotVersion, app)
+	if gotApp, gotVersion := marks(""); gotApp != app || gotVersion != 4 {
+		t.Fatalf("an alert file without marks is marked %#x, version %d after opening; want %#x, 4", gotApp, gotVersion, app)
 	}
 
-	marks("PRAGMA user_version=3")
+	marks("PRAGMA user_version=5")
 	before := snapshot(t, dir)
 	_, err = sqlite.NewAlertStore(opCtx(t), s)
 	wantNamed(t, err, path)
 	if after := snapshot(t, dir); after != before {
 		t.Errorf("a refused alert file changed the directory:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// Every subtest gets a fresh data directory.
+func TestRescrubJobStoreConformance(t *testing.T) {
+	conformance.RunRescrubJobStoreTests(t, func(ctx context.Context, t *testing.T) (ports.RescrubJobStore, error) {
+		s, err := openStore(ctx, t, sqlite.Config{Dir: t.TempDir()})
+		if err != nil {
+			return nil, err
+		}
+		return openAlertStore(ctx, t, s)
+	})
 }

@@ -16,6 +16,10 @@ func TestStoreConformance(t *testing.T) {
 	conformance.RunStoreTests(t, storeMaker(), conformance.CoarsePurge())
 }
 
+func TestEraseConformance(t *testing.T) {
+	conformance.RunEraseTests(t, storeMaker())
+}
+
 func TestAPIConformance(t *testing.T) {
 	conformance.RunAPITests(t, alertingStoreMaker(), httpapitest.Serve)
 }
@@ -40,4 +44,8 @@ func openStore(ctx context.Context, t *testing.T, cfg sqlite.Config) (*sqlite.St
 		}
 	})
 	return s, nil
+}
+
+func TestRewriteConformance(t *testing.T) {
+	conformance.RunRewriteTests(t, storeMaker())
 }

@@ -15,8 +15,10 @@
 //	dayfile   the data directory (lock, version, retention, free space) and
 //	          its day files: schema/day-N.sql, what a file holds, Append's
 //	          transaction, the word index, the query builder
-//	daystats  the statistics: rollups and kept hours, narrow rows, the plan
-//	          of a q of one word (its costs and probe in Config.Stats)
+//	daystats  the statistics, through the statistics engine
+//	          (adapters/statsengine) it feeds: rollups and their hours'
+//	          versions, narrow rows, the plan of a q of one word (its costs
+//	          and probe in Config.Stats)
 //	sqlitealert  the alert store: the alert file and its schema/alert-N.sql
 //
 // docs/sqlite-format.md describes the files by schema version.
@@ -126,15 +128,17 @@
 // Each day file keeps a stats.Rollup per scope, application and minute of
 // created_at (table rollups), added to in the transaction that stores the
 // messages (a retry adds nothing: only messages newly stored count). Stats
-// answers a query the rollups can answer (a scope or one application over a
+// answers through the statistics engine (adapters/statsengine), which counts
+// a query the rollups can answer (a scope or one application over a
 // range) from them with stats.RollupBuilder, and streams only the
 // minutes a rollup cannot stand for (an edge of the range, messages not
 // visible yet or expired). It reads them hour by hour, ranking paths and
 // routes from each hour's merge rather than from every minute of every
 // application, and keeps a whole hour of the view (its buckets' parts, its
 // applications, its rankings: at most 64 MiB of hours, least recently used
-// out first) until a transaction writes a message created in that hour
-// (daystats/rollups.go, hours.go): the portal's 24 h view then reads only
+// out first, in the engine's cache) until a transaction writes a message
+// created in that hour (the hour's version, daystats/hours.go): the
+// portal's 24 h view then reads only
 // the hour still filling. At start the service (app.Core) counts the
 // default view of the eight busiest scopes in the background (WarmStats),
 // so that the first chart after a restart is answered from kept hours too.
@@ -147,7 +151,9 @@
 // each day file: the messages holding the word read by seq (when they are
 // few, or under a third of the scope's); the rollups less the messages
 // lacking the word, read by seq (a word nearly every message holds, such as
-// a content type; stats.RollupBuilder.Subtract); or the statistics index
+// a content type; the day's rollups counted by the engine,
+// statsengine.Engine.CountRollups, less the rest with
+// stats.RollupBuilder.Subtract); or the statistics index
 // walked, each entry's seq tested against the word's (a bit set). Reads by
 // seq are taken only while the probe (by default a timing of 256 random
 // seqs, the median of eight reads of 32) finds their pages in memory, since

@@ -22,6 +22,12 @@ func NewWithoutWordIndex(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// NewWithLayout is New writing day files laid out as layout says, for the
+// benchmark that measures the layouts.
+func NewWithLayout(ctx context.Context, cfg Config, layout dayfile.Layout) (*Store, error) {
+	return newWithLayout(ctx, cfg, layout)
+}
+
 // WriterSettings reads journal_mode and synchronous on the writer
 // connection of day's file, and query_only on a reader's.
 func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {

@@ -29,17 +29,7 @@ func BenchmarkListPages(b *testing.B) {
 	read := 0
 	b.ResetTimer()
 	for range b.N {
-		q := domain.Query{Scope: scope, Limit: pageSize}
-		for {
-			page, err := s.List(b.Context(), q, now)
-			if err != nil {
-				b.Fatal(err)
-			}
-			read += len(page.Messages)
-			if q.After = page.Next(); q.After == nil {
-				break
-			}
-		}
+		read += listAll(b, s, domain.Query{Scope: scope, Limit: pageSize}, now, nil)
 	}
 	b.StopTimer()
 	if read != b.N*stored {

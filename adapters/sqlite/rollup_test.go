@@ -100,8 +100,8 @@ func TestRollupStatsEqualStatsBuilder(t *testing.T) {
 			t.Fatalf("query %d (%v at %s): the store's statistics\n%+v\ndiffer from StatsBuilder's\n%+v", i, values, domain.FormatTime(at), got, w)
 		}
 	}
-	if trace.RollupMinutes == 0 {
+	if trace.Engine.Rollups == 0 {
 		t.Fatal("no minute was answered from a rollup")
 	}
-	t.Logf("%d minutes answered from rollups", trace.RollupMinutes)
+	t.Logf("%d minutes answered from rollups", trace.Engine.Rollups)
 }

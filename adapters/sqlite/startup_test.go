@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
@@ -35,7 +36,9 @@ func wantNamed(t *testing.T, err error, path string) {
 func seeded(t *testing.T) (dir string, day string) {
 	t.Helper()
 	dir = t.TempDir()
-	s, err := sqlite.New(opCtx(t), sqlite.Config{Dir: dir})
+	// Headers and bodies as text, as in every version before 7, so that
+	// dropping the content column leaves an older file.
+	s, err := sqlite.NewWithLayout(opCtx(t), sqlite.Config{Dir: dir}, dayfile.Layout{Plain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +117,16 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 }
 
 // A directory of schema version 1 (before the statistics index, the rollups,
-// the route column and the tallies) is migrated at start-up: each day file gets the
-// index, the rollups of its messages, the route column, the tallies and version 5, then
+// the route, rules and content columns, the subject index and the tallies)
+// is migrated at start-up: each day file gets the index, the rollups of its
+// messages, the columns, the subject index, the tallies and today's version,
+// then
 // the directory's version is written; the messages stay. The file then has
 // the tables, columns and indexes of a new one.
+// undoVersion8 takes a day file back to version 7, before the tallies, for
+// the tests that make an older file from a new one.
+const undoVersion8 = "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
+
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
 	newSchema := schemaOf(t, day)
@@ -125,7 +134,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec(undoVersion8 + "DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -143,8 +152,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	}
 	defer db.Close()
 	var version, indexes, rollups int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
-		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != dayfile.Version() {
+		t.Errorf("the day file's schema version is %d (%v), want %d", version, err, dayfile.Version())
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'messages_stats'").Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("the day file has %d statistics indexes (%v), want 1", indexes, err)
@@ -152,8 +161,8 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM rollups").Scan(&rollups); err != nil || rollups != 1 {
 		t.Errorf("the day file has %d rollups (%v), want 1, of its message's minute", rollups, err)
 	}
-	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), `"schema_version":5`) {
-		t.Errorf("%s holds %s (%v), want schema_version 5", meta, data, err)
+	if data, err := os.ReadFile(meta); err != nil || !strings.Contains(string(data), fmt.Sprintf(`"schema_version":%d`, dayfile.Version())) {
+		t.Errorf("%s holds %s (%v), want schema_version %d", meta, data, err, dayfile.Version())
 	}
 	if got := schemaOf(t, day); got != newSchema || !strings.Contains(got, "index messages_stats on messages: account,domain,created,visible,expires,status,duration,name,path,route") {
 		t.Errorf("the day file migrated from version 1:\n%s\na new one:\n%s", got, newSchema)
@@ -206,8 +215,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate;
-		DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route;
+	if _, err := db.Exec(undoVersion8 + `DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)
@@ -246,8 +254,8 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	defer db.Close()
 	var version, routeInIndex int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 5 {
-		t.Errorf("the day file's schema version is %d (%v), want 5", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != dayfile.Version() {
+		t.Errorf("the day file's schema version is %d (%v), want %d", version, err, dayfile.Version())
 	}
 	if err := db.QueryRow("SELECT count(*) FROM pragma_index_info('messages_stats') WHERE name = 'route'").Scan(&routeInIndex); err != nil || routeInIndex != 1 {
 		t.Errorf("the statistics index holds the route %d times (%v), want once", routeInIndex, err)
@@ -378,4 +386,36 @@ func snapshot(t *testing.T, dir string) string {
 		fmt.Fprintf(&b, "%s:%d:%d ", e.Name(), info.Size(), info.ModTime().UnixNano())
 	}
 	return b.String()
+}
+
+// A day file of schema version 4 (before rules records) gets the rules
+// column: its messages read as written under no rule set, and a message
+// stored after it keeps its record.
+func TestVersion4DayFileGetsRulesRecords(t *testing.T) {
+	dir, day := seeded(t)
+	db, err := sql.Open("sqlite", "file:"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(undoVersion8 + `DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=4`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	writeFile(t, filepath.Join(dir, "reqlog-store.json"), []byte(`{"store":"reqlog-sqlite","schema_version":4}`))
+
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	now := time.Now().Add(time.Hour)
+	old, err := s.List(opCtx(t), domain.Query{Scope: scope, Limit: 10}, now)
+	if err != nil || len(old.Messages) != 1 || !old.Messages[0].Rules.IsZero() {
+		t.Fatalf("List after the migration = %+v, %v; want the one stored, without a rules record", old.Messages, err)
+	}
+	recorded := newMessage(t, old.Messages[0].CreatedAt.Add(time.Microsecond), 101)
+	recorded.Rules = domain.RulesRecord{Version: 3, Source: "otlp", Changes: []domain.RuleChange{{Rule: "r", Field: "path"}}}
+	if err := s.Append(opCtx(t), []domain.Message{recorded}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(opCtx(t), scope, recorded.ID, now)
+	if err != nil || fmt.Sprint(got.Rules) != fmt.Sprint(recorded.Rules) {
+		t.Errorf("Get after the migration: rules %+v, %v; want %+v", got.Rules, err, recorded.Rules)
+	}
 }

@@ -155,6 +155,12 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 			t.Errorf("name %q: %d day files counted less the rest, %d messages; want 1, and hundreds", name, n, got.Total.Count)
 		}
 	}
+	// The day's rollups are counted through the engine's cache, as the
+	// view without q is: the whole hours of the range (04:00 to 21:00) the
+	// first call kept answer the next.
+	if _, trace := statsEqualRollupBuilder(t, s, all, at, values()); trace.Engine.KeptHours != 17 {
+		t.Errorf("a second call counted %d hours from the engine's cache; want the range's 17 whole hours", trace.Engine.KeptHours)
+	}
 	for _, v := range []map[string][]string{values("status_code", "404"), values("q", "rare")} {
 		_, trace := statsEqualBuilders(t, s, all, at, v)
 		if n := trace.DaysLessTheRest; n != 0 {
@@ -261,8 +267,8 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	}
 	kept := func(name string, want int) {
 		t.Helper()
-		if _, trace := check(name); trace.KeptHours != want {
-			t.Fatalf("name %q: %d hours counted from the cache, not %d", name, trace.KeptHours, want)
+		if _, trace := check(name); trace.Engine.KeptHours != want {
+			t.Fatalf("name %q: %d hours counted from the cache, not %d", name, trace.Engine.KeptHours, want)
 		}
 	}
 	for _, name := range []string{"", "billing"} {
@@ -283,7 +289,7 @@ func TestStatsCountWholeHoursFromTheCache(t *testing.T) {
 	if top := got.TopPaths[0]; top.Key != "/v1/backfill" {
 		t.Fatalf("after the backfill the top path is %+v", top)
 	}
-	if n := trace.KeptHours; n != 0 {
+	if n := trace.Engine.KeptHours; n != 0 {
 		t.Fatalf("after a backfill into every hour, %d hours counted from the cache", n)
 	}
 	kept("billing", 0)
@@ -370,8 +376,8 @@ func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
 	if err := s.WarmStats(opCtx(t), at); err != nil {
 		t.Fatal(err)
 	}
-	if _, trace := statsEqualBuilders(t, s, all, at, map[string][]string{}); trace.KeptHours < 22 {
-		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", trace.KeptHours)
+	if _, trace := statsEqualBuilders(t, s, all, at, map[string][]string{}); trace.Engine.KeptHours < 22 {
+		t.Errorf("after WarmStats the busiest scope's first call counted %d hours from the cache; want the day's whole hours", trace.Engine.KeptHours)
 	}
 	q, err := stats.ParseQuery(map[string][]string{}, at)
 	if err != nil {
@@ -382,7 +388,7 @@ func TestWarmStatsKeepsTheBusiestScopes(t *testing.T) {
 	if _, err := s.Stats(daystats.WithTrace(opCtx(t), &trace), q, at); err != nil {
 		t.Fatal(err)
 	}
-	if n := trace.KeptHours; n != 0 {
+	if n := trace.Engine.KeptHours; n != 0 {
 		t.Errorf("the ninth scope's first call counted %d hours from the cache; WarmStats keeps eight", n)
 	}
 }

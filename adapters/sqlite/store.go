@@ -35,12 +35,18 @@ type Store struct {
 // cannot use is an error naming the file; nothing is reset. Close releases
 // the files and the directory's lock.
 func New(ctx context.Context, cfg Config) (*Store, error) {
+	return newWithLayout(ctx, cfg, dayfile.Layout{})
+}
+
+// newWithLayout is New with a day file layout other than the store's, for
+// the benchmark that measures them.
+func newWithLayout(ctx context.Context, cfg Config, layout dayfile.Layout) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	dir, err := dayfile.Open(ctx, dayfile.Options{Dir: cfg.Dir, MinFreeBytes: cfg.MinFreeBytes, Files: cfg.fileOptions(),
-		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays})
+		MaxOpen: cfg.MaxOpenDays, CheckDays: cfg.CheckDays, Layout: layout})
 	if err != nil {
 		return nil, err
 	}
@@ -101,16 +107,16 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) 
 }
 
 // Stats counts q at now from the day files of its range (daystats.Reader):
-// from the rollups when they answer it, from the word index for a q of one
-// word, from the statistics index otherwise. A daystats.Trace in ctx
-// (daystats.WithTrace) is told what it read.
+// through the statistics engine, from the rollups when they answer it and
+// from the statistics index otherwise; from the word index for a q of one
+// word. A daystats.Trace in ctx (daystats.WithTrace) is told what it read.
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	return s.stats.Stats(ctx, q, now)
 }
 
 // WarmStats counts the default statistics view of the busiest scopes, so
-// that its whole hours are kept before the first chart asks for them
-// (daystats.Reader.Warm). app's Core runs it in the background after start
+// that its whole hours are kept in the engine's cache before the first
+// chart asks for them (daystats.Reader.Warm). app's Core runs it in the background after start
 // (ports.StatsWarmer); it stops when ctx ends.
 func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
 	return s.stats.Warm(ctx, now)

@@ -32,6 +32,8 @@ var Module = fx.Module("app",
 		func(c *app.Core) *app.Exporter { return c.Exporter },
 		func(c *app.Core) *app.Alerts { return c.Alerts },
 		func(c *app.Core) *app.RuleSets { return c.RuleSets },
+		func(c *app.Core) *app.Rescrubs { return c.Rescrubs },
+		func(c *app.Core) *app.Erasures { return c.Erasures },
 	),
 	// Built, checked and started even when nothing in the graph asks for a use
 	// case.
@@ -45,18 +47,19 @@ type coreParams struct {
 	Policy      domain.Policy
 	Clock       ports.Clock
 	Store       ports.MessageStore
-	Metrics     app.Metrics         `optional:"true"`
-	Log         *zap.Logger         `optional:"true"`
-	AlertStore  ports.AlertStore    `optional:"true"`
-	AlertConfig app.AlertConfig     `optional:"true"`
-	Sender      ports.WebhookSender `optional:"true"`
-	Links       ports.PortalLinker  `optional:"true"`
-	RuleSets    ports.RuleSetStore  `optional:"true"`
+	Metrics     app.Metrics          `optional:"true"`
+	Log         *zap.Logger          `optional:"true"`
+	AlertStore  ports.AlertStore     `optional:"true"`
+	AlertConfig app.AlertConfig      `optional:"true"`
+	Sender      ports.WebhookSender  `optional:"true"`
+	Links       ports.PortalLinker   `optional:"true"`
+	RuleSets    ports.RuleSetStore   `optional:"true"`
+	Erasures    ports.ErasureJournal `optional:"true"`
 }
 
 func newCore(p coreParams) (*app.Core, error) {
 	c, err := app.NewCore(p.Config, app.CoreDeps{Store: p.Store, Policy: &p.Policy, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
-		Alerting: app.AlertingDeps{Store: p.AlertStore, Config: p.AlertConfig, Sender: p.Sender, Links: p.Links}, RuleSets: p.RuleSets})
+		Alerting: app.AlertingDeps{Store: p.AlertStore, Config: p.AlertConfig, Sender: p.Sender, Links: p.Links}, RuleSets: p.RuleSets, Erasures: p.Erasures})
 	if err != nil {
 		return nil, err
 	}

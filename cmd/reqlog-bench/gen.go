@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -191,6 +193,22 @@ func (g *generator) seedSubmission(i int, now time.Time, spread time.Duration, r
 		s.plant(rareToken)
 	}
 	return s
+}
+
+// generate writes the o.n submissions a seed at now would send (o.spread,
+// o.rare), one JSON object a line.
+func (g *generator) generate(o options, now time.Time, w io.Writer) error {
+	out := bufio.NewWriter(w)
+	for i := range o.n {
+		line, err := json.Marshal(g.seedSubmission(i, now, o.spread, o.rare))
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	return out.Flush()
 }
 
 // plant puts token in s where a support team would look for an order id: a

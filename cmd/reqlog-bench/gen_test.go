@@ -170,3 +170,28 @@ func TestFileBodies(t *testing.T) {
 		t.Error("an array was taken for one submission")
 	}
 }
+
+// generate writes -n submissions, one a line, each one the service takes,
+// the rare token in one in -rare: what seed would send.
+func TestGenerateWritesTheSeedsSubmissions(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-n", "25", "-rare", "10", "-seed", "3", "generate"}, nil, &out, &errs); code != 0 {
+		t.Fatalf("generate exited %d: %s", code, errs.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 25 {
+		t.Fatalf("generate -n 25 wrote %d lines", len(lines))
+	}
+	policy, now, rare := servicePolicy(), time.Now(), 0
+	for i, line := range lines {
+		if _, err := httpapi.ParseSubmissions(policy.Validator(), []byte(line), now); err != nil {
+			t.Errorf("line %d is refused by the service's policy: %v", i+1, err)
+		}
+		if strings.Contains(line, rareToken) {
+			rare++
+		}
+	}
+	if rare != 3 {
+		t.Errorf("%d of 25 lines hold the rare token; want 3 (one in 10, from the first)", rare)
+	}
+}

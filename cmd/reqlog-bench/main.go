@@ -1,7 +1,7 @@
 // Command reqlog-bench loads a running reqlog server on this machine and measures
 // it against its limits, on vegeta (github.com/tsenart/vegeta) as a library.
 //
-//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair
+//	reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair|generate
 //
 // ingest, fetch and mixed run one workload at -connections (each sends its next
 // request when the last one is answered) or at a fixed -rate, and report
@@ -26,7 +26,10 @@
 // capturing proxy at -url with a plain httputil.ReverseProxy in front of the same
 // upstream, both served by the tool (proxy.go). fair measures another
 // account's submissions and lists alone, then while -heavy-key keeps
-// statistics calls with q in flight (fair.go). See docs/benchmarks.md.
+// statistics calls with q in flight (fair.go). generate writes the -n
+// submissions seed would send to stdout, one JSON object a line, for
+// another store to load the same data (docs/bench/victorialogs.sh). See
+// docs/benchmarks.md.
 //
 // Every run is bounded in time and count, and only loopback addresses are accepted.
 package main
@@ -92,6 +95,7 @@ type options struct {
 	directScope  string
 	cpuProfile   string
 	bodyFile     string
+	live         bool
 	statsQuery   string
 	proxy        proxyOptions
 	fair         fairOptions
@@ -157,7 +161,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.esPrefix, "elasticsearch-index-prefix", "reqlog", "the server's index prefix, for -verify-in")
 	fs.DurationVar(&o.sample, "sample", 0, "read the server's memory from /metrics this often (soak: 10s)")
 	fs.Float64Var(&o.writeShare, "write-share", 0.8, "mixed and soak: share of requests that submit")
-	fs.IntVar(&o.n, "n", 100_000, "seed: messages to store")
+	fs.IntVar(&o.n, "n", 100_000, "seed: messages to store; generate: to write")
 	fs.DurationVar(&o.spread, "spread", 24*time.Hour, "seed: created_at spread over this much of the past")
 	fs.IntVar(&o.rare, "rare", 10_000, "seed: one message in this many carries the token that search looks for")
 	fs.StringVar(&o.format, "format", "ndjson", "export: ndjson or csv")
@@ -173,11 +177,12 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.IntVar(&o.proxy.rounds, "rounds", 3, "proxy: rounds of each proxy, alternating, per phase")
 	fs.IntVar(&o.proxy.rate, "proxy-rate", 1000, "proxy: requests per second of the latency phase")
 	fs.StringVar(&o.statsQuery, "stats-query", "", "stats: query parameters added to /v1/stats, e.g. q=application or name=shop-frontend")
+	fs.BoolVar(&o.live, "live", false, "ingest: each request's submissions are generated as it is sent, created then, instead of taken from the pool made at the start (created all at once): traffic that fills the minutes as it arrives, for reads measured while it does")
 	fs.StringVar(&o.bodyFile, "body", "", "ingest: every message is this file's submission (one JSON object, e.g. docs/bench/submission-1.8kb.py's output), -items of them per request, instead of the generated mix; -limit's stores append the same")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (seed -direct: the store's writes are in it)")
 	fs.DurationVar(&o.wait, "wait", 0, "first wait this long at most for the server's /healthz to answer")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair")
+		fmt.Fprintln(stderr, "usage: reqlog-bench [flags] ingest|fetch|mixed|seed|soak|search|stats|export|proxy|fair|generate")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -230,7 +235,7 @@ func intList(flagName, list string, most int) ([]int, error) {
 }
 
 // modes are the workloads, in the order the usage lists them.
-var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy", "fair"}
+var modes = []string{"ingest", "fetch", "mixed", "seed", "soak", "search", "stats", "export", "proxy", "fair", "generate"}
 
 func (o options) check(mode string) error {
 	switch {
@@ -297,6 +302,9 @@ func (o options) check(mode string) error {
 }
 
 func execute(ctx context.Context, mode string, o options, stdout io.Writer) error {
+	if mode == "generate" {
+		return newGenerator(o.seed).generate(o, time.Now(), stdout)
+	}
 	if o.direct != "" {
 		return seedDirect(ctx, newGenerator(o.seed), o, stdout)
 	}
@@ -355,6 +363,9 @@ func execute(ctx context.Context, mode string, o options, stdout io.Writer) erro
 		}
 	}
 	targets := srv.ingestTargets(bodies)
+	if o.live {
+		targets = srv.liveTargets(gen, o.items)
+	}
 	if mode == "mixed" || mode == "soak" {
 		mix, err := srv.prepareFetch(ctx)
 		if err != nil {

@@ -83,6 +83,24 @@ func (s *server) ingestTargets(bodies [][]byte) vegeta.Targeter {
 	}
 }
 
+// liveTargets posts bodies of items submissions generated as they are sent,
+// created then.
+func (s *server) liveTargets(gen *generator, items int) vegeta.Targeter {
+	var mu sync.Mutex
+	header := s.header()
+	return func(t *vegeta.Target) error {
+		mu.Lock()
+		batch := make([]submission, items)
+		now := time.Now()
+		for i := range batch {
+			batch[i] = gen.submission(now)
+		}
+		mu.Unlock()
+		*t = vegeta.Target{Method: http.MethodPost, URL: s.base + "/v1/messages", Body: body(batch), Header: header}
+		return nil
+	}
+}
+
 // fetchMix is the read traffic of a portal and a support team: mostly first pages,
 // some filtered, some paging on, some single lookups.
 type fetchMix struct {

@@ -24,6 +24,11 @@ import (
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func writeRulesFile(t *testing.T, name, content string) string {
@@ -161,11 +166,12 @@ const canaryRules = `{"privacy": [
 	{"id": "partner", "select": ["request.headers.x-partner-id"], "action": {"type": "hash"}},
 	{"id": "national-ids", "select": ["body.**.national_id"], "action": {"type": "partial", "keep_last": 2}}]}`
 
-// Canary values sent through the API, the Go client and the capturing proxy,
-// in a header of odd casing, a percent-encoded query value, a nested JSON
-// array, JSON inside a string and a form body, are scrubbed before they reach
-// the store: the store itself, read directly, holds none, and neither does
-// any file of the data directory.
+// Canary values sent through the API, the Go client, the capturing proxy (a
+// gzip reply) and the OTLP receiver, in a header of odd casing, a
+// percent-encoded query value, a nested JSON array, JSON inside a string and
+// a form body, are scrubbed before they reach the store: the store itself,
+// read directly, holds none, and neither does any file of the data
+// directory.
 func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 	const key = "rk_canary_test_key_1"
 	proxied := canariesOf("proxy")
@@ -234,16 +240,37 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 
+	viaOTLP := canariesOf("otlp")
+	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(base+"/v1/traces"),
+		otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "signup"))))
+	query := strings.TrimPrefix(viaOTLP.query(), "/v1/users?")
+	_, span := tp.Tracer("canary").Start(t.Context(), "POST /v1/users", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(time.Now().Add(-time.Second)),
+		trace.WithAttributes(attribute.String("http.request.method", "POST"), attribute.String("url.path", "/v1/users"),
+			attribute.String("url.query", query), attribute.Int("http.response.status_code", 201),
+			attribute.StringSlice("http.request.header.x-partner-id", []string{viaOTLP.partner}),
+			attribute.StringSlice("http.request.header.content-type", []string{"application/json"}),
+			attribute.StringSlice("http.response.header.content-type", []string{"application/x-www-form-urlencoded"}),
+			attribute.String("http.request.body.content", viaOTLP.body()), attribute.String("http.response.body.content", viaOTLP.form())))
+	span.End()
+	if err := tp.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
 	// The store itself, until the proxy's exchange is there too.
 	scope := domain.Scope{Account: "acme", Domain: "live"}
 	var stored []domain.Message
 	deadline := time.After(20 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for len(stored) < 3 {
+	for len(stored) < 4 {
 		select {
 		case <-deadline:
-			t.Fatalf("the store holds %d of the 3 messages", len(stored))
+			t.Fatalf("the store holds %d of the 4 messages", len(stored))
 		case <-tick.C:
 		}
 		page, err := store.List(t.Context(), domain.Query{Scope: scope, Limit: 10}, time.Now().Add(time.Second))
@@ -260,7 +287,7 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 		if want := "email=" + url.QueryEscape(domain.Mask) + "&plan=pro"; m.Response.Body != want {
 			t.Errorf("stored response body %q, want the form decoded and scrubbed, %q", m.Response.Body, want)
 		}
-		for _, c := range [...]canaryPlaces{viaAPI, viaClient, proxied} {
+		for _, c := range [...]canaryPlaces{viaAPI, viaClient, proxied, viaOTLP} {
 			for _, canary := range c.all() {
 				if strings.Contains(string(raw), canary) || strings.Contains(string(raw), url.QueryEscape(canary)) {
 					t.Errorf("canary %q reached the store: %s", canary, raw)
@@ -276,7 +303,7 @@ func TestCanariesAreScrubbedOnEveryCapturePath(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, c := range [...]canaryPlaces{viaAPI, viaClient, proxied} {
+		for _, c := range [...]canaryPlaces{viaAPI, viaClient, proxied, viaOTLP} {
 			for _, canary := range c.all() {
 				if bytes.Contains(data, []byte(canary)) || bytes.Contains(data, []byte(url.QueryEscape(canary))) {
 					t.Errorf("canary %q is in the bytes of %s", canary, path)

@@ -36,15 +36,17 @@ type Outcome struct {
 	Counts []Count
 	// Withheld names the bodies withheld because the rules could not read them.
 	Withheld []string
-	// Subjects are the keyed hashes of the message's subject values.
+	// Subjects are the keyed hashes of the message's subject values: those
+	// of forgotten subjects left out.
 	Subjects []string
+	// Forgotten says an erased subject's future was applied: ForgetDrop (the
+	// message is not stored) or ForgetRedact (its values were redacted).
+	Forgotten Forget
 }
 
-// Change says a privacy rule changed a field.
-type Change struct {
-	Rule  string `json:"rule"`
-	Field string `json:"field"`
-}
+// Change says a privacy rule changed a field; a stored message keeps its
+// changes in its domain.RulesRecord.
+type Change = domain.RuleChange
 
 // Count is how many times a rule matched one message.
 type Count struct {
@@ -57,6 +59,14 @@ type Count struct {
 // ingest verdict, subject hashes, privacy scrubbing and retention, in that
 // order (package doc). A nil c applies nothing and stores.
 func (c *Compiled) Apply(m *domain.Message, src Source) Outcome {
+	return c.ApplyForgetting(m, src, nil)
+}
+
+// ApplyForgetting is Apply that also keeps forgetting the subjects f
+// forgets (erasures asking it): right after the subject hashes, a message
+// holding one is dropped, or has that subject's values redacted before the
+// privacy rules run. A nil f forgets none.
+func (c *Compiled) ApplyForgetting(m *domain.Message, src Source, f Forgetting) Outcome {
 	out := Outcome{Stored: true, SampleRate: 1}
 	if c == nil {
 		return out
@@ -69,6 +79,12 @@ func (c *Compiled) Apply(m *domain.Message, src Source) Outcome {
 		m.SampleRate = out.SampleRate
 	}
 	out.Subjects = c.subjectsOf(m)
+	if f != nil && len(out.Subjects) > 0 {
+		c.forget(m, f, &out)
+		if !out.Stored {
+			return out
+		}
+	}
 	c.scrub(m, src, &out)
 	if r := c.retentionOf(m, src); r != nil {
 		out.RetentionRule = r.id

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/reqlog/reqlog/domain"
@@ -55,31 +56,80 @@ func (c *Compiled) subjectsOf(m *domain.Message) []string {
 	}
 	seen := map[string]bool{}
 	var out []string
-	add := func(value string) {
-		if NormalizeSubject(value) == "" {
-			return
-		}
+	copy := m.Clone() // the walk writes back; subjects only read
+	c.eachSubject(&copy, func(value string) string {
 		if h := SubjectHash(c.hashKey, value); !seen[h] {
 			seen[h] = true
 			out = append(out, h)
 		}
-	}
-	copy := m.Clone() // the walk writes back; subjects only read
-	walkMessage(&copy, func(l *location, value string) (string, bool) {
+		return value
+	})
+	return out
+}
+
+// eachSubject calls replace with each subject value of m (a selected value
+// whole, or a detector's match in it), not blank, and writes back what it
+// returns.
+func (c *Compiled) eachSubject(m *domain.Message, replace func(value string) string) {
+	walkMessage(m, func(l *location, value string) (string, bool) {
 		for i := range c.subjects {
 			k := &c.subjects[i]
 			for j := range k.selectors {
-				if k.selectors[j].matches(l) {
-					add(value)
+				if k.selectors[j].matches(l) && NormalizeSubject(value) != "" {
+					value = replace(value)
 				}
 			}
 			if k.detector != nil {
-				for _, span := range k.detector.find(value) {
-					add(value[span[0]:span[1]])
+				spans := k.detector.find(value)
+				// Backwards, so that a replacement leaves the spans before it.
+				for s := len(spans) - 1; s >= 0; s-- {
+					span := spans[s]
+					if part := value[span[0]:span[1]]; NormalizeSubject(part) != "" {
+						value = value[:span[0]] + replace(part) + value[span[1]:]
+					}
 				}
 			}
 		}
 		return value, false
 	}, func(side) bool { return false })
-	return out
+}
+
+// Forget is what becomes of a message of a forgotten subject.
+type Forget uint8
+
+// The futures of a forgotten subject's messages.
+const (
+	ForgetNone   Forget = iota // stored as any other
+	ForgetRedact               // stored, the subject's values redacted
+	ForgetDrop                 // not stored
+)
+
+// Forgetting tells which subjects an account's erasures keep forgetting.
+type Forgetting interface {
+	// Forgets is what becomes of a message holding the subject of hash.
+	Forgets(hash string) Forget
+}
+
+// Redacted replaces a forgotten subject's values (ForgetRedact).
+const Redacted = "[erased]"
+
+// forget applies f to m, whose subject hashes out holds: the strongest
+// future of its subjects decides; a redaction replaces each value of a
+// forgotten subject, and its hash leaves the message's subjects.
+func (c *Compiled) forget(m *domain.Message, f Forgetting, out *Outcome) {
+	for _, h := range out.Subjects {
+		out.Forgotten = max(out.Forgotten, f.Forgets(h))
+	}
+	switch out.Forgotten {
+	case ForgetDrop:
+		out.Stored, out.Subjects = false, nil
+	case ForgetRedact:
+		c.eachSubject(m, func(value string) string {
+			if f.Forgets(SubjectHash(c.hashKey, value)) != ForgetNone {
+				return Redacted
+			}
+			return value
+		})
+		out.Subjects = slices.DeleteFunc(out.Subjects, func(h string) bool { return f.Forgets(h) != ForgetNone })
+	}
 }

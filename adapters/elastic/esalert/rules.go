@@ -8,7 +8,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/rulerecord"
+	"github.com/reqlog/reqlog/adapters/rulerecord"
 	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/ports"
@@ -33,8 +33,10 @@ const (
 	alertLeases      = "leases"
 )
 
-// alertKinds lists every kind, for set-up (the rule sets too: rules.go).
-var alertKinds = []string{alertRules, alertEndpoints, alertStates, alertTransitions, alertDeliveries, alertAttempts, alertLeases, ruleSets}
+// alertKinds lists every kind, for set-up (the rule sets too: rules.go;
+// the re-scrub jobs: rescrub.go).
+var alertKinds = []string{alertRules, alertEndpoints, alertStates, alertTransitions, alertDeliveries, alertAttempts, alertLeases, ruleSets,
+	rescrubJobs}
 
 // Store is the Elasticsearch ports.AlertStore: one small index per kind
 // of record, "<prefix>-alert-<kind>" (one shard, a replica wherever a second
@@ -98,6 +100,10 @@ var alertMappings = map[string]map[string]any{
 		"error": kept, "duration_micros": long, "response": kept},
 	alertLeases: {"name": keyword, "owner": keyword, "until": long},
 	ruleSets:    {"account": keyword, "version": long, "key_id": kept, "reason": kept, "at": long, "rules": kept},
+	rescrubJobs: {"account": keyword, "number": long, "version": long, "from": long, "to": long, "applications": keptArray,
+		"key_id": kept, "state": keyword, "cursor_domain": kept, "cursor_at": long, "cursor_id": kept, "scanned": long,
+		"changed": long, "skipped": long, "error": kept, "created_at": long, "updated_at": long, "finished_at": long,
+		"owner": kept, "lease_until": long, "revision": long},
 }
 
 // catIndex is a row of GET _cat/indices.

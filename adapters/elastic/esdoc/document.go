@@ -5,12 +5,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 )
 
-// A message is stored as its record (adapters/internal/record: the fields of
+// A message is stored as its record (adapters/record: the fields of
 // the daily indices' mappings), read back from _source. Times are the API's strings (UTC,
 // six fractional digits), exact at the microsecond the domain keeps, and
 // indexed as date_nanos. The index's mappings index the searched texts where
@@ -37,7 +37,12 @@ func Append(dst []byte, m domain.Message) []byte {
 // request and response nor copies its path.
 func AppendWithText(dst []byte, m domain.Message) []byte {
 	dst = record.AppendJSONMembers(dst, m)
-	dst = append(dst, `,"text":[`...)
+	return append(appendTexts(append(dst, `,"text":`...), m), '}')
+}
+
+// appendTexts appends the full-text field's array of m's searched texts.
+func appendTexts(dst []byte, m domain.Message) []byte {
+	dst = append(dst, '[')
 	first := true
 	searchedTexts(m, func(text string) {
 		if !first {
@@ -46,7 +51,7 @@ func AppendWithText(dst []byte, m domain.Message) []byte {
 		first = false
 		dst = jsonbytes.AppendString(dst, text)
 	})
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // searchedTexts calls yield with each value of the full-text field of an

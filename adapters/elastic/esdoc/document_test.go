@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 )
 

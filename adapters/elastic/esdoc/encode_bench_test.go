@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/reqlog/reqlog/adapters/elastic/internal/fixtures"
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 )
 
 // BenchmarkEncodeCreates: the bulk body of 100 fixtures.TrafficMessages

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 )
 
 // Sources reads the _source of search hits into records. Its scratch space
@@ -76,6 +76,46 @@ func (s *Sources) Read(w *esclient.ReplyReader, r *record.Record) error {
 			r.SampleRate = int32(n)
 		case "tally":
 			r.Tally = w.ReadBool()
+		case "rules":
+			r.Rules = &record.Rules{}
+			return readRules(w, r.Rules)
+		default:
+			return w.Skip()
+		}
+		return w.Err()
+	})
+}
+
+// readRules reads a message's rules record.
+func readRules(w *esclient.ReplyReader, r *record.Rules) error {
+	return w.Object(func(key string) error {
+		if w.Null() {
+			return w.Err()
+		}
+		switch key {
+		case "version":
+			r.Version = w.ReadInt64()
+		case "source":
+			r.Source = w.ReadInterned()
+		case "rescrubbed":
+			r.Rescrubbed = w.ReadInt64()
+		case "changes":
+			return w.Array(func() error {
+				var c record.Change
+				err := w.Object(func(key string) error {
+					switch key {
+					case "rule":
+						c.Rule = w.ReadString()
+					case "field":
+						c.Field = w.ReadString()
+					default:
+						return w.Skip()
+					}
+					return w.Err()
+				})
+				r.Changes = append(r.Changes, c)
+				return err
+			})
 		default:
 			return w.Skip()
 		}

@@ -58,19 +58,31 @@ func (s *Indices) SetUp(ctx context.Context) error {
 	if err := s.client.Do(ctx, "check cluster", esapi.ClusterHealthRequest{}, nil); err != nil {
 		return err
 	}
-	template, err := esclient.JSONBody(newIndexTemplate(s.cfg))
-	if err != nil {
-		return err
-	}
-	if err := s.client.Do(ctx, "install index template", esapi.IndicesPutIndexTemplateRequest{
-		Name: s.names.Template(), Body: template,
-	}, nil); err != nil {
-		return err
+	for _, t := range []struct {
+		name     string
+		template indexTemplate
+	}{{s.names.Template(), newIndexTemplate(s.cfg)}, {s.names.RollupsTemplate(), newRollupsTemplate(s.cfg)}} {
+		body, err := esclient.JSONBody(t.template)
+		if err != nil {
+			return err
+		}
+		if err := s.client.Do(ctx, "install index template", esapi.IndicesPutIndexTemplateRequest{
+			Name: t.name, Body: body,
+		}, nil); err != nil {
+			return err
+		}
 	}
 	if err := s.updateExistingMappings(ctx); err != nil {
 		return err
 	}
-	existing := []string{s.names.ReadPattern()}
+	// Fields added to the rollups' mappings reach their indices too.
+	if err := s.updateExisting(ctx, "update mappings of existing rollups indices", func() esapi.Request {
+		return esapi.IndicesPutMappingRequest{Index: []string{s.names.RollupsPattern()}, Body: bytes.NewReader(rollupMappings),
+			AllowNoIndices: esapi.BoolPtr(true)}
+	}, nil); err != nil {
+		return err
+	}
+	existing := []string{s.names.ReadPattern(), s.names.RollupsPattern()}
 	settings, err := json.Marshal(liveSettings(s.cfg))
 	if err != nil {
 		return fmt.Errorf("elastic: encode index settings: %w", err)
@@ -281,6 +293,13 @@ func (s *Indices) createDays(ctx context.Context, now time.Time) error {
 		case err == nil:
 			s.layouts.Learn(index, false) // from the template
 		case !errors.Is(err, esclient.ErrIndexExists):
+			return err
+		}
+		// The day's rollups too: an Append marks them right after its messages.
+		err = s.client.Do(ctx, "create the day's rollups index", esapi.IndicesCreateRequest{
+			Index: s.names.RollupsFor(day), WaitForActiveShards: "1",
+		}, nil)
+		if err != nil && !errors.Is(err, esclient.ErrIndexExists) {
 			return err
 		}
 	}

@@ -46,3 +46,21 @@ func (d *Days) Of(t time.Time) (name string, changed bool) {
 
 // ReadPattern matches every daily index; reads and the template use it.
 func (n Names) ReadPattern() string { return n.base() + "-*" }
+
+// RollupsFor names the index of the statistics' marks and kept rollups of
+// the minutes of t's UTC day: "<prefix>-rollups-<yyyy.mm.dd>" (esrollup).
+func (n Names) RollupsFor(t time.Time) string {
+	return n.rollupsBase() + "-" + t.UTC().Format(dayLayout)
+}
+
+func (n Names) rollupsBase() string { return n.prefix + "-rollups" }
+
+// RollupsTemplate names the composable index template of the rollups' indices.
+func (n Names) RollupsTemplate() string { return n.rollupsBase() }
+
+// RollupsPattern matches every daily index of rollups.
+func (n Names) RollupsPattern() string { return n.rollupsBase() + "-*" }
+
+// RollupState names the one-document index that says from when every stored
+// message is marked (esrollup).
+func (n Names) RollupState() string { return n.prefix + "-rollup-state" }

@@ -46,6 +46,7 @@ func warmTestIndices(t *testing.T, warmUp time.Duration) (*Indices, func(method,
 			call(http.MethodDelete, "/"+index, "")
 		}
 		call(http.MethodDelete, "/_index_template/"+prefix+"-messages", "")
+		call(http.MethodDelete, "/_index_template/"+prefix+"-rollups", "")
 	})
 	return s, call
 }
@@ -70,11 +71,11 @@ func prefixIndices(t *testing.T, call func(string, string, string) (int, []byte)
 }
 
 // assertOnlyTheDays fails t unless the indices of s's prefix are the daily
-// indices of now and the next day, both empty: the warm-up left nothing a
-// reader could see.
+// indices of now and the next day, messages and rollups, the messages' empty:
+// the warm-up left nothing a reader could see.
 func assertOnlyTheDays(t *testing.T, s *Indices, call func(string, string, string) (int, []byte), now time.Time) {
 	t.Helper()
-	want := []string{s.names.For(now), s.names.For(now.AddDate(0, 0, 1))}
+	want := []string{s.names.For(now), s.names.For(now.AddDate(0, 0, 1)), s.names.RollupsFor(now), s.names.RollupsFor(now.AddDate(0, 0, 1))}
 	if got := prefixIndices(t, call, s.cfg.Prefix); !slices.Equal(got, want) {
 		t.Errorf("indices after the warm-up: %v, want only %v", got, want)
 	}

@@ -50,13 +50,28 @@ type indexBuckets struct {
 // with ports.ErrUnavailable; retried, it goes into that day's index again,
 // created anew if the purge deleted it.
 // Candidates that turn out to hold an unexpired message are unblocked.
+//
+// The daily indices of the statistics' rollups (esrollup) go the same way,
+// once every mark and kept rollup in them has expired: each bounds the
+// expiry of the messages of its minute.
 func (s *Queries) PurgeExpired(ctx context.Context, now time.Time) (deleted int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("elastic: purge: %w", err)
 	}
 	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
-	candidates, err := s.expiredCandidates(ctx, now)
+	deleted, err = s.purgeIndices(ctx, s.names.ReadPattern(), now)
+	if err != nil {
+		return deleted, err
+	}
+	_, err = s.purgeIndices(ctx, s.names.RollupsPattern(), now)
+	return deleted, err
+}
+
+// purgeIndices deletes the indices of pattern whose documents have all
+// expired at now, and returns how many documents they held.
+func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Time) (deleted int64, err error) {
+	candidates, err := s.expiredCandidates(ctx, pattern, now)
 	if err != nil || len(candidates) == 0 {
 		return 0, err
 	}
@@ -93,12 +108,12 @@ func (s *Queries) PurgeExpired(ctx context.Context, now time.Time) (deleted int6
 // expiredCandidates are the daily indices whose newest searchable ExpiresAt is
 // not after now. The aggregation's millisecond rounding can only add
 // candidates, which fullyExpired then checks exactly.
-func (s *Queries) expiredCandidates(ctx context.Context, now time.Time) ([]string, error) {
+func (s *Queries) expiredCandidates(ctx context.Context, pattern string, now time.Time) ([]string, error) {
 	body := object{"size": 0, "aggs": object{"indices": object{
 		"terms": object{"field": "_index", "size": maxIndices},
 		"aggs":  object{"newest": object{"max": object{"field": "expires_at"}}},
 	}}}
-	reply, err := s.aggregate(ctx, "purge: find expired indices", []string{s.names.ReadPattern()}, body)
+	reply, err := s.aggregate(ctx, "purge: find expired indices", []string{pattern}, body)
 	if err != nil {
 		return nil, err
 	}

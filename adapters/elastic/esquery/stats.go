@@ -13,7 +13,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/domain/stats"
 
-	"github.com/reqlog/reqlog/adapters/internal/record"
+	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -81,9 +81,10 @@ func ranking(field string, size int) object {
 	}
 }
 
-// Stats runs one search over every daily index. Only buckets holding messages
-// come back (min_doc_count 1); stats.New holds the others, empty.
-func (s *Queries) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+// AggregateStats runs one search over every daily index
+// (ports.StatsAggregator). Only buckets holding messages come back
+// (min_doc_count 1); stats.New holds the others, empty.
+func (s *Queries) AggregateStats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	return s.stats(ctx, q, now, defaultStatsPlan)
 }
 

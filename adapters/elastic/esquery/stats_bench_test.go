@@ -65,7 +65,7 @@ func BenchmarkStats24Hours(b *testing.B) {
 	q := stats.Query{Scope: domain.Scope{Account: "acme", Domain: "live"}, From: from, To: now,
 		Interval: stats.Intervals[2], Filter: domain.Filter{From: from, To: now}}
 	fixtures.WaitFor(b, "every message counted after the refresh", 2*time.Minute, func() error {
-		st, err := s.Stats(ctx, q, now.Add(time.Second))
+		st, err := s.AggregateStats(ctx, q, now.Add(time.Second))
 		if err == nil && st.Total.Count != n {
 			err = fmt.Errorf("Stats counts %d of %d messages", st.Total.Count, n)
 		}

@@ -57,12 +57,16 @@ type handlerParams struct {
 	// Alerting: nil unless the store keeps rules (appfx.Module).
 	Alerts *app.Alerts `optional:"true"`
 	// Rule sets (appfx.Module).
-	Rules *app.RuleSets `optional:"true"`
+	Rules    *app.RuleSets `optional:"true"`
+	Rescrubs *app.Rescrubs `optional:"true"`
+	// Erasures (appfx.Module).
+	Erasures *app.Erasures `optional:"true"`
 }
 
 func newHandler(p handlerParams) http.Handler {
 	opts := httpapi.Options{MaxBodyBytes: p.Config.MaxBodyBytes, Logger: p.Logger.Named("http"), Metrics: p.Metrics, Portal: p.Portal,
-		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules}
+		Statistics: p.Statistics, Exporter: p.Exporter, Traces: p.Traces, Exports: p.Config.Exports, Alerts: p.Alerts, Rules: p.Rules,
+		Rescrubs: p.Rescrubs, Erasures: p.Erasures}
 	if hc, ok := p.Store.(ports.HealthChecker); ok {
 		opts.Readiness = hc.Ping
 	}

@@ -8,6 +8,7 @@ package httpapitest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,10 +51,9 @@ const rulesHashKey = "httpapitest-rules-hash-key"
 // body limit on store. The service stops when the test ends, before the store's own
 // cleanup runs (the store maker registered that earlier).
 //
-// Alerting runs on store when it is a ports.AlertStore too, otherwise on a
-// memory alert store of its own, and the test's log says so; rule sets on
-// store when it is a ports.RuleSetStore, otherwise on a memory one. Its loops look at the clock every
-// AlertPoll, so that a test moving the fake clock on sees the next evaluation
+// Alerting runs on store when it is a ports.AlertStore too, rule sets when it
+// is a ports.RuleSetStore, each otherwise on a memory store of its own, and the
+// test's log says so (Fallbacks). Its loops look at the clock every AlertPoll, so that a test moving the fake clock on sees the next evaluation
 // soon after; webhooks may reach loopback addresses (the suite's receiver).
 func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) http.Handler {
 	t.Helper()
@@ -81,18 +81,22 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 
 	alerting := app.DefaultAlertConfig()
 	alerting.Poll = AlertPoll
+	// Said, not silent: a new adapter's alert cases would otherwise pass
+	// without its own code.
+	for _, fallback := range Fallbacks(store) {
+		t.Log("httpapitest: " + fallback)
+	}
 	alerts, ok := store.(ports.AlertStore)
 	if !ok {
-		// Said, not silent: a new adapter's alert cases would otherwise pass
-		// without its own code.
-		t.Logf("httpapitest: the alert routes run on a memory alert store: %T is not a ports.AlertStore "+
-			"(embed the adapter's alert store in the store the maker returns, as adapters/sqlite's alertingStoreMaker does)", store)
 		alerts = memory.NewAlertStore()
 	}
-	// Rule sets likewise, with a hash key every test service shares.
 	ruleSets, ok := store.(ports.RuleSetStore)
 	if !ok {
 		ruleSets = memory.NewRuleSetStore()
+	}
+	journal, ok := store.(ports.ErasureJournal)
+	if !ok {
+		journal = memory.NewErasureJournal()
 	}
 	core := app.DefaultConfig()
 	core.Rules.HashKey, core.Rules.Poll = []byte(rulesHashKey), AlertPoll
@@ -107,7 +111,7 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 		fx.Supply(core, keys, site, api, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			alerting, webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second}),
 		fx.Provide(func() ports.MessageStore { return store }, func() ports.AlertStore { return alerts },
-			func() ports.RuleSetStore { return ruleSets }),
+			func() ports.RuleSetStore { return ruleSets }, func() ports.ErasureJournal { return journal }),
 		fx.Replace(policy),
 		fx.Populate(&handler),
 	}
@@ -118,6 +122,22 @@ func Serve(t *testing.T, store ports.MessageStore, cfg conformance.APIConfig) ht
 	svc.RequireStart()
 	t.Cleanup(svc.RequireStop)
 	return handler
+}
+
+// Fallbacks says which of the service's stores Serve runs on memory stores
+// rather than on store: none when store is a ports.AlertStore and a
+// ports.RuleSetStore too. An adapter's test that means to check its own alert
+// and rule set stores through the HTTP suite can require none.
+func Fallbacks(store ports.MessageStore) []string {
+	const hint = " (embed the adapter's store in the one the maker returns, as adapters/sqlite's alertingStoreMaker does)"
+	var fallbacks []string
+	if _, ok := store.(ports.AlertStore); !ok {
+		fallbacks = append(fallbacks, fmt.Sprintf("the alert routes run on a memory alert store: %T is not a ports.AlertStore%s", store, hint))
+	}
+	if _, ok := store.(ports.RuleSetStore); !ok {
+		fallbacks = append(fallbacks, fmt.Sprintf("the rule set routes run on a memory rule set store: %T is not a ports.RuleSetStore%s", store, hint))
+	}
+	return fallbacks
 }
 
 // Submit POSTs body to /v1/messages on handler with key and returns the status

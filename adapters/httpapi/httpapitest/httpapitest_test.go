@@ -79,3 +79,20 @@ func TestServeUsesTheSuitesSettings(t *testing.T) {
 		t.Errorf("body %s: not redacted by the suite's policy, want %s", got, want)
 	}
 }
+
+// The HTTP suite says when it runs alerting or rule sets on memory stores
+// rather than on the adapter's own, and is silent when it runs on them.
+func TestFallbacksNameTheStoresServeDoesNotTest(t *testing.T) {
+	bare := httpapitest.Fallbacks(memory.New())
+	if len(bare) != 2 || !strings.Contains(bare[0], "ports.AlertStore") || !strings.Contains(bare[1], "ports.RuleSetStore") {
+		t.Errorf("a message store alone: %q, want the alert store and the rule set store named", bare)
+	}
+	withAlerts := struct {
+		*memory.Store
+		*memory.AlertStore
+		*memory.RuleSetStore
+	}{memory.New(), memory.NewAlertStore(), memory.NewRuleSetStore()}
+	if got := httpapitest.Fallbacks(withAlerts); len(got) != 0 {
+		t.Errorf("a store with its alert and rule set stores: %q, want none", got)
+	}
+}

@@ -17,8 +17,10 @@ var Module = fx.Module("memory",
 
 // AlertModule provides the in-memory alert store as the service's
 // ports.AlertStore (rules, states and the delivery queue) and the rule set
-// store as its ports.RuleSetStore, kept until the process ends.
+// store as its ports.RuleSetStore and the journal of erasures as its
+// ports.ErasureJournal, kept until the process ends.
 var AlertModule = fx.Module("memory.alerts",
 	fx.Provide(fx.Annotate(memory.NewAlertStore, fx.As(new(ports.AlertStore)))),
 	fx.Provide(fx.Annotate(memory.NewRuleSetStore, fx.As(new(ports.RuleSetStore)))),
+	fx.Provide(fx.Annotate(memory.NewErasureJournal, fx.As(new(ports.ErasureJournal)))),
 )

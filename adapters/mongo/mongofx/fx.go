@@ -47,5 +47,5 @@ var AlertModule = fx.Module("mongo.alerts",
 		a, start := mongo.DeferredAlertStore(s)
 		lc.Append(fx.Hook{OnStart: start})
 		return a
-	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)))),
+	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)), fx.As(new(ports.ErasureJournal)))),
 )

@@ -59,7 +59,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return f.Error(ctx, "append: begin", err)
 	}
 	defer tx.Rollback()
-	added, maxExpires, err := insert(ctx, tx, msgs, indexWords)
+	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
@@ -76,12 +76,13 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	return nil
 }
 
-// insert writes each message not yet stored with its words (unless
-// indexWords is off), and each tally not yet stored (tallies.go), adds it to
-// the rollup of its scope, application and minute, and updates the day's
-// totals (day.messages counts both); it returns how many it stored and their
-// latest ExpiresAt (Unix microseconds).
-func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords bool) (added, maxExpires int64, err error) {
+// insert writes each message not yet stored, its headers and bodies
+// compressed by p (as text when p is nil), with its words (unless
+// indexWords is off) and subject hashes, and each tally not yet stored
+// (tallies.go), adds it to the rollup of its scope, application and minute,
+// and updates the day's totals (day.messages counts both); it returns how
+// many it stored and their latest ExpiresAt (Unix microseconds).
+func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, indexWords bool) (added, maxExpires int64, err error) {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
 	if err != nil {
 		return 0, 0, err
@@ -97,6 +98,8 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 		return 0, 0, err
 	}
 	defer tallies.close()
+	subjects := subjectWriter{tx: tx}
+	defer subjects.close()
 	var (
 		tokens  []byte
 		hashes  []uint64
@@ -128,7 +131,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 			}
 			continue // a retry of an exchange first dropped
 		}
-		values, err := rowValues(m)
+		values, err := rowValues(m, p)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -148,6 +151,9 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, indexWords b
 			if _, err := insertWords.ExecContext(ctx, seq, tokens); err != nil {
 				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
+		}
+		if err := subjects.add(ctx, seq, m.Subjects); err != nil {
+			return 0, 0, fmt.Errorf("message %s: subjects: %w", m.ID, err)
 		}
 		count(m)
 	}

@@ -39,6 +39,20 @@ type Options struct {
 	// quick_check) once the directory is open, in the background: a corrupt
 	// one is a fault (faults.go), and Ping fails until they are checked.
 	CheckDays int
+	// Layout is how new rows and files are laid out; the zero Layout is
+	// the store's.
+	Layout Layout
+}
+
+// Layout is how a day file lays out what it stores: set only by the
+// benchmark that measures the choices against each other
+// (BenchmarkCompression). Every layout reads every other's files.
+type Layout struct {
+	// PageSize of a new file, in bytes; zero means DefaultPageSize.
+	PageSize int
+	// Plain stores headers and bodies as text (content NULL), as before
+	// schema version 7.
+	Plain bool
 }
 
 // Dir is an open data directory: its lock held, a handle for each of its

@@ -13,16 +13,18 @@ import (
 )
 
 // A message is one row of messages: its fields as columns, times and
-// durations in microseconds, headers as JSON objects of name -> values.
+// durations in microseconds, headers as JSON objects of name -> values,
+// headers and bodies compressed in content since schema version 7
+// (content.go).
 
 // MessageColumns are the columns a message is read from, in ScanMessage's
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route, sample_rate`
+	response_header, response_body, response_type, response_size, route, rules, content, sample_rate`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -32,15 +34,12 @@ func nullRoute(route string) any {
 	return route
 }
 
-// rowValues are m's column values in messageColumns' order.
-func rowValues(m domain.Message) ([]any, error) {
-	reqHeader, err := json.Marshal(m.Request.Header)
+// rowValues are m's column values in MessageColumns' order, its headers
+// and bodies as textColumns writes them.
+func rowValues(m domain.Message, p *packer) ([]any, error) {
+	texts, err := textColumns(m, p)
 	if err != nil {
-		return nil, fmt.Errorf("message %s: request headers: %w", m.ID, err)
-	}
-	respHeader, err := json.Marshal(m.Response.Header)
-	if err != nil {
-		return nil, fmt.Errorf("message %s: response headers: %w", m.ID, err)
+		return nil, err
 	}
 	var duration any
 	if m.HasDuration {
@@ -48,34 +47,114 @@ func rowValues(m domain.Message) ([]any, error) {
 	}
 	return []any{m.ID, m.Reference, m.Account, m.Domain, m.Name, m.IPAddress, m.Method, m.Path,
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
-		m.ExpiresAt.UnixMicro(), string(reqHeader), m.Request.Body, m.Request.ContentType, m.Request.Size,
-		string(respHeader), m.Response.Body, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), m.SampleRate}, nil
+		m.ExpiresAt.UnixMicro(), texts.requestHeader, texts.requestBody, m.Request.ContentType, m.Request.Size,
+		texts.responseHeader, texts.responseBody, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules),
+		texts.content, m.SampleRate}, nil
+}
+
+// storedTexts are the values of a message's columns request_header,
+// request_body, response_header, response_body and content.
+type storedTexts struct {
+	requestHeader, requestBody, responseHeader, responseBody, content any
+}
+
+// textColumns are m's headers and bodies as a row stores them: compressed
+// by p into content, the four text columns ”, when that is smaller; as
+// text, content NULL, when not or when p is nil (Layout.Plain). A value p
+// packed is valid until its next use. Append and a re-scrub's Rewrite
+// both write them so.
+func textColumns(m domain.Message, p *packer) (storedTexts, error) {
+	reqHeader, err := json.Marshal(m.Request.Header)
+	if err != nil {
+		return storedTexts{}, fmt.Errorf("message %s: request headers: %w", m.ID, err)
+	}
+	respHeader, err := json.Marshal(m.Response.Header)
+	if err != nil {
+		return storedTexts{}, fmt.Errorf("message %s: response headers: %w", m.ID, err)
+	}
+	if p != nil {
+		if content := p.pack(reqHeader, m.Request.Body, respHeader, m.Response.Body); content != nil {
+			return storedTexts{"", "", "", "", content}, nil
+		}
+	}
+	return storedTexts{string(reqHeader), m.Request.Body, string(respHeader), m.Response.Body, nil}, nil
+}
+
+// storedRules is a rules record as its column holds it (JSON), NULL when it
+// records nothing.
+type storedRules struct {
+	Version    int64      `json:"v,omitempty"`
+	Source     string     `json:"s,omitempty"`
+	Rescrubbed int64      `json:"r,omitempty"`
+	Changes    [][]string `json:"c,omitempty"` // [rule, field]
+}
+
+func rulesValue(r domain.RulesRecord) any {
+	if r.IsZero() {
+		return nil
+	}
+	s := storedRules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		s.Changes = append(s.Changes, []string{c.Rule, c.Field})
+	}
+	raw, _ := json.Marshal(s) // strings and numbers always encode
+	return string(raw)
+}
+
+func decodeRules(raw []byte) (domain.RulesRecord, error) {
+	if raw == nil {
+		return domain.RulesRecord{}, nil
+	}
+	var s storedRules
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return domain.RulesRecord{}, err
+	}
+	r := domain.RulesRecord{Version: s.Version, Source: s.Source, Rescrubbed: s.Rescrubbed}
+	for _, c := range s.Changes {
+		if len(c) != 2 {
+			return domain.RulesRecord{}, fmt.Errorf("a change of %d members, not [rule, field]", len(c))
+		}
+		r.Changes = append(r.Changes, domain.RuleChange{Rule: c[0], Field: c[1]})
+	}
+	return r, nil
 }
 
 // Scanner is *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-// ScanMessage reads a row of MessageColumns.
-func ScanMessage(row Scanner) (domain.Message, error) {
+// ScanMessage reads a row of MessageColumns, then of extra's columns
+// into extra.
+func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 	var (
-		m                                  domain.Message
-		duration                           sql.NullInt64
-		route                              sql.NullString
-		created, updated, visible, expires int64
-		reqHeader, respHeader              []byte
+		m                                     domain.Message
+		duration                              sql.NullInt64
+		route                                 sql.NullString
+		created, updated, visible, expires    int64
+		reqHeader, respHeader, rules, content []byte
 	)
-	err := row.Scan(&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
+	err := row.Scan(append([]any{&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &m.SampleRate)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content, &m.SampleRate}, extra...)...)
 	if err != nil {
 		return domain.Message{}, err
+	}
+	if content != nil {
+		t, err := unpack(content)
+		if err != nil {
+			return domain.Message{}, fmt.Errorf("message %s: stored headers and bodies: %w", m.ID, err)
+		}
+		reqHeader, respHeader = t.requestHeader, t.responseHeader
+		m.Request.Body, m.Response.Body = string(t.requestBody), string(t.responseBody)
 	}
 	if m.Request.Header, err = decodeHeader(reqHeader); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s: request headers: %w", m.ID, err)
 	}
 	if m.Response.Header, err = decodeHeader(respHeader); err != nil {
 		return domain.Message{}, fmt.Errorf("message %s: response headers: %w", m.ID, err)
+	}
+	if m.Rules, err = decodeRules(rules); err != nil {
+		return domain.Message{}, fmt.Errorf("message %s: rules record: %w", m.ID, err)
 	}
 	m.Route = route.String
 	m.CreatedAt, m.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()

@@ -9,12 +9,14 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
 )
 
 // A tally is an exchange an ingest rule dropped (domain.Message.Tally): one
-// row of the table tallies (schema version 5), its metadata alone, counted in
+// row of the table tallies (schema version 8), its metadata alone, counted in
 // the rollups with the messages of its transaction and read by the
-// statistics alone (TallyColumns). An id is a message's or a tally's in a
+// statistics alone (TallyColumns); its subject hashes in tally_subjects,
+// by which an erasure deletes it (EraseTallies). An id is a message's or a tally's in a
 // file, never both: whichever was appended first stays, as a retry of
 // either leaves the stored one.
 
@@ -25,8 +27,9 @@ const TallyColumns = `created, status, duration, name, path, route, method, ip_a
 
 // tallyWriter writes one transaction's tallies.
 type tallyWriter struct {
-	tx     *sql.Tx
-	insert *sql.Stmt
+	tx       *sql.Tx
+	insert   *sql.Stmt
+	subjects *sql.Stmt
 	// any is false while the file is known to hold no tally: a message's id
 	// then needs no look-up.
 	any bool
@@ -65,8 +68,29 @@ func (t *tallyWriter) add(ctx context.Context, m domain.Message) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	t.any = t.any || n > 0
-	return n > 0, nil
+	if n == 0 {
+		return false, nil
+	}
+	t.any = true
+	return true, t.addSubjects(ctx, m)
+}
+
+func (t *tallyWriter) addSubjects(ctx context.Context, m domain.Message) error {
+	if len(m.Subjects) == 0 {
+		return nil
+	}
+	if t.subjects == nil {
+		var err error
+		if t.subjects, err = t.tx.PrepareContext(ctx, `INSERT OR IGNORE INTO tally_subjects(hash, id) VALUES (?, ?)`); err != nil {
+			return err
+		}
+	}
+	for _, h := range m.Subjects {
+		if _, err := t.subjects.ExecContext(ctx, h, m.ID); err != nil {
+			return fmt.Errorf("tally %s: subjects: %w", m.ID, err)
+		}
+	}
+	return nil
 }
 
 // holds reports whether id is a tally's.
@@ -80,9 +104,41 @@ func (t *tallyWriter) holds(ctx context.Context, id string) (bool, error) {
 }
 
 func (t *tallyWriter) close() {
-	if t.insert != nil {
-		t.insert.Close()
+	for _, stmt := range []*sql.Stmt{t.insert, t.subjects} {
+		if stmt != nil {
+			stmt.Close()
+		}
 	}
+}
+
+// EraseTallies deletes the tallies q selects (its Account, Domain, Hashes
+// and CreatedBefore), with their subject index entries, in one transaction
+// with secure_delete on, as Erase deletes messages; it returns how many it
+// deleted. The rollups keep counting them, as they keep counting erased
+// messages.
+func (f *File) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	w := subjectWhere("id IN (SELECT id FROM tally_subjects", q)
+	var deleted int64
+	err := sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tallies WHERE `+w.String(), w.Args...)
+		if err != nil {
+			return err
+		}
+		if deleted, err = res.RowsAffected(); err != nil || deleted == 0 {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tally_subjects WHERE id NOT IN (SELECT id FROM tallies)
+			AND id IN (SELECT id FROM tally_subjects WHERE hash IN (SELECT value FROM json_each(?)))`, jsonList(q.Hashes)); err != nil {
+			return fmt.Errorf("tally subjects: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted)
+		return err
+	})
+	if err != nil {
+		return 0, f.Error(ctx, "erase tallies", err)
+	}
+	f.added(-deleted, 0)
+	return deleted, nil
 }
 
 // TallyOf is the tally of a row of TallyColumns as sqlitedb.EachRow gives

@@ -85,3 +85,12 @@ func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
 	}
 	return w
 }
+
+// CeilMicro is t in Unix microseconds, as the files hold times, rounded up.
+func CeilMicro(t time.Time) int64 {
+	us := t.UnixMicro()
+	if time.UnixMicro(us).Before(t) {
+		us++
+	}
+	return us
+}

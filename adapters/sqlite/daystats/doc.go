@@ -1,28 +1,24 @@
 // Package daystats answers the statistics (stats.Query) of the SQLite
-// store from its day files (adapters/sqlite/dayfile). Reader.Stats holds the
-// files of the query's range for the call and counts it by the first read
-// that can answer it (reader.go):
+// store from its day files (adapters/sqlite/dayfile), through the
+// statistics engine (adapters/statsengine) it feeds (source.go: the narrow
+// rows, the day files' minute rollups and the versions of their hours,
+// hours.go). Reader.Stats (reader.go) answers:
 //
-//   - rollups.go: a scope or one application over a range, from each day's
-//     minute rollups (the rollup parts: eachRollup), hour by hour, whole
-//     hours kept between calls at the version of their day file's hour
-//     (hours.go: the kept hours and the versions are the cache's own,
-//     counted by Reader.Wrote after each Append's transaction); only the
-//     minutes a rollup cannot stand for are counted from their messages;
-//   - samples.go: any other filter, from the narrow rows (six columns of
-//     each message, walked in the statistics index); a q of more words, from
-//     its messages read whole and checked;
-//   - word.go: a q of one word, from the word index, by a named plan that
+//   - a q of one word, by a named plan from the word index (word.go) that
 //     picks in each day the read of least cost (WordRead: by seq, the
 //     rollups less the rest, the walk) from Config's costs and its Probe;
-//     the probe is the one thing that reads a clock, and a test injects a
-//     FixedProbe, so that no answer there depends on timing.
+//     the rollups of a day counted less the rest come from the engine
+//     (statsengine.Engine.CountRollups), so that the engine's cache of
+//     whole hours is the one cache. The probe is the one thing that reads a
+//     clock, and a test injects a FixedProbe, so that no answer there
+//     depends on timing;
+//   - any other query, by the engine: from the minute rollups where they
+//     answer (a scope or one application over a range), whole hours from
+//     its cache, otherwise from the narrow rows (samples.go), or with a q
+//     of more words from the messages holding them, read whole and checked.
 //
-// Every call tells a Trace in its context (WithTrace) what it read: tests
-// and benchmarks read that, not package state. Warm counts the busiest
-// scopes' default view at start (warm.go).
-//
-// eachRollup, the hour versions and the narrow rows (walkSamples) are what
-// a statistics engine shared by the stores would take from this store: its
-// rollup parts and hours, and its narrow rows.
+// Every call tells a Trace in its context (WithTrace) what it read, the
+// engine's statsengine.Trace among it: tests and benchmarks read that, not
+// package state. Warm counts the busiest scopes' default view at start
+// (warm.go), which keeps their hours in the engine's cache.
 package daystats

@@ -1,143 +1,154 @@
 package daystats
 
 import (
+	"context"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/domain"
-	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// hourCacheBytes bounds the memory of the hours kept between statistics
-// calls: a whole scope's hour holds at most 2·MaxRankedKeys paths, so about
-// 40 such hours when paths carry ids, and far more otherwise.
-const hourCacheBytes = 64 << 20
-
-// hourKey names what a view (one application, or every application of the
-// scope when name is "") counted in one whole hour of a day file, in parts
-// of width (its buckets' width, at most an hour).
-type hourKey struct {
-	day                   *dayfile.File
-	account, domain, name string
-	hour                  int64 // Unix seconds
-	width                 time.Duration
-}
-
-// keptHour is a view's whole hour as the statistics count it: each part's
-// messages, status classes and durations (the view's applications merged),
-// its applications, and the merge of its paths and routes. It stands for the
-// hour while the day file's version of the hour is the one it was read at
-// (hourCache.wrote). Never changed once kept.
-type keptHour struct {
-	version  uint64
-	parts    []stats.Rollup
-	names    stats.KeyCounter
-	rankings stats.Rollup // paths and routes
-	bytes    int
-}
-
-// countInto counts the hour into b and reports true when every part can
-// stand for its span at b's now; otherwise it counts nothing.
-func (k *keptHour) countInto(b *stats.RollupBuilder, hour time.Time, width time.Duration) bool {
-	for i := range k.parts {
-		start := hour.Add(time.Duration(i) * width)
-		if k.parts[i].Count > 0 && !b.Accepts(start, start.Add(width), &k.parts[i]) {
-			return false
-		}
-	}
-	for i := range k.parts {
-		start := hour.Add(time.Duration(i) * width)
-		if k.parts[i].Count > 0 {
-			b.AddBuckets(start, start.Add(width), &k.parts[i])
-		}
-	}
-	b.AddNames(&k.names)
-	b.AddRankings(&k.rankings)
-	return true
-}
-
-// hourCache keeps views' whole hours, least recently used out first past
-// hourCacheBytes, and the versions of the day files' hours they stand for.
-type hourCache struct {
+// hourVersions are the versions of the day files' hours that the engine
+// keeps whole hours under (ports.RollupSource.RollupHours): each day file
+// counts, per hour, the transactions that wrote messages created in it.
+// It also remembers which hours of a file a view has rollups in, until a
+// transaction writes into the file (hoursOf).
+type hourVersions struct {
 	mu       sync.Mutex
-	lru      *simplelru.LRU[hourKey, *keptHour]
-	bytes    int
 	versions map[*dayfile.File]map[int64]uint64 // by hour, Unix seconds
+	writes   map[*dayfile.File]uint64           // every transaction of the file
+	hours    *simplelru.LRU[viewOfFile, keptHours]
+	// epochs number the day files the engine's versions were told of
+	// (version): a file dropped and created again is another.
+	epochs    map[*dayfile.File]uint64
+	lastEpoch uint64
 }
 
-func newHourCache() *hourCache {
-	c := &hourCache{versions: map[*dayfile.File]map[int64]uint64{}}
-	// Bounded by bytes (put); the count bound only has to be above that.
-	c.lru, _ = simplelru.NewLRU(1<<20, func(_ hourKey, k *keptHour) { c.bytes -= k.bytes })
-	return c
+// keptViews bounds how many views' hours of a file hourVersions remembers:
+// a few hundred bytes each.
+const keptViews = 4096
+
+func newHourVersions() *hourVersions {
+	hours, _ := simplelru.NewLRU[viewOfFile, keptHours](keptViews, nil)
+	return &hourVersions{versions: map[*dayfile.File]map[int64]uint64{}, writes: map[*dayfile.File]uint64{},
+		epochs: map[*dayfile.File]uint64{}, hours: hours}
 }
 
-// countKept counts into b the hour kept under key, starting at hour, if it
-// was kept at the version its day file's hour has now and can stand for
-// itself at b's now; and returns that version, which an hour read now is
-// kept at.
-func (c *hourCache) countKept(key hourKey, hour time.Time, b *stats.RollupBuilder) (version uint64, counted bool) {
-	c.mu.Lock()
-	version = c.versions[key.day][key.hour]
-	k, ok := c.lru.Get(key)
-	c.mu.Unlock()
-	if !ok || k.version != version {
-		return version, false
-	}
-	return version, k.countInto(b, hour, key.width)
+// viewOfFile is a view (one application, or every one of the scope when
+// name is "") in one day file.
+type viewOfFile struct {
+	f     *dayfile.File
+	scope domain.Scope
+	name  string
 }
 
-// put keeps k, which no one may change from then on.
-func (c *hourCache) put(key hourKey, k *keptHour) {
-	k.bytes = keptBytes(k)
-	if k.bytes > hourCacheBytes/4 {
-		return
-	}
+// rollupHour is an hour (Unix seconds) in which a view has rollups, and
+// how many.
+type rollupHour struct{ hour, rollups int64 }
+
+// keptHours are a view's hours of a file as read after writes transactions
+// into it.
+type keptHours struct {
+	writes uint64
+	hours  []rollupHour
+}
+
+// hoursOf returns the view's hours of its file read since the file's last
+// transaction, and true; otherwise the count of the file's transactions to
+// keep the hours read now at (keepHours), taken before they are read, so
+// that hours read while a transaction ends are not kept past it.
+func (c *hourVersions) hoursOf(v viewOfFile) (hours []rollupHour, writes uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lru.Add(key, k)
-	c.bytes += k.bytes
-	for c.bytes > hourCacheBytes {
-		c.lru.RemoveOldest()
+	writes = c.writes[v.f]
+	if kept, found := c.hours.Get(v); found && kept.writes == writes {
+		return kept.hours, writes, true
 	}
+	return nil, writes, false
 }
 
-// forget drops the hours and versions of a day file retention dropped.
-func (c *hourCache) forget(d *dayfile.File) {
+// keepHours keeps the view's hours read after writes transactions into its
+// file; nobody changes them from then on.
+func (c *hourVersions) keepHours(v viewOfFile, writes uint64, hours []rollupHour) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, key := range c.lru.Keys() {
-		if key.day == d {
-			c.lru.Remove(key)
+	c.hours.Add(v, keptHours{writes, hours})
+}
+
+// fileHours returns the hours of f in which scope (name alone when not "")
+// has rollups, with how many, oldest first: from the versions' memory while
+// no transaction wrote into f since they were read (hourVersions.hoursOf).
+func (r *Reader) fileHours(ctx context.Context, f *dayfile.File, scope domain.Scope, name string) ([]rollupHour, error) {
+	key := viewOfFile{f, scope, name}
+	hours, writes, ok := r.versions.hoursOf(key)
+	if ok {
+		return hours, nil
+	}
+	args := []any{scope.Account, scope.Domain}
+	query := `SELECT minute - minute % 3600, count(*) FROM rollups WHERE account = ? AND domain = ?`
+	if name != "" {
+		query += ` AND name = ?`
+		args = append(args, name)
+	}
+	rows, err := f.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+	if err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h rollupHour
+		if err := rows.Scan(&h.hour, &h.rollups); err != nil {
+			return nil, f.Error(ctx, "stats: rollup hours", err)
+		}
+		hours = append(hours, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, f.Error(ctx, "stats: rollup hours", err)
+	}
+	r.versions.keepHours(key, writes, hours)
+	return hours, nil
+}
+
+// forget drops the versions of a day file retention dropped.
+func (c *hourVersions) forget(d *dayfile.File) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.versions, d)
+	delete(c.writes, d)
+	delete(c.epochs, d)
+	for _, v := range c.hours.Keys() {
+		if v.f == d {
+			c.hours.Remove(v)
 		}
 	}
-	delete(c.versions, d)
 }
 
-// keptBytes estimates the memory of k: its rollups' encodings, whose keys
-// share prefixes, twice over, and a map entry and counts per key.
-func keptBytes(k *keptHour) int {
-	data := rollupcodec.AppendRollup(nil, &k.rankings)
-	n := 2*len(data) + 96*(k.rankings.Paths.Len()+k.rankings.Routes.Len()+k.names.Len()) + 256
-	for i := range k.parts {
-		data = rollupcodec.AppendRollup(data[:0], &k.parts[i])
-		n += 2*len(data) + 128
+// version is the hour's version as ports.RollupSource.RollupHours tells it:
+// the transactions counted in it (wrote) under f's epoch, so that no value
+// comes back once f is dropped and the day created again.
+func (c *hourVersions) version(f *dayfile.File, hour int64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	epoch, ok := c.epochs[f]
+	if !ok {
+		c.lastEpoch++
+		epoch = c.lastEpoch
+		c.epochs[f] = epoch
 	}
-	return n
+	return epoch<<32 | c.versions[f][hour]&(1<<32-1)
 }
 
 // wrote counts, per hour of f, a transaction that wrote msgs, whether it
-// committed or not: a kept hour read at one version stands for the hour
-// until the next. A transaction counts once it has ended and a read takes
-// the version before its query, so a read that misses a write never
-// carries that write's version.
-func (c *hourCache) wrote(f *dayfile.File, msgs []domain.Message) {
+// committed or not: a whole hour the engine read at one version stands for
+// the hour until the next. A transaction counts once it has ended and a
+// read takes the version before its query, so a read that misses a write
+// never carries that write's version.
+func (c *hourVersions) wrote(f *dayfile.File, msgs []domain.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.writes[f]++
 	v := c.versions[f]
 	if v == nil {
 		v = map[int64]uint64{}
@@ -151,3 +162,5 @@ func (c *hourCache) wrote(f *dayfile.File, msgs []domain.Message) {
 		}
 	}
 }
+
+func hourOf(unix int64) int64 { return unix - unix%3600 }

@@ -3,6 +3,7 @@ package daystats
 import (
 	"context"
 	"database/sql/driver"
+	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -37,27 +38,33 @@ func walkTallies(ctx context.Context, f *dayfile.File, scope domain.Scope, w *da
 // tallies adds the samples of f's tallies readable at now that pass the
 // call's filter, its q included.
 func (c *call) tallies(ctx context.Context, f *dayfile.File, add func(stats.Sample)) error {
-	match := c.f.Matcher()
-	return walkTallies(ctx, f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), func(m domain.Message) {
-		if match(m) {
-			add(stats.SampleOf(m))
-		}
-	})
+	return streamTallies(ctx, f, c.q.Scope, c.f, c.now, add)
 }
 
-// talliesLessTheRest adds the tallies of plan's day, counted as its rollups
-// less the rest (ReadLessTheRest), as readDay adds its messages: the rollups
+// talliesLessTheRest adds the tallies of f, a day counted as its rollups
+// less the rest (ReadLessTheRest), as countDay adds its messages: the rollups
 // count every tally of the minutes they stand for, so those of the other
 // minutes (refused) holding the word go to add, and those of its minutes
 // lacking it to lacking.
-func (c *call) talliesLessTheRest(ctx context.Context, plan wordDay, refused func(stats.Sample) bool, add, lacking func(stats.Sample)) error {
+func (c *call) talliesLessTheRest(ctx context.Context, f *dayfile.File, refused func(stats.Sample) bool, add, lacking func(stats.Sample)) error {
 	match := c.f.Matcher()
-	return walkTallies(ctx, plan.f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), func(m domain.Message) {
+	return walkTallies(ctx, f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), func(m domain.Message) {
 		switch s := stats.SampleOf(m); {
 		case match(m) && refused(s):
 			add(s)
 		case !match(m) && !refused(s):
 			lacking(s)
+		}
+	})
+}
+
+// streamTallies adds the samples of file's tallies of scope readable at now
+// that pass f, its q included (StreamSamples).
+func streamTallies(ctx context.Context, file *dayfile.File, scope domain.Scope, f domain.Filter, now time.Time, add func(stats.Sample)) error {
+	match := f.Matcher()
+	return walkTallies(ctx, file, scope, dayfile.ReadableWhere(scope, f, now), func(m domain.Message) {
+		if match(m) {
+			add(stats.SampleOf(m))
 		}
 	})
 }

@@ -17,10 +17,10 @@ const warmScopes = 8
 // Warm counts the default statistics view (the 24 hours before now, at the
 // interval the service picks for them) of the scopes that wrote the most
 // minutes in that day, at most warmScopes of them, so that the view's whole
-// hours are kept (hours.go) before the first chart asks for them. The first
-// call after a start otherwise reads every minute of the day's rollups: 300
-// ms of CPU at a million messages a day, against 20–40 ms once kept. It
-// stops when ctx ends.
+// hours are kept in the engine's cache before the first chart asks for
+// them. The first call after a start otherwise reads every minute of the
+// day's rollups: 300 ms of CPU at a million messages a day, against 20–40
+// ms once kept. It stops when ctx ends.
 func (r *Reader) Warm(ctx context.Context, now time.Time) error {
 	q, err := stats.ParseQuery(map[string][]string{}, now)
 	if err != nil {

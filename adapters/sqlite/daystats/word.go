@@ -2,11 +2,14 @@ package daystats
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/statsengine"
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
@@ -63,53 +66,81 @@ func (c Config) bySeqMayPay(holding, lastSeq int64) bool {
 
 // wordDay is the plan of one day file.
 type wordDay struct {
-	f    *dayfile.File
+	day  time.Time
 	read WordRead
 	// bySeq is the where of the messages read by seq (ReadBySeq), holding
-	// the word's seqs (ReadWalk, ReadLessTheRest).
+	// the word's seqs (ReadWalk, ReadLessTheRest), of the file's lastSeq.
 	bySeq   *dayfile.Where
 	holding *bitset.BitSet
+	lastSeq int64
 	// ReadLessTheRest: the day's rollups, the minutes they cannot stand for,
 	// and the seqs of the messages lacking the word.
 	rollups *stats.RollupBuilder
-	refused []refusedMinute
+	refused []statsengine.Minute
 	lacking []int64
 }
 
-// words counts a call with a q: a q of one word by the plan (oneWord), any
-// other from the messages holding its words, read whole (search).
-func (c *call) words(ctx context.Context) (stats.Stats, error) {
-	switch words, oneWord := dayfile.Words(c.f.Text); {
-	case words == "": // no word: the domain refuses such a q
-		return stats.NewBuilder(c.q).Stats(), nil
-	case oneWord:
-		return c.oneWord(ctx, words)
-	default:
-		return c.search(ctx, words)
-	}
+// call is one Stats call of a q of one word: its query, its trace.
+type call struct {
+	r     *Reader
+	q     stats.Query
+	f     domain.Filter // q's, over its counted range
+	now   time.Time
+	trace *Trace
 }
 
-// oneWord answers the call, whose q is one word of token words. It plans
-// each day file (planDay), then counts each by its read. Without a day
-// counted less the rest the answer is stats.Builder's, exact; with one it
-// is a stats.RollupBuilder's, within the bounds it keeps; and where the rest
-// cannot be told so (Subtract reports false), every such day is walked and
-// the answer is stats.Builder's again.
-func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
-	plans := make([]wordDay, 0, len(c.days))
-	subtract := false
-	err := c.eachFile(ctx, func(f *dayfile.File) error {
-		plan, err := c.planDay(ctx, f, words)
-		if plan.read != "" {
-			plans = append(plans, plan)
-			subtract = subtract || plan.read == ReadLessTheRest
-		}
-		return err
-	})
+// statsOfWord answers q, whose q is one word of token words. It reads what
+// each day file's word index says of the word (findWord), plans each day
+// (planDay), then counts each by its read (count).
+func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, words string) (stats.Stats, error) {
+	c := &call{r: r, q: q, f: q.Filter, now: now, trace: traceOf(ctx)}
+	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
+		return stats.NewBuilder(q).Stats(), nil
+	}
+	plans, err := c.findWord(ctx, words)
 	if err != nil {
 		return stats.Stats{}, err
 	}
-	if subtract {
+	for i := range plans {
+		if err := c.planDay(ctx, &plans[i]); err != nil {
+			return stats.Stats{}, err
+		}
+	}
+	return c.count(ctx, plans)
+}
+
+// findWord plans each day file of the call's range, newest first, by what
+// its word index says of the word: by seq when it finds few messages; its
+// tallies alone when no message holds it; otherwise the walk, until planDay finds a
+// read that costs less.
+func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
+	var plans []wordDay
+	days := c.r.dir.NewestFirst(dayfile.Range(c.f, nil))
+	err := c.r.dir.Each(ctx, days, func(f *dayfile.File) error {
+		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+		held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
+		switch {
+		case err != nil:
+			return f.Error(ctx, "stats: search", err)
+		case held.None:
+			plans = append(plans, wordDay{day: f.Day, read: readTalliesAlone})
+		case held.Few:
+			plans = append(plans, wordDay{day: f.Day, read: ReadBySeq, bySeq: w})
+		default:
+			plans = append(plans, wordDay{day: f.Day, read: ReadWalk, holding: held.Seqs, lastSeq: held.LastSeq})
+		}
+		return nil
+	})
+	return plans, err
+}
+
+// count counts each day of plans by its read. Without a day counted less
+// the rest the answer is stats.Builder's, exact; with one it is a
+// stats.RollupBuilder's, within the bounds it keeps; and where the rest
+// cannot be told so (Subtract reports false), every such day is walked and
+// the answer is stats.Builder's again.
+func (c *call) count(ctx context.Context, plans []wordDay) (stats.Stats, error) {
+	if slices.ContainsFunc(plans, func(plan wordDay) bool { return plan.read == ReadLessTheRest }) {
 		q := withoutText(c.q)
 		all, lacking := stats.NewRollupBuilder(q, c.now), stats.NewRollupBuilder(q, c.now)
 		for _, plan := range plans {
@@ -136,117 +167,139 @@ func (c *call) oneWord(ctx context.Context, words string) (stats.Stats, error) {
 	return b.Stats(), nil
 }
 
-// planDay picks f's read: by seq when the word index finds few messages;
-// else, when the rollups answer the query but for its q and a read by seq
-// may pay, by the counts (Config.choose) and the probe; else the walk. A
-// day no message of which holds the word has no read ("").
-func (c *call) planDay(ctx context.Context, f *dayfile.File, words string) (wordDay, error) {
-	plan := wordDay{f: f, read: ReadWalk}
-	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
-	held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
-	switch {
-	case err != nil:
-		return plan, f.Error(ctx, "stats: search", err)
-	case held.None:
-		plan.read = readTalliesAlone
-		return plan, nil
-	case held.Few:
-		plan.read, plan.bySeq = ReadBySeq, w
-		return plan, nil
+// planDay picks the read of a day findWord left to the walk: when the
+// rollups answer the query but for its q and a read by seq may pay, by the
+// counts (Config.choose) of the day's rollups, counted through the engine,
+// and the probe; else the walk. No file is held meanwhile: the engine holds
+// the day's file for each of its reads.
+func (c *call) planDay(ctx context.Context, plan *wordDay) error {
+	if plan.read != ReadWalk {
+		return nil
 	}
-	plan.holding = held.Seqs
-	holding, lastSeq := int64(plan.holding.Count()), held.LastSeq
-	q := withoutText(c.q)
-	if !q.RollupsAnswer() || !c.r.cfg.bySeqMayPay(holding, lastSeq) {
-		return plan, nil
+	holding := int64(plan.holding.Count())
+	q := c.dayQuery(plan.day)
+	if !q.RollupsAnswer() || !c.r.cfg.bySeqMayPay(holding, plan.lastSeq) {
+		return nil
 	}
-	rollups := stats.NewRollupBuilder(q, c.now)
-	refused, err := c.countRollups(ctx, f, q, rollups)
+	rollups := stats.NewRollupBuilder(withoutText(c.q), c.now)
+	var tr statsengine.Trace
+	refused, err := c.r.engine.CountRollups(ctx, q, c.now, rollups, &tr)
+	c.trace.Engine.Add(tr)
 	if err != nil {
-		return plan, err
+		return err
 	}
-	read := c.r.cfg.choose(holding, lastSeq, rollups.Count())
+	read := c.r.cfg.choose(holding, plan.lastSeq, rollups.Count())
 	var seqs []int64
 	switch read {
 	case ReadLessTheRest:
-		seqs = seqsLacking(plan.holding, lastSeq)
+		seqs = seqsLacking(plan.holding, plan.lastSeq)
 	case ReadBySeq:
 		seqs = seqsOf(plan.holding)
 	default:
-		return plan, nil
+		return nil
 	}
 	if len(seqs) > 0 { // no seq to read costs nothing
-		if warm, err := c.r.cfg.Probe.Warm(ctx, f, seqs); err != nil || !warm {
-			return plan, err
+		warm := false
+		err := c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
+			var err error
+			warm, err = c.r.cfg.Probe.Warm(ctx, f, seqs)
+			return err
+		})
+		if err != nil || !warm {
+			return err
 		}
 	}
 	if read == ReadLessTheRest {
 		plan.read, plan.rollups, plan.refused, plan.lacking = read, rollups, refused, seqs
-		return plan, nil
+		return nil
 	}
-	plan.read, plan.bySeq = read, w
+	plan.read, plan.bySeq = read, dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 	plan.bySeq.AddSeqs(seqs)
-	return plan, nil
+	return nil
+}
+
+// dayQuery is the call's query without its q, over its counted range's
+// part in day.
+func (c *call) dayQuery(day time.Time) stats.Query {
+	q := withoutText(c.q)
+	q.Filter.From, q.Filter.To = c.f.From, c.f.To
+	if q.Filter.From.Before(day) {
+		q.Filter.From = day
+	}
+	if end := day.Add(24 * time.Hour); q.Filter.To.After(end) {
+		q.Filter.To = end
+	}
+	return q
 }
 
 // countDay adds to add the samples of plan's day of the call's scope and
 // filter that hold the word, but for those its rollups count; and to
 // lacking, for ReadLessTheRest, the samples its rollups count of the
-// messages lacking the word. It holds the day's file again for the read.
+// messages lacking the word. Its tallies after its messages (tallies.go). It holds the day's file for the read; reads
+// nothing when retention dropped the day meanwhile.
 func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
-	return c.r.dir.Each(ctx, []time.Time{plan.f.Day}, func(f *dayfile.File) error {
-		plan.f = f
-		return c.readDay(ctx, plan, add, lacking)
+	refused := make([]domain.Filter, len(plan.refused)) // ReadLessTheRest: the minutes walked
+	for i, m := range plan.refused {
+		refused[i] = minuteFilter(m, c.f)
+	}
+	return c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
+		switch plan.read {
+		case readTalliesAlone:
+			return c.tallies(ctx, f, add)
+		case ReadBySeq:
+			c.trace.DaysBySeq++
+			if err := walkSamples(ctx, f, bySeq, plan.bySeq, nil, add); err != nil {
+				return err
+			}
+			return c.tallies(ctx, f, add)
+		case ReadWalk:
+			c.trace.DaysWalked++
+			if err := walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add); err != nil {
+				return err
+			}
+			return c.tallies(ctx, f, add)
+		}
+		c.trace.DaysLessTheRest++
+		type minute struct {
+			start int64 // Unix seconds
+			name  string
+		}
+		notCounted := make(map[minute]bool, len(plan.refused))
+		for i, m := range plan.refused {
+			notCounted[minute{m.Start.Unix(), m.Name}] = true
+			w := dayfile.ReadableWhere(c.q.Scope, refused[i], c.now)
+			if err := walkSamples(ctx, f, statsIndexWalk, w, plan.holding, add); err != nil {
+				return err
+			}
+		}
+		refusedMinute := func(sample stats.Sample) bool {
+			at := sample.CreatedAt.Unix()
+			return notCounted[minute{at - at%60, sample.Name}]
+		}
+		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+		w.AddSeqs(plan.lacking)
+		err := walkSamples(ctx, f, bySeq, w, nil, func(sample stats.Sample) {
+			if !refusedMinute(sample) {
+				lacking(sample)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return c.talliesLessTheRest(ctx, f, refusedMinute, add, lacking)
 	})
 }
 
-// readDay is countDay with the plan's file held: its messages, then its
-// tallies.
-func (c *call) readDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
-	switch plan.read {
-	case readTalliesAlone:
-		return c.tallies(ctx, plan.f, add)
-	case ReadBySeq:
-		c.trace.DaysBySeq++
-		if err := walkSamples(ctx, plan.f, bySeq, plan.bySeq, nil, add); err != nil {
-			return err
-		}
-		return c.tallies(ctx, plan.f, add)
-	case ReadWalk:
-		c.trace.DaysWalked++
-		if err := walkSamples(ctx, plan.f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add); err != nil {
-			return err
-		}
-		return c.tallies(ctx, plan.f, add)
+// minuteFilter is f narrowed to m's application and to m.
+func minuteFilter(m statsengine.Minute, f domain.Filter) domain.Filter {
+	f.Name = m.Name
+	if f.From.Before(m.Start) {
+		f.From = m.Start
 	}
-	c.trace.DaysLessTheRest++
-	type minute struct {
-		start int64 // Unix seconds
-		name  string
+	if end := m.Start.Add(time.Minute); f.To.IsZero() || f.To.After(end) {
+		f.To = end
 	}
-	notCounted := make(map[minute]bool, len(plan.refused))
-	for _, m := range plan.refused {
-		notCounted[minute{m.start.Unix(), m.name}] = true
-		w := dayfile.ReadableWhere(c.q.Scope, m.filter(c.f), c.now)
-		if err := walkSamples(ctx, plan.f, statsIndexWalk, w, plan.holding, add); err != nil {
-			return err
-		}
-	}
-	refused := func(sample stats.Sample) bool {
-		at := sample.CreatedAt.Unix()
-		return notCounted[minute{at - at%60, sample.Name}]
-	}
-	w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
-	w.AddSeqs(plan.lacking)
-	err := walkSamples(ctx, plan.f, bySeq, w, nil, func(sample stats.Sample) {
-		if !refused(sample) {
-			lacking(sample)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return c.talliesLessTheRest(ctx, plan, refused, add, lacking)
+	return f
 }
 
 // withoutText is q without its q.

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/reqlog/reqlog/adapters/internal/rulerecord"
+	"github.com/reqlog/reqlog/adapters/rulerecord"
 	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/alerting"
@@ -45,6 +45,8 @@ func alertSchema() sqlitedb.Schema {
 		Migrations: []sqlitedb.Migration{
 			{To: 1, SQL: sql("alert-1.sql")}, // rules, endpoints, states, transitions, deliveries, attempts, leases
 			{To: 2, SQL: sql("alert-2.sql")}, // rule_sets: the accounts' rule sets (domain/rules), one row a version
+			{To: 3, SQL: sql("alert-3.sql")}, // rescrub_jobs: the accounts' re-scrub jobs, one row a job
+			{To: 4, SQL: sql("alert-4.sql")}, // erasures: the journal of erasures (domain/erasure), one row each
 		}}
 }
 

@@ -98,6 +98,9 @@ func dsn(path string, o Options, writer bool) string {
 	if writer {
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "synchronous(FULL)")
+		// What a page frees or rebuilds is zeroed, so that a message erased
+		// later leaves no copy in a page's free space (SecureTx).
+		q.Add("_pragma", "secure_delete(FAST)")
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALBytes))
 		// A batch's dirty pages fit in the writer's cache, so they are written
 		// once, at commit, rather than spilled midway; and the indexes' inner

@@ -25,6 +25,10 @@ type Schema struct {
 	// version 0 instead of refusing it: the alert file, marked only since
 	// its version 1.
 	AdoptUnmarked bool
+	// PageSize is the page size, in bytes, of a file this creates (PRAGMA
+	// page_size, a power of two from 512 to 65536); zero keeps SQLite's.
+	// A file in WAL mode keeps the page size it was created with.
+	PageSize int
 }
 
 // A Migration takes a file from version To-1 to To: SQL, then Then if set,
@@ -87,16 +91,22 @@ func (db *DB) setWAL(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// migrate puts the file in WAL mode, then takes it from version to s's
-// (a new file from 0) and marks it, in one transaction: a failure leaves
-// the file as it was.
+// migrate puts the file in WAL mode (a new one with s's page size first),
+// then takes it from version to s's (a new file from 0) and marks it, in
+// one transaction: a failure leaves the file as it was.
 func (db *DB) migrate(ctx context.Context, conn *sql.Conn, s Schema, version int, create bool) error {
-	if err := db.setWAL(ctx, conn); err != nil {
-		return err
-	}
 	what := "migrate"
 	if create {
 		what = "create its schema"
+		// Before WAL mode and the first table: the one time it takes.
+		if s.PageSize > 0 {
+			if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", s.PageSize)); err != nil {
+				return db.Error(ctx, what, err)
+			}
+		}
+	}
+	if err := db.setWAL(ctx, conn); err != nil {
+		return err
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {

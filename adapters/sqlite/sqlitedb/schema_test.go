@@ -162,3 +162,33 @@ func TestUnmarkedFiles(t *testing.T) {
 		t.Fatalf("an adopted file's row: %q, %v; want it migrated", b, err)
 	}
 }
+
+// A new file takes the schema's page size; an existing one keeps its own.
+func TestPageSizeOfNewFiles(t *testing.T) {
+	pageSize := func(db *DB) int {
+		t.Helper()
+		var size int
+		if err := db.Read.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		return size
+	}
+	path := filepath.Join(t.TempDir(), "paged.db")
+	s := testSchema()
+	s.PageSize = 16384
+	db, err := open(t, path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageSize(db); got != 16384 {
+		t.Fatalf("a new file's page size is %d, want the schema's 16384", got)
+	}
+	db.Close()
+	s.PageSize = 8192
+	if db, err = open(t, path, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := pageSize(db); got != 16384 {
+		t.Fatalf("an existing file's page size is %d, want its own 16384", got)
+	}
+}

@@ -41,7 +41,8 @@ func provide(p moduleParams) (*sqlite.Store, error) {
 
 // AlertModule provides the alert store in the SQLite store's data directory
 // (reqlog-alerts.sqlite) as the service's ports.AlertStore, and as its
-// ports.RuleSetStore (the accounts' rule sets, in the same file). It opens the file
+// ports.RuleSetStore (the accounts' rule sets, in the same file) and its
+// ports.ErasureJournal (the journal of erasures, there too). It opens the file
 // on start, after the store has locked the directory, and closes it on stop,
 // before the store lets the directory go.
 var AlertModule = fx.Module("sqlite.alerts",
@@ -49,5 +50,5 @@ var AlertModule = fx.Module("sqlite.alerts",
 		a, start, stop := sqlite.DeferredAlertStore(s)
 		lc.Append(fx.Hook{OnStart: start, OnStop: stop})
 		return a
-	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)))),
+	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)), fx.As(new(ports.ErasureJournal)))),
 )

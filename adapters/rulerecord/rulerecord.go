@@ -2,12 +2,13 @@
 // one struct that MongoDB encodes through its bson tags and Elasticsearch
 // through its json tags, and the conversions to and from the domain. The
 // rules themselves are their JSON (rules.Encode), which no query looks into.
+// It is public for document stores in other repositories.
 package rulerecord
 
 import (
 	"fmt"
 
-	"github.com/reqlog/reqlog/adapters/internal/alertrecord"
+	"github.com/reqlog/reqlog/adapters/alertrecord"
 	"github.com/reqlog/reqlog/domain/rules"
 )
 

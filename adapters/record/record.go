@@ -1,7 +1,8 @@
 // Package record is a message as the document stores keep it: one struct that
 // MongoDB encodes through its bson tags and Elasticsearch through its json tags,
 // and the conversions to and from domain.Message, so that a stored field is
-// added in one place.
+// added in one place. It is public for document stores in other repositories;
+// a stored name never changes, since stored documents must still read.
 //
 // Each store keeps the names and formats it always had, so documents stored
 // before a field was added still read:
@@ -95,6 +96,51 @@ type Record struct {
 	// Tally marks what an ingest rule dropped: counted, never read.
 	Tally    bool      `bson:"tally,omitempty" json:"tally,omitempty"`
 	ExpireAt time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	// Rules is the message's rules record, nil when it records nothing (and
+	// in documents stored before messages kept one).
+	Rules *Rules `bson:"rules,omitempty" json:"rules,omitempty"`
+	// Subjects are the subject index's keyed hashes (domain.Message.Subjects),
+	// absent without any; Message leaves them out.
+	Subjects []string `bson:"subjects,omitempty" json:"subjects,omitempty"`
+}
+
+// Rules is a message's rules record (domain.RulesRecord), which no query
+// reads.
+type Rules struct {
+	Version    int64    `bson:"version,omitempty" json:"version,omitempty"`
+	Source     string   `bson:"source,omitempty" json:"source,omitempty"`
+	Rescrubbed int64    `bson:"rescrubbed,omitempty" json:"rescrubbed,omitempty"`
+	Changes    []Change `bson:"changes,omitempty" json:"changes,omitempty"`
+}
+
+// Change is one rule's change of a field.
+type Change struct {
+	Rule  string `bson:"rule" json:"rule"`
+	Field string `bson:"field" json:"field"`
+}
+
+// RulesOf is r as stored, nil when it records nothing.
+func RulesOf(r domain.RulesRecord) *Rules {
+	if r.IsZero() {
+		return nil
+	}
+	out := &Rules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		out.Changes = append(out.Changes, Change(c))
+	}
+	return out
+}
+
+// Record is the stored rules record as the domain's.
+func (r *Rules) Record() domain.RulesRecord {
+	if r == nil {
+		return domain.RulesRecord{}
+	}
+	out := domain.RulesRecord{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	for _, c := range r.Changes {
+		out.Changes = append(out.Changes, domain.RuleChange(c))
+	}
+	return out
 }
 
 // Content is one side of the exchange.
@@ -187,6 +233,8 @@ func FromMessage(m domain.Message) Record {
 		Tally:      m.Tally,
 		// Rounded up, so a TTL monitor never deletes before ExpiresAt.
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
+		Rules:    RulesOf(m.Rules),
+		Subjects: m.Subjects,
 	}
 	if m.HasDuration {
 		us := DurationMicros(m.Duration.Microseconds())
@@ -242,6 +290,7 @@ func (r Record) Message() domain.Message {
 		ExpiresAt:  r.ExpiresAt.Time(),
 		SampleRate: int(r.SampleRate),
 		Tally:      r.Tally,
+		Rules:      r.Rules.Record(),
 	}
 	if r.Duration != nil {
 		m.Duration, m.HasDuration = time.Duration(*r.Duration)*time.Microsecond, true

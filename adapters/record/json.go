@@ -52,20 +52,80 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	if m.Tally {
 		dst = append(dst, `,"tally":true`...)
 	}
+	if !m.Rules.IsZero() {
+		dst = AppendRules(append(dst, `,"rules":`...), m.Rules)
+	}
+	if len(m.Subjects) > 0 {
+		dst = append(dst, `,"subjects":[`...)
+		for i, h := range m.Subjects {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonbytes.AppendString(dst, h)
+		}
+		dst = append(dst, ']')
+	}
 	return dst
+}
+
+// AppendRules writes a rules record as Rules's json tags do.
+func AppendRules(dst []byte, r domain.RulesRecord) []byte {
+	dst = append(dst, '{')
+	sep := ""
+	if r.Version != 0 {
+		dst = jsonbytes.IntMember(dst, `"version":`, int(r.Version))
+		sep = ","
+	}
+	if r.Source != "" {
+		dst = jsonbytes.StringMember(dst, sep+`"source":`, r.Source)
+		sep = ","
+	}
+	if r.Rescrubbed != 0 {
+		dst = jsonbytes.IntMember(dst, sep+`"rescrubbed":`, int(r.Rescrubbed))
+		sep = ","
+	}
+	if len(r.Changes) > 0 {
+		dst = append(dst, sep+`"changes":[`...)
+		for i, c := range r.Changes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonbytes.StringMember(dst, `{"rule":`, c.Rule)
+			dst = jsonbytes.StringMember(dst, `,"field":`, c.Field)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
 }
 
 // appendContent writes headers sorted by name, so documents are deterministic.
 func appendContent(dst []byte, c domain.Content) []byte {
+	dst = appendHeaders(append(dst, `{"header":`...), c.Header)
+	dst = jsonbytes.StringMember(dst, `,"body":`, c.Body)
+	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
+	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
+	return append(dst, '}')
+}
+
+// AppendScrubbed writes a side's headers and body alone, what a rewrite
+// of the message changes of it: {"header":[...],"body":...}.
+func AppendScrubbed(dst []byte, c domain.Content) []byte {
+	dst = appendHeaders(append(dst, `{"header":`...), c.Header)
+	return append(jsonbytes.StringMember(dst, `,"body":`, c.Body), '}')
+}
+
+// appendHeaders writes a header list sorted by name.
+func appendHeaders(dst []byte, h domain.Header) []byte {
 	var onStack [32]string // enough for typical headers without a heap allocation
-	dst = append(dst, `{"header":[`...)
-	for i, name := range jsonbytes.SortedKeys(onStack[:0], c.Header) {
+	dst = append(dst, '[')
+	for i, name := range jsonbytes.SortedKeys(onStack[:0], h) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = jsonbytes.StringMember(dst, `{"name":`, name)
 		dst = append(dst, `,"values":[`...)
-		for j, value := range c.Header[name] {
+		for j, value := range h[name] {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
@@ -73,10 +133,7 @@ func appendContent(dst []byte, c domain.Content) []byte {
 		}
 		dst = append(dst, "]}"...)
 	}
-	dst = jsonbytes.StringMember(dst, `],"body":`, c.Body)
-	dst = jsonbytes.StringMember(dst, `,"content_type":`, c.ContentType)
-	dst = jsonbytes.IntMember(dst, `,"size":`, c.Size)
-	return append(dst, '}')
+	return append(dst, ']')
 }
 
 // DecodeJSON reads a record written in JSON (an Elasticsearch _source) back

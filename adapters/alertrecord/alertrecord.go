@@ -1,7 +1,8 @@
 // Package alertrecord is alerting's records as the document stores keep them:
 // one struct per kind that MongoDB encodes through its bson tags and
 // Elasticsearch through its json tags, and the conversions to and from the
-// domain, so that a stored field is added in one place.
+// domain, so that a stored field is added in one place. It is public for
+// document stores in other repositories; a stored name never changes.
 //
 // Times are int64 Unix microseconds, 0 for the zero time (a BSON date keeps
 // only milliseconds; Elasticsearch reads a long as exactly as a date).

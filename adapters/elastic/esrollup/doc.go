@@ -1,0 +1,37 @@
+// Package esrollup keeps the statistics' rollups on Elasticsearch by marks
+// (statsengine.MarkStore; the engine's Marked turns them into its
+// ports.RollupSource).
+//
+// A bulk request is no transaction: its items land or fail one by one, and
+// a retried batch cannot tell the messages it created from those an earlier
+// attempt created. So no rollup is added to at write time. Instead:
+//
+//   - after an Append's messages are stored, and before it returns, one bulk
+//     request updates, per scope and hour, a document of marks
+//     ("<prefix>-rollups-<day>"): for each application and minute written, a
+//     fresh random version and the messages marked. Updates run a script on
+//     the document under its version, so concurrent Appends both land;
+//   - a reader reads the marks and the kept rollups by id (realtime, no
+//     refresh needed) and counts each minute whose kept rollup is of another
+//     version again from its messages, after refreshing their daily indices
+//     (so every message stored before the mark was read is counted), and
+//     keeps the rollup at the mark's version, whole, in a document of its
+//     own that marks never touch.
+//
+// A kept rollup is therefore always the count of the stored messages of its
+// minute: a retry, in whatever batches, counts each message once; a crash
+// between the messages and the marks leaves the unacknowledged messages out
+// of a kept rollup until a retry (or any later write into their minute)
+// marks them, and never lowers what was acknowledged, which was marked
+// before its Append returned.
+//
+// Retention: marks and kept rollups carry expires_at, the end of their
+// minute plus the retention of its messages, and the purge drops a day's
+// rollups index as it drops a day's messages index, once every document in
+// it has expired (esquery.PurgeExpired), under the same write block.
+//
+// Messages stored by an earlier version of the store carry no marks: a
+// store set up over them marks from its start plus domain.MaxFutureSkew
+// (the rollup state document) until MarkExisting has marked them from an
+// aggregation, in the background at start-up.
+package esrollup

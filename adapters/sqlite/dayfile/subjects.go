@@ -1,0 +1,234 @@
+package dayfile
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// The subject index (day-6.sql) holds each subject hash of a message under
+// its seq. Erasures read it by hash (Subjects), hide the messages it finds
+// (Hide: their expires set to erasure.HiddenExpiry, which every read
+// honours) and delete them with their index entries (Erase).
+
+// subjectWriter inserts messages' subject hashes in an Append's
+// transaction, its statement prepared at the first message that has any.
+type subjectWriter struct {
+	tx   *sql.Tx
+	stmt *sql.Stmt
+}
+
+func (w *subjectWriter) add(ctx context.Context, seq int64, hashes []string) error {
+	if len(hashes) == 0 {
+		return nil
+	}
+	if w.stmt == nil {
+		var err error
+		if w.stmt, err = w.tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`); err != nil {
+			return err
+		}
+	}
+	for _, h := range hashes {
+		if _, err := w.stmt.ExecContext(ctx, h, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *subjectWriter) close() {
+	if w.stmt != nil {
+		w.stmt.Close()
+	}
+}
+
+// jsonList is values as the JSON array json_each reads.
+func jsonList(values []string) string {
+	raw, _ := json.Marshal(values) // strings always encode
+	return string(raw)
+}
+
+// subjectWhere selects the rows of q's Account, Domain and CreatedBefore
+// whose key is in index (a "key IN (SELECT key FROM table" to close)
+// under one of q.Hashes.
+func subjectWhere(index string, q ports.SubjectQuery) *Where {
+	w := &Where{}
+	w.Add(index+" WHERE hash IN (SELECT value FROM json_each(?)))", jsonList(q.Hashes))
+	w.Add("account = ?", q.Account)
+	if q.Domain != "" {
+		w.Add("domain = ?", q.Domain)
+	}
+	if !q.CreatedBefore.IsZero() {
+		w.Add("created <= ?", q.CreatedBefore.UnixMicro())
+	}
+	return w
+}
+
+// Subjects returns the file's messages q selects (its Account, Domain,
+// Hashes, CreatedBefore and After), newest first, at most q.Limit.
+func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	w := subjectWhere("seq IN (SELECT seq FROM subjects", q)
+	if q.After != nil {
+		at := q.After.CreatedAt.UnixMicro()
+		w.Add("(created < ? OR created = ? AND id < ?)", at, at, q.After.ID)
+	}
+	rows, err := f.Read.QueryContext(ctx, `SELECT id, domain, created FROM messages WHERE `+w.String()+
+		` ORDER BY created DESC, id DESC LIMIT ?`, append(w.Args, q.Limit)...)
+	if err != nil {
+		return nil, f.Error(ctx, "subject messages", err)
+	}
+	defer rows.Close()
+	var refs []ports.SubjectRef
+	for rows.Next() {
+		var r ports.SubjectRef
+		var created int64
+		if err := rows.Scan(&r.ID, &r.Domain, &created); err != nil {
+			return nil, f.Error(ctx, "subject messages", err)
+		}
+		r.CreatedAt = time.UnixMicro(created).UTC()
+		refs = append(refs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, f.Error(ctx, "subject messages", err)
+	}
+	return refs, nil
+}
+
+// Hide gives account's messages ids the expiry erasure.HiddenExpiry, in one
+// transaction, and returns how many it holds.
+func (f *File) Hide(ctx context.Context, account string, ids []string) (int64, error) {
+	res, err := f.Write.ExecContext(ctx, `UPDATE messages SET expires = ? WHERE account = ? AND id IN (SELECT value FROM json_each(?))`,
+		erasure.HiddenExpiry.UnixMicro(), account, jsonList(ids))
+	if err != nil {
+		return 0, f.Error(ctx, "hide", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, f.Error(ctx, "hide", err)
+	}
+	return n, nil
+}
+
+// Erase deletes account's messages ids with their word and subject index
+// entries, in one transaction with secure_delete on (sqlitedb.SecureTx) and
+// the word index's secure-delete set: what they held is overwritten, in
+// the file and in what the WAL will write to it, not left in free space.
+// wordIndexed says the file's messages were written with their words. It
+// returns how many it deleted.
+func (f *File) Erase(ctx context.Context, account string, ids []string, wordIndexed bool) (int64, error) {
+	var deleted int64
+	err := sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
+		gone, err := readForErasure(ctx, tx, account, ids)
+		if err != nil || len(gone) == 0 {
+			return err
+		}
+		if wordIndexed {
+			if err := unindexWords(ctx, tx, gone); err != nil {
+				return fmt.Errorf("words: %w", err)
+			}
+		}
+		for _, m := range gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM subjects WHERE seq = ?`, m.seq); err != nil {
+				return fmt.Errorf("subjects: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE seq = ?`, m.seq); err != nil {
+				return err
+			}
+		}
+		deleted = int64(len(gone))
+		_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted)
+		return err
+	})
+	if err != nil {
+		return 0, f.Error(ctx, "erase", err)
+	}
+	f.added(-deleted, 0) // the file's count, as the day row's
+	if deleted > 0 {
+		if err := f.vacuumIfOlder(ctx); err != nil {
+			return deleted, f.Error(ctx, "erase: vacuum", err)
+		}
+	}
+	return deleted, nil
+}
+
+// vacuumIfOlder rebuilds a file written before schema version 6 (its
+// erasure.vacuum_first set) at its first erasure: its pages' free space may
+// hold copies of what was erased, which only a VACUUM's fresh file leaves
+// behind. It blocks the file's writes meanwhile; files written since need
+// none.
+func (f *File) vacuumIfOlder(ctx context.Context) error {
+	var vacuumFirst bool
+	if err := f.Write.QueryRowContext(ctx, `SELECT vacuum_first FROM erasure`).Scan(&vacuumFirst); err != nil || !vacuumFirst {
+		return err
+	}
+	if _, err := f.Write.ExecContext(ctx, `VACUUM`); err != nil {
+		return err
+	}
+	_, err := f.Write.ExecContext(ctx, `UPDATE erasure SET vacuum_first = 0`)
+	return err
+}
+
+// storedMessage is a message and its seq.
+type storedMessage struct {
+	seq int64
+	domain.Message
+}
+
+func readForErasure(ctx context.Context, tx *sql.Tx, account string, ids []string) ([]storedMessage, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, `+MessageColumns+` FROM messages WHERE account = ? AND id IN (SELECT value FROM json_each(?))`,
+		account, jsonList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedMessage
+	for rows.Next() {
+		var m storedMessage
+		var err error
+		if m.Message, err = ScanMessage(seqScanner{rows, &m.seq}); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// seqScanner scans a row of seq then MessageColumns.
+type seqScanner struct {
+	rows *sql.Rows
+	seq  *int64
+}
+
+func (s seqScanner) Scan(dest ...any) error { return s.rows.Scan(append([]any{s.seq}, dest...)...) }
+
+// unindexWords takes msgs' tokens out of the word index: a contentless FTS5
+// table forgets a row only by its 'delete' command given the tokens it was
+// given, which messageTokens makes again from the message. The table's
+// secure-delete option (persistent, set here) makes the delete remove the
+// entries from the index's pages rather than mark them deleted.
+func unindexWords(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rank) VALUES ('secure-delete', 1)`); err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var tokens []byte
+	var hashes []uint64
+	for _, m := range msgs {
+		tokens, hashes = messageTokens(tokens[:0], hashes, m.Message)
+		if _, err := stmt.ExecContext(ctx, m.seq, tokens); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+var (
+	_ ports.Eraser      = (*Store)(nil)
+	_ ports.TallyEraser = (*Store)(nil)
+)
+
+// truncateWithin bounds Expunge's wait for the readers of a day file's WAL.
+const truncateWithin = 30 * time.Second
+
+// SubjectMessages reads each day file's subject index, newest day first,
+// until q.Limit refs are found.
+func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	var last time.Time
+	if !q.CreatedBefore.IsZero() {
+		last = dayfile.DayOf(q.CreatedBefore)
+	}
+	if q.After != nil && (last.IsZero() || q.After.CreatedAt.Before(last)) {
+		last = dayfile.DayOf(q.After.CreatedAt)
+	}
+	var refs []ports.SubjectRef
+	for _, day := range s.dir.NewestFirst(time.Time{}, last) {
+		if len(refs) >= q.Limit {
+			break
+		}
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil || f == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		dayQuery := q
+		dayQuery.Limit = q.Limit - len(refs)
+		found, err := f.Subjects(ctx, dayQuery)
+		f.Release()
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, found...)
+	}
+	return refs, nil
+}
+
+// Hide sets the expiry of account's messages refs to erasure.HiddenExpiry,
+// one transaction per day file.
+func (s *Store) Hide(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	return s.eachDay(ctx, refs, func(f *dayfile.File, ids []string) (int64, error) {
+		return f.Hide(ctx, account, ids)
+	})
+}
+
+// Delete deletes account's messages refs with secure_delete, their word and
+// subject index entries too (dayfile.File.Erase), one transaction per day
+// file. The rollups keep counting them: they hold counts, not the messages.
+func (s *Store) Delete(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	return s.eachDay(ctx, refs, func(f *dayfile.File, ids []string) (int64, error) {
+		return f.Erase(ctx, account, ids, !s.skipWords)
+	})
+}
+
+// EraseTallies deletes q's tallies from each day file up to
+// q.CreatedBefore's (dayfile.File.EraseTallies).
+func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	var last time.Time
+	if !q.CreatedBefore.IsZero() {
+		last = dayfile.DayOf(q.CreatedBefore)
+	}
+	var total int64
+	for _, day := range s.dir.NewestFirst(time.Time{}, last) {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil || f == nil {
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		n, err := f.EraseTallies(ctx, q)
+		f.Release()
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// eachDay calls do with each day file refs fall in and their ids there, and
+// adds up what it returns; a day without a file is skipped. The statistics'
+// kept hours of those days are read again after.
+func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*dayfile.File, []string) (int64, error)) (int64, error) {
+	byDay := map[time.Time][]ports.SubjectRef{}
+	for _, r := range refs {
+		day := dayfile.DayOf(r.CreatedAt)
+		byDay[day] = append(byDay[day], r)
+	}
+	var total int64
+	for day, refs := range byDay {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil {
+			return total, err
+		}
+		if f == nil {
+			continue
+		}
+		ids := make([]string, len(refs))
+		touched := make([]domain.Message, len(refs))
+		for i, r := range refs {
+			ids[i], touched[i] = r.ID, domain.Message{ID: r.ID, CreatedAt: r.CreatedAt}
+		}
+		n, err := do(f, ids)
+		s.stats.Wrote(f, touched)
+		f.Release()
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Expunge checkpoints every day file's WAL into the file and truncates it
+// (sqlitedb.TruncateWAL): the WAL still holds the pages of an erased
+// message as they were before Delete.
+func (s *Store) Expunge(ctx context.Context) error {
+	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			continue
+		}
+		err = sqlitedb.TruncateWAL(ctx, f.Write, truncateWithin)
+		f.Release()
+		if err != nil {
+			return f.Error(ctx, "expunge", err)
+		}
+	}
+	return nil
+}

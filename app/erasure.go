@@ -1,0 +1,497 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
+	"github.com/reqlog/reqlog/domain/rules"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// Defaults of the erasures.
+const (
+	// DefaultErasureWithin bounds how long after an erasure its messages are
+	// physically deleted.
+	DefaultErasureWithin = 24 * time.Hour
+	// DefaultErasureStep is how many messages one step hides or deletes.
+	DefaultErasureStep = 500
+)
+
+// ErasureConfig configures the erasures (docs/erasure.md).
+type ErasureConfig struct {
+	// Within bounds how long after an erasure its messages are physically
+	// deleted: the erasure job runs every Within/24 (0: DefaultErasureWithin).
+	Within time.Duration
+	// Step is how many messages one step of the job hides or deletes, each
+	// step a write of its own (0: DefaultErasureStep).
+	Step int
+}
+
+// DefaultErasureConfig is the default of every erasure setting.
+func DefaultErasureConfig() ErasureConfig {
+	return ErasureConfig{Within: DefaultErasureWithin, Step: DefaultErasureStep}
+}
+
+// Validate reports the first unusable field as Config.Validate does.
+func (c ErasureConfig) Validate() error {
+	switch {
+	case c.Within < 0 || c.Within > 0 && c.Within < time.Minute:
+		return invalidField("Erasure.Within", "must be at least 1m")
+	case c.Step < 0 || c.Step > 10000:
+		return invalidField("Erasure.Step", "must be 1 to 10000")
+	}
+	return nil
+}
+
+func (c ErasureConfig) withDefaults() ErasureConfig {
+	if c.Within == 0 {
+		c.Within = DefaultErasureWithin
+	}
+	if c.Step == 0 {
+		c.Step = DefaultErasureStep
+	}
+	return c
+}
+
+// period is how often the job deletes what erasures hid.
+func (c ErasureConfig) period() time.Duration { return c.Within / 24 }
+
+// Errors of the erasures, besides a *domain.ValidationError.
+var (
+	// ErrNoErasures: the server cannot erase (its store keeps no subject
+	// index or no journal, or there is no hash key) (HTTP 404).
+	ErrNoErasures     = errors.New("erasures are not available on this server")
+	errErasureKeyOnly = fmt.Errorf("erasures are asked and read with an API key, not a portal session: %w", ports.ErrForbidden)
+)
+
+// Erasures is the erasure use case (docs/erasure.md): erase an end user's
+// messages by subject values (hidden at once, physically deleted by the
+// ErasureJob within ErasureConfig.Within), read an erasure's receipt and the
+// account's audit list, count what an erasure would erase, and list a
+// subject's messages (an access request). Only an API key may call it.
+type Erasures struct {
+	eraser  ports.Eraser         // nil: the store cannot
+	journal ports.ErasureJournal // nil: none
+	reader  *Reader
+	hashKey []byte
+	clock   ports.Clock
+	step    int
+	forget  *forgetting
+}
+
+func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, hashKey []byte, clock ports.Clock, cfg ErasureConfig, forget *forgetting) *Erasures {
+	return &Erasures{eraser: eraser, journal: journal, reader: reader, hashKey: hashKey, clock: clock, step: cfg.withDefaults().Step, forget: forget}
+}
+
+// Available reports, for p, whether erasures can be asked: an error
+// wrapping ports.ErrForbidden for a portal session, ErrNoErasures when the
+// server cannot.
+func (u *Erasures) Available(p domain.Principal) error {
+	if p.ReadOnly || p.Name != "" {
+		return errErasureKeyOnly
+	}
+	switch {
+	case u.eraser == nil:
+		return fmt.Errorf("%w: the store keeps no subject index", ErrNoErasures)
+	case u.journal == nil:
+		return fmt.Errorf("%w: the store keeps no journal of erasures", ErrNoErasures)
+	case len(u.hashKey) == 0:
+		return fmt.Errorf("%w: no hash key (REQLOG_RULES_HASH_KEY) to find subjects by", ErrNoErasures)
+	}
+	return nil
+}
+
+// Erase journals an erasure of req's subjects in p's account, hides every
+// message of them (each domain of the account) before it returns, and
+// leaves the physical deletion to the ErasureJob. A dry run only counts
+// (Count). Errors: those of Available, a *domain.ValidationError naming the
+// request's fields, ports.ErrUnavailable (wrapped; the erasure is then
+// journaled pending, and the job hides it).
+func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Request) (erasure.Erasure, error) {
+	if err := u.Available(p); err != nil {
+		return erasure.Erasure{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return erasure.Erasure{}, err
+	}
+	id, err := erasure.NewID()
+	if err != nil {
+		return erasure.Erasure{}, err
+	}
+	e := erasure.Erasure{ID: id, Account: p.Account, KeyID: p.KeyID, Reason: req.Reason, State: erasure.StatePending,
+		Future: req.Future, Hashes: req.Hashes(u.hashKey), Subjects: len(req.Subjects), At: domain.Micro(u.clock.Now())}
+	if err := u.journal.SaveErasure(ctx, e); err != nil {
+		return erasure.Erasure{}, fmt.Errorf("journal the erasure: %w", err)
+	}
+	u.forget.add(e)
+	if err := hide(ctx, u.eraser, u.journal, &e, u.step, u.clock); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// hide hides every message e erases, step messages at a time, and journals
+// it hidden.
+func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal, e *erasure.Erasure, step int, clock ports.Clock) error {
+	q := subjectQuery(*e, step)
+	var hidden int64
+	for {
+		refs, err := eraser.SubjectMessages(ctx, q)
+		if err != nil {
+			return fmt.Errorf("find the subject's messages: %w", err)
+		}
+		n, err := eraser.Hide(ctx, e.Account, refs)
+		hidden += n
+		if err != nil {
+			return fmt.Errorf("hide the subject's messages: %w", err)
+		}
+		if len(refs) < step {
+			break
+		}
+		after := refs[len(refs)-1].Cursor()
+		q.After = &after
+	}
+	e.State, e.Hidden, e.HiddenAt = erasure.StateHidden, hidden, domain.Micro(clock.Now())
+	if err := journal.SaveErasure(ctx, *e); err != nil {
+		return fmt.Errorf("journal the erasure hidden: %w", err)
+	}
+	return nil
+}
+
+// subjectQuery selects the messages e erases, step at a time.
+func subjectQuery(e erasure.Erasure, step int) ports.SubjectQuery {
+	return ports.SubjectQuery{Account: e.Account, Hashes: e.Hashes, CreatedBefore: e.CreatedBefore(), Limit: step}
+}
+
+// Count counts the messages req would erase now, changing nothing.
+func (u *Erasures) Count(ctx context.Context, p domain.Principal, req erasure.Request) (int64, error) {
+	if err := u.Available(p); err != nil {
+		return 0, err
+	}
+	if err := req.Validate(); err != nil {
+		return 0, err
+	}
+	q := ports.SubjectQuery{Account: p.Account, Hashes: req.Hashes(u.hashKey), Limit: u.step}
+	var n int64
+	for {
+		refs, err := u.eraser.SubjectMessages(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("find the subject's messages: %w", err)
+		}
+		n += int64(len(refs))
+		if len(refs) < q.Limit {
+			return n, nil
+		}
+		after := refs[len(refs)-1].Cursor()
+		q.After = &after
+	}
+}
+
+// Erasure returns the account's erasure id (ports.ErrNotFound for another
+// account's).
+func (u *Erasures) Erasure(ctx context.Context, p domain.Principal, id string) (erasure.Erasure, error) {
+	if err := u.Available(p); err != nil {
+		return erasure.Erasure{}, err
+	}
+	return u.journal.Erasure(ctx, p.Account, id)
+}
+
+// List returns the account's erasures before the id before, newest first,
+// at most limit, and whether more follow.
+func (u *Erasures) List(ctx context.Context, p domain.Principal, before string, limit int) ([]erasure.Erasure, bool, error) {
+	if err := u.Available(p); err != nil {
+		return nil, false, err
+	}
+	es, err := u.journal.Erasures(ctx, p.Account, before, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	return es[:min(len(es), limit)], len(es) > limit, nil
+}
+
+// SubjectMessages returns one page of the messages of p's scope whose
+// subject is value, readable now, newest first after after: an access
+// request (GDPR Art. 15).
+func (u *Erasures) SubjectMessages(ctx context.Context, p domain.Principal, value string, after *domain.Cursor, limit int) (domain.Page, error) {
+	if err := u.Available(p); err != nil {
+		return domain.Page{}, err
+	}
+	if err := (erasure.Request{Subjects: []string{value}}).Validate(); err != nil {
+		return domain.Page{}, &domain.ValidationError{Message: "the subject is invalid", Fields: []domain.FieldError{
+			{Field: "value", Message: fmt.Sprintf("must be 1 to %d bytes of UTF-8 text, not only spaces", erasure.MaxSubjectBytes)}}}
+	}
+	q := ports.SubjectQuery{Account: p.Account, Domain: p.Domain, Hashes: []string{rules.SubjectHash(u.hashKey, value)}, After: after, Limit: limit + 1}
+	var page domain.Page
+	for {
+		refs, err := u.eraser.SubjectMessages(ctx, q)
+		if err != nil {
+			return domain.Page{}, err
+		}
+		for _, r := range refs {
+			m, err := u.reader.Get(ctx, p, r.ID)
+			if errors.Is(err, ports.ErrNotFound) {
+				continue // hidden, expired or not yet visible
+			}
+			if err != nil {
+				return domain.Page{}, err
+			}
+			if len(page.Messages) == limit {
+				page.HasMore = true
+				return page, nil
+			}
+			page.Messages = append(page.Messages, m)
+		}
+		if len(refs) < q.Limit {
+			return page, nil
+		}
+		next := refs[len(refs)-1].Cursor()
+		q.After = &next
+	}
+}
+
+// forgetting is the subjects the erasures of each account keep forgetting
+// (erasure.Future), which every write of the account goes through
+// (rules.Compiled.ApplyForgetting).
+type forgetting struct {
+	mu        sync.RWMutex
+	byAccount map[string]accountForgetting
+}
+
+// accountForgetting is one account's forgotten subjects, by hash.
+type accountForgetting map[string]rules.Forget
+
+func (a accountForgetting) Forgets(hash string) rules.Forget { return a[hash] }
+
+func newForgetting() *forgetting { return &forgetting{byAccount: map[string]accountForgetting{}} }
+
+// futureOf is what e's future does to a message.
+func futureOf(e erasure.Erasure) rules.Forget {
+	switch e.Future {
+	case erasure.FutureDrop:
+		return rules.ForgetDrop
+	case erasure.FutureRedact:
+		return rules.ForgetRedact
+	}
+	return rules.ForgetNone
+}
+
+// For is account's forgetting, nil when it forgets no subject.
+func (f *forgetting) For(account string) rules.Forgetting {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if a := f.byAccount[account]; a != nil {
+		return a
+	}
+	return nil
+}
+
+// add makes this replica forget e's subjects at once.
+func (f *forgetting) add(e erasure.Erasure) {
+	if futureOf(e) == rules.ForgetNone {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := maps.Clone(f.byAccount[e.Account]) // copied: For's callers read the old one unlocked
+	if a == nil {
+		a = accountForgetting{}
+	}
+	for _, h := range e.Hashes {
+		a[h] = max(a[h], futureOf(e))
+	}
+	f.byAccount[e.Account] = a
+}
+
+// set replaces what every account forgets with what es ask.
+func (f *forgetting) set(es []erasure.Erasure) {
+	byAccount := map[string]accountForgetting{}
+	for _, e := range es {
+		if futureOf(e) == rules.ForgetNone {
+			continue
+		}
+		if byAccount[e.Account] == nil {
+			byAccount[e.Account] = accountForgetting{}
+		}
+		for _, h := range e.Hashes {
+			byAccount[e.Account][h] = max(byAccount[e.Account][h], futureOf(e))
+		}
+	}
+	f.mu.Lock()
+	f.byAccount = byAccount
+	f.mu.Unlock()
+}
+
+// ErasureJob carries erasures out in the background on each replica: it
+// hides what an erasure left pending, physically deletes what erasures
+// hid (Within/24 after the last run, a step at a time, each step
+// journaled, so that a process killed midway resumes at its next start),
+// expunges (ports.Eraser.Expunge) and journals them deleted; and it reads
+// the journal every poll for the subjects to keep forgetting. At start it
+// erases again what deleted erasures find: messages restored from a copy
+// older than them.
+type ErasureJob struct {
+	eraser  ports.Eraser
+	journal ports.ErasureJournal
+	clock   ports.Clock
+	cfg     ErasureConfig
+	poll    time.Duration
+	forget  *forgetting
+	log     *zap.Logger
+	loop    loop
+	mu      sync.Mutex // one run at a time
+}
+
+func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll time.Duration, forget *forgetting, log *zap.Logger) *ErasureJob {
+	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, forget: forget, log: named(log, "erasures")}
+}
+
+// Start runs the job until Stop: a run that re-applies every erasure at
+// once, then the journal read every poll and a run every Within/24.
+func (j *ErasureJob) Start() {
+	if j.eraser == nil || j.journal == nil {
+		return
+	}
+	j.loop.start(func(ctx context.Context) {
+		runEvery := j.cfg.period()
+		var last time.Time
+		ticker := time.NewTicker(j.poll)
+		defer ticker.Stop()
+		for first := true; ; first = false {
+			if err := j.refreshForgetting(ctx); err != nil && ctx.Err() == nil {
+				j.log.Warn("reading the journal of erasures failed; writes forget the subjects known", zap.Error(err))
+			}
+			if now := time.Now(); first || now.Sub(last) >= runEvery {
+				last = now
+				if err := j.Run(ctx, first); err != nil && ctx.Err() == nil {
+					j.log.Warn("the erasure job failed; it goes on at its next run", zap.Error(err))
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	})
+}
+
+// Stop ends the job, waiting for it or for ctx.
+func (j *ErasureJob) Stop(ctx context.Context) error { return j.loop.stop(ctx) }
+
+func (j *ErasureJob) refreshForgetting(ctx context.Context) error {
+	es, err := j.journal.AllErasures(ctx)
+	if err != nil {
+		return err
+	}
+	j.forget.set(es)
+	return nil
+}
+
+// Run carries every unfinished erasure out: hides the pending, deletes
+// the hidden, expunges, then journals them deleted. With reapply it also
+// erases what deleted erasures find (data restored from an older copy).
+func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	es, err := j.journal.AllErasures(ctx)
+	if err != nil {
+		return fmt.Errorf("read the journal of erasures: %w", err)
+	}
+	var done []erasure.Erasure
+	var errs []error
+	for _, e := range es {
+		if e.State == erasure.StateDeleted && !reapply {
+			continue
+		}
+		if err := j.erase(ctx, &e); err != nil {
+			errs = append(errs, fmt.Errorf("erasure %s: %w", e.ID, err))
+			continue
+		}
+		done = append(done, e)
+	}
+	if len(done) == 0 {
+		return errors.Join(errs...)
+	}
+	if err := j.eraser.Expunge(ctx); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("expunge: %w", err))...)
+	}
+	for _, e := range done {
+		if e.State == erasure.StateDeleted {
+			continue // re-applied: journaled as it went
+		}
+		e.State, e.DeletedAt = erasure.StateDeleted, domain.Micro(j.clock.Now())
+		if err := j.journal.SaveErasure(ctx, e); err != nil {
+			errs = append(errs, fmt.Errorf("journal erasure %s deleted: %w", e.ID, err))
+			continue
+		}
+		j.log.Info("erasure deleted", zap.String("account", e.Account), zap.String("erasure", e.ID), zap.Int64("messages", e.Deleted))
+	}
+	return errors.Join(errs...)
+}
+
+// erase hides e if it is pending, then deletes its messages a step at a
+// time, journaling the count after each step (Reapplied for an erasure
+// already deleted), then its tallies.
+func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
+	if e.State == erasure.StatePending {
+		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock); err != nil {
+			return err
+		}
+	}
+	q := subjectQuery(*e, j.cfg.Step)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		refs, err := j.eraser.SubjectMessages(ctx, q)
+		if err != nil {
+			return err
+		}
+		if len(refs) == 0 {
+			return j.eraseTallies(ctx, q)
+		}
+		if e.State == erasure.StateDeleted {
+			// Restored: hidden first, so that no read returns them while
+			// they are deleted.
+			if _, err := j.eraser.Hide(ctx, e.Account, refs); err != nil {
+				return err
+			}
+		}
+		n, err := j.eraser.Delete(ctx, e.Account, refs)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("the store found %d messages of the subject and deleted none", len(refs))
+		}
+		if e.State == erasure.StateDeleted {
+			e.Reapplied += n
+		} else {
+			e.Deleted += n
+		}
+		if err := j.journal.SaveErasure(ctx, *e); err != nil {
+			return err
+		}
+	}
+}
+
+// eraseTallies deletes the tallies q selects where the store keeps them
+// (ports.TallyEraser): what ingest rules dropped keeps its path and name,
+// which may hold a subject's value. No read returns a tally, so none is
+// hidden first, and the journal counts messages alone.
+func (j *ErasureJob) eraseTallies(ctx context.Context, q ports.SubjectQuery) error {
+	tallies, ok := j.eraser.(ports.TallyEraser)
+	if !ok {
+		return nil
+	}
+	_, err := tallies.EraseTallies(ctx, q)
+	return err
+}

@@ -1,0 +1,249 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
+	"github.com/reqlog/reqlog/domain/rules"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// erasureFixture is a core on a memory store whose account acme has subject
+// keys: the X-User-Id header and e-mail addresses anywhere.
+type erasureFixture struct {
+	core    *app.Core
+	store   *memory.Store
+	journal *memory.ErasureJournal
+}
+
+func newErasureFixture(t *testing.T) erasureFixture {
+	t.Helper()
+	return newErasureFixtureOf(t, rules.RuleSet{})
+}
+
+// newErasureFixtureOf is newErasureFixture under rs's ingest rules too.
+func newErasureFixtureOf(t *testing.T, rs rules.RuleSet) erasureFixture {
+	t.Helper()
+	f := erasureFixture{store: memory.New(), journal: memory.NewErasureJournal()}
+	ruleSets := memory.NewRuleSetStore()
+	rs.Subjects = []rules.SubjectKey{{ID: "user", Select: []string{"request.headers.x-user-id"}}, {ID: "emails", Detector: "email"}}
+	if _, err := ruleSets.ReplaceRuleSet(t.Context(), rules.Version{Account: "acme", Rules: rs, At: testNow}, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := app.DefaultConfig()
+	cfg.VisibilityDelay = 0
+	cfg.GroupCommit.Enabled = false
+	cfg.Rules.HashKey = rulesHash
+	var err error
+	if f.core, err = app.NewCore(cfg, app.CoreDeps{Store: f.store, Clock: rulesClock, RuleSets: ruleSets, Erasures: f.journal}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// subjectExchange is a submission's JSON of one exchange with the header and body.
+func subjectExchange(userID, body string) string {
+	header := `{}`
+	if userID != "" {
+		header = `{"x-user-id": "` + userID + `"}`
+	}
+	return `{"name":"shop","created_at":1714564800,"method":"post","path":"/orders",
+		"request":{"header":` + header + `,"body":` + quote(body) + `},"response":{"status_code":201}}`
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+func (f erasureFixture) submit(t *testing.T, body string) domain.Identity {
+	t.Helper()
+	res, err := f.core.Ingester.Submit(t.Context(), ruleKey, draftsOf(body), "")
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return res.Identities[0]
+}
+
+// readable lists the ids of acme's live messages a reader sees now.
+func (f erasureFixture) readable(t *testing.T) map[string]bool {
+	t.Helper()
+	page, err := f.core.Reader.List(t.Context(), ruleKey, domain.Query{Scope: ruleKey.Scope, Limit: domain.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, m := range page.Messages {
+		ids[m.ID] = true
+	}
+	return ids
+}
+
+func TestAnErasureHidesAtOnceThenTheJobDeletes(t *testing.T) {
+	f := newErasureFixture(t)
+	byID := f.submit(t, subjectExchange("U-1", `{"note":"first"}`))
+	byMail := f.submit(t, subjectExchange("", `{"email":"Ana@Example.com"}`))
+	bob := f.submit(t, subjectExchange("u-2", `{"email":"bob@example.com"}`))
+	ctx := t.Context()
+
+	if n, err := f.core.Erasures.Count(ctx, ruleKey, erasure.Request{Subjects: []string{"u-1", "ana@example.com"}}); err != nil || n != 2 {
+		t.Errorf("a dry run counts %d, %v; want 2", n, err)
+	}
+	if got := f.readable(t); len(got) != 3 {
+		t.Fatalf("a dry run hid messages: %d readable, want 3", len(got))
+	}
+	e, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{Subjects: []string{" u-1 ", "ana@example.com"}, Reason: "ticket 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.State != erasure.StateHidden || e.Hidden != 2 || e.KeyID != ruleKey.KeyID || e.Subjects != 2 {
+		t.Errorf("the erasure = %+v; want hidden, 2 messages, asked by %s", e, ruleKey.KeyID)
+	}
+	if got := f.readable(t); got[byID.ID] || got[byMail.ID] || !got[bob.ID] {
+		t.Errorf("readable after the erasure: %v; want bob's alone", got)
+	}
+	if _, err := f.core.Reader.Get(ctx, ruleKey, byMail.Reference); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("Get of an erased message: %v, want not found", err)
+	}
+
+	if err := f.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.core.Erasures.Erasure(ctx, ruleKey, e.ID)
+	if err != nil || got.State != erasure.StateDeleted || got.Deleted != 2 || got.DeletedAt.IsZero() {
+		t.Errorf("the erasure after the job = %+v, %v; want deleted, 2", got, err)
+	}
+	if found, _ := f.store.Lookup(ctx, ruleKey.Scope, []string{byID.ID, byMail.ID, bob.ID}); len(found) != 1 || found[0].ID != bob.ID {
+		t.Errorf("stored after the job: %d messages; want bob's alone", len(found))
+	}
+	list, more, err := f.core.Erasures.List(ctx, ruleKey, "", 10)
+	if err != nil || len(list) != 1 || more || list[0].ID != e.ID {
+		t.Errorf("the audit list = %+v, %v, %v; want the one erasure", list, more, err)
+	}
+}
+
+func TestErasuresRefuseAndScope(t *testing.T) {
+	f := newErasureFixture(t)
+	ctx := t.Context()
+	portal := domain.Principal{Scope: ruleKey.Scope, Name: "shop", ReadOnly: true}
+	if _, err := f.core.Erasures.Erase(ctx, portal, erasure.Request{Subjects: []string{"u-1"}}); !errors.Is(err, ports.ErrForbidden) {
+		t.Errorf("a portal session's erasure: %v, want forbidden", err)
+	}
+	var invalid *domain.ValidationError
+	if _, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{}); !errors.As(err, &invalid) || invalid.Fields[0].Field != "subjects" {
+		t.Errorf("an erasure naming no subject: %v, want a 400 naming subjects", err)
+	}
+	e, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := domain.Principal{Scope: domain.Scope{Account: "globex", Domain: domain.DomainLive}, KeyID: "key_globex"}
+	if _, err := f.core.Erasures.Erasure(ctx, other, e.ID); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("another account's erasure: %v, want not found", err)
+	}
+	if all, _ := f.journal.AllErasures(ctx); len(all) != 1 {
+		t.Errorf("the journal holds %d erasures after two refusals and one erasure; want 1", len(all))
+	}
+}
+
+func TestAnErasureKeepsForgetting(t *testing.T) {
+	f := newErasureFixture(t)
+	ctx := t.Context()
+	for _, req := range []erasure.Request{
+		{Subjects: []string{"carol@example.com"}, Future: erasure.FutureDrop},
+		{Subjects: []string{"u-4"}, Future: erasure.FutureRedact},
+	} {
+		if _, err := f.core.Erasures.Erase(ctx, ruleKey, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id := f.submit(t, subjectExchange("", `{"email":"carol@example.com"}`)); !id.Dropped {
+		t.Errorf("carol's exchange after her erasure was stored")
+	}
+	dave := f.submit(t, subjectExchange("U-4", `{"email":"dave@example.com"}`))
+	m, err := f.core.Reader.Get(ctx, ruleKey, dave.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Request.Header["X-User-Id"]; len(got) != 1 || got[0] != rules.Redacted {
+		t.Errorf("u-4's header after its erasure = %v, want %s", got, rules.Redacted)
+	}
+	// The redacted subject is no longer indexed; the other one is.
+	page, err := f.core.Erasures.SubjectMessages(ctx, ruleKey, "dave@example.com", nil, 10)
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].ID != dave.ID {
+		t.Errorf("dave's messages = %d, %v; want his one", len(page.Messages), err)
+	}
+	if page, err := f.core.Erasures.SubjectMessages(ctx, ruleKey, "u-4", nil, 10); err != nil || len(page.Messages) != 0 {
+		t.Errorf("u-4's messages after its erasure = %d, %v; want none", len(page.Messages), err)
+	}
+}
+
+func TestSubjectMessagesPages(t *testing.T) {
+	f := newErasureFixture(t)
+	var want []string
+	for range 5 {
+		want = append(want, f.submit(t, subjectExchange("u-9", "{}")).ID)
+	}
+	f.submit(t, subjectExchange("u-10", "{}"))
+	var got []string
+	var after *domain.Cursor
+	for range 5 {
+		page, err := f.core.Erasures.SubjectMessages(context.Background(), ruleKey, "U-9", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			got = append(got, m.ID)
+		}
+		if !page.HasMore {
+			break
+		}
+		last := page.Messages[len(page.Messages)-1]
+		after = &domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	if len(got) != len(want) {
+		t.Errorf("u-9's messages by pages of 2: %d, want %d", len(got), len(want))
+	}
+}
+
+// A dropped exchange is kept as a tally with its subject hashes (its path
+// may hold the subject's value): the erasure job deletes the subject's
+// tallies with its messages, and no other's.
+func TestTheErasureJobDeletesTheSubjectsTallies(t *testing.T) {
+	f := newErasureFixtureOf(t, rules.RuleSet{
+		Ingest: []rules.IngestRule{{ID: "no-deletes", Scope: rules.Scope{Methods: []string{"DELETE"}}, Action: rules.IngestDrop}},
+	})
+	ctx := t.Context()
+	exchange := func(method, email string) string {
+		return `{"name":"shop","created_at":1714564800,"method":"` + method + `","path":"/users/` + email + `","request":{"header":{},"body":""},"response":{"status_code":204}}`
+	}
+	if id := f.submit(t, exchange("delete", "ana@example.com")); !id.Dropped {
+		t.Fatalf("ana's DELETE = %+v, want dropped (a tally)", id)
+	}
+	if id := f.submit(t, exchange("delete", "bob@example.com")); !id.Dropped {
+		t.Fatalf("bob's DELETE = %+v, want dropped (a tally)", id)
+	}
+	f.submit(t, exchange("get", "ana@example.com"))
+	if _, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{Subjects: []string{"ana@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	erased := func(subject string) int64 {
+		n, err := f.store.EraseTallies(ctx, ports.SubjectQuery{Account: "acme", Hashes: []string{rules.SubjectHash(rulesHash, subject)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := erased("ana@example.com"); n != 0 {
+		t.Errorf("ana's tallies left after the job: %d, want none", n)
+	}
+	if n := erased("bob@example.com"); n != 1 {
+		t.Errorf("bob's tallies after ana's erasure: %d, want his 1", n)
+	}
+}

@@ -1,0 +1,109 @@
+package conformance
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/ports"
+)
+
+// The erasure part of the HTTP suite (RunAPITests): /v1/erasures and
+// /v1/subjects/messages, black-box.
+
+// subjectRules are subject keys: the X-User-Id header, e-mail addresses.
+const subjectRules = `{"subjects": [{"id": "user", "select": ["request.headers.x-user-id"]}, {"id": "emails", "detector": "email"}]}`
+
+// erase POSTs an erasure request as key.
+func (e *apiEnv) erase(t *testing.T, key APIKey, body any) apiReply {
+	t.Helper()
+	return e.do(t, http.MethodPost, "/v1/erasures", apiBody(t, body), append(apiBearer(key), "Content-Type", apiJSON)...)
+}
+
+// An erasure is asked with an API key: 202 with its receipt, and from then
+// no read returns a message of its subject (list, get, search, export);
+// other messages stay. A dry run counts and changes nothing; the receipt
+// and the audit list never show the values; a portal session, another
+// account and a request naming no subject are refused, changing nothing.
+// A subject's messages are listed for an access request.
+func apiTestErasures(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	if _, ok := e.store.(ports.Eraser); !ok {
+		t.Skipf("%T keeps no subject index (ports.Eraser): the erasure endpoints answer 404", e.store)
+	}
+	e.putRules(t, apiAcmeLive, subjectRules, 0, "subject keys for erasures").wantOK(t, "", "data")
+	at := e.clock.Now().Add(-time.Minute)
+	ana := e.ingestOne(t, apiAcmeLive, apiItem(at, map[string]any{"request.header": map[string]any{"X-User-Id": "U-77"}}))
+	anaMail := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(time.Second), map[string]any{"request.body": `{"email":"ana.canary@example.com","note":"canary"}`}))
+	bob := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(2*time.Second), map[string]any{"request.body": `{"email":"bob@example.com","note":"canary"}`}))
+	e.reveal(t, apiAcmeLive, ana.ID, anaMail.ID, bob.ID)
+	subjects := []string{"u-77", "Ana.Canary@example.com"}
+
+	// Access request: the subject's messages, in the key's scope.
+	r := e.get(t, apiAcmeLive, "/v1/subjects/messages?"+url.Values{"value": {"ana.canary@example.com"}}.Encode())
+	r.wantOK(t, "", "messages", "pagination")
+	if got := apiMust[[]any](t, r.body, "messages"); len(got) != 1 || apiMust[string](t, got[0], "id") != anaMail.ID {
+		t.Errorf("ana's messages = %v, want %s", got, anaMail.ID)
+	}
+	e.get(t, apiAcmeLive, "/v1/subjects/messages").wantError(t, http.StatusBadRequest, "value")
+
+	// Refusals change nothing.
+	portal := e.portalSession(t, apiAcmeLive)
+	e.erase(t, portal, map[string]any{"subjects": subjects}).wantError(t, http.StatusForbidden)
+	e.erase(t, apiAcmeLive, map[string]any{"subjects": []string{}}).wantError(t, http.StatusBadRequest, "subjects")
+	e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "future": "never"}).wantError(t, http.StatusBadRequest, "future")
+	e.erase(t, apiAcmeLive, map[string]any{"subject": "u-77"}).wantError(t, http.StatusBadRequest)
+	dry := e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "dry_run": true})
+	dry.wantOK(t, "", "data")
+	if n := apiMust[json.Number](t, dry.body, "data.messages").String(); n != "2" {
+		t.Errorf("a dry run counts %s messages, want 2: %s", n, dry)
+	}
+	if got := len(e.listAll(t, apiAcmeLive, nil)); got != 3 {
+		t.Fatalf("after the refusals and a dry run %d messages are listed, want 3", got)
+	}
+
+	r = e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "reason": "ticket 4711"})
+	r.wantJSON(t, http.StatusAccepted)
+	id := apiMust[string](t, r.body, "data.id")
+	if state := apiMust[string](t, r.body, "data.state"); state != "hidden" || r.header.Get("Location") != "/v1/erasures/"+id {
+		t.Errorf("the erasure's reply: state %s, Location %q: %s", state, r.header.Get("Location"), r)
+	}
+	if strings.Contains(string(r.raw), "canary") || strings.Contains(strings.ToLower(string(r.raw)), "u-77") {
+		t.Errorf("the receipt shows a subject's value: %s", r)
+	}
+	for _, gone := range []apiIdentity{ana, anaMail} {
+		e.wantAbsent(t, apiAcmeLive, gone.ID)
+		e.wantAbsent(t, apiAcmeLive, gone.Reference)
+	}
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, nil)); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("listed after the erasure: %v, want bob's %s", got, bob.ID)
+	}
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, url.Values{"q": {"canary"}})); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("q=canary after the erasure: %v, want bob's %s", got, bob.ID)
+	}
+	if got := apiListedIDs(e.exportNDJSON(t, apiAcmeLive, url.Values{"format": {"ndjson"}})); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("the export after the erasure: %v, want bob's %s", got, bob.ID)
+	}
+
+	receipt := e.get(t, apiAcmeLive, "/v1/erasures/"+id)
+	receipt.wantOK(t, "", "data")
+	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "messages", "asked_at", "hidden_at", "deleted_at")
+	if n := apiMust[json.Number](t, receipt.body, "data.messages.hidden").String(); n != "2" {
+		t.Errorf("the receipt counts %s hidden, want 2: %s", n, receipt)
+	}
+	e.get(t, apiAcmeTest, "/v1/erasures/"+id).wantOK(t, "", "data") // the account's, either domain
+	e.get(t, apiGlobexLive, "/v1/erasures/"+id).wantError(t, http.StatusNotFound)
+	e.get(t, portal, "/v1/erasures/"+id).wantError(t, http.StatusForbidden)
+	audit := e.get(t, apiAcmeLive, "/v1/erasures")
+	audit.wantOK(t, "", "data", "pagination")
+	if list := apiMust[[]any](t, audit.body, "data"); len(list) != 1 || apiMust[string](t, list[0], "id") != id {
+		t.Errorf("the audit list: %s", audit)
+	}
+	if list := apiMust[[]any](t, e.get(t, apiGlobexLive, "/v1/erasures").body, "data"); len(list) != 0 {
+		t.Errorf("another account's audit list holds %d erasures, want none", len(list))
+	}
+}

@@ -1,0 +1,130 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/ports"
+)
+
+// The re-scrub part of the HTTP suite (RunAPITests): POST and GET
+// /v1/rules/rescrub, black-box, and what a re-scrub leaves of values stored
+// before their rule.
+
+// startRescrub posts a re-scrub request of body with key.
+func (e *apiEnv) startRescrub(t *testing.T, key APIKey, body string) apiReply {
+	t.Helper()
+	return e.do(t, http.MethodPost, "/v1/rules/rescrub", []byte(body), append(apiBearer(key), "Content-Type", apiJSON)...)
+}
+
+// awaitRescrub polls job number of key's account until it is no longer
+// running, and returns it.
+func (e *apiEnv) awaitRescrub(t *testing.T, key APIKey, number int64) map[string]any {
+	t.Helper()
+	var job map[string]any
+	e.poll(t, func() (bool, string) {
+		r := e.get(t, key, fmt.Sprintf("/v1/rules/rescrub/%d", number))
+		r.wantOK(t, "", "data")
+		job = apiMust[map[string]any](t, r.body, "data")
+		return job["state"] != "running", fmt.Sprintf("re-scrub %d still running: %s", number, r)
+	})
+	return job
+}
+
+// Values stored before their rule are gone once a re-scrub is done: from
+// both domains of the account, from reads, q and exports, and each
+// message records the version that re-scrubbed it and what changed; a
+// second job while one runs is a 409, bad requests are 400s naming the
+// field, a portal session is refused, and another account is left alone.
+func apiTestRescrub(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	if _, ok := e.store.(ports.MessageRewriter); !ok {
+		t.Skipf("%T is not a ports.MessageRewriter: re-scrubs are off on it (404)", e.store)
+	}
+	const canary = "c4nary-rescrub-77"
+	item := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/reset?token=" + canary + "&page=2",
+		"request.body": `{"email":"` + canary + `","plan":"pro"}`})
+	live := e.ingestOne(t, apiAcmeLive, item)
+	test := e.ingestOne(t, apiAcmeTest, item)
+	globex := e.ingestOne(t, apiGlobexLive, item)
+	e.reveal(t, apiAcmeLive, live.ID)
+	e.awaitListed(t, apiAcmeTest, test.ID)
+	e.awaitListed(t, apiGlobexLive, globex.ID)
+	from, to := apiRFC3339(e.clock.Now().Add(-time.Hour)), apiRFC3339(e.clock.Now().Add(time.Hour))
+	rangeBody := fmt.Sprintf(`{"from": %q, "to": %q}`, from, to)
+
+	e.startRescrub(t, apiAcmeLive, rangeBody).wantError(t, http.StatusBadRequest) // no rule set to run yet
+	e.putRules(t, apiAcmeLive, `{"privacy": [{"id": "token", "select": ["query.token"], "action": {"type": "remove"}},
+		{"id": "canaries", "select": ["body"], "match": {"pattern": "c4nary-[a-z]+-[0-9]+"}, "action": {"type": "mask"}}]}`,
+		0, "scrub what was stored too").wantOK(t, "", "data")
+	for _, bad := range []struct {
+		body   string
+		fields []string
+	}{
+		{`{}`, []string{"from"}},
+		{fmt.Sprintf(`{"from": %q}`, from), []string{"to"}},
+		{fmt.Sprintf(`{"from": "yesterday", "to": %q}`, to), []string{"from"}},
+		{fmt.Sprintf(`{"from": %q, "to": %q}`, to, from), []string{"to"}},
+		{fmt.Sprintf(`{"from": %q, "to": %q, "applications": [""]}`, from, to), []string{"applications"}},
+		{fmt.Sprintf(`{"from": %q, "to": %q, "domains": ["live"]}`, from, to), nil},
+		{`[`, nil},
+	} {
+		e.startRescrub(t, apiAcmeLive, bad.body).wantError(t, http.StatusBadRequest, bad.fields...)
+	}
+	e.startRescrub(t, e.portalSession(t, apiAcmeLive), rangeBody).wantError(t, http.StatusForbidden)
+
+	r := e.startRescrub(t, apiAcmeLive, rangeBody)
+	r.wantJSON(t, http.StatusAccepted)
+	if id := apiMust[json.Number](t, r.body, "data.id").String(); id != "1" || apiMust[string](t, r.body, "data.state") != "running" ||
+		r.header.Get("Location") != "/v1/rules/rescrub/1" {
+		t.Fatalf("the first re-scrub: %s (Location %q)", r, r.header.Get("Location"))
+	}
+	// Its start waits for the rules' poll interval on the service's clock,
+	// which stands still: the job runs until the clock moves.
+	e.startRescrub(t, apiAcmeTest, rangeBody).wantError(t, http.StatusConflict)
+	e.clock.Advance(time.Minute)
+	job := e.awaitRescrub(t, apiAcmeLive, 1)
+	if job["state"] != "done" || job["changed"] != json.Number("2") || job["version"] != json.Number("1") || job["finished_at"] == nil {
+		t.Fatalf("the re-scrub ended as %s, want done, 2 changed (acme's live and test messages) under version 1", apiShow(job))
+	}
+
+	for _, key := range []APIKey{apiAcmeLive, apiAcmeTest} {
+		id := map[string]string{apiAcmeLive.Domain: live.ID, apiAcmeTest.Domain: test.ID}[key.Domain]
+		r := e.get(t, key, "/v1/messages/"+id)
+		r.wantOK(t, "", "data", "rules")
+		if strings.Contains(string(r.raw), canary) {
+			t.Errorf("%s: the re-scrubbed message still holds the canary: %s", key.Domain, r)
+		}
+		if by := apiMust[json.Number](t, r.body, "rules.rescrubbed_by").String(); by != "1" ||
+			!strings.Contains(apiShow(apiMust[[]any](t, r.body, "rules.changes")), "query.token") {
+			t.Errorf("%s: the rules record says %s, want rescrubbed_by 1 and the token's change", key.Domain, apiShow(r.body))
+		}
+		if found := e.listAll(t, key, url.Values{"q": {canary}}); len(found) != 0 {
+			t.Errorf("%s: q=%s still finds %s", key.Domain, canary, apiShow(found))
+		}
+		if raw := e.export(t, key, nil).raw; strings.Contains(string(raw), canary) {
+			t.Errorf("%s: the export still holds the canary", key.Domain)
+		}
+	}
+	if got := apiMust[string](t, e.fetch(t, apiGlobexLive, globex.ID), "path"); !strings.Contains(got, canary) {
+		t.Errorf("globex's message %q was scrubbed by acme's rules", got)
+	}
+
+	list := e.get(t, apiAcmeLive, "/v1/rules/rescrub")
+	list.wantOK(t, "", "data")
+	if n := len(apiMust[[]any](t, list.body, "data")); n != 1 {
+		t.Errorf("the account lists %d re-scrubs, want 1: %s", n, list)
+	}
+	// Run again: everything is under version 1 already, nothing changes.
+	e.startRescrub(t, apiAcmeLive, rangeBody).wantJSON(t, http.StatusAccepted)
+	e.clock.Advance(time.Minute)
+	if again := e.awaitRescrub(t, apiAcmeLive, 2); again["state"] != "done" || again["changed"] != json.Number("0") || again["skipped"] != json.Number("2") {
+		t.Errorf("a second re-scrub of the same version ended as %s, want done, 0 changed, 2 skipped", apiShow(again))
+	}
+	e.get(t, apiAcmeLive, "/v1/rules/rescrub/3").wantError(t, http.StatusNotFound)
+}
