@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/elastic/go-elasticsearch/v8/esapi"
-
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/ports"
@@ -87,31 +85,16 @@ func (s *Queries) Located(ctx context.Context, account string, ids []string) ([]
 	return found, nil
 }
 
-// searchRefs runs body with f as its query over the read pattern and
-// reads the refs of its hits; no index yet is no error, a shard that
-// cannot answer is.
+// searchRefs runs body with f as its query (searchInto) and reads the
+// refs of its hits.
 func (s *Queries) searchRefs(ctx context.Context, op string, f *filters, body object) ([]refHit, error) {
-	body["query"] = object{"bool": object{"filter": f.clauses}}
-	body["track_total_hits"] = false
 	body["_source"] = refFields
-	reader, err := esclient.JSONBody(body)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.client.Bounded(ctx)
-	defer cancel()
 	var reply struct {
 		Hits struct {
 			Hits []refHit `json:"hits"`
 		} `json:"hits"`
 	}
-	if err := s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
-		Body:                      reader,
-		IgnoreUnavailable:         esapi.BoolPtr(true),
-		AllowNoIndices:            esapi.BoolPtr(true),
-		AllowPartialSearchResults: esapi.BoolPtr(false),
-	}, &reply); err != nil {
+	if err := s.searchInto(ctx, op, f, body, &reply); err != nil {
 		return nil, err
 	}
 	return reply.Hits.Hits, nil
