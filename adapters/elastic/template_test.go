@@ -55,7 +55,7 @@ func checkFields(t *testing.T, what string, m mapping, legacy bool) {
 		"id": "keyword", "reference": "keyword", "account": "keyword", "domain": "keyword",
 		"name": "keyword", "method": "keyword", "path": "keyword", "route": "keyword", "route_template": "keyword", "ip_address": "ip",
 		"status_code": "integer", "duration_ms": "double", "text": "text", "created_at": "date_nanos", "updated_at": "date_nanos",
-		"visible_at": "date_nanos", "expires_at": "date_nanos", "subjects": "keyword", "request": "object", "response": "object",
+		"visible_at": "date_nanos", "expires_at": "date_nanos", "rules": "object", "subjects": "keyword", "request": "object", "response": "object",
 	}
 	for field, typ := range want {
 		got, ok := m.Properties[field]

@@ -399,26 +399,32 @@ func (s *Queries) Get(ctx context.Context, scope domain.Scope, idOrReference str
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
 func (s *Queries) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
-	body["query"] = object{"bool": object{"filter": f.clauses}}
-	body["track_total_hits"] = false
-	reader, err := esclient.JSONBody(body)
-	if err != nil {
-		return domain.Page{}, err
-	}
-	ctx, cancel := s.client.Bounded(ctx)
-	defer cancel()
 	reply := &pageReader{limit: limit}
-	if err := s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
-		Body:                      reader,
-		IgnoreUnavailable:         esapi.BoolPtr(true),
-		AllowNoIndices:            esapi.BoolPtr(true),
-		AllowPartialSearchResults: esapi.BoolPtr(false),
-	}, reply); err != nil {
+	if err := s.searchInto(ctx, op, f, body, reply); err != nil {
 		return domain.Page{}, err
 	}
 	if reply.badHit != nil {
 		return domain.Page{}, fmt.Errorf("elastic: %s: %w", op, reply.badHit)
 	}
 	return reply.page, nil
+}
+
+// searchInto runs body with f as its query over the read pattern and
+// decodes the reply into reply (as esclient.Client.Do does).
+func (s *Queries) searchInto(ctx context.Context, op string, f *filters, body object, reply any) error {
+	body["query"] = object{"bool": object{"filter": f.clauses}}
+	body["track_total_hits"] = false
+	reader, err := esclient.JSONBody(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.client.Bounded(ctx)
+	defer cancel()
+	return s.client.Do(ctx, op, esapi.SearchRequest{
+		Index:                     []string{s.names.ReadPattern()},
+		Body:                      reader,
+		IgnoreUnavailable:         esapi.BoolPtr(true),
+		AllowNoIndices:            esapi.BoolPtr(true),
+		AllowPartialSearchResults: esapi.BoolPtr(false),
+	}, reply)
 }
