@@ -219,7 +219,7 @@ func refuseNullMembers(body []byte) error {
 	}
 	var fields []domain.FieldError
 	for _, name := range slices.Sorted(maps.Keys(members)) {
-		if string(bytes.TrimSpace(members[name])) == "null" {
+		if name != "" && string(bytes.TrimSpace(members[name])) == "null" { // "" is no member: the decoding refuses it
 			fields = append(fields, domain.FieldError{Field: name, Message: "must not be null: leave it out for its default"})
 		}
 	}
