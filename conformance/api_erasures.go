@@ -57,6 +57,7 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 	e.erase(t, apiAcmeLive, map[string]any{"subjects": []string{}}).wantError(t, http.StatusBadRequest, "subjects")
 	e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "future": "never"}).wantError(t, http.StatusBadRequest, "future")
 	e.erase(t, apiAcmeLive, map[string]any{"subject": "u-77"}).wantError(t, http.StatusBadRequest)
+	e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "dry_run": nil}).wantError(t, http.StatusBadRequest, "dry_run")
 	dry := e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "dry_run": true})
 	dry.wantOK(t, "", "data")
 	if n := apiMust[json.Number](t, dry.body, "data.messages").String(); n != "2" {

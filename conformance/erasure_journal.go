@@ -21,22 +21,11 @@ type ErasureJournalMaker func(ctx context.Context, t *testing.T) (ports.ErasureJ
 // replaces it, another account's id is not found, the audit list pages
 // newest first, and AllErasures holds every account's.
 func RunErasureJournalTests(t *testing.T, newJournal ErasureJournalMaker) {
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, j ports.ErasureJournal)
-	}{
+	runOnFreshStores(t, "ErasureJournalMaker", newJournal, []storeCase[ports.ErasureJournal]{
 		{"RoundTripEveryFieldAndReplace", testErasureRoundTrip},
 		{"AnotherAccountsErasureIsNotFound", testErasureOtherAccount},
 		{"ListNewestFirstByPages", testErasureList},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			j, err := newJournal(t.Context(), t)
-			if err != nil {
-				t.Fatalf("ErasureJournalMaker: %v", err)
-			}
-			tc.run(t, j)
-		})
-	}
+	})
 }
 
 // fullErasure sets every field of an erasure of account.

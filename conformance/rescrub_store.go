@@ -25,24 +25,13 @@ type RescrubJobStoreMaker func(ctx context.Context, t *testing.T) (ports.Rescrub
 // revision; jobs list newest first, and the running ones of every account
 // are found. Each subtest gets a fresh store.
 func RunRescrubJobStoreTests(t *testing.T, newStore RescrubJobStoreMaker) {
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, s ports.RescrubJobStore)
-	}{
+	runOnFreshStores(t, "RescrubJobStoreMaker", newStore, []storeCase[ports.RescrubJobStore]{
 		{"OneRunningJobPerAccount", testRescrubOneRunning},
 		{"RoundTripEveryField", testRescrubRoundTrip},
 		{"UpdateIsCompareAndSet", testRescrubCompareAndSet},
 		{"ConcurrentCreatesOneWins", testRescrubConcurrentCreates},
 		{"ListNewestFirstAndRunning", testRescrubLists},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := newStore(t.Context(), t)
-			if err != nil {
-				t.Fatalf("RescrubJobStoreMaker: %v", err)
-			}
-			tc.run(t, s)
-		})
-	}
+	})
 }
 
 // newRescrubJob is a job of account over the last day, as a request makes it.

@@ -25,10 +25,7 @@ type RuleSetStoreMaker func(ctx context.Context, t *testing.T) (ports.RuleSetSto
 // version within their poll interval (and at once on the replica that saved
 // it). Each subtest gets a fresh store.
 func RunRuleSetStoreTests(t *testing.T, newStore RuleSetStoreMaker) {
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, s ports.RuleSetStore)
-	}{
+	runOnFreshStores(t, "RuleSetStoreMaker", newStore, []storeCase[ports.RuleSetStore]{
 		{"NoneSavedIsVersionZero", testRuleSetNone},
 		{"RoundTripEveryField", testRuleSetRoundTrip},
 		{"CompareAndSet", testRuleSetCompareAndSet},
@@ -37,15 +34,7 @@ func RunRuleSetStoreTests(t *testing.T, newStore RuleSetStoreMaker) {
 		{"AccountsApart", testRuleSetAccounts},
 		{"ReturnedVersionsBelongToCaller", testRuleSetCopies},
 		{"ReplicasApplyNewVersion", testRuleSetReplicas},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := newStore(t.Context(), t)
-			if err != nil {
-				t.Fatalf("RuleSetStoreMaker: %v", err)
-			}
-			tc.run(t, s)
-		})
-	}
+	})
 }
 
 // fullRuleSet sets every field of every kind of rule to something other than

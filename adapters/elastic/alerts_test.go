@@ -14,6 +14,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/elastic/elasticfx"
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain/alerting"
+	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -44,6 +45,13 @@ func TestRuleSetStoreConformance(t *testing.T) {
 	})
 }
 
+func TestErasureJournalConformance(t *testing.T) {
+	conformance.RunErasureJournalTests(t, func(ctx context.Context, t *testing.T) (ports.ErasureJournal, error) {
+		cfg := testConfig(t)
+		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
+	})
+}
+
 // storeWithAlerts is a message store that keeps alert rules too, as the
 // service runs it: the HTTP suite then runs alerting on Elasticsearch.
 type storeWithAlerts struct {
@@ -54,8 +62,10 @@ type storeWithAlerts struct {
 // The HTTP suite runs alerting and rule sets on the store's own, not on
 // memory stores (httpapitest.Fallbacks).
 var (
-	_ ports.AlertStore   = storeWithAlerts{}
-	_ ports.RuleSetStore = storeWithAlerts{}
+	_ ports.AlertStore     = storeWithAlerts{}
+	_ ports.RuleSetStore   = storeWithAlerts{}
+	_ ports.Eraser         = storeWithAlerts{}
+	_ ports.ErasureJournal = storeWithAlerts{}
 )
 
 func alertingStoreMaker(ctx context.Context, t *testing.T) (ports.MessageStore, error) {
@@ -80,7 +90,8 @@ func TestAlertModule(t *testing.T) {
 	})
 	cfg.WarmUp = -time.Second // not what this is about
 	var alerts ports.AlertStore
-	app := fxtest.New(t, fx.Supply(cfg), elasticfx.Module, elasticfx.AlertModule, fx.Populate(&alerts), fx.StartTimeout(time.Minute))
+	var journal ports.ErasureJournal
+	app := fxtest.New(t, fx.Supply(cfg), elasticfx.Module, elasticfx.AlertModule, fx.Populate(&alerts, &journal), fx.StartTimeout(time.Minute))
 	app.RequireStart()
 	defer app.RequireStop()
 	r := alerting.DefaultRule()
@@ -90,6 +101,14 @@ func TestAlertModule(t *testing.T) {
 	}
 	if got, err := alerts.Rules(t.Context(), scope); err != nil || len(got) != 1 || got[0].ID != r.ID {
 		t.Errorf("Rules = %+v, %v", got, err)
+	}
+	// The journal of erasures is there too, for the erasure endpoints.
+	e := erasure.Erasure{ID: "0193a0c4-0000-7000-8000-000000000001", Account: scope.Account, State: erasure.StateHidden, At: r.CreatedAt}
+	if err := journal.SaveErasure(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := journal.Erasure(t.Context(), e.Account, e.ID); err != nil || got.State != e.State {
+		t.Errorf("Erasure = %+v, %v", got, err)
 	}
 }
 

@@ -27,3 +27,7 @@ func TestAPIConformance(t *testing.T) {
 func TestRewriteConformance(t *testing.T) {
 	conformance.RunRewriteTests(t, storeMaker)
 }
+
+func TestEraseConformance(t *testing.T) {
+	conformance.RunEraseTests(t, storeMaker)
+}

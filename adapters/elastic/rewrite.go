@@ -65,10 +65,15 @@ func (s *Store) ExpungeRewritten(ctx context.Context, from, to time.Time) error 
 	for day := from.UTC().Truncate(24 * time.Hour); day.Before(to); day = day.Add(24 * time.Hour) {
 		indices = append(indices, s.indices.Names().For(day))
 	}
-	names := indices
-	if len(indices) > maxExpungeDays {
-		names = []string{s.indices.Names().ReadPattern()} // a long range: every daily index, in a short URL
+	return s.expunge(ctx, indices)
+}
+
+// expunge merges away the deleted documents of the daily indices named.
+func (s *Store) expunge(ctx context.Context, indices []string) error {
+	if len(indices) == 0 {
+		return nil
 	}
+	names := urlIndices(s, indices)
 	settings := strings.NewReader(`{"index":{"merge":{"policy":{"expunge_deletes_allowed":0}}}}`)
 	if err := s.client.Do(ctx, "expunge: merge policy", esapi.IndicesPutSettingsRequest{Index: names, Body: settings,
 		IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true)}, nil); err != nil {
@@ -79,6 +84,6 @@ func (s *Store) ExpungeRewritten(ctx context.Context, from, to time.Time) error 
 		IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true)}, nil)
 }
 
-// maxExpungeDays is the longest range whose indices an expunge names one by
-// one (Elasticsearch refuses a request line over 4 KB).
+// maxExpungeDays is the most indices an expunge names one by one
+// (urlIndices).
 const maxExpungeDays = 60

@@ -50,12 +50,17 @@ func (a *api) alertRoutes(r *mux.Router) {
 // withAlerts answers 404 when the service has no alerting (its store keeps no
 // rules).
 func (a *api) withAlerts(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if a.alerts == nil {
-			writeError(w, apiError{status: http.StatusNotFound, message: "alerting is not available: this server's store keeps no alert rules"})
-			return
-		}
-		next(w, r)
+	return onlyIf(a.alerts != nil, "alerting is not available: this server's store keeps no alert rules", next)
+}
+
+// onlyIf is next when the part of the service it serves is there (present),
+// else a 404 saying so, unavailable: the routes of an optional use case.
+func onlyIf(present bool, unavailable string, next http.HandlerFunc) http.HandlerFunc {
+	if present {
+		return next
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, apiError{status: http.StatusNotFound, message: unavailable})
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/gorilla/mux"
 
@@ -108,6 +110,10 @@ func (a *api) createErasure(w http.ResponseWriter, r *http.Request) {
 		a.refuseBody(w, r, maxErasureBody, err)
 		return
 	}
+	if err := refuseNullMembers(body); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	var req erasure.Request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -201,4 +207,24 @@ func (a *api) subjectMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeEncoded(w, http.StatusOK, func(dst []byte) []byte { return appendListReply(dst, page, q.Limit) })
+}
+
+// refuseNullMembers refuses a JSON object with a member set to null, which
+// decoding would take for the member left out: a client that sends
+// "dry_run": null meant something, and is told so rather than erased for.
+func refuseNullMembers(body []byte) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // not an object: the decoding says what is wrong
+	}
+	var fields []domain.FieldError
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if name != "" && string(bytes.TrimSpace(members[name])) == "null" { // "" is no member: the decoding refuses it
+			fields = append(fields, domain.FieldError{Field: name, Message: "must not be null: leave it out for its default"})
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return &domain.ValidationError{Message: "the erasure request has null members", Fields: fields}
 }

@@ -32,13 +32,7 @@ func (a *api) rescrubRoutes(r *mux.Router) {
 
 // withRescrubs answers 404 when the service has no re-scrubs.
 func (a *api) withRescrubs(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if a.rescrubs == nil {
-			writeError(w, apiError{status: http.StatusNotFound, message: "re-scrubs are not available on this server"})
-			return
-		}
-		next(w, r)
-	}
+	return onlyIf(a.rescrubs != nil, "re-scrubs are not available on this server", next)
 }
 
 // failRescrub is fail with the re-scrubs' own words.

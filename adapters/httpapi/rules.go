@@ -41,13 +41,7 @@ func (a *api) rulesRoutes(r *mux.Router) {
 
 // withRules answers 404 when the service has no rule sets.
 func (a *api) withRules(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if a.rules == nil {
-			writeError(w, apiError{status: http.StatusNotFound, message: "rule sets are not available on this server"})
-			return
-		}
-		next(w, r)
-	}
+	return onlyIf(a.rules != nil, "rule sets are not available on this server", next)
 }
 
 // failRules is fail with the rule sets' own words.
@@ -58,7 +52,7 @@ func (a *api) failRules(w http.ResponseWriter, r *http.Request, err error) {
 			message: "rule sets are read and changed with an API key, not a portal session"})
 	case errors.Is(err, app.ErrRuledByFile):
 		writeError(w, apiError{status: http.StatusConflict,
-			message: "a rules file (REQLOG_RULES_FILE) rules this account: change the file and restart, or take the account out of it"})
+			message: "a rules file (REQLOG_RULES_FILE) rules this account: change the file (each replica reads it again within REQLOG_RULES_POLL_INTERVAL), or take the account out of it"})
 	case errors.Is(err, ports.ErrNotFound):
 		writeError(w, apiError{status: http.StatusNotFound, message: "message not found"})
 	default:

@@ -87,10 +87,11 @@ func TestServiceAlertsEndToEnd(t *testing.T) {
 	// Three minutes ago: inside the window of every evaluation for two minutes.
 	at := time.Now().Add(-3 * time.Minute)
 	var ack any
-	if status := send(t, http.MethodPost, base+"/v1/messages", apiKey, traffic(10, 503, at), &ack); status != http.StatusOK {
+	// One request: an evaluation between two would see the 503s alone (1.0).
+	burst := strings.TrimSuffix(traffic(10, 503, at), "]") + "," + strings.TrimPrefix(traffic(10, 200, at), "[")
+	if status := send(t, http.MethodPost, base+"/v1/messages", apiKey, burst, &ack); status != http.StatusOK {
 		t.Fatalf("submitting: %d %v", status, ack)
 	}
-	send(t, http.MethodPost, base+"/v1/messages", apiKey, traffic(10, 200, at), &ack)
 	firing := rcv.WaitFor(t, 1, 30*time.Second)
 	send(t, http.MethodPost, base+"/v1/messages", apiKey, traffic(200, 200, at), &ack)
 	got := rcv.WaitFor(t, 2, 30*time.Second)

@@ -123,17 +123,19 @@ func (a rescrubAPI) job(id int64) rescrubJob {
 	return reply.Data
 }
 
-// awaitJob polls job id until until holds, for at most a minute.
+// awaitJob polls job id until until holds, for at most five minutes: a
+// bound on a hang, which a race-built reqlogd at a CI's load needs (2,000
+// messages in pages of 10 took more than a minute there).
 func (a rescrubAPI) awaitJob(id int64, until func(rescrubJob) bool) rescrubJob {
 	a.t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		job := a.job(id)
 		if until(job) {
 			return job
 		}
 		if time.Now().After(deadline) {
-			a.t.Fatalf("re-scrub %d: %+v after a minute", id, job)
+			a.t.Fatalf("re-scrub %d: %+v after five minutes", id, job)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

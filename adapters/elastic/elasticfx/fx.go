@@ -40,13 +40,14 @@ func provide(p moduleParams) (*elastic.Store, error) {
 }
 
 // AlertModule provides the alert store on the Elasticsearch store's cluster and
-// index prefix as the service's ports.AlertStore, and as its
-// ports.RuleSetStore (the accounts' rule sets, in an index beside alerting's).
-// Its indices are created on start, after the store's set-up.
+// index prefix as the service's ports.AlertStore, as its ports.RuleSetStore
+// (the accounts' rule sets, in an index beside alerting's) and as its
+// ports.ErasureJournal (the journal of erasures, there too). Its indices
+// are created on start, after the store's set-up.
 var AlertModule = fx.Module("elastic.alerts",
 	fx.Provide(fx.Annotate(func(lc fx.Lifecycle, s *elastic.Store) *elastic.AlertStore {
 		a, start := elastic.DeferredAlertStore(s)
 		lc.Append(fx.Hook{OnStart: start})
 		return a
-	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)))),
+	}, fx.As(new(ports.AlertStore)), fx.As(new(ports.RuleSetStore)), fx.As(new(ports.ErasureJournal)))),
 )

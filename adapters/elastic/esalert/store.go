@@ -34,9 +34,9 @@ const (
 )
 
 // alertKinds lists every kind, for set-up (the rule sets too: rules.go;
-// the re-scrub jobs: rescrub.go).
+// the re-scrub jobs: rescrub.go; the journal of erasures: erasures.go).
 var alertKinds = []string{alertRules, alertEndpoints, alertStates, alertTransitions, alertDeliveries, alertAttempts, alertLeases, ruleSets,
-	rescrubJobs}
+	rescrubJobs, erasures}
 
 // Store is the Elasticsearch ports.AlertStore: one small index per kind
 // of record, "<prefix>-alert-<kind>" (one shard, a replica wherever a second
@@ -104,6 +104,7 @@ var alertMappings = map[string]map[string]any{
 		"key_id": kept, "state": keyword, "cursor_domain": kept, "cursor_at": long, "cursor_id": kept, "scanned": long,
 		"changed": long, "skipped": long, "error": kept, "created_at": long, "updated_at": long, "finished_at": long,
 		"owner": kept, "lease_until": long, "revision": long},
+	erasures: {"account": keyword, "id": keyword, "doc": kept},
 }
 
 // catIndex is a row of GET _cat/indices.

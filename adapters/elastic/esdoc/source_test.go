@@ -86,7 +86,10 @@ func TestEdgeMessagesSetEveryStoredMember(t *testing.T) {
 		visit("", reflect.ValueOf(record.FromMessage(m)))
 	}
 	for member, isSet := range set {
-		if !isSet {
+		// The subject index is written and searched, never read back into a
+		// message: the edge messages' round trips leave it out, and
+		// TestAppendStoresSubjects writes it.
+		if !isSet && member != "subjects" {
 			t.Errorf("no test document sets %s", member)
 		}
 	}

@@ -112,6 +112,9 @@ var newestFirst = []object{
 type filters struct {
 	clauses []object
 	empty   bool
+	// tallies selects the tallies (what ingest rules dropped) instead of
+	// the messages every other search is of.
+	tallies bool
 }
 
 func (f *filters) term(field, value string) {
@@ -403,27 +406,37 @@ var notTally = object{"term": object{"tally": true}}
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
 func (s *Queries) search(ctx context.Context, op string, f *filters, body object, limit int) (domain.Page, error) {
-	// Tallies (what ingest rules dropped) are counted by Stats alone.
-	body["query"] = object{"bool": object{"filter": f.clauses, "must_not": notTally}}
-	body["track_total_hits"] = false
-	reader, err := esclient.JSONBody(body)
-	if err != nil {
-		return domain.Page{}, err
-	}
-	ctx, cancel := s.client.Bounded(ctx)
-	defer cancel()
 	reply := &pageReader{limit: limit}
-	if err := s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
-		Body:                      reader,
-		IgnoreUnavailable:         esapi.BoolPtr(true),
-		AllowNoIndices:            esapi.BoolPtr(true),
-		AllowPartialSearchResults: esapi.BoolPtr(false),
-	}, reply); err != nil {
+	if err := s.searchInto(ctx, op, f, body, reply); err != nil {
 		return domain.Page{}, err
 	}
 	if reply.badHit != nil {
 		return domain.Page{}, fmt.Errorf("elastic: %s: %w", op, reply.badHit)
 	}
 	return reply.page, nil
+}
+
+// searchInto runs body with f as its query over the read pattern and
+// decodes the reply into reply (as esclient.Client.Do does).
+func (s *Queries) searchInto(ctx context.Context, op string, f *filters, body object, reply any) error {
+	// Tallies (what ingest rules dropped) are counted by Stats alone.
+	query := object{"filter": f.clauses, "must_not": notTally}
+	if f.tallies {
+		query = object{"filter": append(f.clauses, notTally)}
+	}
+	body["query"] = object{"bool": query}
+	body["track_total_hits"] = false
+	reader, err := esclient.JSONBody(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.client.Bounded(ctx)
+	defer cancel()
+	return s.client.Do(ctx, op, esapi.SearchRequest{
+		Index:                     []string{s.names.ReadPattern()},
+		Body:                      reader,
+		IgnoreUnavailable:         esapi.BoolPtr(true),
+		AllowNoIndices:            esapi.BoolPtr(true),
+		AllowPartialSearchResults: esapi.BoolPtr(false),
+	}, reply)
 }

@@ -1,0 +1,131 @@
+package esquery
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/adapters/record"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// refHit is a hit of a search for where messages are, not what they hold.
+type refHit struct {
+	Index  string `json:"_index"`
+	ID     string `json:"_id"`
+	Source struct {
+		Domain    string        `json:"domain"`
+		CreatedAt record.Micros `json:"created_at"`
+	} `json:"_source"`
+}
+
+// refFields are the only fields of _source a refHit reads.
+var refFields = []string{"domain", "created_at"}
+
+// SubjectRefs searches the messages of q's account whose subjects hold any
+// of q's hashes (a terms query on the keyword field subjects), readable or
+// not, newest first from after q's cursor, at most q.Limit. Like List it
+// sees a write after the next refresh (ReadLag).
+func (s *Queries) SubjectRefs(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("elastic: subject messages: limit must be at least 1, got %d", q.Limit)
+	}
+	if len(q.Hashes) == 0 {
+		return nil, nil
+	}
+	f := subjectFilters(q)
+	body := object{"size": q.Limit, "sort": newestFirst}
+	if q.After != nil {
+		if after, ok := searchAfter(*q.After, f); ok {
+			body["search_after"] = after
+		}
+	}
+	if f.empty {
+		return nil, nil
+	}
+	hits, err := s.searchRefs(ctx, "subject messages", f, body)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]ports.SubjectRef, len(hits))
+	for i, h := range hits {
+		refs[i] = ports.SubjectRef{ID: h.ID, Domain: h.Source.Domain, CreatedAt: h.Source.CreatedAt.Time()}
+	}
+	return refs, nil
+}
+
+// subjectFilters selects the documents of q's Account, Domain, Hashes and
+// CreatedBefore.
+func subjectFilters(q ports.SubjectQuery) *filters {
+	f := &filters{}
+	f.term("account", q.Account)
+	if q.Domain != "" {
+		f.term("domain", q.Domain)
+	}
+	f.add(object{"terms": object{"subjects": q.Hashes}})
+	if !q.CreatedBefore.IsZero() {
+		f.bound("created_at", "lte", q.CreatedBefore)
+	}
+	return f
+}
+
+// TallyTargets searches at most limit of the tallies whose subjects hold
+// any of q's hashes (q's Account, Domain and CreatedBefore too) and returns
+// where each is.
+func (s *Queries) TallyTargets(ctx context.Context, q ports.SubjectQuery, limit int) ([]esclient.Target, error) {
+	if len(q.Hashes) == 0 {
+		return nil, nil
+	}
+	f := subjectFilters(q)
+	if f.empty {
+		return nil, nil
+	}
+	f.tallies = true
+	hits, err := s.searchRefs(ctx, "subject tallies", f, object{"size": limit})
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]esclient.Target, len(hits))
+	for i, h := range hits {
+		targets[i] = esclient.Target{Index: h.Index, ID: h.ID}
+	}
+	return targets, nil
+}
+
+// Located searches account's messages with any of ids, readable or not,
+// and returns the index and _id of each document: an id another account's
+// message has is not among them. It sees what the last refresh made
+// searchable; the eraser refreshes as it writes (elastic's erase.go).
+func (s *Queries) Located(ctx context.Context, account string, ids []string) ([]esclient.Target, error) {
+	var found []esclient.Target
+	for chunk := range slices.Chunk(ids, maxLookupIDs) {
+		f := &filters{}
+		f.term("account", account)
+		f.add(object{"terms": object{"id": chunk}})
+		// Twice the ids: one id may be stored in two daily indices.
+		hits, err := s.searchRefs(ctx, "locate messages", f, object{"size": 2 * len(chunk), "sort": newestFirst})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			found = append(found, esclient.Target{Index: h.Index, ID: h.ID})
+		}
+	}
+	return found, nil
+}
+
+// searchRefs runs body with f as its query (searchInto) and reads the
+// refs of its hits.
+func (s *Queries) searchRefs(ctx context.Context, op string, f *filters, body object) ([]refHit, error) {
+	body["_source"] = refFields
+	var reply struct {
+		Hits struct {
+			Hits []refHit `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := s.searchInto(ctx, op, f, body, &reply); err != nil {
+		return nil, err
+	}
+	return reply.Hits.Hits, nil
+}
