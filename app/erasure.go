@@ -439,7 +439,7 @@ func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 
 // erase hides e if it is pending, then deletes its messages a step at a
 // time, journaling the count after each step (Reapplied for an erasure
-// already deleted).
+// already deleted), then its tallies.
 func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 	if e.State == erasure.StatePending {
 		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock); err != nil {
@@ -452,8 +452,11 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 			return err
 		}
 		refs, err := j.eraser.SubjectMessages(ctx, q)
-		if err != nil || len(refs) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(refs) == 0 {
+			return j.eraseTallies(ctx, q)
 		}
 		if e.State == erasure.StateDeleted {
 			// Restored: hidden first, so that no read returns them while
@@ -478,4 +481,17 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 			return err
 		}
 	}
+}
+
+// eraseTallies deletes the tallies q selects where the store keeps them
+// (ports.TallyEraser): what ingest rules dropped keeps its path and name,
+// which may hold a subject's value. No read returns a tally, so none is
+// hidden first, and the journal counts messages alone.
+func (j *ErasureJob) eraseTallies(ctx context.Context, q ports.SubjectQuery) error {
+	tallies, ok := j.eraser.(ports.TallyEraser)
+	if !ok {
+		return nil
+	}
+	_, err := tallies.EraseTallies(ctx, q)
+	return err
 }

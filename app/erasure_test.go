@@ -24,9 +24,15 @@ type erasureFixture struct {
 
 func newErasureFixture(t *testing.T) erasureFixture {
 	t.Helper()
+	return newErasureFixtureOf(t, rules.RuleSet{})
+}
+
+// newErasureFixtureOf is newErasureFixture under rs's ingest rules too.
+func newErasureFixtureOf(t *testing.T, rs rules.RuleSet) erasureFixture {
+	t.Helper()
 	f := erasureFixture{store: memory.New(), journal: memory.NewErasureJournal()}
 	ruleSets := memory.NewRuleSetStore()
-	rs := rules.RuleSet{Subjects: []rules.SubjectKey{{ID: "user", Select: []string{"request.headers.x-user-id"}}, {ID: "emails", Detector: "email"}}}
+	rs.Subjects = []rules.SubjectKey{{ID: "user", Select: []string{"request.headers.x-user-id"}}, {ID: "emails", Detector: "email"}}
 	if _, err := ruleSets.ReplaceRuleSet(t.Context(), rules.Version{Account: "acme", Rules: rs, At: testNow}, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -200,5 +206,44 @@ func TestSubjectMessagesPages(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("u-9's messages by pages of 2: %d, want %d", len(got), len(want))
+	}
+}
+
+// A dropped exchange is kept as a tally with its subject hashes (its path
+// may hold the subject's value): the erasure job deletes the subject's
+// tallies with its messages, and no other's.
+func TestTheErasureJobDeletesTheSubjectsTallies(t *testing.T) {
+	f := newErasureFixtureOf(t, rules.RuleSet{
+		Ingest: []rules.IngestRule{{ID: "no-deletes", Scope: rules.Scope{Methods: []string{"DELETE"}}, Action: rules.IngestDrop}},
+	})
+	ctx := t.Context()
+	exchange := func(method, email string) string {
+		return `{"name":"shop","created_at":1714564800,"method":"` + method + `","path":"/users/` + email + `","request":{"header":{},"body":""},"response":{"status_code":204}}`
+	}
+	if id := f.submit(t, exchange("delete", "ana@example.com")); !id.Dropped {
+		t.Fatalf("ana's DELETE = %+v, want dropped (a tally)", id)
+	}
+	if id := f.submit(t, exchange("delete", "bob@example.com")); !id.Dropped {
+		t.Fatalf("bob's DELETE = %+v, want dropped (a tally)", id)
+	}
+	f.submit(t, exchange("get", "ana@example.com"))
+	if _, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{Subjects: []string{"ana@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	erased := func(subject string) int64 {
+		n, err := f.store.EraseTallies(ctx, ports.SubjectQuery{Account: "acme", Hashes: []string{rules.SubjectHash(rulesHash, subject)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := erased("ana@example.com"); n != 0 {
+		t.Errorf("ana's tallies left after the job: %d, want none", n)
+	}
+	if n := erased("bob@example.com"); n != 1 {
+		t.Errorf("bob's tallies after ana's erasure: %d, want his 1", n)
 	}
 }

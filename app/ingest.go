@@ -252,7 +252,7 @@ func (a *Admission) Store(ctx context.Context) (SubmitResult, error) {
 // the store.
 func (a *Admission) store(ctx context.Context) error {
 	if len(a.msgs) == 0 {
-		return nil // the rules dropped every one
+		return nil
 	}
 	if a.key != (IdempotencyKey{}) {
 		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
@@ -352,10 +352,13 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 
 // applyRules puts msgs through the account's rule set, in place, and returns
 // those to store, each with its record of the version, its source and the
-// rules' changes (a re-scrub reads it): a dropped one is marked in ids, and
-// not stored. A rule's
-// retention shortens a message's, never lengthens it past the policy's, which
-// reads keep to.
+// rules' changes (a re-scrub reads it): a dropped one is marked in ids and
+// becomes a tally (rules.Outcome.Stored), written in the same Append as the
+// messages kept, so that the statistics count every exchange received and a
+// crash never leaves one acknowledged uncounted. An erased subject's exchange
+// its erasure drops (rules.ForgetDrop) is neither stored nor counted. A
+// rule's retention shortens a message's, never lengthens it past the
+// policy's, which reads keep to.
 func (in *Ingester) applyRules(ctx context.Context, account string, src rules.Source, msgs []domain.Message, ids []domain.Identity) ([]domain.Message, error) {
 	active, err := in.rules.For(ctx, account)
 	if err != nil {
@@ -374,15 +377,17 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		m := &msgs[i]
 		policyExpiry := m.ExpiresAt
 		outcomes[i] = active.compiled.ApplyForgetting(m, src, forget)
-		if !outcomes[i].Stored {
-			ids[i].Dropped = true
+		ids[i].Dropped = !outcomes[i].Stored
+		if outcomes[i].Forgotten == rules.ForgetDrop {
 			continue
 		}
 		m.Subjects = outcomes[i].Subjects // the store's subject index
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
 		}
-		m.Rules = domain.RulesRecord{Version: active.Version.Number, Source: string(src), Changes: outcomes[i].Changes}
+		if outcomes[i].Stored {
+			m.Rules = domain.RulesRecord{Version: active.Version.Number, Source: string(src), Changes: outcomes[i].Changes}
+		}
 		kept = append(kept, *m)
 	}
 	clear(msgs[len(kept):]) // what was dropped is not kept alive

@@ -99,7 +99,7 @@ func item(name, path string) string {
 	return fmt.Sprintf(`{"name":%q,"created_at":1714564800,"method":"GET","path":%q,"ip_address":"203.0.113.9","request":{},"response":{"status_code":200}}`, name, path)
 }
 
-// A dropped message is not stored, and its identity says so; the others are
+// A dropped message is appended as a tally, and its identity says so; the others are
 // scrubbed, their retention shortened by a rule but never lengthened past
 // the policy's; every match is counted.
 func TestIngestAppliesTheAccountsRules(t *testing.T) {
@@ -113,10 +113,13 @@ func TestIngestAppliesTheAccountsRules(t *testing.T) {
 	if len(res.Identities) != 3 || res.Identities[0].Dropped || !res.Identities[1].Dropped || res.Identities[2].Dropped {
 		t.Fatalf("identities %+v: want three, the health check's dropped", res.Identities)
 	}
-	if len(f.written.appended) != 2 {
-		t.Fatalf("stored %d messages, want the 2 not dropped", len(f.written.appended))
+	if len(f.written.appended) != 3 {
+		t.Fatalf("appended %d messages, want the 2 kept and the tally of the one dropped, in one write", len(f.written.appended))
 	}
-	shop, ledger := f.written.appended[0], f.written.appended[1]
+	shop, probe, ledger := f.written.appended[0], f.written.appended[1], f.written.appended[2]
+	if !probe.Tally || probe.ID != res.Identities[1].ID || shop.Tally || ledger.Tally {
+		t.Errorf("appended %+v: want the health check as a tally, the others whole", f.written.appended)
+	}
 	if shop.ID != res.Identities[0].ID || shop.Path != "/reset?page=2" || shop.IPAddress != "203.0.113.9" {
 		t.Errorf("stored %s %q from %s: want the first item, its token removed, its address kept (a dry run)", shop.ID, shop.Path, shop.IPAddress)
 	}
@@ -126,15 +129,15 @@ func TestIngestAppliesTheAccountsRules(t *testing.T) {
 	if want := ledger.CreatedAt.Add(domain.DefaultRetention); !ledger.ExpiresAt.Equal(want) {
 		t.Errorf("ledger expires %s, want the policy's %s: reads keep to it", ledger.ExpiresAt, domain.DefaultRetention)
 	}
-	want := map[string]int{"token remove enforce": 1, "probes drop enforce": 1, "would-mask-ip mask dry_run": 2}
+	want := map[string]int{"token remove enforce": 1, "probes drop enforce": 1, "would-mask-ip mask dry_run": 3} // the tally is scrubbed too
 	if fmt.Sprint(f.counts.matches) != fmt.Sprint(want) || f.counts.dropped != 1 {
 		t.Errorf("counted %v and %d dropped, want %v and 1", f.counts.matches, f.counts.dropped, want)
 	}
 
-	// Every item dropped: nothing is written, every identity returned.
+	// Every item dropped: its tally alone is written, every identity returned.
 	res, err = f.ingest.Submit(t.Context(), ruleKey, draftsOf(item("shop", "/healthz")), "")
-	if err != nil || len(res.Identities) != 1 || !res.Identities[0].Dropped || len(f.written.appended) != 2 {
-		t.Errorf("a lone health check: %+v (%v), %d stored; want its identity, dropped, and nothing written", res, err, len(f.written.appended))
+	if err != nil || len(res.Identities) != 1 || !res.Identities[0].Dropped || len(f.written.appended) != 4 || !f.written.appended[3].Tally {
+		t.Errorf("a lone health check: %+v (%v), %d appended; want its identity, dropped, and its tally written", res, err, len(f.written.appended))
 	}
 	// Another account has no rules.
 	globex := domain.Principal{Scope: domain.Scope{Account: "globex", Domain: "live"}}

@@ -69,6 +69,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		// Rule sets (api_rules.go).
 		{"RuleSets", apiTestRuleSets},
 		{"DroppedMessages", apiTestDroppedMessages},
+		{"SampledCountsStayTrue", apiTestSampledCountsStayTrue},
 		{"Rescrub", apiTestRescrub},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},

@@ -23,7 +23,7 @@ var (
 // apiMessageKeys are exactly the keys of a fetched message: nothing internal
 // (account, visibility, expiry) leaks.
 var apiMessageKeys = []string{"id", "reference", "name", "domain", "ip_address", "status_code", "duration_ms",
-	"request", "response", "path", "route", "method", "created_at", "updated_at"}
+	"request", "response", "path", "route", "method", "created_at", "updated_at", "sample_rate"}
 
 // apiCheckMessage checks the wire format of the message at path and returns it.
 func apiCheckMessage(t *testing.T, v any, path string) map[string]any {
@@ -51,6 +51,9 @@ func apiCheckMessage(t *testing.T, v any, path string) map[string]any {
 	}
 	if code := apiInt(t, m, "status_code"); code < 100 || code > 599 {
 		t.Errorf("%s.status_code is %d", path, code)
+	}
+	if rate := apiInt(t, m, "sample_rate"); rate < 1 || rate > 1_000_000 {
+		t.Errorf("%s.sample_rate is %d, want 1 to 1000000", path, rate)
 	}
 	if r, _ := apiAt(m, "route"); r != nil && !domain.ValidRoute(apiMust[string](t, m, "route")) {
 		t.Errorf("%s.route is %s, want null or a route template", path, apiShow(r))

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +99,103 @@ func apiTestDroppedMessages(t *testing.T, s apiSuite) {
 	single := e.post(t, apiAcmeLive, apiItem(at, map[string]any{"path": "/healthz"}))
 	single.wantOK(t, apiIngestedText, "data")
 	apiWantKeys(t, single.body, "data", "id", "reference", "stored")
+}
+
+// Counts stay true: acme drops its health checks and keeps one in ten of
+// the rest, errors included; globex keeps the same traffic whole. GET
+// /v1/stats answers the same for both, bucket by bucket (counts, status
+// classes and so error rates, percentiles, rankings), by the rollups'
+// read and by a filter's; acme's say how many it dropped, which are the
+// identities marked "stored": false. A message a sample kept says its rate.
+func apiTestSampledCountsStayTrue(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	e.putRules(t, apiAcmeLive, `{"ingest": [
+		{"id": "probes", "scope": {"paths": ["/healthz"]}, "action": "drop"},
+		{"id": "tenth", "status": ["100-599"], "action": "sample", "sample_rate": 10}]}`, 0, "noise").wantOK(t, "", "data")
+	const exchanges, batch = 2000, 1000
+	now := e.clock.Now()
+	var items []any
+	for i := range exchanges {
+		edits := map[string]any{
+			"name":                 []string{"shop", "billing", "search"}[i%3],
+			"path":                 fmt.Sprintf("/v1/items/%d?page=%d", i%7, i%2),
+			"response.status_code": []int{200, 200, 201, 404, 500, 503, 302}[i%7*i%11%7],
+		}
+		if i%10 == 3 {
+			edits["path"] = "/healthz"
+		}
+		if i%5 != 4 {
+			edits["duration_ms"] = float64(i%97)*3.25 + float64(i%13)*0.125
+		}
+		if i%4 == 0 {
+			edits["route"] = "/v1/items/{id}"
+		}
+		items = append(items, apiItem(now.Add(-3*time.Hour).Add(time.Duration(i)*5*time.Second), edits))
+	}
+	dropped, kept := 0, ""
+	for start := 0; start < exchanges; start += batch {
+		e.ingestBatch(t, apiGlobexLive, items[start:start+batch], batch)
+		r := e.post(t, apiAcmeLive, items[start:start+batch])
+		r.wantOK(t, apiIngestedText, "data")
+		for i := range batch {
+			if stored, marked := apiAt(r.body, fmt.Sprintf("data.%d.stored", i)); marked && stored == false {
+				dropped++
+			} else if kept == "" { // every exchange kept was sampled
+				kept = apiMust[string](t, r.body, fmt.Sprintf("data.%d.id", i))
+			}
+		}
+	}
+	if dropped < exchanges/2 || kept == "" {
+		t.Fatalf("acme dropped %d of %d exchanges and kept %q; want most dropped, some kept", dropped, exchanges, kept)
+	}
+	e.reveal(t, apiAcmeLive, kept)
+	if rate := apiInt(t, e.fetch(t, apiAcmeLive, kept), "sample_rate"); rate != 10 {
+		t.Errorf("a message the sample kept says sample_rate %d, want 10", rate)
+	}
+	for _, query := range []url.Values{
+		{"from": {apiRFC3339(now.Add(-4 * time.Hour))}, "to": {apiRFC3339(now)}}, // the rollups' read, where a store keeps them
+		{"from": {apiRFC3339(now.Add(-4 * time.Hour))}, "to": {apiRFC3339(now)}, "name": {"billing"}, "interval": {"5m"}},
+		{"from": {apiRFC3339(now.Add(-4 * time.Hour))}, "to": {apiRFC3339(now)}, "status_code": {"5xx"}},
+		{"from": {apiRFC3339(now.Add(-4 * time.Hour))}, "to": {apiRFC3339(now)}, "path_prefix": {"/v1/items/3"}, "min_duration_ms": {"100"}},
+	} {
+		var acme, globex map[string]any
+		e.poll(t, func() (bool, string) {
+			acme, globex = e.stats(t, apiAcmeLive, query), e.stats(t, apiGlobexLive, query)
+			return reflect.DeepEqual(apiWithoutDropped(acme), globex),
+				fmt.Sprintf("statistics of %v differ between the traffic sampled and kept whole:\n%s\n%s", query, apiShow(acme), apiShow(globex))
+		})
+		if query.Get("name") == "" && query.Get("status_code") == "" && query.Get("path_prefix") == "" &&
+			(apiInt(t, acme, "total.dropped") != dropped || apiInt(t, globex, "total.dropped") != 0 || apiInt(t, globex, "total.count") != exchanges) {
+			t.Errorf("dropped %d and %d of %d, want acme's %d and none", apiInt(t, acme, "total.dropped"), apiInt(t, globex, "total.dropped"),
+				apiInt(t, globex, "total.count"), dropped)
+		}
+	}
+}
+
+// apiWithoutDropped is a statistics reply with every dropped count zero, to
+// compare with a scope's that dropped nothing.
+func apiWithoutDropped(data map[string]any) map[string]any {
+	var clean func(v any) any
+	clean = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, inner := range v {
+				if k == "dropped" {
+					out[k] = json.Number("0")
+				} else {
+					out[k] = clean(inner)
+				}
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, inner := range v {
+				out[i] = clean(inner)
+			}
+			return out
+		}
+		return v
+	}
+	return clean(data).(map[string]any)
 }

@@ -75,7 +75,7 @@ func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]an
 // apiCheckStatsBucket checks one bucket (or the total) of a statistics reply.
 func apiCheckStatsBucket(t *testing.T, data map[string]any, path string, hasStart bool) {
 	t.Helper()
-	keys := []string{"count", "status", "duration_ms"}
+	keys := []string{"count", "dropped", "status", "duration_ms"}
 	if hasStart {
 		keys = append(keys, "start")
 		if s := apiMust[string](t, data, path+".start"); !apiTimePattern.MatchString(s) {
@@ -90,6 +90,9 @@ func apiCheckStatsBucket(t *testing.T, data map[string]any, path string, hasStar
 	}
 	if count := apiInt(t, data, path+".count"); classes != count {
 		t.Errorf("%s counts %d messages but %d by status class", path, count, classes)
+	}
+	if dropped := apiInt(t, data, path+".dropped"); dropped < 0 || dropped > apiInt(t, data, path+".count") {
+		t.Errorf("%s.dropped is %d: from 0 to the count", path, dropped)
 	}
 	if d, _ := apiAt(data, path+".duration_ms"); d != nil {
 		apiWantKeys(t, data, path+".duration_ms", "count", "p50", "p95", "p99")

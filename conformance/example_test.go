@@ -41,7 +41,7 @@ func (s *sliceStore) List(_ context.Context, q domain.Query, now time.Time) (dom
 	defer s.mu.RUnlock()
 	var hits []domain.Message
 	for _, m := range s.msgs {
-		if m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) && (q.After == nil || q.After.Admits(m)) {
+		if !m.Tally && m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) && (q.After == nil || q.After.Admits(m)) {
 			hits = append(hits, m.Clone())
 		}
 	}
@@ -59,7 +59,7 @@ func (s *sliceStore) Lookup(_ context.Context, scope domain.Scope, ids []string)
 	defer s.mu.RUnlock()
 	var found []domain.Message
 	for _, m := range s.msgs {
-		if m.Scope() == scope && slices.Contains(ids, m.ID) {
+		if !m.Tally && m.Scope() == scope && slices.Contains(ids, m.ID) {
 			found = append(found, m.Clone())
 		}
 	}
@@ -70,7 +70,7 @@ func (s *sliceStore) Get(_ context.Context, scope domain.Scope, idOrReference st
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, m := range s.msgs {
-		if (m.ID == idOrReference || m.Reference == idOrReference) && m.Scope() == scope && m.Readable(now) {
+		if !m.Tally && (m.ID == idOrReference || m.Reference == idOrReference) && m.Scope() == scope && m.Readable(now) {
 			return m.Clone(), nil
 		}
 	}
@@ -85,7 +85,8 @@ func (s *sliceStore) PurgeExpired(_ context.Context, now time.Time) (int64, erro
 	return int64(before - len(s.msgs)), nil
 }
 
-// Stats counts every readable match with the domain's exact reference builder.
+// Stats counts every readable match, tallies too, with the domain's exact
+// reference builder; the reads above pass tallies by.
 func (s *sliceStore) Stats(_ context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

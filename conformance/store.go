@@ -81,6 +81,10 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "RouteRoundTrip", run: testRouteRoundTrip},
 		{name: "RouteFilter", run: testRouteFilter},
 		{name: "StatsTopRoutes", run: testStatsTopRoutes},
+		// What ingest rules drop, and keep of a sample (store_tallies.go).
+		{name: "TalliesCountedNeverRead", run: testTalliesCountedNeverRead},
+		{name: "TalliesAreIdempotent", run: testTalliesAreIdempotent},
+		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ func RunEraseTests(t *testing.T, newStore StoreMaker) {
 		{"HideTakesMessagesOutOfEveryRead", testHide},
 		{"DeleteRemovesMessagesAndTheirIndex", testDelete},
 		{"AnotherAccountErasesNothing", testEraseOtherAccount},
+		{"TalliesOfASubjectAreErasedWithIt", testEraseTallies},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := freshStore(t, newStore)
@@ -280,4 +281,55 @@ func testEraseOtherAccount(t *testing.T, s ports.MessageStore, e ports.Eraser) {
 		t.Errorf("Delete(acme's messages as %s) = %d, %v; want 0, nil", other, n, err)
 	}
 	assertReadable(t, s, f.now(), x.all)
+}
+
+// testEraseTallies: tallies carry subject hashes (a tally's path may hold a
+// subject's value); SubjectMessages never returns one, EraseTallies deletes
+// those of the subject, of the account asked, and nothing twice.
+func testEraseTallies(t *testing.T, s ports.MessageStore, e ports.Eraser) {
+	tallies, ok := e.(ports.TallyEraser)
+	if !ok {
+		t.Fatalf("%T keeps tallies but is no ports.TallyEraser", e)
+	}
+	f := newFixtures(t)
+	at := f.ago(time.Hour)
+	next := func(scope domain.Scope, tally bool, subjects ...string) domain.Message {
+		at = at.Add(-time.Minute)
+		m := f.message(scope, at, func(m *domain.Message) { m.Subjects, m.Path = subjects, "/users/ana.canary@example.com" })
+		if tally {
+			m = m.AsTally()
+		}
+		return m
+	}
+	message := next(scopeLive, false, subjectAna)
+	msgs := []domain.Message{message, next(scopeLive, true, subjectAna), next(scopeTest, true, subjectBob, subjectAna),
+		next(scopeLive, true, subjectBob), next(scopeOtherLive, true, subjectAna)}
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs[:1])
+	acme, other := scopeLive.Account, scopeOtherLive.Account
+	assertRefs(t, "ana, her tallies left out", msgs[:1], findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectAna}}))
+	erase := func(account string, hashes ...string) int64 {
+		t.Helper()
+		n, err := tallies.EraseTallies(t.Context(), ports.SubjectQuery{Account: account, Hashes: hashes})
+		if err != nil {
+			t.Fatalf("EraseTallies(%s, %v): %v", account, hashes, err)
+		}
+		return n
+	}
+	if n := erase(acme, subjectEve); n != 0 {
+		t.Errorf("EraseTallies(eve) = %d, want 0", n)
+	}
+	if n := erase(acme, subjectAna); n != 2 {
+		t.Errorf("EraseTallies(ana) = %d, want her 2 tallies of the account, both domains", n)
+	}
+	if n := erase(acme, subjectAna); n != 0 {
+		t.Errorf("EraseTallies(ana) again = %d, want 0", n)
+	}
+	if n := erase(acme, subjectBob); n != 1 {
+		t.Errorf("EraseTallies(bob) = %d, want his tally left (the one of both went with ana)", n)
+	}
+	if n := erase(other, subjectAna); n != 1 {
+		t.Errorf("EraseTallies(ana) in another account = %d, want its 1", n)
+	}
+	assertReadable(t, s, f.now(), msgs[:1])
 }

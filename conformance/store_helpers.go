@@ -313,6 +313,7 @@ func messageDiff(want, got domain.Message) []string {
 	field("StatusCode", want.StatusCode, got.StatusCode)
 	field("HasDuration", want.HasDuration, got.HasDuration)
 	field("Duration", want.Duration, got.Duration)
+	field("SampleRate", want.SampleRate, got.SampleRate)
 	field("Rules", fmt.Sprint(want.Rules), fmt.Sprint(got.Rules))
 	for _, side := range []struct {
 		name      string

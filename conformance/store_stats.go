@@ -126,8 +126,8 @@ func assertStats(t testing.TB, msgs []domain.Message, q stats.Query, now time.Ti
 // over sorted, the bucket's durations.
 func bucketDiff(name string, want, got stats.Bucket, sorted []float64) []string {
 	var diff []string
-	if got.Count != want.Count || got.Status != want.Status {
-		diff = append(diff, fmt.Sprintf("%s: count %d, status %v; want %d, %v", name, got.Count, got.Status, want.Count, want.Status))
+	if got.Count != want.Count || got.Dropped != want.Dropped || got.Status != want.Status {
+		diff = append(diff, fmt.Sprintf("%s: count %d (%d dropped), status %v; want %d (%d), %v", name, got.Count, got.Dropped, got.Status, want.Count, want.Dropped, want.Status))
 	}
 	if got.Duration.Count != want.Duration.Count {
 		diff = append(diff, fmt.Sprintf("%s: %d durations, want %d", name, got.Duration.Count, want.Duration.Count))

@@ -95,6 +95,23 @@ type Message struct {
 	// (rules.Outcome.Subjects): Append writes them to the store's subject
 	// index with the message (ports.Eraser); no read returns them.
 	Subjects []string
+	// SampleRate is N when an ingest rule kept this message as the one of N it
+	// samples (the other N-1 are tallies), 0 otherwise.
+	SampleRate int
+	// Tally marks an exchange an ingest rule dropped: a store writes it with
+	// the messages of its batch, in the same write, as what the statistics
+	// count (scrubbed, without headers and bodies: AsTally), and no read
+	// returns it (List, Get, Lookup). It keeps its Subjects: an erasure
+	// deletes a subject's tallies with its messages.
+	Tally bool
+}
+
+// AsTally is m as a tally: its metadata, without headers, bodies and their
+// types and sizes, which no read returns and the statistics never read.
+func (m Message) AsTally() Message {
+	m.Request, m.Response = Content{}, Content{}
+	m.SampleRate, m.Tally = 0, true
+	return m
 }
 
 // Scope returns the tenant the message belongs to.

@@ -66,6 +66,19 @@ type Eraser interface {
 	Expunge(ctx context.Context) error
 }
 
+// TallyEraser is an optional capability of an Eraser whose store keeps
+// tallies (domain.Message.Tally: the exchanges ingest rules dropped, for the
+// statistics) with their subject hashes: a tally's path or name may hold a
+// subject's value. app discovers it by type assertion.
+type TallyEraser interface {
+	// EraseTallies physically deletes the tallies q selects (its Account,
+	// Domain, Hashes and CreatedBefore; After and Limit are not used) and
+	// returns how many it deleted; none left is not an error. Expunge
+	// makes them unrecoverable as it does deleted messages. Rollups of
+	// statistics MAY keep counting them.
+	EraseTallies(ctx context.Context, q SubjectQuery) (int64, error)
+}
+
 // ErasureJournal keeps the erasures (domain/erasure): what was asked, by
 // whom and when, and how far each has gone, never the subjects' values. It
 // lives beside the rule sets; several replicas share it. Every method takes

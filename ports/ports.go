@@ -45,6 +45,13 @@ type MessageWriter interface {
 	// partial failure converges. On error, any subset of msgs may have been stored.
 	// Append MUST NOT keep references to msgs or their headers after it returns.
 	// Backend outages MUST be reported as errors wrapping ErrUnavailable.
+	//
+	// A message with Tally set (what an ingest rule dropped) MUST be written
+	// as the others, in the same write, idempotent per id with them (whichever
+	// of a tally and a message of one id came first stays), and MUST then be
+	// counted by Stats as any message (and in Dropped); List, Get and Lookup
+	// MUST NOT return it. A store MAY keep it without headers and bodies, which
+	// it has none of. SampleRate MUST round-trip as every field does.
 	Append(ctx context.Context, msgs []domain.Message) error
 }
 

@@ -9,13 +9,17 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/domain/jsonbytes"
 	"github.com/reqlog/reqlog/ports"
 )
 
-var _ ports.Eraser = (*Store)(nil)
+var (
+	_ ports.Eraser      = (*Store)(nil)
+	_ ports.TallyEraser = (*Store)(nil)
+)
 
 // The subject index is each message document's keyword field subjects. The
 // test distribution has neither delete-by-query nor update-by-query, so an
@@ -45,6 +49,29 @@ func (s *Store) Delete(ctx context.Context, account string, refs []ports.Subject
 	return s.writeEach(ctx, "delete", account, refs, "delete", nil)
 }
 
+// tallyBatch is how many tallies one bulk request of EraseTallies deletes.
+const tallyBatch = 1000
+
+// EraseTallies deletes q's tallies, a search and a refreshed bulk delete at
+// a time until none is found; their bytes stay until Expunge.
+func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	var total int64
+	for {
+		targets, err := s.queries.TallyTargets(ctx, q, tallyBatch)
+		if err != nil || len(targets) == 0 {
+			return total, err
+		}
+		n, err := s.bulkEach(ctx, "delete tallies", targets, "delete", nil)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, fmt.Errorf("elastic: delete tallies: %d found, none deleted", len(targets))
+		}
+	}
+}
+
 // writeEach sends one bulk request of action (with doc, its source line,
 // if any) on each of account's documents of refs.
 func (s *Store) writeEach(ctx context.Context, op, account string, refs []ports.SubjectRef, action string, doc []byte) (int64, error) {
@@ -56,8 +83,17 @@ func (s *Store) writeEach(ctx context.Context, op, account string, refs []ports.
 		ids[i] = r.ID
 	}
 	targets, err := s.queries.Located(ctx, account, ids)
-	if err != nil || len(targets) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	return s.bulkEach(ctx, op+" messages", targets, action, doc)
+}
+
+// bulkEach sends one refreshed bulk request of action (with doc, its source
+// line, if any) on each of targets.
+func (s *Store) bulkEach(ctx context.Context, op string, targets []esclient.Target, action string, doc []byte) (int64, error) {
+	if len(targets) == 0 {
+		return 0, nil
 	}
 	var body []byte
 	for _, t := range targets {
@@ -66,7 +102,7 @@ func (s *Store) writeEach(ctx context.Context, op, account string, refs []ports.
 		body = append(body, "}}\n"...)
 		body = append(body, doc...)
 	}
-	return s.client.BulkRefreshed(ctx, fmt.Sprintf("%s %d messages", op, len(targets)), bytes.NewReader(body))
+	return s.client.BulkRefreshed(ctx, fmt.Sprintf("%s: %d", op, len(targets)), bytes.NewReader(body))
 }
 
 // Expunge merges away the deleted documents of every daily index that

@@ -482,7 +482,7 @@ func TestSubmitAndRead(t *testing.T) {
 		`","reference":"` + submitted.Data.Reference + `","name":"shop","domain":"live","ip_address":"203.0.113.9","status_code":201,"duration_ms":null,` +
 		`"request":{"header":{"X-Card":["4111"]},"body":"SECRET-REQUEST-BODY","content_type":"text/plain","size":19},` +
 		`"response":{"header":{},"body":"{}","content_type":"application/json","size":2},"path":"/pay","route":null,"method":"POST",` +
-		`"created_at":"2025-03-14T11:59:00.000000Z","updated_at":"2025-03-14T12:00:00.000000Z"},` +
+		`"created_at":"2025-03-14T11:59:00.000000Z","updated_at":"2025-03-14T12:00:00.000000Z","sample_rate":1},` +
 		`"rules":{"version":0,"source":null,"rescrubbed_by":null,"changes":[]}}` + "\n"
 	if rec.Body.String() != want {
 		t.Errorf("get body\n%s\nwant\n%s", rec.Body, want)

@@ -138,6 +138,7 @@ func appendMessage(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.StringMember(dst, `,"method":`, m.Method)
 	dst = jsonbytes.TimeMember(dst, `,"created_at":`, m.CreatedAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
+	dst = jsonbytes.IntMember(dst, `,"sample_rate":`, max(m.SampleRate, 1))
 	return append(dst, '}')
 }
 

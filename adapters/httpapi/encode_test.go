@@ -49,6 +49,7 @@ type messageJSON struct {
 	Method     string      `json:"method"`
 	CreatedAt  string      `json:"created_at"`
 	UpdatedAt  string      `json:"updated_at"`
+	SampleRate int         `json:"sample_rate"`
 }
 
 type contentJSON struct {
@@ -71,7 +72,7 @@ func toMessageJSON(m domain.Message) messageJSON {
 		ID: m.ID, Reference: m.Reference, Name: m.Name, Domain: m.Domain, IPAddress: m.IPAddress,
 		StatusCode: m.StatusCode, Request: toContentJSON(m.Request), Response: toContentJSON(m.Response),
 		Path: m.Path, Method: m.Method,
-		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt),
+		CreatedAt: domain.FormatTime(m.CreatedAt), UpdatedAt: domain.FormatTime(m.UpdatedAt), SampleRate: max(m.SampleRate, 1),
 	}
 }
 

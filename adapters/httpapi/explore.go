@@ -60,7 +60,9 @@ type statsJSON struct {
 }
 
 type totalJSON struct {
-	Count    int64          `json:"count"`
+	Count int64 `json:"count"`
+	// Dropped is how many of Count ingest rules dropped (tallies).
+	Dropped  int64          `json:"dropped"`
 	Status   statusJSON     `json:"status"`
 	Duration *durationsJSON `json:"duration_ms"`
 }
@@ -126,7 +128,7 @@ func toStatsJSON(s stats.Stats) statsJSON {
 }
 
 func toTotalJSON(b stats.Bucket) totalJSON {
-	t := totalJSON{Count: b.Count, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
+	t := totalJSON{Count: b.Count, Dropped: b.Dropped, Status: statusJSON{b.Status[0], b.Status[1], b.Status[2], b.Status[3], b.Status[4]}}
 	if d := b.Duration; d.Count > 0 {
 		t.Duration = &durationsJSON{Count: d.Count, P50: roundMicro(d.P50), P95: roundMicro(d.P95), P99: roundMicro(d.P99)}
 	}

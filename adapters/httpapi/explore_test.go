@@ -158,7 +158,7 @@ func TestStatsPercentilesAreWrittenToTheMicrosecond(t *testing.T) {
 		Count: 3, P50: 41.20000000001, P95: 0.0000004, P99: 1210.4996}}
 	f := newFixture(t, setup{store: fixedStatsStore{MessageStore: memory.New(), total: total}})
 	rec := f.do(t, request{method: http.MethodGet, target: "/v1/stats?interval=1h", header: authed()})
-	want := `"total":{"count":3,"status":{"1xx":0,"2xx":3,"3xx":0,"4xx":0,"5xx":0},"duration_ms":{"count":3,"p50":41.2,"p95":0,"p99":1210.5}}`
+	want := `"total":{"count":3,"dropped":0,"status":{"1xx":0,"2xx":3,"3xx":0,"4xx":0,"5xx":0},"duration_ms":{"count":3,"p50":41.2,"p95":0,"p99":1210.5}}`
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("%d %s\nwant it to hold %s", rec.Code, rec.Body, want)
 	}

@@ -52,6 +52,9 @@ type Message struct {
 	// microsecond); HasDuration is false when the submission did not say (null).
 	Duration    time.Duration `json:"-"`
 	HasDuration bool          `json:"-"`
+	// SampleRate is N for the message an ingest rule's sample kept of N, 1
+	// for one stored whole (0 from a service before ingest rules).
+	SampleRate int `json:"sample_rate"`
 }
 
 // messageJSON is Message with duration_ms as it is on the wire.

@@ -49,9 +49,11 @@ type RouteStats struct {
 // StatsBucket is the traffic of one bucket, whose messages were created in
 // [Start, Start+interval).
 type StatsBucket struct {
-	Start  time.Time
-	Count  int64
-	Status StatusCounts
+	Start time.Time
+	Count int64
+	// Dropped is how many of Count ingest rules dropped: counted, not stored.
+	Dropped int64
+	Status  StatusCounts
 	// Duration summarises the durations; nil when no message had one.
 	Duration *DurationSummary
 }
@@ -134,6 +136,7 @@ type routeJSON struct {
 type bucketJSON struct {
 	Start    time.Time     `json:"start"`
 	Count    int64         `json:"count"`
+	Dropped  int64         `json:"dropped"`
 	Status   StatusCounts  `json:"status"`
 	Duration *durationJSON `json:"duration_ms"`
 }
@@ -181,7 +184,7 @@ func (s *statsJSON) stats() (*Stats, error) {
 }
 
 func (b bucketJSON) bucket() (StatsBucket, error) {
-	out := StatsBucket{Start: b.Start, Count: b.Count, Status: b.Status}
+	out := StatsBucket{Start: b.Start, Count: b.Count, Dropped: b.Dropped, Status: b.Status}
 	if b.Duration == nil {
 		return out, nil
 	}

@@ -10,7 +10,10 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-var _ ports.Eraser = (*Store)(nil)
+var (
+	_ ports.Eraser      = (*Store)(nil)
+	_ ports.TallyEraser = (*Store)(nil)
+)
 
 // subjectIndex is the subject index: by account, each subject hash's
 // message ids, and each message's hashes (for removing it).
@@ -75,7 +78,7 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 				}
 				seen[id] = true
 				m, ok := s.find(id)
-				if ok && selects(q, m) {
+				if ok && !m.Tally && selects(q, m) {
 					refs = append(refs, ports.SubjectRef{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt})
 				}
 			}
@@ -137,6 +140,31 @@ func (s *Store) Delete(ctx context.Context, account string, refs []ports.Subject
 		}
 	}
 	return deleted, nil
+}
+
+// EraseTallies forgets the tallies of q's account indexed under its hashes
+// that its Domain and CreatedBefore select.
+func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memory: erase tallies: %w", err)
+	}
+	q.After = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var erased []string
+	if a := s.subjects[q.Account]; a != nil {
+		for _, h := range q.Hashes {
+			for id := range a.byHash[h] {
+				if m, ok := s.find(id); ok && m.Tally && selects(q, m) && !slices.Contains(erased, id) {
+					erased = append(erased, id)
+				}
+			}
+		}
+	}
+	for _, id := range erased {
+		s.remove(id)
+	}
+	return int64(len(erased)), nil
 }
 
 // Expunge has nothing to do: a deleted message is garbage for Go's

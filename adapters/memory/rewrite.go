@@ -34,7 +34,7 @@ func (s *Store) ScanForRewrite(ctx context.Context, q ports.RewriteScan) ([]doma
 			if q.After != nil && m.ID == start.ID && m.CreatedAt.Equal(start.CreatedAt) {
 				return true
 			}
-			if len(q.Names) == 0 || slices.Contains(q.Names, m.Name) {
+			if !m.Tally && (len(q.Names) == 0 || slices.Contains(q.Names, m.Name)) { // a re-scrub leaves tallies as ingest scrubbed them
 				found = append(found, m)
 			}
 			return len(found) < q.Limit

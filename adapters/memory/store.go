@@ -135,7 +135,8 @@ func New() *Store {
 
 // Append stores copies of msgs. An id already stored keeps its message; a
 // reference already taken stays with the message that took it. The batch is
-// checked first, so a refused batch stores nothing.
+// checked first, so a refused batch stores nothing. A tally is kept beside
+// the messages, for Stats alone: List, Get and Lookup pass it by.
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: append: %w", err)
@@ -176,7 +177,7 @@ func (s *Store) insert(m domain.Message) {
 	idx.all.ReplaceOrInsert(m)
 	app.positions.ReplaceOrInsert(positionOf(m))
 	s.byID[m.ID] = location{scope: m.Scope(), at: positionOf(m)}
-	if _, taken := s.byRef[m.Reference]; !taken && m.Reference != "" {
+	if _, taken := s.byRef[m.Reference]; !taken && m.Reference != "" && !m.Tally {
 		s.byRef[m.Reference] = m.ID
 	}
 	s.expires.ReplaceOrInsert(expiry{expires: m.ExpiresAt, id: m.ID})
@@ -203,7 +204,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 		m, ok = s.find(s.byRef[idOrReference])
 	}
 	s.mu.RUnlock()
-	if !ok || m.Scope() != scope || !m.Readable(now) {
+	if !ok || m.Tally || m.Scope() != scope || !m.Readable(now) {
 		return domain.Message{}, fmt.Errorf("memory: message %q: %w", idOrReference, ports.ErrNotFound)
 	}
 	return m.Clone(), nil
@@ -217,7 +218,7 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	var found []domain.Message
 	s.mu.RLock()
 	for _, id := range ids {
-		if m, ok := s.find(id); ok && m.Scope() == scope {
+		if m, ok := s.find(id); ok && !m.Tally && m.Scope() == scope {
 			found = append(found, m)
 		}
 	}

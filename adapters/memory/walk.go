@@ -35,6 +35,9 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	}
 	found := make([]domain.Message, 0, min(q.Limit+1, walkStep))
 	err := s.walk(ctx, q, now, func(m *domain.Message) bool {
+		if m.Tally {
+			return true
+		}
 		found = append(found, *m)
 		return len(found) <= q.Limit
 	})
@@ -45,7 +48,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 }
 
 // Stats feeds stats.Builder with every message of q's range readable at
-// now that passes q.Filter.
+// now that passes q.Filter, and every tally.
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
 	// The builder counts only the range; the walk need not read beyond it.
 	f := q.Filter

@@ -34,6 +34,7 @@ const (
 	fieldRoute     = record.BSONRoute
 	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration
+	fieldTally     = "tally"
 	fieldRules     = "rules"
 	fieldRequest   = "request"
 	fieldResponse  = "response"

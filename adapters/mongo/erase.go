@@ -13,15 +13,20 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-var _ ports.Eraser = (*Store)(nil)
+var (
+	_ ports.Eraser      = (*Store)(nil)
+	_ ports.TallyEraser = (*Store)(nil)
+)
 
 // The subject index is each message document's subjects array, indexed
 // with its account (indexSubjects). Hide sets expiresAt to the epoch, which
 // every read honours and the TTL monitor, where there is one, deletes;
-// Delete deletes the documents.
+// Delete deletes the documents. Tallies (tally: true) carry subjects too:
+// SubjectMessages leaves them out, EraseTallies deletes them.
 
-// SubjectMessages finds q's messages by the subject index, newest first.
-func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+// subjectFilter selects the documents of q's Account, Domain, Hashes and
+// CreatedBefore.
+func subjectFilter(q ports.SubjectQuery) bson.D {
 	filter := bson.D{{Key: fieldAccount, Value: q.Account}, {Key: fieldSubjects, Value: bson.D{{Key: "$in", Value: q.Hashes}}}}
 	if q.Domain != "" {
 		filter = append(filter, bson.E{Key: fieldDomain, Value: q.Domain})
@@ -29,6 +34,21 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 	if !q.CreatedBefore.IsZero() {
 		filter = append(filter, bson.E{Key: fieldCreatedAt, Value: bson.D{{Key: "$lte", Value: q.CreatedBefore.UnixMicro()}}})
 	}
+	return filter
+}
+
+// EraseTallies deletes q's tallies.
+func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	res, err := s.coll.DeleteMany(ctx, append(subjectFilter(q), bson.E{Key: fieldTally, Value: true}))
+	if err != nil {
+		return 0, storeError(ctx, "erase tallies", err)
+	}
+	return res.DeletedCount, nil
+}
+
+// SubjectMessages finds q's messages by the subject index, newest first.
+func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	filter := append(subjectFilter(q), notTally)
 	if q.After != nil {
 		at := q.After.CreatedAt.UnixMicro()
 		filter = append(filter, bson.E{Key: "$or", Value: bson.A{

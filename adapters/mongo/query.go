@@ -78,6 +78,10 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 	return filter, true
 }
 
+// notTally leaves out the tallies (what ingest rules dropped, tally: true),
+// which only the statistics count: every read but Stats adds it.
+var notTally = bson.E{Key: fieldTally, Value: bson.D{{Key: "$ne", Value: true}}}
+
 // scopeFilter selects one tenant's messages.
 func scopeFilter(scope domain.Scope) bson.D {
 	return bson.D{{Key: fieldAccount, Value: scope.Account}, {Key: fieldDomain, Value: scope.Domain}}

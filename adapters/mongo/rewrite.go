@@ -19,11 +19,12 @@ var _ ports.MessageRewriter = (*Store)(nil)
 // messagesOldestFirst is the scan's sort: the scope index read backwards.
 var messagesOldestFirst = bson.D{{Key: fieldCreatedAt, Value: 1}, {Key: fieldID, Value: 1}}
 
-// ScanForRewrite finds q's messages oldest first on the scope index.
+// ScanForRewrite finds q's messages oldest first on the scope index; no
+// tally, which a re-scrub leaves as ingest scrubbed it.
 func (s *Store) ScanForRewrite(ctx context.Context, q ports.RewriteScan) ([]domain.Message, error) {
 	// Stored times are whole microseconds: bounds rounded up, as List's.
 	filter := append(scopeFilter(q.Scope), bson.E{Key: fieldCreatedAt, Value: bson.D{
-		{Key: "$gte", Value: roundUp(q.From, time.Microsecond).UnixMicro()}, {Key: "$lt", Value: roundUp(q.To, time.Microsecond).UnixMicro()}}})
+		{Key: "$gte", Value: roundUp(q.From, time.Microsecond).UnixMicro()}, {Key: "$lt", Value: roundUp(q.To, time.Microsecond).UnixMicro()}}}, notTally)
 	if len(q.Names) > 0 {
 		filter = append(filter, bson.E{Key: fieldName, Value: bson.D{{Key: "$in", Value: q.Names}}})
 	}

@@ -147,12 +147,13 @@ type narrowMessage struct {
 	Template   string `bson:"routeTemplate"`
 	VisibleAt  int64  `bson:"visibleAt"`
 	ExpiresAt  int64  `bson:"expiresAt"`
+	Tally      bool   `bson:"tally"`
 }
 
 // narrowProjection is narrowMessage's fields.
 var narrowProjection = func() bson.D {
 	projection := bson.D{{Key: fieldID, Value: 0}}
-	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate, fieldVisibleAt, fieldExpiresAt} {
+	for _, field := range []string{fieldCreatedAt, fieldStatus, fieldDuration, fieldPath, fieldName, fieldTemplate, fieldVisibleAt, fieldExpiresAt, fieldTally} {
 		projection = append(projection, bson.E{Key: field, Value: 1})
 	}
 	return projection
@@ -164,7 +165,7 @@ var narrowProjection = func() bson.D {
 func eachNarrow(ctx context.Context, coll *mongodrv.Collection, op string, filter bson.D, yield func(*domain.Message) error) error {
 	return findEach(ctx, coll, op, filter, func(n *narrowMessage) error {
 		m := domain.Message{CreatedAt: time.UnixMicro(n.CreatedAt).UTC(), StatusCode: int(n.StatusCode), Path: n.Path, Name: n.Name,
-			Route: n.Template, VisibleAt: time.UnixMicro(n.VisibleAt).UTC(), ExpiresAt: time.UnixMicro(n.ExpiresAt).UTC()}
+			Route: n.Template, VisibleAt: time.UnixMicro(n.VisibleAt).UTC(), ExpiresAt: time.UnixMicro(n.ExpiresAt).UTC(), Tally: n.Tally}
 		if n.Duration != nil {
 			m.Duration, m.HasDuration = time.Duration(*n.Duration)*time.Microsecond, true
 		}
@@ -205,6 +206,8 @@ var percentiles = bson.A{0.5, 0.95, 0.99}
 // duration count and $percentile), the whole range (percentiles), route and
 // name (counts and errors, sorted and cut to the top), and route template
 // (counts, errors and percentiles of the messages that have one, likewise).
+// Tallies are documents like the messages (tally: true, no content): they
+// count as any, and as dropped.
 func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 	first := q.FirstBucket().UnixMicro()
 	width := q.Interval.Width.Microseconds()
@@ -233,6 +236,7 @@ func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 	for c := 1; c <= 5; c++ {
 		byBucket = append(byBucket, bson.E{Key: fmt.Sprintf("c%d", c), Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$c", c}}})})
 	}
+	byBucket = append(byBucket, bson.E{Key: "dropped", Value: countIf(bson.D{{Key: "$eq", Value: bson.A{"$x", true}}})})
 	byBucket = append(byBucket, durationStats...)
 	top := func(key string, n int, more ...bson.E) bson.A {
 		return bson.A{
@@ -250,7 +254,7 @@ func statsPipelineOf(q stats.Query, filter bson.D) bson.A {
 		bson.D{{Key: "$project", Value: bson.D{
 			{Key: "_id", Value: 0}, {Key: "b", Value: bucket}, {Key: "c", Value: class}, {Key: fieldStatus, Value: 1},
 			{Key: "d", Value: "$" + fieldDuration}, {Key: "r", Value: route}, {Key: fieldName, Value: 1},
-			{Key: "t", Value: "$" + fieldTemplate},
+			{Key: "t", Value: "$" + fieldTemplate}, {Key: "x", Value: "$" + fieldTally},
 		}}},
 		bson.D{{Key: "$facet", Value: bson.D{
 			{Key: "buckets", Value: bson.A{bson.D{{Key: "$group", Value: byBucket}}}},
@@ -267,6 +271,7 @@ type facetResult struct {
 	Buckets []struct {
 		Index              int64 `bson:"_id"`
 		Count              int64
+		Dropped            int64
 		C1, C2, C3, C4, C5 int64
 		Durations          int64
 		P                  []*float64
@@ -298,10 +303,11 @@ func (r facetResult) stats(q stats.Query) (stats.Stats, error) {
 			return stats.Stats{}, fmt.Errorf("mongo: stats: the pipeline gave bucket %d of %d", g.Index, len(s.Buckets))
 		}
 		b := &s.Buckets[g.Index]
-		b.Count = g.Count
+		b.Count, b.Dropped = g.Count, g.Dropped
 		b.Status = stats.StatusCounts{g.C1, g.C2, g.C3, g.C4, g.C5}
 		b.Duration = durationSummary(g.Durations, g.P)
 		s.Total.Count += b.Count
+		s.Total.Dropped += b.Dropped
 		for c := range b.Status {
 			s.Total.Status[c] += b.Status[c]
 		}

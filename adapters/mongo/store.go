@@ -250,6 +250,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	if !possible {
 		return domain.Page{}, nil
 	}
+	filter = append(filter, notTally)
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetSort(newestFirst).SetLimit(int64(q.Limit)+1))
 	if err != nil {
 		return domain.Page{}, storeError(ctx, "list", err)
@@ -276,7 +277,7 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	filter := append(scopeFilter(scope), bson.E{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}})
+	filter := append(scopeFilter(scope), bson.E{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}, notTally)
 	cur, err := s.coll.Find(ctx, filter)
 	if err != nil {
 		return nil, storeError(ctx, "lookup", err)
@@ -295,7 +296,7 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 // Get finds a message of scope by id or reference, readable at now.
 func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	filter := append(scopeFilter(scope), readableAt(now)...)
-	filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+	filter = append(filter, notTally, bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: fieldID, Value: idOrReference}},
 		bson.D{{Key: fieldReference, Value: idOrReference}},
 	}})

@@ -46,6 +46,12 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	dst = jsonbytes.TimeMember(dst, `,"updated_at":`, m.UpdatedAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"visible_at":`, m.VisibleAt, domain.TimeLayout)
 	dst = jsonbytes.TimeMember(dst, `,"expires_at":`, m.ExpiresAt, domain.TimeLayout)
+	if m.SampleRate != 0 {
+		dst = jsonbytes.IntMember(dst, `,"sample_rate":`, int(int32(m.SampleRate)))
+	}
+	if m.Tally {
+		dst = append(dst, `,"tally":true`...)
+	}
 	if !m.Rules.IsZero() {
 		dst = AppendRules(append(dst, `,"rules":`...), m.Rules)
 	}

@@ -32,6 +32,12 @@
 //     rank as top paths. An older document has none; readers needing it
 //     compute stats.PathOf(path).
 //
+// Added with ingest rules, absent from older documents and from the
+// messages they did not touch (omitted, not stored as 0 or false):
+//   - sampleRate (sample_rate): the rate of a message a sample rule kept.
+//   - tally (tally): true on what an ingest rule dropped, a document without
+//     headers nor bodies that the statistics count and no read returns.
+//
 // Added with route templates, absent from older documents and from messages
 // sent without one (omitted, not stored empty):
 //   - routeTemplate (route_template): the template the server matched, which
@@ -85,7 +91,11 @@ type Record struct {
 	UpdatedAt Micros          `bson:"updatedAt" json:"updated_at"`
 	VisibleAt Micros          `bson:"visibleAt" json:"visible_at"`
 	ExpiresAt Micros          `bson:"expiresAt" json:"expires_at"`
-	ExpireAt  time.Time       `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	// SampleRate is a sampled message's rate, 0 (omitted) for the others.
+	SampleRate int32 `bson:"sampleRate,omitempty" json:"sample_rate,omitempty"`
+	// Tally marks what an ingest rule dropped: counted, never read.
+	Tally    bool      `bson:"tally,omitempty" json:"tally,omitempty"`
+	ExpireAt time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
 	// Rules is the message's rules record, nil when it records nothing (and
 	// in documents stored before messages kept one).
 	Rules *Rules `bson:"rules,omitempty" json:"rules,omitempty"`
@@ -219,6 +229,8 @@ func FromMessage(m domain.Message) Record {
 		UpdatedAt:  MicrosOf(m.UpdatedAt),
 		VisibleAt:  MicrosOf(m.VisibleAt),
 		ExpiresAt:  MicrosOf(m.ExpiresAt),
+		SampleRate: int32(m.SampleRate),
+		Tally:      m.Tally,
 		// Rounded up, so a TTL monitor never deletes before ExpiresAt.
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
 		Rules:    RulesOf(m.Rules),
@@ -276,10 +288,15 @@ func (r Record) Message() domain.Message {
 		UpdatedAt:  r.UpdatedAt.Time(),
 		VisibleAt:  r.VisibleAt.Time(),
 		ExpiresAt:  r.ExpiresAt.Time(),
+		SampleRate: int(r.SampleRate),
+		Tally:      r.Tally,
 		Rules:      r.Rules.Record(),
 	}
 	if r.Duration != nil {
 		m.Duration, m.HasDuration = time.Duration(*r.Duration)*time.Microsecond, true
+	}
+	if r.Tally {
+		m = m.AsTally() // no content, as appended
 	}
 	return m
 }

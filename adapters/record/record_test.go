@@ -57,6 +57,12 @@ func recordMessages() []domain.Message {
 		case 1:
 			m.Rules = domain.RulesRecord{Source: "api"}
 		}
+		switch i % 3 {
+		case 1:
+			m.SampleRate = 10 * i
+		case 2:
+			m = m.AsTally()
+		}
 		msgs = append(msgs, m)
 	}
 	many := domain.Header{}

@@ -13,7 +13,9 @@
 // ends with its routes, each with its durations; version 3 writes them as a
 // counter of keys (with their debts once pruned) and is written only when a
 // route counter has pruned, so that a version that reads 2 alone reads what
-// it reads today.
+// it reads today. Versions 4 and 5 are 2 and 3 followed by how many of the
+// messages are tallies (stats.Rollup.Dropped), written only for a rollup
+// that counts one: a store without ingest rules writes what it wrote before.
 package rollupcodec
 
 import (
@@ -39,6 +41,8 @@ const (
 	rollupV1   = 1
 	rollupV2   = 2
 	rollupV3   = 3
+	rollupV4   = 4 // rollupV2, then the tallies
+	rollupV5   = 5 // rollupV3, then the tallies
 	digestV1   = 1
 	counterV1  = 1
 	hasDebts   = 1 // a counter's flag: each key carries its debt
@@ -52,6 +56,9 @@ func AppendRollup(b []byte, r *stats.Rollup) []byte {
 	if hasDebt(r.Routes.Entries()) {
 		version = rollupV3
 	}
+	if r.Dropped > 0 {
+		version += rollupV4 - rollupV2
+	}
 	b = append(b, version)
 	b = binary.AppendUvarint(b, uint64(r.Count))
 	for _, n := range r.Status {
@@ -61,10 +68,15 @@ func AppendRollup(b []byte, r *stats.Rollup) []byte {
 	b = binary.AppendVarint(b, r.FirstExpiresAt.UnixMicro())
 	b = appendDigest(b, &r.Durations)
 	b = appendCounter(b, &r.Paths, nil)
-	if version == rollupV3 {
-		return appendCounter(b, &r.Routes, appendDigest)
+	if version == rollupV3 || version == rollupV5 {
+		b = appendCounter(b, &r.Routes, appendDigest)
+	} else {
+		b = appendRoutesV2(b, &r.Routes)
 	}
-	return appendRoutesV2(b, &r.Routes)
+	if r.Dropped > 0 {
+		b = binary.AppendUvarint(b, uint64(r.Dropped))
+	}
+	return b
 }
 
 // AppendDigest appends the encoding of d to b.
@@ -92,19 +104,25 @@ func DecodeRollup(data []byte, r *stats.Rollup) error { return new(Decoder).Roll
 // error matching ErrInvalidEncoding and leaves r empty.
 func (d *Decoder) Rollup(data []byte, r *stats.Rollup) error {
 	if err := d.whole(data, func(in *reader) {
-		switch in.version(rollupV1, rollupV3) {
+		version := in.version(rollupV1, rollupV5)
+		switch version {
 		case rollupV1:
 			d.rollupV1(in, r)
-		case rollupV2:
+		case rollupV2, rollupV4:
 			d.rollupV1(in, r)
 			readRoutesV2(in, &r.Routes)
-		case rollupV3:
+		case rollupV3, rollupV5:
 			d.rollupV1(in, r)
 			readCounter(d, in, &r.Routes, readDigest)
 			for _, e := range r.Routes.Entries() {
 				if in.err == nil && (!domain.ValidRoute(e.Key) || e.Tally.Count() > e.Count) {
 					in.fail("route %q invalid, or counted %d with %d durations", e.Key, e.Count, e.Tally.Count())
 				}
+			}
+		}
+		if version == rollupV4 || version == rollupV5 {
+			if r.Dropped = in.count(); in.err == nil && (r.Dropped == 0 || r.Dropped > r.Count) {
+				in.fail("%d tallies of %d messages", r.Dropped, r.Count)
 			}
 		}
 		if in.err == nil && counted(r.Routes.Entries()) > r.Count {

@@ -50,14 +50,24 @@ func testRollups(rng *rand.Rand) []*stats.Rollup {
 		}
 		routes.Add(stats.Sample{Path: "/r", Route: route, StatusCode: 500, Duration: time.Millisecond, HasDuration: i%3 == 0})
 	}
-	return append(out, sketched, paths, routes, &stats.Rollup{})
+	// Tallies (what ingest rules dropped): versions 4, and 5 with pruned routes.
+	tallied := &stats.Rollup{}
+	for i := range 50 {
+		m := g.message(rollupBase)
+		m.Tally = i%3 == 0
+		tallied.AddMessage(m)
+	}
+	talliedRoutes := &stats.Rollup{}
+	talliedRoutes.Merge(routes)
+	talliedRoutes.Dropped = 7
+	return append(out, sketched, paths, routes, tallied, talliedRoutes, &stats.Rollup{})
 }
 
 // equalRollups reports how a and b differ, or "".
 func equalRollups(a, b *stats.Rollup) string {
 	switch {
-	case a.Count != b.Count || a.Status != b.Status:
-		return fmt.Sprintf("counts %d %v, want %d %v", a.Count, a.Status, b.Count, b.Status)
+	case a.Count != b.Count || a.Dropped != b.Dropped || a.Status != b.Status:
+		return fmt.Sprintf("counts %d (%d dropped) %v, want %d (%d) %v", a.Count, a.Dropped, a.Status, b.Count, b.Dropped, b.Status)
 	case a.AllVisibleAt.UnixMicro() != b.AllVisibleAt.UnixMicro() || a.FirstExpiresAt.UnixMicro() != b.FirstExpiresAt.UnixMicro():
 		return "times differ (to the microsecond, as they are kept)"
 	case a.Durations.Summary() != b.Durations.Summary():
@@ -107,8 +117,8 @@ func TestRollupRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if versions[rollupV2] == 0 || versions[rollupV3] != 1 || pathDebts != 1 {
-		t.Errorf("versions written %v, %d with debts of paths: want version 2, and 3 for the rollup whose routes pruned alone; one whose paths pruned",
+	if versions[rollupV2] == 0 || versions[rollupV3] != 1 || versions[rollupV4] != 1 || versions[rollupV5] != 1 || pathDebts != 1 {
+		t.Errorf("versions written %v, %d with debts of paths: want version 2, 3 for the rollup whose routes pruned alone, 4 and 5 for those with tallies; one whose paths pruned",
 			versions, pathDebts)
 	}
 }
@@ -154,7 +164,9 @@ func TestDamagedRollups(t *testing.T) {
 		t.Errorf("the empty rollup: %v", err)
 	}
 	for _, b := range [][]byte{
-		nil, {4}, // no version, a later version
+		nil, {6}, // no version, a later version
+		append(append([]byte{4}, data[1:]...), 1),                    // a tally of no message
+		append(append([]byte{4}, data[1:]...), 0),                    // version 4 of no tally
 		append([]byte{2, 2, 1, 0, 0, 0, 0}, data[7:]...),             // two messages, one in a status class
 		append(slices.Clone(data[:len(data)-1]), 1, 1, '/', 2, 0, 0), // a route of 2 messages in a rollup of none
 		append(slices.Clone(data[:len(data)-1]), 1, 1, 'x', 1, 0, 0), // a route that is no template

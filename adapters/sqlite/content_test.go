@@ -211,7 +211,7 @@ func TestVersion6DayFileKeepsItsTextRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=6`); err != nil {
+	if _, err := db.Exec(undoVersion8 + `ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=6`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

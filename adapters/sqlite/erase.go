@@ -10,7 +10,10 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-var _ ports.Eraser = (*Store)(nil)
+var (
+	_ ports.Eraser      = (*Store)(nil)
+	_ ports.TallyEraser = (*Store)(nil)
+)
 
 // truncateWithin bounds Expunge's wait for the readers of a day file's WAL.
 const truncateWithin = 30 * time.Second
@@ -64,6 +67,32 @@ func (s *Store) Delete(ctx context.Context, account string, refs []ports.Subject
 	return s.eachDay(ctx, refs, func(f *dayfile.File, ids []string) (int64, error) {
 		return f.Erase(ctx, account, ids, !s.skipWords)
 	})
+}
+
+// EraseTallies deletes q's tallies from each day file up to
+// q.CreatedBefore's (dayfile.File.EraseTallies).
+func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
+	var last time.Time
+	if !q.CreatedBefore.IsZero() {
+		last = dayfile.DayOf(q.CreatedBefore)
+	}
+	var total int64
+	for _, day := range s.dir.NewestFirst(time.Time{}, last) {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil || f == nil {
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		n, err := f.EraseTallies(ctx, q)
+		f.Release()
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // eachDay calls do with each day file refs fall in and their ids there, and

@@ -194,7 +194,7 @@ func TestAnOlderDayFileIsVacuumedAtItsFirstErasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=5"); err != nil {
+	if _, err := db.Exec(undoVersion8 + "DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=5"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

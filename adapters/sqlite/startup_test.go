@@ -117,11 +117,16 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 }
 
 // A directory of schema version 1 (before the statistics index, the rollups,
-// the route, rules and content columns and the subject index) is migrated
-// at start-up: each day file gets the index, the rollups of its messages,
-// the columns, the subject index and today's version, then
+// the route, rules and content columns, the subject index and the tallies)
+// is migrated at start-up: each day file gets the index, the rollups of its
+// messages, the columns, the subject index, the tallies and today's version,
+// then
 // the directory's version is written; the messages stay. The file then has
 // the tables, columns and indexes of a new one.
+// undoVersion8 takes a day file back to version 7, before the tallies, for
+// the tests that make an older file from a new one.
+const undoVersion8 = "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
+
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
 	newSchema := schemaOf(t, day)
@@ -129,7 +134,7 @@ func TestOlderDirectoryIsMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=1"); err != nil {
+	if _, err := db.Exec(undoVersion8 + "DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; DROP TABLE rollups; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -210,7 +215,7 @@ func TestVersion3DayFileGetsRoutes(t *testing.T) {
 	}
 	// The seeded message has no route: its rollup's routes are one byte (none),
 	// which version 1 did not have.
-	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content;
+	if _, err := db.Exec(undoVersion8 + `DROP TABLE erasure; DROP TABLE subjects; DROP INDEX messages_stats; ALTER TABLE messages DROP COLUMN route; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content;
 		UPDATE rollups SET data = X'01' || substr(data, 2, length(data) - 2);
 		PRAGMA user_version=3`); err != nil {
 		t.Fatal(err)
@@ -392,7 +397,7 @@ func TestVersion4DayFileGetsRulesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=4`); err != nil {
+	if _, err := db.Exec(undoVersion8 + `DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN rules; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=4`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

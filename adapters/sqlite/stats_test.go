@@ -123,6 +123,15 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 					m.Response.Body = `{"note":"other"}`
 				}
 			}))
+			// Tallies, what ingest rules dropped: found by a q in their path
+			// alone, in every read of the plan.
+			switch i % 13 {
+			case 7:
+				all[i].Path = fmt.Sprintf("/v1/omni/%d", i%5)
+				all[i] = all[i].AsTally()
+			case 8:
+				all[i] = all[i].AsTally()
+			}
 		}
 		if err := s.Append(opCtx(t), all); err != nil {
 			t.Fatal(err)
@@ -132,6 +141,14 @@ func TestStatsOfAWordMostMessagesHold(t *testing.T) {
 	s, all := store(3000, func(i int, m *domain.Message) bool {
 		return i%25 == 0 || i < len(edges) && i%2 == 0 || m.Route == "/v1/carts" && m.Name == "search" && i%3 == 0
 	})
+	// A word all messages and most tallies hold: the rollups less the rest,
+	// tallies of it; more words: each read whole, and the tallies matched.
+	for _, name := range []string{"", "shop"} {
+		if _, trace := statsEqualRollupBuilder(t, s, all, at, values("q", "orders", "name", name)); trace.DaysLessTheRest != 1 {
+			t.Errorf("q orders, name %q: %d day files counted less the rest, want 1", name, trace.DaysLessTheRest)
+		}
+	}
+	statsEqualBuilders(t, s, all, at, values("q", "v1 omni"))
 	for _, name := range []string{"", "billing"} {
 		got, trace := statsEqualRollupBuilder(t, s, all, at, values("name", name))
 		if n := trace.DaysLessTheRest; n != 1 || got.Total.Count < 500 {

@@ -25,7 +25,8 @@ type markedStore struct {
 	engine *statsengine.Engine
 
 	mu        sync.Mutex
-	ids       map[domain.Scope]map[string]bool // every id appended, for Recount
+	ids       map[domain.Scope]map[string]bool           // every id appended, for Recount
+	tallies   map[domain.Scope]map[string]domain.Message // which Lookup does not return
 	marks     map[markKey]statsengine.Mark
 	kept      map[markKey]statsengine.Kept
 	failMarks bool // Appends fail after their messages, before their marks
@@ -46,7 +47,7 @@ var (
 )
 
 func newMarkedStore(cfg statsengine.Config) *markedStore {
-	s := &markedStore{Store: memory.New(), ids: map[domain.Scope]map[string]bool{},
+	s := &markedStore{Store: memory.New(), ids: map[domain.Scope]map[string]bool{}, tallies: map[domain.Scope]map[string]domain.Message{},
 		marks: map[markKey]statsengine.Mark{}, kept: map[markKey]statsengine.Kept{}}
 	engine, err := statsengine.New(statsengine.Sources{Samples: s.Store, Rollups: statsengine.NewMarked(s)}, cfg)
 	if err != nil {
@@ -67,6 +68,12 @@ func (s *markedStore) Append(ctx context.Context, msgs []domain.Message) error {
 			s.ids[m.Scope()] = map[string]bool{}
 		}
 		s.ids[m.Scope()][m.ID] = true
+		if m.Tally {
+			if s.tallies[m.Scope()] == nil {
+				s.tallies[m.Scope()] = map[string]domain.Message{}
+			}
+			s.tallies[m.Scope()][m.ID] = m
+		}
 	}
 	if s.failMarks {
 		return errCrashedBeforeTheMarks
@@ -164,11 +171,13 @@ func (s *markedStore) Kept(_ context.Context, scope domain.Scope, marks []statse
 func (s *markedStore) Recount(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(*domain.Message) error) error {
 	s.mu.Lock()
 	ids := slices.Collect(maps.Keys(s.ids[scope]))
+	tallies := slices.Collect(maps.Values(s.tallies[scope]))
 	s.mu.Unlock()
 	msgs, err := s.Lookup(ctx, scope, ids)
 	if err != nil {
 		return err
 	}
+	msgs = append(msgs, tallies...)
 	for i := range msgs {
 		m := &msgs[i]
 		if (name == "" || m.Name == name) && !m.CreatedAt.Before(from) && m.CreatedAt.Before(to) {

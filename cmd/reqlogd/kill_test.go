@@ -100,7 +100,13 @@ func TestKill9UnderIngestLoadKeepsEveryAcknowledgedMessage(t *testing.T) {
 // moment after its first acknowledgement, and returns the ids acknowledged.
 func killRound(t *testing.T, dir string, round int) []string {
 	t.Helper()
-	cmd, base, err := startReqlogd(dir)
+	return killRoundWith(t, dir, round)
+}
+
+// killRoundWith is killRound with env added to reqlogd's environment.
+func killRoundWith(t *testing.T, dir string, round int, env ...string) []string {
+	t.Helper()
+	cmd, base, err := startReqlogd(dir, env...)
 	if err != nil {
 		t.Fatalf("round %d: reqlogd did not start: %v", round, err)
 	}

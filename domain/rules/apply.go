@@ -10,13 +10,16 @@ import (
 
 // Outcome is what Apply did to a message and what the write must do.
 type Outcome struct {
-	// Stored is false when an ingest rule drops the message: it is counted in
-	// the statistics (a rollup) and not stored.
+	// Stored is false when an ingest rule drops the message: Apply has made
+	// it a tally (domain.Message.AsTally), scrubbed, which the store writes
+	// for the statistics and no read returns.
 	Stored bool
 	// IngestRule is the id of the ingest rule that decided, "" for none.
 	IngestRule string
-	// SampleRate is N when the message is the one kept of N (a sample rule),
-	// else 1: the statistics count it N times.
+	// SampleRate is N when a sample rule decided (1 in N), else 1. The one
+	// kept carries it (domain.Message.SampleRate); the statistics count it
+	// once, as they count each of the others, tallies: counts are exact, not
+	// re-weighted.
 	SampleRate int
 	// BodiesStripped says a strip_bodies rule took both bodies out.
 	BodiesStripped bool
@@ -69,8 +72,11 @@ func (c *Compiled) ApplyForgetting(m *domain.Message, src Source, f Forgetting) 
 		return out
 	}
 	c.decideIngest(m, src, &out)
-	if !out.Stored {
-		return out
+	switch {
+	case !out.Stored:
+		*m = m.AsTally() // before the scrub: it walks no header nor body then
+	case out.SampleRate > 1:
+		m.SampleRate = out.SampleRate
 	}
 	out.Subjects = c.subjectsOf(m)
 	if f != nil && len(out.Subjects) > 0 {

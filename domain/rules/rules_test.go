@@ -466,3 +466,39 @@ func hasDuplicateKeys(s string) bool {
 		}
 	}
 }
+
+// A dropped exchange is still counted: Apply makes it a tally, scrubbed by
+// the privacy rules like a stored message, without headers and bodies; the
+// one a sample keeps carries its rate.
+func TestDroppedMessagesBecomeScrubbedTallies(t *testing.T) {
+	c := compile(t, `{
+	  "ingest": [
+	    {"id": "health", "scope": {"paths": ["/healthz"]}, "action": "drop"},
+	    {"id": "search", "scope": {"paths": ["/v1/search"]}, "action": "sample", "sample_rate": 4}
+	  ],
+	  "privacy": [{"id": "drop-token", "select": ["query.token"], "action": {"type": "remove"}}]
+	}`)
+	m := domain.Message{ID: "0193a0c4-0000-7000-8000-00000000000a", Name: "shop", Method: "GET", Path: "/healthz?token=9f8e7d&x=1", StatusCode: 200,
+		Request:  domain.Content{Body: "req", Header: domain.Header{"X-Id": {"a"}}, Size: 3, ContentType: "text/plain"},
+		Response: domain.Content{Body: "resp", Size: 4}}
+	out := c.Apply(&m, rules.SourceAPI)
+	if out.Stored || !m.Tally || m.Path != "/healthz?x=1" || m.Request.Body != "" || m.Request.Header != nil || m.Request.Size != 0 ||
+		m.Response.Body != "" || m.Name != "shop" || m.StatusCode != 200 || m.SampleRate != 0 {
+		t.Errorf("dropped: stored %v, message %+v", out.Stored, m)
+	}
+	var kept, tallies int
+	for i := range 100 {
+		m := domain.Message{ID: fmt.Sprintf("0193a0c4-0000-7000-8000-%012d", i), Path: "/v1/search", StatusCode: 200, Response: domain.Content{Body: "b"}}
+		switch out := c.Apply(&m, rules.SourceAPI); {
+		case out.Stored && m.SampleRate == 4 && !m.Tally && m.Response.Body == "b":
+			kept++
+		case !out.Stored && m.Tally && m.SampleRate == 0 && m.Response.Body == "":
+			tallies++
+		default:
+			t.Fatalf("sampled: stored %v, message %+v", out.Stored, m)
+		}
+	}
+	if kept == 0 || tallies == 0 || kept+tallies != 100 {
+		t.Errorf("kept %d, tallied %d", kept, tallies)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // counted in exactly one rollup, and a minute without a rollup has no
 // message.
 type Rollup struct {
-	Count     int64
+	Count int64
+	// Dropped is how many of Count are tallies (Sample.Dropped).
+	Dropped   int64
 	Status    StatusCounts
 	Durations DurationDigest
 	Paths     KeyCounter // by PathOf(path)
@@ -33,6 +35,9 @@ type Rollup struct {
 // readable: AddMessage does.
 func (r *Rollup) Add(s Sample) {
 	r.Count++
+	if s.Dropped {
+		r.Dropped++
+	}
 	r.Status.Add(s.StatusCode)
 	if s.HasDuration {
 		r.Durations.Add(s.Duration)
@@ -63,6 +68,7 @@ func (r *Rollup) Merge(o *Rollup) {
 // routes: what a bucket counts of them (RollupBuilder.AddBuckets).
 func (r *Rollup) MergeSeries(o *Rollup) {
 	r.Count += o.Count
+	r.Dropped += o.Dropped
 	for c := range r.Status {
 		r.Status[c] += o.Status[c]
 	}
@@ -86,7 +92,7 @@ func (r *Rollup) ReadableAt(now time.Time) bool {
 
 // Reset empties the rollup, keeping its memory.
 func (r *Rollup) Reset() {
-	r.Count, r.Status, r.AllVisibleAt, r.FirstExpiresAt = 0, StatusCounts{}, time.Time{}, time.Time{}
+	r.Count, r.Dropped, r.Status, r.AllVisibleAt, r.FirstExpiresAt = 0, 0, StatusCounts{}, time.Time{}, time.Time{}
 	r.Durations.Reset()
 	r.Paths.Reset()
 	r.Routes.Reset()

@@ -142,6 +142,7 @@ func (b *RollupBuilder) AddBuckets(start, end time.Time, r *Rollup) bool {
 	i := b.q.BucketIndex(start)
 	bucket := &b.stats.Buckets[i]
 	bucket.Count += r.Count
+	bucket.Dropped += r.Dropped
 	for c := range bucket.Status {
 		bucket.Status[c] += r.Status[c]
 	}
@@ -184,6 +185,7 @@ func (b *RollupBuilder) Merge(o *RollupBuilder) {
 	for i := range b.stats.Buckets {
 		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
 		bucket.Count += other.Count
+		bucket.Dropped += other.Dropped
 		for c := range bucket.Status {
 			bucket.Status[c] += other.Status[c]
 		}
@@ -209,6 +211,9 @@ func (b *RollupBuilder) Subtract(o *RollupBuilder) bool {
 			return false
 		}
 		bucket.Count -= other.Count
+		if bucket.Dropped -= other.Dropped; bucket.Dropped < 0 {
+			return false
+		}
 		for c := range bucket.Status {
 			if bucket.Status[c] -= other.Status[c]; bucket.Status[c] < 0 {
 				return false

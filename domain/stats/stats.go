@@ -155,8 +155,11 @@ type DurationSummary struct {
 
 // Bucket is the traffic of one bucket, or of the whole range.
 type Bucket struct {
-	Start    time.Time // zero for the whole range
-	Count    int64
+	Start time.Time // zero for the whole range
+	Count int64
+	// Dropped is how many of Count an ingest rule dropped: tallies, counted
+	// and not stored.
+	Dropped  int64
 	Status   StatusCounts
 	Duration DurationSummary
 }
@@ -246,6 +249,9 @@ func (s *Stats) countSample(q Query, m Sample) (int, bool) {
 	i := q.BucketIndex(m.CreatedAt)
 	s.Buckets[i].Count++
 	s.Buckets[i].Status.Add(m.StatusCode)
+	if m.Dropped {
+		s.Buckets[i].Dropped++
+	}
 	return i, true
 }
 
@@ -264,12 +270,13 @@ type Sample struct {
 	HasDuration bool
 	Path, Name  string
 	Route       string // "" when the message has none
+	Dropped     bool   // a tally (domain.Message.Tally)
 }
 
 // SampleOf is what the statistics read of m.
 func SampleOf(m domain.Message) Sample {
 	return Sample{CreatedAt: m.CreatedAt, StatusCode: m.StatusCode, Duration: m.Duration,
-		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name, Route: m.Route}
+		HasDuration: m.HasDuration, Path: m.Path, Name: m.Name, Route: m.Route, Dropped: m.Tally}
 }
 
 // Stats returns the statistics of what was added.
@@ -292,9 +299,10 @@ func (b *Builder) Stats() Stats {
 // sumBuckets sets the total's count and status classes to the buckets' sums:
 // every builder's last step but the durations and the rankings.
 func (s *Stats) sumBuckets() {
-	s.Total.Count, s.Total.Status = 0, StatusCounts{}
+	s.Total.Count, s.Total.Dropped, s.Total.Status = 0, 0, StatusCounts{}
 	for _, bucket := range s.Buckets {
 		s.Total.Count += bucket.Count
+		s.Total.Dropped += bucket.Dropped
 		for c := range bucket.Status {
 			s.Total.Status[c] += bucket.Status[c]
 		}

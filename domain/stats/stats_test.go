@@ -181,7 +181,7 @@ func TestStatsBuilder(t *testing.T) {
 	samples := []Sample{
 		{CreatedAt: from, StatusCode: 200, Path: "/v1/orders?page=2", Name: "shop", Duration: ms(10_000), HasDuration: true},
 		{CreatedAt: from.Add(39 * time.Minute), StatusCode: 404, Path: "/v1/orders", Name: "shop", Duration: ms(30_500), HasDuration: true},
-		{CreatedAt: from.Add(40 * time.Minute), StatusCode: 503, Path: "/v1/users", Name: "billing"},
+		{CreatedAt: from.Add(40 * time.Minute), StatusCode: 503, Path: "/v1/users", Name: "billing", Dropped: true},
 		{CreatedAt: from.Add(3*time.Hour + 39*time.Minute), StatusCode: 101, Path: "/ws", Name: "Shop", Duration: ms(1), HasDuration: true},
 		// Outside [From, To): ignored.
 		{CreatedAt: from.Add(-time.Microsecond), StatusCode: 500, Path: "/v1/orders", Name: "shop"},
@@ -211,7 +211,10 @@ func TestStatsBuilder(t *testing.T) {
 	if d := got.Buckets[1].Duration; d.Count != 0 {
 		t.Errorf("bucket 1 has no duration, summary %+v, want Count 0 (null)", d)
 	}
-	if got.Total.Count != 4 || got.Total.Status != (StatusCounts{1, 1, 0, 1, 1}) || got.Total.Duration.Count != 3 || got.Total.Duration.P50 != 10 {
+	if got.Buckets[1].Dropped != 1 || got.Buckets[0].Dropped != 0 {
+		t.Errorf("dropped %d and %d in buckets 0 and 1, want 0 and 1", got.Buckets[0].Dropped, got.Buckets[1].Dropped)
+	}
+	if got.Total.Count != 4 || got.Total.Dropped != 1 || got.Total.Status != (StatusCounts{1, 1, 0, 1, 1}) || got.Total.Duration.Count != 3 || got.Total.Duration.P50 != 10 {
 		t.Errorf("total %+v", got.Total)
 	}
 	wantPaths := []KeyCount{{"/v1/orders", 2, 1}, {"/v1/users", 1, 1}, {"/ws", 1, 0}}

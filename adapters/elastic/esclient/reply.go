@@ -254,6 +254,16 @@ func (w *ReplyReader) Null() bool {
 	return true
 }
 
+// ReadBool reads true or false.
+func (w *ReplyReader) ReadBool() bool {
+	if w.peek() == 't' {
+		w.literal("true")
+		return true
+	}
+	w.literal("false")
+	return false
+}
+
 func (w *ReplyReader) literal(want string) {
 	for i := 0; i < len(want) && w.err == nil; i++ {
 		if !w.ensure(1) {

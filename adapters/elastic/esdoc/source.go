@@ -68,6 +68,14 @@ func (s *Sources) Read(w *esclient.ReplyReader, r *record.Record) error {
 			r.VisibleAt = readMicros(w)
 		case "expires_at":
 			r.ExpiresAt = readMicros(w)
+		case "sample_rate":
+			n := w.ReadInt64()
+			if int64(int32(n)) != n {
+				w.Refuse(fmt.Errorf("decode stored message: sample_rate %d is out of range", n))
+			}
+			r.SampleRate = int32(n)
+		case "tally":
+			r.Tally = w.ReadBool()
 		case "rules":
 			r.Rules = &record.Rules{}
 			return readRules(w, r.Rules)

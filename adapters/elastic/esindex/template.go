@@ -33,8 +33,9 @@ var existingMappings = func() json.RawMessage {
 // 4: route_template, the route template (added to existing indices at
 // start-up, as any new field). 5: rules, the rules record (not indexed), and
 // subjects, the subject index's keyed hashes
-// (domain.Message.Subjects; erasures), added the same way.
-const templateVersion = 5
+// (domain.Message.Subjects; erasures), added the same way. 6: sample_rate
+// and tally, what ingest rules keep of a sample and drop (added likewise).
+const templateVersion = 6
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a

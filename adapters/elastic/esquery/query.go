@@ -112,6 +112,9 @@ var newestFirst = []object{
 type filters struct {
 	clauses []object
 	empty   bool
+	// tallies selects the tallies (what ingest rules dropped) instead of
+	// the messages every other search is of.
+	tallies bool
 }
 
 func (f *filters) term(field, value string) {
@@ -395,6 +398,10 @@ func (s *Queries) Get(ctx context.Context, scope domain.Scope, idOrReference str
 	return msgs[0], nil
 }
 
+// notTally leaves out the tallies: an index made before them has no such
+// field, and then nothing to leave out.
+var notTally = object{"term": object{"tally": true}}
+
 // search runs body with f as its query over the read pattern. An empty store
 // (no index yet) is no error; a shard that cannot answer is, rather than a
 // silently partial page.
@@ -412,7 +419,12 @@ func (s *Queries) search(ctx context.Context, op string, f *filters, body object
 // searchInto runs body with f as its query over the read pattern and
 // decodes the reply into reply (as esclient.Client.Do does).
 func (s *Queries) searchInto(ctx context.Context, op string, f *filters, body object, reply any) error {
-	body["query"] = object{"bool": object{"filter": f.clauses}}
+	// Tallies (what ingest rules dropped) are counted by Stats alone.
+	query := object{"filter": f.clauses, "must_not": notTally}
+	if f.tallies {
+		query = object{"filter": append(f.clauses, notTally)}
+	}
+	body["query"] = object{"bool": query}
 	body["track_total_hits"] = false
 	reader, err := esclient.JSONBody(body)
 	if err != nil {

@@ -29,6 +29,7 @@ var sampleFields = []object{
 	{"field": "created_at", "format": nanosFormat}, {"field": "status_code"}, {"field": record.JSONDuration},
 	{"field": "path"}, {"field": "name"}, {"field": record.JSONRouteTemplate},
 	{"field": "visible_at", "format": nanosFormat}, {"field": "expires_at", "format": nanosFormat},
+	{"field": "tally"}, // what ingest rules dropped, counted as dropped
 }
 
 // StreamSamples yields the sample of each of scope's messages readable at now
@@ -160,6 +161,8 @@ func (r *narrowReader) readField(w *esclient.ReplyReader, field string) error {
 			r.m.Name = w.ReadString()
 		case record.JSONRouteTemplate:
 			r.m.Route = w.ReadString()
+		case "tally":
+			r.m.Tally = w.ReadBool()
 		default:
 			return w.Skip()
 		}

@@ -50,6 +50,15 @@ func trafficAggs(compression int) object {
 	return aggs
 }
 
+// bucketAggs are the aggregations of one bucket of the histogram: its
+// traffic, and how many of its documents are tallies (what ingest rules
+// dropped, tally: true).
+func bucketAggs(compression int) object {
+	aggs := trafficAggs(compression)
+	aggs["dropped"] = object{"filter": object{"term": object{"tally": true}}}
+	return aggs
+}
+
 // totalAggs are the aggregations of the whole range: its percentiles only.
 // Its counts are the sums of the buckets', which cover the range; counting
 // them again cost Elasticsearch a seventh of the search.
@@ -108,7 +117,7 @@ func statsSearch(q stats.Query, now time.Time, plan statsPlan) (body object, ok 
 			"fixed_interval": fmt.Sprintf("%dms", q.Interval.Width.Milliseconds()),
 			"min_doc_count":  1,
 		},
-		"aggs": trafficAggs(plan.compression),
+		"aggs": bucketAggs(plan.compression),
 	}
 	aggs["routes"] = ranking("route", stats.TopPaths)
 	aggs["names"] = ranking("name", stats.TopNames)
@@ -165,6 +174,9 @@ type trafficReply struct {
 			Buckets []struct {
 				Key int64 `json:"key"` // epoch milliseconds
 				traffic
+				Dropped struct {
+					DocCount int64 `json:"doc_count"`
+				} `json:"dropped"`
 			} `json:"buckets"`
 		} `json:"buckets"`
 		Routes    rankingReply `json:"routes"`
@@ -223,7 +235,9 @@ func (r *trafficReply) fill(q stats.Query, st *stats.Stats) error {
 		if err := b.traffic.fill(bucket); err != nil {
 			return err
 		}
+		bucket.Dropped = b.Dropped.DocCount
 		st.Total.Count += bucket.Count
+		st.Total.Dropped += bucket.Dropped
 		st.Total.Duration.Count += bucket.Duration.Count
 		for class, n := range bucket.Status {
 			st.Total.Status[class] += n

@@ -34,15 +34,7 @@ func (s *Queries) SubjectRefs(ctx context.Context, q ports.SubjectQuery) ([]port
 	if len(q.Hashes) == 0 {
 		return nil, nil
 	}
-	f := &filters{}
-	f.term("account", q.Account)
-	if q.Domain != "" {
-		f.term("domain", q.Domain)
-	}
-	f.add(object{"terms": object{"subjects": q.Hashes}})
-	if !q.CreatedBefore.IsZero() {
-		f.bound("created_at", "lte", q.CreatedBefore)
-	}
+	f := subjectFilters(q)
 	body := object{"size": q.Limit, "sort": newestFirst}
 	if q.After != nil {
 		if after, ok := searchAfter(*q.After, f); ok {
@@ -61,6 +53,44 @@ func (s *Queries) SubjectRefs(ctx context.Context, q ports.SubjectQuery) ([]port
 		refs[i] = ports.SubjectRef{ID: h.ID, Domain: h.Source.Domain, CreatedAt: h.Source.CreatedAt.Time()}
 	}
 	return refs, nil
+}
+
+// subjectFilters selects the documents of q's Account, Domain, Hashes and
+// CreatedBefore.
+func subjectFilters(q ports.SubjectQuery) *filters {
+	f := &filters{}
+	f.term("account", q.Account)
+	if q.Domain != "" {
+		f.term("domain", q.Domain)
+	}
+	f.add(object{"terms": object{"subjects": q.Hashes}})
+	if !q.CreatedBefore.IsZero() {
+		f.bound("created_at", "lte", q.CreatedBefore)
+	}
+	return f
+}
+
+// TallyTargets searches at most limit of the tallies whose subjects hold
+// any of q's hashes (q's Account, Domain and CreatedBefore too) and returns
+// where each is.
+func (s *Queries) TallyTargets(ctx context.Context, q ports.SubjectQuery, limit int) ([]esclient.Target, error) {
+	if len(q.Hashes) == 0 {
+		return nil, nil
+	}
+	f := subjectFilters(q)
+	if f.empty {
+		return nil, nil
+	}
+	f.tallies = true
+	hits, err := s.searchRefs(ctx, "subject tallies", f, object{"size": limit})
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]esclient.Target, len(hits))
+	for i, h := range hits {
+		targets[i] = esclient.Target{Index: h.Index, ID: h.ID}
+	}
+	return targets, nil
 }
 
 // Located searches account's messages with any of ids, readable or not,

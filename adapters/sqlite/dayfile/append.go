@@ -78,9 +78,10 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 
 // insert writes each message not yet stored, its headers and bodies
 // compressed by p (as text when p is nil), with its words (unless
-// indexWords is off), adds it to the rollup of its scope, application and
-// minute, and updates the day's totals; it returns how many it stored and
-// their latest ExpiresAt (Unix microseconds).
+// indexWords is off) and subject hashes, and each tally not yet stored
+// (tallies.go), adds it to the rollup of its scope, application and minute,
+// and updates the day's totals (day.messages counts both); it returns how
+// many it stored and their latest ExpiresAt (Unix microseconds).
 func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, indexWords bool) (added, maxExpires int64, err error) {
 	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
 	if err != nil {
@@ -92,6 +93,11 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 		return 0, 0, err
 	}
 	defer insertWords.Close()
+	tallies, err := newTallyWriter(ctx, tx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer tallies.close()
 	subjects := subjectWriter{tx: tx}
 	defer subjects.close()
 	var (
@@ -99,7 +105,32 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 		hashes  []uint64
 		rollups = map[rollupKey]*stats.Rollup{}
 	)
+	count := func(m domain.Message) {
+		added++
+		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())
+		k := rollupKeyOf(m)
+		if rollups[k] == nil {
+			rollups[k] = &stats.Rollup{}
+		}
+		rollups[k].AddMessage(m)
+	}
 	for _, m := range msgs {
+		if m.Tally {
+			if stored, err := tallies.add(ctx, m); err != nil || !stored {
+				if err != nil {
+					return 0, 0, err
+				}
+				continue
+			}
+			count(m)
+			continue
+		}
+		if tallied, err := tallies.holds(ctx, m.ID); err != nil || tallied {
+			if err != nil {
+				return 0, 0, fmt.Errorf("message %s: %w", m.ID, err)
+			}
+			continue // a retry of an exchange first dropped
+		}
 		values, err := rowValues(m, p)
 		if err != nil {
 			return 0, 0, err
@@ -124,13 +155,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 		if err := subjects.add(ctx, seq, m.Subjects); err != nil {
 			return 0, 0, fmt.Errorf("message %s: subjects: %w", m.ID, err)
 		}
-		added++
-		maxExpires = max(maxExpires, m.ExpiresAt.UnixMicro())
-		k := rollupKeyOf(m)
-		if rollups[k] == nil {
-			rollups[k] = &stats.Rollup{}
-		}
-		rollups[k].AddMessage(m)
+		count(m)
 	}
 	if added == 0 {
 		return 0, 0, nil

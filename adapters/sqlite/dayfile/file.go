@@ -82,6 +82,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 5, SQL: sql("day-5.sql")},                    // the rules record column
 		{To: 6, SQL: sql("day-6.sql")},                    // the subject index
 		{To: 7, SQL: sql("day-7.sql")},                    // headers and bodies compressed (content.go)
+		{To: 8, SQL: sql("day-8.sql")},                    // the tallies of what ingest rules drop, a message's sample rate
 	}}
 }
 

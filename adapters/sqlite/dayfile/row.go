@@ -21,10 +21,10 @@ import (
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route, rules, content`
+	response_header, response_body, response_type, response_size, route, rules, content, sample_rate`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -49,7 +49,7 @@ func rowValues(m domain.Message, p *packer) ([]any, error) {
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), texts.requestHeader, texts.requestBody, m.Request.ContentType, m.Request.Size,
 		texts.responseHeader, texts.responseBody, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules),
-		texts.content}, nil
+		texts.content, m.SampleRate}, nil
 }
 
 // storedTexts are the values of a message's columns request_header,
@@ -135,7 +135,7 @@ func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 	err := row.Scan(append([]any{&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content}, extra...)...)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content, &m.SampleRate}, extra...)...)
 	if err != nil {
 		return domain.Message{}, err
 	}

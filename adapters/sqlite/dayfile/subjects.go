@@ -55,11 +55,12 @@ func jsonList(values []string) string {
 	return string(raw)
 }
 
-// Subjects returns the file's messages q selects (its Account, Domain,
-// Hashes, CreatedBefore and After), newest first, at most q.Limit.
-func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+// subjectWhere selects the rows of q's Account, Domain and CreatedBefore
+// whose key is in index (a "key IN (SELECT key FROM table" to close)
+// under one of q.Hashes.
+func subjectWhere(index string, q ports.SubjectQuery) *Where {
 	w := &Where{}
-	w.Add("seq IN (SELECT seq FROM subjects WHERE hash IN (SELECT value FROM json_each(?)))", jsonList(q.Hashes))
+	w.Add(index+" WHERE hash IN (SELECT value FROM json_each(?)))", jsonList(q.Hashes))
 	w.Add("account = ?", q.Account)
 	if q.Domain != "" {
 		w.Add("domain = ?", q.Domain)
@@ -67,6 +68,13 @@ func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.Subj
 	if !q.CreatedBefore.IsZero() {
 		w.Add("created <= ?", q.CreatedBefore.UnixMicro())
 	}
+	return w
+}
+
+// Subjects returns the file's messages q selects (its Account, Domain,
+// Hashes, CreatedBefore and After), newest first, at most q.Limit.
+func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	w := subjectWhere("seq IN (SELECT seq FROM subjects", q)
 	if q.After != nil {
 		at := q.After.CreatedAt.UnixMicro()
 		w.Add("(created < ? OR created = ? AND id < ?)", at, at, q.After.ID)

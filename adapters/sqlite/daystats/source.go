@@ -20,9 +20,10 @@ var (
 	_ ports.RollupSource   = (*Reader)(nil)
 )
 
-// StreamSamples yields the sample of each message of scope readable at now
-// that passes f: from the statistics index, or, with a q, from the messages
-// holding its words, read whole and checked with f's Matcher.
+// StreamSamples yields the sample of each message and tally of scope
+// readable at now that passes f: from the statistics index, or, with a q,
+// from the messages holding its words, read whole and checked with f's
+// Matcher; then from the file's tallies (tallies.go).
 func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain.Filter, now time.Time, yield func(stats.Sample) error) error {
 	var yieldErr error
 	add := func(s stats.Sample) {
@@ -42,6 +43,9 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)
 		} else {
 			err = r.searchSamples(ctx, file, w, f.Matcher(), words, trace, add)
+		}
+		if err == nil {
+			err = streamTallies(ctx, file, scope, f, now, add)
 		}
 		if err == nil {
 			err = yieldErr

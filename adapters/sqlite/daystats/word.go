@@ -38,6 +38,9 @@ const (
 	// the word's, read into a bit set (SQLite's own test, seq IN the word's
 	// rowids, seeks a temporary b-tree per row, three times the CPU).
 	ReadWalk WordRead = "walk"
+	// readTalliesAlone counts a day no message of which holds the word
+	// from its tallies alone (tallies.go).
+	readTalliesAlone WordRead = "tallies alone"
 )
 
 // choose is the read of a day file of lastSeq messages, holding of them
@@ -107,8 +110,8 @@ func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, 
 }
 
 // findWord plans each day file of the call's range, newest first, by what
-// its word index says of the word: by seq when it finds few messages; no
-// plan when no message holds it; otherwise the walk, until planDay finds a
+// its word index says of the word: by seq when it finds few messages; its
+// tallies alone when no message holds it; otherwise the walk, until planDay finds a
 // read that costs less.
 func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
 	var plans []wordDay
@@ -120,7 +123,7 @@ func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
 		case err != nil:
 			return f.Error(ctx, "stats: search", err)
 		case held.None:
-			return nil
+			plans = append(plans, wordDay{day: f.Day, read: readTalliesAlone})
 		case held.Few:
 			plans = append(plans, wordDay{day: f.Day, read: ReadBySeq, bySeq: w})
 		default:
@@ -232,7 +235,7 @@ func (c *call) dayQuery(day time.Time) stats.Query {
 // countDay adds to add the samples of plan's day of the call's scope and
 // filter that hold the word, but for those its rollups count; and to
 // lacking, for ReadLessTheRest, the samples its rollups count of the
-// messages lacking the word. It holds the day's file for the read; reads
+// messages lacking the word. Its tallies after its messages (tallies.go). It holds the day's file for the read; reads
 // nothing when retention dropped the day meanwhile.
 func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(stats.Sample)) error {
 	refused := make([]domain.Filter, len(plan.refused)) // ReadLessTheRest: the minutes walked
@@ -241,12 +244,20 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 	}
 	return c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
 		switch plan.read {
+		case readTalliesAlone:
+			return c.tallies(ctx, f, add)
 		case ReadBySeq:
 			c.trace.DaysBySeq++
-			return walkSamples(ctx, f, bySeq, plan.bySeq, nil, add)
+			if err := walkSamples(ctx, f, bySeq, plan.bySeq, nil, add); err != nil {
+				return err
+			}
+			return c.tallies(ctx, f, add)
 		case ReadWalk:
 			c.trace.DaysWalked++
-			return walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add)
+			if err := walkSamples(ctx, f, statsIndexWalk, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), plan.holding, add); err != nil {
+				return err
+			}
+			return c.tallies(ctx, f, add)
 		}
 		c.trace.DaysLessTheRest++
 		type minute struct {
@@ -261,13 +272,21 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 				return err
 			}
 		}
+		refusedMinute := func(sample stats.Sample) bool {
+			at := sample.CreatedAt.Unix()
+			return notCounted[minute{at - at%60, sample.Name}]
+		}
 		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 		w.AddSeqs(plan.lacking)
-		return walkSamples(ctx, f, bySeq, w, nil, func(sample stats.Sample) {
-			if at := sample.CreatedAt.Unix(); !notCounted[minute{at - at%60, sample.Name}] {
+		err := walkSamples(ctx, f, bySeq, w, nil, func(sample stats.Sample) {
+			if !refusedMinute(sample) {
 				lacking(sample)
 			}
 		})
+		if err != nil {
+			return err
+		}
+		return c.talliesLessTheRest(ctx, f, refusedMinute, add, lacking)
 	})
 }
 
