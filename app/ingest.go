@@ -140,6 +140,7 @@ type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
 	source      rules.Source // what captured the exchanges, for the rules' scopes
+	bodyCut     int          // bytes of each body kept after the rules; 0: all
 	key         IdempotencyKey
 	ticket      *ticket      // its place among the admitted submissions
 	reservation *Reservation // nil without a queue
@@ -185,6 +186,11 @@ func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBy
 // Decode.
 func (a *Admission) CapturedBy(src rules.Source) { a.source = src }
 
+// CutBodiesAt has each body held to limit bytes after the rules ran on it
+// whole (domain.CutBody), for a capture that sent more than it keeps (0:
+// keep all); call it before Decode.
+func (a *Admission) CutBodiesAt(limit int) { a.bodyCut = limit }
+
 // Release counts the submission out and gives its room in the queue back; calling
 // it again, or after Submit or Store, does nothing.
 func (a *Admission) Release() {
@@ -217,7 +223,7 @@ func (a *Admission) Decode(ctx context.Context, bodyBytes int64, decode func() (
 	a.ticket.bodyRead(bodyBytes)
 	a.reservation.Shrink(bodyBytes)
 	var err error
-	a.msgs, a.result, err = a.in.decode(ctx, a.principal, a.source, decode, a.key)
+	a.msgs, a.result, err = a.in.decode(ctx, a, decode)
 	a.ticket.leave()
 	if err != nil {
 		a.Release()
@@ -280,6 +286,12 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, draf
 
 // SubmitFrom is Submit of exchanges captured by src.
 func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
+	return in.SubmitCaptured(ctx, src, 0, principal, drafts, idempotencyKey)
+}
+
+// SubmitCaptured is SubmitFrom with each body held to bodyCut bytes after the
+// rules (Admission.CutBodiesAt; 0: keep all).
+func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCut int, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
 	var key IdempotencyKey
 	if idempotencyKey != "" {
 		var err error
@@ -292,6 +304,7 @@ func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal 
 		return SubmitResult{}, err
 	}
 	admitted.CapturedBy(src)
+	admitted.CutBodiesAt(bodyCut)
 	return admitted.Submit(ctx, drafts)
 }
 
@@ -319,7 +332,8 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 
 // decode makes the drafts and turns them into the messages to store and the
 // reply, on a decoder.
-func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src rules.Source, decode func() (domain.Drafts, error), key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
+func (in *Ingester) decode(ctx context.Context, a *Admission, decode func() (domain.Drafts, error)) ([]domain.Message, SubmitResult, error) {
+	principal, key := a.principal, a.key
 	release, err := in.admission.decoder(ctx)
 	if err != nil {
 		return nil, SubmitResult{}, err
@@ -343,8 +357,15 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
 	if in.rules != nil {
-		if msgs, err = in.applyRules(ctx, principal.Account, src, msgs, ids); err != nil {
+		if msgs, err = in.applyRules(ctx, principal.Account, a.source, msgs, ids); err != nil {
 			return nil, SubmitResult{}, err
+		}
+	}
+	if a.bodyCut > 0 {
+		for i := range msgs {
+			for _, c := range []*domain.Content{&msgs[i].Request, &msgs[i].Response} {
+				c.Body = domain.CutBody(c.Body, a.bodyCut, c.Size)
+			}
 		}
 	}
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil

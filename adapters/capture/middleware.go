@@ -61,9 +61,9 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 			method:    req.Method,
 			path:      req.URL.RequestURI(),
 			reqHeader: requestHeader(req),
-			reqBody:   &cappedBuffer{limit: r.opts.MaxBodyBytes},
+			reqBody:   &cappedBuffer{limit: r.readLimit},
 			reqLength: req.ContentLength,
-			respBody:  &cappedBuffer{limit: r.opts.MaxBodyBytes},
+			respBody:  &cappedBuffer{limit: r.readLimit},
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
@@ -332,7 +332,7 @@ func (b *cappedBuffer) text(knownTotal int64) string {
 func (r *Recorder) bodyText(b *cappedBuffer, knownTotal int64, header http.Header) string {
 	if coding, open := decoderOf(header, r.opts.Decoders); open != nil {
 		if kept, whole := b.captured(knownTotal); len(kept) > 0 {
-			if text, ok := decodedText(coding, open, kept, whole, r.opts.MaxBodyBytes); ok {
+			if text, ok := decodedText(coding, open, kept, whole, r.readLimit); ok {
 				return text
 			}
 		}

@@ -48,7 +48,8 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps each recorded body, request and response (0:
 	// capture.DefaultMaxBodyBytes); the rest streams through unrecorded and the
-	// stored body says it was cut.
+	// stored body says it was cut. capture.RulesLookahead bytes more are read
+	// for the privacy rules, and cut after them.
 	MaxBodyBytes int
 	// ResponseHeaderTimeout bounds how long the upstream may take to send its
 	// reply's headers once it has the whole request (0:
