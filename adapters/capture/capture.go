@@ -53,6 +53,10 @@ const (
 	DefaultMaxBatchBytes = 1 << 20
 	DefaultFlushInterval = time.Second
 	DefaultSubmitTimeout = time.Minute
+	// DefaultMaxBodyReadTime is how long a body is captured for (a request's
+	// from the handler's start, a reply's from its header): a body that
+	// trickles is not held in capture for as long as it lasts.
+	DefaultMaxBodyReadTime = time.Minute
 	// RulesLookahead is how much more than MaxBodyBytes is read for the
 	// privacy rules when the receiver cuts after them: a secret up to this
 	// long straddling the cap (a PEM private key is under 4 KiB) is read
@@ -92,6 +96,13 @@ type Options struct {
 	// MaxBodyBytes caps each captured body, request and response (0:
 	// DefaultMaxBodyBytes; negative: keep no body, only the truncation marker).
 	MaxBodyBytes int
+	// MaxBodyReadTime bounds how long each body is captured (0:
+	// DefaultMaxBodyReadTime; negative: no bound): a request body from the
+	// handler's start, a reply from its header. Past it the rest streams
+	// through uncaptured, and the body is recorded marked as cut, less its
+	// last RulesLookahead bytes (a secret the cut split is not kept in part);
+	// a reply still streaming is recorded at its next write, not at its end.
+	MaxBodyReadTime time.Duration
 	// Decoders are the content codings whose bodies are recorded decoded, by
 	// their lower-case name (nil: StandardDecoders; empty: none). Decoding
 	// stops at MaxBodyBytes (decode.go).
@@ -144,6 +155,9 @@ func (o Options) withDefaults() Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	o.MaxBodyBytes = max(o.MaxBodyBytes, 0)
+	if o.MaxBodyReadTime == 0 {
+		o.MaxBodyReadTime = DefaultMaxBodyReadTime
+	}
 	if o.Decoders == nil {
 		o.Decoders = StandardDecoders()
 	}
