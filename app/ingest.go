@@ -312,6 +312,9 @@ func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCu
 // ids is stored with another submission: the key was used before for a different
 // request, and storing nothing while answering 200 would drop this one silently.
 // The same submissions are a retry; Append then stores what is missing, if any.
+// A message stored with the digest of its submission (RulesRecord.Submitted)
+// is compared by it: a new rule set or a re-scrub may have changed it since,
+// and its retry is still the same request.
 func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) error {
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
@@ -323,7 +326,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
 	for _, earlier := range stored {
-		if i, ok := index[earlier.ID]; ok && !domain.SameSubmission(earlier, msgs[i]) {
+		if i, ok := index[earlier.ID]; ok && !sameRequest(earlier, msgs[i]) {
 			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
 		}
 	}
@@ -356,9 +359,21 @@ func (in *Ingester) decode(ctx context.Context, a *Admission, decode func() (dom
 		}
 		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
+	var submitted map[string]string // by id: the digests of the messages before the rules
+	if key != (IdempotencyKey{}) {
+		submitted = make(map[string]string, len(msgs))
+		for _, m := range msgs {
+			submitted[m.ID] = domain.SubmissionDigest(principal.Scope, key.key, m)
+		}
+	}
 	if in.rules != nil {
 		if msgs, err = in.applyRules(ctx, principal.Account, a.source, msgs, ids); err != nil {
 			return nil, SubmitResult{}, err
+		}
+	}
+	for i := range msgs {
+		if !msgs[i].Tally { // a tally is not looked up again
+			msgs[i].Rules.Submitted = submitted[msgs[i].ID]
 		}
 	}
 	if a.bodyCut > 0 {
@@ -414,6 +429,15 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 	clear(msgs[len(kept):]) // what was dropped is not kept alive
 	in.rules.observe(active, outcomes)
 	return kept, nil
+}
+
+// sameRequest reports whether now, derived from an Idempotency-Key, retries
+// the request that stored earlier.
+func sameRequest(earlier, now domain.Message) bool {
+	if earlier.Rules.Submitted != "" {
+		return earlier.ID == now.ID && earlier.Rules.Submitted == now.Rules.Submitted
+	}
+	return domain.SameSubmission(earlier, now)
 }
 
 func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {
