@@ -304,6 +304,29 @@ func TestRescrubLeavesNoCanaryInTheDataDirectory(t *testing.T) {
 		filesHolding(t, dir, "cnryrs", url.QueryEscape("cnryrs"))...); len(held) > 0 {
 		t.Errorf("after the re-scrub: %s", strings.Join(held, "; "))
 	}
+	metrics := api.metrics()
+	for _, want := range []string{`reqlog_rescrub_jobs_total{event="started",store="sqlite"} 1`, `reqlog_rescrub_jobs_total{event="done",store="sqlite"} 1`,
+		fmt.Sprintf(`reqlog_rescrub_messages_scanned_total{store="sqlite"} %d`, len(before)+1),
+		fmt.Sprintf(`reqlog_rescrub_messages_changed_total{store="sqlite"} %d`, len(before))} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// metrics is what /metrics says.
+func (a rescrubAPI) metrics() string {
+	a.t.Helper()
+	resp, err := a.client.Get(a.base + "/metrics")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
+	return string(body)
 }
 
 // startRescrubGraph starts reqlogd in process on dir with key and returns
