@@ -1,44 +1,17 @@
 package mongo_test
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/mongo"
 	"github.com/reqlog/reqlog/adapters/mongo/mongotest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// filesHolding names the files under dir whose bytes hold canary.
-func filesHolding(t *testing.T, dir, canary string) []string {
-	t.Helper()
-	var held []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(raw, []byte(canary)) {
-			rel, _ := filepath.Rel(dir, path)
-			held = append(held, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return held
-}
 
 // What a re-scrub's rewrite leaves in the files of FerretDB on SQLite (the
 // tests' embedded server; docs/rules.md): the store replaces each
@@ -71,7 +44,7 @@ func TestRescrubOnTheDiskOfFerretDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			stopped = true
-			held = filesHolding(t, dir, rewrittenCanary)
+			held = conformance.FilesHolding(t, dir, rewrittenCanary)
 			t.Logf("stopped (WAL checkpointed), files holding the old value: %v", held)
 			if c.pragmas != nil && len(held) > 0 {
 				t.Errorf("with %v the old value is still in %v", c.pragmas, held)
@@ -102,7 +75,7 @@ func rewriteACanary(ctx context.Context, t *testing.T, uri, dir string) []string
 	if err := s.Append(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if held := filesHolding(t, dir, rewrittenCanary); len(held) == 0 {
+	if held := conformance.FilesHolding(t, dir, rewrittenCanary); len(held) == 0 {
 		t.Fatal("before the rewrite no file holds the value: the test proves nothing")
 	}
 	var rewriter ports.MessageRewriter = s
@@ -130,5 +103,5 @@ func rewriteACanary(ctx context.Context, t *testing.T, uri, dir string) []string
 			t.Fatalf("message %s still reads %q", m.ID, m.Request.Body)
 		}
 	}
-	return filesHolding(t, dir, rewrittenCanary)
+	return conformance.FilesHolding(t, dir, rewrittenCanary)
 }
