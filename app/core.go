@@ -127,6 +127,8 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	jobs, _ := deps.RuleSets.(ports.RescrubJobStore)
 	rewriter, _ := deps.Store.(ports.MessageRewriter)
 	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
+	rescrubMetrics, _ := deps.Metrics.(RescrubMetrics)
+	c.Rescrubs.observed(rescrubMetrics)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
 	// The store itself, not its observed wrapper: erasing is a capability.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,6 +78,45 @@ type Rescrubs struct {
 	log      *zap.Logger
 	loop     loop
 	wake     chan struct{}
+	metrics  RescrubMetrics // nil: not counted
+	store    string         // the metrics' store label
+}
+
+// RescrubMetrics counts the re-scrub jobs and what they read and rewrote,
+// by store (the Go package of the store's adapter: sqlite, mongo, ...). An
+// adapter exports it (Prometheus, in httpapi).
+type RescrubMetrics interface {
+	// ObserveRescrubJob counts a job started (created), done or failed.
+	ObserveRescrubJob(store, event string)
+	// ObserveRescrubMessages counts messages a job scanned, and of them
+	// those its rules changed (rewritten).
+	ObserveRescrubMessages(store string, scanned, changed int)
+}
+
+// storeLabel names store's adapter in metrics: its type's package, as
+// "sqlite" or "mongo" (a test's wrapper counts as the adapter it wraps).
+func storeLabel(store any) string {
+	t := reflect.TypeOf(store)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.PkgPath() == "" {
+		return "unknown"
+	}
+	return strings.TrimSuffix(path.Base(t.PkgPath()), "_test")
+}
+
+// observed has the use case count into metrics (nil: none).
+func (s *Rescrubs) observed(metrics RescrubMetrics) {
+	if s.rewriter != nil {
+		s.metrics, s.store = metrics, storeLabel(s.rewriter)
+	}
+}
+
+func (s *Rescrubs) countJob(event string) {
+	if s.metrics != nil {
+		s.metrics.ObserveRescrubJob(s.store, event)
+	}
 }
 
 // errNoRescrub: the store cannot rewrite messages or keep jobs.
@@ -124,6 +166,7 @@ func (s *Rescrubs) Begin(ctx context.Context, p domain.Principal, req RescrubReq
 	if err != nil {
 		return rules.RescrubJob{}, fmt.Errorf("start a re-scrub: %w", err)
 	}
+	s.countJob("started")
 	s.Wake()
 	return job, nil
 }
@@ -250,11 +293,13 @@ func (s *Rescrubs) run(ctx context.Context, job rules.RescrubJob) {
 	case errors.Is(err, errRuleSetGone):
 		job.State, job.Error, job.FinishedAt = rules.RescrubFailed, err.Error(), domain.Micro(s.clock.Now())
 		log.Error("a re-scrub failed", zap.Error(err))
+		s.countJob("failed")
 	case err != nil:
 		job.Error = err.Error()
 		log.Warn("a re-scrub stopped for now; it resumes on a later look", zap.Error(err))
 	default:
 		job.State, job.Error, job.FinishedAt = rules.RescrubDone, "", domain.Micro(s.clock.Now())
+		s.countJob("done")
 		log.Info("a re-scrub is done", zap.Int64("scanned", job.Scanned), zap.Int64("changed", job.Changed), zap.Int64("skipped", job.Skipped))
 	}
 	// A job stopped for now keeps its lease: this replica takes it up again.
@@ -306,6 +351,9 @@ func (s *Rescrubs) scan(ctx context.Context, job *rules.RescrubJob, r *retroRule
 			}
 			if err := s.rewriter.RewriteMessages(ctx, changed); err != nil {
 				return fmt.Errorf("rewrite %d messages: %w", len(changed), err)
+			}
+			if s.metrics != nil {
+				s.metrics.ObserveRescrubMessages(s.store, len(page), len(changed))
 			}
 			last := page[len(page)-1]
 			job.Cursor = rules.RescrubCursor{Domain: d, CreatedAt: last.CreatedAt, ID: last.ID}

@@ -71,6 +71,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"DroppedMessages", apiTestDroppedMessages},
 		{"SampledCountsStayTrue", apiTestSampledCountsStayTrue},
 		{"Rescrub", apiTestRescrub},
+		{"RetryAfterRulesChanged", apiTestRetryAfterRulesChanged},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/domain/rules"
@@ -148,12 +149,12 @@ func TestAStartErasesRestoredDataAgain(t *testing.T) {
 		t.Fatalf("after the erasure %d messages are stored, want the 4 others", got)
 	}
 	svc.close(t)
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Fatalf("after the erasure the canary is in %v", holding)
 	}
 
 	copyDayFiles(t, backup, dir) // the day files restored; the alert file kept
-	if holding := filesHolding(t, dir, canary); len(holding) == 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the restored copy does not hold the canary: the test proves nothing")
 	}
 	svc = openErasingService(t, dir, app.ErasureConfig{}, nil)
@@ -176,7 +177,7 @@ func TestAStartErasesRestoredDataAgain(t *testing.T) {
 		t.Errorf("after the start %d messages are stored, want the 4 others", got)
 	}
 	svc.close(t)
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("after the start the canary is in %v", holding)
 	}
 }

@@ -1,10 +1,7 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"database/sql"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -19,29 +17,6 @@ import (
 // canary is the subject's value, in every message of the subject: its bytes
 // must leave the data directory with them.
 const canary = "canary-ana-7f3a9c@example.com"
-
-// filesHolding lists the files under dir whose bytes hold needle.
-func filesHolding(t *testing.T, dir string, needle string) []string {
-	t.Helper()
-	var holding []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, []byte(needle)) {
-			holding = append(holding, filepath.Base(path))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
-	}
-	return holding
-}
 
 // subjectMessages appends n messages of the canary's subject among others,
 // in several transactions, some with bodies too large for one page, and
@@ -106,7 +81,7 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	s := mustOpen(t, sqlite.Config{Dir: dir})
 	start := time.Now().UTC().Add(-2 * time.Hour)
 	subject, others := subjectMessages(t, s, start, 8)
-	if holding := filesHolding(t, dir, canary); len(holding) == 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the canary is in no file before the erasure: the test proves nothing")
 	}
 	ctx := opCtx(t)
@@ -119,7 +94,7 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	if err := s.Expunge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("the canary is still in %v after the erasure", holding)
 	}
 	now := time.Now()
@@ -170,7 +145,7 @@ func TestErasuresAmongManyWritesLeaveNoByte(t *testing.T) {
 	if err := s.Expunge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("the canary is still in %v after the erasure", holding)
 	}
 }

@@ -151,6 +151,7 @@ var settingCases = []settingCase{
 	{key: "proxy.response_header_timeout", value: "90s", check: func(c config) bool { return c.Proxy.ResponseHeaderTimeout == 90*time.Second }},
 	{key: "proxy.read_header_timeout", value: "5s", check: func(c config) bool { return c.Proxy.ReadHeaderTimeout == 5*time.Second }},
 	{key: "proxy.body_read_timeout", value: "30s", check: func(c config) bool { return c.Proxy.BodyReadTimeout == 30*time.Second }},
+	{key: "proxy.max_body_read_time", value: "90s", check: func(c config) bool { return c.Proxy.MaxBodyReadTime == 90*time.Second }},
 	{key: "proxy.max_in_flight", value: "64", check: func(c config) bool { return c.Proxy.MaxInFlight == 64 }},
 	{key: "proxy.reqlog_url", value: "https://logs.example.com", check: func(c config) bool { return c.Proxy.ReqlogURL == "https://logs.example.com" }},
 	{key: "proxy.api_key", value: "rk_proxy_key", check: func(c config) bool { return c.Proxy.APIKey == "rk_proxy_key" }},
