@@ -135,3 +135,35 @@ func TestKeyCounterKeepsAFrequentKeyExact(t *testing.T) {
 		t.Errorf("top key %+v, want /health counted 50 times", top)
 	}
 }
+
+// TopWith ranks a counter and a kept one as Top of their merge does while
+// the merge counts exactly: keys of either alone or of both, a few or
+// every one ranked, and it writes nothing to the kept counter.
+func TestKeyCounterTopWithRanksAsTheMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, keys := range []int{1, 10, 200} {
+		for _, skewed := range []bool{false, true} {
+			kept := counterOf(rng, 1000, randomKeyEvents(rng, 3000, keys, skewed))
+			own := counterOf(rng, 1000, randomKeyEvents(rng, 1+rng.IntN(300), keys, !skewed))
+			if rng.IntN(3) == 0 {
+				own = &KeyCounter{}
+			}
+			merged := own.Clone()
+			merged.Merge(kept)
+			for _, sorted := range []bool{false, true} {
+				if sorted {
+					kept.SortByCount()
+				}
+				before := slices.Clone(kept.Entries())
+				for _, n := range []int{0, 1, 3, 10, keys + 1} {
+					if got, want := own.TopWith(kept, n), merged.Top(n); !slices.Equal(got, want) {
+						t.Errorf("%d keys, skewed %v, sorted %v, top %d: ranked %v, want %v", keys, skewed, sorted, n, got, want)
+					}
+				}
+				if !slices.Equal(kept.Entries(), before) {
+					t.Errorf("%d keys: TopWith changed the kept counter", keys)
+				}
+			}
+		}
+	}
+}
