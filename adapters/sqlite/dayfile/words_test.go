@@ -2,6 +2,7 @@ package dayfile
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -55,5 +56,32 @@ func TestWordTokensHoldTheZeroHash(t *testing.T) {
 	}
 	if got, want := string(words.tokens), "aaaaaaaa aaaaaaia aaaaaaqa"; got != want {
 		t.Errorf("tokens %q, want %q", got, want)
+	}
+}
+
+// The ASCII pass splits and hashes as the UAX #29 segmenter and wordHash do:
+// random texts of letters, digits, every mark that joins or breaks a word,
+// and now and then a rune past ASCII (a letter, a mark the segmenter
+// ignores inside a word, a quote that joins) that hands the text to the
+// segmenter.
+func TestASCIIWordsAreUAX29s(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 2))
+	parts := []string{"a", "Z", "k", "0", "7", "_", ":", ".", "'", ",", ";", " ", "-", "\"", "/", "@", "\r\n", "\t", "=", "?", "&", "{", "}"}
+	beyond := []string{"é", "\u0301", "\u00ad", "\u2019", "東", "\u200d", "\ufeff"}
+	var words wordTokens
+	for round := range 20000 {
+		var text strings.Builder
+		for range 1 + rng.IntN(24) {
+			if rng.IntN(60) == 0 {
+				text.WriteString(beyond[rng.IntN(len(beyond))])
+				continue
+			}
+			text.WriteString(parts[rng.IntN(len(parts))])
+		}
+		m := domain.Message{Path: text.String()}
+		want, _ := Words(m.Path)
+		if got := string(words.of(m)); !slices.Equal(sortedFields(got), sortedFields(want)) {
+			t.Fatalf("round %d: %q: tokens %s, want %s", round, m.Path, got, want)
+		}
 	}
 }
