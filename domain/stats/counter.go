@@ -287,9 +287,10 @@ func (c *Counter[T, P]) Top(n int) []KeyCount {
 	return top
 }
 
-// SortByCount puts the entries in Top's order, so that TopWith stops
-// reading c, kept, at its first key that cannot rank. A counter kept for
-// many calls is sorted once, before it is shared.
+// SortByCount puts the entries in Top's order and indexes them, so that
+// TopWith looks c, kept, up by key and stops reading it at its first key
+// that cannot rank. A counter kept for many calls is sorted once, before it
+// is shared.
 func (c *Counter[T, P]) SortByCount() {
 	slices.SortFunc(c.entries, func(a, b CounterEntry[T]) int {
 		return CompareKeyCounts(KeyCount{Key: a.Key, Count: a.Count}, KeyCount{Key: b.Key, Count: b.Count})
@@ -321,6 +322,15 @@ func (c *Counter[T, P]) TopWith(kept *Counter[T, P], n int) []KeyCount {
 		top = slices.Insert(top, at, kc)
 		top = top[:min(len(top), n)]
 	}
+	if kept.byCount { // sorted, its index whole: read, not written
+		c.rankSortedWith(kept, rank, func() (KeyCount, bool) {
+			if len(top) < n {
+				return KeyCount{}, false
+			}
+			return top[n-1], true
+		})
+		return top
+	}
 	var most int64 // c's largest count: what a key of kept can gain from c
 	for _, e := range c.entries {
 		most = max(most, e.Count)
@@ -331,9 +341,6 @@ func (c *Counter[T, P]) TopWith(kept *Counter[T, P], n int) []KeyCount {
 	for i := range kept.entries {
 		e := &kept.entries[i]
 		if len(top) == n && CompareKeyCounts(KeyCount{Key: e.Key, Count: e.Count + most}, top[n-1]) >= 0 {
-			if kept.byCount && e.Count+most < top[n-1].Count {
-				break // nor can any key after it
-			}
 			continue
 		}
 		kc := KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors}
@@ -350,6 +357,30 @@ func (c *Counter[T, P]) TopWith(kept *Counter[T, P], n int) []KeyCount {
 		}
 	}
 	return top
+}
+
+// rankSortedWith ranks c's keys with kept's counts added, then kept's
+// other keys in kept's order (Top's) until one ranks no higher than the
+// last ranked (least: false while fewer are ranked than asked for): no key
+// after it can rank.
+func (c *Counter[T, P]) rankSortedWith(kept *Counter[T, P], rank func(KeyCount), least func() (KeyCount, bool)) {
+	for _, e := range c.entries {
+		kc := KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors}
+		if at, ok := kept.index[e.Key]; ok {
+			kc.Count += kept.entries[at].Count
+			kc.Errors += kept.entries[at].Errors
+		}
+		rank(kc)
+	}
+	for i := range kept.entries {
+		e := &kept.entries[i]
+		if last, full := least(); full && CompareKeyCounts(KeyCount{Key: e.Key, Count: e.Count}, last) >= 0 {
+			return
+		}
+		if _, ranked := c.index[e.Key]; !ranked {
+			rank(KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors})
+		}
+	}
 }
 
 // Tally is key's tally, or nil when the counter holds no such key.

@@ -136,6 +136,24 @@ func TestKeyCounterKeepsAFrequentKeyExact(t *testing.T) {
 	}
 }
 
+// A key of the kept counter ties the last ranked one of the other counter
+// and ranks before it by key: it is ranked, sorted or not.
+func TestKeyCounterTopWithBreaksTiesByKey(t *testing.T) {
+	own, kept := &KeyCounter{}, &KeyCounter{}
+	own.Add("z", false)
+	for _, key := range []string{"c", "a", "b"} {
+		kept.Add(key, false)
+	}
+	want := []KeyCount{{Key: "a", Count: 1}, {Key: "b", Count: 1}}
+	if got := own.TopWith(kept, 2); !slices.Equal(got, want) {
+		t.Errorf("unsorted: ranked %v, want %v", got, want)
+	}
+	kept.SortByCount()
+	if got := own.TopWith(kept, 2); !slices.Equal(got, want) {
+		t.Errorf("sorted: ranked %v, want %v", got, want)
+	}
+}
+
 // TopWith ranks a counter and a kept one as Top of their merge does while
 // the merge counts exactly: keys of either alone or of both, a few or
 // every one ranked, and it writes nothing to the kept counter.
