@@ -2,9 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -24,18 +22,8 @@ import (
 //
 //	REQLOG_BENCH_CORPUS=/tmp/corpus.jsonl taskset -c 1 go test -run '^$' -bench WordIndex -benchtime 1x ./adapters/sqlite/
 func BenchmarkWordIndex(b *testing.B) {
-	path := os.Getenv("REQLOG_BENCH_CORPUS")
-	if path == "" {
-		b.Skip("REQLOG_BENCH_CORPUS names no corpus: reqlog-bench -n 30000 generate > corpus.jsonl")
-	}
-	batch := 100
-	if v := os.Getenv("REQLOG_BENCH_BATCH"); v != "" {
-		var err error
-		if batch, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-	msgs := corpusMessages(b, path)
+	batch := envInt(b, "REQLOG_BENCH_BATCH", 100)
+	msgs := corpusMessages(b)
 	for _, v := range []struct{ name, config string }{
 		{"none", ""}, // no word index: what it costs
 		{"fts5-defaults", ""},
