@@ -213,7 +213,7 @@ func (e *Engine) countHours(ctx context.Context, q stats.Query, f domain.Filter,
 		}
 	}
 	if len(h.kept) > 0 {
-		b.AddRankings(e.rankings.merged(h.kept))
+		b.AddKeptRankings(e.rankings.merged(h.kept))
 	}
 	return h, nil
 }

@@ -152,6 +152,11 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	if err != nil {
 		return err
 	}
+	if o.Layout.WordConfig != "" {
+		if _, err := db.Write.ExecContext(ctx, o.Layout.WordConfig); err != nil {
+			return errors.Join(db.Error(ctx, "configure its word index", err), db.Close())
+		}
+	}
 	var messages, maxExpires int64
 	if err := db.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
 		return errors.Join(db.Error(ctx, "read its totals", err), db.Close())

@@ -210,7 +210,7 @@ func (s seqScanner) Scan(dest ...any) error { return s.rows.Scan(append([]any{s.
 
 // unindexWords takes msgs' tokens out of the word index: a contentless FTS5
 // table forgets a row only by its 'delete' command given the tokens it was
-// given, which messageTokens makes again from the message. The table's
+// given, which wordTokens makes again from the message. The table's
 // secure-delete option (persistent, set here) makes the delete remove the
 // entries from the index's pages rather than mark them deleted.
 func unindexWords(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
@@ -222,11 +222,9 @@ func unindexWords(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
 		return err
 	}
 	defer stmt.Close()
-	var tokens []byte
-	var hashes []uint64
+	var words wordTokens
 	for _, m := range msgs {
-		tokens, hashes = messageTokens(tokens[:0], hashes, m.Message)
-		if _, err := stmt.ExecContext(ctx, m.seq, tokens); err != nil {
+		if _, err := stmt.ExecContext(ctx, m.seq, words.of(m.Message)); err != nil {
 			return err
 		}
 	}
