@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
 )
 
 const apiStatsText = "successfully computed statistics"
@@ -300,4 +302,50 @@ func apiTestStats(t *testing.T, s apiSuite) {
 			}
 		}
 	})
+}
+
+// apiTestStatsOutliveMessages: on a store that keeps rollups past its
+// messages (ports.RollupKeeper), the statistics of a range and application
+// still count what expired and was purged, from the rollups alone, and say
+// where that part ends (rollups_only_before, the retention's edge rounded up
+// to a minute); a query the rollups cannot answer (q) counts the readable
+// messages alone and says nothing of it.
+func apiTestStatsOutliveMessages(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	keeper, ok := e.store.(ports.RollupKeeper)
+	if !ok || !e.cfg.Policy.KeepsRollups() {
+		t.Skip("the store keeps no rollups past its messages (ports.RollupKeeper), or the policy none")
+	}
+	retention := e.cfg.Policy.Retention
+	now := e.clock.Now()
+	oldAt := domain.Micro(now.Add(-retention + time.Hour))
+	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
+	old := e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
+	fresh := e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
+	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+
+	e.clock.Set(oldAt.Add(retention).Add(time.Hour))
+	if _, err := e.store.PurgeExpired(t.Context(), e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitListed(t, apiAcmeLive, fresh.ID)
+	from := oldAt.Add(-24 * time.Hour).UTC().Truncate(24 * time.Hour)
+	edge := stats.AlignUp(e.cfg.Policy.OldestReadable(e.clock.Now()), time.Minute)
+	for _, query := range []url.Values{{"from": {apiRFC3339(from)}, "interval": {"1d"}},
+		{"from": {apiRFC3339(from)}, "interval": {"1d"}, "name": {"shop"}}} {
+		got := e.stats(t, apiAcmeLive, query)
+		if n := apiInt(t, got, "total.count"); n != 2 || got["rollups_only_before"] != apiWire(edge) {
+			t.Errorf("stats %v count %d, rollups alone before %v; want 2 (the expired one from the rollups), %s", query, n, got["rollups_only_before"], apiWire(edge))
+		}
+	}
+	searched := e.stats(t, apiAcmeLive, url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}, "q": {"ord_0ld7"}})
+	if _, says := searched["rollups_only_before"]; says || apiInt(t, searched, "total.count") != 1 {
+		t.Errorf("a q counts %d, rollups alone before %v; want the readable one and nothing said", apiInt(t, searched, "total.count"), searched["rollups_only_before"])
+	}
+	if _, err := keeper.PurgeRollups(t.Context(), e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}}), "total.count"); n != 1 {
+		t.Errorf("once the rollups are purged the statistics count %d, want the readable one", n)
+	}
 }
