@@ -78,9 +78,9 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	first, end, days := hourOf(from.Unix()), ceilSecond(to), r.oldestFirst(from, to)
-	read := map[time.Time]bool{}
+	read := map[int64]bool{} // the days read from their files, Unix seconds
 	err := r.dir.Each(ctx, days, func(f *dayfile.File) error {
-		read[f.Day] = true
+		read[f.Day.Unix()] = true
 		hours, err := r.fileHours(ctx, f, scope, name)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 	}
 	version := r.kept.Version() // before the read, as hourVersions'
 	return r.kept.Hours(ctx, scope, name, first, end, func(hour, rollups int64) error {
-		if read[dayfile.DayOf(time.Unix(hour, 0))] {
+		if read[dayfile.DayOf(time.Unix(hour, 0)).Unix()] {
 			return nil
 		}
 		return yield(time.Unix(hour, 0).UTC(), version, -1, rollups)
@@ -115,9 +115,9 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 // read has been kept before) are read from the rollups file.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	read := map[time.Time]bool{}
+	read := map[int64]bool{} // the days read from their files, Unix seconds
 	err := r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
-		read[f.Day] = true
+		read[f.Day.Unix()] = true
 		return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
 			return yield(time.Unix(minute, 0).UTC(), app, r)
 		})
@@ -131,7 +131,7 @@ func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, f
 	)
 	return r.kept.Each(ctx, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, data []byte) error {
 		at := time.Unix(minute, 0).UTC()
-		if read[dayfile.DayOf(at)] {
+		if read[dayfile.DayOf(at).Unix()] {
 			return nil
 		}
 		if err := decoder.Rollup(data, &decoded); err != nil {
