@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,27 +10,10 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
-
-// movingClock is a clock a test moves on.
-type movingClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *movingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *movingClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // Messages kept a day, rollups ten: once the purge has deleted the
 // messages, the statistics of their range still count them, from the
@@ -55,7 +37,7 @@ func TestStatisticsOutliveTheMessagesUntilTheRollupRetention(t *testing.T) {
 	if err := store.Append(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	clock := &movingClock{t: created.Add(2 * time.Hour)}
+	clock := conformance.NewFakeClock(created.Add(2 * time.Hour))
 	statistics := app.NewReader(store, policy, clock).Statistics()
 	purger := app.NewPurger(store, clock, time.Hour, zap.NewNop())
 	purger.KeepRollups(store, policy)
@@ -77,7 +59,7 @@ func TestStatisticsOutliveTheMessagesUntilTheRollupRetention(t *testing.T) {
 		t.Fatalf("while readable: %d counted, rollups alone before %v; want 40 and none", readable.Total.Count, readable.RollupsOnlyBefore)
 	}
 
-	clock.set(created.Add(3 * 24 * time.Hour))
+	clock.Set(created.Add(3 * 24 * time.Hour))
 	purger.PurgeOnce(context.Background())
 	if n, err := store.PurgeExpired(context.Background(), clock.Now()); n != 0 || err != nil {
 		t.Fatalf("the purge left %d messages (%v)", n, err)
@@ -91,7 +73,7 @@ func TestStatisticsOutliveTheMessagesUntilTheRollupRetention(t *testing.T) {
 		t.Errorf("rollups alone before %v, want the whole range (%v)", gone.RollupsOnlyBefore, gone.To)
 	}
 
-	clock.set(created.Add(11 * 24 * time.Hour))
+	clock.Set(created.Add(11 * 24 * time.Hour))
 	purger.PurgeOnce(context.Background())
 	if past := count(); past.Total.Count != 0 {
 		t.Errorf("past the rollup retention %d are counted, want none", past.Total.Count)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -317,12 +316,7 @@ func apiTestStatsOutliveMessages(t *testing.T, s apiSuite) {
 		t.Skip("the store keeps no rollups past its messages (ports.RollupKeeper), or the policy none")
 	}
 	retention := e.cfg.Policy.Retention
-	now := e.clock.Now()
-	oldAt := domain.Micro(now.Add(-retention + time.Hour))
-	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
-	old := e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
-	fresh := e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
-	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+	oldAt, _, fresh := e.oldAndFresh(t)
 
 	e.clock.Set(oldAt.Add(retention).Add(time.Hour))
 	if _, err := e.store.PurgeExpired(t.Context(), e.clock.Now()); err != nil {
