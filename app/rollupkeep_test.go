@@ -79,3 +79,29 @@ func TestStatisticsOutliveTheMessagesUntilTheRollupRetention(t *testing.T) {
 		t.Errorf("past the rollup retention %d are counted, want none", past.Total.Count)
 	}
 }
+
+// An alert rule of a scope reads its window as GET /v1/stats does: the part
+// of it whose messages expired and were purged is counted from the rollups,
+// so a window longer than retention still sees its errors.
+func TestAnAlertCountsAcrossTheRetentionsEdge(t *testing.T) {
+	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
+	cfg := app.DefaultConfig()
+	cfg.Retention, cfg.RollupRetention, cfg.VisibilityDelay = time.Hour, 10*24*time.Hour, 0
+	a := newAlertingWith(t, start, cfg.Policy())
+	if _, err := a.alerts.CreateRule(t.Context(), acmeKey, obj(t, `{"metric":"server_error_rate","threshold":0.1,"window":"3h","min_requests":10}`)); err != nil {
+		t.Fatal(err)
+	}
+	a.traffic(t, start.Add(10*time.Second), 10, 503)
+	a.traffic(t, start.Add(20*time.Second), 10, 200)
+	// The traffic's ExpiresAt is a day on (alertService.traffic): the store
+	// is told to purge as of then, the reads keep to the hour's retention.
+	if n, err := a.messages.PurgeExpired(t.Context(), start.Add(25*time.Hour)); n != 20 || err != nil {
+		t.Fatalf("purged %d, %v; want the 20", n, err)
+	}
+	a.clock.Set(start.Add(2 * time.Hour)) // the window [02:03, 05:03) holds the purged traffic
+	a.minute(t)
+	got := decodeAll(t, a.receiver.Requests(), a.endpoint.Secrets[0].Secret)
+	if len(got) != 1 || got[0].Type != "alert.firing" || got[0].Data.Window.Count != 20 {
+		t.Fatalf("deliveries %+v, want one firing over the 20 purged requests", got)
+	}
+}
