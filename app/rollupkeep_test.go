@@ -98,7 +98,7 @@ func TestAnAlertCountsAcrossTheRetentionsEdge(t *testing.T) {
 	if n, err := a.messages.PurgeExpired(t.Context(), start.Add(25*time.Hour)); n != 20 || err != nil {
 		t.Fatalf("purged %d, %v; want the 20", n, err)
 	}
-	a.clock.Set(start.Add(2 * time.Hour)) // the window [02:03, 05:03) holds the purged traffic
+	a.clock.Set(start.Add(2 * time.Hour)) // the 3 h window up to 05:01 holds the purged traffic of 03:00
 	a.minute(t)
 	got := decodeAll(t, a.receiver.Requests(), a.endpoint.Secrets[0].Secret)
 	if len(got) != 1 || got[0].Type != "alert.firing" || got[0].Data.Window.Count != 20 {
