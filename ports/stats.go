@@ -92,6 +92,8 @@ type StatsAggregator interface {
 type RollupKeeper interface {
 	// PurgeRollups deletes the rollups it keeps of the minutes before
 	// before, and returns how many (-1 when it cannot tell). It MUST NOT
-	// delete a rollup of a minute at or after before.
+	// delete a rollup of a minute at or after before; a store that deletes
+	// in coarser units (Elasticsearch: a UTC day's index) MAY keep the
+	// others until their whole unit is before it.
 	PurgeRollups(ctx context.Context, before time.Time) (int64, error)
 }

@@ -339,7 +339,7 @@ func (h *hourCounter) read(ctx context.Context, run []*hourPart) error {
 func (e *Engine) readRollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace,
 	yield func(time.Time, string, *stats.Rollup) error) error {
 	if m, ok := e.rollups.(*Marked); ok {
-		return m.rollups(ctx, scope, name, from, to, now, tr, yield)
+		return m.rollups(ctx, scope, name, from, to, now, tr, true, yield)
 	}
 	return e.rollups.Rollups(ctx, scope, name, from, to, now, yield)
 }
