@@ -94,6 +94,9 @@ type RollupKeeper interface {
 	// before, and returns how many (-1 when it cannot tell). It MUST NOT
 	// delete a rollup of a minute at or after before; a store that deletes
 	// in coarser units (Elasticsearch: a UTC day's index) MAY keep the
-	// others until their whole unit is before it.
+	// others until their whole unit is before it. The purge job passes a
+	// time no later than the messages' retention's edge
+	// (domain.Policy.OldestRollup): a store MAY keep its readable messages'
+	// rollups with those it keeps past them, and delete them alike.
 	PurgeRollups(ctx context.Context, before time.Time) (int64, error)
 }
