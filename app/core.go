@@ -131,6 +131,9 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.Rescrubs.observed(rescrubMetrics)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	if keeper, ok := deps.Store.(ports.RollupKeeper); ok {
+		c.purger.KeepRollups(keeper, c.Policy)
+	}
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
 	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)

@@ -6,12 +6,17 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Purger deletes expired messages: once at Start, then every interval until Stop.
+// Purger deletes expired messages: once at Start, then every interval until
+// Stop; and, of a store that keeps rollups past its messages, the rollups
+// past their own retention (KeepRollups).
 type Purger struct {
 	store    ports.ExpiredPurger
+	rollups  ports.RollupKeeper // nil: the store keeps none past its messages
+	policy   domain.Policy
 	clock    ports.Clock
 	interval time.Duration
 	log      *zap.Logger
@@ -21,6 +26,12 @@ type Purger struct {
 // NewPurger returns a stopped purge job.
 func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Duration, log *zap.Logger) *Purger {
 	return &Purger{store: store, clock: clock, interval: interval, log: named(log, "purge")}
+}
+
+// KeepRollups has each purge also delete the rollups store keeps that are
+// older than policy's rollup retention (domain.Policy.OldestRollup).
+func (p *Purger) KeepRollups(store ports.RollupKeeper, policy domain.Policy) {
+	p.rollups, p.policy = store, policy
 }
 
 // Start runs the job in the background; a second Start is a no-op.
@@ -44,8 +55,28 @@ func (p *Purger) Stop(ctx context.Context) error { return p.loop.stop(ctx) }
 
 // PurgeOnce deletes what has expired at the clock's now and logs the outcome.
 func (p *Purger) PurgeOnce(ctx context.Context) {
+	now := p.clock.Now()
+	p.purgeMessages(ctx, now)
+	if p.rollups != nil {
+		p.purgeRollups(ctx, now)
+	}
+}
+
+// purgeRollups deletes the kept rollups past their retention at now.
+func (p *Purger) purgeRollups(ctx context.Context, now time.Time) {
+	n, err := p.rollups.PurgeRollups(ctx, p.policy.OldestRollup(now))
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil:
+		p.log.Error("purging expired rollups failed", zap.Error(err))
+	case n != 0:
+		p.log.Info("purged expired rollups", zap.Int64("deleted", n))
+	}
+}
+
+func (p *Purger) purgeMessages(ctx context.Context, now time.Time) {
 	started := time.Now()
-	n, err := p.store.PurgeExpired(ctx, p.clock.Now())
+	n, err := p.store.PurgeExpired(ctx, now)
 	elapsed := zap.Duration("duration", time.Since(started))
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -55,6 +55,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"DurationBounds", apiTestDurationBounds},
 		{"ExplorerScoping", apiTestExplorerScoping},
 		{"Stats", apiTestStats},
+		{"StatsOutliveMessages", apiTestStatsOutliveMessages},
 		{"Export", apiTestExport},
 		{"ExplorerBadInput", apiTestExplorerBadInput},
 		{"ExplorerRoutes", apiTestExplorerRoutes},

@@ -85,6 +85,8 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "TalliesCountedNeverRead", run: testTalliesCountedNeverRead},
 		{name: "TalliesAreIdempotent", run: testTalliesAreIdempotent},
 		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
+		// Statistics past the messages' retention (store_rollupkeep.go).
+		{name: "RollupsOutliveMessages", run: testRollupsOutliveMessages},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

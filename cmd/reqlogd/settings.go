@@ -200,6 +200,7 @@ var settings = []setting{
 		show:  func(config) string { return "" }},
 	durationSetting("visibility_delay", "App.VisibilityDelay", "delay before a stored message becomes readable (0 allowed)", func(c *config) *time.Duration { return &c.App.VisibilityDelay }),
 	durationSetting("retention", "App.Retention", "how long messages are kept, after created_at (e.g. 720h or 30d)", func(c *config) *time.Duration { return &c.App.Retention }),
+	durationSetting("rollup_retention", "App.RollupRetention", "how long the statistics' per-minute rollups are kept, after their minute, once their messages are gone: GET /v1/stats of a range and application reaches back this far, counting what is older than REQLOG_RETENTION from the rollups alone (not shorter than REQLOG_RETENTION: rollups then go with their messages)", func(c *config) *time.Duration { return &c.App.RollupRetention }),
 	durationSetting("purge_interval", "App.PurgeInterval", "how often expired messages are deleted", func(c *config) *time.Duration { return &c.App.PurgeInterval }),
 	int64Setting("max_body_bytes", "HTTP.MaxBodyBytes", "largest accepted POST body in bytes", func(c *config) *int64 { return &c.HTTP.MaxBodyBytes }),
 	intSetting("max_batch", "App.MaxBatch", "most messages in one POST", func(c *config) *int { return &c.App.MaxBatch }),

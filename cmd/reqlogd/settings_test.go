@@ -83,6 +83,7 @@ var settingCases = []settingCase{
 	}},
 	{key: "visibility_delay", value: "0", check: func(c config) bool { return c.App.VisibilityDelay == 0 }},
 	{key: "retention", value: "7d", check: func(c config) bool { return c.App.Retention == 7*24*time.Hour }},
+	{key: "rollup_retention", value: "365d", check: func(c config) bool { return c.App.RollupRetention == 365*24*time.Hour }},
 	{key: "purge_interval", value: "30s", check: func(c config) bool { return c.App.PurgeInterval == 30*time.Second }},
 	{key: "max_body_bytes", value: "1024", check: func(c config) bool { return c.HTTP.MaxBodyBytes == 1024 }},
 	{key: "max_batch", value: "10", check: func(c config) bool { return c.App.MaxBatch == 10 }},

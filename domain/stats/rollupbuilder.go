@@ -104,9 +104,14 @@ func (b *RollupBuilder) AddRollup(start, end time.Time, name string, r *Rollup) 
 
 // Accepts reports whether r, a rollup of [start, end), can stand for that
 // span at now: the span is wholly in the counted range and in one bucket, and
-// every message r counts is readable at now.
+// every message r counts is readable at now, or the span ends by the query's
+// RollupsOnlyBefore and every message was visible (the rollup outlives them).
 func (b *RollupBuilder) Accepts(start, end time.Time, r *Rollup) bool {
-	if !start.Before(end) || start.Before(b.from) || end.After(b.to) || !r.ReadableAt(b.now) {
+	if !start.Before(end) || start.Before(b.from) || end.After(b.to) {
+		return false
+	}
+	rollupsOnly := !end.After(b.q.RollupsOnlyBefore) && !b.now.Before(r.AllVisibleAt)
+	if !rollupsOnly && !r.ReadableAt(b.now) {
 		return false
 	}
 	return b.q.BucketIndex(start) == b.q.BucketIndex(end.Add(-time.Nanosecond))

@@ -16,9 +16,11 @@ import (
 // message stays; reads never return the expired ones meanwhile. It decides
 // from the days' totals in memory, so it opens no file but those it drops.
 // It returns how many messages the dropped files held, and the errors of
-// those it could not drop. dropped is told of each file dropped, while no
-// call uses it.
-func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*File)) (int64, error) {
+// those it could not drop. beforeDrop is given each file about to be
+// dropped, open, while no call uses it: the file is dropped only once it
+// returns nil (what it keeps of the file is kept before the file goes), and
+// stays otherwise, its error reported.
+func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, beforeDrop func(context.Context, *File) error) (int64, error) {
 	var (
 		purged int64
 		errs   []error // one file that cannot be dropped holds back no other
@@ -27,7 +29,7 @@ func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*Fil
 		if err := ctx.Err(); err != nil {
 			return purged, errors.Join(append(errs, err)...)
 		}
-		n, err := d.dropIfExpired(ctx, f, now, dropped)
+		n, err := d.dropIfExpired(ctx, f, now, beforeDrop)
 		purged += n
 		errs = append(errs, err)
 	}
@@ -52,7 +54,7 @@ func (d *Dir) expired(now time.Time) []*File {
 // dropIfExpired drops f if every message in it has expired, under its use
 // lock held exclusively: no Append or read is using it then, and the
 // totals read from the file are final.
-func (d *Dir) dropIfExpired(ctx context.Context, f *File, now time.Time, dropped func(*File)) (int64, error) {
+func (d *Dir) dropIfExpired(ctx context.Context, f *File, now time.Time, beforeDrop func(context.Context, *File) error) (int64, error) {
 	f.use.Lock()
 	defer f.use.Unlock()
 	if f.dropped {
@@ -73,7 +75,9 @@ func (d *Dir) dropIfExpired(ctx context.Context, f *File, now time.Time, dropped
 	if maxExpires > now.UnixMicro() {
 		return 0, nil
 	}
-	dropped(f)
+	if err := beforeDrop(ctx, f); err != nil {
+		return 0, fmt.Errorf("sqlite: purge: keeping %s: %w", f.path, err)
+	}
 	// Deleted before closing: the last close would checkpoint the WAL into a
 	// file about to go. Forgotten last: a write of the day meanwhile waits
 	// for the use lock, then finds no file and creates a new one.

@@ -2,10 +2,13 @@ package daystats
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/rollupfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
@@ -70,10 +73,14 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // (hourVersions.version), with how many minute rollups the hour holds;
 // how many messages is not told (-1). A day file's hours of a view are
 // read once (fileHours) and kept until a transaction writes into the file.
+// The hours of the days whose files retention dropped come from the
+// rollups file (keptHours).
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	first, end, days := hourOf(from.Unix()), ceilSecond(to), r.oldestFirst(from, to)
-	return r.dir.Each(ctx, days, func(f *dayfile.File) error {
+	read := map[int64]bool{} // the days read from their files, Unix seconds
+	err := r.dir.Each(ctx, days, func(f *dayfile.File) error {
+		read[f.Day.Unix()] = true
 		hours, err := r.fileHours(ctx, f, scope, name)
 		if err != nil {
 			return err
@@ -88,18 +95,49 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 		}
 		return nil
 	})
+	if err != nil || r.kept == nil {
+		return err
+	}
+	version := r.kept.Version() // before the read, as hourVersions'
+	return r.kept.Hours(ctx, scope, name, first, end, func(hour, rollups int64) error {
+		if read[dayfile.DayOf(time.Unix(hour, 0)).Unix()] {
+			return nil
+		}
+		return yield(time.Unix(hour, 0).UTC(), version, -1, rollups)
+	})
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
 // of scope (of name alone when not ""), oldest day first. A day file's
 // rollups are written in the transaction of their messages, so each stands
-// for every message stored in its minute: none is nil.
+// for every message stored in its minute: none is nil. The days whose files
+// retention dropped (those not read from a file: a file dropped during the
+// read has been kept before) are read from the rollups file.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
+	read := map[int64]bool{} // the days read from their files, Unix seconds
+	err := r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
+		read[f.Day.Unix()] = true
 		return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
 			return yield(time.Unix(minute, 0).UTC(), app, r)
 		})
+	})
+	if err != nil || r.kept == nil {
+		return err
+	}
+	var (
+		decoded stats.Rollup
+		decoder rollupcodec.Decoder
+	)
+	return r.kept.Each(ctx, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, data []byte) error {
+		at := time.Unix(minute, 0).UTC()
+		if read[dayfile.DayOf(at).Unix()] {
+			return nil
+		}
+		if err := decoder.Rollup(data, &decoded); err != nil {
+			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", rollupfile.FileName, app, minute, err)
+		}
+		return yield(at, app, &decoded)
 	})
 }
 
