@@ -74,6 +74,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"RetryAfterRulesChanged", apiTestRetryAfterRulesChanged},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},
+		{"ErasuresByMessageID", apiTestErasuresByMessageID},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

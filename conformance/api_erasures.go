@@ -92,7 +92,8 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 
 	receipt := e.get(t, apiAcmeLive, "/v1/erasures/"+id)
 	receipt.wantOK(t, "", "data")
-	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "messages", "asked_at", "hidden_at", "deleted_at")
+	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "message_id", "messages", "partitions",
+		"asked_at", "hidden_at", "deleted_at")
 	if n := apiMust[json.Number](t, receipt.body, "data.messages.hidden").String(); n != "2" {
 		t.Errorf("the receipt counts %s hidden, want 2: %s", n, receipt)
 	}
@@ -106,5 +107,58 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 	}
 	if list := apiMust[[]any](t, e.get(t, apiGlobexLive, "/v1/erasures").body, "data"); len(list) != 0 {
 		t.Errorf("another account's audit list holds %d erasures, want none", len(list))
+	}
+}
+
+// An erasure by message id erases that message and every message of its
+// subjects; the receipt counts them per partition of the store. A
+// malformed id is 400 naming message_id; another account's message is 404,
+// as a message no one has: nothing is hidden.
+func apiTestErasuresByMessageID(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	if _, ok := e.store.(ports.Eraser); !ok {
+		t.Skipf("%T keeps no subject index (ports.Eraser): the erasure endpoints answer 404", e.store)
+	}
+	e.putRules(t, apiAcmeLive, subjectRules, 0, "subject keys for erasures").wantOK(t, "", "data")
+	at := e.clock.Now().Add(-time.Minute)
+	ana := e.ingestOne(t, apiAcmeLive, apiItem(at, map[string]any{"request.header": map[string]any{"X-User-Id": "U-77"},
+		"request.body": `{"email":"ana.canary@example.com"}`}))
+	anaByUser := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(time.Second), map[string]any{"request.header": map[string]any{"X-User-Id": "u-77"}}))
+	bob := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(2*time.Second), map[string]any{"request.body": `{"email":"bob@example.com"}`}))
+	e.reveal(t, apiAcmeLive, ana.ID, anaByUser.ID, bob.ID)
+
+	e.erase(t, apiAcmeLive, map[string]any{"message_id": "ana"}).wantError(t, http.StatusBadRequest, "message_id")
+	e.erase(t, apiGlobexLive, map[string]any{"message_id": ana.ID}).wantError(t, http.StatusNotFound)
+	e.erase(t, apiAcmeLive, map[string]any{"message_id": "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011"}).wantError(t, http.StatusNotFound)
+	if got := len(e.listAll(t, apiAcmeLive, nil)); got != 3 {
+		t.Fatalf("after the refusals %d messages are listed, want 3", got)
+	}
+
+	r := e.erase(t, apiAcmeLive, map[string]any{"message_id": ana.ID})
+	r.wantJSON(t, http.StatusAccepted)
+	if got := apiMust[string](t, r.body, "data.message_id"); got != ana.ID {
+		t.Errorf("the receipt's message_id = %s, want %s", got, ana.ID)
+	}
+	if n := apiMust[json.Number](t, r.body, "data.messages.hidden").String(); n != "2" {
+		t.Errorf("the erasure by message id hid %s messages, want 2 (the message and u-77's other): %s", n, r)
+	}
+	var inPartitions int64
+	for _, p := range apiMust[[]any](t, r.body, "data.partitions") {
+		n, err := apiMust[json.Number](t, p, "hidden").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPartitions += n
+	}
+	if inPartitions != 2 {
+		t.Errorf("the partitions count %d hidden, want 2: %s", inPartitions, r)
+	}
+	if strings.Contains(string(r.raw), "canary") || strings.Contains(strings.ToLower(string(r.raw)), "u-77") {
+		t.Errorf("the receipt shows a subject's value: %s", r)
+	}
+	e.wantAbsent(t, apiAcmeLive, ana.ID)
+	e.wantAbsent(t, apiAcmeLive, anaByUser.ID)
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, nil)); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("listed after the erasure: %v, want bob's %s", got, bob.ID)
 	}
 }

@@ -94,6 +94,24 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 	return refs[:min(len(refs), q.Limit)], nil
 }
 
+// MessageSubjects finds account's message id and its subject hashes.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return ports.SubjectRef{}, nil, fmt.Errorf("memory: message subjects: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.find(id)
+	if !ok || m.Account != account {
+		return ports.SubjectRef{}, nil, fmt.Errorf("memory: message %q: %w", id, ports.ErrNotFound)
+	}
+	var hashes []string
+	if a := s.subjects[account]; a != nil {
+		hashes = slices.Clone(a.byID[id])
+	}
+	return ports.SubjectRef{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt}, hashes, nil
+}
+
 // selects reports whether q selects m, which its index found.
 func selects(q ports.SubjectQuery, m domain.Message) bool {
 	return (q.Domain == "" || m.Domain == q.Domain) &&

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -50,6 +51,26 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 		refs = append(refs, found...)
 	}
 	return refs, nil
+}
+
+// MessageSubjects looks for account's message id in each day file, newest
+// first, as Get does.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil {
+			return ports.SubjectRef{}, nil, err
+		}
+		if f == nil {
+			continue
+		}
+		ref, hashes, found, err := f.MessageSubjects(ctx, account, id)
+		f.Release()
+		if err != nil || found {
+			return ref, hashes, err
+		}
+	}
+	return ports.SubjectRef{}, nil, fmt.Errorf("sqlite: message %q: %w", id, ports.ErrNotFound)
 }
 
 // Hide sets the expiry of account's messages refs to erasure.HiddenExpiry,

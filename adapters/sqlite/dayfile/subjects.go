@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -92,13 +93,45 @@ func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.Subj
 		if err := rows.Scan(&r.ID, &r.Domain, &created); err != nil {
 			return nil, f.Error(ctx, "subject messages", err)
 		}
-		r.CreatedAt = time.UnixMicro(created).UTC()
+		r.CreatedAt, r.Partition = time.UnixMicro(created).UTC(), f.Name()
 		refs = append(refs, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, f.Error(ctx, "subject messages", err)
 	}
 	return refs, nil
+}
+
+// MessageSubjects returns the ref of account's message id and the hashes
+// the subject index holds for it; found is false when the file holds no
+// such message.
+func (f *File) MessageSubjects(ctx context.Context, account, id string) (ref ports.SubjectRef, hashes []string, found bool, err error) {
+	var seq, created int64
+	err = f.Read.QueryRowContext(ctx, `SELECT seq, domain, created FROM messages INDEXED BY messages_id WHERE id = ? AND account = ?`,
+		id, account).Scan(&seq, &ref.Domain, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.SubjectRef{}, nil, false, nil
+	}
+	if err != nil {
+		return ports.SubjectRef{}, nil, false, f.Error(ctx, "message subjects", err)
+	}
+	ref.ID, ref.CreatedAt, ref.Partition = id, time.UnixMicro(created).UTC(), f.Name()
+	rows, err := f.Read.QueryContext(ctx, `SELECT hash FROM subjects WHERE seq = ? ORDER BY hash`, seq)
+	if err != nil {
+		return ports.SubjectRef{}, nil, false, f.Error(ctx, "message subjects", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return ports.SubjectRef{}, nil, false, f.Error(ctx, "message subjects", err)
+		}
+		hashes = append(hashes, h)
+	}
+	if err := rows.Err(); err != nil {
+		return ports.SubjectRef{}, nil, false, f.Error(ctx, "message subjects", err)
+	}
+	return ref, hashes, true, nil
 }
 
 // Hide gives account's messages ids the expiry erasure.HiddenExpiry, in one
