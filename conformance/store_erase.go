@@ -26,6 +26,7 @@ func RunEraseTests(t *testing.T, newStore StoreMaker) {
 		{"SubjectIndexPagesNewestFirst", testSubjectPaging},
 		{"MessageSubjectsFindsOneMessage", testMessageSubjects},
 		{"RefsNameTheirPartition", testRefPartitions},
+		{"IndexSubjectsAddsToTheIndex", testIndexSubjects},
 		{"ReadsNeverReturnSubjects", testSubjectsNotRead},
 		{"HideTakesMessagesOutOfEveryRead", testHide},
 		{"DeleteRemovesMessagesAndTheirIndex", testDelete},
@@ -167,6 +168,40 @@ func testMessageSubjects(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
 			t.Errorf("MessageSubjects of %s, no message of the account: %v, want ErrNotFound", id, err)
 		}
 	}
+}
+
+// A SubjectIndexer adds hashes to stored messages' entries, keeping those
+// they had, and skips another account's message.
+func testIndexSubjects(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
+	indexer, ok := e.(ports.SubjectIndexer)
+	if !ok {
+		t.Skipf("%T is no ports.SubjectIndexer: the subject index is not backfilled", e)
+	}
+	_, x := newSubjectsFixture(t, e.(ports.MessageStore))
+	acme := scopeLive.Account
+	entry := func(m domain.Message, hashes ...string) ports.SubjectEntry {
+		return ports.SubjectEntry{Ref: refsOf([]domain.Message{m})[0], Hashes: hashes}
+	}
+	entries := []ports.SubjectEntry{entry(x.none[0], subjectEve), entry(x.none[1], subjectEve, subjectAna),
+		entry(x.bob[1], subjectEve), entry(x.other[0], subjectEve)}
+	for range 2 { // twice: the same entries again change nothing
+		n, err := indexer.IndexSubjects(t.Context(), acme, entries)
+		if err != nil || n != 3 {
+			t.Fatalf("IndexSubjects = %d, %v; want 3 (another account's message skipped)", n, err)
+		}
+	}
+	if err := eventually(t.Context(), e.(ports.MessageStore), func() error {
+		if n := len(findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectEve}})); n != 3 {
+			return fmt.Errorf("the subject index finds %d messages of the new entries, want 3", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	assertRefs(t, "eve", []domain.Message{x.none[0], x.none[1], x.bob[1]}, findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectEve}}))
+	assertRefs(t, "ana", append(cloneAll(x.ana), x.none[1]), findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectAna}}))
+	assertRefs(t, "bob", x.bob, findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectBob}}))
+	assertRefs(t, "eve in another account", nil, findSubjects(t, e, ports.SubjectQuery{Account: scopeOtherLive.Account, Hashes: []string{subjectEve}}))
 }
 
 // Refs of messages of one day name one partition, and MessageSubjects the

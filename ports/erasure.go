@@ -89,6 +89,26 @@ type TallyEraser interface {
 	EraseTallies(ctx context.Context, q SubjectQuery) (int64, error)
 }
 
+// SubjectEntry is a stored message and the subject hashes to index it
+// under.
+type SubjectEntry struct {
+	Ref    SubjectRef
+	Hashes []string
+}
+
+// SubjectIndexer is an optional capability of an Eraser: indexing stored
+// messages under more subjects, for the backfill of subject keys configured
+// after the messages were stored (app.Rescrubs, rules.KindSubjects).
+type SubjectIndexer interface {
+	// IndexSubjects adds each entry's Hashes to the subject index of
+	// account's message entry.Ref.ID (created at Ref.CreatedAt), keeping
+	// the hashes it is indexed under; a message no longer stored, or of
+	// another account, is skipped. It returns how many messages it found.
+	// When it returns nil the entries are durable and SubjectMessages finds
+	// them (after ReadLag). Indexing twice is not an error.
+	IndexSubjects(ctx context.Context, account string, entries []SubjectEntry) (int64, error)
+}
+
 // ErasureJournal keeps the erasures (domain/erasure): what was asked, by
 // whom and when, and how far each has gone, never the subjects' values. It
 // lives beside the rule sets; several replicas share it. Every method takes

@@ -17,8 +17,9 @@ import (
 )
 
 var (
-	_ ports.Eraser      = (*Store)(nil)
-	_ ports.TallyEraser = (*Store)(nil)
+	_ ports.Eraser         = (*Store)(nil)
+	_ ports.TallyEraser    = (*Store)(nil)
+	_ ports.SubjectIndexer = (*Store)(nil)
 )
 
 // The subject index is each message document's subjects array, indexed
@@ -102,6 +103,25 @@ func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.
 		return ports.SubjectRef{}, nil, storeError(ctx, "message subjects", err)
 	}
 	return s.refOf(id, found.Domain, found.CreatedAt), found.Subjects, nil
+}
+
+// IndexSubjects adds each entry's hashes to its document's subjects
+// array ($addToSet), in one bulk write.
+func (s *Store) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	models := make([]mongodrv.WriteModel, len(entries))
+	for i, e := range entries {
+		models[i] = mongodrv.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: fieldAccount, Value: account}, {Key: fieldID, Value: e.Ref.ID}}).
+			SetUpdate(bson.D{{Key: "$addToSet", Value: bson.D{{Key: fieldSubjects, Value: bson.D{{Key: "$each", Value: e.Hashes}}}}}})
+	}
+	res, err := s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		return 0, storeError(ctx, "index subjects", err)
+	}
+	return res.MatchedCount, nil
 }
 
 // byIDs selects account's documents of refs.

@@ -134,6 +134,33 @@ func (f *File) MessageSubjects(ctx context.Context, account, id string) (ref por
 	return ref, hashes, true, nil
 }
 
+// IndexSubjects adds entries' hashes to the subject index of account's
+// messages among them, in one statement, and returns how many of the
+// messages the file holds.
+func (f *File) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
+	type pair = [2]string
+	var pairs []pair
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.Ref.ID
+		for _, h := range e.Hashes {
+			pairs = append(pairs, pair{e.Ref.ID, h})
+		}
+	}
+	raw, _ := json.Marshal(pairs) // strings always encode
+	if _, err := f.Write.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq)
+		SELECT json_extract(p.value, '$[1]'), m.seq FROM json_each(?) AS p
+		JOIN messages AS m INDEXED BY messages_id ON m.id = json_extract(p.value, '$[0]') WHERE m.account = ?`, string(raw), account); err != nil {
+		return 0, f.Error(ctx, "index subjects", err)
+	}
+	var found int64
+	if err := f.Write.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE account = ? AND id IN (SELECT value FROM json_each(?))`,
+		account, jsonList(ids)).Scan(&found); err != nil {
+		return 0, f.Error(ctx, "index subjects", err)
+	}
+	return found, nil
+}
+
 // Hide gives account's messages ids the expiry erasure.HiddenExpiry, in one
 // transaction, and returns how many it holds.
 func (f *File) Hide(ctx context.Context, account string, ids []string) (int64, error) {
