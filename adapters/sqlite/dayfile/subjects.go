@@ -58,16 +58,19 @@ func jsonList(values []string) string {
 
 // subjectWhere selects the rows of q's Account, Domain and CreatedBefore
 // whose key is in index (a "key IN (SELECT key FROM table" to close)
-// under one of q.Hashes.
+// under one of q.Hashes. The index's keys drive it: the other terms are
+// written +column, not to be answered by an index, as the planner would
+// otherwise walk every row of the account (messages_name: it has no
+// statistics) and test each against the index.
 func subjectWhere(index string, q ports.SubjectQuery) *Where {
 	w := &Where{}
 	w.Add(index+" WHERE hash IN (SELECT value FROM json_each(?)))", jsonList(q.Hashes))
-	w.Add("account = ?", q.Account)
+	w.Add("+account = ?", q.Account)
 	if q.Domain != "" {
-		w.Add("domain = ?", q.Domain)
+		w.Add("+domain = ?", q.Domain)
 	}
 	if !q.CreatedBefore.IsZero() {
-		w.Add("created <= ?", q.CreatedBefore.UnixMicro())
+		w.Add("+created <= ?", q.CreatedBefore.UnixMicro())
 	}
 	return w
 }
@@ -75,13 +78,8 @@ func subjectWhere(index string, q ports.SubjectQuery) *Where {
 // Subjects returns the file's messages q selects (its Account, Domain,
 // Hashes, CreatedBefore and After), newest first, at most q.Limit.
 func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
-	w := subjectWhere("seq IN (SELECT seq FROM subjects", q)
-	if q.After != nil {
-		at := q.After.CreatedAt.UnixMicro()
-		w.Add("(created < ? OR created = ? AND id < ?)", at, at, q.After.ID)
-	}
-	rows, err := f.Read.QueryContext(ctx, `SELECT id, domain, created FROM messages WHERE `+w.String()+
-		` ORDER BY created DESC, id DESC LIMIT ?`, append(w.Args, q.Limit)...)
+	query, args := subjectsQuery(q)
+	rows, err := f.Read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, f.Error(ctx, "subject messages", err)
 	}
@@ -159,6 +157,16 @@ func (f *File) IndexSubjects(ctx context.Context, account string, entries []port
 		return 0, f.Error(ctx, "index subjects", err)
 	}
 	return found, nil
+}
+
+// subjectsQuery is the query of Subjects.
+func subjectsQuery(q ports.SubjectQuery) (string, []any) {
+	w := subjectWhere("seq IN (SELECT seq FROM subjects", q)
+	if q.After != nil {
+		at := q.After.CreatedAt.UnixMicro()
+		w.Add("(+created < ? OR +created = ? AND +id < ?)", at, at, q.After.ID)
+	}
+	return `SELECT id, domain, created FROM messages WHERE ` + w.String() + ` ORDER BY created DESC, id DESC LIMIT ?`, append(w.Args, q.Limit)
 }
 
 // Hide gives account's messages ids the expiry erasure.HiddenExpiry, in one
@@ -242,8 +250,11 @@ type storedMessage struct {
 }
 
 func readForErasure(ctx context.Context, tx *sql.Tx, account string, ids []string) ([]storedMessage, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT seq, `+MessageColumns+` FROM messages WHERE account = ? AND id IN (SELECT value FROM json_each(?))`,
-		account, jsonList(ids))
+	// By seq: FTS5 buffers deletes of rising rowids and flushes them
+	// together, but flushes before each one lower than the last, and a
+	// secure-delete flush walks the doclist of every token it holds.
+	rows, err := tx.QueryContext(ctx, `SELECT seq, `+MessageColumns+` FROM messages WHERE account = ? AND id IN (SELECT value FROM json_each(?))
+		ORDER BY seq`, account, jsonList(ids))
 	if err != nil {
 		return nil, err
 	}
