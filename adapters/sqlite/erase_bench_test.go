@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,15 +33,7 @@ import (
 // the subject's 500 messages again first, untimed. Both run a fixed count
 // whatever b.N: use -benchtime 1x.
 func BenchmarkErasure(b *testing.B) {
-	stored := 100_000
-	if n, err := strconv.Atoi(os.Getenv("REQLOG_BENCH_STORED")); err == nil && n > 0 {
-		stored = n
-	}
-	s, err := sqlite.New(b.Context(), sqlite.Config{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, stored := benchStore(b)
 	key := []byte("bench-subject-key")
 	users := max(stored/50, 1)
 	userHashes := func(u int) []string {
