@@ -75,6 +75,8 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"RetryAfterRulesChanged", apiTestRetryAfterRulesChanged},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},
+		{"ErasuresByMessageID", apiTestErasuresByMessageID},
+		{"SubjectBackfill", apiTestSubjectBackfill},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

@@ -78,9 +78,15 @@ func (s *erasingService) close(t *testing.T) {
 // submitMail submits n exchanges naming address in their bodies.
 func (s *erasingService) submitMail(t *testing.T, address string, n int) []string {
 	t.Helper()
+	return s.submitMailAt(t, address, time.Now().Add(-time.Minute), n)
+}
+
+// submitMailAt is submitMail of exchanges created at.
+func (s *erasingService) submitMailAt(t *testing.T, address string, at time.Time, n int) []string {
+	t.Helper()
 	exchanges := make([]domain.Exchange, n)
 	for i := range exchanges {
-		exchanges[i] = domain.Exchange{Name: "shop", CreatedAt: time.Now().Add(-time.Minute), Method: "POST", Path: "/signup",
+		exchanges[i] = domain.Exchange{Name: "shop", CreatedAt: at, Method: "POST", Path: "/signup",
 			Request: domain.ExchangeRequest{Body: `{"email":"` + address + `","note":"` + strings.Repeat("z", i*700) + `"}`}, Response: domain.ExchangeResponse{StatusCode: 201}}
 	}
 	res, err := s.core.Ingester.Submit(opCtx(t), erasureKey, domain.DraftsOf(exchanges), "")

@@ -18,6 +18,16 @@ import (
 // must leave the data directory with them.
 const canary = "canary-ana-7f3a9c@example.com"
 
+// canaryToken is the word index's token of the canary's word only it holds.
+func canaryToken(t *testing.T) string {
+	t.Helper()
+	token, oneWord := dayfile.Words("7f3a9c")
+	if !oneWord || token == "" {
+		t.Fatalf("the canary's word 7f3a9c is no token: %q", token)
+	}
+	return token
+}
+
 // subjectMessages appends n messages of the canary's subject among others,
 // in several transactions, some with bodies too large for one page, and
 // returns the subject's.
@@ -84,6 +94,13 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the canary is in no file before the erasure: the test proves nothing")
 	}
+	if err := s.Close(); err != nil { // the WAL checkpointed: the word index's pages in the file
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) == 0 {
+		t.Fatal("the canary's word index token is in no file before the erasure: the test proves nothing")
+	}
+	s = mustOpen(t, sqlite.Config{Dir: dir})
 	ctx := opCtx(t)
 	if n, err := s.Hide(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
 		t.Fatalf("Hide = %d, %v; want %d", n, err, len(subject))
@@ -96,6 +113,10 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	}
 	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("the canary is still in %v after the erasure", holding)
+	}
+	// Nor the word index's token of a word only the canary holds.
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) > 0 {
+		t.Errorf("the canary's word index token is still in %v after the erasure", holding)
 	}
 	now := time.Now()
 	for _, q := range []string{"", "canary", "lorem"} {

@@ -31,6 +31,10 @@ const applicationID = 0x72716c67
 // dayName is the file name of the day holding messages created at t.
 func dayName(t time.Time) string { return dayPrefix + t.UTC().Format(dayLayout) + daySuffix }
 
+// Name is the file's name in the data directory: an erasure's receipt
+// counts by it.
+func (f *File) Name() string { return dayName(f.Day) }
+
 // parseDayName returns the day a file name stands for.
 func parseDayName(name string) (time.Time, bool) {
 	date, ok := strings.CutPrefix(name, dayPrefix)
