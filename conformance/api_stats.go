@@ -337,7 +337,10 @@ func apiTestStatsOutliveMessages(t *testing.T, s apiSuite) {
 		t.Errorf("a q counts %d, rollups alone before %v; want the readable one and nothing said", apiInt(t, searched, "total.count"), searched["rollups_only_before"])
 	}
 	// As the purge job does, never past the messages' retention: a store may
-	// keep its readable messages' rollups with those it keeps past them.
+	// keep its readable messages' rollups with those it keeps past them, and
+	// delete in whole UTC days (Elasticsearch), so the edge moves past the
+	// old message's day first (the fresh one stays readable).
+	e.clock.Set(oldAt.UTC().Truncate(24 * time.Hour).Add(24*time.Hour + retention + time.Minute))
 	if _, err := keeper.PurgeRollups(t.Context(), e.cfg.Policy.OldestReadable(e.clock.Now())); err != nil {
 		t.Fatal(err)
 	}
