@@ -128,7 +128,7 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	rewriter, _ := deps.Store.(ports.MessageRewriter)
 	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
-	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log).WithRetention(c.rules.CurrentRetention(c.Policy.Retention))
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
 	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)

@@ -12,6 +12,7 @@ import (
 // Purger deletes expired messages: once at Start, then every interval until Stop.
 type Purger struct {
 	store    ports.ExpiredPurger
+	current  ports.RetentionOf // nil: PurgeExpired alone
 	clock    ports.Clock
 	interval time.Duration
 	log      *zap.Logger
@@ -21,6 +22,22 @@ type Purger struct {
 // NewPurger returns a stopped purge job.
 func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Duration, log *zap.Logger) *Purger {
 	return &Purger{store: store, clock: clock, interval: interval, log: named(log, "purge")}
+}
+
+// WithRetention makes the job apply the retention rules' current retention
+// to what each class holds, when the store keeps classes apart
+// (ports.RetentionPurger).
+func (p *Purger) WithRetention(current ports.RetentionOf) *Purger {
+	p.current = current
+	return p
+}
+
+// purge is one purge at now.
+func (p *Purger) purge(ctx context.Context, now time.Time) (int64, error) {
+	if rp, ok := p.store.(ports.RetentionPurger); ok && p.current != nil {
+		return rp.PurgeRetention(ctx, now, p.current)
+	}
+	return p.store.PurgeExpired(ctx, now)
 }
 
 // Start runs the job in the background; a second Start is a no-op.
@@ -45,7 +62,7 @@ func (p *Purger) Stop(ctx context.Context) error { return p.loop.stop(ctx) }
 // PurgeOnce deletes what has expired at the clock's now and logs the outcome.
 func (p *Purger) PurgeOnce(ctx context.Context) {
 	started := time.Now()
-	n, err := p.store.PurgeExpired(ctx, p.clock.Now())
+	n, err := p.purge(ctx, p.clock.Now())
 	elapsed := zap.Duration("duration", time.Since(started))
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -85,6 +85,8 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "TalliesCountedNeverRead", run: testTalliesCountedNeverRead},
 		{name: "TalliesAreIdempotent", run: testTalliesAreIdempotent},
 		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
+		// Retention classes, bodies kept for less (store_retention.go).
+		{name: "RetentionClasses", run: testRetentionClasses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

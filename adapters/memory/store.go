@@ -120,6 +120,8 @@ type Store struct {
 	expires *btree.BTreeG[expiry]
 	// subjects is the subject index (erase.go).
 	subjects subjectIndex
+	// classes holds the ids of each retention class's messages (retention.go).
+	classes map[domain.RetentionClass]map[string]struct{}
 }
 
 // New returns an empty store.
@@ -130,6 +132,7 @@ func New() *Store {
 		scopes:   map[domain.Scope]*scopeIndex{},
 		expires:  btree.NewG(btreeDegree, expiresFirst),
 		subjects: subjectIndex{},
+		classes:  map[domain.RetentionClass]map[string]struct{}{},
 	}
 }
 
@@ -181,6 +184,7 @@ func (s *Store) insert(m domain.Message) {
 		s.byRef[m.Reference] = m.ID
 	}
 	s.expires.ReplaceOrInsert(expiry{expires: m.ExpiresAt, id: m.ID})
+	s.classify(m)
 }
 
 // find is the stored message with id, under the lock; the copy shares its
@@ -207,7 +211,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	if !ok || m.Tally || m.Scope() != scope || !m.Readable(now) {
 		return domain.Message{}, fmt.Errorf("memory: message %q: %w", idOrReference, ports.ErrNotFound)
 	}
-	return m.Clone(), nil
+	return m.WithoutExpiredBodies(now).Clone(), nil
 }
 
 // Lookup returns scope's stored messages with any of ids, readable or not.
@@ -285,6 +289,7 @@ func (s *Store) remove(id string) {
 	}
 	s.expires.Delete(expiry{expires: m.ExpiresAt, id: id})
 	s.subjects.remove(m.Account, id)
+	s.declassify(m)
 }
 
 // ReadLag is zero: a message is readable as soon as Append returns.

@@ -108,6 +108,7 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 		pace.touched ^= touchPaths(step)
 		for i := range step {
 			m := &step[i]
+			*m = m.WithoutExpiredBodies(now)
 			if m.Readable(now) && matches(*m) && !visit(m) {
 				return nil
 			}
