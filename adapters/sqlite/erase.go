@@ -95,9 +95,10 @@ func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, 
 	return total, nil
 }
 
-// eachDay calls do with each day file refs fall in and their ids there, and
-// adds up what it returns; a day without a file is skipped. The statistics'
-// kept hours of those days are read again after.
+// eachDay calls do with each day file of the days refs fall in (every
+// retention class's: a ref does not tell its class) and their ids of that
+// day, and adds up what it returns; a day without a file is skipped. The
+// statistics' kept hours of those days are read again after.
 func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*dayfile.File, []string) (int64, error)) (int64, error) {
 	byDay := map[time.Time][]ports.SubjectRef{}
 	for _, r := range refs {
@@ -106,25 +107,20 @@ func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*d
 	}
 	var total int64
 	for day, refs := range byDay {
-		f, err := s.dir.Acquire(ctx, day, false)
-		if err != nil {
-			return total, err
-		}
-		if f == nil {
-			continue
-		}
 		ids := make([]string, len(refs))
 		touched := make([]domain.Message, len(refs))
 		for i, r := range refs {
 			ids[i], touched[i] = r.ID, domain.Message{ID: r.ID, CreatedAt: r.CreatedAt}
 		}
-		n, err := do(f, ids)
-		s.stats.Wrote(f, touched)
-		f.Release()
+		err := s.dir.Each(ctx, s.dir.NewestFirst(day, day), func(f *dayfile.File) error {
+			n, err := do(f, ids)
+			s.stats.Wrote(f, touched)
+			total += n
+			return err
+		})
 		if err != nil {
 			return total, err
 		}
-		total += n
 	}
 	return total, nil
 }

@@ -54,11 +54,11 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	})
 }
 
-// oldestFirst lists the days of [from, to) present, oldest first.
-func (r *Reader) oldestFirst(from, to time.Time) []time.Time {
-	days := r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil))
-	slices.Reverse(days)
-	return days
+// oldestFirst lists the day files of [from, to) present, oldest day first.
+func (r *Reader) oldestFirst(from, to time.Time) []dayfile.Part {
+	parts := r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil))
+	slices.Reverse(parts)
+	return parts
 }
 
 // RollupsFrom is the zero time: every day file keeps the rollups of its
@@ -70,37 +70,61 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // (hourVersions.version), with how many minute rollups the hour holds;
 // how many messages is not told (-1). A day file's hours of a view are
 // read once (fileHours) and kept until a transaction writes into the file.
+// A day of several files (retention classes) yields each hour once, its
+// version made of theirs (hourOfParts).
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
-	first, end, days := hourOf(from.Unix()), ceilSecond(to), r.oldestFirst(from, to)
-	return r.dir.Each(ctx, days, func(f *dayfile.File) error {
-		hours, err := r.fileHours(ctx, f, scope, name)
+	first, end := hourOf(from.Unix()), ceilSecond(to)
+	for _, day := range dayfile.OfDay(r.oldestFirst(from, to)) {
+		var hours hourOfParts
+		err := r.dir.Each(ctx, day, func(f *dayfile.File) error {
+			kept, err := r.fileHours(ctx, f, scope, name)
+			for _, h := range kept {
+				if h.hour >= first && h.hour < end {
+					hours.add(h, r.versions.version(f, h.hour))
+				}
+			}
+			return err
+		})
+		if err == nil {
+			err = hours.each(func(h rollupHour, version uint64) error {
+				return yield(time.Unix(h.hour, 0).UTC(), version, -1, h.rollups)
+			})
+		}
 		if err != nil {
 			return err
 		}
-		for _, h := range hours {
-			if h.hour < first || h.hour >= end {
-				continue
-			}
-			if err := yield(time.Unix(h.hour, 0).UTC(), r.versions.version(f, h.hour), -1, h.rollups); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
 // of scope (of name alone when not ""), oldest day first. A day file's
 // rollups are written in the transaction of their messages, so each stands
-// for every message stored in its minute: none is nil.
+// for every message stored in its minute: none is nil. The rollups of a
+// minute in several files of a day (retention classes) are yielded merged,
+// once: the engine refuses or counts the minute whole.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	return r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
-		return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
+	for _, day := range dayfile.OfDay(r.oldestFirst(from, to)) {
+		var merged mergedRollups
+		each := func(minute int64, app string, r *stats.Rollup) error {
 			return yield(time.Unix(minute, 0).UTC(), app, r)
+		}
+		if len(day) > 1 {
+			each = merged.add
+		}
+		err := r.dir.Each(ctx, day, func(f *dayfile.File) error {
+			return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), each)
 		})
-	})
+		if err == nil {
+			err = merged.each(yield)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ceilSecond is t in Unix seconds, rounded up: a minute starting before it
