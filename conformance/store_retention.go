@@ -19,7 +19,7 @@ func testRetentionClasses(t *testing.T, s ports.MessageStore) {
 		return func(m *domain.Message) { m.RetentionRule = rule }
 	}
 	// Three days back, so that a store dropping a class's whole day may.
-	created := f.anchor.Truncate(24*time.Hour).Add(-3*24*time.Hour + time.Hour)
+	created := f.anchor.Truncate(24 * time.Hour).Add(-3*24*time.Hour + time.Hour)
 	shortened := f.message(scopeLive, created, ruled("short")) // stamped 30 days; its rule now keeps 1
 	recent := f.message(scopeLive, f.ago(time.Hour), ruled("short"))
 	bodiesGo := f.message(scopeLive, created.Add(time.Minute), ruled("bodies"))
