@@ -42,7 +42,7 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 		if f.Text == "" {
 			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)
 		} else {
-			err = r.searchSamples(ctx, file, w, f.Matcher(), words, trace, add)
+			err = r.searchSamples(ctx, file, w, f.Matcher(), words, now, trace, add)
 		}
 		if err == nil {
 			err = streamTallies(ctx, file, scope, f, now, add)
