@@ -10,10 +10,14 @@ import (
 )
 
 // testRetentionClasses: a store that keeps retention classes apart
-// (ports.RetentionPurger) applies each class's current retention at the
-// purge, an account's rule alone, its bodies apart; and every store's reads
-// leave out bodies past their BodiesExpireAt.
+// (ports.RetentionPurger) leaves out of reads the bodies past their
+// BodiesExpireAt, and applies each class's current retention at the purge,
+// an account's rule alone, its bodies apart.
 func testRetentionClasses(t *testing.T, s ports.MessageStore) {
+	rp, ok := s.(ports.RetentionPurger)
+	if !ok {
+		t.Skip("the store keeps no retention classes apart (ports.RetentionPurger)")
+	}
 	f := newFixtures(t)
 	ruled := func(rule string) func(*domain.Message) {
 		return func(m *domain.Message) { m.RetentionRule = rule }
@@ -36,10 +40,6 @@ func testRetentionClasses(t *testing.T, s ports.MessageStore) {
 	}
 	assertGet(t, s, withoutBodies(bodiesPast), f.now())
 
-	rp, ok := s.(ports.RetentionPurger)
-	if !ok {
-		t.Skip("the store keeps no retention classes apart (ports.RetentionPurger)")
-	}
 	current := func(_ context.Context, c domain.RetentionClass) (keep, bodies time.Duration, ok bool, err error) {
 		switch c {
 		case domain.RetentionClass{Account: scopeLive.Account, Rule: "short"}:

@@ -166,10 +166,8 @@ type File struct {
 	messages, maxExpires atomic.Int64
 	// class is the retention class of a Class's file (its table class),
 	// read when the file opens or written by its first Append; nil until
-	// then, and for the policy's class. bodiesCleared is the last seq whose
-	// bodies the purge took out (retention.go).
-	class         atomic.Pointer[domain.RetentionClass]
-	bodiesCleared atomic.Int64
+	// then, and for the policy's class (retention.go).
+	class atomic.Pointer[domain.RetentionClass]
 	// clearedOf is the day's messages total when ClearBodies last ran to
 	// its end (-1: not in this process): while it is the total, no message
 	// has come with bodies to take out.

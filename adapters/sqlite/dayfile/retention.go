@@ -18,11 +18,8 @@ import (
 
 // readClass reads the file's retention class, if it has one.
 func (f *File) readClass(ctx context.Context, db *sqlitedb.DB) error {
-	var (
-		class   domain.RetentionClass
-		cleared int64
-	)
-	err := db.Write.QueryRowContext(ctx, `SELECT account, rule, bodies_cleared FROM class`).Scan(&class.Account, &class.Rule, &cleared)
+	var class domain.RetentionClass
+	err := db.Write.QueryRowContext(ctx, `SELECT account, rule FROM class`).Scan(&class.Account, &class.Rule)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
@@ -30,7 +27,6 @@ func (f *File) readClass(ctx context.Context, db *sqlitedb.DB) error {
 		return err
 	}
 	f.class.Store(&class)
-	f.bodiesCleared.Store(cleared)
 	return nil
 }
 
@@ -58,62 +54,124 @@ func (f *File) noteClass(ctx context.Context, tx *sql.Tx, msgs []domain.Message)
 	return &class, nil
 }
 
-// clearBodiesPage is how many messages ClearBodies rewrites a transaction.
+// clearBodiesPage is how many messages ClearBodies reads at a time.
 const clearBodiesPage = 500
 
-// ClearBodies takes out the bodies of every message the file holds that it
-// has not taken out before (seq past class.bodies_cleared): each page one
-// transaction of Rewrite (secure_delete on, the words of the bodies deleted
-// from the word index), then the file rebuilt and its WAL truncated
-// (Expunge), so that the bodies leave the file's bytes and the space they
-// held goes back to the file system. The caller holds the file. It returns
-// how many messages it rewrote.
+// ClearBodies takes out the bodies of the messages the file holds that it
+// has not taken out before (seq past class.bodies_cleared), in one
+// transaction of the writer: each such row written again without them (as
+// an append writes it), the word index rebuilt whole from what is left
+// (FTS5's delete-all, then every message's words), bodies_cleared moved
+// on. Then the file is rebuilt and its WAL truncated (Expunge), so the
+// bodies leave the file's bytes and the space they held goes back to the
+// file system, and bodies_expunged says so: a process killed before that
+// expunges at the next purge. No secure_delete: VACUUM writes every page
+// anew. The caller holds the file. It returns how many messages it
+// rewrote.
 func (f *File) ClearBodies(ctx context.Context) (int64, error) {
-	var cleared int64
 	total := f.messages.Load() // before: a message appended meanwhile is checked next time
-	for {
-		rows, err := f.Read.QueryContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE seq > ? ORDER BY seq LIMIT ?",
-			f.bodiesCleared.Load(), clearBodiesPage)
-		if err != nil {
-			return cleared, f.Error(ctx, "clear bodies", err)
+	var cleared, expunged int64
+	if err := f.Write.QueryRowContext(ctx, `SELECT bodies_cleared, bodies_expunged FROM class`).Scan(&cleared, &expunged); err != nil {
+		return 0, f.Error(ctx, "clear bodies", err)
+	}
+	rewritten, last, err := f.rewriteWithoutBodies(ctx, cleared)
+	if err != nil {
+		return rewritten, err
+	}
+	if last > expunged {
+		if err := f.Expunge(ctx); err != nil {
+			return rewritten, err
 		}
-		var (
-			page []domain.Message
-			last int64
-		)
-		for rows.Next() {
-			m, err := ScanMessage(rows, &last)
-			if err != nil {
-				rows.Close()
-				return cleared, f.Error(ctx, "clear bodies", err)
-			}
-			m.Request.Body, m.Response.Body = "", ""
-			page = append(page, m)
+		if _, err := f.Write.ExecContext(ctx, `UPDATE class SET bodies_expunged = ?`, last); err != nil {
+			return rewritten, f.Error(ctx, "clear bodies", err)
 		}
-		err = rows.Err()
-		rows.Close()
+	}
+	f.clearedOf.Store(total)
+	return rewritten, nil
+}
+
+// rewriteWithoutBodies is ClearBodies' transaction over the messages past
+// seq cleared; it returns how many it rewrote and bodies_cleared after.
+func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritten, last int64, err error) {
+	tx, err := f.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
+	if err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies: begin", err)
+	}
+	defer tx.Rollback()
+	var maxSeq int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&maxSeq); err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies", err)
+	}
+	if maxSeq <= cleared {
+		return 0, cleared, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words) VALUES ('delete-all')`); err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies: the word index", err)
+	}
+	p := f.packer()
+	var (
+		tokens []byte
+		hashes []uint64
+	)
+	for after := int64(0); ; {
+		page, seqs, err := readPage(ctx, tx, after)
 		if err != nil {
-			return cleared, f.Error(ctx, "clear bodies", err)
+			return 0, 0, f.Error(ctx, "clear bodies", err)
 		}
 		if len(page) == 0 {
 			break
 		}
-		if _, err := f.Rewrite(ctx, page); err != nil {
-			return cleared, err
+		for i, m := range page {
+			seq := seqs[i]
+			if seq > cleared && (m.Request.Body != "" || m.Response.Body != "") {
+				m.Request.Body, m.Response.Body = "", ""
+				texts, err := textColumns(m, p)
+				if err != nil {
+					return 0, 0, err
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE messages SET request_header = ?, request_body = ?, response_header = ?,
+					response_body = ?, content = ? WHERE seq = ?`, texts.requestHeader, texts.requestBody, texts.responseHeader,
+					texts.responseBody, texts.content, seq); err != nil {
+					return 0, 0, f.Error(ctx, "clear bodies", fmt.Errorf("message %s: %w", m.ID, err))
+				}
+				rewritten++
+			}
+			tokens, hashes = messageTokens(tokens[:0], hashes, m)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, tokens); err != nil {
+				return 0, 0, f.Error(ctx, "clear bodies: words", fmt.Errorf("message %s: %w", m.ID, err))
+			}
 		}
-		if _, err := f.Write.ExecContext(ctx, `UPDATE class SET bodies_cleared = ?`, last); err != nil {
-			return cleared, f.Error(ctx, "clear bodies", err)
-		}
-		f.bodiesCleared.Store(last)
-		cleared += int64(len(page))
+		after = seqs[len(seqs)-1]
 	}
-	if cleared > 0 {
-		if err := f.Expunge(ctx); err != nil {
-			return cleared, err
-		}
+	if _, err := tx.ExecContext(ctx, `UPDATE class SET bodies_cleared = ?`, maxSeq); err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies", err)
 	}
-	f.clearedOf.Store(total)
-	return cleared, nil
+	if err := tx.Commit(); err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies: commit", err)
+	}
+	return rewritten, maxSeq, nil
+}
+
+// readPage reads up to clearBodiesPage messages of seq past after, by seq.
+func readPage(ctx context.Context, tx *sql.Tx, after int64) ([]domain.Message, []int64, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", after, clearBodiesPage)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var (
+		page []domain.Message
+		seqs []int64
+	)
+	for rows.Next() {
+		var seq int64
+		m, err := ScanMessage(rows, &seq)
+		if err != nil {
+			return nil, nil, err
+		}
+		page, seqs = append(page, m), append(seqs, seq)
+	}
+	return page, seqs, rows.Err()
 }
 
 // unclearedBodies reports whether messages may have come into the file
