@@ -49,11 +49,16 @@ type alertService struct {
 }
 
 func newAlerting(t *testing.T, start time.Time) *alertService {
+	return newAlertingWith(t, start, app.DefaultConfig().Policy())
+}
+
+// newAlertingWith is newAlerting whose statistics read under policy.
+func newAlertingWith(t *testing.T, start time.Time, policy domain.Policy) *alertService {
 	a := &alertService{messages: memory.New(), store: memory.NewAlertStore(), clock: conformance.NewFakeClock(start),
 		receiver: webhooktest.NewReceiver(t)}
 	cfg := app.DefaultAlertConfig()
 	sender := webhook.New(webhook.Config{AllowPrivate: true, Timeout: 5 * time.Second})
-	stats := app.NewStatistics(a.messages, app.DefaultConfig().Policy(), a.clock)
+	stats := app.NewStatistics(a.messages, policy, a.clock)
 	a.alerts = app.NewAlerts(a.store, sender, a.clock, nil, cfg, zap.NewNop())
 	a.evaluator = app.NewAlertEvaluator(a.store, stats, a.clock, nil, "replica", cfg, zap.NewNop())
 	a.worker = app.NewAlertDeliverer(a.store, sender, a.clock, "replica", cfg, zap.NewNop())

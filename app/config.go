@@ -20,6 +20,9 @@ type Config struct {
 	VisibilityDelay time.Duration
 	// Retention is how long a message is kept, after its created_at.
 	Retention time.Duration
+	// RollupRetention is how long the statistics' rollups are kept, after
+	// their minute, once their messages are gone (domain.Policy).
+	RollupRetention time.Duration
 	// PurgeInterval is how often the purge job deletes expired messages.
 	PurgeInterval time.Duration
 	// MaxBatch is the most messages in one submission.
@@ -44,6 +47,7 @@ func DefaultConfig() Config {
 	return Config{
 		VisibilityDelay: domain.DefaultVisibilityDelay,
 		Retention:       domain.DefaultRetention,
+		RollupRetention: domain.DefaultRollupRetention,
 		PurgeInterval:   time.Minute,
 		MaxBatch:        domain.DefaultMaxBatch,
 		MaxBatchDays:    domain.DefaultMaxBatchDays,
@@ -63,6 +67,7 @@ func (c Config) Policy() domain.Policy {
 	return domain.Policy{
 		VisibilityDelay: c.VisibilityDelay,
 		Retention:       c.Retention,
+		RollupRetention: c.RollupRetention,
 		MaxBatch:        c.MaxBatch,
 		MaxBatchDays:    c.MaxBatchDays,
 		MaskedHeaders:   append([]string(nil), c.MaskedHeaders...),
@@ -82,6 +87,8 @@ func (c Config) Validate() error {
 		return invalidField("Retention", "must be positive")
 	case c.VisibilityDelay >= c.Retention:
 		return invalidField("VisibilityDelay", "must be shorter than REQLOG_RETENTION ("+formatDuration(c.Retention)+")")
+	case c.RollupRetention <= 0:
+		return invalidField("RollupRetention", "must be positive (shorter than REQLOG_RETENTION: rollups go with their messages)")
 	case c.PurgeInterval <= 0:
 		return invalidField("PurgeInterval", "must be positive")
 	case c.MaxBatch < 1:

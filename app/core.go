@@ -126,9 +126,15 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	c.RuleSets = NewRuleSets(deps.RuleSets, c.rules, c.Reader, c.Policy, c.Clock)
 	jobs, _ := deps.RuleSets.(ports.RescrubJobStore)
 	rewriter, _ := deps.Store.(ports.MessageRewriter)
-	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
+	indexer, _ := deps.Store.(ports.SubjectIndexer)
+	c.Rescrubs = NewRescrubs(jobs, rewriter, deps.RuleSets, indexer, c.rules, c.Clock, cfg.Rules.Rescrub, cfg.Rules.Poll, deps.Log)
+	rescrubMetrics, _ := deps.Metrics.(RescrubMetrics)
+	c.Rescrubs.observed(rescrubMetrics)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
 	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log).WithRetention(c.rules.CurrentRetention(c.Policy.Retention))
+	if keeper, ok := deps.Store.(ports.RollupKeeper); ok {
+		c.purger.KeepRollups(keeper, c.Policy)
+	}
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
 	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)

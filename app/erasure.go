@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,6 +129,11 @@ func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Re
 	}
 	e := erasure.Erasure{ID: id, Account: p.Account, KeyID: p.KeyID, Reason: req.Reason, State: erasure.StatePending,
 		Future: req.Future, Hashes: req.Hashes(u.hashKey), Subjects: len(req.Subjects), At: domain.Micro(u.clock.Now())}
+	if req.MessageID != "" {
+		if err := u.byMessage(ctx, &e, req.MessageID); err != nil {
+			return erasure.Erasure{}, err
+		}
+	}
 	if err := u.journal.SaveErasure(ctx, e); err != nil {
 		return erasure.Erasure{}, fmt.Errorf("journal the erasure: %w", err)
 	}
@@ -138,30 +144,99 @@ func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Re
 	return e, nil
 }
 
+// ErrMessageNotFound: an erasure names by message id no message of the
+// account (HTTP 404, whether another account has it or none does).
+var ErrMessageNotFound = fmt.Errorf("no message of the account has the message_id: %w", ports.ErrNotFound)
+
+// byMessage adds to e the message id of its account and the subjects the
+// subject index holds for it.
+func (u *Erasures) byMessage(ctx context.Context, e *erasure.Erasure, id string) error {
+	ref, hashes, err := u.eraser.MessageSubjects(ctx, e.Account, id)
+	if errors.Is(err, ports.ErrNotFound) {
+		return ErrMessageNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("the message's subjects: %w", err)
+	}
+	e.Message = &erasure.MessageRef{ID: ref.ID, Domain: ref.Domain, CreatedAt: ref.CreatedAt, Partition: ref.Partition}
+	e.Hashes = slices.Compact(slices.Sorted(slices.Values(append(e.Hashes, hashes...))))
+	return nil
+}
+
 // hide hides every message e erases, step messages at a time, and journals
 // it hidden.
 func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal, e *erasure.Erasure, step int, clock ports.Clock) error {
-	q := subjectQuery(*e, step)
-	var hidden int64
+	e.Counts.Hidden, e.Partitions = 0, nil // counted again from none: a pending erasure's hide may have begun before
+	err := eachStep(ctx, eraser, *e, step, func(refs []ports.SubjectRef) error {
+		return byPartition(refs, func(partition string, refs []ports.SubjectRef) error {
+			n, err := eraser.Hide(ctx, e.Account, refs)
+			e.Count(partition, n, erasure.HiddenCount)
+			if err != nil {
+				return fmt.Errorf("hide the subject's messages: %w", err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	e.State, e.HiddenAt = erasure.StateHidden, domain.Micro(clock.Now())
+	if err := journal.SaveErasure(ctx, *e); err != nil {
+		return fmt.Errorf("journal the erasure hidden: %w", err)
+	}
+	return nil
+}
+
+// eachStep calls do with the refs of e's message (when it was asked by
+// one), then with those of its subjects' messages, step at a time, each
+// once, until the index finds no more; do may delete what it is given.
+func eachStep(ctx context.Context, eraser ports.Eraser, e erasure.Erasure, step int, do func([]ports.SubjectRef) error) error {
+	var asked string
+	if m := e.Message; m != nil {
+		asked = m.ID
+		if err := do([]ports.SubjectRef{{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt, Partition: m.Partition}}); err != nil {
+			return err
+		}
+	}
+	if len(e.Hashes) == 0 {
+		return nil
+	}
+	q := subjectQuery(e, step)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		refs, err := eraser.SubjectMessages(ctx, q)
 		if err != nil {
 			return fmt.Errorf("find the subject's messages: %w", err)
 		}
-		n, err := eraser.Hide(ctx, e.Account, refs)
-		hidden += n
-		if err != nil {
-			return fmt.Errorf("hide the subject's messages: %w", err)
+		if len(refs) == 0 {
+			return nil
 		}
-		if len(refs) < step {
-			break
-		}
+		full := len(refs) == step
 		after := refs[len(refs)-1].Cursor()
+		refs = slices.DeleteFunc(refs, func(r ports.SubjectRef) bool { return r.ID == asked })
+		if err := do(refs); err != nil {
+			return err
+		}
+		if !full {
+			return nil
+		}
 		q.After = &after
 	}
-	e.State, e.Hidden, e.HiddenAt = erasure.StateHidden, hidden, domain.Micro(clock.Now())
-	if err := journal.SaveErasure(ctx, *e); err != nil {
-		return fmt.Errorf("journal the erasure hidden: %w", err)
+}
+
+// byPartition calls do with refs' partitions, in name order, each with its
+// refs: an erasure counts per partition what the store says it did there.
+func byPartition(refs []ports.SubjectRef, do func(partition string, refs []ports.SubjectRef) error) error {
+	parts := map[string][]ports.SubjectRef{}
+	for _, r := range refs {
+		parts[r.Partition] = append(parts[r.Partition], r)
+	}
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		if err := do(name, parts[name]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -179,20 +254,18 @@ func (u *Erasures) Count(ctx context.Context, p domain.Principal, req erasure.Re
 	if err := req.Validate(); err != nil {
 		return 0, err
 	}
-	q := ports.SubjectQuery{Account: p.Account, Hashes: req.Hashes(u.hashKey), Limit: u.step}
-	var n int64
-	for {
-		refs, err := u.eraser.SubjectMessages(ctx, q)
-		if err != nil {
-			return 0, fmt.Errorf("find the subject's messages: %w", err)
+	e := erasure.Erasure{Account: p.Account, Hashes: req.Hashes(u.hashKey)}
+	if req.MessageID != "" {
+		if err := u.byMessage(ctx, &e, req.MessageID); err != nil {
+			return 0, err
 		}
-		n += int64(len(refs))
-		if len(refs) < q.Limit {
-			return n, nil
-		}
-		after := refs[len(refs)-1].Cursor()
-		q.After = &after
 	}
+	var n int64
+	err := eachStep(ctx, u.eraser, e, u.step, func(refs []ports.SubjectRef) error {
+		n += int64(len(refs))
+		return nil
+	})
+	return n, err
 }
 
 // Erasure returns the account's erasure id (ports.ErrNotFound for another
@@ -438,13 +511,54 @@ func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 }
 
 // erase hides e if it is pending, then deletes its messages a step at a
-// time, journaling the count after each step (Reapplied for an erasure
+// time, journaling the counts after each step (Reapplied for an erasure
 // already deleted), then its tallies.
 func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 	if e.State == erasure.StatePending {
 		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock); err != nil {
 			return err
 		}
+	}
+	count := erasure.DeletedCount
+	if e.State == erasure.StateDeleted {
+		count = erasure.ReappliedCount
+	}
+	// The job deletes what it found: the next search starts over, and ends
+	// when the index finds nothing more. Every step must delete something,
+	// or the same refs would be found again and again.
+	deleteStep := func(refs []ports.SubjectRef) error {
+		if len(refs) == 0 {
+			return nil
+		}
+		var deleted int64
+		err := byPartition(refs, func(partition string, refs []ports.SubjectRef) error {
+			if e.State == erasure.StateDeleted {
+				// Restored: hidden first, so that no read returns them while
+				// they are deleted.
+				if _, err := j.eraser.Hide(ctx, e.Account, refs); err != nil {
+					return err
+				}
+			}
+			n, err := j.eraser.Delete(ctx, e.Account, refs)
+			e.Count(partition, n, count)
+			deleted += n
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if deleted > 0 {
+			return j.journal.SaveErasure(ctx, *e)
+		}
+		return nil
+	}
+	if m := e.Message; m != nil {
+		if err := deleteStep([]ports.SubjectRef{{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt, Partition: m.Partition}}); err != nil {
+			return err
+		}
+	}
+	if len(e.Hashes) == 0 {
+		return nil
 	}
 	q := subjectQuery(*e, j.cfg.Step)
 	for {
@@ -458,27 +572,12 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 		if len(refs) == 0 {
 			return j.eraseTallies(ctx, q)
 		}
-		if e.State == erasure.StateDeleted {
-			// Restored: hidden first, so that no read returns them while
-			// they are deleted.
-			if _, err := j.eraser.Hide(ctx, e.Account, refs); err != nil {
-				return err
-			}
-		}
-		n, err := j.eraser.Delete(ctx, e.Account, refs)
-		if err != nil {
+		before := *count(&e.Counts)
+		if err := deleteStep(refs); err != nil {
 			return err
 		}
-		if n == 0 {
+		if *count(&e.Counts) == before {
 			return fmt.Errorf("the store found %d messages of the subject and deleted none", len(refs))
-		}
-		if e.State == erasure.StateDeleted {
-			e.Reapplied += n
-		} else {
-			e.Deleted += n
-		}
-		if err := j.journal.SaveErasure(ctx, *e); err != nil {
-			return err
 		}
 	}
 }

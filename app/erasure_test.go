@@ -247,3 +247,83 @@ func TestTheErasureJobDeletesTheSubjectsTallies(t *testing.T) {
 		t.Errorf("bob's tallies after ana's erasure: %d, want his 1", n)
 	}
 }
+
+func TestAnErasureByMessageIDErasesItWithItsSubjects(t *testing.T) {
+	f := newErasureFixture(t)
+	ctx := t.Context()
+	asked := f.submit(t, subjectExchange("U-1", `{"email":"ana@example.com"}`))
+	byUser := f.submit(t, subjectExchange("u-1", `{"note":"second"}`))
+	byMail := f.submit(t, subjectExchange("U-3", `{"email":"Ana@example.com"}`))
+	otherOfU3 := f.submit(t, subjectExchange("u-3", `{"note":"not ana's"}`))
+	bob := f.submit(t, subjectExchange("u-2", `{"email":"bob@example.com"}`))
+
+	if n, err := f.core.Erasures.Count(ctx, ruleKey, erasure.Request{MessageID: asked.ID, DryRun: true}); err != nil || n != 3 {
+		t.Errorf("a dry run by message id counts %d, %v; want 3", n, err)
+	}
+	e, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{MessageID: asked.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.State != erasure.StateHidden || e.Hidden != 3 || e.Message == nil || e.Message.ID != asked.ID || len(e.Hashes) != 2 {
+		t.Errorf("the erasure = %+v; want hidden, 3 messages, by %s, its 2 subjects", e, asked.ID)
+	}
+	got := f.readable(t)
+	for _, gone := range []domain.Identity{asked, byUser, byMail} {
+		if got[gone.ID] {
+			t.Errorf("%s is readable after the erasure by message id", gone.ID)
+		}
+	}
+	if !got[otherOfU3.ID] || !got[bob.ID] {
+		t.Errorf("readable after the erasure: %v; want u-3's other message and bob's (subjects are not followed further)", got)
+	}
+	if err := f.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = f.core.Erasures.Erasure(ctx, ruleKey, e.ID); err != nil || e.State != erasure.StateDeleted || e.Deleted != 3 {
+		t.Errorf("the erasure after the job = %+v, %v; want deleted, 3", e, err)
+	}
+}
+
+func TestAnErasureByMessageIDOfAMessageWithoutSubjects(t *testing.T) {
+	f := newErasureFixture(t)
+	ctx := t.Context()
+	plain := f.submit(t, subjectExchange("", `{"note":"nobody"}`))
+	other := f.submit(t, subjectExchange("", `{"note":"nobody either"}`))
+	e, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{MessageID: plain.ID})
+	if err != nil || e.Hidden != 1 {
+		t.Fatalf("the erasure = %+v, %v; want 1 hidden", e, err)
+	}
+	if got := f.readable(t); got[plain.ID] || !got[other.ID] {
+		t.Errorf("readable after the erasure: %v; want %s alone", got, other.ID)
+	}
+	if err := f.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if found, _ := f.store.Lookup(ctx, ruleKey.Scope, []string{plain.ID, other.ID}); len(found) != 1 || found[0].ID != other.ID {
+		t.Errorf("stored after the job: %d messages; want %s alone", len(found), other.ID)
+	}
+}
+
+func TestAnErasureByMessageIDRefusesWithoutLeaking(t *testing.T) {
+	f := newErasureFixture(t)
+	ctx := t.Context()
+	mine := f.submit(t, subjectExchange("U-1", ""))
+	var invalid *domain.ValidationError
+	if _, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{MessageID: "not-an-id"}); !errors.As(err, &invalid) ||
+		invalid.Fields[0].Field != "message_id" {
+		t.Errorf("a malformed message id: %v, want a 400 naming message_id", err)
+	}
+	other := domain.Principal{Scope: domain.Scope{Account: "globex", Domain: domain.DomainLive}, KeyID: "key_globex"}
+	for _, id := range []string{mine.ID, "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011"} {
+		_, err := f.core.Erasures.Erase(ctx, other, erasure.Request{MessageID: id})
+		if !errors.Is(err, app.ErrMessageNotFound) {
+			t.Errorf("globex erasing by message id %s: %v, want message not found", id, err)
+		}
+	}
+	if all, _ := f.journal.AllErasures(ctx); len(all) != 0 {
+		t.Errorf("the journal holds %d erasures after refusals; want none", len(all))
+	}
+	if got := f.readable(t); !got[mine.ID] {
+		t.Errorf("acme's message was hidden by another account's erasure")
+	}
+}

@@ -26,8 +26,10 @@ func (s *Statistics) ParseQuery(values map[string][]string) (stats.Query, error)
 }
 
 // Compute returns the statistics of the principal's readable messages, scoped
-// as every read is (reads.scoped): the counted range starts no earlier than
-// retention allows, while the reply's range and buckets stay those asked for.
+// as every read is (reads.statsScoped): the counted range starts no earlier
+// than retention allows, or, for a query the rollups answer, than the
+// rollup retention, the part before the messages' retention counted from
+// the rollups alone; the reply's range and buckets stay those asked for.
 func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q stats.Query) (stats.Stats, error) {
 	if q.Interval.Width <= 0 || !q.From.Before(q.To) || q.BucketCount() > stats.MaxBuckets {
 		return stats.Stats{}, &domain.ValidationError{Message: "the statistics query is invalid",
@@ -36,7 +38,7 @@ func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q 
 	now := s.reads.clock.Now()
 	q.Scope = principal.Scope
 	var ok bool
-	if q.Filter, ok = s.reads.scoped(principal, q.Filter, now); !ok {
+	if q, ok = s.reads.statsScoped(principal, q, now); !ok {
 		return stats.New(q), nil
 	}
 	release, err := s.reads.walks.admit(ctx, principal.Account)

@@ -30,6 +30,7 @@ func TestStatisticsScopesAndClampsTheCountedRange(t *testing.T) {
 	from, to := testNow.Add(-48*time.Hour), testNow
 	q := statsQuery(t, from, to, "1h")
 	q.Scope = domain.Scope{Account: "other", Domain: domain.DomainTest}
+	q.Filter.Method = "GET" // read from messages: the rollups do not answer it
 
 	got, err := st.Compute(context.Background(), domain.Principal{Scope: acmeLive.Scope, Name: "shop"}, q)
 	if err != nil {
@@ -50,9 +51,46 @@ func TestStatisticsScopesAndClampsTheCountedRange(t *testing.T) {
 	}
 }
 
+// A query the rollups answer (a range, an application) reaches back to the
+// rollup retention, and marks where the messages' retention ends, on a
+// minute: the store counts what is older from the rollups alone.
+func TestStatisticsOfARangeTheRollupsAnswerReachBackToTheRollupRetention(t *testing.T) {
+	cfg := app.DefaultConfig()
+	cfg.Retention, cfg.RollupRetention = 24*time.Hour, 10*24*time.Hour
+	store := &recordingStore{}
+	st := app.NewReader(store, cfg.Policy(), fixedClock{testNow}).Statistics()
+	for name, tc := range map[string]struct {
+		from, to         time.Time
+		wantFrom, before time.Time
+	}{
+		"across the edge": {testNow.Add(-48 * time.Hour), testNow, testNow.Add(-48 * time.Hour),
+			stats.AlignUp(testNow.Add(-24*time.Hour+time.Microsecond), time.Minute)},
+		"wholly expired": {testNow.Add(-72 * time.Hour), testNow.Add(-48 * time.Hour), testNow.Add(-72 * time.Hour),
+			stats.AlignUp(testNow.Add(-24*time.Hour+time.Microsecond), time.Minute)},
+		"past the rollup retention": {testNow.Add(-20 * 24 * time.Hour), testNow, testNow.Add(-10*24*time.Hour + time.Microsecond),
+			stats.AlignUp(testNow.Add(-24*time.Hour+time.Microsecond), time.Minute)},
+		"within retention": {testNow.Add(-time.Hour), testNow, testNow.Add(-time.Hour), time.Time{}},
+	} {
+		store.stats = nil
+		if _, err := st.Compute(context.Background(), acmeLive, statsQuery(t, tc.from, tc.to, "1d")); err != nil {
+			t.Fatal(err)
+		}
+		if len(store.stats) != 1 {
+			t.Fatalf("%s: %d store queries, want 1", name, len(store.stats))
+		}
+		asked := store.stats[0]
+		if !asked.Filter.From.Equal(tc.wantFrom) || !asked.RollupsOnlyBefore.Equal(tc.before) {
+			t.Errorf("%s: counted from %v, rollups alone before %v; want %v and %v", name,
+				asked.Filter.From, asked.RollupsOnlyBefore, tc.wantFrom, tc.before)
+		}
+	}
+}
+
 func TestStatisticsOfAnotherApplicationOrAnExpiredRangeAreEmpty(t *testing.T) {
 	store := &recordingStore{}
-	st := newReader(store, 24*time.Hour).Statistics()
+	cfg := app.DefaultConfig()
+	cfg.Retention, cfg.RollupRetention = 24*time.Hour, time.Hour // rollups go with their messages
+	st := app.NewReader(store, cfg.Policy(), fixedClock{testNow}).Statistics()
 	other := statsQuery(t, testNow.Add(-time.Hour), testNow, "5m")
 	other.Filter.Name = "billing"
 	expired := statsQuery(t, testNow.Add(-72*time.Hour), testNow.Add(-48*time.Hour), "1h")

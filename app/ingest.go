@@ -141,6 +141,7 @@ type Admission struct {
 	in          *Ingester
 	principal   domain.Principal
 	source      rules.Source // what captured the exchanges, for the rules' scopes
+	bodyCut     int          // bytes of each body kept after the rules; 0: all
 	key         IdempotencyKey
 	ticket      *ticket      // its place among the admitted submissions
 	reservation *Reservation // nil without a queue
@@ -186,6 +187,11 @@ func (in *Ingester) Admit(principal domain.Principal, key IdempotencyKey, bodyBy
 // Decode.
 func (a *Admission) CapturedBy(src rules.Source) { a.source = src }
 
+// CutBodiesAt has each body held to limit bytes after the rules ran on it
+// whole (domain.CutBody), for a capture that sent more than it keeps (0:
+// keep all); call it before Decode.
+func (a *Admission) CutBodiesAt(limit int) { a.bodyCut = limit }
+
 // Release counts the submission out and gives its room in the queue back; calling
 // it again, or after Submit or Store, does nothing.
 func (a *Admission) Release() {
@@ -218,7 +224,7 @@ func (a *Admission) Decode(ctx context.Context, bodyBytes int64, decode func() (
 	a.ticket.bodyRead(bodyBytes)
 	a.reservation.Shrink(bodyBytes)
 	var err error
-	a.msgs, a.result, err = a.in.decode(ctx, a.principal, a.source, decode, a.key)
+	a.msgs, a.result, err = a.in.decode(ctx, a, decode)
 	a.ticket.leave()
 	if err != nil {
 		a.Release()
@@ -281,6 +287,12 @@ func (in *Ingester) Submit(ctx context.Context, principal domain.Principal, draf
 
 // SubmitFrom is Submit of exchanges captured by src.
 func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
+	return in.SubmitCaptured(ctx, src, 0, principal, drafts, idempotencyKey)
+}
+
+// SubmitCaptured is SubmitFrom with each body held to bodyCut bytes after the
+// rules (Admission.CutBodiesAt; 0: keep all).
+func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCut int, principal domain.Principal, drafts domain.Drafts, idempotencyKey string) (SubmitResult, error) {
 	var key IdempotencyKey
 	if idempotencyKey != "" {
 		var err error
@@ -293,6 +305,7 @@ func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal 
 		return SubmitResult{}, err
 	}
 	admitted.CapturedBy(src)
+	admitted.CutBodiesAt(bodyCut)
 	return admitted.Submit(ctx, drafts)
 }
 
@@ -300,6 +313,9 @@ func (in *Ingester) SubmitFrom(ctx context.Context, src rules.Source, principal 
 // ids is stored with another submission: the key was used before for a different
 // request, and storing nothing while answering 200 would drop this one silently.
 // The same submissions are a retry; Append then stores what is missing, if any.
+// A message stored with the digest of its submission (RulesRecord.Submitted)
+// is compared by it: a new rule set or a re-scrub may have changed it since,
+// and its retry is still the same request.
 func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) error {
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
@@ -311,7 +327,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
 	for _, earlier := range stored {
-		if i, ok := index[earlier.ID]; ok && !domain.SameSubmission(earlier, msgs[i]) {
+		if i, ok := index[earlier.ID]; ok && !sameRequest(earlier, msgs[i]) {
 			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
 		}
 	}
@@ -320,7 +336,8 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 
 // decode makes the drafts and turns them into the messages to store and the
 // reply, on a decoder.
-func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src rules.Source, decode func() (domain.Drafts, error), key IdempotencyKey) ([]domain.Message, SubmitResult, error) {
+func (in *Ingester) decode(ctx context.Context, a *Admission, decode func() (domain.Drafts, error)) ([]domain.Message, SubmitResult, error) {
+	principal, key := a.principal, a.key
 	release, err := in.admission.decoder(ctx)
 	if err != nil {
 		return nil, SubmitResult{}, err
@@ -343,9 +360,28 @@ func (in *Ingester) decode(ctx context.Context, principal domain.Principal, src 
 		}
 		msgs[i] = in.policy.NewUnstoredMessage(principal.Scope, s, ids[i]) // stamped when written
 	}
+	var submitted map[string]string // by id: the digests of the messages before the rules
+	if key != (IdempotencyKey{}) {
+		submitted = make(map[string]string, len(msgs))
+		for _, m := range msgs {
+			submitted[m.ID] = domain.SubmissionDigest(principal.Scope, key.key, m)
+		}
+	}
 	if in.rules != nil {
-		if msgs, err = in.applyRules(ctx, principal.Account, src, msgs, ids); err != nil {
+		if msgs, err = in.applyRules(ctx, principal.Account, a.source, msgs, ids); err != nil {
 			return nil, SubmitResult{}, err
+		}
+	}
+	for i := range msgs {
+		if !msgs[i].Tally { // a tally is not looked up again
+			msgs[i].Rules.Submitted = submitted[msgs[i].ID]
+		}
+	}
+	if a.bodyCut > 0 {
+		for i := range msgs {
+			for _, c := range []*domain.Content{&msgs[i].Request, &msgs[i].Response} {
+				c.Body = domain.CutBody(c.Body, a.bodyCut, c.Size)
+			}
 		}
 	}
 	return msgs, SubmitResult{Identities: ids, Multiple: batch.Multiple}, nil
@@ -398,6 +434,15 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 	clear(msgs[len(kept):]) // what was dropped is not kept alive
 	in.rules.observe(active, outcomes)
 	return kept, nil
+}
+
+// sameRequest reports whether now, derived from an Idempotency-Key, retries
+// the request that stored earlier.
+func sameRequest(earlier, now domain.Message) bool {
+	if earlier.Rules.Submitted != "" {
+		return earlier.ID == now.ID && earlier.Rules.Submitted == now.Rules.Submitted
+	}
+	return domain.SameSubmission(earlier, now)
 }
 
 func identity(scope domain.Scope, key IdempotencyKey, index int) (domain.Identity, error) {

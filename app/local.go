@@ -18,6 +18,17 @@ type LocalSubmitter struct {
 	// Source is what captured the exchanges, for rules scoped to sources
 	// ("": rules.SourceAPI, as for the Go client and capture middleware).
 	Source rules.Source
+	// BodyCut holds each body to this many bytes once the rules have run on it
+	// (0: keep all); CuttingBodiesAt sets it for a capture.
+	BodyCut int
+}
+
+var _ ports.BodyCutter = LocalSubmitter{}
+
+// CuttingBodiesAt is s with BodyCut at limit.
+func (s LocalSubmitter) CuttingBodiesAt(limit int) ports.ExchangeSubmitter {
+	s.BodyCut = limit
+	return s
 }
 
 var _ ports.ExchangeSubmitter = LocalSubmitter{}
@@ -32,7 +43,7 @@ func (s LocalSubmitter) SubmitExchanges(ctx context.Context, exchanges []domain.
 		src = rules.SourceAPI
 	}
 	// No Idempotency-Key: nothing between here and the store retries.
-	result, err := s.Ingester.SubmitFrom(ctx, src, s.Principal, domain.DraftsOf(exchanges), "")
+	result, err := s.Ingester.SubmitCaptured(ctx, src, s.BodyCut, s.Principal, domain.DraftsOf(exchanges), "")
 	if err != nil {
 		return nil, err
 	}

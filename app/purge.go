@@ -6,12 +6,17 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
 
-// Purger deletes expired messages: once at Start, then every interval until Stop.
+// Purger deletes expired messages: once at Start, then every interval until
+// Stop; and, of a store that keeps rollups past its messages, the rollups
+// past their own retention (KeepRollups).
 type Purger struct {
 	store    ports.ExpiredPurger
+	rollups  ports.RollupKeeper // nil: the store keeps none past its messages
+	policy   domain.Policy
 	current  ports.RetentionOf // nil: PurgeExpired alone
 	clock    ports.Clock
 	interval time.Duration
@@ -24,6 +29,12 @@ func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Durat
 	return &Purger{store: store, clock: clock, interval: interval, log: named(log, "purge")}
 }
 
+// KeepRollups has each purge also delete the rollups store keeps that are
+// older than policy's rollup retention (domain.Policy.OldestRollup).
+func (p *Purger) KeepRollups(store ports.RollupKeeper, policy domain.Policy) {
+	p.rollups, p.policy = store, policy
+}
+
 // WithRetention makes the job apply the retention rules' current retention
 // to what each class holds, when the store keeps classes apart
 // (ports.RetentionPurger).
@@ -32,7 +43,8 @@ func (p *Purger) WithRetention(current ports.RetentionOf) *Purger {
 	return p
 }
 
-// purge is one purge at now.
+// purge deletes the messages expired at now: by each class's current
+// retention where the store keeps classes apart, else by their stamped expiry.
 func (p *Purger) purge(ctx context.Context, now time.Time) (int64, error) {
 	if rp, ok := p.store.(ports.RetentionPurger); ok && p.current != nil {
 		return rp.PurgeRetention(ctx, now, p.current)
@@ -61,8 +73,28 @@ func (p *Purger) Stop(ctx context.Context) error { return p.loop.stop(ctx) }
 
 // PurgeOnce deletes what has expired at the clock's now and logs the outcome.
 func (p *Purger) PurgeOnce(ctx context.Context) {
+	now := p.clock.Now()
+	p.purgeMessages(ctx, now)
+	if p.rollups != nil {
+		p.purgeRollups(ctx, now)
+	}
+}
+
+// purgeRollups deletes the kept rollups past their retention at now.
+func (p *Purger) purgeRollups(ctx context.Context, now time.Time) {
+	n, err := p.rollups.PurgeRollups(ctx, p.policy.OldestRollup(now))
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil:
+		p.log.Error("purging expired rollups failed", zap.Error(err))
+	case n != 0:
+		p.log.Info("purged expired rollups", zap.Int64("deleted", n))
+	}
+}
+
+func (p *Purger) purgeMessages(ctx context.Context, now time.Time) {
 	started := time.Now()
-	n, err := p.purge(ctx, p.clock.Now())
+	n, err := p.purge(ctx, now)
 	elapsed := zap.Duration("duration", time.Since(started))
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -24,16 +25,43 @@ type reads struct {
 // retention is read even if the store still holds it. False means nothing can
 // match (another application, or an empty range), so no store call is needed.
 func (r *reads) scoped(principal domain.Principal, f domain.Filter, now time.Time) (domain.Filter, bool) {
+	return r.scopedFrom(principal, f, r.policy.OldestReadable(now))
+}
+
+// scopedFrom is scoped with the oldest created_at read.
+func (r *reads) scopedFrom(principal domain.Principal, f domain.Filter, oldest time.Time) (domain.Filter, bool) {
 	if principal.Name != "" {
 		if f.Name != "" && f.Name != principal.Name {
 			return f, false
 		}
 		f.Name = principal.Name
 	}
-	if oldest := r.policy.OldestReadable(now); f.From.Before(oldest) {
+	if f.From.Before(oldest) {
 		f.From = oldest
 	}
 	return f, f.To.IsZero() || f.From.Before(f.To)
+}
+
+// statsScoped is scoped for the statistics of q: a query the rollups answer
+// alone (a scope or one application over a range) reaches back to the
+// rollup retention when rollups outlive messages, and what was created
+// before the messages' retention, rounded up to a minute, is counted from
+// the rollups alone (stats.Query.RollupsOnlyBefore). Any other query reads
+// messages, back to their retention.
+func (r *reads) statsScoped(principal domain.Principal, q stats.Query, now time.Time) (stats.Query, bool) {
+	if !r.policy.KeepsRollups() || !q.RollupsAnswer() {
+		var ok bool
+		q.Filter, ok = r.scoped(principal, q.Filter, now)
+		return q, ok
+	}
+	var ok bool
+	if q.Filter, ok = r.scopedFrom(principal, q.Filter, r.policy.OldestRollup(now)); !ok {
+		return q, false
+	}
+	if edge := stats.AlignUp(r.policy.OldestReadable(now), time.Minute); q.Filter.From.Before(edge) {
+		q.RollupsOnlyBefore = edge
+	}
+	return q, true
 }
 
 // list is one page of q for principal, as a walk when its filter may read many

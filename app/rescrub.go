@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,6 +70,7 @@ type Rescrubs struct {
 	jobs     ports.RescrubJobStore // nil: re-scrubs are off
 	rewriter ports.MessageRewriter // nil: re-scrubs are off
 	versions ports.RuleSetStore    // nil: re-scrubs are off
+	indexer  ports.SubjectIndexer  // nil: no backfill of the subject index
 	book     *RuleBook
 	clock    ports.Clock
 	cfg      RescrubConfig
@@ -75,20 +79,60 @@ type Rescrubs struct {
 	log      *zap.Logger
 	loop     loop
 	wake     chan struct{}
+	metrics  RescrubMetrics // nil: not counted
+	store    string         // the metrics' store label
+}
+
+// RescrubMetrics counts the re-scrub jobs and what they read and rewrote,
+// by store (the Go package of the store's adapter: sqlite, mongo, ...). An
+// adapter exports it (Prometheus, in httpapi).
+type RescrubMetrics interface {
+	// ObserveRescrubJob counts a job started (created), done or failed.
+	ObserveRescrubJob(store, event string)
+	// ObserveRescrubMessages counts messages a job scanned, and of them
+	// those its rules changed (rewritten).
+	ObserveRescrubMessages(store string, scanned, changed int)
+}
+
+// storeLabel names store's adapter in metrics: its type's package, as
+// "sqlite" or "mongo" (a test's wrapper counts as the adapter it wraps).
+func storeLabel(store any) string {
+	t := reflect.TypeOf(store)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.PkgPath() == "" {
+		return "unknown"
+	}
+	return strings.TrimSuffix(path.Base(t.PkgPath()), "_test")
+}
+
+// observed has the use case count into metrics (nil: none).
+func (s *Rescrubs) observed(metrics RescrubMetrics) {
+	if s.rewriter != nil {
+		s.metrics, s.store = metrics, storeLabel(s.rewriter)
+	}
+}
+
+func (s *Rescrubs) countJob(event string) {
+	if s.metrics != nil {
+		s.metrics.ObserveRescrubJob(s.store, event)
+	}
 }
 
 // errNoRescrub: the store cannot rewrite messages or keep jobs.
 var errNoRescrub = fmt.Errorf("this server's store cannot re-scrub stored messages: %w", ports.ErrNotFound)
 
 // NewRescrubs returns the use case; it is off (every call ports.ErrNotFound)
-// unless the three stores are set. A job starts settle after it is created,
-// once every replica writes under its version (the rules' poll interval).
-func NewRescrubs(jobs ports.RescrubJobStore, rewriter ports.MessageRewriter, versions ports.RuleSetStore, book *RuleBook,
-	clock ports.Clock, cfg RescrubConfig, settle time.Duration, log *zap.Logger) *Rescrubs {
+// unless the three stores are set, and backfills of the subject index are
+// off without indexer. A job starts settle after it is created, once every
+// replica writes under its version (the rules' poll interval).
+func NewRescrubs(jobs ports.RescrubJobStore, rewriter ports.MessageRewriter, versions ports.RuleSetStore, indexer ports.SubjectIndexer,
+	book *RuleBook, clock ports.Clock, cfg RescrubConfig, settle time.Duration, log *zap.Logger) *Rescrubs {
 	if jobs == nil || rewriter == nil || versions == nil {
-		jobs, rewriter, versions = nil, nil, nil
+		jobs, rewriter, versions, indexer = nil, nil, nil, nil
 	}
-	return &Rescrubs{jobs: jobs, rewriter: rewriter, versions: versions, book: book, clock: clock, cfg: cfg, settle: settle,
+	return &Rescrubs{jobs: jobs, rewriter: rewriter, versions: versions, indexer: indexer, book: book, clock: clock, cfg: cfg, settle: settle,
 		owner: ReplicaName(), log: named(log, "rescrub"), wake: make(chan struct{}, 1)}
 }
 
@@ -98,6 +142,26 @@ func NewRescrubs(jobs ports.RescrubJobStore, rewriter ports.MessageRewriter, ver
 // the account runs; ports.ErrForbidden for a portal session;
 // ports.ErrNotFound when the server cannot re-scrub.
 func (s *Rescrubs) Begin(ctx context.Context, p domain.Principal, req RescrubRequest) (rules.RescrubJob, error) {
+	return s.begin(ctx, p, req, rules.KindRescrub)
+}
+
+// ErrNoBackfill: the store cannot add to its subject index (HTTP 404).
+var ErrNoBackfill = fmt.Errorf("this server's store cannot backfill the subject index: %w", ports.ErrNotFound)
+
+// BeginBackfill starts a job of the principal's account that indexes the
+// messages of req's range under the subject keys of the account's current
+// rule set (rules.KindSubjects): messages stored before the keys were
+// configured. It is a job as a re-scrub is (one at a time per account, the
+// same lease and cursor), and errs as Begin does; a rule set without
+// subject keys is a *domain.ValidationError naming subjects.
+func (s *Rescrubs) BeginBackfill(ctx context.Context, p domain.Principal, req RescrubRequest) (rules.RescrubJob, error) {
+	if s.jobs != nil && s.indexer == nil {
+		return rules.RescrubJob{}, ErrNoBackfill
+	}
+	return s.begin(ctx, p, req, rules.KindSubjects)
+}
+
+func (s *Rescrubs) begin(ctx context.Context, p domain.Principal, req RescrubRequest, kind rules.RescrubKind) (rules.RescrubJob, error) {
 	if err := apiKeyOnly(p); err != nil {
 		return rules.RescrubJob{}, err
 	}
@@ -114,16 +178,21 @@ func (s *Rescrubs) Begin(ctx context.Context, p domain.Principal, req RescrubReq
 	if err != nil {
 		return rules.RescrubJob{}, fmt.Errorf("rule set: %w", err)
 	}
-	if current.Number == 0 {
+	switch {
+	case current.Number == 0:
 		return rules.RescrubJob{}, &domain.ValidationError{Message: "the account has no rule set to re-scrub with: save one first (PUT /v1/rules)"}
+	case kind == rules.KindSubjects && len(current.Rules.Subjects) == 0:
+		return rules.RescrubJob{}, &domain.ValidationError{Message: "the account's rule set has no subject keys to index by",
+			Fields: []domain.FieldError{{Field: "subjects", Message: "the rule set names none: add them first (PUT /v1/rules)"}}}
 	}
 	now := domain.Micro(s.clock.Now())
-	job, err := s.jobs.CreateRescrubJob(ctx, rules.RescrubJob{Account: p.Account, Version: current.Number,
+	job, err := s.jobs.CreateRescrubJob(ctx, rules.RescrubJob{Account: p.Account, Kind: kind, Version: current.Number,
 		From: domain.Micro(req.From), To: domain.Micro(req.To), Applications: req.Applications, KeyID: p.KeyID,
 		CreatedAt: now, UpdatedAt: now})
 	if err != nil {
-		return rules.RescrubJob{}, fmt.Errorf("start a re-scrub: %w", err)
+		return rules.RescrubJob{}, fmt.Errorf("start a job: %w", err)
 	}
+	s.countJob("started")
 	s.Wake()
 	return job, nil
 }
@@ -233,10 +302,13 @@ func (s *Rescrubs) run(ctx context.Context, job rules.RescrubJob) {
 		}
 		return
 	}
-	r := newRetroRules(s, job)
-	err = s.scan(ctx, &job, r)
-	if err == nil {
-		err = s.rewriter.ExpungeRewritten(ctx, job.From, job.To)
+	if job.Kind == rules.KindSubjects {
+		err = s.scan(ctx, &job, newBackfill(s, job).index)
+	} else {
+		err = s.scan(ctx, &job, newRetroRules(s, job).rewrite)
+		if err == nil {
+			err = s.rewriter.ExpungeRewritten(ctx, job.From, job.To)
+		}
 	}
 	switch {
 	case errors.Is(err, errLostJob):
@@ -250,11 +322,13 @@ func (s *Rescrubs) run(ctx context.Context, job rules.RescrubJob) {
 	case errors.Is(err, errRuleSetGone):
 		job.State, job.Error, job.FinishedAt = rules.RescrubFailed, err.Error(), domain.Micro(s.clock.Now())
 		log.Error("a re-scrub failed", zap.Error(err))
+		s.countJob("failed")
 	case err != nil:
 		job.Error = err.Error()
 		log.Warn("a re-scrub stopped for now; it resumes on a later look", zap.Error(err))
 	default:
 		job.State, job.Error, job.FinishedAt = rules.RescrubDone, "", domain.Micro(s.clock.Now())
+		s.countJob("done")
 		log.Info("a re-scrub is done", zap.Int64("scanned", job.Scanned), zap.Int64("changed", job.Changed), zap.Int64("skipped", job.Skipped))
 	}
 	// A job stopped for now keeps its lease: this replica takes it up again.
@@ -279,9 +353,9 @@ func (s *Rescrubs) save(ctx context.Context, job rules.RescrubJob, hold bool) (r
 }
 
 // scan reads the job's range from its cursor, domain by domain, a page at
-// a time, rewrites what the rules change and saves the cursor after each
-// page.
-func (s *Rescrubs) scan(ctx context.Context, job *rules.RescrubJob, r *retroRules) error {
+// a time, hands each page to do (which counts into job) and saves the
+// cursor after each page.
+func (s *Rescrubs) scan(ctx context.Context, job *rules.RescrubJob, do func(context.Context, *rules.RescrubJob, []domain.Message) error) error {
 	start := max(slices.Index(rules.RescrubDomains, job.Cursor.Domain), 0)
 	for _, d := range rules.RescrubDomains[start:] {
 		if job.Cursor.Domain != d {
@@ -300,12 +374,8 @@ func (s *Rescrubs) scan(ctx context.Context, job *rules.RescrubJob, r *retroRule
 			if len(page) == 0 {
 				break
 			}
-			changed, err := r.rescrub(ctx, job, page)
-			if err != nil {
+			if err := do(ctx, job, page); err != nil {
 				return err
-			}
-			if err := s.rewriter.RewriteMessages(ctx, changed); err != nil {
-				return fmt.Errorf("rewrite %d messages: %w", len(changed), err)
 			}
 			last := page[len(page)-1]
 			job.Cursor = rules.RescrubCursor{Domain: d, CreatedAt: last.CreatedAt, ID: last.ID}
@@ -383,6 +453,66 @@ func (r *retroRules) forMessage(ctx context.Context, applied int64, sourceKnown 
 	}
 	r.compiled[key] = a
 	return a, nil
+}
+
+// rewrite re-scrubs page and rewrites the messages it changed.
+func (r *retroRules) rewrite(ctx context.Context, job *rules.RescrubJob, page []domain.Message) error {
+	changed, err := r.rescrub(ctx, job, page)
+	if err != nil {
+		return err
+	}
+	if err := r.s.rewriter.RewriteMessages(ctx, changed); err != nil {
+		return fmt.Errorf("rewrite %d messages: %w", len(changed), err)
+	}
+	if r.s.metrics != nil {
+		r.s.metrics.ObserveRescrubMessages(r.s.store, len(page), len(changed))
+	}
+	return nil
+}
+
+// backfill indexes a job's messages under the subject keys of its version.
+type backfill struct {
+	s    *Rescrubs
+	job  rules.RescrubJob
+	keys *ActiveRules // compiled at the first page
+}
+
+func newBackfill(s *Rescrubs, job rules.RescrubJob) *backfill { return &backfill{s: s, job: job} }
+
+// index adds page's messages' subject hashes to the store's subject index,
+// as their stored form gives them: a value a privacy rule changed before
+// it was stored is indexed as it was stored, not as it was captured.
+func (b *backfill) index(ctx context.Context, job *rules.RescrubJob, page []domain.Message) error {
+	if b.keys == nil {
+		vs, err := b.s.versions.RuleSetHistory(ctx, job.Account, job.Version+1, 1)
+		if err != nil {
+			return fmt.Errorf("read rule set version %d: %w", job.Version, err)
+		}
+		if len(vs) == 0 || vs[0].Number != job.Version {
+			return fmt.Errorf("version %d: %w", job.Version, errRuleSetGone)
+		}
+		keys := rules.Version{Account: job.Account, Number: job.Version, Rules: rules.RuleSet{Subjects: vs[0].Rules.Subjects}}
+		if b.keys, err = b.s.book.compile(keys); err != nil {
+			return fmt.Errorf("version %d: %w", job.Version, errors.Join(errRuleSetGone, err))
+		}
+	}
+	var entries []ports.SubjectEntry
+	for i := range page {
+		m := &page[i]
+		job.Scanned++
+		hashes := b.keys.compiled.Subjects(m)
+		if len(hashes) == 0 {
+			job.Skipped++
+			continue
+		}
+		entries = append(entries, ports.SubjectEntry{Ref: ports.SubjectRef{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt}, Hashes: hashes})
+	}
+	n, err := b.s.indexer.IndexSubjects(ctx, job.Account, entries)
+	if err != nil {
+		return fmt.Errorf("index %d messages' subjects: %w", len(entries), err)
+	}
+	job.Changed += n
+	return nil
 }
 
 // rescrub applies the job's rules to page's messages, counting them into

@@ -55,6 +55,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"DurationBounds", apiTestDurationBounds},
 		{"ExplorerScoping", apiTestExplorerScoping},
 		{"Stats", apiTestStats},
+		{"StatsOutliveMessages", apiTestStatsOutliveMessages},
 		{"Export", apiTestExport},
 		{"ExplorerBadInput", apiTestExplorerBadInput},
 		{"ExplorerRoutes", apiTestExplorerRoutes},
@@ -71,8 +72,11 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"DroppedMessages", apiTestDroppedMessages},
 		{"SampledCountsStayTrue", apiTestSampledCountsStayTrue},
 		{"Rescrub", apiTestRescrub},
+		{"RetryAfterRulesChanged", apiTestRetryAfterRulesChanged},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},
+		{"ErasuresByMessageID", apiTestErasuresByMessageID},
+		{"SubjectBackfill", apiTestSubjectBackfill},
 	} {
 		t.Run(test.name, func(t *testing.T) { test.run(t, suite) })
 	}

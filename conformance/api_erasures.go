@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -24,6 +25,18 @@ func (e *apiEnv) erase(t *testing.T, key APIKey, body any) apiReply {
 	return e.do(t, http.MethodPost, "/v1/erasures", apiBody(t, body), append(apiBearer(key), "Content-Type", apiJSON)...)
 }
 
+// startErasing starts the service with acme's subject keys (subjectRules),
+// skipping the test on a store that keeps no subject index.
+func startErasing(t *testing.T, s apiSuite) *apiEnv {
+	t.Helper()
+	e := s.start(t)
+	if _, ok := e.store.(ports.Eraser); !ok {
+		t.Skipf("%T keeps no subject index (ports.Eraser): the erasure endpoints answer 404", e.store)
+	}
+	e.putRules(t, apiAcmeLive, subjectRules, 0, "subject keys for erasures").wantOK(t, "", "data")
+	return e
+}
+
 // An erasure is asked with an API key: 202 with its receipt, and from then
 // no read returns a message of its subject (list, get, search, export);
 // other messages stay. A dry run counts and changes nothing; the receipt
@@ -31,11 +44,7 @@ func (e *apiEnv) erase(t *testing.T, key APIKey, body any) apiReply {
 // account and a request naming no subject are refused, changing nothing.
 // A subject's messages are listed for an access request.
 func apiTestErasures(t *testing.T, s apiSuite) {
-	e := s.start(t)
-	if _, ok := e.store.(ports.Eraser); !ok {
-		t.Skipf("%T keeps no subject index (ports.Eraser): the erasure endpoints answer 404", e.store)
-	}
-	e.putRules(t, apiAcmeLive, subjectRules, 0, "subject keys for erasures").wantOK(t, "", "data")
+	e := startErasing(t, s)
 	at := e.clock.Now().Add(-time.Minute)
 	ana := e.ingestOne(t, apiAcmeLive, apiItem(at, map[string]any{"request.header": map[string]any{"X-User-Id": "U-77"}}))
 	anaMail := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(time.Second), map[string]any{"request.body": `{"email":"ana.canary@example.com","note":"canary"}`}))
@@ -92,7 +101,8 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 
 	receipt := e.get(t, apiAcmeLive, "/v1/erasures/"+id)
 	receipt.wantOK(t, "", "data")
-	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "messages", "asked_at", "hidden_at", "deleted_at")
+	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "message_id", "messages", "partitions",
+		"asked_at", "hidden_at", "deleted_at")
 	if n := apiMust[json.Number](t, receipt.body, "data.messages.hidden").String(); n != "2" {
 		t.Errorf("the receipt counts %s hidden, want 2: %s", n, receipt)
 	}
@@ -106,5 +116,118 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 	}
 	if list := apiMust[[]any](t, e.get(t, apiGlobexLive, "/v1/erasures").body, "data"); len(list) != 0 {
 		t.Errorf("another account's audit list holds %d erasures, want none", len(list))
+	}
+}
+
+// An erasure by message id erases that message and every message of its
+// subjects; the receipt counts them per partition of the store. A
+// malformed id is 400 naming message_id; another account's message is 404,
+// as a message no one has: nothing is hidden.
+func apiTestErasuresByMessageID(t *testing.T, s apiSuite) {
+	e := startErasing(t, s)
+	at := e.clock.Now().Add(-time.Minute)
+	ana := e.ingestOne(t, apiAcmeLive, apiItem(at, map[string]any{"request.header": map[string]any{"X-User-Id": "U-77"},
+		"request.body": `{"email":"ana.canary@example.com"}`}))
+	anaByUser := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(time.Second), map[string]any{"request.header": map[string]any{"X-User-Id": "u-77"}}))
+	bob := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(2*time.Second), map[string]any{"request.body": `{"email":"bob@example.com"}`}))
+	e.reveal(t, apiAcmeLive, ana.ID, anaByUser.ID, bob.ID)
+
+	e.erase(t, apiAcmeLive, map[string]any{"message_id": "ana"}).wantError(t, http.StatusBadRequest, "message_id")
+	e.erase(t, apiGlobexLive, map[string]any{"message_id": ana.ID}).wantError(t, http.StatusNotFound)
+	e.erase(t, apiAcmeLive, map[string]any{"message_id": "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011"}).wantError(t, http.StatusNotFound)
+	if got := len(e.listAll(t, apiAcmeLive, nil)); got != 3 {
+		t.Fatalf("after the refusals %d messages are listed, want 3", got)
+	}
+
+	r := e.erase(t, apiAcmeLive, map[string]any{"message_id": ana.ID})
+	r.wantJSON(t, http.StatusAccepted)
+	if got := apiMust[string](t, r.body, "data.message_id"); got != ana.ID {
+		t.Errorf("the receipt's message_id = %s, want %s", got, ana.ID)
+	}
+	if n := apiMust[json.Number](t, r.body, "data.messages.hidden").String(); n != "2" {
+		t.Errorf("the erasure by message id hid %s messages, want 2 (the message and u-77's other): %s", n, r)
+	}
+	var inPartitions int64
+	for _, p := range apiMust[[]any](t, r.body, "data.partitions") {
+		n, err := apiMust[json.Number](t, p, "hidden").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPartitions += n
+	}
+	if inPartitions != 2 {
+		t.Errorf("the partitions count %d hidden, want 2: %s", inPartitions, r)
+	}
+	if strings.Contains(string(r.raw), "canary") || strings.Contains(strings.ToLower(string(r.raw)), "u-77") {
+		t.Errorf("the receipt shows a subject's value: %s", r)
+	}
+	e.wantAbsent(t, apiAcmeLive, ana.ID)
+	e.wantAbsent(t, apiAcmeLive, anaByUser.ID)
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, nil)); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("listed after the erasure: %v, want bob's %s", got, bob.ID)
+	}
+}
+
+// Messages stored before the account's subject keys are indexed by a
+// backfill (POST /v1/subjects/backfill, a job read as re-scrubs are): then
+// GET /v1/subjects/messages finds them and an erasure erases them, in both
+// domains; before it, neither does. Bad requests are 400s naming the
+// field, a portal session is refused.
+func apiTestSubjectBackfill(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	if _, ok := e.store.(ports.SubjectIndexer); !ok {
+		t.Skipf("%T is no ports.SubjectIndexer: POST /v1/subjects/backfill answers 404", e.store)
+	}
+	backfill := func(key APIKey, body string) apiReply {
+		return e.do(t, http.MethodPost, "/v1/subjects/backfill", []byte(body), append(apiBearer(key), "Content-Type", apiJSON)...)
+	}
+	at := e.clock.Now().Add(-time.Minute)
+	old := apiItem(at, map[string]any{"request.header": map[string]any{"X-User-Id": "U-88"}})
+	anaLive := e.ingestOne(t, apiAcmeLive, old)
+	anaTest := e.ingestOne(t, apiAcmeTest, old)
+	bob := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(time.Second), map[string]any{"request.body": `{"email":"bob@example.com"}`}))
+	nobody := e.ingestOne(t, apiAcmeLive, apiItem(at.Add(2*time.Second), nil))
+	e.reveal(t, apiAcmeLive, anaLive.ID, bob.ID, nobody.ID)
+	e.awaitListed(t, apiAcmeTest, anaTest.ID)
+	rangeBody := fmt.Sprintf(`{"from": %q, "to": %q}`, apiRFC3339(at.Add(-time.Hour)), apiRFC3339(at.Add(time.Hour)))
+
+	backfill(apiAcmeLive, rangeBody).wantError(t, http.StatusBadRequest) // no rule set, so no subject keys
+	e.putRules(t, apiAcmeLive, subjectRules, 0, "subject keys, after the messages").wantOK(t, "", "data")
+	ana := "/v1/subjects/messages?" + url.Values{"value": {"u-88"}}.Encode()
+	if got := apiMust[[]any](t, e.get(t, apiAcmeLive, ana).body, "messages"); len(got) != 0 {
+		t.Fatalf("before the backfill the subject index finds %d messages stored before the keys, want none", len(got))
+	}
+	backfill(apiAcmeLive, `{}`).wantError(t, http.StatusBadRequest, "from")
+	backfill(e.portalSession(t, apiAcmeLive), rangeBody).wantError(t, http.StatusForbidden)
+
+	r := backfill(apiAcmeLive, rangeBody)
+	r.wantJSON(t, http.StatusAccepted)
+	if apiMust[string](t, r.body, "data.kind") != "subjects" || !strings.HasPrefix(r.header.Get("Location"), "/v1/rules/rescrub/") {
+		t.Fatalf("the backfill's reply: %s (Location %q)", r, r.header.Get("Location"))
+	}
+	e.clock.Advance(time.Minute) // a job starts after the rules' poll interval
+	number, err := apiMust[json.Number](t, r.body, "data.id").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := e.awaitRescrub(t, apiAcmeLive, number)
+	if job["state"] != "done" || job["scanned"] != json.Number("4") || job["changed"] != json.Number("3") || job["skipped"] != json.Number("1") {
+		t.Fatalf("the backfill ended as %s, want done, 4 scanned, 3 indexed (ana's two, bob's), 1 skipped", apiShow(job))
+	}
+	for key, want := range map[APIKey]string{apiAcmeLive: anaLive.ID, apiAcmeTest: anaTest.ID} {
+		if got := apiMust[[]any](t, e.get(t, key, ana).body, "messages"); len(got) != 1 || apiMust[string](t, got[0], "id") != want {
+			t.Errorf("%s: u-88's messages after the backfill = %v, want %s", key.Domain, got, want)
+		}
+	}
+
+	erased := e.erase(t, apiAcmeLive, map[string]any{"subjects": []string{"U-88"}})
+	erased.wantJSON(t, http.StatusAccepted)
+	if n := apiMust[json.Number](t, erased.body, "data.messages.hidden").String(); n != "2" {
+		t.Errorf("the erasure after the backfill hid %s messages, want 2: %s", n, erased)
+	}
+	e.wantAbsent(t, apiAcmeLive, anaLive.ID)
+	e.wantAbsent(t, apiAcmeTest, anaTest.ID)
+	if got := apiListedIDs(e.listAll(t, apiAcmeLive, nil)); !slices.Equal(got, []string{nobody.ID, bob.ID}) {
+		t.Errorf("listed after the erasure: %v, want %s and bob's %s", got, nobody.ID, bob.ID)
 	}
 }

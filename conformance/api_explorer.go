@@ -437,12 +437,7 @@ func apiTestExplorerRoutes(t *testing.T, s apiSuite) {
 func apiTestExplorerRetention(t *testing.T, s apiSuite) {
 	e := s.start(t)
 	retention := e.cfg.Policy.Retention
-	now := e.clock.Now()
-	oldAt := domain.Micro(now.Add(-retention + time.Hour))
-	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
-	old := e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
-	fresh := e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
-	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+	oldAt, _, fresh := e.oldAndFresh(t)
 
 	e.clock.Set(oldAt.Add(retention).Add(time.Microsecond))
 	e.awaitListed(t, apiAcmeLive, fresh.ID)
@@ -461,4 +456,17 @@ func apiTestExplorerRetention(t *testing.T, s apiSuite) {
 	if got := apiListedIDs(e.exportNDJSON(t, apiAcmeLive, nil)); !slices.Equal(got, []string{fresh.ID}) {
 		t.Errorf("the export holds %q, want only %s", got, fresh.ID)
 	}
+}
+
+// oldAndFresh ingests two messages of order ord_0ld7, one created an hour
+// within retention, the other a minute ago, and reveals both.
+func (e *apiEnv) oldAndFresh(t *testing.T) (oldAt time.Time, old, fresh apiIdentity) {
+	t.Helper()
+	now := e.clock.Now()
+	oldAt = domain.Micro(now.Add(-e.cfg.Policy.Retention + time.Hour))
+	edits := map[string]any{"response.body": `{"order":"ord_0ld7"}`, "duration_ms": 5}
+	old = e.ingestOne(t, apiAcmeLive, apiItem(oldAt, edits))
+	fresh = e.ingestOne(t, apiAcmeLive, apiItem(now.Add(-time.Minute), edits))
+	e.reveal(t, apiAcmeLive, old.ID, fresh.ID)
+	return oldAt, old, fresh
 }

@@ -128,3 +128,47 @@ func apiTestRescrub(t *testing.T, s apiSuite) {
 	}
 	e.get(t, apiAcmeLive, "/v1/rules/rescrub/3").wantError(t, http.StatusNotFound)
 }
+
+// A request retried under its Idempotency-Key after a new rule set, and again
+// after a re-scrub rewrote what it stored, is the same request: answered with
+// its identity, nothing stored twice, the stored message left as the rules
+// made it; the key reused for another request is still refused.
+func apiTestRetryAfterRulesChanged(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	const canary = "c4nary-retry-31"
+	item := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/orders?token=" + canary,
+		"request.body": `{"email":"` + canary + `"}`})
+	first := e.ingestOne(t, apiAcmeLive, item, "Idempotency-Key", "order-retry-1")
+	e.reveal(t, apiAcmeLive, first.ID)
+	retry := func(when string) {
+		t.Helper()
+		if again := e.ingestOne(t, apiAcmeLive, item, "Idempotency-Key", "order-retry-1"); again != first {
+			t.Errorf("the retry %s returned %v, want the first reply's %v", when, again, first)
+		}
+	}
+
+	e.putRules(t, apiAcmeLive, `{"privacy": [{"id": "canaries", "select": ["body"], "match": {"pattern": "c4nary-[a-z]+-[0-9]+"}, "action": {"type": "mask"}}]}`,
+		0, "mask canaries").wantOK(t, "", "data")
+	e.clock.Advance(time.Minute) // past the rules' poll: the new set applies
+	retry("under a new rule set")
+
+	if _, ok := e.store.(ports.MessageRewriter); ok {
+		from, to := apiRFC3339(e.clock.Now().Add(-time.Hour)), apiRFC3339(e.clock.Now().Add(time.Hour))
+		e.startRescrub(t, apiAcmeLive, fmt.Sprintf(`{"from": %q, "to": %q}`, from, to)).wantJSON(t, http.StatusAccepted)
+		e.clock.Advance(time.Minute)
+		if job := e.awaitRescrub(t, apiAcmeLive, 1); job["state"] != "done" || job["changed"] != json.Number("1") {
+			t.Fatalf("the re-scrub ended as %s, want done, 1 changed", apiShow(job))
+		}
+		if body := apiMust[string](t, e.fetch(t, apiAcmeLive, first.ID), "request.body"); strings.Contains(body, canary) {
+			t.Fatalf("the re-scrub left the canary in %q", body)
+		}
+		retry("after a re-scrub rewrote the stored message")
+		if body := apiMust[string](t, e.fetch(t, apiAcmeLive, first.ID), "request.body"); strings.Contains(body, canary) {
+			t.Errorf("the retry after the re-scrub stored the canary again: %q", body)
+		}
+	}
+
+	other := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/orders/other"})
+	e.awaitKeyReuseRefused(t, apiAcmeLive, other, "order-retry-1")
+	e.wantStoredExactly(t, apiAcmeLive, first.ID)
+}

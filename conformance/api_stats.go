@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
 )
 
 const apiStatsText = "successfully computed statistics"
@@ -25,8 +26,15 @@ func (e *apiEnv) stats(t *testing.T, key APIKey, query url.Values) map[string]an
 	r := e.get(t, key, target)
 	r.wantOK(t, apiStatsText, "data")
 	data := apiMust[map[string]any](t, r.body, "data")
-	apiWantKeys(t, data, "", "from", "to", "interval", "total", "buckets", "top_paths", "top_names", "top_routes")
-	for _, key := range []string{"from", "to"} {
+	keys := []string{"from", "to", "interval", "total", "buckets", "top_paths", "top_names", "top_routes"}
+	if _, ok := data["rollups_only_before"]; ok { // part of the range older than retention
+		keys = append(keys, "rollups_only_before")
+	}
+	apiWantKeys(t, data, "", keys...)
+	for _, key := range []string{"from", "to", "rollups_only_before"} {
+		if _, ok := data[key]; !ok {
+			continue
+		}
 		if s := apiMust[string](t, data, key); !apiTimePattern.MatchString(s) {
 			t.Errorf("data.%s %q is not a timestamp with six fractional digits", key, s)
 		}
@@ -293,4 +301,47 @@ func apiTestStats(t *testing.T, s apiSuite) {
 			}
 		}
 	})
+}
+
+// apiTestStatsOutliveMessages: on a store that keeps rollups past its
+// messages (ports.RollupKeeper), the statistics of a range and application
+// still count what expired and was purged, from the rollups alone, and say
+// where that part ends (rollups_only_before, the retention's edge rounded up
+// to a minute); a query the rollups cannot answer (q) counts the readable
+// messages alone and says nothing of it.
+func apiTestStatsOutliveMessages(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	keeper, ok := e.store.(ports.RollupKeeper)
+	if !ok || !e.cfg.Policy.KeepsRollups() {
+		t.Skip("the store keeps no rollups past its messages (ports.RollupKeeper), or the policy none")
+	}
+	retention := e.cfg.Policy.Retention
+	oldAt, _, fresh := e.oldAndFresh(t)
+
+	e.clock.Set(oldAt.Add(retention).Add(time.Hour))
+	if _, err := e.store.PurgeExpired(t.Context(), e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitListed(t, apiAcmeLive, fresh.ID)
+	from := oldAt.Add(-24 * time.Hour).UTC().Truncate(24 * time.Hour)
+	edge := stats.AlignUp(e.cfg.Policy.OldestReadable(e.clock.Now()), time.Minute)
+	for _, query := range []url.Values{{"from": {apiRFC3339(from)}, "interval": {"1d"}},
+		{"from": {apiRFC3339(from)}, "interval": {"1d"}, "name": {"shop"}}} {
+		got := e.stats(t, apiAcmeLive, query)
+		if n := apiInt(t, got, "total.count"); n != 2 || got["rollups_only_before"] != apiWire(edge) {
+			t.Errorf("stats %v count %d, rollups alone before %v; want 2 (the expired one from the rollups), %s", query, n, got["rollups_only_before"], apiWire(edge))
+		}
+	}
+	searched := e.stats(t, apiAcmeLive, url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}, "q": {"ord_0ld7"}})
+	if _, says := searched["rollups_only_before"]; says || apiInt(t, searched, "total.count") != 1 {
+		t.Errorf("a q counts %d, rollups alone before %v; want the readable one and nothing said", apiInt(t, searched, "total.count"), searched["rollups_only_before"])
+	}
+	// As the purge job does, never past the messages' retention: a store may
+	// keep its readable messages' rollups with those it keeps past them.
+	if _, err := keeper.PurgeRollups(t.Context(), e.cfg.Policy.OldestReadable(e.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {apiRFC3339(from)}, "interval": {"1d"}}), "total.count"); n != 1 {
+		t.Errorf("once the rollups are purged the statistics count %d, want the readable one", n)
+	}
 }

@@ -37,7 +37,11 @@ func fullErasure(t *testing.T, account string) erasure.Erasure {
 	}
 	at := domain.Micro(time.Now())
 	return erasure.Erasure{ID: id, Account: account, KeyID: "key_0123456789ab", Reason: "ticket ü 42", State: erasure.StateDeleted,
-		Future: erasure.FutureRedact, Hashes: []string{subjectAna, subjectBob}, Subjects: 2, Hidden: 3, Deleted: 3, Reapplied: 1,
+		Future: erasure.FutureRedact, Hashes: []string{subjectAna, subjectBob}, Subjects: 2,
+		Message: &erasure.MessageRef{ID: "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011", Domain: domain.DomainTest, CreatedAt: at.Add(-time.Hour), Partition: "day-1"},
+		Counts:  erasure.Counts{Hidden: 3, Deleted: 3, Reapplied: 1},
+		Partitions: []erasure.PartitionCounts{{Partition: "day-1", Counts: erasure.Counts{Hidden: 1, Deleted: 1}},
+			{Partition: "day-2", Counts: erasure.Counts{Hidden: 2, Deleted: 2, Reapplied: 1}}},
 		At: at, HiddenAt: at.Add(time.Millisecond), DeletedAt: at.Add(time.Hour)}
 }
 

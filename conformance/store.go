@@ -85,6 +85,8 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "TalliesCountedNeverRead", run: testTalliesCountedNeverRead},
 		{name: "TalliesAreIdempotent", run: testTalliesAreIdempotent},
 		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
+		// Statistics past the messages' retention (store_rollupkeep.go).
+		{name: "RollupsOutliveMessages", run: testRollupsOutliveMessages},
 		// Retention classes, bodies kept for less (store_retention.go).
 		{name: "RetentionClasses", run: testRetentionClasses},
 	}

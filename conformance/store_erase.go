@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -23,6 +24,9 @@ func RunEraseTests(t *testing.T, newStore StoreMaker) {
 	}{
 		{"SubjectIndexFindsAnAccountsMessages", testSubjectIndex},
 		{"SubjectIndexPagesNewestFirst", testSubjectPaging},
+		{"MessageSubjectsFindsOneMessage", testMessageSubjects},
+		{"RefsNameTheirPartition", testRefPartitions},
+		{"IndexSubjectsAddsToTheIndex", testIndexSubjects},
 		{"ReadsNeverReturnSubjects", testSubjectsNotRead},
 		{"HideTakesMessagesOutOfEveryRead", testHide},
 		{"DeleteRemovesMessagesAndTheirIndex", testDelete},
@@ -137,6 +141,100 @@ func testSubjectIndex(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
 		findSubjects(t, e, ports.SubjectQuery{Account: scopeOtherLive.Account, Hashes: []string{subjectAna}}))
 	assertRefs(t, "ana created up to her second message", x.ana[1:],
 		findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectAna}, CreatedBefore: x.ana[1].CreatedAt}))
+}
+
+func testMessageSubjects(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
+	_, x := newSubjectsFixture(t, e.(ports.MessageStore))
+	acme := scopeLive.Account
+	for _, tc := range []struct {
+		m    domain.Message
+		want []string
+	}{{x.ana[1], []string{subjectAna}}, {x.bob[0], []string{subjectAna, subjectBob}}, {x.none[1], nil}} {
+		ref, hashes, err := e.MessageSubjects(t.Context(), acme, tc.m.ID)
+		if err != nil {
+			t.Errorf("MessageSubjects(%s): %v", tc.m.ID, err)
+			continue
+		}
+		slices.Sort(hashes)
+		if !slices.Equal(hashes, tc.want) {
+			t.Errorf("MessageSubjects(%s) hashes = %v, want %v", tc.m.ID, hashes, tc.want)
+		}
+		if ref.ID != tc.m.ID || ref.Domain != tc.m.Domain || !ref.CreatedAt.Equal(tc.m.CreatedAt) {
+			t.Errorf("MessageSubjects(%s) ref = %+v, want domain %s, created %s", tc.m.ID, ref, tc.m.Domain, domain.FormatTime(tc.m.CreatedAt))
+		}
+	}
+	for _, id := range []string{x.other[0].ID, "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011"} {
+		if _, _, err := e.MessageSubjects(t.Context(), acme, id); !errors.Is(err, ports.ErrNotFound) {
+			t.Errorf("MessageSubjects of %s, no message of the account: %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// A SubjectIndexer adds hashes to stored messages' entries, keeping those
+// they had, and skips another account's message.
+func testIndexSubjects(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
+	indexer, ok := e.(ports.SubjectIndexer)
+	if !ok {
+		t.Skipf("%T is no ports.SubjectIndexer: the subject index is not backfilled", e)
+	}
+	_, x := newSubjectsFixture(t, e.(ports.MessageStore))
+	acme := scopeLive.Account
+	entry := func(m domain.Message, hashes ...string) ports.SubjectEntry {
+		return ports.SubjectEntry{Ref: refsOf([]domain.Message{m})[0], Hashes: hashes}
+	}
+	entries := []ports.SubjectEntry{entry(x.none[0], subjectEve), entry(x.none[1], subjectEve, subjectAna),
+		entry(x.bob[1], subjectEve), entry(x.other[0], subjectEve)}
+	for range 2 { // twice: the same entries again change nothing
+		n, err := indexer.IndexSubjects(t.Context(), acme, entries)
+		if err != nil || n != 3 {
+			t.Fatalf("IndexSubjects = %d, %v; want 3 (another account's message skipped)", n, err)
+		}
+	}
+	if err := eventually(t.Context(), e.(ports.MessageStore), func() error {
+		if n := len(findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectEve}})); n != 3 {
+			return fmt.Errorf("the subject index finds %d messages of the new entries, want 3", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	assertRefs(t, "eve", []domain.Message{x.none[0], x.none[1], x.bob[1]}, findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectEve}}))
+	assertRefs(t, "ana", append(cloneAll(x.ana), x.none[1]), findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectAna}}))
+	assertRefs(t, "bob", x.bob, findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectBob}}))
+	assertRefs(t, "eve in another account", nil, findSubjects(t, e, ports.SubjectQuery{Account: scopeOtherLive.Account, Hashes: []string{subjectEve}}))
+}
+
+// Refs of messages of one day name one partition, and MessageSubjects the
+// same one; a store that names partitions names another for another day.
+func testRefPartitions(t *testing.T, _ ports.MessageStore, e ports.Eraser) {
+	f := newFixtures(t)
+	s := e.(ports.MessageStore)
+	msgs := f.series(scopeLive, 4, f.ago(time.Hour), 10*time.Hour, func(m *domain.Message) { m.Subjects = []string{subjectAna} })
+	mustAppend(t, s, msgs)
+	waitForStored(t, s, f.now(), msgs)
+	refs := findSubjects(t, e, ports.SubjectQuery{Account: scopeLive.Account, Hashes: []string{subjectAna}})
+	byDay := map[string]string{}
+	for _, r := range refs {
+		day := r.CreatedAt.UTC().Format(time.DateOnly)
+		if p, ok := byDay[day]; ok && p != r.Partition {
+			t.Errorf("messages of %s are in partitions %q and %q", day, p, r.Partition)
+		}
+		byDay[day] = r.Partition
+		ref, _, err := e.MessageSubjects(t.Context(), scopeLive.Account, r.ID)
+		if err != nil || ref.Partition != r.Partition {
+			t.Errorf("MessageSubjects(%s) partition = %q, %v; SubjectMessages said %q", r.ID, ref.Partition, err, r.Partition)
+		}
+	}
+	partitions := map[string]bool{}
+	for _, p := range byDay {
+		partitions[p] = true
+	}
+	if len(byDay) < 2 {
+		t.Fatalf("the messages span %d days, want 2 or more", len(byDay))
+	}
+	if !partitions[""] && len(partitions) != len(byDay) {
+		t.Errorf("%d days of messages are in %d partitions: %v", len(byDay), len(partitions), byDay)
+	}
 }
 
 func testSubjectPaging(t *testing.T, _ ports.MessageStore, e ports.Eraser) {

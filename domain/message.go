@@ -1,7 +1,13 @@
 package domain
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -205,4 +211,38 @@ func (m Message) Identity() Identity { return Identity{ID: m.ID, Reference: m.Re
 // decimals exactly), and false when the message has none.
 func (m Message) DurationMS() (float64, bool) {
 	return float64(m.Duration.Microseconds()) / 1000, m.HasDuration
+}
+
+// SubmissionDigest is a digest of what SameSubmission compares of m, keyed
+// by the Idempotency-Key it came with and its scope: a retry of the request
+// has the same, whatever rules changed the stored message since. The key is
+// not stored (only the identities derived from it), so the digest tells
+// nothing of a low-entropy value to whoever reads the store.
+func SubmissionDigest(scope Scope, idempotencyKey string, m Message) string {
+	mac := hmac.New(sha256.New, []byte("submission\x00"+scope.Account+"\x00"+scope.Domain+"\x00"+idempotencyKey))
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		mac.Write(n[:])
+		mac.Write([]byte(s))
+	}
+	for _, s := range []string{m.ID, m.Reference, m.Name, m.IPAddress, m.Method, m.Path, m.Route,
+		strconv.Itoa(m.StatusCode), m.CreatedAt.UTC().Format(time.RFC3339Nano), strconv.FormatBool(m.HasDuration), strconv.FormatInt(int64(m.Duration), 10)} {
+		field(s)
+	}
+	for _, c := range []Content{m.Request, m.Response} {
+		field(c.Body)
+		field(c.ContentType)
+		field(strconv.Itoa(c.Size))
+		names := slices.Sorted(maps.Keys(c.Header))
+		field(strconv.Itoa(len(names)))
+		for _, name := range names {
+			field(name)
+			field(strconv.Itoa(len(c.Header[name])))
+			for _, v := range c.Header[name] {
+				field(v)
+			}
+		}
+	}
+	return hex.EncodeToString(mac.Sum(nil)[:16])
 }

@@ -9,6 +9,9 @@ import (
 const (
 	DefaultVisibilityDelay = 5 * time.Second
 	DefaultRetention       = 30 * 24 * time.Hour
+	// DefaultRollupRetention is how long the statistics' rollups are kept,
+	// after their minute: a year of error rate and latency and some more.
+	DefaultRollupRetention = 400 * 24 * time.Hour
 	DefaultMaxBatch        = 1000
 	// DefaultMaxBatchDays is the most distinct UTC days of created_at one
 	// batch may span: the default retention's 30, today and MaxFutureSkew's
@@ -29,6 +32,10 @@ const Mask = "***************"
 type Policy struct {
 	VisibilityDelay time.Duration
 	Retention       time.Duration
+	// RollupRetention is how long a store keeps the rollups the statistics
+	// count, after their minute, once the messages are gone: a retention
+	// not longer than Retention (zero) keeps them no longer than those.
+	RollupRetention time.Duration
 	MaxBatch        int
 	// MaxBatchDays is the most distinct UTC days of created_at in one
 	// batch; zero means no bound.
@@ -49,6 +56,7 @@ func DefaultPolicy() Policy {
 	return Policy{
 		VisibilityDelay: DefaultVisibilityDelay,
 		Retention:       DefaultRetention,
+		RollupRetention: DefaultRollupRetention,
 		MaxBatch:        DefaultMaxBatch,
 		MaxBatchDays:    DefaultMaxBatchDays,
 		MaskedHeaders:   append([]string(nil), DefaultMaskedHeaders...),
@@ -65,6 +73,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("retention must be positive, got %s", p.Retention)
 	case p.VisibilityDelay >= p.Retention:
 		return fmt.Errorf("visibility delay (%s) must be shorter than retention (%s)", p.VisibilityDelay, p.Retention)
+	case p.RollupRetention < 0:
+		return fmt.Errorf("rollup retention must not be negative, got %s", p.RollupRetention)
 	case p.MaxBatch < 1:
 		return fmt.Errorf("batch limit must be at least 1, got %d", p.MaxBatch)
 	case p.MaxBatchDays < 0:
@@ -160,4 +170,13 @@ func (p Policy) stamp(m *Message, now time.Time) {
 // the current retention, so a shortened retention applies to stored messages too.
 func (p Policy) OldestReadable(now time.Time) time.Time {
 	return Micro(now).Add(-p.Retention + time.Microsecond)
+}
+
+// KeepsRollups reports whether rollups outlive the messages they count.
+func (p Policy) KeepsRollups() bool { return p.RollupRetention > p.Retention }
+
+// OldestRollup is the earliest created_at whose rollup is kept at now: the
+// statistics of a range the rollups answer reach back to it.
+func (p Policy) OldestRollup(now time.Time) time.Time {
+	return Micro(now).Add(-max(p.RollupRetention, p.Retention) + time.Microsecond)
 }

@@ -18,6 +18,10 @@ type RulesRecord struct {
 	// Changes are the enforced privacy rules' changes, at ingest and by
 	// re-scrubs, each once.
 	Changes []RuleChange
+	// Submitted is the SubmissionDigest of the message as submitted, before
+	// the rules, when it came with an Idempotency-Key: a retry is told from
+	// another request by it, whatever the rules changed since; "" otherwise.
+	Submitted string
 }
 
 // RuleChange says a privacy rule changed a field of a message.
@@ -28,7 +32,7 @@ type RuleChange struct {
 
 // IsZero reports whether r records nothing: a store keeps no record then.
 func (r RulesRecord) IsZero() bool {
-	return r.Version == 0 && r.Source == "" && r.Rescrubbed == 0 && len(r.Changes) == 0
+	return r.Version == 0 && r.Source == "" && r.Rescrubbed == 0 && len(r.Changes) == 0 && r.Submitted == ""
 }
 
 // Applied is the newest version whose privacy rules the stored message went

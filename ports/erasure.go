@@ -30,6 +30,10 @@ type SubjectRef struct {
 	ID        string
 	Domain    string
 	CreatedAt time.Time
+	// Partition names the part of the store that holds it (SQLite: its day
+	// file; Elasticsearch: its index; MongoDB: its collection and day), as
+	// an erasure's receipt counts it; "" when the store has no parts.
+	Partition string
 }
 
 // Cursor is the ref's position in List order.
@@ -46,6 +50,12 @@ type Eraser interface {
 	// (after ReadLag), and MUST NOT return one of another account. Subjects
 	// are never returned by List, Get or Lookup.
 	SubjectMessages(ctx context.Context, q SubjectQuery) ([]SubjectRef, error)
+	// MessageSubjects finds account's message id, in either domain, readable
+	// or hidden, and returns its ref and the hashes its subject index holds
+	// (none when it was stored without subjects); an id of no message of
+	// the account wraps ErrNotFound. An erasure by message id erases it and
+	// every message of its subjects.
+	MessageSubjects(ctx context.Context, account, id string) (SubjectRef, []string, error)
 	// Hide makes account's messages refs unreadable by every read (List,
 	// Get, Stats' counts of messages, exports) on every replica sharing the
 	// store, at once when it returns nil (after ReadLag), and returns how many
@@ -77,6 +87,26 @@ type TallyEraser interface {
 	// makes them unrecoverable as it does deleted messages. Rollups of
 	// statistics MAY keep counting them.
 	EraseTallies(ctx context.Context, q SubjectQuery) (int64, error)
+}
+
+// SubjectEntry is a stored message and the subject hashes to index it
+// under.
+type SubjectEntry struct {
+	Ref    SubjectRef
+	Hashes []string
+}
+
+// SubjectIndexer is an optional capability of an Eraser: indexing stored
+// messages under more subjects, for the backfill of subject keys configured
+// after the messages were stored (app.Rescrubs, rules.KindSubjects).
+type SubjectIndexer interface {
+	// IndexSubjects adds each entry's Hashes to the subject index of
+	// account's message entry.Ref.ID (created at Ref.CreatedAt), keeping
+	// the hashes it is indexed under; a message no longer stored, or of
+	// another account, is skipped. It returns how many messages it found.
+	// When it returns nil the entries are durable and SubjectMessages finds
+	// them (after ReadLag). Indexing twice is not an error.
+	IndexSubjects(ctx context.Context, account string, entries []SubjectEntry) (int64, error)
 }
 
 // ErasureJournal keeps the erasures (domain/erasure): what was asked, by

@@ -186,3 +186,13 @@ type ExchangeSubmitter interface {
 	// It MUST NOT keep references to exchanges after it returns.
 	SubmitExchanges(ctx context.Context, exchanges []domain.Exchange) ([]domain.Identity, error)
 }
+
+// BodyCutter is an ExchangeSubmitter whose receiver can cut bodies after the
+// privacy rules: a capture then sends more of each body than it keeps, so
+// that a secret straddling its cap is read whole by the rules, and never kept
+// in part.
+type BodyCutter interface {
+	// CuttingBodiesAt is a submitter of the same receiver that has each body
+	// held to limit bytes (domain.CutBody) once the rules have run on it.
+	CuttingBodiesAt(limit int) ExchangeSubmitter
+}

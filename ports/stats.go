@@ -83,3 +83,20 @@ type StatsAggregator interface {
 	// bucket of its CreatedAt, percentiles within the contract's bounds.
 	AggregateStats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error)
 }
+
+// RollupKeeper is the optional capability of a store that keeps its rollups
+// past its messages' retention (domain.Policy.RollupRetention): its
+// RollupSource still yields, for RollupHours and Rollups, the rollups of
+// the minutes whose messages it purged, so that the statistics of a query
+// with a stats.Query.RollupsOnlyBefore count them.
+type RollupKeeper interface {
+	// PurgeRollups deletes the rollups it keeps of the minutes before
+	// before, and returns how many (-1 when it cannot tell). It MUST NOT
+	// delete a rollup of a minute at or after before; a store that deletes
+	// in coarser units (Elasticsearch: a UTC day's index) MAY keep the
+	// others until their whole unit is before it. The purge job passes a
+	// time no later than the messages' retention's edge
+	// (domain.Policy.OldestRollup): a store MAY keep its readable messages'
+	// rollups with those it keeps past them, and delete them alike.
+	PurgeRollups(ctx context.Context, before time.Time) (int64, error)
+}

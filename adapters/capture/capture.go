@@ -22,6 +22,11 @@
 //
 // or "…[truncated by reqlog capture: at least 123456 bytes]" when the full size is
 // unknown. Only the part of a request body that the handler reads is captured.
+// When the submitter can have bodies cut after the privacy rules
+// (ports.BodyCutter: app.LocalSubmitter, httpclient.Client), RulesLookahead
+// bytes more are captured and sent, and the receiver cuts at MaxBodyBytes once
+// the rules have read them: a secret straddling the cap is matched whole and
+// never kept in part.
 package capture
 
 import (
@@ -48,6 +53,15 @@ const (
 	DefaultMaxBatchBytes = 1 << 20
 	DefaultFlushInterval = time.Second
 	DefaultSubmitTimeout = time.Minute
+	// DefaultMaxBodyReadTime is how long a body is captured for (a request's
+	// from the handler's start, a reply's from its header): a body that
+	// trickles is not held in capture for as long as it lasts.
+	DefaultMaxBodyReadTime = time.Minute
+	// RulesLookahead is how much more than MaxBodyBytes is read for the
+	// privacy rules when the receiver cuts after them: a secret up to this
+	// long straddling the cap (a PEM private key is under 4 KiB) is read
+	// whole; one straddling the read bound lies past the cap, and is cut off.
+	RulesLookahead = 16 << 10
 )
 
 // Options tune a Recorder; the zero value works.
@@ -82,6 +96,13 @@ type Options struct {
 	// MaxBodyBytes caps each captured body, request and response (0:
 	// DefaultMaxBodyBytes; negative: keep no body, only the truncation marker).
 	MaxBodyBytes int
+	// MaxBodyReadTime bounds how long each body is captured (0:
+	// DefaultMaxBodyReadTime; negative: no bound): a request body from the
+	// handler's start, a reply from its header. Past it the rest streams
+	// through uncaptured, and the body is recorded marked as cut, less its
+	// last RulesLookahead bytes (a secret the cut split is not kept in part);
+	// a reply still streaming is recorded at its next write, not at its end.
+	MaxBodyReadTime time.Duration
 	// Decoders are the content codings whose bodies are recorded decoded, by
 	// their lower-case name (nil: StandardDecoders; empty: none). Decoding
 	// stops at MaxBodyBytes (decode.go).
@@ -134,6 +155,9 @@ func (o Options) withDefaults() Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	o.MaxBodyBytes = max(o.MaxBodyBytes, 0)
+	if o.MaxBodyReadTime == 0 {
+		o.MaxBodyReadTime = DefaultMaxBodyReadTime
+	}
 	if o.Decoders == nil {
 		o.Decoders = StandardDecoders()
 	}
@@ -191,6 +215,9 @@ type Recorder struct {
 	submitter ports.ExchangeSubmitter
 	opts      Options
 	masked    map[string]bool
+	// readLimit is how much of each body is captured: MaxBodyBytes, plus
+	// RulesLookahead when the submitter cuts after the rules.
+	readLimit int
 
 	queue chan *record
 	// mu orders enqueueing against Close, so nothing is queued after the final drain.
@@ -208,10 +235,15 @@ type Recorder struct {
 // New starts a recorder that submits to submitter.
 func New(submitter ports.ExchangeSubmitter, opts Options) *Recorder {
 	opts = opts.withDefaults()
+	readLimit := opts.MaxBodyBytes
+	if cutter, ok := submitter.(ports.BodyCutter); ok && opts.MaxBodyBytes > 0 {
+		submitter, readLimit = cutter.CuttingBodiesAt(opts.MaxBodyBytes), opts.MaxBodyBytes+RulesLookahead
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Recorder{
 		submitter: submitter,
 		opts:      opts,
+		readLimit: readLimit,
 		masked:    make(map[string]bool, len(opts.MaskedHeaders)),
 		queue:     make(chan *record, opts.BufferSize),
 		closing:   make(chan struct{}),

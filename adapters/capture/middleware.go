@@ -61,14 +61,19 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 			method:    req.Method,
 			path:      req.URL.RequestURI(),
 			reqHeader: requestHeader(req),
-			reqBody:   &cappedBuffer{limit: r.opts.MaxBodyBytes},
+			reqBody:   &cappedBuffer{limit: r.readLimit},
 			reqLength: req.ContentLength,
-			respBody:  &cappedBuffer{limit: r.opts.MaxBodyBytes},
+			respBody:  &cappedBuffer{limit: r.readLimit},
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = &teeBody{ReadCloser: req.Body, into: rec.reqBody}
+			tee := &teeBody{ReadCloser: req.Body, into: rec.reqBody, clock: r.opts.Clock, readFor: r.opts.MaxBodyReadTime}
+			if tee.readFor > 0 {
+				tee.until = started.Add(tee.readFor)
+			}
+			req.Body = tee
 		}
-		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started}
+		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started, readFor: r.opts.MaxBodyReadTime}
+		resp.timeUp = func() { r.record(req, rec, resp, false) }
 		returned := false
 		defer func() {
 			if returned {
@@ -89,9 +94,15 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// record queues rec once the handler is done, unless the client abandoned its
-// request body. whole is false when the handler aborted its reply.
+// record queues rec once the handler is done, or its reply has been read for
+// Options.MaxBodyReadTime, unless the client abandoned its request body. whole
+// is false when the handler aborted its reply, or is still writing it. Only
+// the first call records.
 func (r *Recorder) record(req *http.Request, rec *record, resp *responseCapture, whole bool) {
+	if resp.recorded {
+		return
+	}
+	resp.recorded = true
 	if rec.reqBody.broken() && req.Context().Err() != nil {
 		r.abandoned.Add(1)
 		return
@@ -137,6 +148,24 @@ type responseCapture struct {
 	// answered is when the handler last handed the reply bytes (header, body,
 	// flush) or handed the connection over; zero until then.
 	answered time.Time
+	// readFor bounds how long the reply's body is captured from its header
+	// (Options.MaxBodyReadTime; 0: no bound), until readUntil; past it,
+	// timeUp records the exchange as it is.
+	readFor   time.Duration
+	readUntil time.Time
+	timeUp    func()
+	recorded  bool // the exchange is queued: the reply's rest is not captured
+}
+
+// timeIsUp stops capturing the reply, and records the exchange, once it has
+// been read for readFor; the bytes of the write that found it are not kept.
+func (c *responseCapture) timeIsUp() bool {
+	if c.readFor <= 0 || c.recorded || !c.clock.Now().After(c.readUntil) {
+		return false
+	}
+	c.rec.respBody.stop(c.readFor)
+	c.timeUp()
+	return true
 }
 
 // wrote notes that the reply moved on now, after the call to the original
@@ -152,6 +181,9 @@ func (c *responseCapture) commit(status int) {
 	c.committed = true
 	c.rec.status = status
 	c.rec.respHeader = c.header().Clone()
+	if c.readFor > 0 {
+		c.readUntil = c.clock.Now().Add(c.readFor)
+	}
 }
 
 func (c *responseCapture) hooks() httpsnoop.Hooks {
@@ -174,7 +206,9 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 				c.commit(http.StatusOK)
 				n, err := next(b)
 				c.wrote()
-				c.rec.respBody.Write(b[:n])
+				if !c.timeIsUp() {
+					c.rec.respBody.Write(b[:n])
+				}
 				return n, err
 			}
 		},
@@ -229,14 +263,21 @@ func (c *responseCapture) finish(whole bool) {
 	c.rec.duration, c.rec.hasDuration = d, d >= 0 && d <= domain.MaxDuration
 }
 
-// teeBody copies what the handler reads from the request body.
+// teeBody copies what the handler reads from the request body, until it has
+// been read for readFor (0: no bound).
 type teeBody struct {
 	io.ReadCloser
-	into *cappedBuffer
+	into    *cappedBuffer
+	clock   ports.Clock
+	readFor time.Duration
+	until   time.Time
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
+	if t.readFor > 0 && n > 0 && t.clock.Now().After(t.until) {
+		t.into.stop(t.readFor) // the bytes of the read that found it are not kept
+	}
 	t.into.Write(p[:n])
 	switch {
 	case err == io.EOF: //nolint:errorlint // io.EOF is returned unwrapped by contract
@@ -257,6 +298,29 @@ type cappedBuffer struct {
 	total    int64
 	complete bool // the whole stream passed through (request bodies: EOF seen)
 	failed   bool // reading the stream failed before its end
+	// readFor, when not 0, is the time limit that stopped the capture
+	// (Options.MaxBodyReadTime): later bytes are counted, not kept.
+	readFor time.Duration
+}
+
+// stop keeps what b holds and no more: it was read for readFor.
+func (b *cappedBuffer) stop(readFor time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.readFor == 0 {
+		b.readFor, b.limit = readFor, len(b.kept)
+	}
+}
+
+// stoppedShort is the time limit that stopped b before it had kept all it
+// would have; 0 when none did.
+func (b *cappedBuffer) stoppedShort() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.readFor == 0 || b.complete && b.total == int64(len(b.kept)) {
+		return 0
+	}
+	return b.readFor
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -330,14 +394,30 @@ func (b *cappedBuffer) text(knownTotal int64) string {
 // bodyText is what is recorded of a body: decoded when header names a
 // content coding that decodes (decode.go), else as captured (text).
 func (r *Recorder) bodyText(b *cappedBuffer, knownTotal int64, header http.Header) string {
+	text := ""
 	if coding, open := decoderOf(header, r.opts.Decoders); open != nil {
 		if kept, whole := b.captured(knownTotal); len(kept) > 0 {
-			if text, ok := decodedText(coding, open, kept, whole, r.opts.MaxBodyBytes); ok {
-				return text
-			}
+			text, _ = decodedText(coding, open, kept, whole, r.readLimit)
 		}
 	}
-	return b.text(knownTotal)
+	if text == "" {
+		text = b.text(knownTotal)
+	}
+	if readFor := b.stoppedShort(); readFor > 0 {
+		return cutByTime(text, readFor)
+	}
+	return text
+}
+
+// cutByTime is the text of a body whose capture ran out of time, with its
+// marker: less its last RulesLookahead bytes, so that a secret the time cut
+// split (which no rule could read whole) is not kept in part.
+func cutByTime(text string, readFor time.Duration) string {
+	if i := strings.LastIndex(text, domain.CaptureMarker); i >= 0 {
+		text = text[:i]
+	}
+	kept := cutAtRune([]byte(text[:max(0, len(text)-RulesLookahead)]))
+	return fmt.Sprintf("%s%sthe body took longer than %s, %d bytes read]", kept, domain.CaptureMarker, readFor, len(text))
 }
 
 // captured is what b kept, and whether that is the whole body. knownTotal,

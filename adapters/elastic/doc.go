@@ -32,7 +32,8 @@
 //     in the layout they have (esindex).
 //   - Retention deletes whole daily indices whose messages have all expired,
 //     checked again under a write block, so a concurrent write is never lost;
-//     the daily indices of rollups go the same way, after their messages.
+//     the day's rollups are kept first, and their daily indices go at the
+//     rollup retention (PurgeRollups).
 //   - Statistics go through the statistics engine (statsengine): after its
 //     messages, and before it returns, an Append marks the minutes it wrote
 //     (esrollup); readers count a minute again from its messages when its

@@ -35,6 +35,11 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 	return s.queries.SubjectRefs(ctx, q)
 }
 
+// MessageSubjects: see esquery.Queries.MessageSubjects.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	return s.queries.MessageSubjects(ctx, account, id)
+}
+
 // Hide sets the expiry of account's messages refs to erasure.HiddenExpiry
 // and returns how many documents it updated (hidden before too).
 func (s *Store) Hide(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,9 +177,11 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 	}
 }
 
-// The purge drops a day's rollups with its messages, once every mark and
-// kept rollup in it has expired, and not before.
-func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
+// The purge keeps a day's rollups past its messages, counted from them
+// before they go: the statistics of the day, from the rollups alone, are
+// what the messages gave; PurgeRollups drops the rollups' daily indices
+// whose day ended, and no other.
+func TestPurgeKeepsRollupsPastTheirMessages(t *testing.T) {
 	c := newCluster(t)
 	s, cfg := newStore(t, func(cfg *elastic.Config) { cfg.Statistics.Costs = rollupsFirst })
 	ctx := t.Context()
@@ -194,19 +197,30 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReadable(t, s, today, msgs...)
-	q := stats.Query{Scope: scope, From: dayA, To: today, Filter: domain.Filter{From: dayA, To: today}, Interval: stats.Intervals[3]}
-	st, _ := tracedStats(t, s, q, today)
-	conformance.AssertStats(t, msgs, q, today, st)
-
 	day := func(kind string, d time.Time) string {
 		return cfg.IndexPrefix + "-" + kind + "-" + d.Format("2006.01.02")
 	}
-	// At the last message's expiry its minute's rollups are still bound to
-	// it (the end of its minute plus its retention): the messages go first.
+	// No statistics read dayA before the purge: its rollups are counted
+	// and kept by the purge itself.
 	mustPurge(t, s, expiresA, 2)
 	wantIndices(t, c, []string{day("rollups", dayA), day("messages", dayB), day("rollups", dayB)}, []string{day("messages", dayA)})
-	mustPurge(t, s, expiresA.Add(2*time.Hour), 0)
+	later := expiresA.Add(2 * time.Hour)
+	q := stats.Query{Scope: scope, From: dayA, To: today, Filter: domain.Filter{From: dayA, To: today}, Interval: stats.Intervals[3],
+		RollupsOnlyBefore: dayB}
+	st, _ := tracedStats(t, s, q, later)
+	if !st.RollupsOnlyBefore.Equal(dayB) {
+		t.Errorf("rollups alone before %v, want %v", st.RollupsOnlyBefore, dayB)
+	}
+	readable := slices.Clone(msgs)
+	for i := range readable[:2] {
+		readable[i].ExpiresAt = later.Add(time.Hour)
+	}
+	conformance.AssertStats(t, readable, q, later, st)
+
+	if _, err := s.PurgeRollups(ctx, dayA.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	wantIndices(t, c, []string{day("messages", dayB), day("rollups", dayB)}, []string{day("rollups", dayA)})
-	st, _ = tracedStats(t, s, q, expiresA.Add(2*time.Hour))
-	conformance.AssertStats(t, msgs, q, expiresA.Add(2*time.Hour), st)
+	st, _ = tracedStats(t, s, q, later)
+	conformance.AssertStats(t, readable[2:], q, later, st)
 }

@@ -73,7 +73,8 @@ func newUnopened(cfg Config) (*Store, error) {
 	queries := esquery.New(client, indices.Names())
 	rollups := esrollup.New(client, indices.Names(), queries, cfg.RefreshInterval)
 	marked := statsengine.NewMarked(rollups)
-	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: marked, Aggregator: queries}, cfg.Statistics)
+	engine, err := statsengine.New(statsengine.Sources{Samples: queries, Rollups: marked, Aggregator: queries,
+		RollupsOutliveMessages: true}, cfg.Statistics)
 	if err != nil {
 		return nil, err
 	}
@@ -128,9 +129,35 @@ func (s *Store) MarkExisting(ctx context.Context) error {
 	})
 }
 
-// PurgeExpired: see esquery.Queries.PurgeExpired.
+// PurgeExpired: see esquery.Queries.PurgeExpired. Before a day's messages
+// go, the rollup of every marked minute of the day is counted and kept at
+// its mark's version (keepRollupsOf), so the statistics count them after.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
-	return s.queries.PurgeExpired(ctx, now)
+	return s.queries.PurgeExpired(ctx, now, s.keepRollupsOf)
+}
+
+// keepRollupsOf counts and keeps the rollups of every scope's marked
+// minutes of days whose messages are about to be deleted, from those
+// messages, where none is kept at the mark's version.
+func (s *Store) keepRollupsOf(ctx context.Context, days []time.Time) error {
+	for _, day := range days {
+		scopes, err := s.rollups.Scopes(ctx, day)
+		if err != nil {
+			return err
+		}
+		for _, scope := range scopes {
+			if err := s.marked.KeepAll(ctx, scope, day, day.Add(24*time.Hour)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// PurgeRollups deletes the daily indices of rollups whose day ended by
+// before (ports.RollupKeeper): see esquery.Queries.PurgeRollups.
+func (s *Store) PurgeRollups(ctx context.Context, before time.Time) (int64, error) {
+	return s.queries.PurgeRollups(ctx, before)
 }
 
 // Close releases the client; the store is unusable afterwards.

@@ -323,16 +323,28 @@ func (c *Core) CaptureStats() capture.Stats { return c.recorder.Stats() }
 // normalised exactly as the API does: the in-process twin of the Go client
 // (httpclient.Client), for capture.Recorder or any code of the embedder's.
 // After Close it fails with ErrClosed.
-func (c *Core) Submitter() ports.ExchangeSubmitter { return gatedSubmitter{c} }
+func (c *Core) Submitter() ports.ExchangeSubmitter { return gatedSubmitter{c: c} }
 
-type gatedSubmitter struct{ c *Core }
+type gatedSubmitter struct {
+	c       *Core
+	bodyCut int // app.LocalSubmitter.BodyCut
+}
+
+// CuttingBodiesAt lets a capture recorder the embedder makes over
+// Submitter have bodies cut after the rules, as Capture's are.
+func (s gatedSubmitter) CuttingBodiesAt(limit int) ports.ExchangeSubmitter {
+	s.bodyCut = limit
+	return s
+}
 
 func (s gatedSubmitter) SubmitExchanges(ctx context.Context, exchanges []domain.Exchange) ([]domain.Identity, error) {
 	if !s.c.gate.enter() {
 		return nil, ErrClosed
 	}
 	defer s.c.gate.leave()
-	return s.c.submitter.SubmitExchanges(ctx, exchanges)
+	local := s.c.submitter
+	local.BodyCut = s.bodyCut
+	return local.SubmitExchanges(ctx, exchanges)
 }
 
 // Close shuts the core down, in order: Handler and Submitter refuse new work

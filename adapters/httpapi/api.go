@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,6 +205,27 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 // remote reqlogd) or otlp.
 const SourceHeader = "X-Reqlog-Source"
 
+// BodyCutHeader asks that each body of a submission be held to this many
+// bytes once the privacy rules have run on it (domain.CutBody): a capture
+// sends more than it keeps, so that a secret straddling its cap is read whole.
+const BodyCutHeader = "X-Reqlog-Body-Cut"
+
+// parseBodyCut reads BodyCutHeader's values: none is 0 (keep all); one must be
+// 1 to limit bytes; anything else is a *domain.ValidationError naming the
+// header.
+func parseBodyCut(limit int64, values ...string) (int, error) {
+	if len(values) == 0 {
+		return 0, nil
+	}
+	if len(values) == 1 {
+		if n, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64); err == nil && n >= 1 && n <= limit {
+			return int(n), nil
+		}
+	}
+	return 0, &domain.ValidationError{Message: "the " + BodyCutHeader + " header is invalid",
+		Fields: []domain.FieldError{{Field: BodyCutHeader, Message: fmt.Sprintf("must be given at most once: bytes, 1 to %d", limit)}}}
+}
+
 // parseSource reads SourceHeader's values: none is api; one must name a
 // source; anything else is a *domain.ValidationError naming the header.
 func parseSource(values ...string) (rules.Source, error) {
@@ -242,6 +265,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	bodyCut, err := parseBodyCut(a.maxBody, r.Header.Values(BodyCutHeader)...)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	if !a.declaresAtMost(w, r, a.maxBody) {
 		return
 	}
@@ -256,6 +284,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	defer admitted.Release()
 	admitted.CapturedBy(source)
+	admitted.CutBodiesAt(bodyCut)
 	buf, giveBack := pooledBuffer()
 	body, err := readBody(w, r, a.maxBody, buf)
 	if err != nil {

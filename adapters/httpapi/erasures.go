@@ -55,6 +55,8 @@ func (a *api) failErasures(w http.ResponseWriter, r *http.Request, err error) {
 			message: "erasures are asked and read with an API key, not a portal session"})
 	case errors.Is(err, app.ErrNoErasures):
 		writeError(w, apiError{status: http.StatusNotFound, message: err.Error()})
+	case errors.Is(err, app.ErrMessageNotFound):
+		writeError(w, apiError{status: http.StatusNotFound, message: "message not found: message_id names no message of the account"})
 	case errors.Is(err, ports.ErrNotFound):
 		writeError(w, apiError{status: http.StatusNotFound, message: "erasure not found"})
 	default:
@@ -71,16 +73,28 @@ type erasureJSON struct {
 	Reason    string            `json:"reason"`
 	KeyID     string            `json:"key_id"`
 	Subjects  int               `json:"subjects"`
+	MessageID *string           `json:"message_id"`
 	Messages  erasureCountsJSON `json:"messages"`
-	AskedAt   string            `json:"asked_at"`
-	HiddenAt  *string           `json:"hidden_at"`
-	DeletedAt *string           `json:"deleted_at"`
+	// Partitions count per partition of the store: its names, never values.
+	Partitions []erasurePartitionJSON `json:"partitions"`
+	AskedAt    string                 `json:"asked_at"`
+	HiddenAt   *string                `json:"hidden_at"`
+	DeletedAt  *string                `json:"deleted_at"`
 }
 
 type erasureCountsJSON struct {
 	Hidden    int64 `json:"hidden"`
 	Deleted   int64 `json:"deleted"`
 	Reapplied int64 `json:"reapplied"`
+}
+
+type erasurePartitionJSON struct {
+	Partition string `json:"partition"`
+	erasureCountsJSON
+}
+
+func countsOf(c erasure.Counts) erasureCountsJSON {
+	return erasureCountsJSON{Hidden: c.Hidden, Deleted: c.Deleted, Reapplied: c.Reapplied}
 }
 
 func erasureOf(e erasure.Erasure) erasureJSON {
@@ -94,8 +108,16 @@ func erasureOf(e erasure.Erasure) erasureJSON {
 		}
 		return &s
 	}
+	partitions := make([]erasurePartitionJSON, len(e.Partitions))
+	for i, p := range e.Partitions {
+		partitions[i] = erasurePartitionJSON{Partition: p.Partition, erasureCountsJSON: countsOf(p.Counts)}
+	}
+	var messageID *string
+	if e.Message != nil {
+		messageID = &e.Message.ID
+	}
 	return erasureJSON{ID: e.ID, State: e.State, Future: future, Reason: e.Reason, KeyID: e.KeyID, Subjects: e.Subjects,
-		Messages: erasureCountsJSON{Hidden: e.Hidden, Deleted: e.Deleted, Reapplied: e.Reapplied}, AskedAt: timestamp(e.At),
+		MessageID: messageID, Messages: countsOf(e.Counts), Partitions: partitions, AskedAt: timestamp(e.At),
 		HiddenAt: optional(e.HiddenAt, timestamp(e.HiddenAt)), DeletedAt: optional(e.DeletedAt, timestamp(e.DeletedAt))}
 }
 
@@ -118,7 +140,7 @@ func (a *api) createErasure(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		a.fail(w, r, invalid("the request body is not an erasure request (subjects, future, reason, dry_run): %s", err))
+		a.fail(w, r, invalid("the request body is not an erasure request (subjects, message_id, future, reason, dry_run): %s", err))
 		return
 	}
 	p := principalOf(r.Context())

@@ -57,6 +57,9 @@ type statsJSON struct {
 	TopNames []topNameJSON `json:"top_names"`
 	// TopRoutes ranks route templates; messages without one are not in it.
 	TopRoutes []topRouteJSON `json:"top_routes"`
+	// RollupsOnlyBefore: what was created before it is counted from the
+	// rollups alone, its messages gone (stats.Stats.RollupsOnlyBefore).
+	RollupsOnlyBefore string `json:"rollups_only_before,omitempty"`
 }
 
 type totalJSON struct {
@@ -111,6 +114,9 @@ func toStatsJSON(s stats.Stats) statsJSON {
 		Total: toTotalJSON(s.Total), Buckets: make([]bucketJSON, len(s.Buckets)),
 		TopPaths: make([]topPathJSON, len(s.TopPaths)), TopNames: make([]topNameJSON, len(s.TopNames)),
 		TopRoutes: make([]topRouteJSON, len(s.TopRoutes))}
+	if !s.RollupsOnlyBefore.IsZero() {
+		out.RollupsOnlyBefore = domain.FormatTime(s.RollupsOnlyBefore)
+	}
 	for i, b := range s.Buckets {
 		out.Buckets[i] = bucketJSON{Start: domain.FormatTime(b.Start), totalJSON: toTotalJSON(b)}
 	}

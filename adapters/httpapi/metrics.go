@@ -50,6 +50,9 @@ type Metrics struct {
 	ruleDropped     prometheus.Counter
 	ruleWithheld    prometheus.Counter
 	ruleLabels      ruleLabels
+	rescrubJobs     *prometheus.CounterVec
+	rescrubScanned  *prometheus.CounterVec
+	rescrubChanged  *prometheus.CounterVec
 }
 
 var (
@@ -58,6 +61,7 @@ var (
 	_ app.ReservationMetrics = (*Metrics)(nil)
 	_ app.AlertMetrics       = (*Metrics)(nil)
 	_ app.RuleMetrics        = (*Metrics)(nil)
+	_ app.RescrubMetrics     = (*Metrics)(nil)
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405).
@@ -147,9 +151,22 @@ func RegisterMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "reqlog_rule_withheld_bodies_total",
 			Help: "Bodies stored as \"[body withheld: …]\" because the rules could not read them within their limits.",
 		}),
+		rescrubJobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_rescrub_jobs_total",
+			Help: "Re-scrub jobs started (created by this replica), done or failed (run to their end by this replica), by store and event.",
+		}, []string{"store", "event"}),
+		rescrubScanned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_rescrub_messages_scanned_total",
+			Help: "Stored messages the re-scrub jobs of this replica read, by store.",
+		}, []string{"store"}),
+		rescrubChanged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reqlog_rescrub_messages_changed_total",
+			Help: "Stored messages the re-scrub jobs of this replica rewrote, their rules having changed them, by store.",
+		}, []string{"store"}),
 	}
 	for _, c := range []prometheus.Collector{m.alertDropped, m.alertDisabled, m.alertDeferred, m.alertSkipped, m.requests, m.requestDuration, m.batchSize, m.appendDuration, m.storeErrors,
-		m.queueMessages, m.queueBytes, m.reservedMsgs, m.reservedBytes, m.ruleMatches, m.ruleDropped, m.ruleWithheld} {
+		m.queueMessages, m.queueBytes, m.reservedMsgs, m.reservedBytes, m.ruleMatches, m.ruleDropped, m.ruleWithheld,
+		m.rescrubJobs, m.rescrubScanned, m.rescrubChanged} {
 		if err := reg.Register(c); err != nil {
 			m.Unregister()
 			return nil, fmt.Errorf("httpapi: registering reqlog's metrics: %w", err)
@@ -265,6 +282,17 @@ func (m *Metrics) ObserveRuleMatches(id, action string, dryRun bool, n int) {
 func (m *Metrics) ObserveRuleEffects(dropped, withheld int) {
 	m.ruleDropped.Add(float64(dropped))
 	m.ruleWithheld.Add(float64(withheld))
+}
+
+// ObserveRescrubJob implements app.RescrubMetrics.
+func (m *Metrics) ObserveRescrubJob(store, event string) {
+	m.rescrubJobs.WithLabelValues(store, event).Inc()
+}
+
+// ObserveRescrubMessages implements app.RescrubMetrics.
+func (m *Metrics) ObserveRescrubMessages(store string, scanned, changed int) {
+	m.rescrubScanned.WithLabelValues(store).Add(float64(scanned))
+	m.rescrubChanged.WithLabelValues(store).Add(float64(changed))
 }
 
 // handler serves the registry in the Prometheus text format; nil when the

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -28,6 +29,7 @@ func (a *api) rescrubRoutes(r *mux.Router) {
 	route("/v1/rules/rescrub", a.startRescrub, http.MethodPost)
 	route("/v1/rules/rescrub", a.listRescrubs, readMethods()...)
 	route("/v1/rules/rescrub/{number}", a.getRescrub, readMethods()...)
+	route("/v1/subjects/backfill", a.startBackfill, http.MethodPost)
 }
 
 // withRescrubs answers 404 when the service has no re-scrubs.
@@ -40,13 +42,15 @@ func (a *api) failRescrub(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ports.ErrBusy):
 		writeError(w, apiError{status: http.StatusConflict,
-			message: "a re-scrub of this account is running: wait until it is done (GET /v1/rules/rescrub)"})
+			message: "a re-scrub or backfill of this account is running: wait until it is done (GET /v1/rules/rescrub)"})
 	case errors.Is(err, app.ErrRuledByFile):
 		writeError(w, apiError{status: http.StatusConflict,
 			message: "a rules file (REQLOG_RULES_FILE) rules this account: re-scrubs run the rule sets saved with PUT /v1/rules"})
 	case errors.Is(err, ports.ErrForbidden):
 		writeError(w, apiError{status: http.StatusForbidden,
 			message: "re-scrubs are started and read with an API key, not a portal session"})
+	case errors.Is(err, app.ErrNoBackfill):
+		writeError(w, apiError{status: http.StatusNotFound, message: app.ErrNoBackfill.Error()})
 	case errors.Is(err, ports.ErrNotFound):
 		writeError(w, apiError{status: http.StatusNotFound, message: "re-scrub not found"})
 	default:
@@ -96,7 +100,9 @@ func decodeRescrub(body []byte) (app.RescrubRequest, error) {
 
 // rescrubJSON is a job as the API shows it.
 type rescrubJSON struct {
-	ID           int64    `json:"id"`
+	ID int64 `json:"id"`
+	// Kind: rescrub, or subjects (a backfill of the subject index).
+	Kind         string   `json:"kind"`
 	State        string   `json:"state"`
 	Version      int64    `json:"version"`
 	From         string   `json:"from"`
@@ -116,7 +122,11 @@ type rescrubJSON struct {
 }
 
 func rescrubOf(j rules.RescrubJob) rescrubJSON {
-	out := rescrubJSON{ID: j.Number, State: string(j.State), Version: j.Version, From: timestamp(j.From), To: timestamp(j.To),
+	kind := string(j.Kind)
+	if j.Kind == rules.KindRescrub {
+		kind = "rescrub"
+	}
+	out := rescrubJSON{ID: j.Number, Kind: kind, State: string(j.State), Version: j.Version, From: timestamp(j.From), To: timestamp(j.To),
 		Applications: orEmpty(j.Applications), KeyID: j.KeyID, Domain: j.Cursor.Domain, Scanned: j.Scanned, Changed: j.Changed,
 		Skipped: j.Skipped, Error: j.Error, CreatedAt: timestamp(j.CreatedAt), UpdatedAt: timestamp(j.UpdatedAt)}
 	if j.Cursor.ID != "" {
@@ -130,8 +140,20 @@ func rescrubOf(j rules.RescrubJob) rescrubJSON {
 	return out
 }
 
-// startRescrub starts a job: 202 with the job and its Location.
+// startRescrub starts a re-scrub: 202 with the job and its Location.
 func (a *api) startRescrub(w http.ResponseWriter, r *http.Request) {
+	a.startJob(w, r, a.rescrubs.Begin, "re-scrub started: it runs in the background; GET its Location for its progress")
+}
+
+// startBackfill starts a backfill of the subject index, a job as a
+// re-scrub is: 202 with the job and its Location.
+func (a *api) startBackfill(w http.ResponseWriter, r *http.Request) {
+	a.startJob(w, r, a.rescrubs.BeginBackfill,
+		"backfill of the subject index started: it runs in the background; GET its Location for its progress")
+}
+
+func (a *api) startJob(w http.ResponseWriter, r *http.Request,
+	begin func(context.Context, domain.Principal, app.RescrubRequest) (rules.RescrubJob, error), started string) {
 	if !requireJSON(w, r) || !a.declaresAtMost(w, r, maxRescrubBody) {
 		return
 	}
@@ -145,14 +167,13 @@ func (a *api) startRescrub(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	job, err := a.rescrubs.Begin(r.Context(), principalOf(r.Context()), req)
+	job, err := begin(r.Context(), principalOf(r.Context()), req)
 	if err != nil {
 		a.failRescrub(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/rules/rescrub/"+strconv.FormatInt(job.Number, 10))
-	writeJSON(w, http.StatusAccepted, reply{Status: true,
-		Message: "re-scrub started: it runs in the background; GET its Location for its progress", Data: rescrubOf(job)})
+	writeJSON(w, http.StatusAccepted, reply{Status: true, Message: started, Data: rescrubOf(job)})
 }
 
 func (a *api) getRescrub(w http.ResponseWriter, r *http.Request) {

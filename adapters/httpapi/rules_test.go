@@ -300,6 +300,12 @@ func TestSubmitReplyMarksDroppedMessages(t *testing.T) {
 		}
 	}
 	c.check(t, openAPICase{method: http.MethodPost, target: "/v1/messages", body: pay, header: []string{httpapi.SourceHeader, "smtp"}, status: 400})
+	for _, cut := range []string{"0", "-1", "ten"} {
+		refused := c.check(t, openAPICase{method: http.MethodPost, target: "/v1/messages", body: pay, header: []string{httpapi.BodyCutHeader, cut}, status: 400})
+		if !strings.Contains(string(refused), httpapi.BodyCutHeader) {
+			t.Errorf("%s %s: %s, want the header named", httpapi.BodyCutHeader, cut, refused)
+		}
+	}
 
 	resp, err := svc.srv.Client().Get(svc.srv.URL + "/metrics")
 	if err != nil {

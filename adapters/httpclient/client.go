@@ -71,6 +71,18 @@ type Client struct {
 	userAgent string
 	retry     RetryPolicy
 	source    rules.Source // "": not sent
+	bodyCut   int          // 0: not sent
+}
+
+var _ ports.BodyCutter = (*Client)(nil)
+
+// CuttingBodiesAt is a copy of c whose submissions ask the service to hold
+// each body to limit bytes once its privacy rules have run (the
+// X-Reqlog-Body-Cut header): capture.New calls it.
+func (c *Client) CuttingBodiesAt(limit int) ports.ExchangeSubmitter {
+	copied := *c
+	copied.bodyCut = limit
+	return &copied
 }
 
 // New returns a client for the service at baseURL (http or https, optionally with a

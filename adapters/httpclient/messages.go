@@ -209,6 +209,9 @@ func (c *Client) Submit(ctx context.Context, exchanges ...Exchange) ([]Identity,
 	if c.source != "" {
 		r.header.Set(sourceHeader, string(c.source))
 	}
+	if c.bodyCut > 0 {
+		r.header.Set(bodyCutHeader, strconv.Itoa(c.bodyCut))
+	}
 	raw, err := c.do(ctx, r)
 	if err != nil {
 		return nil, err
@@ -237,6 +240,10 @@ func (c *Client) SubmitExchanges(ctx context.Context, exchanges []domain.Exchang
 
 // sourceHeader says what captured the exchanges submitted.
 const sourceHeader = "X-Reqlog-Source"
+
+// bodyCutHeader asks the service to hold each body to so many bytes after its
+// privacy rules.
+const bodyCutHeader = "X-Reqlog-Body-Cut"
 
 // identityJSON is an identity in a submit reply: "stored": false when an
 // ingest rule dropped the message.

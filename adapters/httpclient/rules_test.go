@@ -2,6 +2,7 @@ package httpclient_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -137,3 +138,35 @@ func TestClientWithSource(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A client cutting bodies (as capture.New makes one for its cap) asks the
+// service to cut after its rules: a card straddling the cut is masked whole,
+// then the body is held to the cut with the capture's marker.
+func TestClientCuttingBodiesAt(t *testing.T) {
+	svc := httpclienttest.Start(t, nil)
+	c, err := httpclient.New(svc.URL, httpclienttest.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cards := rules.RuleSet{Privacy: []rules.PrivacyRule{{ID: "cards", Select: []string{"body.**"},
+		Match: rules.Match{Detector: "card_number"}, Action: rules.Action{Type: rules.ActionMask}}}}
+	if _, err := c.ReplaceRules(t.Context(), cards, 0, "no card numbers"); err != nil {
+		t.Fatal(err)
+	}
+	const cut = 40
+	body := strings.Repeat("x", cut-8) + " 4111111111111111 and more text after it"
+	ex := httpclient.Exchange{Name: "shop", CreatedAt: time.Now().Add(-time.Second), Method: "POST", Path: "/pay",
+		Request: httpclient.ExchangeRequest{Body: body}, Response: httpclient.ExchangeResponse{StatusCode: 200}}
+	ids, err := c.CuttingBodiesAt(cut).SubmitExchanges(t.Context(), []domain.Exchange{ex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Get(t.Context(), ids[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("x", cut-8) + " " + strings.Repeat("*", 7) + fmt.Sprintf("…[truncated by reqlog capture: %d bytes total]", len(body))
+	if m.Request.Body != want || m.Request.Size != len(body) {
+		t.Errorf("stored %q (size %d), want %q (size %d)", m.Request.Body, m.Request.Size, want, len(body))
+	}
+}

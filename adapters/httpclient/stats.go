@@ -34,6 +34,10 @@ type Stats struct {
 	// TopRoutes are the 20 most frequent route templates among the messages
 	// sent with one, ranked as TopPaths.
 	TopRoutes []RouteStats
+	// RollupsOnlyBefore, when not zero: what was created before it is
+	// counted from the rollups alone, its messages having expired (the
+	// server keeps rollups longer than messages).
+	RollupsOnlyBefore time.Time
 }
 
 // RouteStats is the traffic of one route template: how many messages, how
@@ -124,6 +128,9 @@ type statsJSON struct {
 	TopPaths  []keyJSON    `json:"top_paths"`
 	TopNames  []keyJSON    `json:"top_names"`
 	TopRoutes []routeJSON  `json:"top_routes"`
+	// RollupsOnlyBefore is absent unless part of the range is counted
+	// from rollups alone.
+	RollupsOnlyBefore time.Time `json:"rollups_only_before"`
 }
 
 type routeJSON struct {
@@ -156,7 +163,8 @@ type keyJSON struct {
 }
 
 func (s *statsJSON) stats() (*Stats, error) {
-	out := &Stats{From: s.From, To: s.To, Interval: s.Interval, Buckets: make([]StatsBucket, len(s.Buckets))}
+	out := &Stats{From: s.From, To: s.To, Interval: s.Interval, Buckets: make([]StatsBucket, len(s.Buckets)),
+		RollupsOnlyBefore: s.RollupsOnlyBefore}
 	var err error
 	if out.Total, err = s.Total.bucket(); err != nil {
 		return nil, fmt.Errorf("total: %w", err)

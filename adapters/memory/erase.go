@@ -11,8 +11,9 @@ import (
 )
 
 var (
-	_ ports.Eraser      = (*Store)(nil)
-	_ ports.TallyEraser = (*Store)(nil)
+	_ ports.Eraser         = (*Store)(nil)
+	_ ports.TallyEraser    = (*Store)(nil)
+	_ ports.SubjectIndexer = (*Store)(nil)
 )
 
 // subjectIndex is the subject index: by account, each subject hash's
@@ -92,6 +93,47 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 		return 1
 	})
 	return refs[:min(len(refs), q.Limit)], nil
+}
+
+// MessageSubjects finds account's message id and its subject hashes.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return ports.SubjectRef{}, nil, fmt.Errorf("memory: message subjects: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.find(id)
+	if !ok || m.Account != account {
+		return ports.SubjectRef{}, nil, fmt.Errorf("memory: message %q: %w", id, ports.ErrNotFound)
+	}
+	var hashes []string
+	if a := s.subjects[account]; a != nil {
+		hashes = slices.Clone(a.byID[id])
+	}
+	return ports.SubjectRef{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt}, hashes, nil
+}
+
+// IndexSubjects adds each entry's hashes to its message's.
+func (s *Store) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memory: index subjects: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found int64
+	for _, e := range entries {
+		m, ok := s.find(e.Ref.ID)
+		if !ok || m.Account != account {
+			continue
+		}
+		found++
+		var held []string
+		if a := s.subjects[account]; a != nil {
+			held = a.byID[m.ID]
+		}
+		s.subjects.add(account, m.ID, slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(held), e.Hashes...)))))
+	}
+	return found, nil
 }
 
 // selects reports whether q selects m, which its index found.

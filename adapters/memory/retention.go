@@ -85,6 +85,7 @@ func (s *Store) purgeClass(class domain.RetentionClass, keptFrom, bodiesFrom tim
 		switch {
 		case !ok:
 		case !m.CreatedAt.After(keptFrom):
+			s.keepRollupOf(m)
 			s.remove(id)
 			removed++
 		case !m.CreatedAt.After(bodiesFrom) && (m.Request.Body != "" || m.Response.Body != ""):

@@ -44,6 +44,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -120,6 +121,8 @@ type Store struct {
 	expires *btree.BTreeG[expiry]
 	// subjects is the subject index (erase.go).
 	subjects subjectIndex
+	// kept are the rollups of the purged messages (rollups.go).
+	kept map[keptMinute]*stats.Rollup
 	// classes holds the ids of each retention class's messages (retention.go).
 	classes map[domain.RetentionClass]map[string]struct{}
 }
@@ -132,6 +135,7 @@ func New() *Store {
 		scopes:   map[domain.Scope]*scopeIndex{},
 		expires:  btree.NewG(btreeDegree, expiresFirst),
 		subjects: subjectIndex{},
+		kept:     map[keptMinute]*stats.Rollup{},
 		classes:  map[domain.RetentionClass]map[string]struct{}{},
 	}
 }
@@ -237,7 +241,8 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 const purgeStep = 1000
 
 // PurgeExpired deletes every message whose ExpiresAt is at or before now,
-// soonest expiry first, purgeStep at a time.
+// soonest expiry first, purgeStep at a time, adding each to the rollups kept
+// of its minute (rollups.go).
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	var purged int64
 	for {
@@ -265,6 +270,9 @@ func (s *Store) purgeStep(now time.Time) int {
 		return true
 	})
 	for _, id := range expired {
+		if m, ok := s.find(id); ok {
+			s.keepRollupOf(m)
+		}
 		s.remove(id)
 	}
 	return len(expired)

@@ -48,8 +48,12 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 }
 
 // Stats feeds stats.Builder with every message of q's range readable at
-// now that passes q.Filter, and every tally.
+// now that passes q.Filter, and every tally; a query with a part counted
+// from rollups alone is counted by statsWithKeptRollups.
 func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
+	if edge, ok := q.RollupsOnlyPart(); ok && q.RollupsAnswer() {
+		return s.statsWithKeptRollups(ctx, q, now, edge)
+	}
 	// The builder counts only the range; the walk need not read beyond it.
 	f := q.Filter
 	if f.From.Before(q.From) {
@@ -95,6 +99,12 @@ func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.
 // on: most pages fill in their first step); it returns ctx's error once ctx is
 // done.
 func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit func(*domain.Message) bool) error {
+	return s.walkWhere(ctx, q, now, func(m *domain.Message) bool { return m.Readable(now) }, visit)
+}
+
+// walkWhere is walk with the messages read chosen by readable instead of
+// those readable at now (their bodies left out past their retention at now).
+func (s *Store) walkWhere(ctx context.Context, q domain.Query, now time.Time, readable func(*domain.Message) bool, visit func(*domain.Message) bool) error {
 	matches := q.Filter.Matcher()
 	pace := pacer{ctx: ctx}
 	from, skip := walkStart(q)
@@ -109,7 +119,7 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 		for i := range step {
 			m := &step[i]
 			*m = m.WithoutExpiredBodies(now)
-			if m.Readable(now) && matches(*m) && !visit(m) {
+			if readable(m) && matches(*m) && !visit(m) {
 				return nil
 			}
 			if err := pace.considered(m, q.Filter.Text != ""); err != nil {

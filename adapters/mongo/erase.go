@@ -3,9 +3,12 @@ package mongo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/reqlog/reqlog/adapters/record"
@@ -14,8 +17,9 @@ import (
 )
 
 var (
-	_ ports.Eraser      = (*Store)(nil)
-	_ ports.TallyEraser = (*Store)(nil)
+	_ ports.Eraser         = (*Store)(nil)
+	_ ports.TallyEraser    = (*Store)(nil)
+	_ ports.SubjectIndexer = (*Store)(nil)
 )
 
 // The subject index is each message document's subjects array, indexed
@@ -71,9 +75,53 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 	}
 	refs := make([]ports.SubjectRef, len(found))
 	for i, f := range found {
-		refs[i] = ports.SubjectRef{ID: f.ID, Domain: f.Domain, CreatedAt: f.CreatedAt.Time()}
+		refs[i] = s.refOf(f.ID, f.Domain, f.CreatedAt)
 	}
 	return refs, nil
+}
+
+// refOf is a message's ref, its partition the collection and the day.
+func (s *Store) refOf(id, domain string, created record.Micros) ports.SubjectRef {
+	at := created.Time()
+	return ports.SubjectRef{ID: id, Domain: domain, CreatedAt: at, Partition: s.coll.Name() + "/" + at.Format(time.DateOnly)}
+}
+
+// MessageSubjects reads account's message id's subjects array.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	var found struct {
+		Domain    string        `bson:"domain"`
+		CreatedAt record.Micros `bson:"createdAt"`
+		Subjects  []string      `bson:"subjects"`
+	}
+	err := s.coll.FindOne(ctx, bson.D{{Key: fieldAccount, Value: account}, {Key: fieldID, Value: id}},
+		options.FindOne().SetProjection(bson.D{{Key: fieldDomain, Value: 1}, {Key: fieldCreatedAt, Value: 1}, {Key: fieldSubjects, Value: 1}})).
+		Decode(&found)
+	if errors.Is(err, mongodrv.ErrNoDocuments) {
+		return ports.SubjectRef{}, nil, fmt.Errorf("mongo: message %q: %w", id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.SubjectRef{}, nil, storeError(ctx, "message subjects", err)
+	}
+	return s.refOf(id, found.Domain, found.CreatedAt), found.Subjects, nil
+}
+
+// IndexSubjects adds each entry's hashes to its document's subjects
+// array ($addToSet), in one bulk write.
+func (s *Store) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	models := make([]mongodrv.WriteModel, len(entries))
+	for i, e := range entries {
+		models[i] = mongodrv.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: fieldAccount, Value: account}, {Key: fieldID, Value: e.Ref.ID}}).
+			SetUpdate(bson.D{{Key: "$addToSet", Value: bson.D{{Key: fieldSubjects, Value: bson.D{{Key: "$each", Value: e.Hashes}}}}}})
+	}
+	res, err := s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		return 0, storeError(ctx, "index subjects", err)
+	}
+	return res.MatchedCount, nil
 }
 
 // byIDs selects account's documents of refs.

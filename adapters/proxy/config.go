@@ -48,7 +48,8 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps each recorded body, request and response (0:
 	// capture.DefaultMaxBodyBytes); the rest streams through unrecorded and the
-	// stored body says it was cut.
+	// stored body says it was cut. capture.RulesLookahead bytes more are read
+	// for the privacy rules, and cut after them.
 	MaxBodyBytes int
 	// ResponseHeaderTimeout bounds how long the upstream may take to send its
 	// reply's headers once it has the whole request (0:
@@ -60,6 +61,13 @@ type Config struct {
 	// connection is closed.
 	ReadHeaderTimeout time.Duration
 	BodyReadTimeout   time.Duration
+	// MaxBodyReadTime bounds how long each body is recorded (0:
+	// capture.DefaultMaxBodyReadTime; negative: no bound): a request's from
+	// its start, a reply's from its header. Past it the body goes on
+	// streaming, unrecorded, and the exchange is recorded with the body marked
+	// as cut (capture.Options.MaxBodyReadTime): a body that trickles does not
+	// hold its record for as long as it lasts.
+	MaxBodyReadTime time.Duration
 	// MaxInFlight bounds the requests being forwarded at once, an upgraded
 	// connection (WebSocket) counting until it closes (0: DefaultMaxInFlight);
 	// beyond it a request gets 503 with Retry-After, unrecorded.
@@ -78,7 +86,8 @@ type Config struct {
 // DefaultConfig returns the defaults of every field.
 func DefaultConfig() Config {
 	return Config{Addr: DefaultAddr, Name: DefaultName, ResponseHeaderTimeout: DefaultResponseHeaderTimeout,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout, MaxInFlight: DefaultMaxInFlight}
+		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout,
+		MaxBodyReadTime: capture.DefaultMaxBodyReadTime, MaxInFlight: DefaultMaxInFlight}
 }
 
 // withDefaults is c with each zero bound at its default.
@@ -161,10 +170,11 @@ func (c Config) recorderOptions() capture.Options {
 	decoders := capture.StandardDecoders()
 	decoders["br"] = func(r io.Reader) (io.Reader, error) { return brotli.NewReader(r), nil }
 	opts := capture.Options{
-		Name:         func(*http.Request) string { return name },
-		MaxBodyBytes: c.MaxBodyBytes,
-		BufferSize:   c.BufferSize,
-		Decoders:     decoders, // the proxy's bodies are decoded before the rules
+		Name:            func(*http.Request) string { return name },
+		MaxBodyBytes:    c.MaxBodyBytes,
+		MaxBodyReadTime: c.MaxBodyReadTime,
+		BufferSize:      c.BufferSize,
+		Decoders:        decoders, // the proxy's bodies are decoded before the rules
 		// The default masked headers are masked here already, so secrets never
 		// wait in the queue nor travel to a remote reqlogd; the service masks
 		// again with its own list, and redacts bodies.

@@ -19,6 +19,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 )
 
 // rig is a capturing proxy server in front of an upstream, storing into a
@@ -32,10 +33,32 @@ type rig struct {
 
 func newRig(t *testing.T, upstream string, cfg proxy.Config) *rig {
 	t.Helper()
+	return newRigWithRules(t, upstream, cfg, "")
+}
+
+// newRigWithRules is newRig with the account's rule set the JSON document
+// ruleSet (from a rules file); "" for none.
+func newRigWithRules(t *testing.T, upstream string, cfg proxy.Config, ruleSet string) *rig {
+	t.Helper()
 	policy := domain.DefaultPolicy()
 	policy.VisibilityDelay = 0
 	store := memory.New()
-	ingest := app.NewIngester(store, policy, app.SystemClock{})
+	ports := app.IngestPorts{Store: store, Lookup: store, Clock: app.SystemClock{}}
+	if ruleSet != "" {
+		rs, err := rules.Parse([]byte(ruleSet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rulesCfg := app.DefaultRulesConfig()
+		rulesCfg.File = map[string]rules.RuleSet{"acme": rs}
+		if ports.Rules, err = app.NewRuleBook(nil, rulesCfg, nil, zaptest.NewLogger(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest, err := app.NewIngesterWith(ports, policy, app.DefaultAdmissionOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
 	principal := domain.Principal{Scope: domain.Scope{Account: "acme", Domain: domain.DomainLive}}
 	cfg.Addr, cfg.Upstream = "127.0.0.1:0", upstream
 	if cfg.Name == "" {

@@ -414,3 +414,43 @@ func TestAnEventStreamTheClientClosesIsRecorded(t *testing.T) {
 		t.Errorf("recorded %s %d %q", m.Path, m.StatusCode, m.Response.Body)
 	}
 }
+
+// A card number and a token that straddle the body cap are read whole by the
+// rules, which run before the cut: no part of either is stored, on either
+// side, and the upstream and the client get the bodies untouched.
+func TestASecretStraddlingTheCapIsNotKeptInPart(t *testing.T) {
+	const limit = 256
+	const card, token = "4111111111111111", "tok_Zq8Xv2LmN4pR7sT1"
+	straddling := func(secret string) string { // the cap falls in its middle
+		return strings.Repeat("a", limit-len(secret)/2) + " " + secret[:] + " tail"
+	}
+	reqBody := straddling(card)[1:] // one byte less: the space takes it
+	respBody := straddling(token)[1:]
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, respBody)
+	}))
+	defer upstream.Close()
+	r := newRigWithRules(t, upstream.URL, proxy.Config{MaxBodyBytes: limit}, `{"privacy": [
+		{"id": "cards", "select": ["body.**"], "match": {"detector": "card_number"}, "action": {"type": "mask"}},
+		{"id": "tokens", "select": ["body.**"], "match": {"pattern": "tok_[A-Za-z0-9]+"}, "action": {"type": "mask"}}]}`)
+	if i := strings.Index(reqBody, card); i >= limit || i+len(card) <= limit {
+		t.Fatalf("the card spans bytes %d to %d: it does not straddle %d", i, i+len(card), limit)
+	}
+
+	resp, body := send(t, mustRequest(t, http.MethodPost, r.proxyURL+"/pay", reqBody))
+	if resp.StatusCode != http.StatusOK || body != respBody {
+		t.Fatalf("status %d, body %q: want the upstream's reply untouched", resp.StatusCode, body)
+	}
+	m := r.stored(t, 1)[0]
+	for _, stored := range []string{m.Request.Body, m.Response.Body} {
+		for _, part := range []string{card[:6], card[len(card)-6:], token[:8], token[len(token)-6:]} {
+			if strings.Contains(stored, part) {
+				t.Errorf("stored body holds %q of a secret: %q", part, tail(stored))
+			}
+		}
+		if len(stored) > limit+len("…[truncated by reqlog capture: 999 bytes total]") || !strings.Contains(stored, "…[truncated by reqlog capture: ") {
+			t.Errorf("stored body is %d bytes ending %q: want it cut at %d with the marker", len(stored), tail(stored), limit)
+		}
+	}
+}

@@ -162,3 +162,109 @@ func TestRequestsBeyondTheBoundAre503(t *testing.T) {
 		t.Errorf("stored %d exchanges, want the two held and the one after (the refused one is not recorded)", n)
 	}
 }
+
+// A reply that trickles on is recorded once it has been read for
+// MaxBodyReadTime, while it still streams, its body marked as cut; the client
+// gets all of it.
+func TestATricklingReplyIsRecordedWhileItStreams(t *testing.T) {
+	stop := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-stop:
+				fmt.Fprint(w, "data: end\n\n")
+				return
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	r := newRig(t, upstream.URL, proxy.Config{MaxBodyReadTime: 50 * time.Millisecond})
+	var once sync.Once
+	end := func() { once.Do(func() { close(stop) }) }
+	t.Cleanup(end) // first: the proxy's Stop and the upstream's Close wait for the stream
+
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(r.proxyURL + "/events")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		got <- string(body)
+	}()
+	m := r.stored(t, 1)[0] // before the reply ends: stop is not closed yet
+	end()
+	if body := <-got; !strings.HasPrefix(body, "data: 0\n\n") || !strings.HasSuffix(body, "data: end\n\n") {
+		t.Errorf("the client got %q, want the whole stream", tail(body))
+	}
+	if m.StatusCode != http.StatusOK || !strings.Contains(m.Response.Body, "…[truncated by reqlog capture: the body took longer than 50ms, ") {
+		t.Errorf("recorded %d %q, want 200 with the body marked cut by time", m.StatusCode, tail(m.Response.Body))
+	}
+}
+
+// A request body that trickles past MaxBodyReadTime reaches the upstream
+// whole; its record keeps none of what came after, nor the last bytes
+// before, where a secret split by the cut would be.
+func TestATricklingRequestBodyIsRecordedCut(t *testing.T) {
+	const first, second = "card=4111111111111111&", "token=tok_late_9f8e7d"
+	firstRead, received := make(chan struct{}), make(chan string, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64)
+		var body []byte
+		for {
+			n, err := r.Body.Read(buf)
+			if len(body) == 0 && n > 0 {
+				close(firstRead)
+			}
+			body = append(body, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		received <- string(body)
+		fmt.Fprintf(w, "got %d bytes", len(body))
+	}))
+	defer upstream.Close()
+	const limit = 50 * time.Millisecond
+	r := newRig(t, upstream.URL, proxy.Config{MaxBodyReadTime: limit})
+
+	pr, pw := io.Pipe()
+	req := mustRequest(t, http.MethodPost, r.proxyURL+"/pay", "")
+	req.Body = pr
+	replied := make(chan int, 1)
+	go func() {
+		resp, _ := send(t, req)
+		replied <- resp.StatusCode
+	}()
+	if _, err := io.WriteString(pw, first); err != nil {
+		t.Fatal(err)
+	}
+	<-firstRead
+	readSince := time.Now() // the proxy's capture started before: its time is up after limit
+	waitFor(t, "the body's read time to pass", func() bool { return time.Since(readSince) > limit })
+	if _, err := io.WriteString(pw, second); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if status := <-replied; status != http.StatusOK {
+		t.Fatalf("status %d, want 200", status)
+	}
+	if body := <-received; body != first+second {
+		t.Errorf("the upstream got %q, want the whole body", body)
+	}
+	m := r.stored(t, 1)[0]
+	want := fmt.Sprintf("…[truncated by reqlog capture: the body took longer than 50ms, %d bytes read]", len(first))
+	if m.Request.Body != want {
+		t.Errorf("recorded %q, want %q", m.Request.Body, want)
+	}
+}

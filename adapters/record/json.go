@@ -84,6 +84,10 @@ func AppendRules(dst []byte, r domain.RulesRecord) []byte {
 		dst = jsonbytes.IntMember(dst, sep+`"rescrubbed":`, int(r.Rescrubbed))
 		sep = ","
 	}
+	if r.Submitted != "" {
+		dst = jsonbytes.StringMember(dst, sep+`"submitted":`, r.Submitted)
+		sep = ","
+	}
 	if len(r.Changes) > 0 {
 		dst = append(dst, sep+`"changes":[`...)
 		for i, c := range r.Changes {

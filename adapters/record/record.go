@@ -122,6 +122,7 @@ type Rules struct {
 	Source     string   `bson:"source,omitempty" json:"source,omitempty"`
 	Rescrubbed int64    `bson:"rescrubbed,omitempty" json:"rescrubbed,omitempty"`
 	Changes    []Change `bson:"changes,omitempty" json:"changes,omitempty"`
+	Submitted  string   `bson:"submitted,omitempty" json:"submitted,omitempty"`
 }
 
 // Change is one rule's change of a field.
@@ -135,7 +136,7 @@ func RulesOf(r domain.RulesRecord) *Rules {
 	if r.IsZero() {
 		return nil
 	}
-	out := &Rules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	out := &Rules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed, Submitted: r.Submitted}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, Change(c))
 	}
@@ -147,7 +148,7 @@ func (r *Rules) Record() domain.RulesRecord {
 	if r == nil {
 		return domain.RulesRecord{}
 	}
-	out := domain.RulesRecord{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	out := domain.RulesRecord{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed, Submitted: r.Submitted}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, domain.RuleChange(c))
 	}

@@ -22,6 +22,7 @@ const (
 // Record is one job.
 type Record struct {
 	Account      string   `bson:"account" json:"account"`
+	Kind         string   `bson:"kind,omitempty" json:"kind,omitempty"`
 	Number       int64    `bson:"number" json:"number"`
 	Version      int64    `bson:"version" json:"version"`
 	From         int64    `bson:"from" json:"from"`
@@ -46,7 +47,7 @@ type Record struct {
 
 // Of is j as a record.
 func Of(j rules.RescrubJob) Record {
-	return Record{Account: j.Account, Number: j.Number, Version: j.Version, From: alertrecord.Micros(j.From), To: alertrecord.Micros(j.To),
+	return Record{Account: j.Account, Kind: string(j.Kind), Number: j.Number, Version: j.Version, From: alertrecord.Micros(j.From), To: alertrecord.Micros(j.To),
 		Applications: slices.Clone(j.Applications), KeyID: j.KeyID, State: string(j.State), CursorDomain: j.Cursor.Domain,
 		CursorAt: alertrecord.Micros(j.Cursor.CreatedAt), CursorID: j.Cursor.ID, Scanned: j.Scanned, Changed: j.Changed,
 		Skipped: j.Skipped, Error: j.Error, CreatedAt: alertrecord.Micros(j.CreatedAt), UpdatedAt: alertrecord.Micros(j.UpdatedAt),
@@ -55,7 +56,7 @@ func Of(j rules.RescrubJob) Record {
 
 // Job is r as the domain's job.
 func (r Record) Job() rules.RescrubJob {
-	return rules.RescrubJob{Account: r.Account, Number: r.Number, Version: r.Version, From: alertrecord.Time(r.From), To: alertrecord.Time(r.To),
+	return rules.RescrubJob{Account: r.Account, Kind: rules.RescrubKind(r.Kind), Number: r.Number, Version: r.Version, From: alertrecord.Time(r.From), To: alertrecord.Time(r.To),
 		Applications: slices.Clone(r.Applications), KeyID: r.KeyID, State: rules.RescrubState(r.State),
 		Cursor:  rules.RescrubCursor{Domain: r.CursorDomain, CreatedAt: alertrecord.Time(r.CursorAt), ID: r.CursorID},
 		Scanned: r.Scanned, Changed: r.Changed, Skipped: r.Skipped, Error: r.Error, CreatedAt: alertrecord.Time(r.CreatedAt),

@@ -12,12 +12,9 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// BenchmarkAlertEvaluation evaluates 1,000 rules over a store of
-// REQLOG_BENCH_STORED messages (default 100,000) spread over the last 24
-// hours, on the default store:
-//
-//	REQLOG_BENCH_STORED=1000000 go test -run '^$' -bench AlertEvaluation -benchtime 10x ./adapters/sqlite/
-func BenchmarkAlertEvaluation(b *testing.B) {
+// benchStore is a fresh store and how many messages a benchmark stores in
+// it: REQLOG_BENCH_STORED, 100,000 by default.
+func benchStore(b *testing.B) (*sqlite.Store, int) {
 	stored := 100_000
 	if n, err := strconv.Atoi(os.Getenv("REQLOG_BENCH_STORED")); err == nil && n > 0 {
 		stored = n
@@ -27,6 +24,16 @@ func BenchmarkAlertEvaluation(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
+	return s, stored
+}
+
+// BenchmarkAlertEvaluation evaluates 1,000 rules over a store of
+// REQLOG_BENCH_STORED messages (default 100,000) spread over the last 24
+// hours, on the default store:
+//
+//	REQLOG_BENCH_STORED=1000000 go test -run '^$' -bench AlertEvaluation -benchtime 10x ./adapters/sqlite/
+func BenchmarkAlertEvaluation(b *testing.B) {
+	s, stored := benchStore(b)
 	now := time.Now().UTC().Truncate(time.Minute)
 	names := []string{"shop-frontend", "billing", "search"}
 	statuses := []int{200, 200, 200, 201, 204, 302, 400, 404, 429, 500}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/rollupfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
 )
@@ -115,7 +116,7 @@ func Backup(ctx context.Context, dataDir, dest string, busyTimeout time.Duration
 				report.Unchanged = append(report.Unchanged, name)
 				continue
 			}
-		case name == sqlitealert.FileName:
+		case name == sqlitealert.FileName || name == rollupfile.FileName:
 			if err := copyDatabase(ctx, src, to, busyTimeout); err != nil {
 				errs = append(errs, err)
 				continue

@@ -147,8 +147,8 @@ func TestBackupUnderIngestRestores(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Backup under ingest: %v", err)
 	}
-	if len(report.Copied) != 7 || len(report.Unchanged) != 0 {
-		t.Errorf("first backup: copied %q, unchanged %q; want the 4 day files, the alert file, reqlog-store.json and portal-secret", report.Copied, report.Unchanged)
+	if len(report.Copied) != 8 || len(report.Unchanged) != 0 {
+		t.Errorf("first backup: copied %q, unchanged %q; want the 4 day files, the alert file, the rollups file, reqlog-store.json and portal-secret", report.Copied, report.Unchanged)
 	}
 	assertPrivate(t, dest)
 

@@ -31,11 +31,7 @@ import (
 //	go run ./cmd/reqlog-bench -n 30000 generate > /tmp/corpus.jsonl
 //	REQLOG_BENCH_CORPUS=/tmp/corpus.jsonl taskset -c 1 go test -run '^$' -bench Compression -benchtime 1x ./adapters/sqlite/
 func BenchmarkCompression(b *testing.B) {
-	path := os.Getenv("REQLOG_BENCH_CORPUS")
-	if path == "" {
-		b.Skip("REQLOG_BENCH_CORPUS names no corpus: reqlog-bench -n 30000 generate > corpus.jsonl")
-	}
-	msgs := corpusMessages(b, path)
+	msgs := corpusMessages(b)
 	layouts := []struct {
 		name   string
 		layout dayfile.Layout
@@ -55,10 +51,14 @@ func BenchmarkCompression(b *testing.B) {
 	b.Run("codec", func(b *testing.B) { measureCodecs(b, msgs) })
 }
 
-// corpusMessages parses the submissions of the corpus at path as the
-// service does.
-func corpusMessages(b *testing.B, path string) []domain.Message {
+// corpusMessages parses the submissions of the corpus REQLOG_BENCH_CORPUS
+// names as the service does; without one it skips the benchmark.
+func corpusMessages(b *testing.B) []domain.Message {
 	b.Helper()
+	path := os.Getenv("REQLOG_BENCH_CORPUS")
+	if path == "" {
+		b.Skip("REQLOG_BENCH_CORPUS names no corpus: reqlog-bench -n 30000 generate > corpus.jsonl")
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,7 @@ func Deferred(cfg Config, log *zap.Logger) (s *Store, start, stop func(context.C
 	}
 	// Closed until start opens the directory: the zero Dir.
 	closed := &dayfile.Dir{}
-	s = &Store{cfg: cfg, dir: closed, stats: daystats.New(closed, cfg.Stats)}
+	s = &Store{cfg: cfg, dir: closed, stats: daystats.New(closed, nil, cfg.Stats)}
 	start = func(ctx context.Context) error {
 		opened, err := New(ctx, cfg)
 		if err != nil {

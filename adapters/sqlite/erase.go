@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -11,8 +12,9 @@ import (
 )
 
 var (
-	_ ports.Eraser      = (*Store)(nil)
-	_ ports.TallyEraser = (*Store)(nil)
+	_ ports.Eraser         = (*Store)(nil)
+	_ ports.TallyEraser    = (*Store)(nil)
+	_ ports.SubjectIndexer = (*Store)(nil)
 )
 
 // truncateWithin bounds Expunge's wait for the readers of a day file's WAL.
@@ -50,6 +52,26 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 		refs = append(refs, found...)
 	}
 	return refs, nil
+}
+
+// MessageSubjects looks for account's message id in each day file, newest
+// first, as Get does.
+func (s *Store) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		f, err := s.dir.Acquire(ctx, day, false)
+		if err != nil {
+			return ports.SubjectRef{}, nil, err
+		}
+		if f == nil {
+			continue
+		}
+		ref, hashes, found, err := f.MessageSubjects(ctx, account, id)
+		f.Release()
+		if err != nil || found {
+			return ref, hashes, err
+		}
+	}
+	return ports.SubjectRef{}, nil, fmt.Errorf("sqlite: message %q: %w", id, ports.ErrNotFound)
 }
 
 // Hide sets the expiry of account's messages refs to erasure.HiddenExpiry,
@@ -95,26 +117,46 @@ func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, 
 	return total, nil
 }
 
-// eachDay calls do with each day file of the days refs fall in (every
-// retention class's: a ref does not tell its class) and their ids of that
-// day, and adds up what it returns; a day without a file is skipped. The
-// statistics' kept hours of those days are read again after.
+// IndexSubjects adds the entries to the subject index of their day files,
+// one statement per file.
+func (s *Store) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
+	return inDayFiles(ctx, s, entries, func(e ports.SubjectEntry) time.Time { return e.Ref.CreatedAt },
+		func(f *dayfile.File, entries []ports.SubjectEntry) (int64, error) {
+			return f.IndexSubjects(ctx, account, entries)
+		})
+}
+
+// eachDay calls do with each day file of the days refs fall in and their
+// ids of that day, and adds up what it returns; a day without a file is
+// skipped. The statistics' kept hours of those days are read again after.
 func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*dayfile.File, []string) (int64, error)) (int64, error) {
-	byDay := map[time.Time][]ports.SubjectRef{}
-	for _, r := range refs {
-		day := dayfile.DayOf(r.CreatedAt)
-		byDay[day] = append(byDay[day], r)
-	}
-	var total int64
-	for day, refs := range byDay {
-		ids := make([]string, len(refs))
-		touched := make([]domain.Message, len(refs))
-		for i, r := range refs {
-			ids[i], touched[i] = r.ID, domain.Message{ID: r.ID, CreatedAt: r.CreatedAt}
-		}
-		err := s.dir.Each(ctx, s.dir.NewestFirst(day, day), func(f *dayfile.File) error {
+	return inDayFiles(ctx, s, refs, func(r ports.SubjectRef) time.Time { return r.CreatedAt },
+		func(f *dayfile.File, refs []ports.SubjectRef) (int64, error) {
+			ids := make([]string, len(refs))
+			touched := make([]domain.Message, len(refs))
+			for i, r := range refs {
+				ids[i], touched[i] = r.ID, domain.Message{ID: r.ID, CreatedAt: r.CreatedAt}
+			}
 			n, err := do(f, ids)
 			s.stats.Wrote(f, touched)
+			return n, err
+		})
+}
+
+// inDayFiles calls do with each day file of the days items fall in (by
+// created; every retention class's file of the day, since an item does not
+// tell its class) and the items of that day, and adds up what it returns; a
+// day without a file is skipped.
+func inDayFiles[T any](ctx context.Context, s *Store, items []T, created func(T) time.Time, do func(*dayfile.File, []T) (int64, error)) (int64, error) {
+	byDay := map[time.Time][]T{}
+	for _, item := range items {
+		day := dayfile.DayOf(created(item))
+		byDay[day] = append(byDay[day], item)
+	}
+	var total int64
+	for day, items := range byDay {
+		err := s.dir.Each(ctx, s.dir.NewestFirst(day, day), func(f *dayfile.File) error {
+			n, err := do(f, items)
 			total += n
 			return err
 		})

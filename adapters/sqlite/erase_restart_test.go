@@ -12,6 +12,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/domain/rules"
@@ -77,9 +78,15 @@ func (s *erasingService) close(t *testing.T) {
 // submitMail submits n exchanges naming address in their bodies.
 func (s *erasingService) submitMail(t *testing.T, address string, n int) []string {
 	t.Helper()
+	return s.submitMailAt(t, address, time.Now().Add(-time.Minute), n)
+}
+
+// submitMailAt is submitMail of exchanges created at.
+func (s *erasingService) submitMailAt(t *testing.T, address string, at time.Time, n int) []string {
+	t.Helper()
 	exchanges := make([]domain.Exchange, n)
 	for i := range exchanges {
-		exchanges[i] = domain.Exchange{Name: "shop", CreatedAt: time.Now().Add(-time.Minute), Method: "POST", Path: "/signup",
+		exchanges[i] = domain.Exchange{Name: "shop", CreatedAt: at, Method: "POST", Path: "/signup",
 			Request: domain.ExchangeRequest{Body: `{"email":"` + address + `","note":"` + strings.Repeat("z", i*700) + `"}`}, Response: domain.ExchangeResponse{StatusCode: 201}}
 	}
 	res, err := s.core.Ingester.Submit(opCtx(t), erasureKey, domain.DraftsOf(exchanges), "")
@@ -148,12 +155,12 @@ func TestAStartErasesRestoredDataAgain(t *testing.T) {
 		t.Fatalf("after the erasure %d messages are stored, want the 4 others", got)
 	}
 	svc.close(t)
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Fatalf("after the erasure the canary is in %v", holding)
 	}
 
 	copyDayFiles(t, backup, dir) // the day files restored; the alert file kept
-	if holding := filesHolding(t, dir, canary); len(holding) == 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the restored copy does not hold the canary: the test proves nothing")
 	}
 	svc = openErasingService(t, dir, app.ErasureConfig{}, nil)
@@ -176,7 +183,7 @@ func TestAStartErasesRestoredDataAgain(t *testing.T) {
 		t.Errorf("after the start %d messages are stored, want the 4 others", got)
 	}
 	svc.close(t)
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("after the start the canary is in %v", holding)
 	}
 }

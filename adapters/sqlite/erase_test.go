@@ -1,10 +1,7 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"database/sql"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -20,27 +18,14 @@ import (
 // must leave the data directory with them.
 const canary = "canary-ana-7f3a9c@example.com"
 
-// filesHolding lists the files under dir whose bytes hold needle.
-func filesHolding(t *testing.T, dir string, needle string) []string {
+// canaryToken is the word index's token of the canary's word only it holds.
+func canaryToken(t *testing.T) string {
 	t.Helper()
-	var holding []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, []byte(needle)) {
-			holding = append(holding, filepath.Base(path))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
+	token, oneWord := dayfile.Words("7f3a9c")
+	if !oneWord || token == "" {
+		t.Fatalf("the canary's word 7f3a9c is no token: %q", token)
 	}
-	return holding
+	return token
 }
 
 // subjectMessages appends n messages of the canary's subject among others,
@@ -106,9 +91,16 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	s := mustOpen(t, sqlite.Config{Dir: dir})
 	start := time.Now().UTC().Add(-2 * time.Hour)
 	subject, others := subjectMessages(t, s, start, 8)
-	if holding := filesHolding(t, dir, canary); len(holding) == 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the canary is in no file before the erasure: the test proves nothing")
 	}
+	if err := s.Close(); err != nil { // the WAL checkpointed: the word index's pages in the file
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) == 0 {
+		t.Fatal("the canary's word index token is in no file before the erasure: the test proves nothing")
+	}
+	s = mustOpen(t, sqlite.Config{Dir: dir})
 	ctx := opCtx(t)
 	if n, err := s.Hide(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
 		t.Fatalf("Hide = %d, %v; want %d", n, err, len(subject))
@@ -119,8 +111,12 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	if err := s.Expunge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("the canary is still in %v after the erasure", holding)
+	}
+	// Nor the word index's token of a word only the canary holds.
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) > 0 {
+		t.Errorf("the canary's word index token is still in %v after the erasure", holding)
 	}
 	now := time.Now()
 	for _, q := range []string{"", "canary", "lorem"} {
@@ -170,7 +166,7 @@ func TestErasuresAmongManyWritesLeaveNoByte(t *testing.T) {
 	if err := s.Expunge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if holding := filesHolding(t, dir, canary); len(holding) > 0 {
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("the canary is still in %v after the erasure", holding)
 	}
 }

@@ -27,13 +27,7 @@ import (
 //
 //	REQLOG_BENCH_STATS_DIR=/tmp/statsviews go test -run '^$' -bench StatsViews -benchtime 50x ./adapters/sqlite/
 func BenchmarkStatsViews(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("REQLOG_BENCH_STATS_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := envInt(b, "REQLOG_BENCH_STATS_N", 100_000)
 	dir := os.Getenv("REQLOG_BENCH_STATS_DIR")
 	if dir == "" {
 		dir = b.TempDir()
@@ -115,4 +109,18 @@ func seededAt(b *testing.B, s *sqlite.Store, dir string, n int) time.Time {
 		b.Fatal(err)
 	}
 	return at
+}
+
+// envInt is the number the environment variable name holds, or def when
+// it is unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
 }

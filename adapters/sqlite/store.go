@@ -7,6 +7,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
+	"github.com/reqlog/reqlog/adapters/sqlite/rollupfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitealert"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -17,6 +18,7 @@ var (
 	_ ports.MessageStore  = (*Store)(nil)
 	_ ports.HealthChecker = (*Store)(nil)
 	_ ports.StatsWarmer   = (*Store)(nil)
+	_ ports.RollupKeeper  = (*Store)(nil)
 )
 
 // Store is the SQLite ports.MessageStore: one database file per UTC day of
@@ -25,6 +27,7 @@ var (
 type Store struct {
 	cfg   Config
 	dir   *dayfile.Dir
+	kept  *rollupfile.File // the rollups of the day files retention dropped
 	stats *daystats.Reader
 
 	skipWords bool // no word index: only in the benchmark that prices it
@@ -50,11 +53,22 @@ func newWithLayout(ctx context.Context, cfg Config, layout dayfile.Layout) (*Sto
 	if err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg, dir: dir, stats: daystats.New(dir, cfg.Stats)}, nil
+	kept, err := rollupfile.Open(ctx, cfg.Dir, cfg.fileOptions())
+	if err != nil {
+		return nil, errors.Join(err, dir.Close())
+	}
+	return &Store{cfg: cfg, dir: dir, kept: kept, stats: daystats.New(dir, kept, cfg.Stats)}, nil
 }
 
-// Close closes every day file and releases the directory.
-func (s *Store) Close() error { return s.dir.Close() }
+// Close closes every day file and the rollups file, and releases the
+// directory.
+func (s *Store) Close() error {
+	var err error
+	if s.kept != nil {
+		err = s.kept.Close()
+	}
+	return errors.Join(err, s.dir.Close())
+}
 
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.cfg.Dir }
@@ -103,20 +117,40 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 }
 
 // PurgeExpired drops, whole, every day file whose messages have all expired
-// at now (dayfile.Dir.PurgeExpired), and the hours kept of it, and returns
-// how many messages the dropped files held.
+// at now (dayfile.Dir.PurgeExpired), once its rollups are kept in the
+// rollups file (keepRollupsOf), and the hours kept of it, and returns how
+// many messages the dropped files held.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
-	return s.dir.PurgeExpired(ctx, now, s.stats.Forget)
+	return s.dir.PurgeExpired(ctx, now, s.keepRollupsOf)
+}
+
+// keepRollupsOf copies the rollups of f, a day file about to be dropped,
+// into the rollups file, in one transaction committed before f goes: a
+// purge that stops anywhere loses none (a copy made again replaces its
+// rows). Then the reader forgets f.
+func (s *Store) keepRollupsOf(ctx context.Context, f *dayfile.File) error {
+	if _, err := s.kept.Keep(ctx, f.Read); err != nil {
+		return err
+	}
+	s.stats.Forget(f)
+	return nil
+}
+
+// PurgeRollups deletes the kept rollups of the minutes before before
+// (ports.RollupKeeper): those of the day files still present go with them.
+func (s *Store) PurgeRollups(ctx context.Context, before time.Time) (int64, error) {
+	return s.kept.Purge(ctx, before)
 }
 
 var _ ports.RetentionPurger = (*Store)(nil)
 
 // PurgeRetention is PurgeExpired that also applies each retention class's
 // current retention to its day files (dayfile.Dir.PurgeRetention): a
-// class's day dropped whole once its keep has passed, its bodies taken out
-// of the file once its bodies retention has.
+// class's day dropped whole once its keep has passed, its rollups kept
+// first (keepRollupsOf), its bodies taken out of the file once its bodies
+// retention has.
 func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
-	return s.dir.PurgeRetention(ctx, now, current, s.stats.Forget)
+	return s.dir.PurgeRetention(ctx, now, current, s.keepRollupsOf)
 }
 
 // Stats counts q at now from the day files of its range (daystats.Reader):
@@ -138,7 +172,7 @@ func (s *Store) WarmStats(ctx context.Context, now time.Time) error {
 // adopt takes over opened's directory and files: fx hands out the Store
 // before its start hook opens the directory, and nothing uses it before.
 func (s *Store) adopt(opened *Store) {
-	s.cfg, s.dir, s.stats = opened.cfg, opened.dir, opened.stats
+	s.cfg, s.dir, s.kept, s.stats = opened.cfg, opened.dir, opened.kept, opened.stats
 }
 
 // NewAlertStore opens (creating if needed) the alert file in s's data

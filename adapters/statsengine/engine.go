@@ -20,6 +20,10 @@ type Sources struct {
 	Samples    ports.SampleStreamer
 	Rollups    ports.RollupSource    // nil: the store keeps no rollups
 	Aggregator ports.StatsAggregator // nil: the store cannot count by itself
+	// RollupsOutliveMessages: Rollups yields the rollups of minutes whose
+	// messages were purged (ports.RollupKeeper), so the engine counts the
+	// part of a query before its RollupsOnlyBefore from them.
+	RollupsOutliveMessages bool
 }
 
 // Config configures an engine. Its zero value takes the defaults.
@@ -42,6 +46,7 @@ type Config struct {
 type Engine struct {
 	samples  ports.SampleStreamer
 	rollups  ports.RollupSource
+	outlive  bool // Sources.RollupsOutliveMessages
 	agg      ports.StatsAggregator
 	costs    Costs
 	probe    Probe
@@ -59,7 +64,7 @@ func New(src Sources, cfg Config) (*Engine, error) {
 	if limit == 0 {
 		limit = DefaultCacheBytes
 	}
-	e := &Engine{samples: src.Samples, rollups: src.Rollups, agg: src.Aggregator,
+	e := &Engine{samples: src.Samples, rollups: src.Rollups, outlive: src.RollupsOutliveMessages && src.Rollups != nil, agg: src.Aggregator,
 		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, plan: cfg.Plan, hours: newHourCache(limit), rankings: newRankingsCache()}
 	if e.probe == nil {
 		e.probe = rollupProbe{e}
@@ -69,11 +74,18 @@ func New(src Sources, cfg Config) (*Engine, error) {
 
 // Stats answers q at now as ports.MessageReader.Stats must, by the plan of
 // least estimated cost (Costs.choose) or the one Config.Plan pins, and tells
-// what it read.
+// what it read. A query with a part before its RollupsOnlyBefore is counted
+// from the rollups (PlanRollups), that part from them alone, when the
+// source keeps them past their messages; otherwise that part counts only
+// the messages still readable, as without it.
 func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, Trace, error) {
 	var tr Trace
 	if err := ctx.Err(); err != nil {
 		return stats.Stats{}, tr, fmt.Errorf("statistics: %w", err)
+	}
+	rollupsOnlyBefore, rollupsOnly := q.RollupsOnlyPart()
+	if rollupsOnly = rollupsOnly && e.outlive && q.RollupsAnswer(); !rollupsOnly {
+		q.RollupsOnlyBefore = time.Time{}
 	}
 	f := q.Filter
 	f.From, f.To = q.CountedRange()
@@ -87,6 +99,9 @@ func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 	c := e.costs.choose(q, facts, e.rollups != nil, e.agg != nil)
 	if _, possible := c.costs[e.plan]; possible && (e.plan != PlanRollups || q.RollupsAnswer()) {
 		c.plan = e.plan
+	}
+	if rollupsOnly {
+		c.plan = PlanRollups // the messages of that part are gone
 	}
 	tr.Plan, tr.Costs = c.plan, c.costs
 	var st stats.Stats
@@ -102,6 +117,9 @@ func (e *Engine) Stats(ctx context.Context, q stats.Query, now time.Time) (stats
 	}
 	if err != nil {
 		return stats.Stats{}, tr, err
+	}
+	if rollupsOnly {
+		st.RollupsOnlyBefore = rollupsOnlyBefore
 	}
 	return st, tr, nil
 }
@@ -213,7 +231,7 @@ func (e *Engine) countHours(ctx context.Context, q stats.Query, f domain.Filter,
 		}
 	}
 	if len(h.kept) > 0 {
-		b.AddRankings(e.rankings.merged(h.kept))
+		b.AddKeptRankings(e.rankings.merged(h.kept))
 	}
 	return h, nil
 }
@@ -321,7 +339,7 @@ func (h *hourCounter) read(ctx context.Context, run []*hourPart) error {
 func (e *Engine) readRollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace,
 	yield func(time.Time, string, *stats.Rollup) error) error {
 	if m, ok := e.rollups.(*Marked); ok {
-		return m.rollups(ctx, scope, name, from, to, now, tr, yield)
+		return m.rollups(ctx, scope, name, from, to, now, tr, true, yield)
 	}
 	return e.rollups.Rollups(ctx, scope, name, from, to, now, yield)
 }

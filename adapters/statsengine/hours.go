@@ -189,6 +189,7 @@ func (c *rankingsCache) merged(spans []keptCounted) *stats.Rollup {
 		merged.Paths.Merge(&s.kept.rankings.Paths)
 		merged.Routes.Merge(&s.kept.rankings.Routes)
 	}
+	merged.Paths.SortByCount() // for RollupBuilder.AddKeptRankings
 	c.mu.Lock()
 	c.lru.Add(sum, merged)
 	c.mu.Unlock()

@@ -196,10 +196,12 @@ func compareMarks(a, b Mark) int {
 // made visible (MarkStore.Sync).
 func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	return m.rollups(ctx, scope, name, from, to, now, &Trace{}, yield)
+	return m.rollups(ctx, scope, name, from, to, now, &Trace{}, true, yield)
 }
 
-func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace,
+// rollups is Rollups, telling tr what it read; the rollups kept in memory
+// are taken only when cached is set (otherwise those the store keeps).
+func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time, tr *Trace, cached bool,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
 	var marks []Mark
 	err := m.store.Marks(ctx, scope, name, from, to, func(mk Mark) error {
@@ -218,7 +220,10 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 	for _, mk := range marks {
 		key := minuteOf{mk.Minute.Unix(), mk.Name}
 		byMinute[key] = mk
-		if rollups[key] = m.kept(scope, mk); rollups[key] == nil {
+		if cached {
+			rollups[key] = m.kept(scope, mk)
+		}
+		if rollups[key] == nil {
 			unread = append(unread, mk)
 		}
 	}
@@ -332,15 +337,23 @@ func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
 // KeepAll counts and keeps, hour by hour, the rollup of every marked minute
 // of scope in [from, to) that has none at its mark's version: what a store
 // runs once it has marked the messages an earlier version stored, so that
-// the first statistics read none of them.
+// the first statistics read none of them, and before its purge deletes
+// messages, so that their rollups outlive them. It fails when a rollup
+// could not be kept.
 func (m *Marked) KeepAll(ctx context.Context, scope domain.Scope, from, to time.Time) error {
 	if err := m.store.Sync(ctx, from, to); err != nil {
 		return err
 	}
 	for hour := floorHour(from); hour.Before(to); hour = hour.Add(time.Hour) {
-		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), maxTime, &Trace{}, func(time.Time, string, *stats.Rollup) error { return nil })
+		var tr Trace
+		// From the store's kept rollups: one kept in memory alone (its
+		// write failed) would not outlive the process.
+		err := m.rollups(ctx, scope, "", hour, hour.Add(time.Hour), maxTime, &tr, false, func(time.Time, string, *stats.Rollup) error { return nil })
 		if err != nil {
 			return err
+		}
+		if tr.KeepErrors > 0 {
+			return fmt.Errorf("statistics: the rollups of %s/%s from %s could not be kept", scope.Account, scope.Domain, domain.FormatTime(hour))
 		}
 	}
 	return nil

@@ -23,6 +23,10 @@ import (
 type markedStore struct {
 	*memory.Store
 	engine *statsengine.Engine
+	// PurgeRollups hides the memory store's: the statistics go through
+	// Marked, whose rollups go with their messages, so the store is no
+	// ports.RollupKeeper.
+	PurgeRollups struct{}
 
 	mu        sync.Mutex
 	ids       map[domain.Scope]map[string]bool           // every id appended, for Recount

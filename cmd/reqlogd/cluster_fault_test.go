@@ -37,8 +37,10 @@ func TestMain(m *testing.M) {
 // refusalBound is the longest any request may take while the cluster loses a
 // node: a client's timeout under this load. A write whose shard has no
 // primary is refused by Elasticsearch after elastic.DefaultShardWait (500 ms),
-// which a request may meet twice; the rest is room for a busy machine.
-const refusalBound = 3 * time.Second
+// which a request may meet twice; the rest is room for a busy machine (at a
+// load of 20 on two cores a 200 sent before the kill took 3.007 s). It bounds
+// a hang, not speed.
+const refusalBound = 5 * time.Second
 
 // Load while the node dies: a modest rate, as a deployment's steady traffic.
 const (

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/rules"
 )
@@ -149,31 +149,6 @@ func (a rescrubAPI) startRescrub(from, to time.Time) int64 {
 		a.t.Fatalf("POST /v1/rules/rescrub: %d %+v", status, reply)
 	}
 	return reply.Data.ID
-}
-
-// filesHolding names the files under dir whose bytes hold any of needles.
-func filesHolding(t *testing.T, dir string, needles ...string) []string {
-	t.Helper()
-	var found []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, n := range needles {
-			if bytes.Contains(data, []byte(n)) {
-				found = append(found, fmt.Sprintf("%s holds %q", filepath.Base(path), n))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
 }
 
 // rowsHolding names the messages of dir's day files whose stored row,
@@ -301,9 +276,32 @@ func TestRescrubLeavesNoCanaryInTheDataDirectory(t *testing.T) {
 		t.Errorf("export: %d, %d bytes, holding a canary: %v", resp.StatusCode, len(export), bytes.Contains(export, []byte("cnryrs")))
 	}
 	if held := append(rowsHolding(t, dir, "cnryrs"),
-		filesHolding(t, dir, "cnryrs", url.QueryEscape("cnryrs"))...); len(held) > 0 {
+		conformance.FilesHolding(t, dir, "cnryrs", url.QueryEscape("cnryrs"))...); len(held) > 0 {
 		t.Errorf("after the re-scrub: %s", strings.Join(held, "; "))
 	}
+	metrics := api.metrics()
+	for _, want := range []string{`reqlog_rescrub_jobs_total{event="started",store="sqlite"} 1`, `reqlog_rescrub_jobs_total{event="done",store="sqlite"} 1`,
+		fmt.Sprintf(`reqlog_rescrub_messages_scanned_total{store="sqlite"} %d`, len(before)+1),
+		fmt.Sprintf(`reqlog_rescrub_messages_changed_total{store="sqlite"} %d`, len(before))} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// metrics is what /metrics says.
+func (a rescrubAPI) metrics() string {
+	a.t.Helper()
+	resp, err := a.client.Get(a.base + "/metrics")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
+	return string(body)
 }
 
 // startRescrubGraph starts reqlogd in process on dir with key and returns
@@ -463,7 +461,7 @@ func TestRescrubResumesAfterAKill(t *testing.T) {
 	}
 	t.Logf("%d messages stored before the rule, %d during the re-scrub; the job: %+v", len(before), len(during), job)
 	if held := append(rowsHolding(t, dir, "cnryrs"),
-		filesHolding(t, dir, "cnryrs", url.QueryEscape("cnryrs"))...); len(held) > 0 {
+		conformance.FilesHolding(t, dir, "cnryrs", url.QueryEscape("cnryrs"))...); len(held) > 0 {
 		t.Errorf("after the re-scrub: %s", strings.Join(held, "; "))
 	}
 }

@@ -53,17 +53,20 @@ const (
 // Request is what an erasure is asked with; the values are never kept.
 type Request struct {
 	Subjects []string `json:"subjects"`
-	Future   Future   `json:"future,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	DryRun   bool     `json:"dry_run,omitempty"`
+	// MessageID, when set, names the subject by a message of theirs: it is
+	// erased with every message of its subjects.
+	MessageID string `json:"message_id,omitempty"`
+	Future    Future `json:"future,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	DryRun    bool   `json:"dry_run,omitempty"`
 }
 
 // Validate reports every bad field as a *domain.ValidationError naming it.
 func (r Request) Validate() error {
 	var fe domain.FieldErrors
 	switch {
-	case len(r.Subjects) == 0:
-		fe.Add("subjects", "names the subject: 1 to %d values (an e-mail address, a user id, an IP address)", MaxSubjects)
+	case len(r.Subjects) == 0 && r.MessageID == "":
+		fe.Add("subjects", "names the subject: 1 to %d values (an e-mail address, a user id, an IP address), or message_id one of their messages", MaxSubjects)
 	case len(r.Subjects) > MaxSubjects:
 		fe.Add("subjects", "must be at most %d values", MaxSubjects)
 	}
@@ -71,6 +74,9 @@ func (r Request) Validate() error {
 		if rules.NormalizeSubject(v) == "" || len(v) > MaxSubjectBytes || !utf8.ValidString(v) {
 			fe.Add(fmt.Sprintf("subjects[%d]", i), "must be 1 to %d bytes of UTF-8 text, not only spaces", MaxSubjectBytes)
 		}
+	}
+	if _, ok := domain.CanonicalID(r.MessageID); r.MessageID != "" && !ok {
+		fe.Add("message_id", "must be a message's id (a UUID, as GET /v1/messages shows it)")
 	}
 	switch r.Future {
 	case FutureKeep, FutureDrop, FutureRedact:
@@ -108,16 +114,62 @@ type Erasure struct {
 	Hashes []string `json:"hashes"`
 	// Subjects is how many values were given.
 	Subjects int `json:"subjects"`
+	// Message is the message the erasure was asked by (Request.MessageID),
+	// erased whether or not it has subjects.
+	Message *MessageRef `json:"message,omitempty"`
+	Counts
+	// Partitions are the counts per partition of the store (a SQLite day
+	// file, an Elasticsearch index, a MongoDB collection's day), by name.
+	Partitions []PartitionCounts `json:"partitions,omitempty"`
+	At         time.Time         `json:"at"`
+	HiddenAt   time.Time         `json:"hidden_at,omitzero"`
+	DeletedAt  time.Time         `json:"deleted_at,omitzero"`
+}
+
+// Counts are an erasure's messages, so far.
+type Counts struct {
 	// Hidden and Deleted count the messages hidden, then physically deleted.
 	Hidden  int64 `json:"hidden"`
 	Deleted int64 `json:"deleted"`
 	// Reapplied counts messages erased again after a restart found them
 	// (data restored from a copy older than the erasure).
-	Reapplied int64     `json:"reapplied,omitempty"`
-	At        time.Time `json:"at"`
-	HiddenAt  time.Time `json:"hidden_at,omitzero"`
-	DeletedAt time.Time `json:"deleted_at,omitzero"`
+	Reapplied int64 `json:"reapplied,omitempty"`
 }
+
+// PartitionCounts are the counts of one partition of the store.
+type PartitionCounts struct {
+	Partition string `json:"partition"`
+	Counts
+}
+
+// MessageRef is where a message is.
+type MessageRef struct {
+	ID        string    `json:"id"`
+	Domain    string    `json:"domain"`
+	CreatedAt time.Time `json:"created_at"`
+	Partition string    `json:"partition,omitempty"`
+}
+
+// Count adds n to what count picks of the erasure's counts and of
+// partition's, which it adds in name order if it is new.
+func (e *Erasure) Count(partition string, n int64, count func(*Counts) *int64) {
+	if n == 0 {
+		return
+	}
+	*count(&e.Counts) += n
+	i, found := slices.BinarySearchFunc(e.Partitions, partition, func(p PartitionCounts, name string) int {
+		return strings.Compare(p.Partition, name)
+	})
+	if !found {
+		e.Partitions = slices.Insert(e.Partitions, i, PartitionCounts{Partition: partition})
+	}
+	*count(&e.Partitions[i].Counts) += n
+}
+
+// The counts Count adds to.
+func HiddenCount(c *Counts) *int64    { return &c.Hidden }
+func DeletedCount(c *Counts) *int64   { return &c.Deleted }
+func ReappliedCount(c *Counts) *int64 { return &c.Reapplied }
 
 // Covers reports whether the erasure erases a message of its subject created
 // at created: one created up to the erasure, or any with a Future (those

@@ -45,6 +45,18 @@ const (
 	RescrubFailed  RescrubState = "failed"
 )
 
+// RescrubKind is what a job does to the messages it reads.
+type RescrubKind string
+
+// The kinds of a job: a re-scrub (the privacy rules the messages have not
+// been through), or a backfill of the subject index (the subject keys of
+// the version, for messages stored before them). Both walk the range a page
+// at a time, under a lease, saving the cursor after each page.
+const (
+	KindRescrub  RescrubKind = ""
+	KindSubjects RescrubKind = "subjects"
+)
+
 // RescrubDomains are the domains a job walks, in order: an account's rule
 // set covers both.
 var RescrubDomains = []string{domain.DomainLive, domain.DomainTest}
@@ -64,6 +76,8 @@ type RescrubCursor struct {
 // it up where it stopped.
 type RescrubJob struct {
 	Account string
+	// Kind is what the job does to each message of its range.
+	Kind RescrubKind
 	// Number is the job's number within its account: 1, 2, ...
 	Number       int64
 	Version      int64 // the rule set version it runs
@@ -72,8 +86,9 @@ type RescrubJob struct {
 	KeyID        string // who started it
 	State        RescrubState
 	Cursor       RescrubCursor
-	// Scanned messages read; Changed rewritten; Skipped already under
-	// Version's rules (written or re-scrubbed by it or a newer one).
+	// Scanned messages read; Changed rewritten (a backfill: indexed under
+	// one subject or more); Skipped already under Version's rules (written
+	// or re-scrubbed by it or a newer one; a backfill: no subject value).
 	Scanned, Changed, Skipped int64
 	// Error says why a failed job stopped, or the last error a running one
 	// met (it tries again).

@@ -49,6 +49,11 @@ func SubjectHash(key []byte, value string) string {
 	return strings.TrimPrefix(HashValue(key, "subject\x00"+NormalizeSubject(value)), "hash:")
 }
 
+// Subjects returns the keyed hashes of m's subject values, each once, as
+// Apply finds them (before any privacy rule): a backfill indexes a stored
+// message by them.
+func (c *Compiled) Subjects(m *domain.Message) []string { return c.subjectsOf(m) }
+
 // subjectsOf returns the hashes of the subject values of m, each once.
 func (c *Compiled) subjectsOf(m *domain.Message) []string {
 	if len(c.subjects) == 0 {

@@ -71,6 +71,9 @@ type Counter[T any, P Tally[T]] struct {
 	// keyViews says the keys share one string (a decoded counter's): another
 	// counter copies those it keeps, so that it does not hold the whole.
 	keyViews bool
+	// byCount says the entries are in Top's order (SortByCount) and have
+	// not changed since.
+	byCount bool
 }
 
 // CounterEntry is one key of a Counter.
@@ -145,6 +148,7 @@ func (c *Counter[T, P]) Merge(o *Counter[T, P]) {
 // rest's true count and at least that less n/(kept+1), n being all that c
 // counted.
 func (c *Counter[T, P]) Subtract(o *Counter[T, P]) bool {
+	c.byCount = false
 	if len(c.index) < len(c.entries) {
 		c.reindex()
 	}
@@ -203,6 +207,7 @@ func (c *Counter[T, P]) Clone() *Counter[T, P] {
 // they carry, and returns key's entry for its tally. copyKey says whether key
 // may be a view to copy.
 func (c *Counter[T, P]) add(key string, count, errors, debt int64, copyKey bool) *CounterEntry[T] {
+	c.byCount = false
 	if len(c.index) < len(c.entries) {
 		c.reindex()
 	}
@@ -282,6 +287,102 @@ func (c *Counter[T, P]) Top(n int) []KeyCount {
 	return top
 }
 
+// SortByCount puts the entries in Top's order and indexes them, so that
+// TopWith looks c, kept, up by key and stops reading it at its first key
+// that cannot rank. A counter kept for many calls is sorted once, before it
+// is shared.
+func (c *Counter[T, P]) SortByCount() {
+	slices.SortFunc(c.entries, func(a, b CounterEntry[T]) int {
+		return CompareKeyCounts(KeyCount{Key: a.Key, Count: a.Count}, KeyCount{Key: b.Key, Count: b.Count})
+	})
+	c.reindex()
+	c.byCount = true
+}
+
+// TopWith returns the n keys of most messages of c and kept together, as
+// Top of their merge does while the merge would count exactly, without
+// merging: kept is read, never written (not even its index), so that one
+// counter kept for many calls (a cache's merge of a day's paths, tens of
+// thousands of them) ranks in each call for a scan of its entries, not
+// their copy. Past pruning each count is the sum of the two counters' own,
+// within the bounds Counter gives.
+func (c *Counter[T, P]) TopWith(kept *Counter[T, P], n int) []KeyCount {
+	if n <= 0 {
+		return []KeyCount{}
+	}
+	if len(c.index) < len(c.entries) {
+		c.reindex()
+	}
+	top := make([]KeyCount, 0, n+1)
+	rank := func(kc KeyCount) {
+		if len(top) == n && CompareKeyCounts(kc, top[n-1]) >= 0 {
+			return
+		}
+		at, _ := slices.BinarySearchFunc(top, kc, CompareKeyCounts)
+		top = slices.Insert(top, at, kc)
+		top = top[:min(len(top), n)]
+	}
+	if kept.byCount { // sorted, its index whole: read, not written
+		c.rankSortedWith(kept, rank, func() (KeyCount, bool) {
+			if len(top) < n {
+				return KeyCount{}, false
+			}
+			return top[n-1], true
+		})
+		return top
+	}
+	var most int64 // c's largest count: what a key of kept can gain from c
+	for _, e := range c.entries {
+		most = max(most, e.Count)
+	}
+	// A key of c that kept holds is ranked with kept's count added; one
+	// skipped below ranks no higher on c's count alone.
+	summed := make([]bool, len(c.entries))
+	for i := range kept.entries {
+		e := &kept.entries[i]
+		if len(top) == n && CompareKeyCounts(KeyCount{Key: e.Key, Count: e.Count + most}, top[n-1]) >= 0 {
+			continue
+		}
+		kc := KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors}
+		if at, ok := c.index[e.Key]; ok {
+			kc.Count += c.entries[at].Count
+			kc.Errors += c.entries[at].Errors
+			summed[at] = true
+		}
+		rank(kc)
+	}
+	for i, e := range c.entries {
+		if !summed[i] {
+			rank(KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors})
+		}
+	}
+	return top
+}
+
+// rankSortedWith ranks c's keys with kept's counts added, then kept's
+// other keys in kept's order (Top's) until one ranks no higher than the
+// last ranked (least: false while fewer are ranked than asked for): no key
+// after it can rank.
+func (c *Counter[T, P]) rankSortedWith(kept *Counter[T, P], rank func(KeyCount), least func() (KeyCount, bool)) {
+	for _, e := range c.entries {
+		kc := KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors}
+		if at, ok := kept.index[e.Key]; ok {
+			kc.Count += kept.entries[at].Count
+			kc.Errors += kept.entries[at].Errors
+		}
+		rank(kc)
+	}
+	for i := range kept.entries {
+		e := &kept.entries[i]
+		if last, full := least(); full && CompareKeyCounts(KeyCount{Key: e.Key, Count: e.Count}, last) >= 0 {
+			return
+		}
+		if _, ranked := c.index[e.Key]; !ranked {
+			rank(KeyCount{Key: e.Key, Count: e.Count, Errors: e.Errors})
+		}
+	}
+}
+
 // Tally is key's tally, or nil when the counter holds no such key.
 func (c *Counter[T, P]) Tally(key string) *T {
 	if len(c.index) < len(c.entries) {
@@ -295,6 +396,7 @@ func (c *Counter[T, P]) Tally(key string) *T {
 
 // Reset empties the counter, keeping its memory.
 func (c *Counter[T, P]) Reset() {
+	c.byCount = false
 	clear(c.entries)
 	c.entries = c.entries[:0]
 	clear(c.index)

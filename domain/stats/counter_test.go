@@ -135,3 +135,53 @@ func TestKeyCounterKeepsAFrequentKeyExact(t *testing.T) {
 		t.Errorf("top key %+v, want /health counted 50 times", top)
 	}
 }
+
+// A key of the kept counter ties the last ranked one of the other counter
+// and ranks before it by key: it is ranked, sorted or not.
+func TestKeyCounterTopWithBreaksTiesByKey(t *testing.T) {
+	own, kept := &KeyCounter{}, &KeyCounter{}
+	own.Add("z", false)
+	for _, key := range []string{"c", "a", "b"} {
+		kept.Add(key, false)
+	}
+	want := []KeyCount{{Key: "a", Count: 1}, {Key: "b", Count: 1}}
+	if got := own.TopWith(kept, 2); !slices.Equal(got, want) {
+		t.Errorf("unsorted: ranked %v, want %v", got, want)
+	}
+	kept.SortByCount()
+	if got := own.TopWith(kept, 2); !slices.Equal(got, want) {
+		t.Errorf("sorted: ranked %v, want %v", got, want)
+	}
+}
+
+// TopWith ranks a counter and a kept one as Top of their merge does while
+// the merge counts exactly: keys of either alone or of both, a few or
+// every one ranked, and it writes nothing to the kept counter.
+func TestKeyCounterTopWithRanksAsTheMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, keys := range []int{1, 10, 200} {
+		for _, skewed := range []bool{false, true} {
+			kept := counterOf(rng, 1000, randomKeyEvents(rng, 3000, keys, skewed))
+			own := counterOf(rng, 1000, randomKeyEvents(rng, 1+rng.IntN(300), keys, !skewed))
+			if rng.IntN(3) == 0 {
+				own = &KeyCounter{}
+			}
+			merged := own.Clone()
+			merged.Merge(kept)
+			for _, sorted := range []bool{false, true} {
+				if sorted {
+					kept.SortByCount()
+				}
+				before := slices.Clone(kept.Entries())
+				for _, n := range []int{0, 1, 3, 10, keys + 1} {
+					if got, want := own.TopWith(kept, n), merged.Top(n); !slices.Equal(got, want) {
+						t.Errorf("%d keys, skewed %v, sorted %v, top %d: ranked %v, want %v", keys, skewed, sorted, n, got, want)
+					}
+				}
+				if !slices.Equal(kept.Entries(), before) {
+					t.Errorf("%d keys: TopWith changed the kept counter", keys)
+				}
+			}
+		}
+	}
+}

@@ -131,3 +131,48 @@ func tallyOf[K comparable](m map[K]*durationTally, k K) *durationTally {
 	}
 	return m[k]
 }
+
+// Rankings a store keeps and adds through AddKeptRankings count as the same
+// rankings merged in through AddRankings: in Stats, and in a builder that
+// merges or subtracts one holding them.
+func TestRollupKeptRankingsCountAsMerged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2026, 28))
+	for round := range 200 {
+		w := newRollupWorld(rng)
+		q, now := w.query(rng)
+		q.Filter.Route = ""
+		merged, kept, none := NewRollupBuilder(q, now), NewRollupBuilder(q, now), NewRollupBuilder(q, now)
+		var keptRankings Rollup
+		for key, r := range w.rollups {
+			end := key.start.Add(time.Minute)
+			if !merged.AddSeries(key.start, end, key.name, r) || !kept.AddSeries(key.start, end, key.name, r) {
+				continue
+			}
+			merged.AddRankings(r)
+			if rng.IntN(2) == 0 {
+				keptRankings.Merge(r)
+			} else {
+				kept.AddRankings(r)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			keptRankings.Paths.SortByCount() // as a store's cache keeps them
+		}
+		kept.AddKeptRankings(&keptRankings)
+		want := merged.Stats()
+		if got := kept.Stats(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: kept rankings count\n%+v\nmerged\n%+v", round, got, want)
+		}
+		sum := NewRollupBuilder(q, now)
+		sum.Merge(kept)
+		if got := sum.Stats(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: a builder merging kept rankings counts\n%+v\nwant\n%+v", round, got, want)
+		}
+		if !kept.Subtract(none) {
+			t.Fatalf("round %d: subtracting nothing refused", round)
+		}
+		if got := kept.Stats(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: kept rankings less nothing count\n%+v\nwant\n%+v", round, got, want)
+		}
+	}
+}

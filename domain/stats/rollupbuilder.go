@@ -73,6 +73,10 @@ type RollupBuilder struct {
 	durations    []DurationDigest // per bucket
 	paths, names KeyCounter
 	routes       RouteCounter
+	// keptPaths are paths AddKeptRankings counted without copying them:
+	// Stats ranks them with paths (KeyCounter.TopWith); Merge and Subtract
+	// merge them into paths first (settle).
+	keptPaths *KeyCounter
 }
 
 // NewRollupBuilder returns an empty builder of q's statistics at now.
@@ -100,9 +104,14 @@ func (b *RollupBuilder) AddRollup(start, end time.Time, name string, r *Rollup) 
 
 // Accepts reports whether r, a rollup of [start, end), can stand for that
 // span at now: the span is wholly in the counted range and in one bucket, and
-// every message r counts is readable at now.
+// every message r counts is readable at now, or the span ends by the query's
+// RollupsOnlyBefore and every message was visible (the rollup outlives them).
 func (b *RollupBuilder) Accepts(start, end time.Time, r *Rollup) bool {
-	if !start.Before(end) || start.Before(b.from) || end.After(b.to) || !r.ReadableAt(b.now) {
+	if !start.Before(end) || start.Before(b.from) || end.After(b.to) {
+		return false
+	}
+	rollupsOnly := !end.After(b.q.RollupsOnlyBefore) && !b.now.Before(r.AllVisibleAt)
+	if !rollupsOnly && !r.ReadableAt(b.now) {
 		return false
 	}
 	return b.q.BucketIndex(start) == b.q.BucketIndex(end.Add(-time.Nanosecond))
@@ -157,6 +166,26 @@ func (b *RollupBuilder) AddRankings(r *Rollup) {
 	b.routes.Merge(&r.Routes)
 }
 
+// AddKeptRankings is AddRankings of a rollup no one changes from then on
+// (a store's cache of a span's rankings): its paths are ranked with the
+// builder's own when Stats asks for the top paths, not merged into them.
+// Merging a day's near-unique paths into an empty counter in every call
+// was most of the CPU of a view kept whole hours answer (docs/benchmarks.md,
+// "Ranking without merging every path").
+func (b *RollupBuilder) AddKeptRankings(r *Rollup) {
+	b.settle()
+	b.keptPaths = &r.Paths
+	b.routes.Merge(&r.Routes)
+}
+
+// settle merges the kept paths into the builder's own.
+func (b *RollupBuilder) settle() {
+	if b.keptPaths != nil {
+		b.paths.Merge(b.keptPaths)
+		b.keptPaths = nil
+	}
+}
+
 // AddNames counts names, the messages and errors per application of spans
 // counted through AddBuckets.
 func (b *RollupBuilder) AddNames(names *KeyCounter) { b.names.Merge(names) }
@@ -182,6 +211,8 @@ func (b *RollupBuilder) Add(m Sample) {
 // now: so that a store may count parts of the range at once, on as many
 // processors, and add the parts up.
 func (b *RollupBuilder) Merge(o *RollupBuilder) {
+	b.settle()
+	o.settle() // the same counts, in o's own counter
 	for i := range b.stats.Buckets {
 		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
 		bucket.Count += other.Count
@@ -205,6 +236,8 @@ func (b *RollupBuilder) Merge(o *RollupBuilder) {
 // RouteCounter.Subtract): b is then spoiled, and the store counts the rest
 // another way.
 func (b *RollupBuilder) Subtract(o *RollupBuilder) bool {
+	b.settle()
+	o.settle()
 	for i := range b.stats.Buckets {
 		bucket, other := &b.stats.Buckets[i], &o.stats.Buckets[i]
 		if bucket.Count < other.Count || !b.durations[i].Subtract(&o.durations[i]) {
@@ -243,7 +276,11 @@ func (b *RollupBuilder) Stats() Stats {
 	}
 	s.sumBuckets()
 	s.Total.Duration = all.Summary()
-	s.TopPaths = b.paths.Top(TopPaths)
+	if b.keptPaths != nil {
+		s.TopPaths = b.paths.TopWith(b.keptPaths, TopPaths)
+	} else {
+		s.TopPaths = b.paths.Top(TopPaths)
+	}
 	s.TopNames = b.names.Top(TopNames)
 	s.TopRoutes = TopRouteStats(&b.routes, TopRoutes)
 	return s

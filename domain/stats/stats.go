@@ -47,6 +47,27 @@ type Query struct {
 	// range's; the service may narrow them (retention), never widen them.
 	Filter   domain.Filter
 	Interval Interval
+	// RollupsOnlyBefore, when after the counted range's start, is the
+	// retention of the messages' edge, on a minute: the range before it is
+	// counted from the rollups a store keeps past its messages, whether or
+	// not those are still stored and readable (RollupBuilder.Accepts). The
+	// service sets it on a query the rollups answer alone; a store that
+	// counted so says it (Stats.RollupsOnlyBefore).
+	RollupsOnlyBefore time.Time
+}
+
+// RollupsOnlyPart is where the part of q's counted range counted from
+// rollups alone ends (RollupsOnlyBefore, at most the range's end), and
+// false when there is no such part.
+func (q Query) RollupsOnlyPart() (before time.Time, ok bool) {
+	from, to := q.CountedRange()
+	if !q.RollupsOnlyBefore.After(from) || !from.Before(to) {
+		return time.Time{}, false
+	}
+	if to.Before(q.RollupsOnlyBefore) {
+		return to, true
+	}
+	return q.RollupsOnlyBefore, true
 }
 
 // FirstBucket is the start of the first bucket: From rounded down to the interval.
@@ -70,6 +91,15 @@ func AlignDown(t time.Time, width time.Duration) time.Time {
 		r += w
 	}
 	return time.Unix(secs-r, 0).UTC()
+}
+
+// AlignUp is t rounded up to width, in whole seconds as AlignDown.
+func AlignUp(t time.Time, width time.Duration) time.Time {
+	down := AlignDown(t, width)
+	if down.Equal(t) {
+		return down
+	}
+	return down.Add(width)
 }
 
 func bucketCount(from, to time.Time, width time.Duration) int {
@@ -181,6 +211,11 @@ type Stats struct {
 	TopNames []KeyCount
 	// TopRoutes ranks the route templates of the messages that have one.
 	TopRoutes []RouteStats
+	// RollupsOnlyBefore, when not zero, is where messages begin: what was
+	// created before it is counted from the rollups alone, its messages
+	// having expired (counts, dropped, status classes, percentiles, paths,
+	// routes and applications as the rollups keep them). It is at most To.
+	RollupsOnlyBefore time.Time
 }
 
 // New returns q's statistics with every bucket present and empty, for a

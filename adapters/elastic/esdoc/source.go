@@ -99,6 +99,8 @@ func readRules(w *esclient.ReplyReader, r *record.Rules) error {
 			r.Source = w.ReadInterned()
 		case "rescrubbed":
 			r.Rescrubbed = w.ReadInt64()
+		case "submitted":
+			r.Submitted = w.ReadString()
 		case "changes":
 			return w.Array(func() error {
 				var c record.Change

@@ -1,6 +1,9 @@
 package esindex
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Names is the one place that knows how indices and the template are named:
 // "<prefix>-messages-<yyyy.mm.dd>", one index per UTC day of CreatedAt.
@@ -64,3 +67,15 @@ func (n Names) RollupsPattern() string { return n.rollupsBase() + "-*" }
 // RollupState names the one-document index that says from when every stored
 // message is marked (esrollup).
 func (n Names) RollupState() string { return n.prefix + "-rollup-state" }
+
+// DayOf is the UTC day of a daily index of messages or rollups, and false
+// for a name of neither.
+func (n Names) DayOf(index string) (time.Time, bool) {
+	for _, base := range []string{n.base(), n.rollupsBase()} {
+		if rest, ok := strings.CutPrefix(index, base+"-"); ok {
+			day, err := time.Parse(dayLayout, rest)
+			return day, err == nil
+		}
+	}
+	return time.Time{}, false
+}

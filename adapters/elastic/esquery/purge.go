@@ -51,26 +51,55 @@ type indexBuckets struct {
 // created anew if the purge deleted it.
 // Candidates that turn out to hold an unexpired message are unblocked.
 //
-// The daily indices of the statistics' rollups (esrollup) go the same way,
-// once every mark and kept rollup in them has expired: each bounds the
-// expiry of the messages of its minute.
-func (s *Queries) PurgeExpired(ctx context.Context, now time.Time) (deleted int64, err error) {
+// beforeDelete is given the days of the indices about to be deleted, once
+// they are write-blocked, refreshed and checked: they are deleted only if
+// it returns nil (what it keeps of them is kept before they go), and
+// unblocked otherwise. The daily indices of the statistics' rollups
+// (esrollup) outlive them: PurgeRollups deletes those.
+func (s *Queries) PurgeExpired(ctx context.Context, now time.Time, beforeDelete func(context.Context, []time.Time) error) (deleted int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("elastic: purge: %w", err)
 	}
 	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
-	deleted, err = s.purgeIndices(ctx, s.names.ReadPattern(), now)
+	return s.purgeIndices(ctx, s.names.ReadPattern(), now, beforeDelete)
+}
+
+// PurgeRollups deletes the daily indices of the statistics' rollups
+// (esrollup) whose UTC day ended by before, and returns how many documents
+// they held.
+func (s *Queries) PurgeRollups(ctx context.Context, before time.Time) (int64, error) {
+	ctx, cancel := s.client.Bounded(ctx)
+	defer cancel()
+	reply, err := s.aggregate(ctx, "purge: find old rollups", []string{s.names.RollupsPattern()},
+		object{"size": 0, "aggs": object{"indices": object{"terms": object{"field": "_index", "size": maxIndices}}}})
 	if err != nil {
-		return deleted, err
+		return 0, err
 	}
-	_, err = s.purgeIndices(ctx, s.names.RollupsPattern(), now)
-	return deleted, err
+	var (
+		old     []string
+		deleted int64
+	)
+	for _, b := range reply.Aggregations.Indices.Buckets {
+		if day, ok := s.names.DayOf(b.Index); ok && !day.Add(24*time.Hour).After(before) {
+			old = append(old, b.Index)
+			deleted += b.DocCount
+		}
+	}
+	if len(old) == 0 {
+		return 0, nil
+	}
+	err = s.client.Do(ctx, "purge: delete old rollups", esapi.IndicesDeleteRequest{Index: old, IgnoreUnavailable: esapi.BoolPtr(true)}, nil)
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
 }
 
 // purgeIndices deletes the indices of pattern whose documents have all
-// expired at now, and returns how many documents they held.
-func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Time) (deleted int64, err error) {
+// expired at now, once beforeDelete returned nil for their days, and
+// returns how many documents they held.
+func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Time, beforeDelete func(context.Context, []time.Time) error) (deleted int64, err error) {
 	candidates, err := s.expiredCandidates(ctx, pattern, now)
 	if err != nil || len(candidates) == 0 {
 		return 0, err
@@ -95,6 +124,15 @@ func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Tim
 	found, count, err := s.fullyExpired(ctx, candidates, now)
 	if err != nil || len(found) == 0 {
 		return 0, err
+	}
+	days := make([]time.Time, 0, len(found))
+	for _, index := range found {
+		if day, ok := s.names.DayOf(index); ok {
+			days = append(days, day)
+		}
+	}
+	if err := beforeDelete(ctx, days); err != nil {
+		return 0, fmt.Errorf("elastic: purge: keeping what the indices hold: %w", err)
 	}
 	if err := s.client.Do(ctx, "purge: delete indices", esapi.IndicesDeleteRequest{
 		Index: found, IgnoreUnavailable: esapi.BoolPtr(true),

@@ -17,7 +17,13 @@ type refHit struct {
 	Source struct {
 		Domain    string        `json:"domain"`
 		CreatedAt record.Micros `json:"created_at"`
+		Subjects  []string      `json:"subjects"`
 	} `json:"_source"`
+}
+
+// ref is the hit's ref, its partition its index.
+func (h refHit) ref() ports.SubjectRef {
+	return ports.SubjectRef{ID: h.ID, Domain: h.Source.Domain, CreatedAt: h.Source.CreatedAt.Time(), Partition: h.Index}
 }
 
 // refFields are the only fields of _source a refHit reads.
@@ -50,7 +56,7 @@ func (s *Queries) SubjectRefs(ctx context.Context, q ports.SubjectQuery) ([]port
 	}
 	refs := make([]ports.SubjectRef, len(hits))
 	for i, h := range hits {
-		refs[i] = ports.SubjectRef{ID: h.ID, Domain: h.Source.Domain, CreatedAt: h.Source.CreatedAt.Time()}
+		refs[i] = h.ref()
 	}
 	return refs, nil
 }
@@ -93,6 +99,22 @@ func (s *Queries) TallyTargets(ctx context.Context, q ports.SubjectQuery, limit 
 	return targets, nil
 }
 
+// MessageSubjects searches account's message id, readable or not, and
+// returns its ref and subjects (ports.ErrNotFound when none).
+func (s *Queries) MessageSubjects(ctx context.Context, account, id string) (ports.SubjectRef, []string, error) {
+	f := &filters{}
+	f.term("account", account)
+	f.term("id", id)
+	hits, err := s.searchRefs(ctx, "message subjects", f, object{"size": 1, "sort": newestFirst}, "subjects")
+	if err != nil {
+		return ports.SubjectRef{}, nil, err
+	}
+	if len(hits) == 0 {
+		return ports.SubjectRef{}, nil, fmt.Errorf("elastic: message %q: %w", id, ports.ErrNotFound)
+	}
+	return hits[0].ref(), hits[0].Source.Subjects, nil
+}
+
 // Located searches account's messages with any of ids, readable or not,
 // and returns the index and _id of each document: an id another account's
 // message has is not among them. It sees what the last refresh made
@@ -117,8 +139,8 @@ func (s *Queries) Located(ctx context.Context, account string, ids []string) ([]
 
 // searchRefs runs body with f as its query (searchInto) and reads the
 // refs of its hits.
-func (s *Queries) searchRefs(ctx context.Context, op string, f *filters, body object) ([]refHit, error) {
-	body["_source"] = refFields
+func (s *Queries) searchRefs(ctx context.Context, op string, f *filters, body object, more ...string) ([]refHit, error) {
+	body["_source"] = append(slices.Clip(refFields), more...)
 	var reply struct {
 		Hits struct {
 			Hits []refHit `json:"hits"`

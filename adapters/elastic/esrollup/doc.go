@@ -25,10 +25,13 @@
 // marks them, and never lowers what was acknowledged, which was marked
 // before its Append returned.
 //
-// Retention: marks and kept rollups carry expires_at, the end of their
-// minute plus the retention of its messages, and the purge drops a day's
-// rollups index as it drops a day's messages index, once every document in
-// it has expired (esquery.PurgeExpired), under the same write block.
+// Retention: the rollups outlive their messages. Before the purge deletes a
+// day's messages index (write-blocked, refreshed, wholly expired), every
+// marked minute of the day has its rollup counted and kept at its mark's
+// version (Scopes, statsengine.Marked.KeepAll); the day's rollups index goes
+// when the day ended before the rollup retention (esquery.PurgeRollups).
+// Marks and kept rollups still carry expires_at, the end of their minute
+// plus the retention of its messages, which nothing deletes by any more.
 //
 // Messages stored by an earlier version of the store carry no marks: a
 // store set up over them marks from its start plus domain.MaxFutureSkew

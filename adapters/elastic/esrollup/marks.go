@@ -283,3 +283,47 @@ func mget[T any](ctx context.Context, client *esclient.Client, op string, target
 	}
 	return nil
 }
+
+// Scopes lists the scopes that have marks in the minutes of day (a UTC
+// day): those whose rollups a purge of the day's messages keeps first.
+func (r *Rollups) Scopes(ctx context.Context, day time.Time) ([]domain.Scope, error) {
+	body := map[string]any{"size": 0, "track_total_hits": false,
+		"query": map[string]any{"bool": map[string]any{"filter": []any{
+			map[string]any{"term": map[string]any{"kind": "mark"}},
+			map[string]any{"range": map[string]any{"minute": map[string]any{"gte": day.Unix(), "lt": day.Add(24 * time.Hour).Unix()}}},
+		}}},
+		"aggs": map[string]any{"accounts": map[string]any{"terms": map[string]any{"field": "account", "size": maxScopesOfADay},
+			"aggs": map[string]any{"domains": map[string]any{"terms": map[string]any{"field": "domain", "size": 10}}}}}}
+	var reply struct {
+		Aggregations struct {
+			Accounts struct {
+				Buckets []struct {
+					Key     string `json:"key"`
+					Domains struct {
+						Buckets []struct {
+							Key string `json:"key"`
+						} `json:"buckets"`
+					} `json:"domains"`
+				} `json:"buckets"`
+			} `json:"accounts"`
+		} `json:"aggregations"`
+	}
+	if err := r.search(ctx, "purge: scopes of a day", body, &reply); err != nil {
+		return nil, err
+	}
+	accounts := reply.Aggregations.Accounts.Buckets
+	if len(accounts) == maxScopesOfADay {
+		return nil, fmt.Errorf("elastic: purge: more than %d accounts marked on %s", maxScopesOfADay, day.Format(time.DateOnly))
+	}
+	var scopes []domain.Scope
+	for _, a := range accounts {
+		for _, d := range a.Domains.Buckets {
+			scopes = append(scopes, domain.Scope{Account: a.Key, Domain: d.Key})
+		}
+	}
+	return scopes, nil
+}
+
+// maxScopesOfADay bounds the accounts Scopes lists: past it the purge
+// fails rather than drop rollups it did not keep.
+const maxScopesOfADay = 10_000

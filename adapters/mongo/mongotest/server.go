@@ -30,8 +30,9 @@ import (
 //
 // All methods are safe for concurrent use.
 type Server struct {
-	dir    string
-	logger *slog.Logger
+	dir     string
+	pragmas []string // SQLite pragmas FerretDB sets on its connections
+	logger  *slog.Logger
 
 	mu     sync.Mutex
 	addr   string        // public 127.0.0.1:port, fixed after the first start
@@ -61,6 +62,20 @@ func StartServerOn(ctx context.Context, dir, addr string) (*Server, error) {
 		return nil, fmt.Errorf("mongotest: state directory: %w", err)
 	}
 	s := &Server{dir: dir, addr: addr, logger: ferretLogger()}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartServerWithPragmas is StartServer with FerretDB's SQLite connections
+// set to pragmas ("secure_delete(1)"), passed in its SQLite URL as _pragma.
+func StartServerWithPragmas(ctx context.Context, dir string, pragmas ...string) (*Server, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mongotest: state directory: %w", err)
+	}
+	s := &Server{dir: dir, pragmas: pragmas, addr: "127.0.0.1:0", logger: ferretLogger()}
 	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -138,7 +153,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    s.logger,
 		Handler:   "sqlite",
-		SQLiteURL: (&url.URL{Scheme: "file", Path: strings.TrimSuffix(s.dir, "/") + "/"}).String(),
+		SQLiteURL: (&url.URL{Scheme: "file", Path: strings.TrimSuffix(s.dir, "/") + "/", RawQuery: url.Values{"_pragma": s.pragmas}.Encode()}).String(),
 	})
 	newFerretDBMu.Unlock()
 	if err != nil {

@@ -919,7 +919,18 @@ function fillBody(pre, content) {
   pre.classList.toggle("muted", text === "");
 }
 
-function fillSummary(m) {
+// rulesText says which privacy rule set versions scrubbed a message and which
+// fields their rules changed: rule ids and field paths, never values.
+function rulesText(rules) {
+  if (!rules || (!rules.version && !rules.rescrubbed_by)) return "None applied";
+  let text = rules.version ? `Rule set version ${rules.version}` : "Stored before a rule set";
+  if (rules.rescrubbed_by) text += `, re-scrubbed by version ${rules.rescrubbed_by}`;
+  const changes = rules.changes || [];
+  text += changes.length ? `; changed ${changes.map((c) => `${c.field} (${c.rule})`).join(", ")}` : "; nothing changed";
+  return text;
+}
+
+function fillSummary(m, rules) {
   const items = [
     ["Status", String(m.status_code)],
     ["Time", `${formatTime(new Date(m.created_at))} (${m.created_at})`],
@@ -930,6 +941,7 @@ function fillSummary(m) {
     ["Request size", formatBytes(m.request.size)],
     ["Response type", m.response.content_type || "–"],
     ["Response size", formatBytes(m.response.size)],
+    ["Privacy rules", rulesText(rules)],
     ["Reference", m.reference],
     ["ID", m.id],
   ];
@@ -963,9 +975,9 @@ function markRow(id) {
 async function openMessage(id) {
   state.openId = id;
   markRow(id);
-  let m;
+  let m, rules;
   try {
-    m = (await api(messageURL(id))).data;
+    ({ data: m, rules } = await api(messageURL(id)));
   } catch (err) {
     if (state.openId !== id) return;
     if (err.status === 404 || err.status === 400) {
@@ -979,7 +991,7 @@ async function openMessage(id) {
   if (state.openId !== id) return;
   $("detail-missing").hidden = true;
   $("detail-title").textContent = `${m.method} ${m.path}`;
-  fillSummary(m);
+  fillSummary(m, rules);
   $("curl").textContent = curlCommand(m);
   $("copy-status").textContent = "";
   fillHeaders($("request-headers"), m.request.header);

@@ -890,6 +890,36 @@ async function main() {
     await blockedHost.close();
   });
 
+  await step("a message's detail says which rule set scrubbed it and what its rules changed, never the values", async () => {
+    const card = "4111111111111111";
+    const put = await fetch(`${base}/v1/rules`, {
+      method: "PUT",
+      headers: { Authorization: `Bearer ${KEYS.acmeLive}`, "Content-Type": "application/json", "If-Match": '"0"', "X-Reqlog-Reason": "no card numbers" },
+      body: JSON.stringify({ privacy: [{ id: "cards", select: ["request.body.card"], action: { type: "mask" } }] }),
+    });
+    assert.equal(put.status, 200, await put.text());
+    // The rules apply within the poll interval: submit until one is scrubbed.
+    let scrubbed;
+    for (let tries = 0; !scrubbed && tries < 100; tries++) {
+      const item = { name: "shop", created_at: NOW, method: "POST", path: "/orders/scrubbed",
+        request: { header: { "Content-Type": "application/json" }, body: JSON.stringify({ card, qty: 1 }) }, response: { status_code: 201 } };
+      const { data } = await api(base, "POST", "/v1/messages", KEYS.acmeLive, item);
+      const stored = await api(base, "GET", `/v1/messages/${data.id}`, KEYS.acmeLive);
+      if (stored.rules.version === 1) scrubbed = stored.data;
+      else await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.ok(scrubbed, "no message was written under the rule set");
+    await page.goto(`${base}/portal?message=${scrubbed.id}`);
+    await page.locator("#detail").waitFor();
+    const summary = Object.fromEntries(await page.$$eval("#detail-summary dt", (dts) => dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+    assert.equal(summary["Privacy rules"], "Rule set version 1; changed request.body.card (cards)");
+    assert.ok(!(await page.content()).includes(card), "the card number is shown");
+    await page.goto(`${base}/portal?message=${shop[0].id}`);
+    await page.locator("#detail").waitFor();
+    const before = await page.$$eval("#detail-summary dt", (dts) => dts.find((dt) => dt.textContent === "Privacy rules").nextElementSibling.textContent);
+    assert.equal(before, "None applied");
+  });
+
   await step("no script error, dialog, or request to another origin", async () => {
     assert.deepEqual(problems, []);
     assert.ok(!log.some((line) => line.includes(session.token.split(".")[2])), "the token reached the server log");

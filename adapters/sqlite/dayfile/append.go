@@ -108,8 +108,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 	subjects := subjectWriter{tx: tx}
 	defer subjects.close()
 	var (
-		tokens  []byte
-		hashes  []uint64
+		words   wordTokens
 		rollups = map[rollupKey]*stats.Rollup{}
 	)
 	count := func(m domain.Message) {
@@ -154,8 +153,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 			return 0, 0, err
 		}
 		if indexWords {
-			tokens, hashes = messageTokens(tokens[:0], hashes, m)
-			if _, err := insertWords.ExecContext(ctx, seq, tokens); err != nil {
+			if _, err := insertWords.ExecContext(ctx, seq, words.of(m)); err != nil {
 				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
 		}

@@ -53,6 +53,10 @@ type Layout struct {
 	// Plain stores headers and bodies as text (content NULL), as before
 	// schema version 7.
 	Plain bool
+	// WordConfig is run on each file opened: FTS5 settings of the word
+	// index ("INSERT INTO words(words, rank) VALUES('automerge', 8)"),
+	// which the file keeps.
+	WordConfig string
 }
 
 // Dir is an open data directory: its lock held, a handle for each of its

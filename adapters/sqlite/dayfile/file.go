@@ -43,6 +43,10 @@ type Part struct {
 	Class string
 }
 
+// Name is the file's name in the data directory: an erasure's receipt
+// counts by it.
+func (f *File) Name() string { return dayName(Part{Day: f.Day, Class: f.Class}) }
+
 // PartOf is the part a message is stored in.
 func PartOf(m domain.Message) Part {
 	return Part{Day: DayOf(m.CreatedAt), Class: ClassName(m.RetentionClass())}
@@ -218,6 +222,11 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	db, err := sqlitedb.Open(ctx, f.path, o.Files, daySchema(o.Layout.PageSize), create)
 	if err != nil {
 		return err
+	}
+	if o.Layout.WordConfig != "" {
+		if _, err := db.Write.ExecContext(ctx, o.Layout.WordConfig); err != nil {
+			return errors.Join(db.Error(ctx, "configure its word index", err), db.Close())
+		}
 	}
 	var messages, maxExpires int64
 	if err := db.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {

@@ -19,10 +19,12 @@ import (
 // message stays; reads never return the expired ones meanwhile. It decides
 // from the days' totals in memory, so it opens no file but those it drops.
 // It returns how many messages the dropped files held, and the errors of
-// those it could not drop. dropped is told of each file dropped, while no
-// call uses it.
-func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*File)) (int64, error) {
-	return d.PurgeRetention(ctx, now, nil, dropped)
+// those it could not drop. beforeDrop is given each file about to be
+// dropped, open, while no call uses it: the file is dropped only once it
+// returns nil (what it keeps of the file is kept before the file goes), and
+// stays otherwise, its error reported.
+func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, beforeDrop func(context.Context, *File) error) (int64, error) {
+	return d.PurgeRetention(ctx, now, nil, beforeDrop)
 }
 
 // PurgeRetention is PurgeExpired that also applies each retention class's
@@ -32,7 +34,7 @@ func (d *Dir) PurgeExpired(ctx context.Context, now time.Time, dropped func(*Fil
 // and the bodies of a class's files whose day plus the class's bodies
 // retention has passed are taken out (File.ClearBodies). A class current
 // cannot tell of is left for the next purge, with an error.
-func (d *Dir) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf, dropped func(*File)) (int64, error) {
+func (d *Dir) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf, beforeDrop func(context.Context, *File) error) (int64, error) {
 	p := &purge{now: now, current: current, classes: map[domain.RetentionClass]classRetention{}}
 	var (
 		purged int64
@@ -45,7 +47,7 @@ func (d *Dir) PurgeRetention(ctx context.Context, now time.Time, current ports.R
 		if !p.expired(ctx, f, f.maxExpires.Load()) {
 			continue
 		}
-		n, err := d.dropIfExpired(ctx, f, p, dropped)
+		n, err := d.dropIfExpired(ctx, f, p, beforeDrop)
 		purged += n
 		errs = append(errs, err)
 	}
@@ -145,7 +147,7 @@ func (d *Dir) clearBodies(ctx context.Context, part Part) error {
 // dropIfExpired drops f if every message in it has expired, under its use
 // lock held exclusively: no Append or read is using it then, and the
 // totals read from the file are final.
-func (d *Dir) dropIfExpired(ctx context.Context, f *File, p *purge, dropped func(*File)) (int64, error) {
+func (d *Dir) dropIfExpired(ctx context.Context, f *File, p *purge, beforeDrop func(context.Context, *File) error) (int64, error) {
 	f.use.Lock()
 	defer f.use.Unlock()
 	if f.dropped {
@@ -166,7 +168,9 @@ func (d *Dir) dropIfExpired(ctx context.Context, f *File, p *purge, dropped func
 	if !p.expired(ctx, f, maxExpires) {
 		return 0, nil
 	}
-	dropped(f)
+	if err := beforeDrop(ctx, f); err != nil {
+		return 0, fmt.Errorf("sqlite: purge: keeping %s: %w", f.path, err)
+	}
 	// Deleted before closing: the last close would checkpoint the WAL into a
 	// file about to go. Forgotten last: a write of the day meanwhile waits
 	// for the use lock, then finds no file and creates a new one.

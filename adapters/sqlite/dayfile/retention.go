@@ -109,10 +109,7 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 		return 0, 0, f.Error(ctx, "clear bodies: the word index", err)
 	}
 	p := f.packer()
-	var (
-		tokens []byte
-		hashes []uint64
-	)
+	var words wordTokens
 	for after := int64(0); ; {
 		page, seqs, err := readPage(ctx, tx, after)
 		if err != nil {
@@ -136,8 +133,7 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 				}
 				rewritten++
 			}
-			tokens, hashes = messageTokens(tokens[:0], hashes, m)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, tokens); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, words.of(m)); err != nil {
 				return 0, 0, f.Error(ctx, "clear bodies: words", fmt.Errorf("message %s: %w", m.ID, err))
 			}
 		}

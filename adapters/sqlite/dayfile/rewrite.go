@@ -112,8 +112,7 @@ func (f *File) Rewrite(ctx context.Context, msgs []domain.Message) ([]domain.Mes
 func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer) ([]domain.Message, error) {
 	var (
 		rewritten      []domain.Message
-		tokens         []byte
-		hashes         []uint64
+		words          wordTokens
 		pathsChangedIn = map[rollupKey]bool{}
 	)
 	for _, m := range msgs {
@@ -128,8 +127,7 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 		}
 		// A contentless index deletes a row given the tokens it was given:
 		// those of the message as stored, which ScanMessage inflated.
-		tokens, hashes = messageTokens(tokens[:0], hashes, old)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, tokens); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, words.of(old)); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
 		now := old
@@ -145,8 +143,7 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 			rulesValue(now.Rules), seq); err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
-		tokens, hashes = messageTokens(tokens[:0], hashes, now)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, tokens); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, words.of(now)); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
 		if stats.PathOf(old.Path) != stats.PathOf(now.Path) {

@@ -95,13 +95,14 @@ type storedRules struct {
 	Source     string     `json:"s,omitempty"`
 	Rescrubbed int64      `json:"r,omitempty"`
 	Changes    [][]string `json:"c,omitempty"` // [rule, field]
+	Submitted  string     `json:"d,omitempty"`
 }
 
 func rulesValue(r domain.RulesRecord) any {
 	if r.IsZero() {
 		return nil
 	}
-	s := storedRules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed}
+	s := storedRules{Version: r.Version, Source: r.Source, Rescrubbed: r.Rescrubbed, Submitted: r.Submitted}
 	for _, c := range r.Changes {
 		s.Changes = append(s.Changes, []string{c.Rule, c.Field})
 	}
@@ -117,7 +118,7 @@ func decodeRules(raw []byte) (domain.RulesRecord, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return domain.RulesRecord{}, err
 	}
-	r := domain.RulesRecord{Version: s.Version, Source: s.Source, Rescrubbed: s.Rescrubbed}
+	r := domain.RulesRecord{Version: s.Version, Source: s.Source, Rescrubbed: s.Rescrubbed, Submitted: s.Submitted}
 	for _, c := range s.Changes {
 		if len(c) != 2 {
 			return domain.RulesRecord{}, fmt.Errorf("a change of %d members, not [rule, field]", len(c))

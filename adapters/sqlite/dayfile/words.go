@@ -106,16 +106,182 @@ func distinctTokens(dst []byte, hashes []uint64) []byte {
 	return dst
 }
 
-// messageTokens is what the word index holds of m: the tokens of the words of
-// its path, of the first domain.SearchedBodyBytes of each body and of every
-// header value, each once. hashes is scratch space, returned for reuse.
-func messageTokens(dst []byte, hashes []uint64, m domain.Message) ([]byte, []uint64) {
-	hashes = hashes[:0]
+// wordTokens makes what the word index holds of a message, reusing its
+// memory from one message to the next: a set of the words' hashes, so that
+// each word is hashed once and its token written the first time it is met
+// (sorting every word's hash to drop repeats was a third of the Go side of
+// indexing: docs/benchmarks.md, "A cheaper word index"). The zero value is
+// ready to use.
+type wordTokens struct {
+	tokens []byte
+	// slots is an open-addressing set of hashes, a power of two long and at
+	// most half full; a hash of 0 is held by zero instead (0 marks a free
+	// slot).
+	slots []uint64
+	held  int
+	zero  bool
+}
+
+// of returns the tokens of the words of m's path, of the first
+// domain.SearchedBodyBytes of each body and of every header value, each
+// once, separated by spaces, in the order first met. The slice is valid
+// until the next call.
+func (t *wordTokens) of(m domain.Message) []byte {
+	t.reset()
 	domain.SearchedTexts(m, func(text string) bool {
-		hashes = appendWordHashes(hashes, searchedPrefix(text))
+		text = searchedPrefix(text)
+		if !t.addASCII(text) {
+			it := words.FromString(text)
+			for it.Next() {
+				if w := it.Value(); isWord(w) {
+					t.add(wordHash(w))
+				}
+			}
+		}
 		return true
 	})
-	return distinctTokens(dst, hashes), hashes
+	return t.tokens
+}
+
+// The classes of ASCII bytes that UAX #29 tells apart inside a word:
+// letters, digits, the underscore (ExtendNumLet: it joins either), and the
+// marks that join two letters (MidLetter ':', MidNumLetQ '.' and the
+// apostrophe) or two digits (MidNum ',' ';', MidNumLetQ). Every other byte
+// ends a word.
+const (
+	asciiOther byte = iota
+	asciiLetter
+	asciiDigit
+	asciiUnderscore
+	asciiMidLetter // ':'
+	asciiMidNum    // ',' ';'
+	asciiMidBoth   // '.' and the apostrophe
+)
+
+var asciiClass = func() (c [utf8.RuneSelf]byte) {
+	for b := 'a'; b <= 'z'; b++ {
+		c[b], c[b-'a'+'A'] = asciiLetter, asciiLetter
+	}
+	for b := '0'; b <= '9'; b++ {
+		c[b] = asciiDigit
+	}
+	c['_'], c[':'], c[','], c[';'], c['.'], c['\''] = asciiUnderscore, asciiMidLetter, asciiMidNum, asciiMidNum, asciiMidBoth, asciiMidBoth
+	return c
+}()
+
+// addASCII adds the words of text, when it is ASCII, splitting and hashing
+// each in one pass as UAX #29 and wordHash would (TestASCIIWordsAreUAX29s
+// checks it against the segmenter), and reports true; at the first byte
+// past ASCII it reports false and text is read by the segmenter (the words
+// added so far are in the set already). The segmenter took half of the Go
+// side of indexing.
+func (t *wordTokens) addASCII(text string) bool {
+	const offset, prime = 14695981039346656037, 1099511628211
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			return false
+		}
+		class := asciiClass[c]
+		if class == asciiOther || class >= asciiMidLetter {
+			i++
+			continue
+		}
+		h, alnum, last := uint64(offset), false, class
+		for i < len(text) {
+			c = text[i]
+			if c >= utf8.RuneSelf {
+				return false
+			}
+			class = asciiClass[c]
+			if class >= asciiMidLetter { // joins two letters or two digits (WB6, WB7, WB11, WB12)
+				if i+1 < len(text) && text[i+1] >= utf8.RuneSelf {
+					return false // joined or not as the rune after it says
+				}
+				if i+1 == len(text) {
+					break
+				}
+				next := asciiClass[text[i+1]]
+				joins := last == asciiLetter && next == asciiLetter && class != asciiMidNum ||
+					last == asciiDigit && next == asciiDigit && class != asciiMidLetter
+				if !joins {
+					break
+				}
+				h = (h ^ uint64(c)) * prime
+				i++
+				continue
+			}
+			if class == asciiOther {
+				break
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			h = (h ^ uint64(c)) * prime
+			alnum = alnum || class != asciiUnderscore
+			last = class
+			i++
+		}
+		if alnum {
+			t.add(h >> (64 - tokenBits))
+		}
+	}
+	return true
+}
+
+// reset empties the set, shrinking a table a long message grew.
+func (t *wordTokens) reset() {
+	t.tokens, t.held, t.zero = t.tokens[:0], 0, false
+	if len(t.slots) > 1<<12 {
+		t.slots = nil
+		return
+	}
+	clear(t.slots)
+}
+
+// add writes h's token unless the set holds h.
+func (t *wordTokens) add(h uint64) {
+	if h == 0 {
+		if t.zero {
+			return
+		}
+		t.zero = true
+	} else {
+		if 2*(t.held+1) > len(t.slots) {
+			t.grow()
+		}
+		mask := uint64(len(t.slots) - 1)
+		i := h & mask // the hash's low bits are as random as any
+		for t.slots[i] != 0 {
+			if t.slots[i] == h {
+				return
+			}
+			i = (i + 1) & mask
+		}
+		t.slots[i] = h
+		t.held++
+	}
+	if len(t.tokens) > 0 {
+		t.tokens = append(t.tokens, ' ')
+	}
+	t.tokens = appendToken(t.tokens, h)
+}
+
+// grow doubles the table (256 slots at first) and puts the hashes back.
+func (t *wordTokens) grow() {
+	old := t.slots
+	t.slots = make([]uint64, max(2*len(old), 256))
+	mask := uint64(len(t.slots) - 1)
+	for _, h := range old {
+		if h == 0 {
+			continue
+		}
+		i := h & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = h
+	}
 }
 
 // searchedPrefix is the part of a text the index holds: the first

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/rollupfile"
 	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -15,17 +16,19 @@ import (
 // concurrent use.
 type Reader struct {
 	dir      *dayfile.Dir
+	kept     *rollupfile.File // nil: no rollups outlive their day files
 	cfg      Config
 	versions *hourVersions
 	engine   *statsengine.Engine
 }
 
 // New returns the reader of dir's statistics, with cfg's plan for a q of
-// one word.
-func New(dir *dayfile.Dir, cfg Config) *Reader {
-	r := &Reader{dir: dir, cfg: cfg.withDefaults(), versions: newHourVersions()}
+// one word, and the rollups of the day files retention dropped in kept
+// (nil: none).
+func New(dir *dayfile.Dir, kept *rollupfile.File, cfg Config) *Reader {
+	r := &Reader{dir: dir, kept: kept, cfg: cfg.withDefaults(), versions: newHourVersions()}
 	// New fails only without samples, which the reader always streams.
-	r.engine, _ = statsengine.New(statsengine.Sources{Samples: r, Rollups: r}, statsengine.Config{})
+	r.engine, _ = statsengine.New(statsengine.Sources{Samples: r, Rollups: r, RollupsOutliveMessages: kept != nil}, statsengine.Config{})
 	return r
 }
 

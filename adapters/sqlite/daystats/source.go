@@ -2,10 +2,13 @@ package daystats
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/rollupcodec"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
+	"github.com/reqlog/reqlog/adapters/sqlite/rollupfile"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
@@ -71,13 +74,16 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // how many messages is not told (-1). A day file's hours of a view are
 // read once (fileHours) and kept until a transaction writes into the file.
 // A day of several files (retention classes) yields each hour once, its
-// version made of theirs (hourOfParts).
+// version made of theirs (hourOfParts). The hours of the days whose files
+// retention dropped come from the rollups file.
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	first, end := hourOf(from.Unix()), ceilSecond(to)
+	read := map[int64]bool{} // the days read from their files, Unix seconds
 	for _, day := range dayfile.OfDay(r.oldestFirst(from, to)) {
 		var hours hourOfParts
 		err := r.dir.Each(ctx, day, func(f *dayfile.File) error {
+			read[f.Day.Unix()] = true
 			kept, err := r.fileHours(ctx, f, scope, name)
 			for _, h := range kept {
 				if h.hour >= first && h.hour < end {
@@ -95,7 +101,16 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 			return err
 		}
 	}
-	return nil
+	if r.kept == nil {
+		return nil
+	}
+	version := r.kept.Version() // before the read, as hourVersions'
+	return r.kept.Hours(ctx, scope, name, first, end, func(hour, rollups int64) error {
+		if read[dayfile.DayOf(time.Unix(hour, 0)).Unix()] {
+			return nil
+		}
+		return yield(time.Unix(hour, 0).UTC(), version, -1, rollups)
+	})
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
@@ -103,9 +118,12 @@ func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name strin
 // rollups are written in the transaction of their messages, so each stands
 // for every message stored in its minute: none is nil. The rollups of a
 // minute in several files of a day (retention classes) are yielded merged,
-// once: the engine refuses or counts the minute whole.
+// once: the engine refuses or counts the minute whole. The days whose files
+// retention dropped (those not read from a file: a file dropped during the
+// read has been kept before) are read from the rollups file.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
+	read := map[int64]bool{} // the days read from their files, Unix seconds
 	for _, day := range dayfile.OfDay(r.oldestFirst(from, to)) {
 		var merged mergedRollups
 		each := func(minute int64, app string, r *stats.Rollup) error {
@@ -115,6 +133,7 @@ func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, f
 			each = merged.add
 		}
 		err := r.dir.Each(ctx, day, func(f *dayfile.File) error {
+			read[f.Day.Unix()] = true
 			return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), each)
 		})
 		if err == nil {
@@ -124,7 +143,23 @@ func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, f
 			return err
 		}
 	}
-	return nil
+	if r.kept == nil {
+		return nil
+	}
+	var (
+		decoded stats.Rollup
+		decoder rollupcodec.Decoder
+	)
+	return r.kept.Each(ctx, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, data []byte) error {
+		at := time.Unix(minute, 0).UTC()
+		if read[dayfile.DayOf(at).Unix()] {
+			return nil
+		}
+		if err := decoder.Rollup(data, &decoded); err != nil {
+			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", rollupfile.FileName, app, minute, err)
+		}
+		return yield(at, app, &decoded)
+	})
 }
 
 // ceilSecond is t in Unix seconds, rounded up: a minute starting before it
