@@ -125,11 +125,12 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) 
 }
 
 // keepRollupsOf copies the rollups of f, a day file about to be dropped,
-// into the rollups file, in one transaction committed before f goes: a
+// into the rollups file under its part (its class: a day's other class
+// files keep theirs beside), in one transaction committed before f goes: a
 // purge that stops anywhere loses none (a copy made again replaces its
 // rows). Then the reader forgets f.
 func (s *Store) keepRollupsOf(ctx context.Context, f *dayfile.File) error {
-	if _, err := s.kept.Keep(ctx, f.Read); err != nil {
+	if _, err := s.kept.Keep(ctx, f.Read, f.Class); err != nil {
 		return err
 	}
 	s.stats.Forget(f)
