@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -20,8 +23,8 @@ var (
 // truncateWithin bounds Expunge's wait for the readers of a day file's WAL.
 const truncateWithin = 30 * time.Second
 
-// SubjectMessages reads each day file's subject index, newest day first,
-// until q.Limit refs are found.
+// SubjectMessages reads each day file's subject index, newest day first
+// (a day's files merged), until q.Limit refs are found.
 func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
 	var last time.Time
 	if !q.CreatedBefore.IsZero() {
@@ -31,25 +34,27 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 		last = dayfile.DayOf(q.After.CreatedAt)
 	}
 	var refs []ports.SubjectRef
-	for _, day := range s.dir.NewestFirst(time.Time{}, last) {
+	for _, day := range dayfile.OfDay(s.dir.NewestFirst(time.Time{}, last)) {
 		if len(refs) >= q.Limit {
 			break
 		}
-		f, err := s.dir.Acquire(ctx, day, false)
-		if err != nil || f == nil {
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
 		dayQuery := q
 		dayQuery.Limit = q.Limit - len(refs)
-		found, err := f.Subjects(ctx, dayQuery)
-		f.Release()
+		var found []ports.SubjectRef
+		err := s.dir.Each(ctx, day, func(f *dayfile.File) error {
+			more, err := f.Subjects(ctx, dayQuery)
+			found = append(found, more...)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, found...)
+		// The refs of a day's files (retention classes) in List order, so
+		// that a page ends where the next one's After starts.
+		slices.SortFunc(found, func(a, b ports.SubjectRef) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+		})
+		refs = append(refs, found[:min(len(found), dayQuery.Limit)]...)
 	}
 	return refs, nil
 }
