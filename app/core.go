@@ -131,7 +131,7 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	rescrubMetrics, _ := deps.Metrics.(RescrubMetrics)
 	c.Rescrubs.observed(rescrubMetrics)
 	c.Statistics, c.Exporter = c.Reader.Statistics(), c.Reader.Exporter()
-	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log)
+	c.purger = NewPurger(store, c.Clock, cfg.PurgeInterval, deps.Log).WithRetention(c.rules.CurrentRetention(c.Policy.Retention))
 	if keeper, ok := deps.Store.(ports.RollupKeeper); ok {
 		c.purger.KeepRollups(keeper, c.Policy)
 	}

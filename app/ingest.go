@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/rules"
@@ -420,6 +421,10 @@ func (in *Ingester) applyRules(ctx context.Context, account string, src rules.So
 		m.Subjects = outcomes[i].Subjects // the store's subject index
 		if m.ExpiresAt.After(policyExpiry) {
 			m.ExpiresAt = policyExpiry
+		}
+		m.RetentionRule, m.BodiesExpireAt = outcomes[i].RetentionRule, outcomes[i].BodiesExpireAt
+		if m.BodiesExpireAt.After(m.ExpiresAt) {
+			m.BodiesExpireAt = time.Time{} // the policy's retention is shorter: they go with the message
 		}
 		if outcomes[i].Stored {
 			m.Rules = domain.RulesRecord{Version: active.Version.Number, Source: string(src), Changes: outcomes[i].Changes}

@@ -93,6 +93,17 @@ func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, 
 	return n, s.observe(OpPurge, err)
 }
 
+// PurgeRetention is the store's, or its PurgeExpired when it keeps no
+// retention classes apart.
+func (s observedStore) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
+	rp, ok := s.MessageStore.(ports.RetentionPurger)
+	if !ok {
+		return s.PurgeExpired(ctx, now)
+	}
+	n, err := rp.PurgeRetention(ctx, now, current)
+	return n, s.observe(OpPurge, err)
+}
+
 // observe reports err, if it is a failure, and returns it unchanged.
 func (s observedStore) observe(operation string, err error) error {
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {

@@ -17,6 +17,7 @@ type Purger struct {
 	store    ports.ExpiredPurger
 	rollups  ports.RollupKeeper // nil: the store keeps none past its messages
 	policy   domain.Policy
+	current  ports.RetentionOf // nil: PurgeExpired alone
 	clock    ports.Clock
 	interval time.Duration
 	log      *zap.Logger
@@ -32,6 +33,23 @@ func NewPurger(store ports.ExpiredPurger, clock ports.Clock, interval time.Durat
 // older than policy's rollup retention (domain.Policy.OldestRollup).
 func (p *Purger) KeepRollups(store ports.RollupKeeper, policy domain.Policy) {
 	p.rollups, p.policy = store, policy
+}
+
+// WithRetention makes the job apply the retention rules' current retention
+// to what each class holds, when the store keeps classes apart
+// (ports.RetentionPurger).
+func (p *Purger) WithRetention(current ports.RetentionOf) *Purger {
+	p.current = current
+	return p
+}
+
+// purge deletes the messages expired at now: by each class's current
+// retention where the store keeps classes apart, else by their stamped expiry.
+func (p *Purger) purge(ctx context.Context, now time.Time) (int64, error) {
+	if rp, ok := p.store.(ports.RetentionPurger); ok && p.current != nil {
+		return rp.PurgeRetention(ctx, now, p.current)
+	}
+	return p.store.PurgeExpired(ctx, now)
 }
 
 // Start runs the job in the background; a second Start is a no-op.
@@ -76,7 +94,7 @@ func (p *Purger) purgeRollups(ctx context.Context, now time.Time) {
 
 func (p *Purger) purgeMessages(ctx context.Context, now time.Time) {
 	started := time.Now()
-	n, err := p.store.PurgeExpired(ctx, now)
+	n, err := p.purge(ctx, now)
 	elapsed := zap.Duration("duration", time.Since(started))
 	switch {
 	case err != nil && ctx.Err() != nil:

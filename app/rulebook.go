@@ -42,6 +42,11 @@ type RulesConfig struct {
 	ReloadFile func() (sets map[string]rules.RuleSet, changed bool, err error)
 	// Rescrub tunes the jobs that run a rule set over stored messages.
 	Rescrub RescrubConfig
+	// MaxRetention is the longest retention a retention rule may set, the
+	// store's cap (REQLOG_SQLITE_MAX_RETENTION with the sqlite store): a set
+	// saved or read from the rules file over it is refused naming the rule's
+	// keep. Zero: the rules' own bound.
+	MaxRetention time.Duration
 }
 
 // DefaultRulesConfig is the default of every rules setting.
@@ -54,6 +59,8 @@ func (c RulesConfig) Validate() error {
 	switch {
 	case c.Poll <= 0:
 		return invalidField("Rules.Poll", "must be positive")
+	case c.MaxRetention < 0:
+		return invalidField("Rules.MaxRetention", "must not be negative")
 	case len(c.HashKey) > 0 && len(c.HashKey) < MinRulesHashKey:
 		return invalidField("Rules.HashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
 	}
@@ -106,6 +113,7 @@ type RuleBook struct {
 	reloadFile func() (map[string]rules.RuleSet, bool, error)
 	fileError  string // the last reload's error, logged once until it changes
 	hashKey    []byte
+	maxKeep    time.Duration // RulesConfig.MaxRetention
 	poll       time.Duration
 	metrics    RuleMetrics
 	log        *zap.Logger
@@ -128,7 +136,7 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 	if log == nil {
 		log = zap.NewNop()
 	}
-	b := &RuleBook{store: store, reloadFile: cfg.ReloadFile, hashKey: cfg.HashKey, poll: cfg.Poll, metrics: metrics,
+	b := &RuleBook{store: store, reloadFile: cfg.ReloadFile, hashKey: cfg.HashKey, maxKeep: cfg.MaxRetention, poll: cfg.Poll, metrics: metrics,
 		log: log.Named("rules"), active: map[string]*ActiveRules{}, latest: map[string]int64{}, forget: newForgetting()}
 	if b.poll <= 0 {
 		b.poll = DefaultRulesPoll
@@ -145,7 +153,7 @@ func NewRuleBook(store ports.RuleSetStore, cfg RulesConfig, metrics RuleMetrics,
 func (b *RuleBook) compileFile(sets map[string]rules.RuleSet) (map[string]*ActiveRules, error) {
 	file := make(map[string]*ActiveRules, len(sets))
 	for account, rs := range sets {
-		active, err := b.compile(rules.Version{Account: account, Rules: rs})
+		active, err := b.compileNew(rules.Version{Account: account, Rules: rs})
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", account, err)
 		}
@@ -211,6 +219,21 @@ func (b *RuleBook) compile(v rules.Version) (*ActiveRules, error) {
 		actions[r.ID] = r.Action
 	}
 	return &ActiveRules{Version: v, compiled: c, actions: actions}, nil
+}
+
+// compileNew builds v, a set about to rule (saved, tried, or the rules
+// file's), refusing also retention rules over the store's cap. A saved
+// set is not refused once a lower cap is configured: its rules are
+// shortened to the policy's retention when applied.
+func (b *RuleBook) compileNew(v rules.Version) (*ActiveRules, error) {
+	active, err := b.compile(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := active.compiled.CheckRetentionCap(b.maxKeep); err != nil {
+		return nil, err
+	}
+	return active, nil
 }
 
 // errNoHashKey names the first field of rs that needs the hash key.
@@ -396,5 +419,19 @@ func (b *RuleBook) observe(a *ActiveRules, outcomes []rules.Outcome) {
 	}
 	if dropped+withheld > 0 {
 		b.metrics.ObserveRuleEffects(dropped, withheld)
+	}
+}
+
+// CurrentRetention tells the purge the current retention of each class
+// (ports.RetentionOf): the account's rule of that id as this replica knows
+// it now, shortened to the policy's retention, as ingest shortens it.
+func (b *RuleBook) CurrentRetention(policy time.Duration) ports.RetentionOf {
+	return func(ctx context.Context, class domain.RetentionClass) (keep, bodies time.Duration, ok bool, err error) {
+		active, err := b.For(ctx, class.Account)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		keep, bodies, ok = active.compiled.RuleRetention(class.Rule)
+		return min(keep, policy), min(bodies, policy), ok, nil
 	}
 }

@@ -137,7 +137,7 @@ func (s *RuleSets) Replace(ctx context.Context, p domain.Principal, doc []byte, 
 		return CurrentRules{}, err
 	}
 	v := rules.Version{Account: p.Account, Rules: rs, KeyID: p.KeyID, Reason: reason, At: domain.Micro(s.clock.Now())}
-	active, err := s.book.compile(v)
+	active, err := s.book.compileNew(v)
 	if err != nil {
 		return CurrentRules{}, err
 	}
@@ -233,7 +233,7 @@ func (s *RuleSets) rulesToTry(ctx context.Context, p domain.Principal, proposed 
 	if proposed == nil {
 		return s.book.For(ctx, p.Account)
 	}
-	active, err := s.book.compile(rules.Version{Account: p.Account, Rules: *proposed})
+	active, err := s.book.compileNew(rules.Version{Account: p.Account, Rules: *proposed})
 	return active, prefixFields(err, "rules.")
 }
 

@@ -87,6 +87,8 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
 		// Statistics past the messages' retention (store_rollupkeep.go).
 		{name: "RollupsOutliveMessages", run: testRollupsOutliveMessages},
+		// Retention classes, bodies kept for less (store_retention.go).
+		{name: "RetentionClasses", run: testRetentionClasses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

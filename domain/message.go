@@ -94,6 +94,16 @@ type Message struct {
 	UpdatedAt   time.Time // when the service stored it
 	VisibleAt   time.Time // UpdatedAt + visibility delay
 	ExpiresAt   time.Time // CreatedAt + retention
+	// BodiesExpireAt is when a retention rule's bodies retention ends: from
+	// then on no read returns the bodies (WithoutExpiredBodies) and the purge
+	// takes them out of the store. Zero: they go with the message.
+	BodiesExpireAt time.Time
+	// RetentionRule is the id of the account's retention rule that set
+	// ExpiresAt, "" for the policy's: the message's retention class
+	// (RetentionClass). A store partitions by it and its purge applies the
+	// class's current retention (ports.RetentionPurger); no read needs to
+	// return it.
+	RetentionRule string
 	// Rules records the rule set version that wrote the message and which
 	// rules changed it (rule ids and field paths, never values).
 	Rules RulesRecord
@@ -117,6 +127,28 @@ type Message struct {
 func (m Message) AsTally() Message {
 	m.Request, m.Response = Content{}, Content{}
 	m.SampleRate, m.Tally = 0, true
+	return m
+}
+
+// RetentionClass names the retention class of the message: its account's
+// retention rule, "" for the policy's retention.
+type RetentionClass struct{ Account, Rule string }
+
+// RetentionClass is m's class.
+func (m Message) RetentionClass() RetentionClass {
+	if m.RetentionRule == "" {
+		return RetentionClass{}
+	}
+	return RetentionClass{Account: m.Account, Rule: m.RetentionRule}
+}
+
+// WithoutExpiredBodies is m without its bodies once BodiesExpireAt has
+// passed at now: what every read returns, whether or not the purge has
+// taken them out of the store yet.
+func (m Message) WithoutExpiredBodies(now time.Time) Message {
+	if !m.BodiesExpireAt.IsZero() && !now.Before(m.BodiesExpireAt) {
+		m.Request.Body, m.Response.Body = "", ""
+	}
 	return m
 }
 

@@ -111,6 +111,27 @@ type ExpiredPurger interface {
 	PurgeExpired(ctx context.Context, now time.Time) (int64, error)
 }
 
+// RetentionOf is the current retention of an account's retention rule (a
+// domain.RetentionClass): how long its messages are kept after their
+// CreatedAt, and their bodies (at most keep). ok is false when the account
+// has no such rule any more: its messages keep the expiry stamped on them.
+type RetentionOf func(ctx context.Context, class domain.RetentionClass) (keep, bodies time.Duration, ok bool, err error)
+
+// RetentionPurger is an ExpiredPurger that keeps each retention class
+// apart (domain.Message.RetentionRule) and applies the classes' current
+// retention to what they hold: a class shortened since its messages were
+// stored is purged as its rule now says, and the bodies of a class whose
+// bodies retention has passed are taken out of the store.
+type RetentionPurger interface {
+	// PurgeRetention does what PurgeExpired does, and, per class, deletes
+	// the messages created longer than current's keep before now and takes
+	// out the bodies of those created longer than its bodies before now. A
+	// store MAY keep them until a whole unit (a day of the class) is past
+	// it. A class current cannot tell of (an error) is left for the next
+	// purge; the others go on.
+	PurgeRetention(ctx context.Context, now time.Time, current RetentionOf) (int64, error)
+}
+
 // MessageStore is what a storage adapter provides.
 type MessageStore interface {
 	MessageWriter

@@ -78,7 +78,7 @@ func (s *Store) statsWithKeptRollups(ctx context.Context, q stats.Query, now, ed
 	}
 	old, rest := q.Filter, q.Filter
 	old.From, old.To, rest.From, rest.To = from, edge, edge, to
-	err := s.walkWhere(ctx, domain.Query{Scope: q.Scope, Filter: old}, func(m *domain.Message) bool { return !now.Before(m.VisibleAt) }, add)
+	err := s.walkWhere(ctx, domain.Query{Scope: q.Scope, Filter: old}, now, func(m *domain.Message) bool { return !now.Before(m.VisibleAt) }, add)
 	if err == nil && edge.Before(to) {
 		err = s.walk(ctx, domain.Query{Scope: q.Scope, Filter: rest}, now, add)
 	}

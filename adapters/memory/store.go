@@ -123,6 +123,8 @@ type Store struct {
 	subjects subjectIndex
 	// kept are the rollups of the purged messages (rollups.go).
 	kept map[keptMinute]*stats.Rollup
+	// classes holds the ids of each retention class's messages (retention.go).
+	classes map[domain.RetentionClass]map[string]struct{}
 }
 
 // New returns an empty store.
@@ -134,6 +136,7 @@ func New() *Store {
 		expires:  btree.NewG(btreeDegree, expiresFirst),
 		subjects: subjectIndex{},
 		kept:     map[keptMinute]*stats.Rollup{},
+		classes:  map[domain.RetentionClass]map[string]struct{}{},
 	}
 }
 
@@ -185,6 +188,7 @@ func (s *Store) insert(m domain.Message) {
 		s.byRef[m.Reference] = m.ID
 	}
 	s.expires.ReplaceOrInsert(expiry{expires: m.ExpiresAt, id: m.ID})
+	s.classify(m)
 }
 
 // find is the stored message with id, under the lock; the copy shares its
@@ -211,7 +215,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	if !ok || m.Tally || m.Scope() != scope || !m.Readable(now) {
 		return domain.Message{}, fmt.Errorf("memory: message %q: %w", idOrReference, ports.ErrNotFound)
 	}
-	return m.Clone(), nil
+	return m.WithoutExpiredBodies(now).Clone(), nil
 }
 
 // Lookup returns scope's stored messages with any of ids, readable or not.
@@ -293,6 +297,7 @@ func (s *Store) remove(id string) {
 	}
 	s.expires.Delete(expiry{expires: m.ExpiresAt, id: id})
 	s.subjects.remove(m.Account, id)
+	s.declassify(m)
 }
 
 // ReadLag is zero: a message is readable as soon as Append returns.

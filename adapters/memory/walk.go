@@ -99,12 +99,12 @@ func (s *Store) StreamSamples(ctx context.Context, scope domain.Scope, f domain.
 // on: most pages fill in their first step); it returns ctx's error once ctx is
 // done.
 func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit func(*domain.Message) bool) error {
-	return s.walkWhere(ctx, q, func(m *domain.Message) bool { return m.Readable(now) }, visit)
+	return s.walkWhere(ctx, q, now, func(m *domain.Message) bool { return m.Readable(now) }, visit)
 }
 
 // walkWhere is walk with the messages read chosen by readable instead of
-// those readable at a time.
-func (s *Store) walkWhere(ctx context.Context, q domain.Query, readable func(*domain.Message) bool, visit func(*domain.Message) bool) error {
+// those readable at now (their bodies left out past their retention at now).
+func (s *Store) walkWhere(ctx context.Context, q domain.Query, now time.Time, readable func(*domain.Message) bool, visit func(*domain.Message) bool) error {
 	matches := q.Filter.Matcher()
 	pace := pacer{ctx: ctx}
 	from, skip := walkStart(q)
@@ -118,6 +118,7 @@ func (s *Store) walkWhere(ctx context.Context, q domain.Query, readable func(*do
 		pace.touched ^= touchPaths(step)
 		for i := range step {
 			m := &step[i]
+			*m = m.WithoutExpiredBodies(now)
 			if readable(m) && matches(*m) && !visit(m) {
 				return nil
 			}

@@ -17,7 +17,10 @@
 //   - Indexes, created at start-up one command each (idempotent): reference
 //     (unique); (account, domain, createdAt desc, _id desc) and (account, domain,
 //     name, createdAt desc, _id desc), equality fields then the sort, serving the
-//     newest-first page; expiresAt for PurgeExpired; expireAt as a TTL index.
+//     newest-first page; expiresAt for PurgeExpired; expireAt as a TTL index;
+//     (retentionRule, account, createdAt), sparse, for PurgeRetention, which
+//     deletes a retention class's messages past its rule's current keep and
+//     empties their bodies past its bodies retention (retention.go).
 //   - Append: one unordered InsertMany with the configured write concern (default
 //     w: majority, j: true). When the only failures are duplicate keys, the batch's
 //     ids are looked up with read concern majority: all there means already

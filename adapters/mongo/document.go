@@ -35,6 +35,7 @@ const (
 	fieldTemplate  = record.BSONRouteTemplate
 	fieldDuration  = record.BSONDuration
 	fieldTally     = "tally"
+	fieldRetention = "retentionRule"
 	fieldRules     = "rules"
 	fieldRequest   = "request"
 	fieldResponse  = "response"

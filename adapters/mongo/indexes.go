@@ -18,6 +18,7 @@ const (
 	indexExpiresAt   = "expiresAt_purge"
 	indexExpireAtTTL = "expireAt_ttl"
 	indexSubjects    = "account_subjects"
+	indexRetention   = "retention_class_created"
 )
 
 // newestFirst is List's sort; the compound indexes end with it.
@@ -47,6 +48,12 @@ func indexModels() []mongodrv.IndexModel {
 			// message's subject hashes.
 			Keys:    bson.D{{Key: fieldAccount, Value: 1}, {Key: fieldSubjects, Value: 1}},
 			Options: options.Index().SetName(indexSubjects),
+		},
+		{
+			// Serves PurgeRetention (retention.go): a class's messages by
+			// CreatedAt. Sparse: the policy's class, most messages, has none.
+			Keys:    bson.D{{Key: fieldRetention, Value: 1}, {Key: fieldAccount, Value: 1}, {Key: fieldCreatedAt, Value: 1}},
+			Options: options.Index().SetName(indexRetention).SetSparse(true),
 		},
 		{
 			// Serves PurgeExpired, which runs on every server, TTL or not.

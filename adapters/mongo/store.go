@@ -261,7 +261,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 	page, err := domain.FillPage(q.Limit, cur.RemainingBatchLength(), func() bool { return cur.Next(ctx) }, func() (domain.Message, error) {
 		var r record.Record
 		err := cur.Decode(&r)
-		return r.Message(), err
+		return r.Message().WithoutExpiredBodies(now), err
 	})
 	if err == nil {
 		err = cur.Err()
@@ -308,7 +308,7 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	case err != nil:
 		return domain.Message{}, storeError(ctx, "get", err)
 	}
-	return r.Message(), nil
+	return r.Message().WithoutExpiredBodies(now), nil
 }
 
 // PurgeExpired deletes every message whose ExpiresAt is at or before now. It

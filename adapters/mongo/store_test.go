@@ -69,12 +69,13 @@ func TestIndexesAfterStart(t *testing.T) {
 		key    []string
 		unique bool
 	}{
-		"_id_":              {key: []string{"_id:asc"}},
-		"reference_unique":  {key: []string{"reference:asc"}, unique: true},
-		"scope_newest":      {key: []string{"account:asc", "domain:asc", "createdAt:desc", "_id:desc"}},
-		"scope_name_newest": {key: []string{"account:asc", "domain:asc", "name:asc", "createdAt:desc", "_id:desc"}},
-		"expiresAt_purge":   {key: []string{"expiresAt:asc"}},
-		"account_subjects":  {key: []string{"account:asc", "subjects:asc"}},
+		"_id_":                    {key: []string{"_id:asc"}},
+		"reference_unique":        {key: []string{"reference:asc"}, unique: true},
+		"scope_newest":            {key: []string{"account:asc", "domain:asc", "createdAt:desc", "_id:desc"}},
+		"scope_name_newest":       {key: []string{"account:asc", "domain:asc", "name:asc", "createdAt:desc", "_id:desc"}},
+		"expiresAt_purge":         {key: []string{"expiresAt:asc"}},
+		"account_subjects":        {key: []string{"account:asc", "subjects:asc"}},
+		"retention_class_created": {key: []string{"retentionRule:asc", "account:asc", "createdAt:asc"}},
 	}
 	ferret := isFerretDB(t, coll)
 	if s.TTLActive() == ferret {

@@ -38,6 +38,13 @@
 //   - tally (tally): true on what an ingest rule dropped, a document without
 //     headers nor bodies that the statistics count and no read returns.
 //
+// Added with retention classes, MongoDB's alone (Elasticsearch's documents
+// leave them out), absent from older documents and from the messages no
+// retention rule holds:
+//   - retentionRule: the rule whose class the message is of
+//     (domain.Message.RetentionRule), which the purge applies now.
+//   - bodiesExpireAt: when its bodies expire, Unix microseconds.
+//
 // Added with route templates, absent from older documents and from messages
 // sent without one (omitted, not stored empty):
 //   - routeTemplate (route_template): the template the server matched, which
@@ -94,8 +101,12 @@ type Record struct {
 	// SampleRate is a sampled message's rate, 0 (omitted) for the others.
 	SampleRate int32 `bson:"sampleRate,omitempty" json:"sample_rate,omitempty"`
 	// Tally marks what an ingest rule dropped: counted, never read.
-	Tally    bool      `bson:"tally,omitempty" json:"tally,omitempty"`
-	ExpireAt time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
+	Tally bool `bson:"tally,omitempty" json:"tally,omitempty"`
+	// RetentionRule and BodiesExpireAt are the message's retention class and
+	// its bodies' expiry (0: with the message); MongoDB's alone for now.
+	RetentionRule  string    `bson:"retentionRule,omitempty" json:"-"`
+	BodiesExpireAt Micros    `bson:"bodiesExpireAt,omitempty" json:"-"`
+	ExpireAt       time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
 	// Rules is the message's rules record, nil when it records nothing (and
 	// in documents stored before messages kept one).
 	Rules *Rules `bson:"rules,omitempty" json:"rules,omitempty"`
@@ -236,6 +247,11 @@ func FromMessage(m domain.Message) Record {
 		ExpireAt: roundUp(m.ExpiresAt, time.Millisecond),
 		Rules:    RulesOf(m.Rules),
 		Subjects: m.Subjects,
+
+		RetentionRule: m.RetentionRule,
+	}
+	if !m.BodiesExpireAt.IsZero() {
+		r.BodiesExpireAt = MicrosOf(m.BodiesExpireAt)
 	}
 	if m.HasDuration {
 		us := DurationMicros(m.Duration.Microseconds())
@@ -292,6 +308,11 @@ func (r Record) Message() domain.Message {
 		SampleRate: int(r.SampleRate),
 		Tally:      r.Tally,
 		Rules:      r.Rules.Record(),
+
+		RetentionRule: r.RetentionRule,
+	}
+	if r.BodiesExpireAt != 0 {
+		m.BodiesExpireAt = r.BodiesExpireAt.Time()
 	}
 	if r.Duration != nil {
 		m.Duration, m.HasDuration = time.Duration(*r.Duration)*time.Microsecond, true

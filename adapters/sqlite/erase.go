@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -20,8 +23,8 @@ var (
 // truncateWithin bounds Expunge's wait for the readers of a day file's WAL.
 const truncateWithin = 30 * time.Second
 
-// SubjectMessages reads each day file's subject index, newest day first,
-// until q.Limit refs are found.
+// SubjectMessages reads each day file's subject index, newest day first
+// (a day's files merged), until q.Limit refs are found.
 func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
 	var last time.Time
 	if !q.CreatedBefore.IsZero() {
@@ -31,25 +34,27 @@ func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]po
 		last = dayfile.DayOf(q.After.CreatedAt)
 	}
 	var refs []ports.SubjectRef
-	for _, day := range s.dir.NewestFirst(time.Time{}, last) {
+	for _, day := range dayfile.OfDay(s.dir.NewestFirst(time.Time{}, last)) {
 		if len(refs) >= q.Limit {
 			break
 		}
-		f, err := s.dir.Acquire(ctx, day, false)
-		if err != nil || f == nil {
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
 		dayQuery := q
 		dayQuery.Limit = q.Limit - len(refs)
-		found, err := f.Subjects(ctx, dayQuery)
-		f.Release()
+		var found []ports.SubjectRef
+		err := s.dir.Each(ctx, day, func(f *dayfile.File) error {
+			more, err := f.Subjects(ctx, dayQuery)
+			found = append(found, more...)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, found...)
+		// The refs of a day's files (retention classes) in List order, so
+		// that a page ends where the next one's After starts.
+		slices.SortFunc(found, func(a, b ports.SubjectRef) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+		})
+		refs = append(refs, found[:min(len(found), dayQuery.Limit)]...)
 	}
 	return refs, nil
 }
@@ -126,9 +131,9 @@ func (s *Store) IndexSubjects(ctx context.Context, account string, entries []por
 		})
 }
 
-// eachDay calls do with each day file refs fall in and their ids there, and
-// adds up what it returns; a day without a file is skipped. The statistics'
-// kept hours of those days are read again after.
+// eachDay calls do with each day file of the days refs fall in and their
+// ids of that day, and adds up what it returns; a day without a file is
+// skipped. The statistics' kept hours of those days are read again after.
 func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*dayfile.File, []string) (int64, error)) (int64, error) {
 	return inDayFiles(ctx, s, refs, func(r ports.SubjectRef) time.Time { return r.CreatedAt },
 		func(f *dayfile.File, refs []ports.SubjectRef) (int64, error) {
@@ -143,9 +148,10 @@ func (s *Store) eachDay(ctx context.Context, refs []ports.SubjectRef, do func(*d
 		})
 }
 
-// inDayFiles calls do with each day file items fall in (by created) and
-// their items there, and adds up what it returns; a day without a file is
-// skipped.
+// inDayFiles calls do with each day file of the days items fall in (by
+// created; every retention class's file of the day, since an item does not
+// tell its class) and the items of that day, and adds up what it returns; a
+// day without a file is skipped.
 func inDayFiles[T any](ctx context.Context, s *Store, items []T, created func(T) time.Time, do func(*dayfile.File, []T) (int64, error)) (int64, error) {
 	byDay := map[time.Time][]T{}
 	for _, item := range items {
@@ -154,19 +160,14 @@ func inDayFiles[T any](ctx context.Context, s *Store, items []T, created func(T)
 	}
 	var total int64
 	for day, items := range byDay {
-		f, err := s.dir.Acquire(ctx, day, false)
+		err := s.dir.Each(ctx, s.dir.NewestFirst(day, day), func(f *dayfile.File) error {
+			n, err := do(f, items)
+			total += n
+			return err
+		})
 		if err != nil {
 			return total, err
 		}
-		if f == nil {
-			continue
-		}
-		n, err := do(f, items)
-		f.Release()
-		if err != nil {
-			return total, err
-		}
-		total += n
 	}
 	return total, nil
 }

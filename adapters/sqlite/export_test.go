@@ -31,7 +31,7 @@ func NewWithLayout(ctx context.Context, cfg Config, layout dayfile.Layout) (*Sto
 // WriterSettings reads journal_mode and synchronous on the writer
 // connection of day's file, and query_only on a reader's.
 func (s *Store) WriterSettings(ctx context.Context, day time.Time) (journal string, synchronous, readerQueryOnly int, err error) {
-	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.Part{Day: dayfile.DayOf(day)}, false)
 	if err != nil || d == nil {
 		return "", 0, 0, errors.Join(err, errors.New("no such day"))
 	}
@@ -51,7 +51,7 @@ func (s *Store) OpenDayFiles() int { return s.dir.OpenFiles() }
 // ReadStatsColumns reads the statistics columns of day's messages, through
 // rows.Scan or eachRow, and returns how many rows it read.
 func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (int, error) {
-	d, err := s.dir.Acquire(ctx, dayfile.DayOf(day), false)
+	d, err := s.dir.Acquire(ctx, dayfile.Part{Day: dayfile.DayOf(day)}, false)
 	if err != nil || d == nil {
 		return 0, errors.Join(err, errors.New("no such day"))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -21,8 +22,10 @@ const maxWordCandidates = 2000
 
 // List reads the days of the range newest first, each newest first by
 // (created, id) from the scope or name index, and stops once the page is
-// full and one more message is known to follow. Every message read is
-// checked with the filter's Matcher, which is what decides q.
+// full and one more message is known to follow. A day of several files
+// (retention classes) is read from all of them at once, merged. Every
+// message read is checked with the filter's Matcher, which is what decides
+// q, after its bodies are left out if they have expired.
 func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
 	if q.Limit < 1 {
 		return domain.Page{}, fmt.Errorf("sqlite: list: limit must be at least 1, got %d", q.Limit)
@@ -32,7 +35,7 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 		return domain.Page{Messages: []domain.Message{}}, nil
 	}
 	it := &listIterator{s: s, q: q, now: now, words: words, match: q.Filter.Matcher()}
-	it.days = s.dir.NewestFirst(dayfile.Range(q.Filter, q.After))
+	it.days = dayfile.OfDay(s.dir.NewestFirst(dayfile.Range(q.Filter, q.After)))
 	defer it.close()
 	var current domain.Message
 	page, err := domain.FillPage(q.Limit, q.Limit, func() bool {
@@ -57,36 +60,43 @@ type listIterator struct {
 	words string
 	match func(domain.Message) bool
 
-	days []time.Time
-	day  *dayfile.File // the file being read, held
-	rows *sql.Rows     // its rows
-	err  error
+	days    [][]dayfile.Part
+	reading []*dayReader // the files of the day being read, each holding its next message
+	last    *domain.Message
+	err     error
+}
+
+// dayReader is one file of the day being read: held, its rows, the message
+// it has read and not yet returned.
+type dayReader struct {
+	file *dayfile.File
+	rows *sql.Rows
+	head domain.Message
 }
 
 // next returns the next matching message, or false at the end or on an
 // error (it.err).
 func (it *listIterator) next(ctx context.Context) (domain.Message, bool) {
 	for it.err == nil {
-		if it.rows == nil {
+		if len(it.reading) == 0 {
 			if len(it.days) == 0 {
 				return domain.Message{}, false
 			}
-			it.err = it.open(ctx, it.days[0])
+			it.err = it.openDay(ctx, it.days[0])
 			it.days = it.days[1:]
 			continue
 		}
-		if !it.rows.Next() {
-			if err := it.rows.Err(); err != nil {
-				it.err = it.day.Error(ctx, "list", err)
-			}
-			it.closeDay()
+		m, ok := it.newest(ctx)
+		if !ok {
 			continue
 		}
-		m, err := dayfile.ScanMessage(it.rows)
-		if err != nil {
-			it.err = it.day.Error(ctx, "list", err)
-			break
+		// A retry stored again in another class's file (a rule set changed
+		// in between) is one message.
+		if it.last != nil && it.last.ID == m.ID && it.last.CreatedAt.Equal(m.CreatedAt) {
+			continue
 		}
+		it.last = &m
+		m = m.WithoutExpiredBodies(it.now)
 		if it.match(m) {
 			return m, true
 		}
@@ -94,13 +104,74 @@ func (it *listIterator) next(ctx context.Context) (domain.Message, bool) {
 	return domain.Message{}, false
 }
 
-// open starts reading day; a day dropped meanwhile has nothing left to read.
-func (it *listIterator) open(ctx context.Context, day time.Time) error {
-	d, err := it.s.dir.Acquire(ctx, day, false)
-	if err != nil || d == nil {
-		return err
+// newest takes the newest head of the day's files, and reads that file's
+// next; false when none is left (the day's files closed) or on an error.
+func (it *listIterator) newest(ctx context.Context) (domain.Message, bool) {
+	best := -1
+	for i, r := range it.reading {
+		if best < 0 || domain.Precedes(r.head, it.reading[best].head) {
+			best = i
+		}
 	}
-	it.day = d
+	if best < 0 {
+		return domain.Message{}, false
+	}
+	r := it.reading[best]
+	m := r.head
+	if ok := it.advance(ctx, r); !ok {
+		r.close()
+		it.reading = slices.Delete(it.reading, best, best+1)
+	}
+	return m, it.err == nil
+}
+
+// advance reads r's next message into its head; false at its end or on an
+// error (it.err).
+func (it *listIterator) advance(ctx context.Context, r *dayReader) bool {
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			it.err = r.file.Error(ctx, "list", err)
+		}
+		return false
+	}
+	m, err := dayfile.ScanMessage(r.rows)
+	if err != nil {
+		it.err = r.file.Error(ctx, "list", err)
+		return false
+	}
+	r.head = m
+	return true
+}
+
+// openDay starts reading each of a day's files; a file dropped meanwhile
+// has nothing left to read.
+func (it *listIterator) openDay(ctx context.Context, parts []dayfile.Part) error {
+	for _, part := range parts {
+		r, err := it.open(ctx, part)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			continue
+		}
+		if !it.advance(ctx, r) {
+			r.close()
+			if it.err != nil {
+				return it.err
+			}
+			continue
+		}
+		it.reading = append(it.reading, r)
+	}
+	return nil
+}
+
+// open starts reading part's file: nil when it holds nothing to read.
+func (it *listIterator) open(ctx context.Context, part dayfile.Part) (*dayReader, error) {
+	d, err := it.s.dir.Acquire(ctx, part, false)
+	if err != nil || d == nil {
+		return nil, err
+	}
 	w := dayfile.ReadableWhere(it.q.Scope, it.q.Filter, it.now)
 	if c := it.q.After; c != nil {
 		w.Add("(created, id) < (?, ?)", c.CreatedAt.UnixMicro(), c.ID)
@@ -109,11 +180,12 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	if it.words != "" {
 		few, none, err := d.ByWords(ctx, it.words, w, maxWordCandidates)
 		if err != nil {
-			return d.Error(ctx, "list: search", err)
+			d.Release()
+			return nil, d.Error(ctx, "list: search", err)
 		}
 		if none {
-			it.closeDay()
-			return nil
+			d.Release()
+			return nil, nil
 		}
 		if few {
 			from = "messages NOT INDEXED" // by seq, then sorted: a few thousand at most
@@ -122,24 +194,23 @@ func (it *listIterator) open(ctx context.Context, day time.Time) error {
 	rows, err := d.Read.QueryContext(ctx, "SELECT "+dayfile.MessageColumns+" FROM "+from+" WHERE "+w.String()+
 		" ORDER BY created DESC, id DESC", w.Args...)
 	if err != nil {
-		return d.Error(ctx, "list", err)
+		d.Release()
+		return nil, d.Error(ctx, "list", err)
 	}
-	it.rows = rows
-	return nil
+	return &dayReader{file: d, rows: rows}, nil
 }
 
-func (it *listIterator) closeDay() {
-	if it.rows != nil {
-		_ = it.rows.Close()
-		it.rows = nil
-	}
-	if it.day != nil {
-		it.day.Release()
-		it.day = nil
-	}
+func (r *dayReader) close() {
+	_ = r.rows.Close()
+	r.file.Release()
 }
 
-func (it *listIterator) close() { it.closeDay() }
+func (it *listIterator) close() {
+	for _, r := range it.reading {
+		r.close()
+	}
+	it.reading = nil
+}
 
 // Get probes each day file, newest first, through its unique id index or its
 // reference index: an id derived from an Idempotency-Key does not tell its
@@ -157,17 +228,17 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 	// Named, because without statistics the planner prefers the scope's two
 	// equal columns to the reference's one.
 	query := "SELECT " + dayfile.MessageColumns + " FROM messages INDEXED BY messages_" + column + " WHERE " + w.String() + " LIMIT 1"
-	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
-		m, found, err := s.getFrom(ctx, day, query, w.Args)
+	for _, part := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		m, found, err := s.getFrom(ctx, part, query, w.Args)
 		if err != nil || found {
-			return m, err
+			return m.WithoutExpiredBodies(now), err
 		}
 	}
 	return domain.Message{}, fmt.Errorf("sqlite: message %q: %w", idOrReference, ports.ErrNotFound)
 }
 
-func (s *Store) getFrom(ctx context.Context, day time.Time, query string, args []any) (domain.Message, bool, error) {
-	d, err := s.dir.Acquire(ctx, day, false)
+func (s *Store) getFrom(ctx context.Context, part dayfile.Part, query string, args []any) (domain.Message, bool, error) {
+	d, err := s.dir.Acquire(ctx, part, false)
 	if err != nil || d == nil {
 		return domain.Message{}, false, err
 	}
@@ -194,16 +265,16 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	query := "SELECT " + dayfile.MessageColumns + ` FROM messages INDEXED BY messages_id
 		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? AND domain = ?`
 	var found []domain.Message
-	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
-		if found, err = s.lookupIn(ctx, day, query, []any{string(list), scope.Account, scope.Domain}, found); err != nil {
+	for _, part := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		if found, err = s.lookupIn(ctx, part, query, []any{string(list), scope.Account, scope.Domain}, found); err != nil {
 			return nil, err
 		}
 	}
 	return found, nil
 }
 
-func (s *Store) lookupIn(ctx context.Context, day time.Time, query string, args []any, found []domain.Message) ([]domain.Message, error) {
-	d, err := s.dir.Acquire(ctx, day, false)
+func (s *Store) lookupIn(ctx context.Context, part dayfile.Part, query string, args []any, found []domain.Message) ([]domain.Message, error) {
+	d, err := s.dir.Acquire(ctx, part, false)
 	if err != nil || d == nil {
 		return found, err
 	}

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -12,8 +14,10 @@ import (
 
 var _ ports.MessageRewriter = (*Store)(nil)
 
-// ScanForRewrite reads q's day files oldest first (dayfile.File.Scan), from
-// the day of q.After (or q.From) until q.Limit messages are found.
+// ScanForRewrite reads q's days oldest first (dayfile.File.Scan), from the
+// day of q.After (or q.From) until q.Limit messages are found; a day of
+// several files (retention classes) has each file's first q.Limit merged
+// in (created, id) order.
 func (s *Store) ScanForRewrite(ctx context.Context, q ports.RewriteScan) ([]domain.Message, error) {
 	first := q.From
 	if q.After != nil && q.After.CreatedAt.After(first) {
@@ -22,22 +26,25 @@ func (s *Store) ScanForRewrite(ctx context.Context, q ports.RewriteScan) ([]doma
 	if !first.Before(q.To) || q.Limit < 1 {
 		return nil, nil
 	}
-	days := s.dir.NewestFirst(dayfile.DayOf(first), dayfile.DayOf(q.To.Add(-time.Nanosecond)))
+	days := dayfile.OfDay(s.dir.NewestFirst(dayfile.DayOf(first), dayfile.DayOf(q.To.Add(-time.Nanosecond))))
 	var out []domain.Message
 	for _, day := range slices.Backward(days) {
-		f, err := s.dir.Acquire(ctx, day, false)
-		if err != nil {
-			return nil, err
-		}
-		if f == nil {
-			continue // dropped by retention meanwhile
-		}
 		page := q
 		page.Limit = q.Limit - len(out)
-		found, err := f.Scan(ctx, page)
-		f.Release()
+		var found []domain.Message
+		err := s.dir.Each(ctx, day, func(f *dayfile.File) error { // a file dropped by retention meanwhile is skipped
+			more, err := f.Scan(ctx, page)
+			found = append(found, more...)
+			return err
+		})
 		if err != nil {
 			return nil, err
+		}
+		if len(day) > 1 {
+			slices.SortFunc(found, func(a, b domain.Message) int {
+				return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+			})
+			found = found[:min(len(found), page.Limit)]
 		}
 		if out = append(out, found...); len(out) == q.Limit {
 			break
@@ -53,17 +60,18 @@ func (s *Store) RewriteMessages(ctx context.Context, msgs []domain.Message) erro
 	if len(msgs) == 0 {
 		return nil
 	}
-	for _, group := range dayfile.ByDay(msgs) {
-		f, err := s.dir.Acquire(ctx, group.Day, false)
-		if err != nil {
+	byDay := map[time.Time][]domain.Message{}
+	for _, m := range msgs {
+		byDay[dayfile.DayOf(m.CreatedAt)] = append(byDay[dayfile.DayOf(m.CreatedAt)], m)
+	}
+	for day, msgs := range byDay {
+		// Each file of the day (a message does not tell the class it was
+		// stored in) rewrites those it holds.
+		err := s.dir.Each(ctx, s.dir.NewestFirst(day, day), func(f *dayfile.File) error {
+			rewritten, err := f.Rewrite(ctx, msgs)
+			s.stats.Wrote(f, rewritten)
 			return err
-		}
-		if f == nil {
-			continue // no such day: none of them is stored
-		}
-		rewritten, err := f.Rewrite(ctx, group.Messages)
-		s.stats.Wrote(f, rewritten)
-		f.Release()
+		})
 		if err != nil {
 			return err
 		}
@@ -79,8 +87,8 @@ func (s *Store) ExpungeRewritten(ctx context.Context, from, to time.Time) error 
 	if !from.Before(to) {
 		return nil
 	}
-	for _, day := range s.dir.NewestFirst(dayfile.DayOf(from), dayfile.DayOf(to.Add(-time.Nanosecond))) {
-		f, err := s.dir.Acquire(ctx, day, false)
+	for _, part := range s.dir.NewestFirst(dayfile.DayOf(from), dayfile.DayOf(to.Add(-time.Nanosecond))) {
+		f, err := s.dir.Acquire(ctx, part, false)
 		if err != nil {
 			return err
 		}

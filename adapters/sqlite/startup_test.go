@@ -125,7 +125,10 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 // the tables, columns and indexes of a new one.
 // undoVersion8 takes a day file back to version 7, before the tallies, for
 // the tests that make an older file from a new one.
-const undoVersion8 = "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
+const undoVersion8 = undoVersion9 + "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
+
+// undoVersion9 takes a day file of version 9 back to version 8.
+const undoVersion9 = "DROP TABLE class; ALTER TABLE messages DROP COLUMN bodies_expires; "
 
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)

@@ -85,10 +85,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return errors.Join(append([]error{s.dir.CheckSpace(ctx, "ping"), s.dir.Checking()}, s.dir.Faults()...)...)
 }
 
-// Append stores msgs, one transaction per day file they fall in, and returns
-// nil only once every transaction has committed (dayfile.File.Append). A
-// message whose id its day file already holds is left as stored, so a retry
-// converges; the id's day is a function of CreatedAt, which a retry keeps.
+// Append stores msgs, one transaction per day file they fall in (a day and
+// a retention class: dayfile.PartOf), and returns nil only once every
+// transaction has committed (dayfile.File.Append). A message whose id its
+// day file already holds is left as stored, so a retry converges; the id's
+// file is a function of CreatedAt and the retention rule, which a retry
+// keeps (unless the rule set changed between: then the retry is stored
+// again in the other class's file, and reads show the message once).
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -96,8 +99,8 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := s.dir.CheckSpace(ctx, "append"); err != nil {
 		return err
 	}
-	for _, group := range dayfile.ByDay(msgs) {
-		f, err := s.dir.Acquire(ctx, group.Day, true)
+	for _, group := range dayfile.ByPart(msgs) {
+		f, err := s.dir.Acquire(ctx, group.Part, true)
 		if err != nil {
 			return err
 		}
@@ -122,11 +125,12 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) 
 }
 
 // keepRollupsOf copies the rollups of f, a day file about to be dropped,
-// into the rollups file, in one transaction committed before f goes: a
+// into the rollups file under its part (its class: a day's other class
+// files keep theirs beside), in one transaction committed before f goes: a
 // purge that stops anywhere loses none (a copy made again replaces its
 // rows). Then the reader forgets f.
 func (s *Store) keepRollupsOf(ctx context.Context, f *dayfile.File) error {
-	if _, err := s.kept.Keep(ctx, f.Read); err != nil {
+	if _, err := s.kept.Keep(ctx, f.Read, f.Class); err != nil {
 		return err
 	}
 	s.stats.Forget(f)
@@ -137,6 +141,17 @@ func (s *Store) keepRollupsOf(ctx context.Context, f *dayfile.File) error {
 // (ports.RollupKeeper): those of the day files still present go with them.
 func (s *Store) PurgeRollups(ctx context.Context, before time.Time) (int64, error) {
 	return s.kept.Purge(ctx, before)
+}
+
+var _ ports.RetentionPurger = (*Store)(nil)
+
+// PurgeRetention is PurgeExpired that also applies each retention class's
+// current retention to its day files (dayfile.Dir.PurgeRetention): a
+// class's day dropped whole once its keep has passed, its rollups kept
+// first (keepRollupsOf), its bodies taken out of the file once its bodies
+// retention has.
+func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
+	return s.dir.PurgeRetention(ctx, now, current, s.keepRollupsOf)
 }
 
 // Stats counts q at now from the day files of its range (daystats.Reader):

@@ -14,6 +14,7 @@ package main
 // each, so the four sources cannot drift apart.
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -406,6 +407,10 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), operands 
 				return config{}, err
 			}
 		}
+	}
+	if cfg.Store == storeSQLite {
+		// A retention rule over the store's cap is refused as REQLOG_RETENTION is.
+		cfg.App.Rules.MaxRetention = cmp.Or(cfg.SQLite.MaxRetention, sqlite.DefaultMaxRetention)
 	}
 	return cfg, cfg.validate()
 }

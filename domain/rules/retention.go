@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -69,3 +70,47 @@ func (c *Compiled) retentionOf(m *domain.Message, src Source) *retentionRule {
 }
 
 func (r *retentionRule) String() string { return fmt.Sprintf("%s (%s)", r.id, r.field) }
+
+// RuleRetention is the current retention of the rule id: how long its
+// messages and their bodies are kept (bodies equal to keep when the rule
+// says none); ok false when the set has no such rule. The purge applies it
+// to what the rule's class holds (ports.RetentionPurger).
+func (c *Compiled) RuleRetention(id string) (keep, bodies time.Duration, ok bool) {
+	if c == nil {
+		return 0, 0, false
+	}
+	for _, r := range c.retention {
+		if r.id == id {
+			return r.keep, cmp.Or(r.bodies, r.keep), true
+		}
+	}
+	return 0, 0, false
+}
+
+// CheckRetentionCap refuses a set whose rules keep messages longer than
+// limit, the store's (REQLOG_SQLITE_MAX_RETENTION with the sqlite store):
+// a *domain.ValidationError naming each rule's keep.
+func (c *Compiled) CheckRetentionCap(limit time.Duration) error {
+	if c == nil || limit <= 0 {
+		return nil
+	}
+	var fe domain.FieldErrors
+	for _, r := range c.retention {
+		if r.keep > limit {
+			fe.Add(r.field+".keep", "must be at most %s, the longest retention the store keeps", formatRetention(limit))
+		}
+	}
+	return fe.Err("the rule set is invalid")
+}
+
+// formatRetention writes d as a rule does: whole days as such ("3660d"),
+// whole hours ("36h"), else minutes.
+func formatRetention(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return fmt.Sprintf("%dm", d/time.Minute)
+}

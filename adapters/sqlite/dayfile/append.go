@@ -4,38 +4,38 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
-// A Group is messages of one day, for that day's file.
+// A Group is messages of one part (a day and a retention class), for that
+// part's file.
 type Group struct {
-	Day      time.Time
+	Part     Part
 	Messages []domain.Message
 }
 
-// ByDay splits msgs by the UTC day of CreatedAt, keeping their order; a
-// batch is mostly of one day, which then takes no copy.
-func ByDay(msgs []domain.Message) []Group {
-	first := DayOf(msgs[0].CreatedAt)
+// ByPart splits msgs by their part (PartOf), keeping their order; a batch
+// is mostly of one part, which then takes no copy.
+func ByPart(msgs []domain.Message) []Group {
+	first := PartOf(msgs[0])
 	i := 1
-	for i < len(msgs) && DayOf(msgs[i].CreatedAt).Equal(first) {
+	for i < len(msgs) && PartOf(msgs[i]) == first {
 		i++
 	}
 	if i == len(msgs) {
 		return []Group{{first, msgs}}
 	}
 	var groups []Group
-	index := map[time.Time]int{}
+	index := map[Part]int{}
 	for _, m := range msgs {
-		day := DayOf(m.CreatedAt)
-		g, ok := index[day]
+		part := PartOf(m)
+		g, ok := index[part]
 		if !ok {
 			g = len(groups)
-			index[day] = g
-			groups = append(groups, Group{Day: day})
+			index[part] = g
+			groups = append(groups, Group{Part: part})
 		}
 		groups[g].Messages = append(groups[g].Messages, m)
 	}
@@ -59,6 +59,10 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return f.Error(ctx, "append: begin", err)
 	}
 	defer tx.Rollback()
+	class, err := f.noteClass(ctx, tx, msgs)
+	if err != nil {
+		return f.Error(ctx, "append", err)
+	}
 	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
@@ -73,6 +77,9 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return err
 	}
 	f.added(added, maxExpires)
+	if class != nil {
+		f.class.Store(class)
+	}
 	return nil
 }
 

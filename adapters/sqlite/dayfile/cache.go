@@ -19,20 +19,20 @@ import (
 // used since (trim). The memory and descriptors of the store are so
 // bounded by the days in use and MaxOpen, whatever the days on disk.
 
-// Acquire returns day's file held for use and open, creating the file when
+// Acquire returns part's file held for use and open, creating the file when
 // create is set; nil when there is no such file. The caller releases it
 // (File.Release).
-func (d *Dir) Acquire(ctx context.Context, day time.Time, create bool) (*File, error) {
+func (d *Dir) Acquire(ctx context.Context, part Part, create bool) (*File, error) {
 	for {
 		d.mu.Lock()
-		f := d.days[day]
+		f := d.days[part]
 		d.mu.Unlock()
 		if f == nil {
 			if !create {
 				return nil, nil
 			}
 			var err error
-			if f, err = d.create(ctx, day); err != nil {
+			if f, err = d.create(ctx, part); err != nil {
 				return nil, err
 			}
 		}
@@ -55,12 +55,12 @@ func (f *File) Release() {
 	f.use.RUnlock()
 }
 
-// Each calls fn with the file of each of days in turn, each held for fn's
+// Each calls fn with the file of each of parts in turn, each held for fn's
 // call alone, so that a range of any length holds one file at a time. A
-// day dropped meanwhile is skipped; fn's first error ends it.
-func (d *Dir) Each(ctx context.Context, days []time.Time, fn func(*File) error) error {
-	for _, day := range days {
-		f, err := d.Acquire(ctx, day, false)
+// part dropped meanwhile is skipped; fn's first error ends it.
+func (d *Dir) Each(ctx context.Context, parts []Part, fn func(*File) error) error {
+	for _, part := range parts {
+		f, err := d.Acquire(ctx, part, false)
 		if err != nil {
 			return err
 		}
@@ -76,21 +76,21 @@ func (d *Dir) Each(ctx context.Context, days []time.Time, fn func(*File) error) 
 	return nil
 }
 
-// create opens day's file, creating it, unless another call did first.
-func (d *Dir) create(ctx context.Context, day time.Time) (*File, error) {
+// create opens part's file, creating it, unless another call did first.
+func (d *Dir) create(ctx context.Context, part Part) (*File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f := d.days[day]; f != nil {
+	if f := d.days[part]; f != nil {
 		return f, nil
 	}
 	if d.lock == nil {
 		return nil, fmt.Errorf("sqlite: the store is closed: %w", ports.ErrUnavailable)
 	}
-	f := newFile(d.opts.Dir, day)
+	f := newFile(d.opts.Dir, part)
 	if err := f.open(ctx, d.opts, true); err != nil {
 		return nil, err
 	}
-	d.days[day] = f
+	d.days[part] = f
 	d.openedLocked(f)
 	return f, nil
 }
@@ -164,7 +164,7 @@ func (d *Dir) closable(keep int, idleBefore time.Time) *File {
 
 // forgetLocked takes f out of the directory, under d.mu: the purge dropped it.
 func (d *Dir) forgetLocked(f *File) {
-	delete(d.days, f.Day)
+	delete(d.days, f.Part())
 	if i := slices.Index(d.opened, f); i >= 0 {
 		d.opened = slices.Delete(d.opened, i, i+1)
 	}

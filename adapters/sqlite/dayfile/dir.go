@@ -68,7 +68,7 @@ type Dir struct {
 
 	mu     sync.Mutex
 	lock   *dirLock // nil once closed
-	days   map[time.Time]*File
+	days   map[Part]*File
 	opened []*File // the files open, in no order
 
 	stopJanitor chan struct{} // closed by Close; nil without a janitor
@@ -92,7 +92,7 @@ func Open(ctx context.Context, o Options) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{opts: o, lock: lock, days: map[time.Time]*File{}}
+	d := &Dir{opts: o, lock: lock, days: map[Part]*File{}}
 	if err := d.openDays(ctx); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -109,15 +109,15 @@ func (d *Dir) openDays(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, day := range days {
-		f := newFile(d.opts.Dir, day)
+	for _, part := range days {
+		f := newFile(d.opts.Dir, part)
 		if err := f.open(ctx, d.opts, false); err != nil {
 			return err
 		}
 		if err := f.close(); err != nil {
 			return fmt.Errorf("sqlite: closing %s: %w", f.path, err)
 		}
-		d.days[day] = f
+		d.days[part] = f
 	}
 	if older {
 		return writeMeta(d.opts.Dir)
@@ -132,7 +132,7 @@ func (d *Dir) Close() error {
 	d.stopTheJanitor()
 	d.mu.Lock()
 	files, lock := d.days, d.lock
-	d.days, d.opened, d.lock = map[time.Time]*File{}, nil, nil // create refuses from here on
+	d.days, d.opened, d.lock = map[Part]*File{}, nil, nil // create refuses from here on
 	d.mu.Unlock()
 	var errs []error
 	for _, f := range files {
@@ -186,18 +186,38 @@ func Range(f domain.Filter, after *domain.Cursor) (first, last time.Time) {
 	return first, last
 }
 
-// NewestFirst lists the days present from last down to first (both
-// included; a zero bound is unbounded).
-func (d *Dir) NewestFirst(first, last time.Time) []time.Time {
+// NewestFirst lists the parts present of the days from last down to first
+// (both included; a zero bound is unbounded), newest day first, a day's
+// classes by name (the policy's first).
+func (d *Dir) NewestFirst(first, last time.Time) []Part {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	days := make([]time.Time, 0, len(d.days))
-	for day := range d.days {
-		if (first.IsZero() || !day.Before(first)) && (last.IsZero() || !day.After(last)) {
-			days = append(days, day)
+	parts := make([]Part, 0, len(d.days))
+	for part := range d.days {
+		if (first.IsZero() || !part.Day.Before(first)) && (last.IsZero() || !part.Day.After(last)) {
+			parts = append(parts, part)
 		}
 	}
-	slices.SortFunc(days, func(a, b time.Time) int { return b.Compare(a) })
+	slices.SortFunc(parts, func(a, b Part) int {
+		if c := b.Day.Compare(a.Day); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Class, b.Class)
+	})
+	return parts
+}
+
+// OfDay splits parts, as NewestFirst lists them, into the runs of one day.
+func OfDay(parts []Part) [][]Part {
+	var days [][]Part
+	for i := 0; i < len(parts); {
+		j := i + 1
+		for j < len(parts) && parts[j].Day.Equal(parts[i].Day) {
+			j++
+		}
+		days = append(days, parts[i:j])
+		i = j
+	}
 	return days
 }
 
@@ -283,18 +303,18 @@ func (l *dirLock) release() error {
 // directory, and lists the days present. A directory of an older version is
 // migrated by openFile, file by file, and its version written afterwards
 // (writeMeta); a newer one is refused.
-func readMeta(dir string) (days []time.Time, older bool, err error) {
+func readMeta(dir string) (days []Part, older bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: data directory %s: %w", dir, err)
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if day, ok := parseDayName(name); ok {
+		if part, ok := parseDayName(name); ok {
 			if !e.Type().IsRegular() {
 				return nil, false, fmt.Errorf("sqlite: %s is not a regular file", filepath.Join(dir, name))
 			}
-			days = append(days, day)
+			days = append(days, part)
 			continue
 		}
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "-wal"), "-shm"), "-journal")
@@ -302,11 +322,11 @@ func readMeta(dir string) (days []time.Time, older bool, err error) {
 			continue
 		}
 		if strings.HasSuffix(name, daySuffix) || strings.HasPrefix(name, dayPrefix) {
-			return nil, false, fmt.Errorf("sqlite: %s is not a day file of reqlog (%syyyy-mm-dd%s): move it out of the data directory",
+			return nil, false, fmt.Errorf("sqlite: %s is not a day file of reqlog (%syyyy-mm-dd[.class]%s): move it out of the data directory",
 				filepath.Join(dir, name), dayPrefix, daySuffix)
 		}
 	}
-	slices.SortFunc(days, func(a, b time.Time) int { return a.Compare(b) })
+	slices.SortFunc(days, func(a, b Part) int { return a.Day.Compare(b.Day) })
 
 	path := filepath.Join(dir, metaName)
 	data, err := os.ReadFile(path)

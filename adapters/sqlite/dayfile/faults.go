@@ -47,7 +47,7 @@ func (d *Dir) startChecks() {
 			d.checking.Store(&name)
 			// Its error, a fault, is kept by the file; any other is the next
 			// call's to meet.
-			_ = d.Each(ctx, []time.Time{day}, func(f *File) error {
+			_ = d.Each(ctx, []Part{day}, func(f *File) error {
 				err := f.DB.QuickCheck(ctx)
 				if fault := (*sqlitedb.FileFault)(nil); errors.As(err, &fault) {
 					f.setFault(fault)

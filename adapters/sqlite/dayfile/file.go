@@ -3,7 +3,9 @@ package dayfile
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +16,15 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
+	"github.com/reqlog/reqlog/domain"
 )
 
-// Day files are named after the UTC day of their messages' CreatedAt.
+// Day files are named after the UTC day of their messages' CreatedAt and,
+// for a retention rule's messages, after their class (ClassName):
+// messages-2026-11-28.db holds the day's messages kept for the policy's
+// retention, messages-2026-11-28.r0f3a9c2e4b7d6a18.db those of one account's
+// retention rule, so that each class's days are dropped whole at its own
+// retention.
 const (
 	dayPrefix = "messages-"
 	daySuffix = ".db"
@@ -28,24 +36,67 @@ const (
 // directory is refused instead of read.
 const applicationID = 0x72716c67
 
-// dayName is the file name of the day holding messages created at t.
-func dayName(t time.Time) string { return dayPrefix + t.UTC().Format(dayLayout) + daySuffix }
+// A Part is one day file's place: its day and its retention class ("" for
+// the policy's; otherwise ClassName of an account's retention rule).
+type Part struct {
+	Day   time.Time
+	Class string
+}
 
 // Name is the file's name in the data directory: an erasure's receipt
 // counts by it.
-func (f *File) Name() string { return dayName(f.Day) }
+func (f *File) Name() string { return dayName(Part{Day: f.Day, Class: f.Class}) }
 
-// parseDayName returns the day a file name stands for.
-func parseDayName(name string) (time.Time, bool) {
+// PartOf is the part a message is stored in.
+func PartOf(m domain.Message) Part {
+	return Part{Day: DayOf(m.CreatedAt), Class: ClassName(m.RetentionClass())}
+}
+
+// ClassName is the name of class's files: "" for the policy's class, else
+// "r" and 16 hex digits of the SHA-256 of its account and rule id (account
+// names and rule ids may hold what a file name may not).
+func ClassName(class domain.RetentionClass) string {
+	if class == (domain.RetentionClass{}) {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(class.Account + "\x00" + class.Rule))
+	return "r" + hex.EncodeToString(sum[:8])
+}
+
+// dayName is the file name of part.
+func dayName(part Part) string {
+	name := dayPrefix + part.Day.UTC().Format(dayLayout)
+	if part.Class != "" {
+		name += "." + part.Class
+	}
+	return name + daySuffix
+}
+
+// parseDayName returns the part a file name stands for.
+func parseDayName(name string) (Part, bool) {
 	date, ok := strings.CutPrefix(name, dayPrefix)
 	if !ok {
-		return time.Time{}, false
+		return Part{}, false
 	}
 	if date, ok = strings.CutSuffix(date, daySuffix); !ok {
-		return time.Time{}, false
+		return Part{}, false
+	}
+	date, class, classed := strings.Cut(date, ".")
+	if classed && !isClassName(class) {
+		return Part{}, false
 	}
 	day, err := time.Parse(dayLayout, date)
-	return day, err == nil
+	return Part{Day: day, Class: class}, err == nil
+}
+
+// isClassName reports whether s is a name ClassName makes.
+func isClassName(s string) bool {
+	rest, ok := strings.CutPrefix(s, "r")
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil && strings.ToLower(rest) == rest
 }
 
 // IsDayFile reports whether name is a day file's.
@@ -87,6 +138,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 6, SQL: sql("day-6.sql")},                    // the subject index
 		{To: 7, SQL: sql("day-7.sql")},                    // headers and bodies compressed (content.go)
 		{To: 8, SQL: sql("day-8.sql")},                    // the tallies of what ingest rules drop, a message's sample rate
+		{To: 9, SQL: sql("day-9.sql")},                    // retention classes: the file's class, a message's bodies' expiry
 	}}
 }
 
@@ -98,8 +150,10 @@ func daySchema(pageSize int) sqlitedb.Schema {
 // summary) stays in memory while the file is closed.
 type File struct {
 	*sqlitedb.DB // nil while the file is closed; set for a holder
-	// Day is the UTC day of its messages' CreatedAt.
-	Day time.Time
+	// Day is the UTC day of its messages' CreatedAt, Class their retention
+	// class's name (ClassName).
+	Day   time.Time
+	Class string
 
 	path string
 	// use is held shared by every call using the file, exclusively by the
@@ -114,6 +168,14 @@ type File struct {
 	// added to by each Append: retention decides from them without opening
 	// the file.
 	messages, maxExpires atomic.Int64
+	// class is the retention class of a Class's file (its table class),
+	// read when the file opens or written by its first Append; nil until
+	// then, and for the policy's class (retention.go).
+	class atomic.Pointer[domain.RetentionClass]
+	// clearedOf is the day's messages total when ClearBodies last ran to
+	// its end (-1: not in this process): while it is the total, no message
+	// has come with bodies to take out.
+	clearedOf atomic.Int64
 
 	// id is the file's device and inode when it was first opened, held
 	// open by identity while the file is: a file deleted or replaced under
@@ -142,10 +204,15 @@ func (f *File) packer() *packer {
 	return &packer{}
 }
 
-// newFile is the handle of day's file in the data directory dir.
-func newFile(dir string, day time.Time) *File {
-	return &File{Day: day, path: filepath.Join(dir, dayName(day))}
+// newFile is the handle of part's file in the data directory dir.
+func newFile(dir string, part Part) *File {
+	f := &File{Day: part.Day, Class: part.Class, path: filepath.Join(dir, dayName(part))}
+	f.clearedOf.Store(-1)
+	return f
 }
+
+// Part is the file's place.
+func (f *File) Part() Part { return Part{Day: f.Day, Class: f.Class} }
 
 // open opens the file the first time in this process, creating it when
 // create is set, migrating an older one, and reads its totals. An existing
@@ -164,6 +231,9 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	var messages, maxExpires int64
 	if err := db.Write.QueryRowContext(ctx, `SELECT messages, max_expires FROM day`).Scan(&messages, &maxExpires); err != nil {
 		return errors.Join(db.Error(ctx, "read its totals", err), db.Close())
+	}
+	if err := f.readClass(ctx, db); err != nil {
+		return errors.Join(db.Error(ctx, "read its retention class", err), db.Close())
 	}
 	identity, err := os.Open(f.path)
 	if err == nil {
@@ -214,12 +284,6 @@ func closeIfOpen(f *os.File) error {
 		return nil
 	}
 	return f.Close()
-}
-
-// expiredAt reports, from the totals in memory, whether every message of
-// the day has expired at now.
-func (f *File) expiredAt(now time.Time) bool {
-	return f.maxExpires.Load() <= now.UnixMicro()
 }
 
 // added adds a committed transaction's new messages to the totals.

@@ -21,10 +21,18 @@ import (
 // order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
-	response_header, response_body, response_type, response_size, route, rules, content, sample_rate`
+	response_header, response_body, response_type, response_size, route, rules, content, sample_rate, bodies_expires`
 
 const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+
+// microsOrZero is t in Unix microseconds, 0 for the zero time.
+func microsOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
 
 // nullRoute is a route template as its column holds it: NULL for none.
 func nullRoute(route string) any {
@@ -49,7 +57,7 @@ func rowValues(m domain.Message, p *packer) ([]any, error) {
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), texts.requestHeader, texts.requestBody, m.Request.ContentType, m.Request.Size,
 		texts.responseHeader, texts.responseBody, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules),
-		texts.content, m.SampleRate}, nil
+		texts.content, m.SampleRate, microsOrZero(m.BodiesExpireAt)}, nil
 }
 
 // storedTexts are the values of a message's columns request_header,
@@ -131,12 +139,13 @@ func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 		duration                              sql.NullInt64
 		route                                 sql.NullString
 		created, updated, visible, expires    int64
+		bodiesExpire                          int64
 		reqHeader, respHeader, rules, content []byte
 	)
 	err := row.Scan(append([]any{&m.ID, &m.Reference, &m.Account, &m.Domain, &m.Name, &m.IPAddress, &m.Method, &m.Path,
 		&m.StatusCode, &duration, &created, &updated, &visible, &expires,
 		&reqHeader, &m.Request.Body, &m.Request.ContentType, &m.Request.Size,
-		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content, &m.SampleRate}, extra...)...)
+		&respHeader, &m.Response.Body, &m.Response.ContentType, &m.Response.Size, &route, &rules, &content, &m.SampleRate, &bodiesExpire}, extra...)...)
 	if err != nil {
 		return domain.Message{}, err
 	}
@@ -160,6 +169,9 @@ func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 	m.Route = route.String
 	m.CreatedAt, m.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	m.VisibleAt, m.ExpiresAt = time.UnixMicro(visible).UTC(), time.UnixMicro(expires).UTC()
+	if bodiesExpire != 0 {
+		m.BodiesExpireAt = time.UnixMicro(bodiesExpire).UTC()
+	}
 	if duration.Valid {
 		m.Duration, m.HasDuration = time.Duration(duration.Int64)*time.Microsecond, true
 	}

@@ -18,7 +18,7 @@ func TestSubjectsAreFoundByTheIndexNotByTheAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	f, err := d.Acquire(t.Context(), DayOf(time.Now()), true)
+	f, err := d.Acquire(t.Context(), Part{Day: DayOf(time.Now())}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

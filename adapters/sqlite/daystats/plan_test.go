@@ -56,7 +56,7 @@ func TestProbes(t *testing.T) {
 	for range 100 {
 		msgs = append(msgs, conformance.NewMessage(t, scope, now))
 	}
-	f, err := dir.Acquire(ctx, dayfile.DayOf(now), true)
+	f, err := dir.Acquire(ctx, dayfile.Part{Day: dayfile.DayOf(now)}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

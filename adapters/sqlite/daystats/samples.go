@@ -57,9 +57,10 @@ func walkSamples(ctx context.Context, f *dayfile.File, from string, w *dayfile.W
 // searchSamples adds the sample of each of f's messages that passes w and
 // match, a filter's Matcher, whose q is not one word: from the messages
 // holding q's words (the word index's tokens), each read whole and checked
-// with match, which decides the phrase.
+// with match, which decides the phrase, without its bodies once they
+// have expired at now.
 func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, w *dayfile.Where, match func(domain.Message) bool,
-	words string, trace *Trace, add func(stats.Sample)) error {
+	words string, now time.Time, trace *Trace, add func(stats.Sample)) error {
 	few, none, err := f.ByWords(ctx, words, w, r.cfg.FewMessages)
 	from := bySeq
 	switch {
@@ -82,7 +83,7 @@ func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, w *dayfile.
 			return f.Error(ctx, "stats", err)
 		}
 		trace.MessagesRead++
-		if match(m) {
+		if match(m.WithoutExpiredBodies(now)) {
 			add(stats.SampleOf(m))
 		}
 	}

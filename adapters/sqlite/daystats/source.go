@@ -45,7 +45,7 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 		if f.Text == "" {
 			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)
 		} else {
-			err = r.searchSamples(ctx, file, w, f.Matcher(), words, trace, add)
+			err = r.searchSamples(ctx, file, w, f.Matcher(), words, now, trace, add)
 		}
 		if err == nil {
 			err = streamTallies(ctx, file, scope, f, now, add)
@@ -57,11 +57,11 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	})
 }
 
-// oldestFirst lists the days of [from, to) present, oldest first.
-func (r *Reader) oldestFirst(from, to time.Time) []time.Time {
-	days := r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil))
-	slices.Reverse(days)
-	return days
+// oldestFirst lists the day files of [from, to) present, oldest day first.
+func (r *Reader) oldestFirst(from, to time.Time) []dayfile.Part {
+	parts := r.dir.NewestFirst(dayfile.Range(domain.Filter{From: from, To: to}, nil))
+	slices.Reverse(parts)
+	return parts
 }
 
 // RollupsFrom is the zero time: every day file keeps the rollups of its
@@ -73,72 +73,151 @@ func (r *Reader) RollupsFrom(context.Context) (time.Time, error) { return time.T
 // (hourVersions.version), with how many minute rollups the hour holds;
 // how many messages is not told (-1). A day file's hours of a view are
 // read once (fileHours) and kept until a transaction writes into the file.
-// The hours of the days whose files retention dropped come from the
-// rollups file (keptHours).
+// An hour of several parts (a day's retention classes, in their files or
+// kept in the rollups file once retention dropped them) is yielded once,
+// its rollups added up and its version made of theirs (hourOfParts). The
+// rollups file's hours of a part read from its file are left out.
 func (r *Reader) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
-	first, end, days := hourOf(from.Unix()), ceilSecond(to), r.oldestFirst(from, to)
-	read := map[int64]bool{} // the days read from their files, Unix seconds
-	err := r.dir.Each(ctx, days, func(f *dayfile.File) error {
-		read[f.Day.Unix()] = true
-		hours, err := r.fileHours(ctx, f, scope, name)
-		if err != nil {
-			return err
-		}
-		for _, h := range hours {
-			if h.hour < first || h.hour >= end {
-				continue
-			}
-			if err := yield(time.Unix(h.hour, 0).UTC(), r.versions.version(f, h.hour), -1, h.rollups); err != nil {
-				return err
+	first, end := hourOf(from.Unix()), ceilSecond(to)
+	var hours hourOfParts
+	read := map[partKey]bool{}
+	err := r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
+		read[keyOf(f.Part())] = true
+		fileHours, err := r.fileHours(ctx, f, scope, name)
+		for _, h := range fileHours {
+			if h.hour >= first && h.hour < end {
+				hours.add(h, r.versions.version(f, h.hour))
 			}
 		}
-		return nil
+		return err
 	})
-	if err != nil || r.kept == nil {
+	if err == nil && r.kept != nil {
+		version := r.kept.Version() // before the read, as hourVersions'
+		err = r.kept.Hours(ctx, scope, name, first, end, func(hour int64, part string, rollups int64) error {
+			if !read[keptPart(hour, part)] {
+				hours.add(rollupHour{hour: hour, rollups: rollups}, version)
+			}
+			return nil
+		})
+	}
+	if err != nil {
 		return err
 	}
-	version := r.kept.Version() // before the read, as hourVersions'
-	return r.kept.Hours(ctx, scope, name, first, end, func(hour, rollups int64) error {
-		if read[dayfile.DayOf(time.Unix(hour, 0)).Unix()] {
-			return nil
-		}
-		return yield(time.Unix(hour, 0).UTC(), version, -1, rollups)
+	return hours.each(func(h rollupHour, version uint64) error {
+		return yield(time.Unix(h.hour, 0).UTC(), version, -1, h.rollups)
 	})
 }
 
 // Rollups yields the rollup of each application's minute meeting [from, to)
 // of scope (of name alone when not ""), oldest day first. A day file's
 // rollups are written in the transaction of their messages, so each stands
-// for every message stored in its minute: none is nil. The days whose files
-// retention dropped (those not read from a file: a file dropped during the
-// read has been kept before) are read from the rollups file.
+// for every message stored in its minute: none is nil. The rollups of a
+// minute in several parts (a day's retention classes, in their files or
+// kept in the rollups file once retention dropped them) are yielded
+// merged, once: the engine refuses or counts the minute whole. The rollups
+// file is read after the files (a file dropped during the read has been
+// kept before), less the parts read from their files.
 func (r *Reader) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, _ time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
-	read := map[int64]bool{} // the days read from their files, Unix seconds
-	err := r.dir.Each(ctx, r.oldestFirst(from, to), func(f *dayfile.File) error {
-		read[f.Day.Unix()] = true
-		return eachRollup(ctx, f, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, r *stats.Rollup) error {
-			return yield(time.Unix(minute, 0).UTC(), app, r)
-		})
-	})
-	if err != nil || r.kept == nil {
-		return err
+	first, end := from.Unix()-59, ceilSecond(to)
+	each := func(minute int64, app string, r *stats.Rollup) error {
+		return yield(time.Unix(minute, 0).UTC(), app, r)
 	}
 	var (
-		decoded stats.Rollup
-		decoder rollupcodec.Decoder
+		read     = map[partKey]bool{}
+		keptRead = map[int64]bool{} // the days whose kept rollups are merged with their files'
 	)
-	return r.kept.Each(ctx, scope, name, from.Unix()-59, ceilSecond(to), func(minute int64, app string, data []byte) error {
-		at := time.Unix(minute, 0).UTC()
-		if read[dayfile.DayOf(at).Unix()] {
+	for _, day := range dayfile.OfDay(r.oldestFirst(from, to)) {
+		start := day[0].Day.Unix()
+		dayFirst, dayEnd := max(first, start), min(end, start+24*3600)
+		partly := false // the rollups file holds some of the day's rollups
+		if r.kept != nil {
+			var err error
+			if partly, err = r.kept.Holds(ctx, scope, name, dayFirst, dayEnd); err != nil {
+				return err
+			}
+		}
+		// A day of several parts is merged, with its kept rollups read after
+		// its files: of a part dropped meanwhile, kept before it went.
+		merging := len(day) > 1 || partly
+		var merged mergedRollups
+		add := each
+		if merging {
+			add = merged.add
+		}
+		err := r.dir.Each(ctx, day, func(f *dayfile.File) error {
+			read[keyOf(f.Part())] = true
+			return eachRollup(ctx, f, scope, name, first, end, add)
+		})
+		if err == nil && merging && r.kept != nil {
+			keptRead[start] = true
+			err = r.keptRollups(ctx, scope, name, dayFirst, dayEnd, func(p partKey) bool { return read[p] }, merged.add)
+		}
+		if err == nil {
+			err = merged.each(yield)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if r.kept == nil {
+		return nil
+	}
+	return r.keptRollups(ctx, scope, name, first, end, func(p partKey) bool { return read[p] || keptRead[p.day] }, each)
+}
+
+// partKey is a day file's part (dayfile.Part), its day in Unix seconds.
+type partKey struct {
+	day   int64
+	class string
+}
+
+func keyOf(p dayfile.Part) partKey { return partKey{day: p.Day.Unix(), class: p.Class} }
+
+// keptPart is the part a kept rollup of minute (Unix seconds) came from.
+func keptPart(minute int64, class string) partKey {
+	return keyOf(dayfile.Part{Day: dayfile.DayOf(time.Unix(minute, 0)), Class: class})
+}
+
+// keptRollups yields the rollups file's rollups of [from, to) (Unix
+// seconds) of scope (name alone when not ""), less those of the parts skip
+// tells, those of one minute and application in several parts merged into
+// one.
+func (r *Reader) keptRollups(ctx context.Context, scope domain.Scope, name string, from, to int64, skip func(partKey) bool,
+	yield func(minute int64, name string, r *stats.Rollup) error) error {
+	var (
+		held, next stats.Rollup // held: at's rollup, merged so far
+		at         minuteOfApp
+		holds      bool
+		decoder    rollupcodec.Decoder
+	)
+	err := r.kept.Each(ctx, scope, name, from, to, func(minute int64, app, part string, data []byte) error {
+		if skip(keptPart(minute, part)) {
 			return nil
 		}
-		if err := decoder.Rollup(data, &decoded); err != nil {
+		into, of := &held, minuteOfApp{minute: minute, app: app}
+		switch {
+		case holds && of == at:
+			into = &next
+		case holds:
+			if err := yield(at.minute, at.app, &held); err != nil {
+				return err
+			}
+		}
+		if err := decoder.Rollup(data, into); err != nil {
 			return fmt.Errorf("sqlite: %s: rollup of %s at %d: %w", rollupfile.FileName, app, minute, err)
 		}
-		return yield(at, app, &decoded)
+		if into == &next {
+			held.Merge(&next)
+		}
+		at, holds = of, true
+		return nil
 	})
+	if err == nil && holds {
+		err = yield(at.minute, at.app, &held)
+	}
+	return err
 }
 
 // ceilSecond is t in Unix seconds, rounded up: a minute starting before it

@@ -66,8 +66,12 @@ func (c Config) bySeqMayPay(holding, lastSeq int64) bool {
 
 // wordDay is the plan of one day file.
 type wordDay struct {
-	day  time.Time
-	read WordRead
+	part dayfile.Part
+	// shared: the day has other files (retention classes), whose messages
+	// the day's rollups count too, so they cannot stand for this file's
+	// (planDay walks it).
+	shared bool
+	read   WordRead
 	// bySeq is the where of the messages read by seq (ReadBySeq), holding
 	// the word's seqs (ReadWalk, ReadLessTheRest), of the file's lastSeq.
 	bySeq   *dayfile.Where
@@ -115,20 +119,26 @@ func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, 
 // read that costs less.
 func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
 	var plans []wordDay
-	days := c.r.dir.NewestFirst(dayfile.Range(c.f, nil))
-	err := c.r.dir.Each(ctx, days, func(f *dayfile.File) error {
+	parts := c.r.dir.NewestFirst(dayfile.Range(c.f, nil))
+	perDay := map[time.Time]int{}
+	for _, p := range parts {
+		perDay[p.Day]++
+	}
+	err := c.r.dir.Each(ctx, parts, func(f *dayfile.File) error {
+		plan := wordDay{part: f.Part(), shared: perDay[f.Day] > 1}
 		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 		held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
 		switch {
 		case err != nil:
 			return f.Error(ctx, "stats: search", err)
 		case held.None:
-			plans = append(plans, wordDay{day: f.Day, read: readTalliesAlone})
+			plan.read = readTalliesAlone
 		case held.Few:
-			plans = append(plans, wordDay{day: f.Day, read: ReadBySeq, bySeq: w})
+			plan.read, plan.bySeq = ReadBySeq, w
 		default:
-			plans = append(plans, wordDay{day: f.Day, read: ReadWalk, holding: held.Seqs, lastSeq: held.LastSeq})
+			plan.read, plan.holding, plan.lastSeq = ReadWalk, held.Seqs, held.LastSeq
 		}
+		plans = append(plans, plan)
 		return nil
 	})
 	return plans, err
@@ -173,11 +183,11 @@ func (c *call) count(ctx context.Context, plans []wordDay) (stats.Stats, error) 
 // and the probe; else the walk. No file is held meanwhile: the engine holds
 // the day's file for each of its reads.
 func (c *call) planDay(ctx context.Context, plan *wordDay) error {
-	if plan.read != ReadWalk {
+	if plan.read != ReadWalk || plan.shared {
 		return nil
 	}
 	holding := int64(plan.holding.Count())
-	q := c.dayQuery(plan.day)
+	q := c.dayQuery(plan.part.Day)
 	if !q.RollupsAnswer() || !c.r.cfg.bySeqMayPay(holding, plan.lastSeq) {
 		return nil
 	}
@@ -200,7 +210,7 @@ func (c *call) planDay(ctx context.Context, plan *wordDay) error {
 	}
 	if len(seqs) > 0 { // no seq to read costs nothing
 		warm := false
-		err := c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
+		err := c.r.dir.Each(ctx, []dayfile.Part{plan.part}, func(f *dayfile.File) error {
 			var err error
 			warm, err = c.r.cfg.Probe.Warm(ctx, f, seqs)
 			return err
@@ -242,7 +252,7 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 	for i, m := range plan.refused {
 		refused[i] = minuteFilter(m, c.f)
 	}
-	return c.r.dir.Each(ctx, []time.Time{plan.day}, func(f *dayfile.File) error {
+	return c.r.dir.Each(ctx, []dayfile.Part{plan.part}, func(f *dayfile.File) error {
 		switch plan.read {
 		case readTalliesAlone:
 			return c.tallies(ctx, f, add)

@@ -37,6 +37,7 @@ func schema() sqlitedb.Schema {
 	return sqlitedb.Schema{Kind: "rollups file", ApplicationID: applicationID,
 		Migrations: []sqlitedb.Migration{
 			{To: 1, SQL: sql("rollups-1.sql")}, // rollups, as a day file's
+			{To: 2, SQL: sql("rollups-2.sql")}, // rollups by part
 		}}
 }
 
@@ -73,10 +74,13 @@ func (k *File) Version() uint64 { return 1<<63 | k.changes.Load() }
 
 // Keep copies every rollup of a day file, read through day (the rollups
 // table of schema/day-3.sql), in one transaction: all of them or, on an
-// error, none. A rollup already kept is replaced, so keeping a day again
-// (a purge that stopped between Keep and the file's removal) counts
-// nothing twice. It returns how many it kept.
-func (k *File) Keep(ctx context.Context, day *sql.DB) (int64, error) {
+// error, none, under the file's part (its retention class's name, "" for
+// the policy's: dayfile.Part.Class), beside the rollups of the same
+// minutes kept of the day's other parts. A rollup already kept of the part
+// is replaced, so keeping a day file again (a purge that stopped between
+// Keep and the file's removal) counts nothing twice. It returns how many
+// it kept.
+func (k *File) Keep(ctx context.Context, day *sql.DB, part string) (int64, error) {
 	rows, err := day.QueryContext(ctx, `SELECT account, domain, minute, name, data FROM rollups`)
 	if err != nil {
 		return 0, fmt.Errorf("reading the rollups to keep: %w", err)
@@ -87,7 +91,7 @@ func (k *File) Keep(ctx context.Context, day *sql.DB) (int64, error) {
 		return 0, k.db.Error(ctx, "keep rollups", err)
 	}
 	defer tx.Rollback()
-	insert, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)`)
+	insert, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO rollups(account, domain, minute, name, part, data) VALUES (?,?,?,?,?,?)`)
 	if err != nil {
 		return 0, k.db.Error(ctx, "keep rollups", err)
 	}
@@ -102,7 +106,7 @@ func (k *File) Keep(ctx context.Context, day *sql.DB) (int64, error) {
 		if err := rows.Scan(&account, &dom, &minute, &name, &data); err != nil {
 			return 0, fmt.Errorf("reading the rollups to keep: %w", err)
 		}
-		if _, err := insert.ExecContext(ctx, account, dom, minute, name, []byte(data)); err != nil {
+		if _, err := insert.ExecContext(ctx, account, dom, minute, name, part, []byte(data)); err != nil {
 			return 0, k.db.Error(ctx, "keep rollups", err)
 		}
 		kept++
@@ -135,21 +139,24 @@ func (k *File) Purge(ctx context.Context, before time.Time) (int64, error) {
 }
 
 // Hours calls yield with each hour (Unix seconds) of [from, to) (Unix
-// seconds) in which scope (name alone when not "") has kept rollups, with
-// how many, oldest first.
-func (k *File) Hours(ctx context.Context, scope domain.Scope, name string, from, to int64, yield func(hour, rollups int64) error) error {
-	query, args := k.where(`SELECT minute - minute % 3600, count(*) FROM rollups`, scope, name, from-from%3600, to)
-	rows, err := k.db.Read.QueryContext(ctx, query+` GROUP BY 1 ORDER BY 1`, args...)
+// seconds) and part in which scope (name alone when not "") has kept
+// rollups, with how many, oldest first, an hour's parts by name.
+func (k *File) Hours(ctx context.Context, scope domain.Scope, name string, from, to int64, yield func(hour int64, part string, rollups int64) error) error {
+	query, args := k.where(`SELECT minute - minute % 3600, part, count(*) FROM rollups`, scope, name, from-from%3600, to)
+	rows, err := k.db.Read.QueryContext(ctx, query+` GROUP BY 1, 2 ORDER BY 1, 2`, args...)
 	if err != nil {
 		return k.db.Error(ctx, "stats: kept rollup hours", err)
 	}
 	defer rows.Close()
-	var hour, rollups int64
+	var (
+		hour, rollups int64
+		part          string
+	)
 	for rows.Next() {
-		if err := rows.Scan(&hour, &rollups); err != nil {
+		if err := rows.Scan(&hour, &part, &rollups); err != nil {
 			return k.db.Error(ctx, "stats: kept rollup hours", err)
 		}
-		if err := yield(hour, rollups); err != nil {
+		if err := yield(hour, part, rollups); err != nil {
 			return err
 		}
 	}
@@ -160,25 +167,27 @@ func (k *File) Hours(ctx context.Context, scope domain.Scope, name string, from,
 }
 
 // Each calls yield with the encoded rollup of each minute in [from, to)
-// (Unix seconds) of each application of scope (of name alone when not ""),
-// by minute. data is valid until yield returns.
-func (k *File) Each(ctx context.Context, scope domain.Scope, name string, from, to int64, yield func(minute int64, name string, data []byte) error) error {
-	query, args := k.where(`SELECT minute, name, data FROM rollups`, scope, name, from, to)
-	rows, err := k.db.Read.QueryContext(ctx, query+` ORDER BY minute`, args...)
+// (Unix seconds), application of scope (of name alone when not "") and
+// part, by minute, then application, then part: a minute's rollups of one
+// application are yielded one after the other, for the caller to merge.
+// data is valid until yield returns.
+func (k *File) Each(ctx context.Context, scope domain.Scope, name string, from, to int64, yield func(minute int64, name, part string, data []byte) error) error {
+	query, args := k.where(`SELECT minute, name, part, data FROM rollups`, scope, name, from, to)
+	rows, err := k.db.Read.QueryContext(ctx, query+` ORDER BY minute, name, part`, args...)
 	if err != nil {
 		return k.db.Error(ctx, "stats: kept rollups", err)
 	}
 	defer rows.Close()
 	var (
-		minute int64
-		app    string
-		data   sql.RawBytes
+		minute    int64
+		app, part string
+		data      sql.RawBytes
 	)
 	for rows.Next() {
-		if err := rows.Scan(&minute, &app, &data); err != nil {
+		if err := rows.Scan(&minute, &app, &part, &data); err != nil {
 			return k.db.Error(ctx, "stats: kept rollups", err)
 		}
-		if err := yield(minute, app, data); err != nil {
+		if err := yield(minute, app, part, data); err != nil {
 			return err
 		}
 	}
@@ -186,6 +195,17 @@ func (k *File) Each(ctx context.Context, scope domain.Scope, name string, from, 
 		return k.db.Error(ctx, "stats: kept rollups", err)
 	}
 	return nil
+}
+
+// Holds reports whether scope (name alone when not "") has a kept rollup
+// of a minute in [from, to) (Unix seconds).
+func (k *File) Holds(ctx context.Context, scope domain.Scope, name string, from, to int64) (bool, error) {
+	query, args := k.where(`SELECT 1 FROM rollups`, scope, name, from, to)
+	var held bool
+	if err := k.db.Read.QueryRowContext(ctx, `SELECT EXISTS (`+query+`)`, args...).Scan(&held); err != nil {
+		return false, k.db.Error(ctx, "stats: kept rollups", err)
+	}
+	return held, nil
 }
 
 // where is query narrowed to scope's rollups (of name alone when not "")

@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// testRetentionClasses: a store that keeps retention classes apart
+// (ports.RetentionPurger) leaves out of reads the bodies past their
+// BodiesExpireAt, and applies each class's current retention at the purge,
+// an account's rule alone, its bodies apart.
+func testRetentionClasses(t *testing.T, s ports.MessageStore) {
+	rp, ok := s.(ports.RetentionPurger)
+	if !ok {
+		t.Skip("the store keeps no retention classes apart (ports.RetentionPurger)")
+	}
+	f := newFixtures(t)
+	ruled := func(rule string) func(*domain.Message) {
+		return func(m *domain.Message) { m.RetentionRule = rule }
+	}
+	// Three days back, so that a store dropping a class's whole day may.
+	created := f.anchor.Truncate(24 * time.Hour).Add(-3*24*time.Hour + time.Hour)
+	shortened := f.message(scopeLive, created, ruled("short")) // stamped 30 days; its rule now keeps 1
+	recent := f.message(scopeLive, f.ago(time.Hour), ruled("short"))
+	bodiesGo := f.message(scopeLive, created.Add(time.Minute), ruled("bodies"))
+	policy := f.message(scopeLive, created.Add(2*time.Minute))
+	otherAccount := f.message(scopeOtherLive, created, ruled("short"))
+	bodiesPast := f.message(scopeLive, f.ago(2*time.Hour), func(m *domain.Message) { m.BodiesExpireAt = f.ago(time.Hour) })
+	all := []domain.Message{shortened, recent, bodiesGo, policy, otherAccount, bodiesPast}
+	mustAppend(t, s, all)
+	waitForStored(t, s, f.now(), all)
+
+	withoutBodies := func(m domain.Message) domain.Message {
+		m.Request.Body, m.Response.Body = "", ""
+		return m
+	}
+	assertGet(t, s, withoutBodies(bodiesPast), f.now())
+
+	current := func(_ context.Context, c domain.RetentionClass) (keep, bodies time.Duration, ok bool, err error) {
+		switch c {
+		case domain.RetentionClass{Account: scopeLive.Account, Rule: "short"}:
+			return 24 * time.Hour, 24 * time.Hour, true, nil
+		case domain.RetentionClass{Account: scopeLive.Account, Rule: "bodies"}:
+			return fixtureRetention, 24 * time.Hour, true, nil
+		}
+		return fixtureRetention, fixtureRetention, true, nil
+	}
+	n, err := rp.PurgeRetention(t.Context(), f.now(), current)
+	if err != nil || (n != 1 && n != -1) {
+		t.Fatalf("PurgeRetention = %d, %v; want 1 (or -1), nil", n, err)
+	}
+	assertNotFound(t, s, scopeLive, shortened.ID, f.now())
+	for _, m := range []domain.Message{recent, policy, otherAccount} {
+		assertGet(t, s, m, f.now())
+	}
+	assertGet(t, s, withoutBodies(bodiesGo), f.now())
+	assertGet(t, s, withoutBodies(bodiesPast), f.now())
+	if t.Failed() {
+		return
+	}
+	if n, err := rp.PurgeRetention(t.Context(), f.now(), current); err != nil || n > 0 {
+		t.Errorf("PurgeRetention again = %d, %v; want 0 (or -1), nil", n, err)
+	}
+}
