@@ -262,8 +262,12 @@ func (a *Admission) store(ctx context.Context) error {
 		return nil
 	}
 	if a.key != (IdempotencyKey{}) {
-		if err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs); err != nil {
+		missing, err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs)
+		if err != nil {
 			return err
+		}
+		if a.msgs = missing; len(missing) == 0 {
+			return nil
 		}
 	}
 	var err error
@@ -312,11 +316,13 @@ func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCu
 // checkReplay refuses msgs, derived from an Idempotency-Key, when one of their
 // ids is stored with another submission: the key was used before for a different
 // request, and storing nothing while answering 200 would drop this one silently.
-// The same submissions are a retry; Append then stores what is missing, if any.
-// A message stored with the digest of its submission (RulesRecord.Submitted)
-// is compared by it: a new rule set or a re-scrub may have changed it since,
-// and its retry is still the same request.
-func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) error {
+// The same submissions are a retry: it returns those of msgs not stored yet,
+// the only ones to append (a message stored before may be in another
+// partition now: a retention rule changed its class since). A message stored
+// with the digest of its submission (RulesRecord.Submitted) is compared by
+// it: a new rule set or a re-scrub may have changed it since, and its retry
+// is still the same request.
+func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) ([]domain.Message, error) {
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -324,14 +330,26 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	}
 	stored, err := in.lookup.Lookup(ctx, scope, ids)
 	if err != nil {
-		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
+		return nil, fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
+	found := make(map[string]bool, len(stored))
 	for _, earlier := range stored {
-		if i, ok := index[earlier.ID]; ok && !sameRequest(earlier, msgs[i]) {
-			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		i, ok := index[earlier.ID]
+		if ok && !sameRequest(earlier, msgs[i]) {
+			return nil, fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		}
+		found[earlier.ID] = ok
+	}
+	if len(found) == 0 {
+		return msgs, nil
+	}
+	missing := make([]domain.Message, 0, len(msgs)-len(found))
+	for _, m := range msgs {
+		if !found[m.ID] {
+			missing = append(missing, m)
 		}
 	}
-	return nil
+	return missing, nil
 }
 
 // decode makes the drafts and turns them into the messages to store and the

@@ -168,6 +168,18 @@ func apiTestRetryAfterRulesChanged(t *testing.T, s apiSuite) {
 		}
 	}
 
+	// A retention rule puts the retry in another class (SQLite: another day
+	// file): it is still the one message, counted once.
+	e.putRules(t, apiAcmeLive, `{"privacy": [{"id": "canaries", "select": ["body"], "match": {"pattern": "c4nary-[a-z]+-[0-9]+"}, "action": {"type": "mask"}}],
+		"retention": [{"id": "shop-week", "scope": {"applications": ["shop"]}, "keep": "7d"}]}`, 1, "keep shop a week").wantOK(t, "", "data")
+	e.clock.Advance(time.Minute)
+	retry("under a retention rule")
+	e.clock.Advance(time.Minute) // past the visibility delay of what the retry stored, if any
+	from := apiRFC3339(e.clock.Now().Add(-time.Hour))
+	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count"); n != 1 {
+		t.Errorf("the statistics count %d messages after the retries, want the one", n)
+	}
+
 	other := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/orders/other"})
 	e.awaitKeyReuseRefused(t, apiAcmeLive, other, "order-retry-1")
 	e.wantStoredExactly(t, apiAcmeLive, first.ID)
