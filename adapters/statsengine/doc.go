@@ -27,6 +27,10 @@
 // Each call returns a Trace of what it read instead of counting in package
 // state.
 //
+// A call travels one way: decide (plan.go) reads the query once, probes
+// the source (probe.go) and makes the whole plan, builder included; count
+// (count.go) carries it out, feeding the builder and asking it once.
+//
 // A store whose writes are not transactions (Elasticsearch, MongoDB) keeps
 // rollups by marks: Marked is the ports.RollupSource of a MarkStore, whose
 // Appends mark the minutes they wrote after storing their messages, and

@@ -34,7 +34,7 @@ type spanKey struct {
 func keptSpan(q stats.Query, from, to time.Time) (spanKey, bool) {
 	width := min(q.Interval.Width, time.Hour)
 	key := spanKey{q.Scope, q.Filter.Name, from.Unix(), to.Unix(), width}
-	return key, stats.AlignDown(from, width).Equal(from) && stats.AlignDown(to, width).Equal(to)
+	return key, from.Truncate(width).Equal(from) && to.Truncate(width).Equal(to) // see floorHour
 }
 
 // keptHour is a view's span of an hour as the statistics count it: each

@@ -332,7 +332,9 @@ func decodeRollup(data []byte, r *stats.Rollup) error {
 	return rollupcodec.DecodeRollup(data, r)
 }
 
-func floorHour(t time.Time) time.Time { return stats.AlignDown(t, time.Hour) }
+// floorHour is t rounded down to its hour (Truncate counts from the zero
+// time, which lies on an hour as 1970 does).
+func floorHour(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
 // KeepAll counts and keeps, hour by hour, the rollup of every marked minute
 // of scope in [from, to) that has none at its mark's version: what a store

@@ -2,10 +2,10 @@ package statsengine
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
+	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
@@ -68,9 +68,10 @@ type Facts struct {
 	Rollups   int64
 	KeptHours int
 
-	// Read by the default probe, for the plan to use again.
+	// Read by the default probe, for PlanRollups: the hours meeting the
+	// range from RollupsFrom on, clipped to it, oldest first.
 	rollupsFrom time.Time
-	versions    map[int64]uint64 // of the hours meeting the range, by Unix second
+	hours       []hourSpan
 }
 
 // A Probe tells a plan's choice what a query's range holds. The default one
@@ -87,13 +88,13 @@ type choice struct {
 	costs map[Plan]float64
 }
 
-// choose is the plan of least cost among those possible for q given facts:
-// rollups for a query they answer when the source keeps them, the store's
+// choose is the plan of least cost among those possible for a query given
+// facts: rollups for a query they answer (answers) when the source keeps them, the store's
 // aggregation when it offers one, the stream always. With nothing known of
 // the range, the cost per message decides between aggregating and
 // streaming, and rollups are taken where possible. Nothing here reads a
 // clock: the same facts give the same plan.
-func (c Costs) choose(q stats.Query, f Facts, hasRollups, hasAggregator bool) choice {
+func (c Costs) choose(f Facts, answers, hasRollups, hasAggregator bool) choice {
 	inf := math.Inf(1)
 	perMessage := func(cost float64) float64 {
 		if f.Messages < 0 {
@@ -105,7 +106,7 @@ func (c Costs) choose(q stats.Query, f Facts, hasRollups, hasAggregator bool) ch
 	if hasAggregator {
 		costs[PlanAggregate] = perMessage(c.AggregatedMessage)
 	}
-	if hasRollups && q.RollupsAnswer() {
+	if hasRollups && answers {
 		rest := float64(f.KeptHours)*c.KeptHour + float64(f.Rollups)*c.Rollup
 		switch {
 		case f.Before == 0:
@@ -135,7 +136,7 @@ func (c Costs) choose(q stats.Query, f Facts, hasRollups, hasAggregator bool) ch
 	}
 	// Nothing known: by the cost per message, rollups where they answer.
 	switch {
-	case hasRollups && q.RollupsAnswer() && f.Before == 0:
+	case hasRollups && answers && f.Before == 0:
 		best.plan = PlanRollups
 	case hasAggregator && c.AggregatedMessage < c.StreamedMessage:
 		best.plan = PlanAggregate
@@ -145,58 +146,76 @@ func (c Costs) choose(q stats.Query, f Facts, hasRollups, hasAggregator bool) ch
 	return best
 }
 
-// rollupProbe is the default Probe: the source's hours, their versions
-// against the engine's cache.
-type rollupProbe struct{ e *Engine }
+// A decision is a query's plan made whole before anything is read: what to
+// read, over which filter, from which hours, into which builder. The
+// executor (Engine.count) carries it out without asking again.
+type decision struct {
+	q   stats.Query // RollupsOnlyBefore cleared unless counted so
+	now time.Time
+	// filter is q's filter over its counted range.
+	filter domain.Filter
+	choice
+	facts Facts
+	// rollupsOnly: the part before rollupsOnlyBefore is counted from the
+	// rollups alone, and the answer says so.
+	rollupsOnly       bool
+	rollupsOnlyBefore time.Time
+	// answer, when set, is the whole answer: nothing to read.
+	answer *stats.Stats
+	// The builder the plan feeds: rollups for PlanRollups, stream for
+	// PlanStream; PlanAggregate has the store count.
+	rollups *stats.RollupBuilder
+	stream  *stats.Builder
+}
 
-func (p rollupProbe) Probe(ctx context.Context, q stats.Query, now time.Time) (Facts, error) {
-	f := Facts{Messages: -1, Before: -1}
-	if p.e.rollups == nil || !q.RollupsAnswer() {
-		return f, nil
+// decide makes q's plan at now: the one of least estimated cost
+// (Costs.choose) or the one Config.Plan pins. A query with a part before
+// its RollupsOnlyBefore is counted from the rollups (PlanRollups), that
+// part from them alone, when the source keeps them past their messages;
+// otherwise that part counts only the messages still readable, as without
+// it.
+func (e *Engine) decide(ctx context.Context, q stats.Query, now time.Time) (decision, error) {
+	d := decision{q: q, now: now, filter: q.Filter}
+	before, rollupsOnly := q.RollupsOnlyPart()
+	answers := q.RollupsAnswer()
+	d.filter.From, d.filter.To = q.CountedRange()
+	if !d.filter.From.Before(d.filter.To) {
+		empty := stats.New(q)
+		d.answer = &empty
+		return d, nil
 	}
-	from, to := q.CountedRange()
-	rollupsFrom, err := p.e.rollups.RollupsFrom(ctx)
-	if err != nil {
-		return f, fmt.Errorf("statistics: %w", err)
-	}
-	f.rollupsFrom = rollupsFrom
-	f.versions = map[int64]uint64{}
-	// What lies before RollupsFrom has no rollups to tell of it: then how
-	// many messages the range holds is not known.
-	before := from.Before(rollupsFrom)
-	if before {
-		from = rollupsFrom
+	if d.rollupsOnly = rollupsOnly && e.outlive && answers; d.rollupsOnly {
+		d.rollupsOnlyBefore = before
 	} else {
-		f.Before = 0
+		d.q.RollupsOnlyBefore = time.Time{}
 	}
-	if !from.Before(to) {
-		return f, nil
-	}
-	var messages int64
-	err = p.e.rollups.RollupHours(ctx, q.Scope, q.Filter.Name, from, to, func(hour time.Time, version uint64, inHour, rollups int64) error {
-		f.versions[hour.Unix()] = version
-		start, end := latest(hour, from), earliest(hour.Add(time.Hour), to)
-		if !start.Before(end) {
-			return nil
+	d.facts = Facts{Messages: -1, Before: -1}
+	if e.rollups != nil && answers { // the hours PlanRollups reads, whichever probe
+		var err error
+		if d.facts, err = e.probeRollups(ctx, d.q, d.filter.From, d.filter.To); err != nil {
+			return decision{}, err
 		}
-		share := float64(end.Sub(start)) / float64(time.Hour)
-		if inHour < 0 || messages < 0 {
-			messages = -1
-		} else {
-			messages += int64(math.Ceil(share * float64(inHour)))
-		}
-		if key, keepable := keptSpan(q, start, end); keepable && p.e.hours.holds(key, version) {
-			f.KeptHours++
-		} else {
-			f.Rollups += int64(math.Ceil(share * float64(rollups)))
-		}
-		return nil
-	})
-	if err != nil {
-		return Facts{}, fmt.Errorf("statistics: %w", err)
 	}
-	if !before {
-		f.Messages = messages
+	if e.probe != nil {
+		injected, err := e.probe.Probe(ctx, d.q, now)
+		if err != nil {
+			return decision{}, err
+		}
+		injected.rollupsFrom, injected.hours = d.facts.rollupsFrom, d.facts.hours
+		d.facts = injected
 	}
-	return f, nil
+	d.choice = e.costs.choose(d.facts, answers, e.rollups != nil, e.agg != nil)
+	if _, possible := d.costs[e.plan]; possible && (e.plan != PlanRollups || answers) {
+		d.plan = e.plan
+	}
+	if d.rollupsOnly {
+		d.plan = PlanRollups // the messages of that part are gone
+	}
+	switch d.plan {
+	case PlanRollups:
+		d.rollups = stats.NewRollupBuilder(d.q, now)
+	case PlanStream:
+		d.stream = stats.NewBuilder(d.q)
+	}
+	return d, nil
 }

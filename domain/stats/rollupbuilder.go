@@ -3,32 +3,7 @@ package stats
 import (
 	"slices"
 	"time"
-
-	"github.com/reqlog/reqlog/domain"
 )
-
-// RollupsAnswer reports whether rollups can answer q: its filter selects by
-// range and application at most. Every other filter (q, duration bounds, ip,
-// method, path, path prefix, status) reads what a rollup does not keep, and
-// so does any filter added later.
-func (q Query) RollupsAnswer() bool {
-	f := q.Filter
-	f.Name, f.From, f.To = "", time.Time{}, time.Time{}
-	return f == domain.Filter{}
-}
-
-// CountedRange is the range of created_at the statistics count: the query's,
-// narrowed by its filter's (the service narrows it to retention).
-func (q Query) CountedRange() (from, to time.Time) {
-	from, to = q.From, q.To
-	if f := q.Filter.From; f.After(from) {
-		from = f
-	}
-	if t := q.Filter.To; !t.IsZero() && t.Before(to) {
-		to = t
-	}
-	return from, to
-}
 
 // RollupBuilder computes the statistics of a query that RollupsAnswer
 // from the rollups of the scope, and from the messages no rollup can stand

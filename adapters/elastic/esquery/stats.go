@@ -138,10 +138,9 @@ func (s *Queries) stats(ctx context.Context, q stats.Query, now time.Time, plan 
 	if err := ctx.Err(); err != nil {
 		return stats.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}
-	st := stats.New(q)
 	body, ok := statsSearch(q, now, plan)
 	if !ok {
-		return st, nil
+		return stats.New(q), nil
 	}
 	reader, err := esclient.JSONBody(body)
 	if err != nil {
@@ -159,6 +158,7 @@ func (s *Queries) stats(ctx context.Context, q stats.Query, now time.Time, plan 
 	}, &reply); err != nil {
 		return stats.Stats{}, err
 	}
+	st := stats.New(q)
 	if err := reply.fill(q, &st); err != nil {
 		return stats.Stats{}, fmt.Errorf("elastic: stats: %w", err)
 	}

@@ -40,15 +40,17 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	}
 	trace := traceOf(ctx)
 	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
-		w := dayfile.ReadableWhere(scope, f, now)
+		// A where for the messages, which a search narrows, and one for
+		// the tallies, made together.
+		w, tallies, match := dayfile.ReadableWhere(scope, f, now), dayfile.ReadableWhere(scope, f, now), f.Matcher()
 		var err error
 		if f.Text == "" {
 			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)
 		} else {
-			err = r.searchSamples(ctx, file, w, f.Matcher(), words, now, trace, add)
+			err = r.searchSamples(ctx, file, w, match, words, now, trace, add)
 		}
 		if err == nil {
-			err = streamTallies(ctx, file, scope, f, now, add)
+			err = streamTallies(ctx, file, scope, tallies, match, add)
 		}
 		if err == nil {
 			err = yieldErr

@@ -3,7 +3,6 @@ package daystats
 import (
 	"context"
 	"database/sql/driver"
-	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -38,7 +37,7 @@ func walkTallies(ctx context.Context, f *dayfile.File, scope domain.Scope, w *da
 // tallies adds the samples of f's tallies readable at now that pass the
 // call's filter, its q included.
 func (c *call) tallies(ctx context.Context, f *dayfile.File, add func(stats.Sample)) error {
-	return streamTallies(ctx, f, c.q.Scope, c.f, c.now, add)
+	return streamTallies(ctx, f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), c.f.Matcher(), add)
 }
 
 // talliesLessTheRest adds the tallies of f, a day counted as its rollups
@@ -58,11 +57,10 @@ func (c *call) talliesLessTheRest(ctx context.Context, f *dayfile.File, refused 
 	})
 }
 
-// streamTallies adds the samples of file's tallies of scope readable at now
-// that pass f, its q included (StreamSamples).
-func streamTallies(ctx context.Context, file *dayfile.File, scope domain.Scope, f domain.Filter, now time.Time, add func(stats.Sample)) error {
-	match := f.Matcher()
-	return walkTallies(ctx, file, scope, dayfile.ReadableWhere(scope, f, now), func(m domain.Message) {
+// streamTallies adds the samples of file's tallies of scope that w, a
+// ReadableWhere, selects and match passes, its q included (StreamSamples).
+func streamTallies(ctx context.Context, file *dayfile.File, scope domain.Scope, w *dayfile.Where, match func(domain.Message) bool, add func(stats.Sample)) error {
+	return walkTallies(ctx, file, scope, w, func(m domain.Message) {
 		if match(m) {
 			add(stats.SampleOf(m))
 		}
