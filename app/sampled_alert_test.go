@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/rules"
 )
@@ -16,14 +17,7 @@ import (
 // the ingester appends them) makes an error-rate alert fire on the same
 // minute with the same value, since both evaluate what was received.
 func TestAnErrorRateAlertFiresOnTheSameMinuteSampledOrWhole(t *testing.T) {
-	rs, err := rules.Parse([]byte(`{"ingest": [{"id": "tenth", "status": ["100-599"], "action": "sample", "sample_rate": 10}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sample, err := rules.Compile(rs, []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := conformance.SampleOneIn(t, 10)
 	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 	cfg := app.DefaultConfig()
 	cfg.VisibilityDelay = 0

@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/rules"
 )
 
 // NewMessage builds a valid message of scope created at createdAt, readable from
@@ -28,4 +30,20 @@ func NewMessage(tb testing.TB, scope domain.Scope, createdAt time.Time, edits ..
 		edit(&m)
 	}
 	return m
+}
+
+// SampleOneIn compiles a rule set of one ingest rule keeping 1 in rate of
+// every exchange (rules.Compiled.Apply turns the others into tallies), for
+// tests that hold sampled traffic against the same traffic kept whole.
+func SampleOneIn(tb testing.TB, rate int) *rules.Compiled {
+	tb.Helper()
+	rs, err := rules.Parse(fmt.Appendf(nil, `{"ingest": [{"id": "sample", "status": ["100-599"], "action": "sample", "sample_rate": %d}]}`, rate))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sample, err := rules.Compile(rs, []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sample
 }

@@ -24,14 +24,7 @@ func TestSampledTrafficCountsAsTrafficKeptWhole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 exchanges twice; not in -short")
 	}
-	rs, err := rules.Parse([]byte(`{"ingest": [{"id": "tenth", "status": ["100-599"], "action": "sample", "sample_rate": 10}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sample, err := rules.Compile(rs, []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := conformance.SampleOneIn(t, 10)
 	s := mustOpen(t, sqlite.Config{Dir: t.TempDir()})
 	whole, sampled := scope, domain.Scope{Account: "sampled", Domain: domain.DomainLive}
 	rng := rand.New(rand.NewPCG(39, 2))
