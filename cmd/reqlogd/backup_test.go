@@ -61,8 +61,8 @@ func TestBackupOfARunningReqlogdRestores(t *testing.T) {
 	if code := run([]string{"backup", beside}, env, &stdout, &stderr); code != exitOK {
 		t.Fatalf("reqlogd backup beside the running reqlogd: exit %d, %s%s", code, stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "7 files copied") {
-		t.Errorf("reqlogd backup said %q; want the 3 day files, the alert file, reqlog-store.json, and the portal secret "+
+	if !strings.Contains(stdout.String(), "8 files copied") {
+		t.Errorf("reqlogd backup said %q; want the 3 day files, the alert file, the rollups file, reqlog-store.json, and the portal secret "+
 			"and rules' hash key reqlogd generated and keeps, copied", stdout.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

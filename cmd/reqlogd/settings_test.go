@@ -24,6 +24,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/otlp"
 	"github.com/reqlog/reqlog/adapters/portal"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/webhook"
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/domain"
@@ -239,8 +240,12 @@ func TestDefaultsAreEachPartsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rules' retention cap is the SQLite store's (the default store), set
+	// at load; the app's own default has none.
+	wantApp := app.DefaultConfig()
+	wantApp.Rules.MaxRetention = sqlite.DefaultMaxRetention
 	for part, pair := range map[string][2]any{
-		"app":     {cfg.App, app.DefaultConfig()},
+		"app":     {cfg.App, wantApp},
 		"httpapi": {cfg.HTTP, httpapi.DefaultConfig()},
 		"portal":  {cfg.Portal, portal.DefaultConfig()},
 		"mongo":   {cfg.MongoDB, mongo.DefaultConfig()},
