@@ -335,10 +335,13 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	found := make(map[string]bool, len(stored))
 	for _, earlier := range stored {
 		i, ok := index[earlier.ID]
-		if ok && !sameRequest(earlier, msgs[i]) {
+		if !ok {
+			continue
+		}
+		if !sameRequest(earlier, msgs[i]) {
 			return nil, fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
 		}
-		found[earlier.ID] = ok
+		found[earlier.ID] = true
 	}
 	if len(found) == 0 {
 		return msgs, nil
