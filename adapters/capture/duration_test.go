@@ -202,3 +202,57 @@ func TestDurationIsMeasuredToTheLastWrite(t *testing.T) {
 		})
 	}
 }
+
+// readAdvancing hands out its parts one Read at a time, moving the clock on
+// by step before each part after the first. It is no io.WriterTo, so io.Copy
+// goes through the writer's ReadFrom.
+type readAdvancing struct {
+	parts []string
+	clock *fakeClock
+	step  time.Duration
+	reads int
+}
+
+func (r *readAdvancing) Read(p []byte) (int, error) {
+	if len(r.parts) == 0 {
+		return 0, io.EOF
+	}
+	if r.reads > 0 {
+		r.clock.Advance(r.step)
+	}
+	r.reads++
+	n := copy(p, r.parts[0])
+	r.parts = r.parts[1:]
+	return n, nil
+}
+
+// A reply copied through ReadFrom (io.Copy to the ResponseWriter) minds the
+// time limit as Write does: what arrives after it is not kept, and the body is
+// marked as cut by time.
+func TestAReplyReadFromPastTheTimeLimitIsCut(t *testing.T) {
+	clock := &fakeClock{now: time.Now().UTC()}
+	sub := &fakeSubmitter{}
+	rec, srv := startRecorder(t, sub, capture.Options{Clock: clock, MaxBodyReadTime: time.Minute}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		src := &readAdvancing{parts: []string{"within the limit;", "past-the-limit"}, clock: clock, step: 2 * time.Minute}
+		if _, err := io.Copy(w, src); err != nil {
+			t.Errorf("copy: %v", err)
+		}
+	}))
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "within the limit;past-the-limit" {
+		t.Fatalf("the client got %q, want the whole reply", body)
+	}
+	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	closeRecorder(t, rec)
+	got := sub.exchanges()[0].Response.Body
+	if strings.Contains(got, "past-the-limit") || !strings.Contains(got, "the body took longer than 1m0s") {
+		t.Errorf("recorded %q, want the part past the limit left out and the body marked cut by time", got)
+	}
+}

@@ -74,6 +74,7 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 		}
 		resp := &responseCapture{header: w.Header, rec: rec, clock: r.opts.Clock, started: started, readFor: r.opts.MaxBodyReadTime}
 		resp.timeUp = func() { r.record(req, rec, resp, false) }
+		defer resp.stopTimer()
 		returned := false
 		defer func() {
 			if returned {
@@ -99,10 +100,9 @@ func (r *Recorder) Middleware(next http.Handler) http.Handler {
 // is false when the handler aborted its reply, or is still writing it. Only
 // the first call records.
 func (r *Recorder) record(req *http.Request, rec *record, resp *responseCapture, whole bool) {
-	if resp.recorded {
+	if !resp.claim() {
 		return
 	}
-	resp.recorded = true
 	if rec.reqBody.broken() && req.Context().Err() != nil {
 		r.abandoned.Add(1)
 		return
@@ -138,7 +138,11 @@ func requestHeader(req *http.Request) http.Header {
 
 // responseCapture observes the wrapped ResponseWriter through httpsnoop hooks; every
 // call still goes to the original.
+//
+// Its state is locked: the timer that records a reply which stalls past
+// readFor runs on a goroutine of its own.
 type responseCapture struct {
+	mu        sync.Mutex
 	header    func() http.Header
 	rec       *record
 	clock     ports.Clock
@@ -154,13 +158,36 @@ type responseCapture struct {
 	readFor   time.Duration
 	readUntil time.Time
 	timeUp    func()
-	recorded  bool // the exchange is queued: the reply's rest is not captured
+	// timer calls timeIsUp at readUntil, so that a reply which stalls (no
+	// more writes, the stream left open) is recorded then, not when it ends.
+	timer    *time.Timer
+	recorded bool // the exchange is queued: the reply's rest is not captured
+}
+
+// claim marks the exchange recorded; false when it already was.
+func (c *responseCapture) claim() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := !c.recorded
+	c.recorded = true
+	return first
+}
+
+func (c *responseCapture) stopTimer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 }
 
 // timeIsUp stops capturing the reply, and records the exchange, once it has
 // been read for readFor; the bytes of the write that found it are not kept.
 func (c *responseCapture) timeIsUp() bool {
-	if c.readFor <= 0 || c.recorded || !c.clock.Now().After(c.readUntil) {
+	c.mu.Lock()
+	up := c.readFor > 0 && c.committed && !c.recorded && !c.hijacked && c.clock.Now().After(c.readUntil)
+	c.mu.Unlock()
+	if !up {
 		return false
 	}
 	c.rec.respBody.stop(c.readFor)
@@ -168,21 +195,46 @@ func (c *responseCapture) timeIsUp() bool {
 	return true
 }
 
+// keep captures p, a part of the reply that went out, unless its time is up.
+func (c *responseCapture) keep(p []byte) {
+	if !c.timeIsUp() {
+		c.rec.respBody.Write(p)
+	}
+}
+
+// Write is keep as an io.Writer, for the tee of ReadFrom.
+func (c *responseCapture) Write(p []byte) (int, error) {
+	c.keep(p)
+	return len(p), nil
+}
+
 // wrote notes that the reply moved on now, after the call to the original
 // returned: a write blocked by a slow client counts until it is done.
-func (c *responseCapture) wrote() { c.answered = c.clock.Now() }
+func (c *responseCapture) wrote() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answered = c.clock.Now()
+}
 
 // commit notes the status and takes the header as the client gets it. The first
 // call wins, as in net/http.
 func (c *responseCapture) commit(status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.commitLocked(status)
+}
+
+func (c *responseCapture) commitLocked(status int) {
 	if c.committed {
 		return
 	}
 	c.committed = true
 	c.rec.status = status
 	c.rec.respHeader = c.header().Clone()
-	if c.readFor > 0 {
+	if c.readFor > 0 && !c.recorded {
 		c.readUntil = c.clock.Now().Add(c.readFor)
+		// A millisecond on, so that the clock has passed readUntil when it fires.
+		c.timer = time.AfterFunc(c.readFor+time.Millisecond, func() { c.timeIsUp() })
 	}
 }
 
@@ -206,9 +258,7 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 				c.commit(http.StatusOK)
 				n, err := next(b)
 				c.wrote()
-				if !c.timeIsUp() {
-					c.rec.respBody.Write(b[:n])
-				}
+				c.keep(b[:n])
 				return n, err
 			}
 		},
@@ -216,7 +266,7 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 			return func(src io.Reader) (int64, error) {
 				c.commit(http.StatusOK)
 				defer c.wrote()
-				return c.rec.respBody.readFrom(next, src)
+				return c.rec.respBody.readFrom(next, src, c)
 			}
 		},
 		Flush: func(next httpsnoop.FlushFunc) httpsnoop.FlushFunc {
@@ -229,9 +279,12 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 		Hijack: func(next httpsnoop.HijackFunc) httpsnoop.HijackFunc {
 			return func() (net.Conn, *bufio.ReadWriter, error) {
 				conn, rw, err := next()
-				if err == nil && !c.hijacked {
-					c.hijacked = true
-					c.wrote()
+				if err == nil {
+					c.mu.Lock()
+					if !c.hijacked {
+						c.hijacked, c.answered = true, c.clock.Now()
+					}
+					c.mu.Unlock()
 				}
 				return conn, rw, err
 			}
@@ -249,13 +302,15 @@ func (c *responseCapture) hooks() httpsnoop.Hooks {
 // the recorder sees of the reply. A duration over domain.MaxDuration (a stream
 // left open for days) is left unknown rather than have the exchange refused.
 func (c *responseCapture) finish(whole bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.committed && !c.hijacked {
 		c.answered = c.clock.Now()
 	}
 	if c.hijacked {
-		c.commit(http.StatusSwitchingProtocols)
+		c.commitLocked(http.StatusSwitchingProtocols)
 	}
-	c.commit(http.StatusOK)
+	c.commitLocked(http.StatusOK)
 	if whole {
 		c.rec.respBody.sawEnd() // the handler has returned: its whole reply passed by
 	}
@@ -353,14 +408,15 @@ func (b *cappedBuffer) broken() bool {
 }
 
 // readFrom passes src to the original ReadFrom. Only the part to keep goes through
-// a tee; the rest reaches the original untouched, so it may still use sendfile.
-func (b *cappedBuffer) readFrom(next httpsnoop.ReadFromFunc, src io.Reader) (int64, error) {
+// a tee, to keep (which also minds the time limit); the rest reaches the original
+// untouched, so it may still use sendfile.
+func (b *cappedBuffer) readFrom(next httpsnoop.ReadFromFunc, src io.Reader, keep io.Writer) (int64, error) {
 	b.mu.Lock()
 	room := int64(b.limit - len(b.kept))
 	b.mu.Unlock()
 	var teed int64
 	if room > 0 {
-		n, err := next(io.TeeReader(io.LimitReader(src, room), b))
+		n, err := next(io.TeeReader(io.LimitReader(src, room), keep))
 		if err != nil || n < room {
 			return n, err
 		}

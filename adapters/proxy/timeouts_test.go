@@ -163,15 +163,28 @@ func TestRequestsBeyondTheBoundAre503(t *testing.T) {
 	}
 }
 
-// A reply that trickles on is recorded once it has been read for
-// MaxBodyReadTime, while it still streams, its body marked as cut; the client
-// gets all of it.
-func TestATricklingReplyIsRecordedWhileItStreams(t *testing.T) {
+// A reply that trickles on, or stalls with the stream left open, is recorded
+// once it has been read for MaxBodyReadTime, while it still streams, its body
+// marked as cut; the client gets all of it.
+func TestAReplyStreamingPastTheTimeLimitIsRecordedWhileItStreams(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		every time.Duration // between two events; 0: one event, then nothing until the end
+	}{{"trickles", 5 * time.Millisecond}, {"stalls", 0}} {
+		t.Run(c.name, func(t *testing.T) { testAReplyStreamingPastTheTimeLimit(t, c.every) })
+	}
+}
+
+func testAReplyStreamingPastTheTimeLimit(t *testing.T, every time.Duration) {
 	stop := make(chan struct{})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
+		var tick <-chan time.Time
+		if every > 0 {
+			ticker := time.NewTicker(every)
+			defer ticker.Stop()
+			tick = ticker.C
+		}
 		for i := 0; ; i++ {
 			fmt.Fprintf(w, "data: %d\n\n", i)
 			w.(http.Flusher).Flush()
@@ -181,7 +194,7 @@ func TestATricklingReplyIsRecordedWhileItStreams(t *testing.T) {
 				return
 			case <-r.Context().Done():
 				return
-			case <-tick.C:
+			case <-tick:
 			}
 		}
 	}))
