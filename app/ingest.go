@@ -262,9 +262,14 @@ func (a *Admission) store(ctx context.Context) error {
 		return nil
 	}
 	if a.key != (IdempotencyKey{}) {
-		missing, err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs)
+		missing, stored, err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs)
 		if err != nil {
 			return err
+		}
+		for i, id := range a.result.Identities {
+			if stored[id.ID] { // the first request stored it, whatever the rules say now
+				a.result.Identities[i].Dropped = false
+			}
 		}
 		if a.msgs = missing; len(missing) == 0 {
 			return nil
@@ -321,38 +326,38 @@ func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCu
 // partition now: a retention rule changed its class since). A message stored
 // with the digest of its submission (RulesRecord.Submitted) is compared by
 // it: a new rule set or a re-scrub may have changed it since, and its retry
-// is still the same request.
-func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) ([]domain.Message, error) {
+// is still the same request. stored holds the ids stored before.
+func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) (missing []domain.Message, stored map[string]bool, err error) {
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		index[m.ID], ids[i] = i, m.ID
 	}
-	stored, err := in.lookup.Lookup(ctx, scope, ids)
+	earlier, err := in.lookup.Lookup(ctx, scope, ids)
 	if err != nil {
-		return nil, fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
+		return nil, nil, fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
-	found := make(map[string]bool, len(stored))
-	for _, earlier := range stored {
-		i, ok := index[earlier.ID]
+	stored = make(map[string]bool, len(earlier))
+	for _, e := range earlier {
+		i, ok := index[e.ID]
 		if !ok {
 			continue
 		}
-		if !sameRequest(earlier, msgs[i]) {
-			return nil, fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		if !sameRequest(e, msgs[i]) {
+			return nil, nil, fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
 		}
-		found[earlier.ID] = true
+		stored[e.ID] = true
 	}
-	if len(found) == 0 {
-		return msgs, nil
+	if len(stored) == 0 {
+		return msgs, stored, nil
 	}
-	missing := make([]domain.Message, 0, len(msgs)-len(found))
+	missing = make([]domain.Message, 0, len(msgs)-len(stored))
 	for _, m := range msgs {
-		if !found[m.ID] {
+		if !stored[m.ID] {
 			missing = append(missing, m)
 		}
 	}
-	return missing, nil
+	return missing, stored, nil
 }
 
 // decode makes the drafts and turns them into the messages to store and the
@@ -394,9 +399,9 @@ func (in *Ingester) decode(ctx context.Context, a *Admission, decode func() (dom
 		}
 	}
 	for i := range msgs {
-		if !msgs[i].Tally { // a tally is not looked up again
-			msgs[i].Rules.Submitted = submitted[msgs[i].ID]
-		}
+		// A tally's too: its retry may find the message a first request stored
+		// before an ingest rule dropped such exchanges (checkReplay).
+		msgs[i].Rules.Submitted = submitted[msgs[i].ID]
 	}
 	if a.bodyCut > 0 {
 		for i := range msgs {

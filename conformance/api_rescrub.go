@@ -174,6 +174,7 @@ func apiTestRetryAfterRulesChanged(t *testing.T, s apiSuite) {
 		"retention": [{"id": "shop-week", "scope": {"applications": ["shop"]}, "keep": "7d"}]}`, 1, "keep shop a week").wantOK(t, "", "data")
 	e.clock.Advance(time.Minute)
 	retry("under a retention rule")
+
 	e.clock.Advance(time.Minute) // past the visibility delay of what the retry stored, if any
 	from := apiRFC3339(e.clock.Now().Add(-time.Hour))
 	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count"); n != 1 {
@@ -183,4 +184,20 @@ func apiTestRetryAfterRulesChanged(t *testing.T, s apiSuite) {
 	other := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/orders/other"})
 	e.awaitKeyReuseRefused(t, apiAcmeLive, other, "order-retry-1")
 	e.wantStoredExactly(t, apiAcmeLive, first.ID)
+
+	e.clock.Advance(time.Minute)
+	counted := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count")
+	// An ingest rule that now drops such requests: the retry is still the
+	// request that stored the message, answered as stored (no "stored": false),
+	// and no tally is counted beside it.
+	e.putRules(t, apiAcmeLive, `{"privacy": [{"id": "canaries", "select": ["body"], "match": {"pattern": "c4nary-[a-z]+-[0-9]+"}, "action": {"type": "mask"}}],
+		"retention": [{"id": "shop-week", "scope": {"applications": ["shop"]}, "keep": "7d"}],
+		"ingest": [{"id": "drop-orders", "scope": {"paths": ["/v1/orders"]}, "action": "drop"}]}`, 2, "drop orders").wantOK(t, "", "data")
+	e.clock.Advance(time.Minute)
+	retry("under an ingest rule that drops it")
+	e.fetch(t, apiAcmeLive, first.ID) // still stored
+	e.clock.Advance(time.Minute)
+	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count"); n != counted {
+		t.Errorf("the statistics count %d messages after the retry a rule drops, want the %d before it", n, counted)
+	}
 }
