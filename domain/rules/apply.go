@@ -164,7 +164,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			if r.detector != nil && !counted {
 				counts, counted = countText(value), true
 			}
-			kept, n, remove := r.scrub(value, &counts, c.hashKey)
+			kept, n, remove := r.scrub(value, &counts, c.hasher)
 			if n == 0 {
 				return true
 			}

@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -133,7 +130,7 @@ func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 
 // scrub returns value with the rule's action done on each match, how many
 // matches there were, and whether the value goes; counts are value's.
-func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (string, int, bool) {
+func (p *privacyRule) scrub(value string, counts *textCounts, hasher *keyedHash) (string, int, bool) {
 	spans := p.spans(value, counts)
 	n := 0
 	var b strings.Builder
@@ -153,7 +150,7 @@ func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (s
 			return "", n, true
 		}
 		b.WriteString(value[last:start])
-		b.WriteString(p.replacement(value[start:end], m, start, hashKey))
+		b.WriteString(p.replacement(value[start:end], m, start, hasher))
 		last = end
 	}
 	if n == 0 {
@@ -165,12 +162,12 @@ func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (s
 
 // replacement is what the action puts in place of match, found at start with
 // its submatches m.
-func (p *privacyRule) replacement(match string, m []int, start int, hashKey []byte) string {
+func (p *privacyRule) replacement(match string, m []int, start int, hasher *keyedHash) string {
 	switch p.action.Type {
 	case ActionReplace:
 		return p.action.With
 	case ActionHash:
-		return HashValue(hashKey, match)
+		return hasher.value(match)
 	case ActionPartial:
 		runes := []rune(match)
 		first, lastN := min(p.action.KeepFirst, len(runes)), min(p.action.KeepLast, len(runes))
@@ -187,13 +184,4 @@ func (p *privacyRule) replacement(match string, m []int, start int, hashKey []by
 		}
 	}
 	return domain.Mask
-}
-
-// HashValue is the hash action's text of value: a keyed hash (HMAC-SHA256,
-// its first 16 bytes), so that equal values stay equal and cannot be guessed
-// without the key.
-func HashValue(key []byte, value string) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(value))
-	return "hash:" + hex.EncodeToString(mac.Sum(nil)[:16])
 }

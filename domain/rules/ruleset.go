@@ -181,8 +181,8 @@ type Compiled struct {
 	ingest    []ingestRule
 	retention []retentionRule
 	subjects  []subjectKey
-	hashKey   []byte
-	dispatch  dispatch // of privacy
+	hasher    *keyedHash // the hash action's and subject hashes' key
+	dispatch  dispatch   // of privacy
 }
 
 // Compile checks rs and builds it; hashKey keys the hash action and subject
@@ -190,7 +190,7 @@ type Compiled struct {
 // naming each field at fault ("privacy[2].match.pattern").
 func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
 	var fe domain.FieldErrors
-	c := &Compiled{hashKey: slices.Clone(hashKey)}
+	c := &Compiled{hasher: newKeyedHash(hashKey)}
 	ids := map[string]string{}
 	checkID := func(field, id string) {
 		switch {

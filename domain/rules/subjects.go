@@ -44,11 +44,6 @@ func compileSubject(fe *domain.FieldErrors, field string, k SubjectKey) (subject
 // does.
 func NormalizeSubject(value string) string { return strings.ToLower(strings.TrimSpace(value)) }
 
-// SubjectHash is the keyed hash a subject index holds for value.
-func SubjectHash(key []byte, value string) string {
-	return strings.TrimPrefix(HashValue(key, "subject\x00"+NormalizeSubject(value)), "hash:")
-}
-
 // Subjects returns the keyed hashes of m's subject values, each once, as
 // Apply finds them (before any privacy rule): a backfill indexes a stored
 // message by them.
@@ -63,7 +58,7 @@ func (c *Compiled) subjectsOf(m *domain.Message) []string {
 	var out []string
 	copy := m.Clone() // the walk writes back; subjects only read
 	c.eachSubject(&copy, func(value string) string {
-		if h := SubjectHash(c.hashKey, value); !seen[h] {
+		if h := c.hasher.subject(value); !seen[h] {
 			seen[h] = true
 			out = append(out, h)
 		}
@@ -130,7 +125,7 @@ func (c *Compiled) forget(m *domain.Message, f Forgetting, out *Outcome) {
 		out.Stored, out.Subjects = false, nil
 	case ForgetRedact:
 		c.eachSubject(m, func(value string) string {
-			if f.Forgets(SubjectHash(c.hashKey, value)) != ForgetNone {
+			if f.Forgets(c.hasher.subject(value)) != ForgetNone {
 				return Redacted
 			}
 			return value
