@@ -18,6 +18,9 @@ type detector struct {
 	hint  func(string) bool
 	re    *regexp.Regexp
 	check func(string) bool
+	// anchor, when not 0, is a byte every match holds that a JSON text
+	// holds only inside strings: a body's values without it need no look.
+	anchor byte
 	// scheme is the part keep_scheme keeps ("Bearer "), by the length of
 	// its match's first group.
 	scheme bool
@@ -25,7 +28,7 @@ type detector struct {
 
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
-	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
+	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
 	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
 	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
 	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},

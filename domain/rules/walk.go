@@ -28,41 +28,52 @@ const (
 // Withheld replaces a body the rules could not read: never stored unread.
 const Withheld = "[body withheld: the privacy rules could not read it]"
 
-// walkMessage calls v with every value of m and writes back what it keeps.
-// fieldsRead says, per side, whether a rule reads body fields: a body that
-// looks like JSON but cannot be read within the bounds is then withheld
-// (reported in withheld).
+// walkMessage calls v with every value of m and writes back what it keeps:
+// a walk whose visit changes nothing writes nothing. fieldsRead says, per
+// side, whether a rule reads body fields: a body that looks like JSON but
+// cannot be read within the bounds is then withheld (reported in withheld).
 func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withheld []string) {
+	return walkMessageReading(m, v, fieldsRead, nil)
+}
+
+// readBody visits the values of a body by a shorter way than the walk's, if
+// it has one for this body, and reports whether it did; it changes nothing.
+type readBody func(s side, body, contentType string) (read bool)
+
+// walkMessageReading is walkMessage that lets read, when not nil, visit a
+// body first: the walk visits the bodies read leaves.
+func walkMessageReading(m *domain.Message, v visit, fieldsRead func(side) bool, read readBody) (withheld []string) {
 	loc := location{kind: kindIP}
 	if m.IPAddress != "" {
 		if kept, remove := v(&loc, m.IPAddress); remove {
 			m.IPAddress = ""
-		} else {
+		} else if kept != m.IPAddress {
 			m.IPAddress = kept
 		}
 	}
 	path, query, hasQuery := strings.Cut(m.Path, "?")
 	loc = location{kind: kindPath}
-	if kept, remove := v(&loc, path); remove {
-		path = domain.Mask
-	} else {
-		path = kept
+	pathKept, remove := v(&loc, path)
+	if remove {
+		pathKept = domain.Mask
 	}
 	if hasQuery {
-		if kept := walkQuery(query, location{kind: kindQuery}, v); kept != "" || query == "" {
-			m.Path = path + "?" + kept
-		} else {
-			m.Path = path // every parameter removed: no "?" left over
+		switch kept := walkQuery(query, location{kind: kindQuery}, v); {
+		case pathKept == path && kept == query:
+		case kept != "" || query == "":
+			m.Path = pathKept + "?" + kept
+		default:
+			m.Path = pathKept // every parameter removed: no "?" left over
 		}
-	} else {
-		m.Path = path
+	} else if pathKept != path {
+		m.Path = pathKept
 	}
 	for _, c := range []struct {
 		side    side
 		content *domain.Content
 	}{{sideRequest, &m.Request}, {sideResponse, &m.Response}} {
 		walkHeader(c.content.Header, c.side, v)
-		if c.content.Body == "" {
+		if c.content.Body == "" || read != nil && read(c.side, c.content.Body, c.content.ContentType) {
 			continue
 		}
 		body, ok := walkBody(c.content.Body, c.content.ContentType, c.side, v)
@@ -70,7 +81,9 @@ func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withhe
 			body = Withheld
 			withheld = append(withheld, location{kind: kindBodyText, side: c.side}.String())
 		}
-		c.content.Body = body
+		if body != c.content.Body {
+			c.content.Body = body
+		}
 	}
 	return withheld
 }
