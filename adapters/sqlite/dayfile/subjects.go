@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -19,35 +20,52 @@ import (
 // (Hide: their expires set to erasure.HiddenExpiry, which every read
 // honours) and delete them with their index entries (Erase).
 
-// subjectWriter inserts messages' subject hashes in an Append's
-// transaction, its statement prepared at the first message that has any.
+// subjectWriter gathers the subject hashes of an Append's messages and
+// inserts them at its end, many rows a statement: a statement a row cost
+// more than the row.
 type subjectWriter struct {
-	tx   *sql.Tx
-	stmt *sql.Stmt
+	rows []any // hash, seq, hash, seq...
 }
 
-func (w *subjectWriter) add(ctx context.Context, seq int64, hashes []string) error {
-	if len(hashes) == 0 {
-		return nil
-	}
-	if w.stmt == nil {
-		var err error
-		if w.stmt, err = w.tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`); err != nil {
-			return err
-		}
-	}
+// subjectRowsPerInsert is how many rows one INSERT of flush holds.
+const subjectRowsPerInsert = 128
+
+func (w *subjectWriter) add(seq int64, hashes []string) {
 	for _, h := range hashes {
-		if _, err := w.stmt.ExecContext(ctx, h, seq); err != nil {
-			return err
-		}
+		w.rows = append(w.rows, h, seq)
 	}
-	return nil
 }
 
-func (w *subjectWriter) close() {
-	if w.stmt != nil {
-		w.stmt.Close()
+// flush inserts the rows gathered, in tx.
+func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx) error {
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	for rows := w.rows; len(rows) > 0; {
+		n := min(len(rows)/2, subjectRowsPerInsert)
+		query := `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, n-1)
+		var err error
+		switch {
+		case n < subjectRowsPerInsert:
+			_, err = tx.ExecContext(ctx, query, rows[:2*n]...)
+		case full == nil:
+			if full, err = tx.PrepareContext(ctx, query); err != nil {
+				return err
+			}
+			fallthrough
+		default:
+			_, err = full.ExecContext(ctx, rows[:2*n]...)
+		}
+		if err != nil {
+			return err
+		}
+		rows = rows[2*n:]
 	}
+	w.rows = w.rows[:0]
+	return nil
 }
 
 // jsonList is values as the JSON array json_each reads.
