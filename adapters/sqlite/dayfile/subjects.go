@@ -21,14 +21,14 @@ import (
 // honours) and delete them with their index entries (Erase).
 
 // subjectWriter gathers the subject hashes of an Append's messages and
-// inserts them at its end, many rows a statement: a statement a row cost
+// inserts them at its end, many rows a statement: a statement a row costs
 // more than the row.
 type subjectWriter struct {
 	rows []any // hash, seq, hash, seq...
 }
 
 // subjectRowsPerInsert is how many rows one INSERT of flush holds.
-const subjectRowsPerInsert = 128
+const subjectRowsPerInsert = 64
 
 func (w *subjectWriter) add(seq int64, hashes []string) {
 	for _, h := range hashes {
@@ -36,33 +36,24 @@ func (w *subjectWriter) add(seq int64, hashes []string) {
 	}
 }
 
-// flush inserts the rows gathered, in tx.
+// flush inserts the rows gathered, in tx, by one statement prepared once:
+// the last insert repeats the last row to fill it, which OR IGNORE skips.
 func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx) error {
-	var full *sql.Stmt
-	defer func() {
-		if full != nil {
-			full.Close()
-		}
-	}()
-	for rows := w.rows; len(rows) > 0; {
-		n := min(len(rows)/2, subjectRowsPerInsert)
-		query := `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, n-1)
-		var err error
-		switch {
-		case n < subjectRowsPerInsert:
-			_, err = tx.ExecContext(ctx, query, rows[:2*n]...)
-		case full == nil:
-			if full, err = tx.PrepareContext(ctx, query); err != nil {
-				return err
-			}
-			fallthrough
-		default:
-			_, err = full.ExecContext(ctx, rows[:2*n]...)
-		}
-		if err != nil {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	for len(w.rows)%(2*subjectRowsPerInsert) != 0 {
+		w.rows = append(w.rows, w.rows[len(w.rows)-2:len(w.rows)]...)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for rows := w.rows; len(rows) > 0; rows = rows[2*subjectRowsPerInsert:] {
+		if _, err := stmt.ExecContext(ctx, rows[:2*subjectRowsPerInsert]...); err != nil {
 			return err
 		}
-		rows = rows[2*n:]
 	}
 	w.rows = w.rows[:0]
 	return nil

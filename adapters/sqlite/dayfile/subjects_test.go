@@ -53,7 +53,7 @@ func TestSubjectsAreFoundByTheIndexNotByTheAccount(t *testing.T) {
 	}
 }
 
-// An Append's subject rows are inserted many a statement: every message's
+// An Append's subject rows are inserted in one statement: every message's
 // hashes are indexed under its seq, however many rows the batch holds, and a
 // hash a message lists twice is indexed once.
 func TestAppendIndexesEverySubjectOfABatch(t *testing.T) {
@@ -68,7 +68,7 @@ func TestAppendIndexesEverySubjectOfABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Release()
-	msgs := make([]domain.Message, 300) // 600 rows: several full inserts and a partial one
+	msgs := make([]domain.Message, 300)
 	for i := range msgs {
 		own := fmt.Sprintf("%032x", i)
 		msgs[i] = domain.Message{ID: fmt.Sprintf("0190a0b0-c0d0-7e0f-8a0b-%012d", i), Account: "acme", Domain: domain.DomainLive,
