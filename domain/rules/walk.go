@@ -95,8 +95,9 @@ func walkHeader(h domain.Header, s side, v visit) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	loc := location{kind: kindHeader, side: s} // one for every name: the visit's pointer makes it escape
 	for _, name := range names {
-		loc := location{kind: kindHeader, side: s, name: name}
+		loc.name = name
 		values := h[name]
 		var kept []string // from the first change on
 		for i, value := range values {
