@@ -161,7 +161,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			if !act[i] || !e.all && !r.selects(l) {
 				return true
 			}
-			if r.detector != nil && !counted {
+			if (r.detector != nil || r.pattern != nil) && !counted {
 				counts, counted = countText(value), true
 			}
 			kept, n, remove := r.scrub(value, &counts, c.hasher)

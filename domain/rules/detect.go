@@ -193,6 +193,39 @@ var byteKind = func() (t [256]uint8) {
 	return t
 }()
 
+// add counts n more bytes of kind.
+func (c *textCounts) add(kind uint8, n int) {
+	switch kind {
+	case kindDigit:
+		c.digits += n
+	case kindUpper:
+		c.upper += n
+	case kindAt:
+		c.at += n
+	case kindDot:
+		c.dot += n
+	case kindColon:
+		c.colon += n
+	case kindDash:
+		c.dash += n
+	case kindUnder:
+		c.under += n
+	}
+}
+
+func (c textCounts) plus(o textCounts) textCounts {
+	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under}
+}
+
+func (c textCounts) times(k int) textCounts {
+	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k}
+}
+
+func (c textCounts) least(o textCounts) textCounts {
+	return textCounts{min(c.digits, o.digits), min(c.upper, o.upper), min(c.at, o.at), min(c.dot, o.dot), min(c.colon, o.colon),
+		min(c.dash, o.dash), min(c.under, o.under)}
+}
+
 // covers reports whether counts n reach every count of need.
 func (n *textCounts) covers(need textCounts) bool {
 	return n.digits >= need.digits && n.upper >= need.upper && n.at >= need.at && n.dot >= need.dot &&

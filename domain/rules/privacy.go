@@ -16,7 +16,8 @@ type privacyRule struct {
 	selectors   []selector
 	except      []selector
 	pattern     *regexp.Regexp
-	literal     literal // every match of pattern holds it
+	literal     literal    // every match of pattern holds it
+	needs       textCounts // and at least these counts of bytes
 	group       int
 	detector    *detector
 	action      Action
@@ -56,7 +57,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 	case r.Match.Pattern != "" && r.Match.Detector != "":
 		fe.Add(field+".match", "names a pattern or a detector, not both")
 	case r.Match.Pattern != "":
-		p.literal = requiredLiteral(r.Match.Pattern)
+		p.literal, p.needs = requiredLiteral(r.Match.Pattern), patternNeeds(r.Match.Pattern)
 		if p.pattern = compilePattern(fe, field+".match.pattern", r.Match.Pattern); p.pattern != nil &&
 			(r.Match.Group < 0 || r.Match.Group > p.pattern.NumSubexp()) {
 			fe.Add(field+".match.group", "must be 0 to %d, the pattern's groups", p.pattern.NumSubexp())
@@ -113,7 +114,7 @@ func anyMatches(selectors []selector, l *location) bool {
 // counts are value's (countText).
 func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 	switch {
-	case p.pattern != nil && !p.literal.holds(value):
+	case p.pattern != nil && (!counts.covers(p.needs) || !p.literal.holds(value)):
 		return nil // the pattern cannot match: spare running it
 	case p.pattern != nil && p.submatches:
 		return p.pattern.FindAllStringSubmatchIndex(value, -1)
