@@ -161,8 +161,13 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			if !act[i] || !e.all && !r.selects(l) {
 				return true
 			}
-			if (r.detector != nil || r.pattern != nil) && !counted {
-				counts, counted = countText(value), true
+			if r.detector != nil || r.pattern != nil {
+				if !counted {
+					counts, counted = countText(value), true
+				}
+				if !counts.covers(r.needs) {
+					return true // most values: ruled out before the rule's scrub is called
+				}
 			}
 			kept, n, remove := r.scrub(value, &counts, c.hasher)
 			if n == 0 {

@@ -17,7 +17,7 @@ type privacyRule struct {
 	except      []selector
 	pattern     *regexp.Regexp
 	literal     literal    // every match of pattern holds it
-	needs       textCounts // and at least these counts of bytes
+	needs       textCounts // every match of pattern or detector holds at least these counts of bytes
 	group       int
 	detector    *detector
 	action      Action
@@ -68,7 +68,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 		if !ok {
 			fe.Add(field+".match.detector", "must be one of %s", strings.Join(DetectorNames(), ", "))
 		}
-		p.detector = &d
+		p.detector, p.needs = &d, d.needs
 	case r.Match.Group != 0:
 		fe.Add(field+".match.group", "needs a pattern")
 	}
