@@ -80,12 +80,35 @@ func containsFold(t, s string) bool {
 	if 'a' <= lower|0x20 && lower|0x20 <= 'z' {
 		lower, upper = lower|0x20, lower&^0x20
 	}
-	for i := 0; i+len(s) <= len(t); i++ {
-		if c := t[i]; (c == lower || c == upper) && strings.EqualFold(t[i:i+len(s)], s) {
+	// Where a match may start: the next of each case found by IndexByte,
+	// each looked for again only once passed.
+	starts := t[:max(len(t)-len(s)+1, 0)]
+	nextLower, nextUpper := -1, -1
+	for at := 0; at < len(starts); {
+		if nextLower < at {
+			nextLower = indexFrom(starts, lower, at)
+		}
+		if nextUpper < at {
+			nextUpper = indexFrom(starts, upper, at)
+		}
+		i := min(nextLower, nextUpper)
+		if i == len(starts) {
+			return false
+		}
+		if strings.EqualFold(t[i:i+len(s)], s) {
 			return true
 		}
+		at = i + 1
 	}
 	return false
+}
+
+// indexFrom is the index of the first c in t at or after from, len(t) if none.
+func indexFrom(t string, c byte, from int) int {
+	if i := strings.IndexByte(t[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(t)
 }
 
 // hasAfter reports whether a text holds c followed by one of tails: one

@@ -3,6 +3,7 @@ package rules
 import (
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,30 @@ func TestPatternNeedsHoldForEveryMatch(t *testing.T) {
 	}
 	if found < 8 {
 		t.Errorf("needs found for %d patterns of %d", found, len(patterns))
+	}
+}
+
+// TestContainsFoldAsEqualFoldAtEachByte compares containsFold with
+// strings.EqualFold tried at each byte, on random texts.
+func TestContainsFoldAsEqualFoldAtEachByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 7))
+	runes := []rune("bBeErRaAxX ſK\u212a")
+	for _, s := range []string{"bearer", "passport", "b", "Bx", "k"} {
+		for range 5000 {
+			text := make([]rune, r.IntN(20))
+			for i := range text {
+				text[i] = runes[r.IntN(len(runes))]
+			}
+			value := string(text)
+			want := false
+			for i := 0; i+len(s) <= len(value); i++ {
+				if c := value[i]; (c|0x20 == s[0]|0x20) && strings.EqualFold(value[i:i+len(s)], s) {
+					want = true
+				}
+			}
+			if got := containsFold(value, s); got != want {
+				t.Fatalf("containsFold(%q, %q) = %v, want %v", value, s, got, want)
+			}
+		}
 	}
 }
