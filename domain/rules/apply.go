@@ -142,6 +142,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 		return
 	}
 	activeIn := c.activeInBodies(m, active)
+	open := c.dispatch.openActive(active, activeIn)
 	matches := make([]int, len(c.privacy))
 	var counts textCounts // of counted, taken for the first detector a value meets
 	counted := false
@@ -156,7 +157,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 		case classResponseBody, classResponseText:
 			act = activeIn[1]
 		}
-		c.dispatch.candidates(class, l.key(), func(e candidate) bool {
+		c.dispatch.candidates(class, l.key(), open[class], func(e candidate) bool {
 			i, r := e.rule, &c.privacy[e.rule]
 			if !act[i] || !e.all && !r.selects(l) {
 				return true
