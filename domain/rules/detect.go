@@ -151,13 +151,20 @@ func both(a, b func(string) bool) func(string) bool {
 }
 
 // hasIBANStart reports whether a text holds two capital letters followed by
-// two digits, as every IBAN starts.
+// two digits, as every IBAN starts. It looks at the last byte of each place
+// first: one neither a digit nor a capital rules out four places at once.
 func hasIBANStart(t string) bool {
-	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
-	digit := func(c byte) bool { return c >= '0' && c <= '9' }
-	for i := 0; i+3 < len(t); i++ {
-		if upper(t[i]) && upper(t[i+1]) && digit(t[i+2]) && digit(t[i+3]) {
-			return true
+	for i := 0; i+3 < len(t); {
+		switch byteKind[t[i+3]] {
+		case kindDigit:
+			if byteKind[t[i+2]] == kindDigit && byteKind[t[i+1]] == kindUpper && byteKind[t[i]] == kindUpper {
+				return true
+			}
+			i++
+		case kindUpper:
+			i += 2 // a capital ends no place; it may be the first or second of the next two
+		default:
+			i += 4
 		}
 	}
 	return false

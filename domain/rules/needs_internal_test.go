@@ -69,3 +69,23 @@ func TestContainsFoldAsEqualFoldAtEachByte(t *testing.T) {
 		}
 	}
 }
+
+// TestHasIBANStartAsEveryPlace compares hasIBANStart, which skips places,
+// with every place tried, on random texts.
+func TestHasIBANStartAsEveryPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 8))
+	const alphabet = "AZ09x- "
+	for range 20000 {
+		text := make([]byte, r.IntN(16))
+		for i := range text {
+			text[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		want := false
+		for i := 0; i+3 < len(text); i++ {
+			want = want || byteKind[text[i]] == kindUpper && byteKind[text[i+1]] == kindUpper && byteKind[text[i+2]] == kindDigit && byteKind[text[i+3]] == kindDigit
+		}
+		if got := hasIBANStart(string(text)); got != want {
+			t.Fatalf("hasIBANStart(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
