@@ -181,6 +181,9 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			// A message holds few changes: a scan finds a repeat sooner than
 			// a map is made.
 			if change := (Change{Rule: r.id, Field: l.String()}); !slices.Contains(out.Changes, change) {
+				if out.Changes == nil {
+					out.Changes = make([]Change, 0, 16) // a message changed is changed in several places
+				}
 				out.Changes = append(out.Changes, change)
 			}
 			if remove {
