@@ -188,14 +188,16 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 func walkJSON(src string, loc *location, v visit, embedded int) (string, bool) {
 	w := jsonWalk{src: src, loc: loc, visit: v, embedded: embedded}
 	w.value(0)
-	if w.out == nil {
+	if !w.changed {
 		return src, false
 	}
-	return string(append(w.out, src[w.copied:]...)), true
+	w.out.WriteString(src[w.copied:])
+	return w.out.String(), true
 }
 
 // jsonWalk is one pass over a JSON text that copies it only from its first
-// change on: out holds the rewritten src[:copied], nil while nothing changed.
+// change on: out holds the rewritten src[:copied] once changed. A Builder,
+// whose room is not zeroed first, as a make'd slice's is.
 // Values are read as substrings of src, so that a value without escapes
 // costs no copy.
 type jsonWalk struct {
@@ -203,17 +205,28 @@ type jsonWalk struct {
 	loc      *location
 	visit    visit
 	embedded int
-	out      []byte
+	out      strings.Builder
+	changed  bool
 	copied   int
+	quoted   []byte // a changed value as a JSON string
 }
 
 // replace puts text in place of src[start:end].
 func (w *jsonWalk) replace(start, end int, text string) {
-	if w.out == nil {
-		w.out = make([]byte, 0, len(w.src)+len(text))
+	if !w.changed {
+		w.changed = true
+		w.out.Grow(len(w.src) + len(text))
 	}
-	w.out = append(append(w.out, w.src[w.copied:start]...), text...)
+	w.out.WriteString(w.src[w.copied:start])
+	w.out.WriteString(text)
 	w.copied = end
+}
+
+// replaceQuoted puts value, as a JSON string, in place of src[start:end].
+func (w *jsonWalk) replaceQuoted(start, end int, value string) {
+	w.quoted = jsonbytes.AppendString(w.quoted[:0], value)
+	w.replace(start, end, "")
+	w.out.Write(w.quoted)
 }
 
 // skipTo drops src[copied:end] (a removed member and a separator).
@@ -241,7 +254,7 @@ func (w *jsonWalk) text(start, end int, value string, quoted bool) bool {
 	if quoted && w.embedded < maxEmbeddedJSON && (strings.HasPrefix(value, "{") || strings.HasPrefix(value, "[")) &&
 		jsonbytes.Check(value, maxJSONDepth, nil) == jsonbytes.Valid {
 		if inner, changed := walkJSON(value, w.loc, w.visit, w.embedded+1); changed {
-			w.replace(start, end, string(jsonbytes.AppendString(nil, inner)))
+			w.replaceQuoted(start, end, inner)
 		}
 		return false
 	}
@@ -250,7 +263,7 @@ func (w *jsonWalk) text(start, end int, value string, quoted bool) bool {
 	case remove:
 		return true
 	case kept != value:
-		w.replace(start, end, string(jsonbytes.AppendString(nil, kept)))
+		w.replaceQuoted(start, end, kept)
 	}
 	return false
 }
