@@ -61,6 +61,7 @@ func (k *keyedHash) sum(prefix, value string, hashPrefix bool) string {
 func (k *keyedHash) value(value string) string { return k.sum("", value, true) }
 
 // subject is SubjectHash of value.
-func (k *keyedHash) subject(value string) string {
-	return k.sum("subject\x00", NormalizeSubject(value), false)
-}
+func (k *keyedHash) subject(value string) string { return k.normalSubject(NormalizeSubject(value)) }
+
+// normalSubject is SubjectHash of value, already normalised.
+func (k *keyedHash) normalSubject(value string) string { return k.sum("subject\x00", value, false) }

@@ -56,10 +56,13 @@ func (c *Compiled) subjectsOf(m *domain.Message) []string {
 	if len(c.subjects) == 0 {
 		return nil
 	}
-	var out []string
+	var out, seen []string // seen: the values hashed, normalised, so that a repeat is not hashed again
 	keep := func(value string) string {
-		if h := c.hasher.subject(value); !slices.Contains(out, h) {
-			out = append(out, h)
+		if normal := NormalizeSubject(value); !slices.Contains(seen, normal) {
+			seen = append(seen, normal)
+			if h := c.hasher.normalSubject(normal); !slices.Contains(out, h) {
+				out = append(out, h)
+			}
 		}
 		return value
 	}
