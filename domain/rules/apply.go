@@ -150,13 +150,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 		counted = false
 		removed := false
 		class := l.class()
-		act := active
-		switch class {
-		case classRequestBody, classRequestText:
-			act = activeIn[0]
-		case classResponseBody, classResponseText:
-			act = activeIn[1]
-		}
+		act := activeIn.of(class, active)
 		c.dispatch.candidates(class, l.key(), open[class], func(e candidate) bool {
 			i, r := e.rule, &c.privacy[e.rule]
 			if !act[i] || !e.all && !r.selects(l) {
@@ -213,7 +207,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 // escape, no percent-encoding) holds no match where its whole text holds
 // none, and a detector's hint, or a pattern's literal, tells that from one
 // look at the text.
-func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out [2][]bool) {
+func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out bodyActive) {
 	for s, body := range []string{m.Request.Body, m.Response.Body} {
 		out[s] = active
 		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 {

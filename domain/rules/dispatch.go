@@ -133,20 +133,14 @@ func appendLower(dst []byte, s string) []byte {
 // active for most classes, activeIn[0] and [1] for the request's body and
 // the response's (Compiled.activeInBodies). A value then meets no rule its
 // message's scope or its body's text has ruled out.
-func (d *dispatch) openActive(active []bool, activeIn [2][]bool) (out [classes][]candidate) {
+func (d *dispatch) openActive(active []bool, activeIn bodyActive) (out [classes][]candidate) {
 	total := 0
 	for c := range classes {
 		total += len(d.open[c])
 	}
 	all := make([]candidate, 0, total)
 	for c := range classes {
-		act := active
-		switch c {
-		case classRequestBody, classRequestText:
-			act = activeIn[0]
-		case classResponseBody, classResponseText:
-			act = activeIn[1]
-		}
+		act := activeIn.of(c, active)
 		start := len(all)
 		for _, e := range d.open[c] {
 			if act[e.rule] {
@@ -156,4 +150,20 @@ func (d *dispatch) openActive(active []bool, activeIn [2][]bool) (out [classes][
 		out[c] = all[start:len(all):len(all)]
 	}
 	return out
+}
+
+// bodyActive is which rules are active in the request's body and in the
+// response's (Compiled.activeInBodies).
+type bodyActive [2][]bool
+
+// of is the rules active in a value of class c: b's for a body's, active
+// for the others.
+func (b bodyActive) of(c class, active []bool) []bool {
+	switch c {
+	case classRequestBody, classRequestText:
+		return b[0]
+	case classResponseBody, classResponseText:
+		return b[1]
+	}
+	return active
 }

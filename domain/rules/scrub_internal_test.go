@@ -74,27 +74,7 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 			"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "Hauptstraße 1", "+49 151 2345 6789", "", "12.5", "ü@ß.de")
 	}
 	fields := []string{"note", "card", "iban", "ssn", "email", "phone", "address", "dob", "secret_answer", "national_id", "sku", "holder", "x"}
-	var value func(depth int) any
-	value = func(depth int) any {
-		switch n := r.IntN(6); {
-		case depth > 2 || n < 2:
-			return text()
-		case n == 2:
-			return r.IntN(100000)
-		case n == 3:
-			list := make([]any, r.IntN(4))
-			for i := range list {
-				list[i] = value(depth + 1)
-			}
-			return list
-		default:
-			object := map[string]any{}
-			for range r.IntN(5) {
-				object[pick(fields...)] = value(depth + 1)
-			}
-			return object
-		}
-	}
+	value := func(depth int) any { return randomJSON(r, depth, text, func() string { return pick(fields...) }) }
 	body := func() string {
 		doc := map[string]any{"customer": value(1), "items": []any{value(1), map[string]any{"note": text()}}, "payment": value(1), "reference": text()}
 		raw, _ := json.Marshal(doc)

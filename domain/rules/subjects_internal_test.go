@@ -33,29 +33,7 @@ func randomBody(r *rand.Rand) (body, contentType string) {
 		"ü-user@exämple.de", "user\xff@bad.example", `quote"d@example.com`, "back\\slash@example.com", `{"inner": "in@example.com"}`,
 		"[1, 2]", "{}", " spaced@example.com ", "12.5", ""}
 	text := func() string { return texts[r.IntN(len(texts))] }
-	var value func(depth int) any
-	value = func(depth int) any {
-		switch n := r.IntN(8); {
-		case depth > 3 || n < 3:
-			return text()
-		case n == 3:
-			return r.IntN(1000)
-		case n == 4:
-			return nil
-		case n == 5:
-			list := make([]any, r.IntN(4))
-			for i := range list {
-				list[i] = value(depth + 1)
-			}
-			return list
-		default:
-			object := map[string]any{}
-			for range r.IntN(5) {
-				object[text()] = value(depth + 1)
-			}
-			return object
-		}
-	}
+	value := func() any { return randomJSON(r, 0, text, text) }
 	switch r.IntN(10) {
 	case 0:
 		return "a=" + text() + "&mail=ana%40example.com&b=x+y@example.com", "application/x-www-form-urlencoded"
@@ -64,11 +42,36 @@ func randomBody(r *rand.Rand) (body, contentType string) {
 	case 2:
 		return `{"broken": "ana@example.com"`, "application/json"
 	}
-	doc, _ := json.Marshal(map[string]any{"v": value(0), "w": value(0)})
+	doc, _ := json.Marshal(map[string]any{"v": value(), "w": value()})
 	if r.IntN(3) == 0 {
-		doc, _ = json.MarshalIndent(map[string]any{"v": value(0)}, " ", "\t")
+		doc, _ = json.MarshalIndent(map[string]any{"v": value()}, " ", "\t")
 	}
 	return string(doc), "application/json"
+}
+
+// randomJSON is a random JSON value (as encoding/json marshals it) of the
+// texts and member names text and name give, depth levels down already.
+func randomJSON(r *rand.Rand, depth int, text, name func() string) any {
+	switch n := r.IntN(8); {
+	case depth > 2 || n < 3:
+		return text()
+	case n == 3:
+		return r.IntN(100000)
+	case n == 4:
+		return nil
+	case n == 5:
+		list := make([]any, r.IntN(4))
+		for i := range list {
+			list[i] = randomJSON(r, depth+1, text, name)
+		}
+		return list
+	default:
+		object := map[string]any{}
+		for range r.IntN(5) {
+			object[name()] = randomJSON(r, depth+1, text, name)
+		}
+		return object
+	}
 }
 
 // TestSubjectsReadAnchoredBodiesAsTheWalk compares subjectsOf, which reads a
