@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -71,7 +72,8 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 		return pick("gift wrap", "call back on 01512345678", "4111 1111 1111 1111", "4111-1111-1111-1112", "ana@example.com",
 			"Bearer sk_live_0123456789abcdef", "AKIAIOSFODNN7EXAMPLE", "ghp_"+fmt.Sprintf("%036d", k), "DE89 3704 0044 0532 0130 00",
 			"203.0.113.9", "2001:db8::1", "123-45-6789", "ORD-0000004"+fmt.Sprint(k%10), "passport: X1234567", "1990-01-31",
-			"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "Hauptstraße 1", "+49 151 2345 6789", "", "12.5", "ü@ß.de")
+			"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "Hauptstraße 1", "+49 151 2345 6789", "", "12.5", "ü@ß.de",
+			"-----BEGIN RSA PRIVATE KEY-----MIIB-----END RSA PRIVATE KEY-----")
 	}
 	fields := []string{"note", "card", "iban", "ssn", "email", "phone", "address", "dob", "secret_answer", "national_id", "sku", "holder", "x"}
 	value := func(depth int) any { return randomJSON(r, depth, text, func() string { return pick(fields...) }) }
@@ -82,7 +84,7 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 		case 0:
 			raw, _ = json.Marshal(map[string]any{"wrapped": string(raw)}) // JSON in a string: escapes
 		case 1:
-			return "note=" + text() + "&card=4111+1111+1111+1111&email=ana%40example.com"
+			return "note=" + url.QueryEscape(text()) + "&card=4111+1111+1111+1111&email=ana%40example.com&key=" + url.QueryEscape(text())
 		}
 		return string(raw)
 	}

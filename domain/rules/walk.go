@@ -303,6 +303,7 @@ func (w *jsonWalk) container(i int) int {
 			kept, prevEnd = true, end
 		case kept:
 			w.skipTo(prevEnd, end)
+			prevEnd = end // what the next removal drops starts after this one's
 		default:
 			w.skipTo(start, end)
 			dropSeparator = end
