@@ -204,13 +204,15 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 // activeInBodies is active for the request's body and the response's, less
 // the rules whose match cannot be in that body at all, so that its values
 // need not meet them: a body whose values are all parts of its text (no
-// escape, no percent-encoding) holds no match where its whole text holds
-// none, and a detector's hint, or a pattern's literal, tells that from one
-// look at the text.
+// escape, no percent-encoding, no form's '+') holds no match where its
+// whole text holds none, and a detector's hint, or a pattern's literal,
+// tells that from one look at the text.
 func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out bodyActive) {
-	for s, body := range []string{m.Request.Body, m.Response.Body} {
+	for s, content := range []*domain.Content{&m.Request, &m.Response} {
 		out[s] = active
-		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 {
+		body := content.Body
+		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 ||
+			content.ContentType == formType && strings.IndexByte(body, '+') >= 0 { // a form's '+' is read as a space
 			continue
 		}
 		cloned := false

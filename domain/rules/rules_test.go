@@ -528,3 +528,17 @@ func TestMembersRemovedInARowAfterOneKept(t *testing.T) {
 		}
 	}
 }
+
+// A form's '+' is a space once decoded: a private key sent as
+// "BEGIN+RSA+PRIVATE+KEY" is one, though the body's text holds no
+// "PRIVATE KEY" (the shortcut that rules a detector out by the whole text
+// once let it through).
+func TestAFormsPlusIsReadAsASpace(t *testing.T) {
+	c := compile(t, `{"privacy": [{"id": "pem", "select": ["body"], "match": {"detector": "pem_private_key"}, "action": {"type": "remove"}}]}`)
+	m := domain.Message{ID: "x", Path: "/", Request: domain.Content{ContentType: "application/x-www-form-urlencoded",
+		Body: "a=1&key=-----BEGIN+RSA+PRIVATE+KEY-----MIIB-----END+RSA+PRIVATE+KEY-----"}}
+	c.Apply(&m, rules.SourceAPI)
+	if m.Request.Body != "a=1" {
+		t.Errorf("the form became %q, want the key removed", m.Request.Body)
+	}
+}

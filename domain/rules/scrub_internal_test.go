@@ -84,7 +84,7 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 		case 0:
 			raw, _ = json.Marshal(map[string]any{"wrapped": string(raw)}) // JSON in a string: escapes
 		case 1:
-			return "note=" + url.QueryEscape(text()) + "&card=4111+1111+1111+1111&email=ana%40example.com&key=" + url.QueryEscape(text())
+			return "note=" + url.QueryEscape(text()) + "&card=4111+1111+1111+1111&email=ana@example.com&key=" + url.QueryEscape(text())
 		}
 		return string(raw)
 	}

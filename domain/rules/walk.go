@@ -25,6 +25,9 @@ const (
 	maxEmbeddedJSON = 3
 )
 
+// formType is the content type whose body is walked as a form.
+const formType = "application/x-www-form-urlencoded"
+
 // Withheld replaces a body the rules could not read: never stored unread.
 const Withheld = "[body withheld: the privacy rules could not read it]"
 
@@ -172,7 +175,7 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 		}
 		return body[:len(body)-len(trimmed)] + out, true
 	}
-	if contentType == "application/x-www-form-urlencoded" {
+	if contentType == formType {
 		return walkQuery(body, location{kind: kindBody, side: s}, v), true
 	}
 	text, remove := v(&location{kind: kindBodyText, side: s}, body)
