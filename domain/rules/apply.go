@@ -142,6 +142,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 		return
 	}
 	activeIn := c.activeInBodies(m, active)
+	open := c.dispatch.openActive(active, activeIn)
 	matches := make([]int, len(c.privacy))
 	var counts textCounts // of counted, taken for the first detector a value meets
 	counted := false
@@ -149,22 +150,21 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 		counted = false
 		removed := false
 		class := l.class()
-		act := active
-		switch class {
-		case classRequestBody, classRequestText:
-			act = activeIn[0]
-		case classResponseBody, classResponseText:
-			act = activeIn[1]
-		}
-		c.dispatch.candidates(class, l.key(), func(e candidate) bool {
+		act := activeIn.of(class, active)
+		c.dispatch.candidates(class, l.key(), open[class], func(e candidate) bool {
 			i, r := e.rule, &c.privacy[e.rule]
 			if !act[i] || !e.all && !r.selects(l) {
 				return true
 			}
-			if r.detector != nil && !counted {
-				counts, counted = countText(value), true
+			if r.detector != nil || r.pattern != nil {
+				if !counted {
+					counts, counted = countText(value), true
+				}
+				if !counts.covers(r.needs) {
+					return true // most values: ruled out before the rule's scrub is called
+				}
 			}
-			kept, n, remove := r.scrub(value, &counts, c.hashKey)
+			kept, n, remove := r.scrub(value, &counts, c.hasher)
 			if n == 0 {
 				return true
 			}
@@ -175,6 +175,9 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			// A message holds few changes: a scan finds a repeat sooner than
 			// a map is made.
 			if change := (Change{Rule: r.id, Field: l.String()}); !slices.Contains(out.Changes, change) {
+				if out.Changes == nil {
+					out.Changes = make([]Change, 0, 16) // a message changed is changed in several places
+				}
 				out.Changes = append(out.Changes, change)
 			}
 			if remove {
@@ -201,13 +204,15 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 // activeInBodies is active for the request's body and the response's, less
 // the rules whose match cannot be in that body at all, so that its values
 // need not meet them: a body whose values are all parts of its text (no
-// escape, no percent-encoding) holds no match where its whole text holds
-// none, and a detector's hint, or a pattern's literal, tells that from one
-// look at the text.
-func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out [2][]bool) {
-	for s, body := range []string{m.Request.Body, m.Response.Body} {
+// escape, no percent-encoding, no form's '+') holds no match where its
+// whole text holds none, and a detector's hint, or a pattern's literal,
+// tells that from one look at the text.
+func (c *Compiled) activeInBodies(m *domain.Message, active []bool) (out bodyActive) {
+	for s, content := range []*domain.Content{&m.Request, &m.Response} {
 		out[s] = active
-		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 {
+		body := content.Body
+		if body == "" || strings.IndexByte(body, '\\') >= 0 || strings.IndexByte(body, '%') >= 0 ||
+			content.ContentType == formType && strings.IndexByte(body, '+') >= 0 { // a form's '+' is read as a space
 			continue
 		}
 		cloned := false

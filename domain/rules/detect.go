@@ -18,6 +18,9 @@ type detector struct {
 	hint  func(string) bool
 	re    *regexp.Regexp
 	check func(string) bool
+	// anchor, when not 0, is a byte every match holds that a JSON text
+	// holds only inside strings: a body's values without it need no look.
+	anchor byte
 	// scheme is the part keep_scheme keeps ("Bearer "), by the length of
 	// its match's first group.
 	scheme bool
@@ -25,7 +28,7 @@ type detector struct {
 
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
-	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
+	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
 	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
 	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
 	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
@@ -77,12 +80,35 @@ func containsFold(t, s string) bool {
 	if 'a' <= lower|0x20 && lower|0x20 <= 'z' {
 		lower, upper = lower|0x20, lower&^0x20
 	}
-	for i := 0; i+len(s) <= len(t); i++ {
-		if c := t[i]; (c == lower || c == upper) && strings.EqualFold(t[i:i+len(s)], s) {
+	// Where a match may start: the next of each case found by IndexByte,
+	// each looked for again only once passed.
+	starts := t[:max(len(t)-len(s)+1, 0)]
+	nextLower, nextUpper := -1, -1
+	for at := 0; at < len(starts); {
+		if nextLower < at {
+			nextLower = indexFrom(starts, lower, at)
+		}
+		if nextUpper < at {
+			nextUpper = indexFrom(starts, upper, at)
+		}
+		i := min(nextLower, nextUpper)
+		if i == len(starts) {
+			return false
+		}
+		if strings.EqualFold(t[i:i+len(s)], s) {
 			return true
 		}
+		at = i + 1
 	}
 	return false
+}
+
+// indexFrom is the index of the first c in t at or after from, len(t) if none.
+func indexFrom(t string, c byte, from int) int {
+	if i := strings.IndexByte(t[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(t)
 }
 
 // hasAfter reports whether a text holds c followed by one of tails: one
@@ -125,13 +151,20 @@ func both(a, b func(string) bool) func(string) bool {
 }
 
 // hasIBANStart reports whether a text holds two capital letters followed by
-// two digits, as every IBAN starts.
+// two digits, as every IBAN starts. It looks at the last byte of each place
+// first: one neither a digit nor a capital rules out four places at once.
 func hasIBANStart(t string) bool {
-	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
-	digit := func(c byte) bool { return c >= '0' && c <= '9' }
-	for i := 0; i+3 < len(t); i++ {
-		if upper(t[i]) && upper(t[i+1]) && digit(t[i+2]) && digit(t[i+3]) {
-			return true
+	for i := 0; i+3 < len(t); {
+		switch byteKind[t[i+3]] {
+		case kindDigit:
+			if byteKind[t[i+2]] == kindDigit && byteKind[t[i+1]] == kindUpper && byteKind[t[i]] == kindUpper {
+				return true
+			}
+			i++
+		case kindUpper:
+			i += 2 // a capital ends no place; it may be the first or second of the next two
+		default:
+			i += 4
 		}
 	}
 	return false
@@ -189,6 +222,39 @@ var byteKind = func() (t [256]uint8) {
 	t['@'], t['.'], t[':'], t['-'], t['_'] = kindAt, kindDot, kindColon, kindDash, kindUnder
 	return t
 }()
+
+// add counts n more bytes of kind.
+func (c *textCounts) add(kind uint8, n int) {
+	switch kind {
+	case kindDigit:
+		c.digits += n
+	case kindUpper:
+		c.upper += n
+	case kindAt:
+		c.at += n
+	case kindDot:
+		c.dot += n
+	case kindColon:
+		c.colon += n
+	case kindDash:
+		c.dash += n
+	case kindUnder:
+		c.under += n
+	}
+}
+
+func (c textCounts) plus(o textCounts) textCounts {
+	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under}
+}
+
+func (c textCounts) times(k int) textCounts {
+	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k}
+}
+
+func (c textCounts) least(o textCounts) textCounts {
+	return textCounts{min(c.digits, o.digits), min(c.upper, o.upper), min(c.at, o.at), min(c.dot, o.dot), min(c.colon, o.colon),
+		min(c.dash, o.dash), min(c.under, o.under)}
+}
 
 // covers reports whether counts n reach every count of need.
 func (n *textCounts) covers(need textCounts) bool {

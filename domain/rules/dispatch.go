@@ -90,9 +90,10 @@ func (p *privacyRule) picksAll(c class, key string) bool {
 }
 
 // candidates calls yield with each rule that may pick a value of class c
-// with key, in the rules' order, until it returns false.
-func (d *dispatch) candidates(c class, key string, yield func(candidate) bool) {
-	open, keyed := d.open[c], []candidate(nil)
+// with key, in the rules' order, until it returns false; open is d.open[c]
+// or a part of it (the rules active where the value is).
+func (d *dispatch) candidates(c class, key string, open []candidate, yield func(candidate) bool) {
+	keyed := []candidate(nil)
 	switch byKey := d.keyed[c]; {
 	case byKey == nil:
 	case c != classRequestHeader && c != classResponseHeader:
@@ -126,4 +127,43 @@ func appendLower(dst []byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// openActive is d.open of each class less the rules not active there:
+// active for most classes, activeIn[0] and [1] for the request's body and
+// the response's (Compiled.activeInBodies). A value then meets no rule its
+// message's scope or its body's text has ruled out.
+func (d *dispatch) openActive(active []bool, activeIn bodyActive) (out [classes][]candidate) {
+	total := 0
+	for c := range classes {
+		total += len(d.open[c])
+	}
+	all := make([]candidate, 0, total)
+	for c := range classes {
+		act := activeIn.of(c, active)
+		start := len(all)
+		for _, e := range d.open[c] {
+			if act[e.rule] {
+				all = append(all, e)
+			}
+		}
+		out[c] = all[start:len(all):len(all)]
+	}
+	return out
+}
+
+// bodyActive is which rules are active in the request's body and in the
+// response's (Compiled.activeInBodies).
+type bodyActive [2][]bool
+
+// of is the rules active in a value of class c: b's for a body's, active
+// for the others.
+func (b bodyActive) of(c class, active []bool) []bool {
+	switch c {
+	case classRequestBody, classRequestText:
+		return b[0]
+	case classResponseBody, classResponseText:
+		return b[1]
+	}
+	return active
 }

@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -19,7 +16,8 @@ type privacyRule struct {
 	selectors   []selector
 	except      []selector
 	pattern     *regexp.Regexp
-	literal     literal // every match of pattern holds it
+	literal     literal    // every match of pattern holds it
+	needs       textCounts // every match of pattern or detector holds at least these counts of bytes
 	group       int
 	detector    *detector
 	action      Action
@@ -59,7 +57,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 	case r.Match.Pattern != "" && r.Match.Detector != "":
 		fe.Add(field+".match", "names a pattern or a detector, not both")
 	case r.Match.Pattern != "":
-		p.literal = requiredLiteral(r.Match.Pattern)
+		p.literal, p.needs = requiredLiteral(r.Match.Pattern), patternNeeds(r.Match.Pattern)
 		if p.pattern = compilePattern(fe, field+".match.pattern", r.Match.Pattern); p.pattern != nil &&
 			(r.Match.Group < 0 || r.Match.Group > p.pattern.NumSubexp()) {
 			fe.Add(field+".match.group", "must be 0 to %d, the pattern's groups", p.pattern.NumSubexp())
@@ -70,7 +68,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 		if !ok {
 			fe.Add(field+".match.detector", "must be one of %s", strings.Join(DetectorNames(), ", "))
 		}
-		p.detector = &d
+		p.detector, p.needs = &d, d.needs
 	case r.Match.Group != 0:
 		fe.Add(field+".match.group", "needs a pattern")
 	}
@@ -116,7 +114,7 @@ func anyMatches(selectors []selector, l *location) bool {
 // counts are value's (countText).
 func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 	switch {
-	case p.pattern != nil && !p.literal.holds(value):
+	case p.pattern != nil && (!counts.covers(p.needs) || !p.literal.holds(value)):
 		return nil // the pattern cannot match: spare running it
 	case p.pattern != nil && p.submatches:
 		return p.pattern.FindAllStringSubmatchIndex(value, -1)
@@ -133,7 +131,7 @@ func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 
 // scrub returns value with the rule's action done on each match, how many
 // matches there were, and whether the value goes; counts are value's.
-func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (string, int, bool) {
+func (p *privacyRule) scrub(value string, counts *textCounts, hasher *keyedHash) (string, int, bool) {
 	spans := p.spans(value, counts)
 	n := 0
 	var b strings.Builder
@@ -153,7 +151,7 @@ func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (s
 			return "", n, true
 		}
 		b.WriteString(value[last:start])
-		b.WriteString(p.replacement(value[start:end], m, start, hashKey))
+		b.WriteString(p.replacement(value[start:end], m, start, hasher))
 		last = end
 	}
 	if n == 0 {
@@ -165,12 +163,12 @@ func (p *privacyRule) scrub(value string, counts *textCounts, hashKey []byte) (s
 
 // replacement is what the action puts in place of match, found at start with
 // its submatches m.
-func (p *privacyRule) replacement(match string, m []int, start int, hashKey []byte) string {
+func (p *privacyRule) replacement(match string, m []int, start int, hasher *keyedHash) string {
 	switch p.action.Type {
 	case ActionReplace:
 		return p.action.With
 	case ActionHash:
-		return HashValue(hashKey, match)
+		return hasher.value(match)
 	case ActionPartial:
 		runes := []rune(match)
 		first, lastN := min(p.action.KeepFirst, len(runes)), min(p.action.KeepLast, len(runes))
@@ -187,13 +185,4 @@ func (p *privacyRule) replacement(match string, m []int, start int, hashKey []by
 		}
 	}
 	return domain.Mask
-}
-
-// HashValue is the hash action's text of value: a keyed hash (HMAC-SHA256,
-// its first 16 bytes), so that equal values stay equal and cannot be guessed
-// without the key.
-func HashValue(key []byte, value string) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(value))
-	return "hash:" + hex.EncodeToString(mac.Sum(nil)[:16])
 }

@@ -502,3 +502,43 @@ func TestDroppedMessagesBecomeScrubbedTallies(t *testing.T) {
 		t.Errorf("kept %d, tallied %d", kept, tallies)
 	}
 }
+
+// Members removed one after another behind a kept one each take the
+// separator before them: a second one once took it from the kept member's
+// end again, behind what the first had dropped (a panic, slice bounds out
+// of range, and no ingest of such a body).
+func TestMembersRemovedInARowAfterOneKept(t *testing.T) {
+	c := compile(t, `{"privacy": [
+	  {"id": "drop", "select": ["body.**.x", "body.**.w"], "action": {"type": "remove"}},
+	  {"id": "drop-gone", "select": ["body"], "match": {"pattern": "gone"}, "action": {"type": "remove"}},
+	  {"id": "mask", "select": ["body.**.y"], "action": {"type": "mask"}}]}`)
+	for body, want := range map[string]string{
+		`{"y":1,"x":2,"w":3}`:             `{"y":"***"}`,
+		`{"y":1,"x":2,"w":3,"z":4}`:       `{"y":"***","z":4}`,
+		`{"z":1, "x":2, "w":3, "x":4}`:    `{"z":1}`,
+		`{"a":{"y":1,"x":2,"w":3},"b":5}`: `{"a":{"y":"***"},"b":5}`,
+		`[1,"gone","gone",2,"gone"]`:      `[1,2]`,
+		`["gone",1,"gone","gone"]`:        `[1]`,
+		`{"x":1,"w":2,"y":3,"x":4,"w":5}`: `{"y":"***"}`,
+	} {
+		m := domain.Message{ID: "x", Path: "/", Request: domain.Content{Body: body, ContentType: "application/json"}}
+		c.Apply(&m, rules.SourceAPI)
+		if want = strings.ReplaceAll(want, "***", domain.Mask); m.Request.Body != want {
+			t.Errorf("%s became %s, want %s", body, m.Request.Body, want)
+		}
+	}
+}
+
+// A form's '+' is a space once decoded: a private key sent as
+// "BEGIN+RSA+PRIVATE+KEY" is one, though the body's text holds no
+// "PRIVATE KEY" (the shortcut that rules a detector out by the whole text
+// once let it through).
+func TestAFormsPlusIsReadAsASpace(t *testing.T) {
+	c := compile(t, `{"privacy": [{"id": "pem", "select": ["body"], "match": {"detector": "pem_private_key"}, "action": {"type": "remove"}}]}`)
+	m := domain.Message{ID: "x", Path: "/", Request: domain.Content{ContentType: "application/x-www-form-urlencoded",
+		Body: "a=1&key=-----BEGIN+RSA+PRIVATE+KEY-----MIIB-----END+RSA+PRIVATE+KEY-----"}}
+	c.Apply(&m, rules.SourceAPI)
+	if m.Request.Body != "a=1" {
+		t.Errorf("the form became %q, want the key removed", m.Request.Body)
+	}
+}

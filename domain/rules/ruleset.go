@@ -181,8 +181,8 @@ type Compiled struct {
 	ingest    []ingestRule
 	retention []retentionRule
 	subjects  []subjectKey
-	hashKey   []byte
-	dispatch  dispatch // of privacy
+	hasher    *keyedHash // the hash action's and subject hashes' key
+	dispatch  dispatch   // of privacy
 }
 
 // Compile checks rs and builds it; hashKey keys the hash action and subject
@@ -190,7 +190,7 @@ type Compiled struct {
 // naming each field at fault ("privacy[2].match.pattern").
 func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
 	var fe domain.FieldErrors
-	c := &Compiled{hashKey: slices.Clone(hashKey)}
+	c := &Compiled{hasher: newKeyedHash(hashKey)}
 	ids := map[string]string{}
 	checkID := func(field, id string) {
 		switch {
@@ -390,6 +390,68 @@ func compilePattern(fe *domain.FieldErrors, field, pattern string) *regexp.Regex
 type literal struct {
 	text string
 	fold bool
+}
+
+// patternNeeds is the least counts of the bytes textCounts counts that every
+// match of pattern holds, found in its syntax (a digit class, a capital not
+// folded, one of the punctuation bytes counted), so that a value whose counts
+// fall short is spared the pattern. Zero when the pattern cannot be parsed.
+func patternNeeds(pattern string) textCounts {
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return textCounts{}
+	}
+	return syntaxNeeds(parsed)
+}
+
+func syntaxNeeds(re *syntax.Regexp) textCounts {
+	var n textCounts
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r < 0x80 && (re.Flags&syntax.FoldCase == 0 || byteKind[r] != kindUpper) {
+				n.add(byteKind[r], 1)
+			}
+		}
+	case syntax.OpCharClass:
+		if kind, ok := classKind(re.Rune); ok {
+			n.add(kind, 1)
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		n = syntaxNeeds(re.Sub[0])
+	case syntax.OpRepeat:
+		n = syntaxNeeds(re.Sub[0]).times(re.Min)
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			n = n.plus(syntaxNeeds(sub))
+		}
+	case syntax.OpAlternate:
+		for i, sub := range re.Sub {
+			if i == 0 {
+				n = syntaxNeeds(sub)
+			} else {
+				n = n.least(syntaxNeeds(sub))
+			}
+		}
+	}
+	return n
+}
+
+// classKind is the kind of byte every rune of the class ranges holds, if
+// one: [0-9], [A-Z] or a punctuation byte textCounts counts.
+func classKind(ranges []rune) (uint8, bool) {
+	if len(ranges) == 0 || ranges[len(ranges)-1] >= 0x80 {
+		return kindOther, false
+	}
+	kind := byteKind[ranges[0]]
+	for i := 0; i < len(ranges); i += 2 {
+		for r := ranges[i]; r <= ranges[i+1]; r++ {
+			if byteKind[r] != kind {
+				return kindOther, false
+			}
+		}
+	}
+	return kind, kind != kindOther
 }
 
 // requiredLiteral is the longest literal every match of pattern holds, found

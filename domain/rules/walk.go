@@ -25,44 +25,58 @@ const (
 	maxEmbeddedJSON = 3
 )
 
+// formType is the content type whose body is walked as a form.
+const formType = "application/x-www-form-urlencoded"
+
 // Withheld replaces a body the rules could not read: never stored unread.
 const Withheld = "[body withheld: the privacy rules could not read it]"
 
-// walkMessage calls v with every value of m and writes back what it keeps.
-// fieldsRead says, per side, whether a rule reads body fields: a body that
-// looks like JSON but cannot be read within the bounds is then withheld
-// (reported in withheld).
+// walkMessage calls v with every value of m and writes back what it keeps:
+// a walk whose visit changes nothing writes nothing. fieldsRead says, per
+// side, whether a rule reads body fields: a body that looks like JSON but
+// cannot be read within the bounds is then withheld (reported in withheld).
 func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withheld []string) {
+	return walkMessageReading(m, v, fieldsRead, nil)
+}
+
+// readBody visits the values of a body by a shorter way than the walk's, if
+// it has one for this body, and reports whether it did; it changes nothing.
+type readBody func(s side, body, contentType string) (read bool)
+
+// walkMessageReading is walkMessage that lets read, when not nil, visit a
+// body first: the walk visits the bodies read leaves.
+func walkMessageReading(m *domain.Message, v visit, fieldsRead func(side) bool, read readBody) (withheld []string) {
 	loc := location{kind: kindIP}
 	if m.IPAddress != "" {
 		if kept, remove := v(&loc, m.IPAddress); remove {
 			m.IPAddress = ""
-		} else {
+		} else if kept != m.IPAddress {
 			m.IPAddress = kept
 		}
 	}
 	path, query, hasQuery := strings.Cut(m.Path, "?")
 	loc = location{kind: kindPath}
-	if kept, remove := v(&loc, path); remove {
-		path = domain.Mask
-	} else {
-		path = kept
+	pathKept, remove := v(&loc, path)
+	if remove {
+		pathKept = domain.Mask
 	}
 	if hasQuery {
-		if kept := walkQuery(query, location{kind: kindQuery}, v); kept != "" || query == "" {
-			m.Path = path + "?" + kept
-		} else {
-			m.Path = path // every parameter removed: no "?" left over
+		switch kept := walkQuery(query, location{kind: kindQuery}, v); {
+		case pathKept == path && kept == query:
+		case kept != "" || query == "":
+			m.Path = pathKept + "?" + kept
+		default:
+			m.Path = pathKept // every parameter removed: no "?" left over
 		}
-	} else {
-		m.Path = path
+	} else if pathKept != path {
+		m.Path = pathKept
 	}
 	for _, c := range []struct {
 		side    side
 		content *domain.Content
 	}{{sideRequest, &m.Request}, {sideResponse, &m.Response}} {
 		walkHeader(c.content.Header, c.side, v)
-		if c.content.Body == "" {
+		if c.content.Body == "" || read != nil && read(c.side, c.content.Body, c.content.ContentType) {
 			continue
 		}
 		body, ok := walkBody(c.content.Body, c.content.ContentType, c.side, v)
@@ -70,7 +84,9 @@ func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withhe
 			body = Withheld
 			withheld = append(withheld, location{kind: kindBodyText, side: c.side}.String())
 		}
-		c.content.Body = body
+		if body != c.content.Body {
+			c.content.Body = body
+		}
 	}
 	return withheld
 }
@@ -82,8 +98,9 @@ func walkHeader(h domain.Header, s side, v visit) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	loc := location{kind: kindHeader, side: s} // one for every name: the visit's pointer makes it escape
 	for _, name := range names {
-		loc := location{kind: kindHeader, side: s, name: name}
+		loc.name = name
 		values := h[name]
 		var kept []string // from the first change on
 		for i, value := range values {
@@ -158,7 +175,7 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 		}
 		return body[:len(body)-len(trimmed)] + out, true
 	}
-	if contentType == "application/x-www-form-urlencoded" {
+	if contentType == formType {
 		return walkQuery(body, location{kind: kindBody, side: s}, v), true
 	}
 	text, remove := v(&location{kind: kindBodyText, side: s}, body)
@@ -174,14 +191,16 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 func walkJSON(src string, loc *location, v visit, embedded int) (string, bool) {
 	w := jsonWalk{src: src, loc: loc, visit: v, embedded: embedded}
 	w.value(0)
-	if w.out == nil {
+	if !w.changed {
 		return src, false
 	}
-	return string(append(w.out, src[w.copied:]...)), true
+	w.out.WriteString(src[w.copied:])
+	return w.out.String(), true
 }
 
 // jsonWalk is one pass over a JSON text that copies it only from its first
-// change on: out holds the rewritten src[:copied], nil while nothing changed.
+// change on: out holds the rewritten src[:copied] once changed. A Builder,
+// whose room is not zeroed first, as a make'd slice's is.
 // Values are read as substrings of src, so that a value without escapes
 // costs no copy.
 type jsonWalk struct {
@@ -189,17 +208,28 @@ type jsonWalk struct {
 	loc      *location
 	visit    visit
 	embedded int
-	out      []byte
+	out      strings.Builder
+	changed  bool
 	copied   int
+	quoted   []byte // a changed value as a JSON string
 }
 
 // replace puts text in place of src[start:end].
 func (w *jsonWalk) replace(start, end int, text string) {
-	if w.out == nil {
-		w.out = make([]byte, 0, len(w.src)+len(text))
+	if !w.changed {
+		w.changed = true
+		w.out.Grow(len(w.src) + len(text))
 	}
-	w.out = append(append(w.out, w.src[w.copied:start]...), text...)
+	w.out.WriteString(w.src[w.copied:start])
+	w.out.WriteString(text)
 	w.copied = end
+}
+
+// replaceQuoted puts value, as a JSON string, in place of src[start:end].
+func (w *jsonWalk) replaceQuoted(start, end int, value string) {
+	w.quoted = jsonbytes.AppendString(w.quoted[:0], value)
+	w.replace(start, end, "")
+	w.out.Write(w.quoted)
 }
 
 // skipTo drops src[copied:end] (a removed member and a separator).
@@ -227,7 +257,7 @@ func (w *jsonWalk) text(start, end int, value string, quoted bool) bool {
 	if quoted && w.embedded < maxEmbeddedJSON && (strings.HasPrefix(value, "{") || strings.HasPrefix(value, "[")) &&
 		jsonbytes.Check(value, maxJSONDepth, nil) == jsonbytes.Valid {
 		if inner, changed := walkJSON(value, w.loc, w.visit, w.embedded+1); changed {
-			w.replace(start, end, string(jsonbytes.AppendString(nil, inner)))
+			w.replaceQuoted(start, end, inner)
 		}
 		return false
 	}
@@ -236,7 +266,7 @@ func (w *jsonWalk) text(start, end int, value string, quoted bool) bool {
 	case remove:
 		return true
 	case kept != value:
-		w.replace(start, end, string(jsonbytes.AppendString(nil, kept)))
+		w.replaceQuoted(start, end, kept)
 	}
 	return false
 }
@@ -276,6 +306,7 @@ func (w *jsonWalk) container(i int) int {
 			kept, prevEnd = true, end
 		case kept:
 			w.skipTo(prevEnd, end)
+			prevEnd = end // what the next removal drops starts after this one's
 		default:
 			w.skipTo(start, end)
 			dropSeparator = end

@@ -105,8 +105,7 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 		return 0, 0, err
 	}
 	defer tallies.close()
-	subjects := subjectWriter{tx: tx}
-	defer subjects.close()
+	var subjects subjectWriter
 	var (
 		words   wordTokens
 		rollups = map[rollupKey]*stats.Rollup{}
@@ -157,13 +156,14 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
 		}
-		if err := subjects.add(ctx, seq, m.Subjects); err != nil {
-			return 0, 0, fmt.Errorf("message %s: subjects: %w", m.ID, err)
-		}
+		subjects.add(seq, m.Subjects)
 		count(m)
 	}
 	if added == 0 {
 		return 0, 0, nil
+	}
+	if err := subjects.flush(ctx, tx); err != nil {
+		return 0, 0, fmt.Errorf("subjects: %w", err)
 	}
 	if err := addToRollups(ctx, tx, rollups); err != nil {
 		return 0, 0, fmt.Errorf("rollups: %w", err)

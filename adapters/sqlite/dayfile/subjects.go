@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -19,35 +20,43 @@ import (
 // (Hide: their expires set to erasure.HiddenExpiry, which every read
 // honours) and delete them with their index entries (Erase).
 
-// subjectWriter inserts messages' subject hashes in an Append's
-// transaction, its statement prepared at the first message that has any.
+// subjectWriter gathers the subject hashes of an Append's messages and
+// inserts them at its end, many rows a statement: a statement a row costs
+// more than the row.
 type subjectWriter struct {
-	tx   *sql.Tx
-	stmt *sql.Stmt
+	rows []any // hash, seq, hash, seq...
 }
 
-func (w *subjectWriter) add(ctx context.Context, seq int64, hashes []string) error {
-	if len(hashes) == 0 {
+// subjectRowsPerInsert is how many rows one INSERT of flush holds.
+const subjectRowsPerInsert = 64
+
+func (w *subjectWriter) add(seq int64, hashes []string) {
+	for _, h := range hashes {
+		w.rows = append(w.rows, h, seq)
+	}
+}
+
+// flush inserts the rows gathered, in tx, by one statement prepared once:
+// the last insert repeats the last row to fill it, which OR IGNORE skips.
+func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx) error {
+	if len(w.rows) == 0 {
 		return nil
 	}
-	if w.stmt == nil {
-		var err error
-		if w.stmt, err = w.tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`); err != nil {
+	for len(w.rows)%(2*subjectRowsPerInsert) != 0 {
+		w.rows = append(w.rows, w.rows[len(w.rows)-2:len(w.rows)]...)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for rows := w.rows; len(rows) > 0; rows = rows[2*subjectRowsPerInsert:] {
+		if _, err := stmt.ExecContext(ctx, rows[:2*subjectRowsPerInsert]...); err != nil {
 			return err
 		}
 	}
-	for _, h := range hashes {
-		if _, err := w.stmt.ExecContext(ctx, h, seq); err != nil {
-			return err
-		}
-	}
+	w.rows = w.rows[:0]
 	return nil
-}
-
-func (w *subjectWriter) close() {
-	if w.stmt != nil {
-		w.stmt.Close()
-	}
 }
 
 // jsonList is values as the JSON array json_each reads.

@@ -1,6 +1,8 @@
 package dayfile
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +50,53 @@ func TestSubjectsAreFoundByTheIndexNotByTheAccount(t *testing.T) {
 			!strings.Contains(text, "SEARCH subjects USING PRIMARY KEY (hash=?)") {
 			t.Errorf("the plan of %+v: %s; want messages searched by rowid from the subject index", q, text)
 		}
+	}
+}
+
+// An Append's subject rows are inserted in one statement: every message's
+// hashes are indexed under its seq, however many rows the batch holds, and a
+// hash a message lists twice is indexed once.
+func TestAppendIndexesEverySubjectOfABatch(t *testing.T) {
+	d, err := Open(t.Context(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	now := time.Now()
+	f, err := d.Acquire(t.Context(), Part{Day: DayOf(now)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Release()
+	msgs := make([]domain.Message, 300)
+	for i := range msgs {
+		own := fmt.Sprintf("%032x", i)
+		msgs[i] = domain.Message{ID: fmt.Sprintf("0190a0b0-c0d0-7e0f-8a0b-%012d", i), Account: "acme", Domain: domain.DomainLive,
+			Name: "shop", Method: "GET", Path: "/", StatusCode: 200, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+			Subjects: []string{own, "shared", own}}
+	}
+	if err := f.Append(t.Context(), msgs, false); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := f.Read.QueryRowContext(t.Context(), `SELECT count(*) FROM subjects`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2*len(msgs) {
+		t.Errorf("the subject index holds %d rows, want %d", rows, 2*len(msgs))
+	}
+	for _, i := range []int{0, 127, 128, 299} {
+		_, hashes, found, err := f.MessageSubjects(t.Context(), "acme", msgs[i].ID)
+		if err != nil || !found {
+			t.Fatalf("message %d: found %v, %v", i, found, err)
+		}
+		slices.Sort(hashes)
+		if want := []string{fmt.Sprintf("%032x", i), "shared"}; !slices.Equal(hashes, want) {
+			t.Errorf("message %d's subjects are %v, want %v", i, hashes, want)
+		}
+	}
+	shared, err := f.Subjects(t.Context(), ports.SubjectQuery{Account: "acme", Hashes: []string{"shared"}, Limit: 1000})
+	if err != nil || len(shared) != len(msgs) {
+		t.Errorf("the shared subject finds %d messages (%v), want %d", len(shared), err, len(msgs))
 	}
 }

@@ -1,0 +1,91 @@
+package rules
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPatternNeedsHoldForEveryMatch checks that patternNeeds never asks a
+// match for more than it holds, on random texts: the counts it gives only
+// spare a pattern values it cannot match in. And it finds needs at all.
+func TestPatternNeedsHoldForEveryMatch(t *testing.T) {
+	patterns := []string{`\b\d{6,}\b`, `\bORD-\d{8}\b`, `(?i)passport[:= ]+([A-Z0-9]{6,9})`, `\d{4}-\d{2}-\d{2}`, `/users/(\d+)`,
+		`A[B-D]{2}|x@y\.z|_Q`, `(?:AB|A_)+:?`, `[A-Z]{2}\d{2}(?: ?[A-Z0-9]){3,5}`, `(?i)k\.K`, `[0-9]*Z?`, `(X|Y)\d{1,3}@\.`, `[\-._:]{2}`,
+		`\pN{3}`, `[A-Za-z]{4}`, `\x{212A}K`}
+	r := rand.New(rand.NewPCG(37, 6))
+	const alphabet = "0123456789ABCDKQXYZabkxz@._:-/= \u212a"
+	runes := []rune(alphabet)
+	found := 0
+	for _, pattern := range patterns {
+		re := regexp.MustCompile(pattern)
+		needs := patternNeeds(pattern)
+		if needs != (textCounts{}) {
+			found++
+		}
+		for range 3000 {
+			text := make([]rune, r.IntN(24))
+			for i := range text {
+				text[i] = runes[r.IntN(len(runes))]
+			}
+			value := string(text)
+			for _, m := range re.FindAllStringIndex(value, -1) {
+				if counts := countText(value[m[0]:m[1]]); !counts.covers(needs) {
+					t.Fatalf("%s matches %q in %q, whose counts %+v fall short of its needs %+v", pattern, value[m[0]:m[1]], value, counts, needs)
+				}
+			}
+		}
+	}
+	if want := (textCounts{digits: 8, upper: 3, dash: 1}); patternNeeds(`\bORD-\d{8}\b`) != want {
+		t.Errorf("the needs of ORD-: %+v, want %+v", patternNeeds(`\bORD-\d{8}\b`), want)
+	}
+	if found < 8 {
+		t.Errorf("needs found for %d patterns of %d", found, len(patterns))
+	}
+}
+
+// TestContainsFoldAsEqualFoldAtEachByte compares containsFold with
+// strings.EqualFold tried at each byte, on random texts.
+func TestContainsFoldAsEqualFoldAtEachByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 7))
+	runes := []rune("bBeErRaAxX ſK\u212a")
+	for _, s := range []string{"bearer", "passport", "b", "Bx", "k"} {
+		for range 5000 {
+			text := make([]rune, r.IntN(20))
+			for i := range text {
+				text[i] = runes[r.IntN(len(runes))]
+			}
+			value := string(text)
+			want := false
+			for i := 0; i+len(s) <= len(value); i++ {
+				if c := value[i]; (c|0x20 == s[0]|0x20) && strings.EqualFold(value[i:i+len(s)], s) {
+					want = true
+				}
+			}
+			if got := containsFold(value, s); got != want {
+				t.Fatalf("containsFold(%q, %q) = %v, want %v", value, s, got, want)
+			}
+		}
+	}
+}
+
+// TestHasIBANStartAsEveryPlace compares hasIBANStart, which skips places,
+// with every place tried, on random texts.
+func TestHasIBANStartAsEveryPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 8))
+	const alphabet = "AZ09x- "
+	for range 20000 {
+		text := make([]byte, r.IntN(16))
+		for i := range text {
+			text[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		want := false
+		for i := 0; i+3 < len(text); i++ {
+			want = want || byteKind[text[i]] == kindUpper && byteKind[text[i+1]] == kindUpper && byteKind[text[i+2]] == kindDigit && byteKind[text[i+3]] == kindDigit
+		}
+		if got := hasIBANStart(string(text)); got != want {
+			t.Fatalf("hasIBANStart(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
