@@ -649,7 +649,9 @@ func configUsage() string {
 	var b strings.Builder
 	b.WriteString("Usage: reqlogd [flags]\n" +
 		"       reqlogd backup [flags] DIR          copy the sqlite store's data directory into DIR (beside a running reqlogd or not)\n" +
-		"       reqlogd restore [flags] BACKUP_DIR  copy a backup into the data directory, which must hold no data\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
+		"       reqlogd restore [flags] [-erasures-from OLD_DIR] BACKUP_DIR\n" +
+		"                                           copy a backup into the data directory, which must hold no data,\n" +
+		"                                           keeping the journal of erasures of the directory it replaces\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
 		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
 	defaults := defaultConfig()
 	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)
