@@ -86,8 +86,8 @@ type Erasures struct {
 	// any: subjects are looked up under both.
 	hashKeys [][]byte
 	clock    ports.Clock
-	step    int
-	forget  *forgetting
+	step     int
+	forget   *forgetting
 }
 
 func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, keys RulesConfig, clock ports.Clock, cfg ErasureConfig, forget *forgetting) *Erasures {
