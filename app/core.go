@@ -137,7 +137,7 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	}
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
-	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules.HashKey, c.Clock, cfg.Erasure, c.rules.forget)
+	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules, c.Clock, cfg.Erasure, c.rules.forget)
 	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, deps.Log)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err

@@ -82,14 +82,23 @@ type Erasures struct {
 	eraser  ports.Eraser         // nil: the store cannot
 	journal ports.ErasureJournal // nil: none
 	reader  *Reader
-	hashKey []byte
-	clock   ports.Clock
-	step    int
-	forget  *forgetting
+	// hashKeys are the hash key, then the one before its rotation if
+	// any: subjects are looked up under both.
+	hashKeys [][]byte
+	clock    ports.Clock
+	step     int
+	forget   *forgetting
 }
 
-func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, hashKey []byte, clock ports.Clock, cfg ErasureConfig, forget *forgetting) *Erasures {
-	return &Erasures{eraser: eraser, journal: journal, reader: reader, hashKey: hashKey, clock: clock, step: cfg.withDefaults().Step, forget: forget}
+func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, keys RulesConfig, clock ports.Clock, cfg ErasureConfig, forget *forgetting) *Erasures {
+	var hashKeys [][]byte
+	if len(keys.HashKey) > 0 {
+		hashKeys = append(hashKeys, keys.HashKey)
+		if len(keys.PreviousHashKey) > 0 {
+			hashKeys = append(hashKeys, keys.PreviousHashKey)
+		}
+	}
+	return &Erasures{eraser: eraser, journal: journal, reader: reader, hashKeys: hashKeys, clock: clock, step: cfg.withDefaults().Step, forget: forget}
 }
 
 // Available reports, for p, whether erasures can be asked: an error
@@ -104,7 +113,7 @@ func (u *Erasures) Available(p domain.Principal) error {
 		return fmt.Errorf("%w: the store keeps no subject index", ErrNoErasures)
 	case u.journal == nil:
 		return fmt.Errorf("%w: the store keeps no journal of erasures", ErrNoErasures)
-	case len(u.hashKey) == 0:
+	case len(u.hashKeys) == 0:
 		return fmt.Errorf("%w: no hash key (REQLOG_RULES_HASH_KEY) to find subjects by", ErrNoErasures)
 	}
 	return nil
@@ -128,7 +137,7 @@ func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Re
 		return erasure.Erasure{}, err
 	}
 	e := erasure.Erasure{ID: id, Account: p.Account, KeyID: p.KeyID, Reason: req.Reason, State: erasure.StatePending,
-		Future: req.Future, Hashes: req.Hashes(u.hashKey), Subjects: len(req.Subjects), At: domain.Micro(u.clock.Now())}
+		Future: req.Future, Hashes: req.Hashes(u.hashKeys...), Subjects: len(req.Subjects), At: domain.Micro(u.clock.Now())}
 	if req.MessageID != "" {
 		if err := u.byMessage(ctx, &e, req.MessageID); err != nil {
 			return erasure.Erasure{}, err
@@ -254,7 +263,7 @@ func (u *Erasures) Count(ctx context.Context, p domain.Principal, req erasure.Re
 	if err := req.Validate(); err != nil {
 		return 0, err
 	}
-	e := erasure.Erasure{Account: p.Account, Hashes: req.Hashes(u.hashKey)}
+	e := erasure.Erasure{Account: p.Account, Hashes: req.Hashes(u.hashKeys...)}
 	if req.MessageID != "" {
 		if err := u.byMessage(ctx, &e, req.MessageID); err != nil {
 			return 0, err
@@ -301,7 +310,7 @@ func (u *Erasures) SubjectMessages(ctx context.Context, p domain.Principal, valu
 		return domain.Page{}, &domain.ValidationError{Message: "the subject is invalid", Fields: []domain.FieldError{
 			{Field: "value", Message: fmt.Sprintf("must be 1 to %d bytes of UTF-8 text, not only spaces", erasure.MaxSubjectBytes)}}}
 	}
-	q := ports.SubjectQuery{Account: p.Account, Domain: p.Domain, Hashes: []string{rules.SubjectHash(u.hashKey, value)}, After: after, Limit: limit + 1}
+	q := ports.SubjectQuery{Account: p.Account, Domain: p.Domain, Hashes: erasure.Request{Subjects: []string{value}}.Hashes(u.hashKeys...), After: after, Limit: limit + 1}
 	var page domain.Page
 	for {
 		refs, err := u.eraser.SubjectMessages(ctx, q)

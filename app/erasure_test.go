@@ -17,9 +17,10 @@ import (
 // erasureFixture is a core on a memory store whose account acme has subject
 // keys: the X-User-Id header and e-mail addresses anywhere.
 type erasureFixture struct {
-	core    *app.Core
-	store   *memory.Store
-	journal *memory.ErasureJournal
+	core     *app.Core
+	store    *memory.Store
+	journal  *memory.ErasureJournal
+	ruleSets *memory.RuleSetStore
 }
 
 func newErasureFixture(t *testing.T) erasureFixture {
@@ -30,21 +31,27 @@ func newErasureFixture(t *testing.T) erasureFixture {
 // newErasureFixtureOf is newErasureFixture under rs's ingest rules too.
 func newErasureFixtureOf(t *testing.T, rs rules.RuleSet) erasureFixture {
 	t.Helper()
-	f := erasureFixture{store: memory.New(), journal: memory.NewErasureJournal()}
-	ruleSets := memory.NewRuleSetStore()
+	f := erasureFixture{store: memory.New(), journal: memory.NewErasureJournal(), ruleSets: memory.NewRuleSetStore()}
 	rs.Subjects = []rules.SubjectKey{{ID: "user", Select: []string{"request.headers.x-user-id"}}, {ID: "emails", Detector: "email"}}
-	if _, err := ruleSets.ReplaceRuleSet(t.Context(), rules.Version{Account: "acme", Rules: rs, At: testNow}, 0); err != nil {
+	if _, err := f.ruleSets.ReplaceRuleSet(t.Context(), rules.Version{Account: "acme", Rules: rs, At: testNow}, 0); err != nil {
 		t.Fatal(err)
 	}
+	f.core = f.coreWithKeys(t, rulesHash, nil)
+	return f
+}
+
+// coreWithKeys is a core on f's stores with these rules' hash keys.
+func (f erasureFixture) coreWithKeys(t *testing.T, hashKey, previous []byte) *app.Core {
+	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.VisibilityDelay = 0
 	cfg.GroupCommit.Enabled = false
-	cfg.Rules.HashKey = rulesHash
-	var err error
-	if f.core, err = app.NewCore(cfg, app.CoreDeps{Store: f.store, Clock: rulesClock, RuleSets: ruleSets, Erasures: f.journal}); err != nil {
+	cfg.Rules.HashKey, cfg.Rules.PreviousHashKey = hashKey, previous
+	core, err := app.NewCore(cfg, app.CoreDeps{Store: f.store, Clock: rulesClock, RuleSets: f.ruleSets, Erasures: f.journal})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return core
 }
 
 // subjectExchange is a submission's JSON of one exchange with the header and body.
@@ -325,5 +332,44 @@ func TestAnErasureByMessageIDRefusesWithoutLeaking(t *testing.T) {
 	}
 	if got := f.readable(t); !got[mine.ID] {
 		t.Errorf("acme's message was hidden by another account's erasure")
+	}
+}
+
+// After the hash key is rotated, the subjects indexed under the old one are
+// found only with it as the previous key: by an access request, a dry run
+// and an erasure, which hides them.
+func TestARotatedHashKeyFindsSubjectsUnderThePreviousOne(t *testing.T) {
+	f := newErasureFixture(t)
+	before := f.submit(t, subjectExchange("u-1", `{"note":"before the rotation"}`))
+	ctx := t.Context()
+	rotatedKey := []byte("the-rotated-rules-hash-key")
+	ana := erasure.Request{Subjects: []string{"u-1"}}
+
+	orphaned := f.coreWithKeys(t, rotatedKey, nil)
+	if n, err := orphaned.Erasures.Count(ctx, ruleKey, ana); err != nil || n != 0 {
+		t.Fatalf("a dry run under the new key alone counts %d, %v; want 0 (the test proves nothing)", n, err)
+	}
+
+	rotated := f.coreWithKeys(t, rotatedKey, rulesHash)
+	after, err := rotated.Ingester.Submit(ctx, ruleKey, draftsOf(subjectExchange("u-1", `{"note":"after"}`)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := rotated.Erasures.SubjectMessages(ctx, ruleKey, "u-1", nil, 10)
+	if err != nil || len(page.Messages) != 2 {
+		t.Errorf("the subject's messages with the previous key = %d, %v; want the one before the rotation and the one after", len(page.Messages), err)
+	}
+	if n, err := rotated.Erasures.Count(ctx, ruleKey, ana); err != nil || n != 2 {
+		t.Errorf("a dry run with the previous key counts %d, %v; want 2", n, err)
+	}
+	e, err := rotated.Erasures.Erase(ctx, ruleKey, ana)
+	if err != nil || e.Hidden != 2 || e.Subjects != 1 {
+		t.Fatalf("the erasure = %+v, %v; want 2 hidden, 1 subject", e, err)
+	}
+	if found, _ := f.store.Lookup(ctx, ruleKey.Scope, []string{before.ID, after.Identities[0].ID}); len(found) != 2 {
+		t.Fatalf("stored before the job: %d", len(found))
+	}
+	if _, err := rotated.Reader.Get(ctx, ruleKey, before.ID); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("Get of the message indexed under the previous key after the erasure: %v; want not found", err)
 	}
 }

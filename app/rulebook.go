@@ -31,6 +31,11 @@ type RulesConfig struct {
 	// the store and must be the same on every replica; without one, a rule
 	// set that hashes is refused.
 	HashKey []byte
+	// PreviousHashKey is the hash key before HashKey was rotated: erasures
+	// and access requests also look subjects up by their hashes under it,
+	// so that the messages indexed before the rotation are still found.
+	// Nothing is hashed with it.
+	PreviousHashKey []byte
 	// File, when not nil, holds the rule sets of the accounts a rules file
 	// names (REQLOG_RULES_FILE): they rule those accounts, whatever the store
 	// holds, and the API may not change them.
@@ -63,6 +68,8 @@ func (c RulesConfig) Validate() error {
 		return invalidField("Rules.MaxRetention", "must not be negative")
 	case len(c.HashKey) > 0 && len(c.HashKey) < MinRulesHashKey:
 		return invalidField("Rules.HashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
+	case len(c.PreviousHashKey) > 0 && len(c.PreviousHashKey) < MinRulesHashKey:
+		return invalidField("Rules.PreviousHashKey", fmt.Sprintf("must be at least %d bytes", MinRulesHashKey))
 	}
 	return c.Rescrub.Validate()
 }

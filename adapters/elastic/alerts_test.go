@@ -15,6 +15,7 @@ import (
 	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain/alerting"
 	"github.com/reqlog/reqlog/domain/erasure"
+	"github.com/reqlog/reqlog/domain/rules"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -117,4 +118,43 @@ func TestRescrubJobStoreConformance(t *testing.T) {
 		cfg := testConfig(t)
 		return openAlertStore(ctx, t, openStore(ctx, t, cfg), cfg)
 	})
+}
+
+// An index of re-scrub jobs made before jobs had a kind (its strict mapping
+// without the field) is given it at start: a backfill's job, of kind
+// subjects, is then written and read back, and the jobs of before read as
+// re-scrubs.
+func TestARescrubJobsIndexOfBeforeKindsGainsTheField(t *testing.T) {
+	ctx := t.Context()
+	cfg := testConfig(t)
+	c := newCluster(t)
+	index := cfg.IndexPrefix + "-alert-rescrub-jobs"
+	t.Cleanup(func() {
+		if names := c.indices(cfg.IndexPrefix + "-alert-*"); len(names) > 0 {
+			c.must(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil)
+		}
+	})
+	keyword, long := map[string]any{"type": "keyword"}, map[string]any{"type": "long"}
+	kept := map[string]any{"type": "keyword", "index": false, "doc_values": false}
+	before := map[string]any{"account": keyword, "number": long, "version": long, "from": long, "to": long,
+		"applications": map[string]any{"type": "object", "enabled": false}, "key_id": kept, "state": keyword,
+		"cursor_domain": kept, "cursor_at": long, "cursor_id": kept, "scanned": long, "changed": long, "skipped": long,
+		"error": kept, "created_at": long, "updated_at": long, "finished_at": long, "owner": kept, "lease_until": long, "revision": long}
+	c.must(http.MethodPut, "/"+index, map[string]any{"mappings": map[string]any{"dynamic": "strict", "properties": before}}, nil)
+	old := map[string]any{"account": "acme", "number": 1, "version": 1, "state": "done", "revision": 2}
+	c.must(http.MethodPut, "/"+index+"/_doc/acme:1?refresh=true", old, nil)
+
+	alerts, err := elastic.NewAlertStore(ctx, openStore(ctx, t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := alerts.CreateRescrubJob(ctx, rules.RescrubJob{Account: "acme", Kind: rules.KindSubjects, Version: 1,
+		From: time.Now().Add(-time.Hour), To: time.Now()})
+	if err != nil {
+		t.Fatalf("a backfill's job on the index of before: %v", err)
+	}
+	jobs, err := alerts.RescrubJobs(ctx, "acme", 10)
+	if err != nil || len(jobs) != 2 || jobs[0].Number != job.Number || jobs[0].Kind != rules.KindSubjects || jobs[1].Kind != rules.KindRescrub {
+		t.Errorf("the jobs = %+v, %v; want the backfill's (kind subjects), then the re-scrub of before", jobs, err)
+	}
 }

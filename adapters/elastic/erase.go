@@ -102,12 +102,16 @@ func (s *Store) bulkEach(ctx context.Context, op string, targets []esclient.Targ
 	}
 	var body []byte
 	for _, t := range targets {
-		body = jsonbytes.StringMember(append(body, `{"`+action+`":`...), `{"_index":`, t.Index)
-		body = jsonbytes.StringMember(body, `,"_id":`, t.ID)
-		body = append(body, "}}\n"...)
-		body = append(body, doc...)
+		body = append(appendBulkAction(body, action, t), doc...)
 	}
 	return s.client.BulkRefreshed(ctx, fmt.Sprintf("%s: %d", op, len(targets)), bytes.NewReader(body))
+}
+
+// appendBulkAction appends to body the bulk request's line of action on t.
+func appendBulkAction(body []byte, action string, t esclient.Target) []byte {
+	body = jsonbytes.StringMember(append(body, `{"`+action+`":`...), `{"_index":`, t.Index)
+	body = jsonbytes.StringMember(body, `,"_id":`, t.ID)
+	return append(body, "}}\n"...)
 }
 
 // Expunge merges away the deleted documents of every daily index that

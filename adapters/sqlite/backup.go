@@ -262,13 +262,31 @@ func checkNoData(dir, what string) error {
 	return nil
 }
 
+// RestoreOptions are Restore's choices.
+type RestoreOptions struct {
+	// ErasuresFrom, when set, is the data directory the backup replaces
+	// (moved aside): its journal of erasures replaces the backup's, erasure
+	// by erasure (sqlitealert.AlertStore.ImportErasures), so that the next
+	// start erases again from the restored day files what erasures asked
+	// after the backup erased (docs/erasure.md).
+	ErasuresFrom string
+}
+
 // Restore copies the backup in backupDir (Backup's) into dataDir, which
 // must hold no data (it is created if needed), under dataDir's lock: no
 // store may run on it meanwhile. Every file is copied as it is, synced and
-// mode 0600. A store then opens dataDir as it was when the backup was taken.
-func Restore(backupDir, dataDir string) error {
+// mode 0600. A store then opens dataDir as it was when the backup was taken,
+// but for the journal of erasures with opts.ErasuresFrom.
+func Restore(ctx context.Context, backupDir, dataDir string, opts RestoreOptions) error {
 	if _, err := os.Stat(filepath.Join(backupDir, backupManifestName)); err != nil {
 		return fmt.Errorf("sqlite: %s is not a backup of reqlog's (no %s): %w", backupDir, backupManifestName, err)
+	}
+	journal := ""
+	if opts.ErasuresFrom != "" {
+		journal = filepath.Join(opts.ErasuresFrom, sqlitealert.FileName)
+		if _, err := os.Stat(journal); err != nil {
+			return fmt.Errorf("sqlite: restore: the journal of erasures to keep: %w", err)
+		}
 	}
 	release, err := dayfile.Lock(dataDir)
 	if err != nil {
@@ -291,5 +309,29 @@ func Restore(backupDir, dataDir string) error {
 			return fmt.Errorf("sqlite: restore of %s: %w", name, err)
 		}
 	}
+	if journal != "" {
+		if err := keepErasures(ctx, journal, dataDir); err != nil {
+			return err
+		}
+	}
 	return sqlitedb.SyncDir(dataDir)
+}
+
+// keepErasures imports the erasures of the alert file journal into
+// dataDir's, which it opens (migrating a backup's older file, as a start
+// would) and closes.
+func keepErasures(ctx context.Context, journal, dataDir string) error {
+	cfg := DefaultConfig()
+	alerts, err := sqlitealert.OpenAlertStore(ctx, dataDir, cfg.fileOptions())
+	if err != nil {
+		return fmt.Errorf("sqlite: restore: %w", err)
+	}
+	_, err = alerts.ImportErasures(ctx, journal, cfg.BusyTimeout)
+	if closeErr := alerts.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: restore: the erasures of %s: %w", journal, err)
+	}
+	return nil
 }

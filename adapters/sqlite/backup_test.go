@@ -207,7 +207,7 @@ func TestBackupUnderIngestRestores(t *testing.T) {
 func restoreInto(t *testing.T, dest string) string {
 	t.Helper()
 	restored := filepath.Join(t.TempDir(), "restored")
-	if err := sqlite.Restore(dest, restored); err != nil {
+	if err := sqlite.Restore(opCtx(t), dest, restored, sqlite.RestoreOptions{}); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	return restored
@@ -256,12 +256,12 @@ func TestRestoreAndBackupRefuseForeignDirectories(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	err := sqlite.Restore(dest, dir)
+	err := sqlite.Restore(opCtx(t), dest, dir, sqlite.RestoreOptions{})
 	wantNamed(t, err, dir)
 	if after := snapshot(t, dir); after != before {
 		t.Errorf("a refused restore changed the data directory:\nbefore %s\nafter  %s", before, after)
 	}
-	wantNamed(t, sqlite.Restore(dir, t.TempDir()), dir)
+	wantNamed(t, sqlite.Restore(opCtx(t), dir, t.TempDir(), sqlite.RestoreOptions{}), dir)
 	_, err = sqlite.Backup(opCtx(t), dest, dir, time.Second)
 	wantNamed(t, err, dir)
 	if _, err := os.Stat(day); err != nil {

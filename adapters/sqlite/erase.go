@@ -87,9 +87,10 @@ func (s *Store) Hide(ctx context.Context, account string, refs []ports.SubjectRe
 	})
 }
 
-// Delete deletes account's messages refs with secure_delete, their word and
-// subject index entries too (dayfile.File.Erase), one transaction per day
-// file. The rollups keep counting them: they hold counts, not the messages.
+// Delete deletes account's messages refs with secure_delete, their word
+// (as tombstones, merged away by Expunge) and subject index entries too
+// (dayfile.File.Erase), one transaction per day file. The rollups keep
+// counting them: they hold counts, not the messages.
 func (s *Store) Delete(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {
 	return s.eachDay(ctx, refs, func(f *dayfile.File, ids []string) (int64, error) {
 		return f.Erase(ctx, account, ids, !s.skipWords)
@@ -172,7 +173,9 @@ func inDayFiles[T any](ctx context.Context, s *Store, items []T, created func(T)
 	return total, nil
 }
 
-// Expunge checkpoints every day file's WAL into the file and truncates it
+// Expunge merges away the word index entries Delete left as tombstones in
+// each day file that owes it (dayfile.File.MergeErasedWords), then
+// checkpoints every day file's WAL into the file and truncates it
 // (sqlitedb.TruncateWAL): the WAL still holds the pages of an erased
 // message as they were before Delete.
 func (s *Store) Expunge(ctx context.Context) error {
@@ -184,7 +187,10 @@ func (s *Store) Expunge(ctx context.Context) error {
 		if f == nil {
 			continue
 		}
-		err = sqlitedb.TruncateWAL(ctx, f.Write, truncateWithin)
+		err = f.MergeErasedWords(ctx)
+		if err == nil {
+			err = sqlitedb.TruncateWAL(ctx, f.Write, truncateWithin)
+		}
 		f.Release()
 		if err != nil {
 			return f.Error(ctx, "expunge", err)

@@ -29,9 +29,10 @@ import (
 // reported. erase500: 5 times, the subject's 500 messages found, hidden,
 // deleted with secure_delete and the WAL truncated (a step of the erasure
 // job, then its expunge), while another goroutine appends batches of 100
-// messages; ingested/s is that ingest's rate meanwhile. Each time appends
-// the subject's 500 messages again first, untimed. Both run a fixed count
-// whatever b.N: use -benchtime 1x.
+// messages; ingested/s is that ingest's rate meanwhile. erase5000: the
+// same twice with 5,000 messages, ten steps. Each time appends the
+// subject's messages again first, untimed. All run a fixed count whatever
+// b.N: use -benchtime 1x.
 func BenchmarkErasure(b *testing.B) {
 	s, stored := benchStore(b)
 	key := []byte("bench-subject-key")
@@ -62,50 +63,76 @@ func BenchmarkErasure(b *testing.B) {
 		reportPercentiles(b, took)
 	})
 
-	b.Run("erase500", func(b *testing.B) {
-		subject := rules.SubjectHash(key, "ana@example.com")
-		var took []time.Duration
-		var ingested atomic.Int64
-		var ingestTime time.Duration
-		for i := range 5 {
-			appendAll(b, s, 500, func(j int) domain.Message {
-				created := now.Add(-time.Duration(j+1) * (24 * time.Hour / 500)).Add(time.Duration(i) * time.Microsecond)
-				return benchSubjectMessage(b, created, -1, []string{subject})
-			})
-			ctx, stop := context.WithCancel(b.Context())
-			var wg sync.WaitGroup
-			wg.Go(func() { ingested.Add(ingestUntil(ctx, b, s, now)) })
-			start := time.Now()
-			refs, err := s.SubjectMessages(b.Context(), ports.SubjectQuery{Account: scope.Account, Hashes: []string{subject}, Limit: 500})
-			if err != nil || len(refs) != 500 {
-				b.Fatalf("SubjectMessages = %d refs, %v; want 500", len(refs), err)
+	b.Run("erase500", func(b *testing.B) { benchErase(b, s, key, now, 500, 5) })
+	b.Run("erase5000", func(b *testing.B) { benchErase(b, s, key, now, 5000, 2) })
+}
+
+// eraseStep is the erasure job's default step (app.DefaultErasureStep).
+const eraseStep = 500
+
+// benchErase erases a subject of size messages spread over the 24 hours
+// times times, as the erasure job does: found and hidden, then found and
+// deleted, eraseStep messages a step, then expunged; while another
+// goroutine appends batches of 100 messages into today's file (ingested/s),
+// then that ingest alone for as long (ingested-alone/s).
+func benchErase(b *testing.B, s *sqlite.Store, key []byte, now time.Time, size, times int) {
+	subject := rules.SubjectHash(key, "ana@example.com")
+	q := ports.SubjectQuery{Account: scope.Account, Hashes: []string{subject}, Limit: eraseStep}
+	var took []time.Duration
+	var ingested atomic.Int64
+	var ingestTime time.Duration
+	for i := range times {
+		appendAll(b, s, size, func(j int) domain.Message {
+			created := now.Add(-time.Duration(j+1) * (24 * time.Hour / time.Duration(size))).Add(time.Duration(i) * time.Microsecond)
+			return benchSubjectMessage(b, created, -1, []string{subject})
+		})
+		ctx, stop := context.WithCancel(b.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { ingested.Add(ingestUntil(ctx, b, s, now)) })
+		start := time.Now()
+		hide := q
+		for found := 0; found < size; {
+			refs, err := s.SubjectMessages(b.Context(), hide)
+			if err != nil || len(refs) == 0 {
+				b.Fatalf("SubjectMessages = %d refs, %v; want %d more", len(refs), err, size-found)
 			}
 			if _, err := s.Hide(b.Context(), scope.Account, refs); err != nil {
 				b.Fatal(err)
 			}
-			hidden := time.Since(start)
-			if n, err := s.Delete(b.Context(), scope.Account, refs); err != nil || n != 500 {
-				b.Fatalf("Delete = %d, %v; want 500", n, err)
-			}
-			deleted := time.Since(start)
-			if err := s.Expunge(b.Context()); err != nil {
-				b.Fatal(err)
-			}
-			b.Logf("found and hidden in %s, deleted at %s, expunged at %s", hidden, deleted, time.Since(start))
-			elapsed := time.Since(start)
-			took = append(took, elapsed)
-			stop()
-			wg.Wait()
-			ingestTime += elapsed
+			found += len(refs)
+			after := refs[len(refs)-1].Cursor()
+			hide.After = &after
 		}
-		reportPercentiles(b, took)
-		b.ReportMetric(float64(ingested.Load())/ingestTime.Seconds(), "ingested/s")
-		// The same ingest alone, as long, for comparison.
-		ctx, stop := context.WithTimeout(b.Context(), ingestTime)
-		defer stop()
-		start := time.Now()
-		b.ReportMetric(float64(ingestUntil(ctx, b, s, now))/time.Since(start).Seconds(), "ingested-alone/s")
-	})
+		hidden := time.Since(start)
+		for deleted := 0; deleted < size; {
+			refs, err := s.SubjectMessages(b.Context(), q)
+			if err != nil || len(refs) == 0 {
+				b.Fatalf("SubjectMessages = %d refs, %v; want %d more", len(refs), err, size-deleted)
+			}
+			n, err := s.Delete(b.Context(), scope.Account, refs)
+			if err != nil || n != int64(len(refs)) {
+				b.Fatalf("Delete = %d, %v; want %d", n, err, len(refs))
+			}
+			deleted += len(refs)
+		}
+		deleted := time.Since(start)
+		if err := s.Expunge(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.Logf("found and hidden in %s, deleted at %s, expunged at %s", hidden, deleted, elapsed)
+		took = append(took, elapsed)
+		stop()
+		wg.Wait()
+		ingestTime += elapsed
+	}
+	reportPercentiles(b, took)
+	b.ReportMetric(float64(ingested.Load())/ingestTime.Seconds(), "ingested/s")
+	// The same ingest alone, as long, for comparison.
+	ctx, stop := context.WithTimeout(b.Context(), ingestTime)
+	defer stop()
+	start := time.Now()
+	b.ReportMetric(float64(ingestUntil(ctx, b, s, now))/time.Since(start).Seconds(), "ingested-alone/s")
 }
 
 // benchSubjectMessage is a message of user u (none when negative) indexed

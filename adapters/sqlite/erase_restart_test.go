@@ -163,29 +163,86 @@ func TestAStartErasesRestoredDataAgain(t *testing.T) {
 	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
 		t.Fatal("the restored copy does not hold the canary: the test proves nothing")
 	}
-	svc = openErasingService(t, dir, app.ErasureConfig{}, nil)
+	startErasesAgain(t, dir, e.ID, canary, 3, 4)
+}
+
+// startErasesAgain starts a service on dir and waits for its erasure job
+// to erase again the reapplied messages of erasure id, restored; then the
+// others are stored and the canary is in no byte of dir.
+func startErasesAgain(t *testing.T, dir, id, canary string, reapplied int64, others int) {
+	t.Helper()
+	svc := openErasingService(t, dir, app.ErasureConfig{}, nil)
 	svc.core.Start()
 	deadline := time.Now().Add(opTimeout)
 	for {
-		got, err := svc.core.Erasures.Erasure(ctx, erasureKey, e.ID)
+		got, err := svc.core.Erasures.Erasure(opCtx(t), erasureKey, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Reapplied == 3 {
+		if got.Reapplied == reapplied {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the start did not erase the restored messages again: %+v", got)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
-	if got := svc.stored(t); got != 4 {
-		t.Errorf("after the start %d messages are stored, want the 4 others", got)
+	if got := svc.stored(t); got != others {
+		t.Errorf("after the start %d messages are stored, want the %d others", got, others)
 	}
 	svc.close(t)
 	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
 		t.Errorf("after the start the canary is in %v", holding)
 	}
+}
+
+// A restore of a backup taken before an erasure keeps, with ErasuresFrom,
+// the journal of the data directory it replaces: the next start erases
+// the subject again from the restored day files. Without it the restored
+// alert file does not know of the erasure.
+func TestARestoreKeepsTheNewerJournalOfErasures(t *testing.T) {
+	dir, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	const canary = "backed.up.canary@example.com"
+	svc := openErasingService(t, dir, app.ErasureConfig{}, nil)
+	svc.submitMail(t, canary, 3)
+	svc.submitMail(t, "other@example.com", 4)
+	svc.close(t)
+	ctx := opCtx(t)
+	if _, err := sqlite.Backup(ctx, dir, backup, time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	svc = openErasingService(t, dir, app.ErasureConfig{}, nil)
+	e, err := svc.core.Erasures.Erase(ctx, erasureKey, erasure.Request{Subjects: []string{canary}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.core.EraseNow(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	svc.close(t)
+	aside := dir + ".aside"
+	if err := os.Rename(dir, aside); err != nil {
+		t.Fatal(err)
+	}
+
+	forgot := filepath.Join(t.TempDir(), "forgot")
+	if err := sqlite.Restore(ctx, backup, forgot, sqlite.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc = openErasingService(t, forgot, app.ErasureConfig{}, nil)
+	if _, err := svc.core.Erasures.Erasure(ctx, erasureKey, e.ID); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("the erasure after a restore without ErasuresFrom: %v; want not found (the backup's journal)", err)
+	}
+	svc.close(t)
+
+	if err := sqlite.Restore(ctx, backup, dir, sqlite.RestoreOptions{ErasuresFrom: aside}); err != nil {
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) == 0 {
+		t.Fatal("the restored backup does not hold the canary: the test proves nothing")
+	}
+	startErasesAgain(t, dir, e.ID, canary, 3, 4)
 }
 
 // failingDeletes is a store whose Delete fails after its first calls, as a

@@ -219,3 +219,35 @@ func TestAnOlderDayFileIsVacuumedAtItsFirstErasure(t *testing.T) {
 		t.Errorf("after its first erasure vacuum_first is %d, want 0", v)
 	}
 }
+
+// Delete leaves the erased words' tokens in the word index's older segments
+// and records in the day file that their merge is owed: a process stopped
+// before Expunge merges them at the next Expunge after its restart.
+func TestTheWordIndexMergeAnErasureOwesSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	start := time.Now().UTC().Add(-2 * time.Hour)
+	subject, others := subjectMessages(t, s, start, 8)
+	if n, err := s.Delete(opCtx(t), scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
+		t.Fatalf("Delete = %d, %v; want %d", n, err, len(subject))
+	}
+	if err := s.Close(); err != nil { // stopped before Expunge; the WAL checkpointed
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) == 0 {
+		t.Fatal("the canary's word index token is in no file before Expunge: the merge was not left to it")
+	}
+	s = mustOpen(t, sqlite.Config{Dir: dir})
+	if got := countListed(t, s, domain.Filter{Text: "canary"}, time.Now()); got != 0 {
+		t.Errorf("List(q=canary) between Delete and Expunge = %d messages; want 0", got)
+	}
+	if err := s.Expunge(opCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) > 0 {
+		t.Errorf("the canary's word index token is still in %v after the Expunge after a restart", holding)
+	}
+	if got := countListed(t, s, domain.Filter{Text: "lorem"}, time.Now()); got != len(others) {
+		t.Errorf("List(q=lorem) after the merge = %d messages; want %d", got, len(others))
+	}
+}

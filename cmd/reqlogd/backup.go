@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,9 +34,21 @@ const (
 	commandRestore = "restore"
 )
 
+// erasuresFromFlag is reqlogd restore's own flag, besides the settings':
+// the data directory the backup replaces (moved aside), whose journal of
+// erasures the restore keeps (sqlite.RestoreOptions.ErasuresFrom).
+const erasuresFromFlag = "erasures-from"
+
 // runDataCommand runs reqlogd backup or restore with the rest of the
 // command line (flags, then the one directory) and returns the exit code.
 func runDataCommand(command string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	var restore sqlite.RestoreOptions
+	if command == commandRestore {
+		var err error
+		if restore.ErasuresFrom, args, err = takeFlag(args, erasuresFromFlag); err != nil {
+			return fail(stderr, err)
+		}
+	}
 	cfg, operands, err := loadConfigWithArgs(args, lookupEnv, 1)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, configUsage())
@@ -58,12 +71,43 @@ func runDataCommand(command string, args []string, lookupEnv func(string) (strin
 			return fail(stderr, err)
 		}
 	case commandRestore:
-		if err := sqlite.Restore(operands[0], cfg.SQLite.Dir); err != nil {
+		if err := sqlite.Restore(ctx, operands[0], cfg.SQLite.Dir, restore); err != nil {
 			return fail(stderr, err)
 		}
-		fmt.Fprintf(stdout, "reqlogd: restored %s into %s: start reqlogd on it\n", operands[0], cfg.SQLite.Dir)
+		kept := ""
+		if restore.ErasuresFrom != "" {
+			kept = ", with the journal of erasures of " + restore.ErasuresFrom
+		}
+		fmt.Fprintf(stdout, "reqlogd: restored %s into %s%s: start reqlogd on it\n", operands[0], cfg.SQLite.Dir, kept)
 	}
 	return exitOK
+}
+
+// takeFlag takes the flag name and its value (-name VALUE or -name=VALUE,
+// one dash or two) out of args, before any "--", and returns the value
+// ("" without the flag) and the rest of args.
+func takeFlag(args []string, name string) (string, []string, error) {
+	for i, arg := range args {
+		if arg == "--" {
+			break
+		}
+		flagName, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !strings.HasPrefix(arg, "-") || flagName != name {
+			continue
+		}
+		rest := slices.Delete(slices.Clone(args), i, i+1)
+		if !hasValue {
+			if i+1 >= len(args) {
+				return "", nil, fmt.Errorf("command line: -%s needs a directory", name)
+			}
+			value, rest = args[i+1], slices.Delete(rest, i, i+1)
+		}
+		if value == "" {
+			return "", nil, fmt.Errorf("command line: -%s needs a directory", name)
+		}
+		return value, rest, nil
+	}
+	return "", args, nil
 }
 
 // describeBackup says what a backup did in one line.

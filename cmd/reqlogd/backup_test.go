@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,5 +109,86 @@ func TestBackupCommandRefusals(t *testing.T) {
 	env := envOf(map[string]string{"REQLOG_STORE": "mongodb", "REQLOG_MONGODB_URI": "mongodb://db"})
 	if code := run([]string{"restore", t.TempDir()}, env, &stdout, &stderr); code != exitConfig || !strings.Contains(stderr.String(), "REQLOG_STORE") {
 		t.Errorf("reqlogd restore with mongodb: exit %d, %s", code, stderr.String())
+	}
+}
+
+// reqlogd restore -erasures-from keeps the journal of erasures of the data
+// directory the backup replaces: an erasure asked after the backup erases
+// the subject's restored message again at the start; the other message
+// stays.
+func TestRestoreKeepsTheErasuresAskedAfterTheBackup(t *testing.T) {
+	dir, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	cmd, base, err := startReqlogd(dir)
+	if err != nil {
+		t.Fatalf("reqlogd did not start: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	api := rescrubAPI{t: t, base: base, key: killKey, client: http.DefaultClient}
+	api.putRules(`{"subjects":[{"id":"emails","detector":"email"}]}`)
+	exchange := func(email string) string {
+		return fmt.Sprintf(`{"name":"shop","created_at":%d,"method":"POST","path":"/signup","request":{"body":"{\"email\":\"%s\"}"},"response":{"status_code":201}}`,
+			time.Now().Unix(), email)
+	}
+	ids := api.mustSubmit([]string{exchange("restored.canary@example.com"), exchange("other@example.com")})
+	var stdout, stderr bytes.Buffer
+	env := envOf(map[string]string{"REQLOG_SQLITE_DIR": dir})
+	if code := run([]string{"backup", backup}, env, &stdout, &stderr); code != exitOK {
+		t.Fatalf("reqlogd backup: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+	if status := api.do(http.MethodPost, "/v1/erasures", `{"subjects":["restored.canary@example.com"]}`, nil); status != http.StatusAccepted {
+		t.Fatalf("POST /v1/erasures: %d", status)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+
+	aside := dir + ".aside"
+	if err := os.Rename(dir, aside); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run([]string{"restore", "-erasures-from", aside, backup}, env, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "with the journal of erasures of "+aside) {
+		t.Fatalf("reqlogd restore -erasures-from: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+	cmd, base, err = startReqlogd(dir)
+	if err != nil {
+		t.Fatalf("reqlogd did not start on the restored directory: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, reply := callKeyed(t, http.MethodGet, base+"/v1/messages/"+ids[0], "")
+		if status == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restored message of the erased subject 30 s after the start: %d %s", status, reply)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	if status, reply := callKeyed(t, http.MethodGet, base+"/v1/messages/"+ids[1], ""); status != http.StatusOK {
+		t.Errorf("the other restored message: %d %s", status, reply)
+	}
+}
+
+// takeFlag takes reqlogd restore's own flag, in each of its spellings,
+// and leaves the settings' flags and the operand.
+func TestTakeFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"-erasures-from", "/old", "-sqlite-dir", "/data", "/backup"},
+		{"--erasures-from=/old", "-sqlite-dir", "/data", "/backup"},
+		{"-sqlite-dir", "/data", "-erasures-from=/old", "/backup"},
+	} {
+		value, rest, err := takeFlag(args, erasuresFromFlag)
+		if err != nil || value != "/old" || strings.Join(rest, " ") != "-sqlite-dir /data /backup" {
+			t.Errorf("takeFlag(%q) = %q, %q, %v; want /old and the rest", args, value, rest, err)
+		}
+	}
+	for _, args := range [][]string{{"/backup", "-erasures-from"}, {"-erasures-from=", "/backup"}} {
+		if _, _, err := takeFlag(args, erasuresFromFlag); err == nil || !strings.Contains(err.Error(), "-erasures-from") {
+			t.Errorf("takeFlag(%q) = %v; want an error naming the flag", args, err)
+		}
+	}
+	if value, rest, err := takeFlag([]string{"/backup"}, erasuresFromFlag); err != nil || value != "" || len(rest) != 1 {
+		t.Errorf("takeFlag without the flag = %q, %q, %v", value, rest, err)
 	}
 }

@@ -317,6 +317,7 @@ var settings = []setting{
 		},
 		show: func(c config) string { return c.RulesFile }},
 	secretSetting("rules.hash_key", "App.Rules.HashKey", "key of the rules' hash action and subject hashes, at least 16 bytes, the same on every replica and kept outside the store (default: with store sqlite, generated and kept in the data directory; with memory, random at start; with mongodb and elasticsearch none, and a rule set that hashes is refused)", func(c *config, v string) { c.App.Rules.HashKey = []byte(v) }),
+	secretSetting("rules.hash_key_previous", "App.Rules.PreviousHashKey", "the rules' hash key before it was rotated to rules.hash_key: erasures and GET /v1/subjects/messages also look subjects up under it, so that messages indexed before the rotation are still found; nothing is hashed with it (default none)", func(c *config, v string) { c.App.Rules.PreviousHashKey = []byte(v) }),
 	durationSetting("rules.poll_interval", "App.Rules.Poll", "how often each replica looks in the store for rule set versions saved on another: the longest another replica writes under the version before", func(c *config) *time.Duration { return &c.App.Rules.Poll }),
 	intSetting("rules.rescrub_page", "App.Rules.Rescrub.Page", "messages a re-scrub reads and rewrites at a time, its progress saved after each page (1 to 10000)", func(c *config) *int { return &c.App.Rules.Rescrub.Page }),
 	durationSetting("rules.rescrub_lease", "App.Rules.Rescrub.Lease", "how long a replica holds a re-scrub between two saves of its progress: a re-scrub whose replica was killed is taken up by any replica after it (a replica stopped cleanly gives it back at once)", func(c *config) *time.Duration { return &c.App.Rules.Rescrub.Lease }),
@@ -330,6 +331,7 @@ var settings = []setting{
 	secretFileSetting("elasticsearch.api_key"),
 	secretFileSetting("proxy.api_key"),
 	secretFileSetting("rules.hash_key"),
+	secretFileSetting("rules.hash_key_previous"),
 }
 
 // loadConfig reads the configuration from, lowest to highest precedence: the
@@ -649,7 +651,9 @@ func configUsage() string {
 	var b strings.Builder
 	b.WriteString("Usage: reqlogd [flags]\n" +
 		"       reqlogd backup [flags] DIR          copy the sqlite store's data directory into DIR (beside a running reqlogd or not)\n" +
-		"       reqlogd restore [flags] BACKUP_DIR  copy a backup into the data directory, which must hold no data\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
+		"       reqlogd restore [flags] [-erasures-from OLD_DIR] BACKUP_DIR\n" +
+		"                                           copy a backup into the data directory, which must hold no data,\n" +
+		"                                           keeping the journal of erasures of the directory it replaces\n\nEvery setting comes from, lowest to highest precedence: its default, the YAML\n" +
 		"file named by -config or " + configFileEnv + ", the environment, the command line.\n\n")
 	defaults := defaultConfig()
 	fmt.Fprintf(&b, "  -config PATH\n      %s; YAML file of the settings below (keys as shown)\n", configFileEnv)

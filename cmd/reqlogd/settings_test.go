@@ -170,6 +170,7 @@ var settingCases = []settingCase{
 		return c.RulesFile == "testdata/rules.yaml" && c.App.Rules.File["acme"].Privacy[0].ID == "emails"
 	}},
 	{key: "rules.hash_key", value: "a-rules-hash-key-16", check: func(c config) bool { return string(c.App.Rules.HashKey) == "a-rules-hash-key-16" }},
+	{key: "rules.hash_key_previous", value: "an-older-hash-key-16", check: func(c config) bool { return string(c.App.Rules.PreviousHashKey) == "an-older-hash-key-16" }},
 	{key: "rules.poll_interval", value: "250ms", check: func(c config) bool { return c.App.Rules.Poll == 250*time.Millisecond }},
 	{key: "rules.rescrub_page", value: "250", check: func(c config) bool { return c.App.Rules.Rescrub.Page == 250 }},
 	{key: "rules.rescrub_lease", value: "45s", check: func(c config) bool { return c.App.Rules.Rescrub.Lease == 45*time.Second }},

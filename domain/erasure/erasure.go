@@ -89,11 +89,14 @@ func (r Request) Validate() error {
 	return fe.Err("the erasure request is invalid")
 }
 
-// Hashes are the keyed hashes of the request's values, each once, sorted.
-func (r Request) Hashes(key []byte) []string {
-	out := make([]string, 0, len(r.Subjects))
-	for _, v := range r.Subjects {
-		out = append(out, rules.SubjectHash(key, v))
+// Hashes are the keyed hashes of the request's values under each of keys
+// (the hash key, and the one before a rotation), each once, sorted.
+func (r Request) Hashes(keys ...[]byte) []string {
+	out := make([]string, 0, len(r.Subjects)*len(keys))
+	for _, key := range keys {
+		for _, v := range r.Subjects {
+			out = append(out, rules.SubjectHash(key, v))
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -100,7 +100,7 @@ var alertMappings = map[string]map[string]any{
 		"error": kept, "duration_micros": long, "response": kept},
 	alertLeases: {"name": keyword, "owner": keyword, "until": long},
 	ruleSets:    {"account": keyword, "version": long, "key_id": kept, "reason": kept, "at": long, "rules": kept},
-	rescrubJobs: {"account": keyword, "number": long, "version": long, "from": long, "to": long, "applications": keptArray,
+	rescrubJobs: {"account": keyword, "kind": keyword, "number": long, "version": long, "from": long, "to": long, "applications": keptArray,
 		"key_id": kept, "state": keyword, "cursor_domain": kept, "cursor_at": long, "cursor_id": kept, "scanned": long,
 		"changed": long, "skipped": long, "error": kept, "created_at": long, "updated_at": long, "finished_at": long,
 		"owner": kept, "lease_until": long, "revision": long},
@@ -112,8 +112,9 @@ type catIndex struct {
 	Index string `json:"index"`
 }
 
-// SetUp creates the indices that are missing (one request to learn which,
-// so a restart costs no more).
+// SetUp creates the indices that are missing (one request to learn which)
+// and adds to each existing one the fields its mapping lacks (one request
+// an index).
 func (a *Store) SetUp(ctx context.Context) error {
 	ctx, cancel := a.client.Bounded(ctx)
 	defer cancel()
@@ -124,6 +125,16 @@ func (a *Store) SetUp(ctx context.Context) error {
 	}
 	for _, kind := range alertKinds {
 		if slices.Contains(existing, catIndex{a.index(kind)}) {
+			// The fields added since the index was made (a re-scrub job's
+			// kind): a mapping may grow, and the same fields again change
+			// nothing.
+			body, err := esclient.JSONBody(map[string]any{"properties": alertMappings[kind]})
+			if err != nil {
+				return err
+			}
+			if err := a.client.Do(ctx, "update alert index mapping", esapi.IndicesPutMappingRequest{Index: []string{a.index(kind)}, Body: body}, nil); err != nil {
+				return err
+			}
 			continue
 		}
 		body, err := esclient.JSONBody(map[string]any{

@@ -120,19 +120,45 @@ func (s *Queries) MessageSubjects(ctx context.Context, account, id string) (port
 // message has is not among them. It sees what the last refresh made
 // searchable; the eraser refreshes as it writes (elastic's erase.go).
 func (s *Queries) Located(ctx context.Context, account string, ids []string) ([]esclient.Target, error) {
-	var found []esclient.Target
+	hits, err := s.locate(ctx, account, ids)
+	found := make([]esclient.Target, len(hits))
+	for i, h := range hits {
+		found[i] = esclient.Target{Index: h.Index, ID: h.ID}
+	}
+	return found, err
+}
+
+// Subjected is a message document and the subject hashes it is indexed
+// under.
+type Subjected struct {
+	esclient.Target
+	Subjects []string
+}
+
+// LocatedSubjects is Located with each document's subjects.
+func (s *Queries) LocatedSubjects(ctx context.Context, account string, ids []string) ([]Subjected, error) {
+	hits, err := s.locate(ctx, account, ids, "subjects")
+	found := make([]Subjected, len(hits))
+	for i, h := range hits {
+		found[i] = Subjected{Target: esclient.Target{Index: h.Index, ID: h.ID}, Subjects: h.Source.Subjects}
+	}
+	return found, err
+}
+
+// locate searches account's documents of ids (Located), with the more
+// fields of their _source.
+func (s *Queries) locate(ctx context.Context, account string, ids []string, more ...string) ([]refHit, error) {
+	var found []refHit
 	for chunk := range slices.Chunk(ids, maxLookupIDs) {
 		f := &filters{}
 		f.term("account", account)
 		f.add(object{"terms": object{"id": chunk}})
 		// Twice the ids: one id may be stored in two daily indices.
-		hits, err := s.searchRefs(ctx, "locate messages", f, object{"size": 2 * len(chunk), "sort": newestFirst})
+		hits, err := s.searchRefs(ctx, "locate messages", f, object{"size": 2 * len(chunk), "sort": newestFirst}, more...)
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range hits {
-			found = append(found, esclient.Target{Index: h.Index, ID: h.ID})
-		}
+		found = append(found, hits...)
 	}
 	return found, nil
 }

@@ -139,6 +139,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 7, SQL: sql("day-7.sql")},                    // headers and bodies compressed (content.go)
 		{To: 8, SQL: sql("day-8.sql")},                    // the tallies of what ingest rules drop, a message's sample rate
 		{To: 9, SQL: sql("day-9.sql")},                    // retention classes: the file's class, a message's bodies' expiry
+		{To: 10, SQL: sql("day-10.sql")},                  // the word index's optimize an erasure owes
 	}}
 }
 

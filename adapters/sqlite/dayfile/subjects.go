@@ -194,9 +194,10 @@ func (f *File) Hide(ctx context.Context, account string, ids []string) (int64, e
 }
 
 // Erase deletes account's messages ids with their word and subject index
-// entries, in one transaction with secure_delete on (sqlitedb.SecureTx) and
-// the word index's secure-delete set: what they held is overwritten, in
-// the file and in what the WAL will write to it, not left in free space.
+// entries, in one transaction with secure_delete on (sqlitedb.SecureTx):
+// what they held is overwritten, in the file and in what the WAL will
+// write to it, not left in free space; their words are tombstones until
+// MergeErasedWords.
 // wordIndexed says the file's messages were written with their words. It
 // returns how many it deleted.
 func (f *File) Erase(ctx context.Context, account string, ids []string, wordIndexed bool) (int64, error) {
@@ -292,13 +293,14 @@ func (s seqScanner) Scan(dest ...any) error { return s.rows.Scan(append([]any{s.
 // table forgets a row only by its 'delete' command given the tokens it was
 // given, which wordTokens makes again from the message. The deletes are
 // tombstones (the table's secure-delete option off: it is persistent, and
-// a re-scrub sets it on), and then 'optimize' merges every segment of the
-// index into one without the deleted entries; the pages of the old
-// segments are freed, and overwritten with zeros in the caller's
-// transaction (sqlitedb.SecureTx). Deleting each entry in place instead
-// (secure-delete on) seeks every token's doclist in every segment: about
-// 20 ms a message at 50,000 messages a file, against about 250 ms for the
-// whole optimize (docs/benchmarks.md, "Erasures").
+// a re-scrub sets it on), which leave the tokens in the older segments;
+// the file then owes an 'optimize' (erasure.words_owed), which
+// MergeErasedWords does once per file at the erasure job's expunge.
+// Deleting each entry in place instead (secure-delete on) seeks every
+// token's doclist in every segment: about 20 ms a message at 50,000
+// messages a file; and an optimize in every step's transaction held the
+// file's ingest for the whole rewrite of its index, step after step
+// (docs/benchmarks.md, "Erasures").
 func unindexWords(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rank) VALUES ('secure-delete', 0)`); err != nil {
 		return err
@@ -306,8 +308,27 @@ func unindexWords(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
 	if err := deleteWords(ctx, tx, msgs); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO words(words) VALUES ('optimize')`)
+	_, err := tx.ExecContext(ctx, `UPDATE erasure SET words_owed = 1`)
 	return err
+}
+
+// MergeErasedWords merges the word index into one segment without the
+// entries erasures deleted, when they left some (erasure.words_owed): FTS5's
+// 'optimize', in a transaction with secure_delete on, so that the old
+// segments' pages, which hold the erased messages' tokens, are overwritten
+// with zeros as they are freed. Ingest into the file waits for it, once.
+func (f *File) MergeErasedWords(ctx context.Context) error {
+	var owed bool
+	if err := f.Write.QueryRowContext(ctx, `SELECT words_owed FROM erasure`).Scan(&owed); err != nil || !owed {
+		return err
+	}
+	return sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words) VALUES ('optimize')`); err != nil {
+			return fmt.Errorf("merge the word index: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE erasure SET words_owed = 0`)
+		return err
+	})
 }
 
 // deleteWords gives the word index a 'delete' of each message's tokens.
