@@ -12,7 +12,8 @@ import (
 // testRetentionClasses: a store that keeps retention classes apart
 // (ports.RetentionPurger) leaves out of reads the bodies past their
 // BodiesExpireAt, and applies each class's current retention at the purge,
-// an account's rule alone, its bodies apart.
+// an account's rule alone, its bodies apart; a store that keeps rollups
+// past its messages (ports.RollupKeeper) counts the purged ones from them.
 func testRetentionClasses(t *testing.T, s ports.MessageStore) {
 	rp, ok := s.(ports.RetentionPurger)
 	if !ok {
@@ -59,6 +60,13 @@ func testRetentionClasses(t *testing.T, s ports.MessageStore) {
 	}
 	assertGet(t, s, withoutBodies(bodiesGo), f.now())
 	assertGet(t, s, withoutBodies(bodiesPast), f.now())
+	if _, keeps := s.(ports.RollupKeeper); keeps {
+		// The statistics count the class's purged message from the rollups
+		// kept before it went.
+		q := statsQuery(scopeLive, created, created.Add(time.Hour), "1h", domain.Filter{})
+		q.RollupsOnlyBefore = q.To
+		assertStats(t, asIfReadable([]domain.Message{shortened, bodiesGo, policy}), q, f.now(), getStats(t, s, q, f.now()))
+	}
 	if t.Failed() {
 		return
 	}

@@ -82,6 +82,9 @@ func (s *Store) purgeClass(ctx context.Context, class domain.RetentionClass, kep
 		return bson.D{{Key: fieldRetention, Value: class.Rule}, {Key: fieldAccount, Value: class.Account},
 			{Key: fieldCreatedAt, Value: bson.D{{Key: "$lte", Value: createdBy.UnixMicro()}}}}
 	}
+	if err := s.keepRollupsOf(ctx, of(keptFrom)); err != nil {
+		return 0, err
+	}
 	res, err := s.coll.DeleteMany(ctx, of(keptFrom))
 	if err != nil {
 		return 0, storeError(ctx, "purge", err)
