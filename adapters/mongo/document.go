@@ -36,7 +36,7 @@ const (
 	fieldDuration       = record.BSONDuration
 	fieldTally          = "tally"
 	fieldRetention      = "retentionRule"
-	fieldBodiesExpireAt = "bodiesExpireAt"
+	fieldBodiesExpireAt = record.BSONBodiesExpireAt
 	fieldRules          = "rules"
 	fieldRequest        = "request"
 	fieldResponse       = "response"
