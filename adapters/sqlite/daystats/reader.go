@@ -72,8 +72,9 @@ type Trace struct {
 	// The day files a q of one word counted by each read of its plan
 	// (WordRead): DaysBySeq the messages holding it read by seq,
 	// DaysLessTheRest the rollups less the messages lacking it, DaysWalked
-	// the statistics index walked.
-	DaysBySeq, DaysLessTheRest, DaysWalked int
+	// the statistics index walked, DaysWhole its messages read whole (the
+	// file holds bodies expired and not yet taken out: bodies.go).
+	DaysBySeq, DaysLessTheRest, DaysWalked, DaysWhole int
 	// MessagesRead are the messages read whole and checked with the filter's
 	// Matcher (a q of more than one word).
 	MessagesRead int64

@@ -264,6 +264,7 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 		case readTalliesAlone:
 			return c.tallies(ctx, f, add)
 		case readWhole:
+			c.trace.DaysWhole++
 			w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
 			if err := c.r.searchSamples(ctx, f, w, c.f.Matcher(), c.words, c.now, c.trace, add); err != nil {
 				return err
