@@ -60,14 +60,12 @@ func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports
 func (s *Store) purgeClass(ctx context.Context, class domain.RetentionClass, keptFrom, bodiesFrom time.Time) (int64, error) {
 	var deleted int64
 	err := s.queries.EachClassDoc(ctx, class, keptFrom, false, func(docs []esquery.ClassDoc) error {
-		spans := statsengine.Spans{}
+		hours := statsengine.ScopeHours{}
 		for _, d := range docs {
-			spans.Add(d.Scope, d.CreatedAt)
+			hours.Add(d.Scope, d.CreatedAt)
 		}
-		for _, span := range spans {
-			if err := s.marked.KeepAll(ctx, span.Scope, span.From, span.To); err != nil {
-				return err
-			}
+		if err := s.marked.KeepHours(ctx, hours); err != nil {
+			return err
 		}
 		n, err := s.client.BulkRefreshed(ctx, "purge: delete a retention class's messages", bulkOf(docs, "delete", nil))
 		deleted += n

@@ -27,20 +27,15 @@ func (s *Store) keepRollupsOf(ctx context.Context, filter bson.D) error {
 		Domain    string `bson:"domain"`
 		CreatedAt int64  `bson:"createdAt"`
 	}
-	spans := statsengine.Spans{}
+	hours := statsengine.ScopeHours{}
 	err := findEach(ctx, s.coll, "purge: the rollups of the messages to delete", filter, func(m *placed) error {
-		spans.Add(domain.Scope{Account: m.Account, Domain: m.Domain}, time.UnixMicro(m.CreatedAt).UTC())
+		hours.Add(domain.Scope{Account: m.Account, Domain: m.Domain}, time.UnixMicro(m.CreatedAt).UTC())
 		return nil
 	}, projection)
 	if err != nil {
 		return err
 	}
-	for _, span := range spans {
-		if err := s.marked.KeepAll(ctx, span.Scope, span.From, span.To); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.marked.KeepHours(ctx, hours)
 }
 
 // PurgeRollups deletes the marks and kept rollups of the minutes before
