@@ -2,11 +2,10 @@ package elastic
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/reqlog/reqlog/adapters/classpurge"
 	"github.com/reqlog/reqlog/adapters/elastic/esquery"
 	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
@@ -26,31 +25,8 @@ var _ ports.RetentionPurger = (*Store)(nil)
 // messages about to go are kept first. Elasticsearch marks the old
 // documents deleted; their space goes back as segments merge.
 func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
-	purged, err := s.PurgeExpired(ctx, now)
-	if err != nil {
-		return purged, err
-	}
-	classes, err := s.queries.RetentionClasses(ctx)
-	if err != nil {
-		return purged, err
-	}
-	var errs []error // a class current cannot tell of holds back no other
-	for _, class := range classes {
-		keep, bodies, ok, err := current(ctx, class)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("elastic: purge: the retention of account %s's rule %s: %w", class.Account, class.Rule, err))
-			continue
-		}
-		if !ok {
-			continue
-		}
-		n, err := s.purgeClass(ctx, class, now.Add(-keep), now.Add(-bodies))
-		purged += n
-		if err != nil {
-			return purged, err
-		}
-	}
-	return purged, errors.Join(errs...)
+	return classpurge.Store{Name: "elastic", PurgeExpired: s.PurgeExpired, Classes: s.queries.RetentionClasses, Purge: s.purgeClass}.
+		PurgeRetention(ctx, now, current)
 }
 
 // purgeClass deletes class's documents created at or before keptFrom, their

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/elastic/go-elasticsearch/v8/esapi"
-
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/adapters/record"
@@ -442,17 +440,5 @@ func (s *Queries) searchInto(ctx context.Context, op string, f *filters, body ob
 	}
 	body["query"] = object{"bool": query}
 	body["track_total_hits"] = false
-	reader, err := esclient.JSONBody(body)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.client.Bounded(ctx)
-	defer cancel()
-	return s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
-		Body:                      reader,
-		IgnoreUnavailable:         esapi.BoolPtr(true),
-		AllowNoIndices:            esapi.BoolPtr(true),
-		AllowPartialSearchResults: esapi.BoolPtr(false),
-	}, reply)
+	return s.searchBody(ctx, op, body, reply)
 }
