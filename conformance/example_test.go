@@ -41,6 +41,7 @@ func (s *sliceStore) List(_ context.Context, q domain.Query, now time.Time) (dom
 	defer s.mu.RUnlock()
 	var hits []domain.Message
 	for _, m := range s.msgs {
+		m = m.WithoutExpiredBodies(now) // a read never finds bodies past their retention
 		if !m.Tally && m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) && (q.After == nil || q.After.Admits(m)) {
 			hits = append(hits, m.Clone())
 		}
@@ -71,7 +72,7 @@ func (s *sliceStore) Get(_ context.Context, scope domain.Scope, idOrReference st
 	defer s.mu.RUnlock()
 	for _, m := range s.msgs {
 		if !m.Tally && (m.ID == idOrReference || m.Reference == idOrReference) && m.Scope() == scope && m.Readable(now) {
-			return m.Clone(), nil
+			return m.WithoutExpiredBodies(now).Clone(), nil
 		}
 	}
 	return domain.Message{}, fmt.Errorf("message %q: %w", idOrReference, ports.ErrNotFound)
@@ -92,7 +93,7 @@ func (s *sliceStore) Stats(_ context.Context, q stats.Query, now time.Time) (sta
 	defer s.mu.RUnlock()
 	b := stats.NewBuilder(q)
 	for _, m := range s.msgs {
-		if m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m) {
+		if m.Scope() == q.Scope && m.Readable(now) && q.Filter.Matches(m.WithoutExpiredBodies(now)) {
 			b.Add(stats.SampleOf(m))
 		}
 	}

@@ -89,6 +89,7 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		{name: "RollupsOutliveMessages", run: testRollupsOutliveMessages},
 		// Retention classes, bodies kept for less (store_retention.go).
 		{name: "RetentionClasses", run: testRetentionClasses},
+		{name: "ExpiredBodiesNotSearched", run: testExpiredBodiesNotSearched},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

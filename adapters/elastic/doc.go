@@ -33,7 +33,12 @@
 //   - Retention deletes whole daily indices whose messages have all expired,
 //     checked again under a write block, so a concurrent write is never lost;
 //     the day's rollups are kept first, and their daily indices go at the
-//     rollup retention (PurgeRollups).
+//     rollup retention (PurgeRollups). Retention classes (retention.go:
+//     PurgeRetention) share the daily indices: a class's messages past its
+//     current keep are deleted by id in bulk, their rollups kept first, and
+//     its bodies past its bodies retention set to null by partial updates
+//     (the test distribution has no delete- or update-by-query); reads and
+//     a q leave bodies out from bodies_expire_at on.
 //   - Statistics go through the statistics engine (statsengine): after its
 //     messages, and before it returns, an Append marks the minutes it wrote
 //     (esrollup); readers count a minute again from its messages when its

@@ -1,7 +1,9 @@
 package elastic_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -137,5 +139,40 @@ func TestPurgeKeepsDayWithUnexpiredMessage(t *testing.T) {
 			refresh()
 			waitReadable(t, s, day.Add(4*time.Hour), expired, late, more)
 		})
+	}
+}
+
+// The purge of a class's bodies takes their words out of the index, and
+// of the full-text field a document written before its index's layout was
+// known carries: a q at a time before the bodies expired no longer finds
+// them.
+func TestPurgeRetentionTakesTheBodiesWordsOut(t *testing.T) {
+	s := openStore(t.Context(), t, testConfig(t))
+	created := time.Now().UTC().Add(-72 * time.Hour)
+	m := message(t, created)
+	m.RetentionRule, m.Request.Body = "payments", "wombat card"
+	m.BodiesExpireAt = domain.Micro(created.Add(48 * time.Hour))
+	if err := s.Append(t.Context(), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	before := created.Add(time.Minute) // the bodies readable then
+	q := domain.Query{Scope: scope, Limit: 10, Filter: domain.Filter{Text: "wombat"}}
+	waitFor(t, "the q before the purge", 30*time.Second, func() error {
+		if page, err := s.List(t.Context(), q, before); err != nil || len(page.Messages) != 1 {
+			return fmt.Errorf("%d found (%v), want 1", len(page.Messages), err)
+		}
+		return nil
+	})
+	current := func(_ context.Context, c domain.RetentionClass) (time.Duration, time.Duration, bool, error) {
+		return 30 * 24 * time.Hour, 24 * time.Hour, c == m.RetentionClass(), nil
+	}
+	if n, err := s.PurgeRetention(t.Context(), time.Now(), current); err != nil || n != 0 {
+		t.Fatalf("PurgeRetention = %d, %v; want nothing deleted", n, err)
+	}
+	if page, err := s.List(t.Context(), q, before); err != nil || len(page.Messages) != 0 {
+		t.Errorf("after the purge a q of a word of the bodies finds %d (%v), want none", len(page.Messages), err)
+	}
+	if got, err := s.Get(t.Context(), scope, m.ID, before); err != nil || got.Request.Body != "" || got.Path != m.Path {
+		t.Errorf("Get after the purge = body %q, path %q (%v); want the message without its bodies", got.Request.Body, got.Path, err)
 	}
 }

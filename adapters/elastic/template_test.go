@@ -56,7 +56,7 @@ func checkFields(t *testing.T, what string, m mapping, legacy bool) {
 		"name": "keyword", "method": "keyword", "path": "keyword", "route": "keyword", "route_template": "keyword", "ip_address": "ip",
 		"status_code": "integer", "duration_ms": "double", "text": "text", "created_at": "date_nanos", "updated_at": "date_nanos",
 		"visible_at": "date_nanos", "expires_at": "date_nanos", "rules": "object", "subjects": "keyword", "request": "object", "response": "object",
-		"sample_rate": "integer", "tally": "boolean",
+		"sample_rate": "integer", "tally": "boolean", "retention_rule": "keyword", "bodies_expire_at": "date_nanos",
 	}
 	for field, typ := range want {
 		got, ok := m.Properties[field]

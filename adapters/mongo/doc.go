@@ -65,11 +65,22 @@
 // as a read and a write without a transaction.
 //
 // Retention: New tries a TTL index on expireAt (expireAfterSeconds 0). A server
-// that refuses it (FerretDB v1: NotImplemented) leaves TTLActive false and the
-// service's periodic purge job, which calls PurgeExpired on every store, deletes
-// expired messages with DeleteMany(expiresAt <= now). Reads never return them
-// either way. Marks and kept rollups carry the end of their minute plus its
-// messages' retention, and go the same two ways.
+// that refuses it (FerretDB v1: NotImplemented), or Config.DisableTTLIndex,
+// leaves TTLActive false and the service's periodic purge job, which calls
+// PurgeExpired on every store, deletes expired messages with
+// DeleteMany(expiresAt <= now). Reads never return them either way.
+//
+// Rollups outlive messages (ports.RollupKeeper) when the purge deletes every
+// message (no TTL index): before PurgeExpired or PurgeRetention deletes
+// messages, the rollups of their marked minutes are counted and kept at the
+// marks' versions (rollupkeep.go), and the marks and kept rollups stay until
+// PurgeRollups deletes those of the minutes before the rollup retention; the
+// statistics of a range past the messages count it from them alone. With
+// DisableTTLIndex the TTL indexes an earlier start made are dropped. Where the
+// server has a TTL index it deletes messages unseen, so their rollups cannot
+// be kept: marks and kept rollups then carry the end of their minute plus its
+// messages' retention and go with them (TTL or purge), and the statistics
+// count readable messages alone.
 //
 // What was verified on what: the tests run against an embedded FerretDB v1.24
 // (SQLite) by default, or any server named by REQLOG_TEST_MONGODB_URI. FerretDB

@@ -36,7 +36,7 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 	}
 
 	if f.Text != "" {
-		filter = append(filter, searchFilter(f.Text))
+		filter = append(filter, searchFilter(f.Text, now))
 	}
 	if f.HasDurationBounds() {
 		filter = append(filter, durationFilter(f.MinDuration, f.MaxDuration))
@@ -117,21 +117,29 @@ func roundUp(t time.Time, unit time.Duration) time.Time {
 }
 
 // searchFilter finds q, case-insensitively, as a substring of the path, either
-// body or any header value (never a name: a regex on headers.values reaches
-// each value of every header). A substring search meets the contract: every
+// body while its bodies are readable at now (no bodiesExpireAt, or one after
+// now: bodies past theirs are no longer read, before the purge empties them)
+// or any header value (never a name: a regex on headers.values reaches each
+// value of every header). A substring search meets the contract: every
 // occurrence on word boundaries is a substring, and no substring is no match.
 // The regex is unanchored, so it scans: no index serves it, but the rest of the
 // filter (scope, range) narrows what it scans.
-func searchFilter(q string) bson.E {
+func searchFilter(q string, now time.Time) bson.E {
 	pattern := bson.Regex{Pattern: quotePattern(q), Options: "i"}
+	bodiesReadable := bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fieldBodiesExpireAt, Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: fieldBodiesExpireAt, Value: bson.D{{Key: "$gt", Value: now.UnixMicro()}}}},
+	}}
 	var texts bson.A
 	for _, field := range []string{
 		fieldPath,
-		fieldRequest + "." + fieldBody, fieldResponse + "." + fieldBody,
 		fieldRequest + "." + fieldHeaders + "." + fieldHeaderValues,
 		fieldResponse + "." + fieldHeaders + "." + fieldHeaderValues,
 	} {
 		texts = append(texts, bson.D{{Key: field, Value: pattern}})
+	}
+	for _, field := range []string{fieldRequest + "." + fieldBody, fieldResponse + "." + fieldBody} {
+		texts = append(texts, bson.D{{Key: field, Value: pattern}, bodiesReadable})
 	}
 	// Under $and: the keyset condition holds the filter's one top-level $or.
 	return bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "$or", Value: texts}}}}

@@ -2,12 +2,11 @@ package mongo
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/reqlog/reqlog/adapters/classpurge"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -21,31 +20,8 @@ var _ ports.RetentionPurger = (*Store)(nil)
 // TTL index, and a TTL index would delete at the expiry stamped at ingest,
 // not at a rule shortened since. Each is one command on the class's index.
 func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
-	purged, err := s.PurgeExpired(ctx, now)
-	if err != nil {
-		return purged, err
-	}
-	classes, err := s.retentionClasses(ctx)
-	if err != nil {
-		return purged, err
-	}
-	var errs []error // a class current cannot tell of holds back no other
-	for _, class := range classes {
-		keep, bodies, ok, err := current(ctx, class)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mongo: purge: the retention of account %s's rule %s: %w", class.Account, class.Rule, err))
-			continue
-		}
-		if !ok {
-			continue
-		}
-		n, err := s.purgeClass(ctx, class, now.Add(-keep), now.Add(-bodies))
-		purged += n
-		if err != nil {
-			return purged, err
-		}
-	}
-	return purged, errors.Join(errs...)
+	return classpurge.Store{Name: "mongo", PurgeExpired: s.PurgeExpired, Classes: s.retentionClasses, Purge: s.purgeClass}.
+		PurgeRetention(ctx, now, current)
 }
 
 // retentionClasses lists the classes of the messages stored.
@@ -81,6 +57,9 @@ func (s *Store) purgeClass(ctx context.Context, class domain.RetentionClass, kep
 	of := func(createdBy time.Time) bson.D {
 		return bson.D{{Key: fieldRetention, Value: class.Rule}, {Key: fieldAccount, Value: class.Account},
 			{Key: fieldCreatedAt, Value: bson.D{{Key: "$lte", Value: createdBy.UnixMicro()}}}}
+	}
+	if err := s.keepRollupsOf(ctx, of(keptFrom)); err != nil {
+		return 0, err
 	}
 	res, err := s.coll.DeleteMany(ctx, of(keptFrom))
 	if err != nil {

@@ -86,15 +86,16 @@ func newRollups(messages *mongodrv.Collection, opts *options.CollectionOptionsBu
 // minute) and the purge.
 func rollupIndexModels() map[string][]mongodrv.IndexModel {
 	expires := mongodrv.IndexModel{Keys: bson.D{{Key: markExpires, Value: 1}}, Options: options.Index().SetName("x_purge")}
+	minute := mongodrv.IndexModel{Keys: bson.D{{Key: markMinute, Value: 1}}, Options: options.Index().SetName("m_purge")} // PurgeRollups
 	return map[string][]mongodrv.IndexModel{
 		"marks": {
 			{Keys: bson.D{{Key: markAccount, Value: 1}, {Key: markDomain, Value: 1}, {Key: markMinute, Value: 1}},
 				Options: options.Index().SetName("scope_minute")},
 			{Keys: bson.D{{Key: markAccount, Value: 1}, {Key: markDomain, Value: 1}, {Key: markName, Value: 1}, {Key: markMinute, Value: 1}},
 				Options: options.Index().SetName("scope_name_minute")},
-			expires,
+			expires, minute,
 		},
-		"kept": {expires},
+		"kept": {expires, minute},
 	}
 }
 

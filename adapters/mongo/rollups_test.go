@@ -2,6 +2,7 @@ package mongo_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -150,9 +151,10 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 	}
 }
 
-// The purge deletes marks and kept rollups once every message of their
-// minute has expired, and not before.
-func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
+// Without a TTL index the purge keeps the rollups of the messages it
+// deletes, and the statistics count them from those alone; PurgeRollups
+// deletes the marks and kept rollups of the minutes before its time.
+func TestPurgeKeepsRollupsPastTheirMessages(t *testing.T) {
 	cfg := freshConfig(t)
 	withCosts(rollupsFirst)(&cfg)
 	cfg.DisableTTLIndex = true // the messages expire in the real past
@@ -165,10 +167,6 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 	if err := s.Append(opCtx(t), msgs); err != nil {
 		t.Fatal(err)
 	}
-	q := hourQuery(first, "15m")
-	st, _ := tracedStats(t, s, q, first.Add(time.Hour))
-	conformance.AssertStats(t, msgs, q, first.Add(time.Hour), st)
-
 	db := rawCollection(t, cfg.URI, cfg.Database).Database()
 	count := func(coll string) int64 {
 		n, err := db.Collection(coll).CountDocuments(opCtx(t), bson.D{{Key: "a", Value: scope.Account}})
@@ -177,30 +175,32 @@ func TestPurgeDropsRollupsWithTheirMessages(t *testing.T) {
 		}
 		return n
 	}
-	if count("messages_marks") != 3 || count("messages_rollups") != 3 {
-		t.Fatalf("%d marks and %d kept rollups, want 3 of each", count("messages_marks"), count("messages_rollups"))
-	}
-	// The first message's minute expires a minute after it (its end plus
-	// the retention): at its expiry the mark stays.
-	if _, err := s.PurgeExpired(opCtx(t), msgs[0].ExpiresAt); err != nil {
-		t.Fatal(err)
-	}
-	if n := count("messages_marks"); n != 3 {
-		t.Errorf("at the first message's expiry, %d marks left, want 3", n)
-	}
-	if _, err := s.PurgeExpired(opCtx(t), msgs[1].ExpiresAt); err != nil {
-		t.Fatal(err)
-	}
-	if n := count("messages_marks"); n != 2 {
-		t.Errorf("past the first minute's expiry, %d marks left, want 2", n)
-	}
+	// No read kept a rollup yet: the purge counts and keeps them.
 	later := msgs[2].ExpiresAt.Add(2 * time.Minute)
-	if _, err := s.PurgeExpired(opCtx(t), later); err != nil {
-		t.Fatal(err)
+	if n, err := s.PurgeExpired(opCtx(t), later); err != nil || n != 3 {
+		t.Fatalf("PurgeExpired = %d, %v; want the 3 messages", n, err)
 	}
-	if count("messages_marks") != 0 || count("messages_rollups") != 0 {
-		t.Errorf("after every expiry: %d marks and %d kept rollups, want none", count("messages_marks"), count("messages_rollups"))
+	if count("messages_marks") != 3 || count("messages_rollups") != 3 {
+		t.Fatalf("after the purge %d marks and %d kept rollups, want 3 of each", count("messages_marks"), count("messages_rollups"))
+	}
+	q := hourQuery(first, "15m")
+	q.RollupsOnlyBefore = q.To
+	asIfReadable := slices.Clone(msgs)
+	for i := range asIfReadable {
+		asIfReadable[i].ExpiresAt = later.Add(time.Hour)
+	}
+	st, tr := tracedStats(t, s, q, later)
+	conformance.AssertStats(t, asIfReadable, q, later, st)
+	if tr.Recounted != 0 {
+		t.Errorf("%+v: want the kept rollups alone, none counted again", tr)
+	}
+
+	if n, err := s.PurgeRollups(opCtx(t), msgs[1].CreatedAt); err != nil || n != 1 {
+		t.Fatalf("PurgeRollups before the second minute = %d, %v; want the first minute's 1", n, err)
+	}
+	if count("messages_marks") != 2 || count("messages_rollups") != 2 {
+		t.Errorf("%d marks and %d kept rollups left, want 2 of each", count("messages_marks"), count("messages_rollups"))
 	}
 	st, _ = tracedStats(t, s, q, later)
-	conformance.AssertStats(t, msgs, q, later, st)
+	conformance.AssertStats(t, asIfReadable[1:], q, later, st)
 }

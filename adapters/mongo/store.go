@@ -24,6 +24,7 @@ var (
 	_ ports.HealthChecker   = (*Store)(nil)
 	_ ports.SampleStreamer  = (*Store)(nil)
 	_ ports.StatsAggregator = (*Store)(nil)
+	_ ports.RollupKeeper    = (*Store)(nil)
 )
 
 // Store is the MongoDB ports.MessageStore. It is safe for concurrent use.
@@ -34,6 +35,9 @@ type Store struct {
 	coll   *mongodrv.Collection
 	// ttlRefused says why the server has no TTL index (nil: it has one).
 	ttlRefused error
+	// outlive: the rollups outlive the messages (no TTL index: the purge,
+	// which keeps them first, deletes every message).
+	outlive bool
 	// statsMethod is statsPipeline or statsStreaming, set at start-up.
 	statsMethod string
 	rollups     *rollups
@@ -103,11 +107,21 @@ func (s *Store) setUp(ctx context.Context) error {
 		}
 		s.ttlRefused = refused
 	}
-	if err := s.rollups.setUp(ctx, time.Now(), s.ttlRefused == nil); err != nil {
+	s.outlive = s.ttlRefused != nil
+	if s.outlive && s.cfg.DisableTTLIndex {
+		// An earlier start's TTL indexes would delete messages before the
+		// purge keeps their rollups, and the rollups with them.
+		for _, coll := range []*mongodrv.Collection{s.coll, s.rollups.marks, s.rollups.kept} {
+			if err := dropTTLIndex(ctx, coll); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.rollups.setUp(ctx, time.Now(), !s.outlive); err != nil {
 		return err
 	}
 	s.marked = statsengine.NewMarked(s.rollups)
-	src := statsengine.Sources{Samples: s, Rollups: s.marked}
+	src := statsengine.Sources{Samples: s, Rollups: s.marked, RollupsOutliveMessages: s.outlive}
 	if s.statsMethod == statsPipeline {
 		src.Aggregator = s
 	}
@@ -315,12 +329,23 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 // runs whether or not the server has a TTL index: the TTL monitor only runs
 // about once a minute, and some servers have none.
 //
-// The statistics' marks and kept rollups go once every message of their
-// minute has expired (the end of the minute plus the retention).
+// Without a TTL index the statistics' rollups outlive the messages: those
+// of the minutes of the messages about to go are kept first
+// (keepRollupsOf), and PurgeRollups deletes them. With one, the server
+// deletes messages unseen, and the marks and kept rollups go once every
+// message of their minute has expired (the end of the minute plus the
+// retention).
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.coll.DeleteMany(ctx, bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$lte", Value: now.UnixMicro()}}}})
+	expired := bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$lte", Value: now.UnixMicro()}}}}
+	if err := s.keepRollupsOf(ctx, expired); err != nil {
+		return 0, err
+	}
+	res, err := s.coll.DeleteMany(ctx, expired)
 	if err != nil {
 		return 0, storeError(ctx, "purge", err)
+	}
+	if s.outlive {
+		return res.DeletedCount, nil
 	}
 	return res.DeletedCount, s.rollups.purge(ctx, now)
 }

@@ -52,6 +52,12 @@ func AppendJSONMembers(dst []byte, m domain.Message) []byte {
 	if m.Tally {
 		dst = append(dst, `,"tally":true`...)
 	}
+	if m.RetentionRule != "" {
+		dst = jsonbytes.StringMember(dst, `,"retention_rule":`, m.RetentionRule)
+	}
+	if !m.BodiesExpireAt.IsZero() {
+		dst = jsonbytes.TimeMember(dst, `,"bodies_expire_at":`, m.BodiesExpireAt, domain.TimeLayout)
+	}
 	if !m.Rules.IsZero() {
 		dst = AppendRules(append(dst, `,"rules":`...), m.Rules)
 	}

@@ -74,6 +74,11 @@ const (
 	// The route template (domain.Message.Route).
 	BSONRouteTemplate = "routeTemplate"
 	JSONRouteTemplate = "route_template"
+	// The retention class's rule (domain.Message.RetentionRule).
+	JSONRetentionRule = "retention_rule"
+	// The bodies' expiry (domain.Message.BodiesExpireAt).
+	BSONBodiesExpireAt = "bodiesExpireAt"
+	JSONBodiesExpireAt = "bodies_expire_at"
 )
 
 // Record is a message as stored. Its json encoding is what AppendJSON writes.
@@ -103,9 +108,9 @@ type Record struct {
 	// Tally marks what an ingest rule dropped: counted, never read.
 	Tally bool `bson:"tally,omitempty" json:"tally,omitempty"`
 	// RetentionRule and BodiesExpireAt are the message's retention class and
-	// its bodies' expiry (0: with the message); MongoDB's alone for now.
-	RetentionRule  string    `bson:"retentionRule,omitempty" json:"-"`
-	BodiesExpireAt Micros    `bson:"bodiesExpireAt,omitempty" json:"-"`
+	// its bodies' expiry (0: with the message).
+	RetentionRule  string    `bson:"retentionRule,omitempty" json:"retention_rule,omitempty"`
+	BodiesExpireAt Micros    `bson:"bodiesExpireAt,omitempty" json:"bodies_expire_at,omitempty"`
 	ExpireAt       time.Time `bson:"expireAt" json:"-"` // MongoDB's TTL index only
 	// Rules is the message's rules record, nil when it records nothing (and
 	// in documents stored before messages kept one).

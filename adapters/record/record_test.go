@@ -243,8 +243,9 @@ func FuzzAppendJSON(f *testing.F) {
 func TestFieldNamesAreTheTags(t *testing.T) {
 	typ := reflect.TypeFor[record.Record]()
 	for field, names := range map[string][2]string{
-		"Route":    {record.BSONRoute, record.JSONRoute},
-		"Duration": {record.BSONDuration, record.JSONDuration},
+		"Route":          {record.BSONRoute, record.JSONRoute},
+		"Duration":       {record.BSONDuration, record.JSONDuration},
+		"BodiesExpireAt": {record.BSONBodiesExpireAt, record.JSONBodiesExpireAt},
 	} {
 		f, _ := typ.FieldByName(field)
 		bsonName, _, _ := strings.Cut(f.Tag.Get("bson"), ",")

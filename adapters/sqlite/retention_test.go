@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
+	"github.com/reqlog/reqlog/adapters/sqlite/daystats"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -121,6 +123,7 @@ func TestBodiesOfAClassLeaveItsFiles(t *testing.T) {
 		m := newMessage(t, created.Add(time.Duration(i)*time.Second), 0)
 		m.Request.Body = `{"card":"` + secret + `"}`
 		m.Response.Body = rand.Text() + rand.Text() + rand.Text() + rand.Text() // 104 bytes that do not compress
+		m.BodiesExpireAt = m.CreatedAt.Add(24 * time.Hour)
 		payments = append(payments, classed(m, "payments"))
 	}
 	for i := range 3 {
@@ -136,6 +139,23 @@ func TestBodiesOfAClassLeaveItsFiles(t *testing.T) {
 	before := fileBytes(t, classFile)
 
 	now := time.Now()
+	// Past their expiry the bodies' words are no longer found, though the
+	// word index holds them until the purge: the class's file is read whole.
+	countPan := func(when string, wantWhole int) {
+		t.Helper()
+		q, err := stats.ParseQuery(map[string][]string{"from": {created.Add(-time.Hour).Format(time.RFC3339)}, "q": {"pan"}}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Scope = scope
+		var trace daystats.Trace
+		got, err := s.Stats(daystats.WithTrace(opCtx(t), &trace), q, now)
+		if err != nil || got.Total.Count != int64(len(policy)) || trace.DaysWhole != wantWhole {
+			t.Errorf("%s: a q of a word of the bodies counts %d (%v), %d files read whole; want the policy's %d, %d", when,
+				got.Total.Count, err, trace.DaysWhole, len(policy), wantWhole)
+		}
+	}
+	countPan("before the purge", 1)
 	current := retentionOf(map[domain.RetentionClass][2]time.Duration{
 		{Account: scope.Account, Rule: "payments"}: {30 * 24 * time.Hour, 24 * time.Hour}})
 	if n, err := s.PurgeRetention(opCtx(t), now, current); err != nil || n != 0 {
@@ -160,6 +180,7 @@ func TestBodiesOfAClassLeaveItsFiles(t *testing.T) {
 	if found != len(policy) {
 		t.Errorf("q of a word of the bodies finds %d messages, want the policy's %d", found, len(policy))
 	}
+	countPan("after the purge", 0)
 	if n, err := s.PurgeRetention(opCtx(t), now, current); err != nil || n != 0 {
 		t.Errorf("PurgeRetention again = %d, %v", n, err)
 	}

@@ -76,6 +76,10 @@ func (s *Sources) Read(w *esclient.ReplyReader, r *record.Record) error {
 			r.SampleRate = int32(n)
 		case "tally":
 			r.Tally = w.ReadBool()
+		case "retention_rule":
+			r.RetentionRule = w.ReadString()
+		case "bodies_expire_at":
+			r.BodiesExpireAt = readMicros(w)
 		case "rules":
 			r.Rules = &record.Rules{}
 			return readRules(w, r.Rules)

@@ -35,7 +35,9 @@ var existingMappings = func() json.RawMessage {
 // subjects, the subject index's keyed hashes
 // (domain.Message.Subjects; erasures), added the same way. 6: sample_rate
 // and tally, what ingest rules keep of a sample and drop (added likewise).
-const templateVersion = 6
+// 7: retention_rule and bodies_expire_at, a message's retention class and
+// its bodies' expiry (added likewise).
+const templateVersion = 7
 
 // templatePriority outranks the built-in templates of a full distribution
 // (logs-*-*, metrics-*-* at 100), which would otherwise turn an index of a

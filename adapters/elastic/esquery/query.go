@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/elastic/go-elasticsearch/v8/esapi"
-
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
 	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
 	"github.com/reqlog/reqlog/adapters/record"
@@ -115,6 +113,9 @@ type filters struct {
 	// tallies selects the tallies (what ingest rules dropped) instead of
 	// the messages every other search is of.
 	tallies bool
+	// now, when set, is the time read at: a q finds no word in bodies
+	// expired by then (bodies_expire_at).
+	now time.Time
 }
 
 func (f *filters) term(field, value string) {
@@ -205,7 +206,7 @@ func (f *filters) addBound(field, op string, value any) {
 
 // readable keeps scope's messages readable at now: VisibleAt <= now < ExpiresAt.
 func readable(scope domain.Scope, now time.Time) *filters {
-	f := &filters{}
+	f := &filters{now: now}
 	f.term("account", scope.Account)
 	f.term("domain", scope.Domain)
 	f.bound("visible_at", "lte", now)
@@ -256,7 +257,7 @@ func (f *filters) matching(filter domain.Filter) {
 		f.add(object{"range": object{record.JSONDuration: bounds}})
 	}
 	if filter.Text != "" {
-		f.add(searchClause(filter.Text))
+		f.add(searchClause(filter.Text, f.now))
 	}
 }
 
@@ -270,11 +271,20 @@ var searchedFields = []string{
 // searchClause matches q as a phrase in any searched field. The standard
 // analyzer splits q into words as it split the texts; the phrase keeps them
 // consecutive, within one text: each field is a text of its own, and so is
-// each value of an array (position_increment_gap).
-func searchClause(q string) object {
+// each value of an array (position_increment_gap). A body matches only
+// while its bodies have not expired at now (when set): no read returns them
+// from bodies_expire_at on, though they stay indexed until the purge. So
+// does the full-text field, which holds the bodies too (a document created
+// before its index's layout was known carries it: esdoc.AppendCreate); its
+// path and headers are searched in their own fields there.
+func searchClause(q string, now time.Time) object {
 	phrases := make([]object, len(searchedFields))
 	for i, field := range searchedFields {
 		phrases[i] = object{"match_phrase": object{field: object{"query": q}}}
+		if holdsBodies := field == "request.body" || field == "response.body" || field == "text"; holdsBodies && !now.IsZero() {
+			expired := object{"range": object{record.JSONBodiesExpireAt: object{"lte": esdoc.QueryTime(now)}}}
+			phrases[i] = object{"bool": object{"filter": phrases[i], "must_not": expired}}
+		}
 	}
 	return object{"bool": object{"should": phrases, "minimum_should_match": 1}}
 }
@@ -307,7 +317,11 @@ func (s *Queries) List(ctx context.Context, q domain.Query, now time.Time) (doma
 	if f.empty {
 		return domain.Page{}, nil
 	}
-	return s.search(ctx, "list", f, body, q.Limit)
+	page, err := s.search(ctx, "list", f, body, q.Limit)
+	for i := range page.Messages {
+		page.Messages[i] = page.Messages[i].WithoutExpiredBodies(now)
+	}
+	return page, err
 }
 
 // searchAfter is the search_after of cursor c; ok is false when every stored
@@ -389,13 +403,13 @@ func (s *Queries) Get(ctx context.Context, scope domain.Scope, idOrReference str
 	msgs := page.Messages
 	for _, m := range msgs {
 		if m.ID == idOrReference {
-			return m, nil
+			return m.WithoutExpiredBodies(now), nil
 		}
 	}
 	if len(msgs) == 0 {
 		return domain.Message{}, notFound
 	}
-	return msgs[0], nil
+	return msgs[0].WithoutExpiredBodies(now), nil
 }
 
 // notTally leaves out the tallies: an index made before them has no such
@@ -426,17 +440,5 @@ func (s *Queries) searchInto(ctx context.Context, op string, f *filters, body ob
 	}
 	body["query"] = object{"bool": query}
 	body["track_total_hits"] = false
-	reader, err := esclient.JSONBody(body)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.client.Bounded(ctx)
-	defer cancel()
-	return s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
-		Body:                      reader,
-		IgnoreUnavailable:         esapi.BoolPtr(true),
-		AllowNoIndices:            esapi.BoolPtr(true),
-		AllowPartialSearchResults: esapi.BoolPtr(false),
-	}, reply)
+	return s.searchBody(ctx, op, body, reply)
 }

@@ -20,13 +20,14 @@ type Reader struct {
 	cfg      Config
 	versions *hourVersions
 	engine   *statsengine.Engine
+	bodies   *bodiesWatch
 }
 
 // New returns the reader of dir's statistics, with cfg's plan for a q of
 // one word, and the rollups of the day files retention dropped in kept
 // (nil: none).
 func New(dir *dayfile.Dir, kept *rollupfile.File, cfg Config) *Reader {
-	r := &Reader{dir: dir, kept: kept, cfg: cfg.withDefaults(), versions: newHourVersions()}
+	r := &Reader{dir: dir, kept: kept, cfg: cfg.withDefaults(), versions: newHourVersions(), bodies: newBodiesWatch()}
 	// New fails only without samples, which the reader always streams.
 	r.engine, _ = statsengine.New(statsengine.Sources{Samples: r, Rollups: r, RollupsOutliveMessages: kept != nil}, statsengine.Config{})
 	return r
@@ -71,8 +72,9 @@ type Trace struct {
 	// The day files a q of one word counted by each read of its plan
 	// (WordRead): DaysBySeq the messages holding it read by seq,
 	// DaysLessTheRest the rollups less the messages lacking it, DaysWalked
-	// the statistics index walked.
-	DaysBySeq, DaysLessTheRest, DaysWalked int
+	// the statistics index walked, DaysWhole its messages read whole (the
+	// file holds bodies expired and not yet taken out: bodies.go).
+	DaysBySeq, DaysLessTheRest, DaysWalked, DaysWhole int
 	// MessagesRead are the messages read whole and checked with the filter's
 	// Matcher (a q of more than one word).
 	MessagesRead int64

@@ -89,6 +89,7 @@ type call struct {
 	r     *Reader
 	q     stats.Query
 	f     domain.Filter // q's, over its counted range
+	words string
 	now   time.Time
 	trace *Trace
 }
@@ -97,7 +98,7 @@ type call struct {
 // each day file's word index says of the word (findWord), plans each day
 // (planDay), then counts each by its read (count).
 func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, words string) (stats.Stats, error) {
-	c := &call{r: r, q: q, f: q.Filter, now: now, trace: traceOf(ctx)}
+	c := &call{r: r, q: q, f: q.Filter, words: words, now: now, trace: traceOf(ctx)}
 	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
 		return stats.NewBuilder(q).Stats(), nil
 	}
@@ -127,10 +128,16 @@ func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
 	err := c.r.dir.Each(ctx, parts, func(f *dayfile.File) error {
 		plan := wordDay{part: f.Part(), shared: perDay[f.Day] > 1}
 		w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+		expired, err := c.r.bodies.expired(ctx, f, c.now)
+		if err != nil {
+			return err
+		}
 		held, err := f.Held(ctx, words, w, c.r.cfg.FewMessages)
 		switch {
 		case err != nil:
 			return f.Error(ctx, "stats: search", err)
+		case expired && !held.None:
+			plan.read = readWhole
 		case held.None:
 			plan.read = readTalliesAlone
 		case held.Few:
@@ -255,6 +262,13 @@ func (c *call) countDay(ctx context.Context, plan wordDay, add, lacking func(sta
 	return c.r.dir.Each(ctx, []dayfile.Part{plan.part}, func(f *dayfile.File) error {
 		switch plan.read {
 		case readTalliesAlone:
+			return c.tallies(ctx, f, add)
+		case readWhole:
+			c.trace.DaysWhole++
+			w := dayfile.ReadableWhere(c.q.Scope, c.f, c.now)
+			if err := c.r.searchSamples(ctx, f, w, c.f.Matcher(), c.words, c.now, c.trace, add); err != nil {
+				return err
+			}
 			return c.tallies(ctx, f, add)
 		case ReadBySeq:
 			c.trace.DaysBySeq++
