@@ -53,10 +53,12 @@ type Config struct {
 	// PingTimeout bounds a health check; default DefaultPingTimeout.
 	PingTimeout time.Duration
 
-	// DisableTTLIndex skips the TTL index and leaves deletion to PurgeExpired.
-	// Tests that write messages created in the real past need it on servers
-	// with a TTL monitor, which would otherwise delete them behind the test.
-	DisableTTLIndex bool
+	// TTLIndex has the server delete expired messages (a TTL index on
+	// expireAt) where it can (not FerretDB v1). It deletes them unseen, so
+	// their statistics go with them: false (the default) leaves deletion to
+	// PurgeExpired, which keeps their rollups for the rollup retention
+	// (ports.RollupKeeper), and drops a TTL index an earlier start made.
+	TTLIndex bool
 	// StreamStats computes statistics by streaming the matching messages'
 	// needed fields even on a server that could run the aggregation pipeline
 	// (MongoDB 7.0+): for tests of the fallback, or a server whose pipeline

@@ -27,7 +27,7 @@ func TestEraseConformance(t *testing.T) {
 // The HTTP suite's clock lies in the real past; a real server's TTL monitor
 // would delete its messages mid-test, so the TTL index is left out here.
 func TestAPIConformance(t *testing.T) {
-	conformance.RunAPITests(t, alertingStoreMaker(func(cfg *mongo.Config) { cfg.DisableTTLIndex = true }), httpapitest.Serve)
+	conformance.RunAPITests(t, alertingStoreMaker(), httpapitest.Serve)
 }
 
 // storeMaker opens a store on a fresh database per subtest.

@@ -64,9 +64,9 @@
 // inserting the next version under a unique _id, since FerretDB runs an update
 // as a read and a write without a transaction.
 //
-// Retention: New tries a TTL index on expireAt (expireAfterSeconds 0). A server
-// that refuses it (FerretDB v1: NotImplemented), or Config.DisableTTLIndex,
-// leaves TTLActive false and the service's periodic purge job, which calls
+// Retention: with Config.TTLIndex, New tries a TTL index on expireAt
+// (expireAfterSeconds 0). Without it (the default), or on a server that
+// refuses it (FerretDB v1: NotImplemented), TTLActive is false and the service's periodic purge job, which calls
 // PurgeExpired on every store, deletes expired messages with
 // DeleteMany(expiresAt <= now). Reads never return them either way.
 //
@@ -76,7 +76,7 @@
 // marks' versions (rollupkeep.go), and the marks and kept rollups stay until
 // PurgeRollups deletes those of the minutes before the rollup retention; the
 // statistics of a range past the messages count it from them alone. With
-// DisableTTLIndex the TTL indexes an earlier start made are dropped. Where the
+// TTLIndex off the TTL indexes an earlier start made are dropped. Where the
 // server has a TTL index it deletes messages unseen, so their rollups cannot
 // be kept: marks and kept rollups then carry the end of their minute plus its
 // messages' retention and go with them (TTL or purge), and the statistics

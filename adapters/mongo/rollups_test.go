@@ -157,7 +157,6 @@ func TestStatsOfMessagesStoredBeforeTheMarks(t *testing.T) {
 func TestPurgeKeepsRollupsPastTheirMessages(t *testing.T) {
 	cfg := freshConfig(t)
 	withCosts(rollupsFirst)(&cfg)
-	cfg.DisableTTLIndex = true // the messages expire in the real past
 	s := mustOpen(t, cfg)
 	first := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)
 	msgs := conformance.MessageSeries(t, scope, "shop", 3, first, 20*time.Minute)

@@ -98,8 +98,8 @@ func (s *Store) setUp(ctx context.Context) error {
 	if err := ensureIndexes(ctx, s.coll); err != nil {
 		return err
 	}
-	if s.cfg.DisableTTLIndex {
-		s.ttlRefused = errors.New("disabled by configuration")
+	if !s.cfg.TTLIndex {
+		s.ttlRefused = errors.New("not asked for by configuration (TTLIndex)")
 	} else {
 		refused, err := ensureTTLIndex(ctx, s.coll)
 		if err != nil {
@@ -108,7 +108,7 @@ func (s *Store) setUp(ctx context.Context) error {
 		s.ttlRefused = refused
 	}
 	s.outlive = s.ttlRefused != nil
-	if s.outlive && s.cfg.DisableTTLIndex {
+	if s.outlive && !s.cfg.TTLIndex {
 		// An earlier start's TTL indexes would delete messages before the
 		// purge keeps their rollups, and the rollups with them.
 		for _, coll := range []*mongodrv.Collection{s.coll, s.rollups.marks, s.rollups.kept} {

@@ -61,7 +61,7 @@ func keyString(key bson.D) []string {
 func TestIndexesAfterStart(t *testing.T) {
 	t.Parallel()
 	uri, db := mongotest.NewDatabase(t)
-	s := mustOpen(t, mongo.Config{URI: uri, Database: db})
+	s := mustOpen(t, mongo.Config{URI: uri, Database: db, TTLIndex: true})
 	coll := rawCollection(t, uri, db)
 	indexes := listIndexes(t, coll)
 
@@ -132,9 +132,9 @@ func TestOpeningTwiceIsIdempotent(t *testing.T) {
 func TestPurgeDeletesPhysically(t *testing.T) {
 	t.Parallel()
 	uri, db := mongotest.NewDatabase(t)
-	s := mustOpen(t, mongo.Config{URI: uri, Database: db, DisableTTLIndex: true})
+	s := mustOpen(t, mongo.Config{URI: uri, Database: db})
 	if s.TTLActive() {
-		t.Error("TTLActive() with DisableTTLIndex")
+		t.Error("TTLActive() without TTLIndex")
 	}
 	// Expiry in the real future, so no TTL monitor interferes.
 	created := time.Now()

@@ -204,7 +204,7 @@ const (
 )
 
 func openMongoBaseline(ctx context.Context, uri string) (*baseline, error) {
-	store, err := mongo.New(ctx, mongo.Config{URI: uri, Database: baselineDatabase, DisableTTLIndex: true})
+	store, err := mongo.New(ctx, mongo.Config{URI: uri, Database: baselineDatabase})
 	if err != nil {
 		return nil, err
 	}

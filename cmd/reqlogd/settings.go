@@ -253,6 +253,7 @@ var settings = []setting{
 	listSetting("portal.frame_ancestors", "Portal.FrameAncestors", "comma-separated CSP sources that may embed the portal page in a frame, e.g. https://app.example.com", func(c *config) *[]string { return &c.Portal.FrameAncestors }),
 	secretSetting("mongodb.uri", "MongoDB.URI", "MongoDB connection string (store mongodb)", func(c *config, v string) { c.MongoDB.URI = v }),
 	stringSetting("mongodb.database", "MongoDB.Database", "MongoDB database name", func(c *config) *string { return &c.MongoDB.Database }),
+	boolSetting("mongodb.ttl_index", "MongoDB.TTLIndex", "let the MongoDB server delete expired messages with a TTL index (their statistics go with them); false: the purge deletes them and keeps their rollups for the rollup retention", func(c *config) *bool { return &c.MongoDB.TTLIndex }),
 	listSetting("elasticsearch.url", "Elasticsearch.Addresses", "comma-separated Elasticsearch addresses (store elasticsearch)", func(c *config) *[]string { return &c.Elasticsearch.Addresses }),
 	stringSetting("elasticsearch.username", "Elasticsearch.Username", "Elasticsearch user name", func(c *config) *string { return &c.Elasticsearch.Username }),
 	secretSetting("elasticsearch.password", "Elasticsearch.Password", "Elasticsearch password", func(c *config, v string) { c.Elasticsearch.Password = v }),

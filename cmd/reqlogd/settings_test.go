@@ -110,6 +110,7 @@ var settingCases = []settingCase{
 	{key: "shutdown_timeout", value: "3s", check: func(c config) bool { return c.ShutdownTimeout == 3*time.Second }},
 	{key: "mongodb.uri", value: "mongodb://u:p@db:27017", check: func(c config) bool { return c.MongoDB.URI == "mongodb://u:p@db:27017" }},
 	{key: "mongodb.database", value: "logs", check: func(c config) bool { return c.MongoDB.Database == "logs" }},
+	{key: "mongodb.ttl_index", value: "true", check: func(c config) bool { return c.MongoDB.TTLIndex }},
 	{key: "elasticsearch.url", value: "http://a:9200,http://b:9200", check: func(c config) bool {
 		return slices.Equal(c.Elasticsearch.Addresses, []string{"http://a:9200", "http://b:9200"})
 	}},
