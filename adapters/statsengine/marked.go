@@ -221,7 +221,8 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 		if cached {
 			rollups[key] = m.kept(scope, mk)
 		}
-		if rollups[key] == nil {
+		// An unsettled mark's minute is streamed: no kept rollup to ask for.
+		if rollups[key] == nil && !mk.Settled.After(now) {
 			unread = append(unread, mk)
 		}
 	}
