@@ -104,9 +104,13 @@ func (s *Store) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.
 	return st, err
 }
 
-// StatsTraced is Stats with what it read, for tests and benchmarks.
+// StatsTraced is Stats with what it read, for tests and benchmarks, the
+// requests it sent to the cluster counted in the trace's StoreRequests.
 func (s *Store) StatsTraced(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, statsengine.Trace, error) {
-	return s.engine.Stats(ctx, q, now)
+	ctx, requests := esclient.CountRequests(ctx)
+	st, tr, err := s.engine.Stats(ctx, q, now)
+	tr.StoreRequests = requests.Len()
+	return st, tr, err
 }
 
 // AggregateStats: see esquery.Queries.AggregateStats.

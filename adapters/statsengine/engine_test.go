@@ -179,6 +179,24 @@ func TestWholeHoursAreKeptUntilWrittenInto(t *testing.T) {
 	}
 }
 
+// A minute whose mark has not settled is streamed without asking the store
+// for its kept rollup: none can stand for it yet, and the minute still
+// filling was one more request in every call while messages arrived.
+func TestUnsettledMinutesAreNotAskedFor(t *testing.T) {
+	s := newMarkedStore(statsengine.Config{Costs: rollupsFirst})
+	msgs := messages(t, 30, "shop", base, 2*time.Minute)
+	if err := s.Append(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	now := msgs[len(msgs)-1].VisibleAt.Add(-time.Nanosecond) // the last minute not settled
+	q := query(base, base.Add(time.Hour), "15m", "")
+	st, tr := statsOf(t, s, q, now)
+	conformance.AssertStats(t, msgs, q, now, st)
+	if s.keptAsked != 29 || tr.Refused != 1 {
+		t.Errorf("kept rollups asked for %d minutes, %d refused; want 29 and the unsettled one", s.keptAsked, tr.Refused)
+	}
+}
+
 // rollupsFirst are costs under which rollups win whatever the range holds.
 var rollupsFirst = statsengine.Costs{StreamedMessage: 1000, AggregatedMessage: 1000, Rollup: 1, KeptHour: 1}
 

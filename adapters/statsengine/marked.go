@@ -44,12 +44,14 @@ type MarkStore interface {
 	MarksFrom(ctx context.Context) (time.Time, error)
 	// Sync makes every mark of [from, to) that an Append wrote before the
 	// call visible to Marks and MarkHours (Elasticsearch: a refresh of the
-	// marks' indices). Marked calls it once per RollupHours, which the engine
-	// calls before Rollups in every call.
+	// marks' indices), for KeepAll. A statistics call does not: it reads the
+	// marks as Marks and MarkHours see them.
 	Sync(ctx context.Context, from, to time.Time) error
 	// Marks calls yield with the mark of each application (name alone when
 	// not "") and minute of scope meeting [from, to). It MUST see every mark
-	// written by an Append that returned before the last Sync began.
+	// written by an Append of this process that returned before the call
+	// began, and every mark of another process written more than the store's
+	// ReadLag before (Elasticsearch: refreshed by then).
 	Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(Mark) error) error
 	// MarkHours calls yield once for each hour meeting [from, to) that holds
 	// marks of scope (of application name alone when not ""), with a sum of
@@ -158,9 +160,6 @@ func (m *Marked) RollupsFrom(ctx context.Context) (time.Time, error) { return m.
 func (m *Marked) RollupHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, version uint64, messages, rollups int64) error) error {
 	first, end := floorHour(from), floorHour(to.Add(time.Hour-time.Nanosecond))
-	if err := m.store.Sync(ctx, first, end); err != nil {
-		return err
-	}
 	return m.store.MarkHours(ctx, scope, name, first, end, func(hour time.Time, sum uint64, marks, messages int64) error {
 		return yield(hour, sum, messages, marks)
 	})
@@ -192,8 +191,7 @@ func compareMarks(a, b Mark) int {
 // Rollups yields each marked minute's rollup: the kept one when kept at its
 // mark's version, else counted again from the messages and kept; or nil
 // when its mark is not settled at now (the minute still filling: its
-// rollup would not stand for it). It sees the marks the last RollupHours
-// made visible (MarkStore.Sync).
+// rollup would not stand for it). It sees the marks MarkStore.Marks sees.
 func (m *Marked) Rollups(ctx context.Context, scope domain.Scope, name string, from, to, now time.Time,
 	yield func(minute time.Time, name string, r *stats.Rollup) error) error {
 	return m.rollups(ctx, scope, name, from, to, now, &Trace{}, true, yield)
@@ -223,7 +221,8 @@ func (m *Marked) rollups(ctx context.Context, scope domain.Scope, name string, f
 		if cached {
 			rollups[key] = m.kept(scope, mk)
 		}
-		if rollups[key] == nil {
+		// An unsettled mark's minute is streamed: no kept rollup to ask for.
+		if rollups[key] == nil && !mk.Settled.After(now) {
 			unread = append(unread, mk)
 		}
 	}

@@ -35,6 +35,7 @@ type markedStore struct {
 	kept      map[markKey]statsengine.Kept
 	failMarks bool // Appends fail after their messages, before their marks
 	traces    []statsengine.Trace
+	keptAsked int // the marks Kept was asked for
 }
 
 type markKey struct {
@@ -159,6 +160,9 @@ func (s *markedStore) MarkHours(ctx context.Context, scope domain.Scope, name st
 }
 
 func (s *markedStore) Kept(_ context.Context, scope domain.Scope, marks []statsengine.Mark, yield func(statsengine.Kept) error) error {
+	s.mu.Lock()
+	s.keptAsked += len(marks)
+	s.mu.Unlock()
 	for _, mk := range marks {
 		s.mu.Lock()
 		k, ok := s.kept[markKey{scope, mk.Name, mk.Minute.Unix()}]

@@ -26,6 +26,10 @@ type Trace struct {
 	// KeepErrors are the times keeping recounted rollups failed: the answer
 	// stands, and the next read counts those minutes again.
 	KeepErrors int
+	// StoreRequests are the requests the call sent to the store's backend,
+	// for a store that counts them (Elasticsearch's StatsTraced); the
+	// engine leaves it 0.
+	StoreRequests int
 }
 
 // Add adds o's counts to t, and takes o's plan and costs when o has a plan:
@@ -42,4 +46,5 @@ func (t *Trace) Add(o Trace) {
 	t.Recounted += o.Recounted
 	t.MessagesRecounted += o.MessagesRecounted
 	t.KeepErrors += o.KeepErrors
+	t.StoreRequests += o.StoreRequests
 }

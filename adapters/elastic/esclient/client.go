@@ -102,6 +102,7 @@ func (c *Client) DoAllowing(ctx context.Context, op string, req esapi.Request, o
 
 // doWith is DoAllowing on client.
 func (c *Client) doWith(ctx context.Context, client esapi.Transport, op string, req esapi.Request, out any, allowed []int) (int, error) {
+	count(ctx, op)
 	res, err := req.Do(ctx, client)
 	if err != nil {
 		return 0, transportError(ctx, op, err)

@@ -7,16 +7,17 @@
 // attempt created. So no rollup is added to at write time. Instead:
 //
 //   - after an Append's messages are stored, and before it returns, one bulk
-//     request updates, per scope and hour, a document of marks
-//     ("<prefix>-rollups-<day>"): for each application and minute written, a
-//     fresh random version and the messages marked. Updates run a script on
-//     the document under its version, so concurrent Appends both land;
-//   - a reader reads the marks and the kept rollups by id (realtime, no
-//     refresh needed) and counts each minute whose kept rollup is of another
-//     version again from its messages, after refreshing their daily indices
-//     (so every message stored before the mark was read is counted), and
-//     keeps the rollup at the mark's version, whole, in a document of its
-//     own that marks never touch.
+//     request writes, per scope, application and minute written, a mark
+//     ("<prefix>-rollups-<day>") with a fresh random version, whole (a plain
+//     index: of concurrent Appends the last write stays);
+//   - a reader sums the marks by hour (the hour's version), searches the
+//     marks of the hours it does not keep, reads their kept rollups by id
+//     (realtime), and counts each settled minute whose kept rollup is of
+//     another version again from its messages, keeping the rollup at the
+//     mark's version, whole, in a document of its own that marks never
+//     touch. No refresh precedes the searches: the process adds the marks
+//     its own Appends wrote that a search does not show yet (recentMarks),
+//     and another process's are searchable within the read lag.
 //
 // A kept rollup is therefore always the count of the stored messages of its
 // minute: a retry, in whatever batches, counts each message once; a crash

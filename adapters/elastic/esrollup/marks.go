@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +52,14 @@ func (r *Rollups) Mark(ctx context.Context, msgs []domain.Message) error {
 	for _, m := range msgs {
 		marks.AddMessage(m)
 	}
-	return r.send(ctx, "append: marks", &marks)
+	written, err := r.send(ctx, "append: marks", &marks)
+	if err != nil {
+		return err
+	}
+	at := time.Now()
+	r.recent.forgetOlder(at.Add(-r.forgetAfter()))
+	r.recent.add(written, at)
+	return nil
 }
 
 // send writes marks, in one bulk request. A minute is settled when its
@@ -60,32 +69,37 @@ func (r *Rollups) Mark(ctx context.Context, msgs []domain.Message) error {
 // late, since no refresh precedes a recount (refreshing the day's index at
 // every statistics call cost the node about 30 ms of CPU each while
 // messages arrived).
-func (r *Rollups) send(ctx context.Context, op string, marks *statsengine.MarkSet) error {
+func (r *Rollups) send(ctx context.Context, op string, marks *statsengine.MarkSet) ([]statsengine.ScopedMark, error) {
 	if marks.Len() == 0 {
-		return nil
+		return nil, nil
 	}
 	searchable := time.Now().Add(r.settle)
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
-	for _, mk := range marks.Marks() {
+	written := marks.Marks()
+	for i := range written {
+		mk := &written[i]
 		lo, hi := statsengine.VersionParts(mk.Version)
 		d := markDoc{Kind: "mark", Account: mk.Scope.Account, Domain: mk.Scope.Domain, Name: mk.Name, Minute: mk.Minute.Unix(),
 			Version: int64(mk.Version), VLo: lo, VHi: hi, N: mk.Messages, Settled: max(mk.Settled.UnixMilli(), searchable.UnixMilli()) + 1,
 			ExpiresAt: mk.Expires.UnixMilli() + 1}
+		mk.Settled, mk.Expires = time.UnixMilli(d.Settled).UTC(), time.UnixMilli(d.ExpiresAt).UTC() // as Marks reads them
 		action := map[string]any{"index": map[string]string{"_index": r.names.RollupsFor(mk.Minute),
 			"_id": statsengine.MarkID("mark", mk.Scope, mk.Name, mk.Minute)}}
 		if err := enc.Encode(action); err != nil {
-			return fmt.Errorf("elastic: %s: %w", op, err)
+			return nil, fmt.Errorf("elastic: %s: %w", op, err)
 		}
 		if err := enc.Encode(d); err != nil {
-			return fmt.Errorf("elastic: %s: %w", op, err)
+			return nil, fmt.Errorf("elastic: %s: %w", op, err)
 		}
 	}
-	return r.client.Bulk(ctx, op, &body)
+	return written, r.client.Bulk(ctx, op, &body)
 }
 
 // Sync refreshes the rollups indices of [from, to), so that every mark
-// written before is searchable (statsengine.MarkStore).
+// written before is searchable (statsengine.MarkStore): for KeepAll, not in
+// a statistics call, which adds the marks of this process a search may not
+// show yet instead (recentMarks).
 func (r *Rollups) Sync(ctx context.Context, from, to time.Time) error {
 	return r.refresh(ctx, "stats: refresh the marks", r.names.RollupsFor, from, to)
 }
@@ -142,6 +156,16 @@ const marksPage = 10_000
 // sorted by minute and application.
 func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, from, to time.Time, yield func(statsengine.Mark) error) error {
 	from = stats.AlignDown(from, time.Minute)
+	recent, err := r.recentOf(ctx, scope, name, from, to)
+	if err != nil {
+		return err
+	}
+	// Of a minute both searched and recent, the recent mark, unless the
+	// search shows it: this process wrote it last, or another did after.
+	unshown := make(map[recentKey]statsengine.Mark, len(recent))
+	for _, mk := range recent {
+		unshown[keyOf(scope, mk)] = mk
+	}
 	body := map[string]any{"size": marksPage, "query": marksQuery(scope, name, from, to, "mark"), "track_total_hits": false,
 		"sort": []any{map[string]any{"minute": "asc"}, map[string]any{"name": "asc"}}}
 	for {
@@ -159,17 +183,32 @@ func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 		hits := reply.Hits.Hits
 		for _, h := range hits {
 			d := &h.Source
-			err := yield(statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
-				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC(), Settled: time.UnixMilli(d.Settled).UTC()})
-			if err != nil {
+			mk := statsengine.Mark{Minute: time.Unix(d.Minute, 0).UTC(), Name: d.Name, Version: uint64(d.Version),
+				Messages: d.N, Expires: time.UnixMilli(d.ExpiresAt).UTC(), Settled: time.UnixMilli(d.Settled).UTC()}
+			if own, ok := unshown[keyOf(scope, mk)]; ok {
+				if own.Version != mk.Version {
+					continue
+				}
+				delete(unshown, keyOf(scope, mk))
+				r.recent.shown(scope, mk)
+			}
+			if err := yield(mk); err != nil {
 				return err
 			}
 		}
 		if len(hits) < marksPage {
-			return nil
+			break
 		}
 		body["search_after"] = hits[len(hits)-1].Sort
 	}
+	for _, mk := range recent {
+		if _, ok := unshown[keyOf(scope, mk)]; ok {
+			if err := yield(mk); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // MarkHours sums the marks of each hour in one aggregation: their versions'
@@ -180,6 +219,10 @@ func (r *Rollups) Marks(ctx context.Context, scope domain.Scope, name string, fr
 // the messages of the mark written since are at least the minute's.
 func (r *Rollups) MarkHours(ctx context.Context, scope domain.Scope, name string, from, to time.Time,
 	yield func(hour time.Time, sum uint64, marks, messages int64) error) error {
+	recent, err := r.recentOf(ctx, scope, name, stats.AlignDown(from, time.Minute), to)
+	if err != nil {
+		return err
+	}
 	sum := func(field string) map[string]any { return map[string]any{"sum": map[string]any{"field": field}} }
 	kind := func(k string) map[string]any { return map[string]any{"term": map[string]any{"kind": k}} }
 	body := map[string]any{"size": 0, "track_total_hits": false, "query": marksQuery(scope, name, from, to, "mark", "kept"),
@@ -212,20 +255,52 @@ func (r *Rollups) MarkHours(ctx context.Context, scope domain.Scope, name string
 	if err := r.search(ctx, "stats: hours of marks", body, &reply); err != nil {
 		return err
 	}
+	hours := map[int64]*markHour{}
 	for _, b := range reply.Aggregations.Hours.Buckets {
 		if b.Marks.DocCount == 0 {
 			continue // kept rollups whose marks are gone: no message
 		}
-		messages := int64(-1)
+		h := &markHour{marks: b.Marks.DocCount, messages: -1,
+			sum: statsengine.SumOfMarks(b.Marks.DocCount, int64(b.Marks.Lo.Value), int64(b.Marks.Hi.Value))}
 		if b.Kept.DocCount >= b.Marks.DocCount {
-			messages = int64(math.Round(b.Kept.N.Value + b.Marks.N.Value))
+			h.messages = int64(math.Round(b.Kept.N.Value + b.Marks.N.Value))
 		}
-		sum := statsengine.SumOfMarks(b.Marks.DocCount, int64(b.Marks.Lo.Value), int64(b.Marks.Hi.Value))
-		if err := yield(time.Unix(int64(b.Key), 0).UTC(), sum, b.Marks.DocCount, messages); err != nil {
+		hours[int64(b.Key)] = h
+	}
+	for _, mk := range recent {
+		hour := mk.Minute.Truncate(time.Hour).Unix()
+		h := hours[hour]
+		if h == nil {
+			h = &markHour{messages: -1}
+			hours[hour] = h
+		}
+		h.recent = append(h.recent, mk)
+	}
+	for _, hour := range slices.Sorted(maps.Keys(hours)) {
+		h := hours[hour]
+		if len(h.recent) > 0 {
+			h.sum = withRecent(h.sum, h.recent)
+			h.marks += int64(len(h.recent)) // estimates: a recent mark may be searched too
+			for _, mk := range h.recent {
+				if h.messages >= 0 {
+					h.messages += mk.Messages
+				}
+			}
+		}
+		if err := yield(time.Unix(hour, 0).UTC(), h.sum, h.marks, h.messages); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// markHour is what MarkHours tells of an hour: the sum and number of its
+// searched marks, its messages (-1: not known), and the recent marks a
+// search may not show yet.
+type markHour struct {
+	sum             uint64
+	marks, messages int64
+	recent          []statsengine.Mark
 }
 
 // value is a metric aggregation's result.

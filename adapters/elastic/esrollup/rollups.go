@@ -22,6 +22,7 @@ type Rollups struct {
 	// searchable: twice the read lag and a second.
 	settle     time.Duration
 	marksSince statsengine.MarksSince
+	recent     recentMarks
 }
 
 // New keeps rollups through client in the indices of names, recounting

@@ -171,7 +171,7 @@ func (r *Rollups) MarkExisting(ctx context.Context, keep func(context.Context, s
 			spans.Add(scope, time.UnixMilli(b.Key.M).Add(time.Minute-time.Nanosecond))
 			spans.Add(scope, time.UnixMilli(b.Key.M))
 		}
-		if err := r.send(ctx, "mark existing messages", &marks); err != nil {
+		if _, err := r.send(ctx, "mark existing messages", &marks); err != nil {
 			return err
 		}
 		after := reply.Aggregations.Minutes.AfterKey
