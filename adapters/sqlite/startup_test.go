@@ -127,8 +127,11 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 // the tests that make an older file from a new one.
 const undoVersion8 = undoVersion9 + "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
 
-// undoVersion9 takes a day file of version 9 back to version 8.
-const undoVersion9 = "DROP TABLE class; ALTER TABLE messages DROP COLUMN bodies_expires; "
+// undoVersion9 takes a day file of version 10 back to version 8.
+const undoVersion9 = undoVersion10 + "DROP TABLE class; ALTER TABLE messages DROP COLUMN bodies_expires; "
+
+// undoVersion10 takes a day file of version 10 back to version 9.
+const undoVersion10 = "DROP TABLE dictionaries; "
 
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)

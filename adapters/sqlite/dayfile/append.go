@@ -63,7 +63,15 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
-	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
+	dict, keepDict, err := f.dictionaryFor(ctx, tx)
+	if err != nil {
+		return f.Error(ctx, "append", err)
+	}
+	var p *packer
+	if !f.plain {
+		p = &packer{dict: dict}
+	}
+	added, maxExpires, err := insert(ctx, tx, msgs, p, indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
@@ -77,6 +85,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 		return err
 	}
 	f.added(added, maxExpires)
+	keepDict()
 	if class != nil {
 		f.class.Store(class)
 	}

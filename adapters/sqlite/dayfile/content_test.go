@@ -44,7 +44,7 @@ func TestContentRoundTrip(t *testing.T) {
 			}
 			continue
 		}
-		got, err := unpack(bytes.Clone(value))
+		got, err := unpack(bytes.Clone(value), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestContentInflatesNoMoreThanDeclared(t *testing.T) {
 	for name, value := range cases {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := unpack(value)
+		_, err := unpack(value, nil)
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, errCorruptContent) {
 			t.Errorf("%s: unpack = %v; want a corrupt value", name, err)
@@ -110,4 +110,21 @@ func corruptMiddle(value []byte) []byte {
 	value = bytes.Clone(value)
 	value[len(value)/2] ^= 0xff
 	return value
+}
+
+// A skeleton keeps names and punctuation and blanks every value: it is
+// what a dictionary is made of.
+func TestSkeletonHoldsNoValue(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"X-User":["ada@example.com","b"],"Accept":[]}`:        `{"X-User":["",""],"Accept":[]}`,
+		` {"a": {"b": [1, 2.5e3, "x"]}, "c": null, "d": true} `: `{"a":{"b":[0,0,""]},"c":null,"d":true}`,
+		`"a bare string"`:                                            `""`,
+		`not json at all, ada@example.com`:                           ``,
+		`{"unterminated": "ada@example.com"`:                         ``,
+		strings.Repeat("[", 40) + `"deep"` + strings.Repeat("]", 40): strings.Repeat("[", skeletonDepth+1) + strings.Repeat("]", skeletonDepth+1),
+	} {
+		if got := string(appendSkeleton(nil, []byte(raw))); got != want {
+			t.Errorf("skeleton of %.40q = %q; want %q", raw, got, want)
+		}
+	}
 }

@@ -139,6 +139,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 7, SQL: sql("day-7.sql")},                    // headers and bodies compressed (content.go)
 		{To: 8, SQL: sql("day-8.sql")},                    // the tallies of what ingest rules drop, a message's sample rate
 		{To: 9, SQL: sql("day-9.sql")},                    // retention classes: the file's class, a message's bodies' expiry
+		{To: 10, SQL: sql("day-10.sql")},                  // the compression dictionary (dictionary.go)
 	}}
 }
 
@@ -186,8 +187,13 @@ type File struct {
 	// refused from then on, and the store's Ping names it.
 	fault atomic.Pointer[sqlitedb.FileFault]
 
-	// plain: headers and bodies are written as text (Layout.Plain).
-	plain bool
+	// plain: headers and bodies are written as text (Layout.Plain);
+	// noDictionary: compressed without a dictionary (Layout.NoDictionary).
+	plain, noDictionary bool
+	// dicts are the file's compression dictionaries, read at their first
+	// use after it opened (dictionary.go); nil while not read.
+	dicts   atomic.Pointer[fileDictionaries]
+	dictsMu sync.Mutex
 
 	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
 	// whether it is open.
@@ -196,12 +202,19 @@ type File struct {
 }
 
 // packer is what compresses the headers and bodies the file's writes
-// store: nil, as text, under Layout.Plain.
-func (f *File) packer() *packer {
+// store, with its newest dictionary: nil, as text, under Layout.Plain.
+func (f *File) packer(ctx context.Context) (*packer, error) {
 	if f.plain {
-		return nil
+		return nil, nil
 	}
-	return &packer{}
+	d, err := f.dictionaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.noDictionary {
+		return &packer{}, nil
+	}
+	return &packer{dict: d.byID.newest()}, nil
 }
 
 // newFile is the handle of part's file in the data directory dir.
@@ -244,7 +257,7 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	}
 	f.messages.Store(messages)
 	f.maxExpires.Store(maxExpires)
-	f.DB, f.identity, f.plain = db, identity, o.Layout.Plain
+	f.DB, f.identity, f.plain, f.noDictionary = db, identity, o.Layout.Plain, o.Layout.NoDictionary
 	return nil
 }
 
@@ -275,6 +288,7 @@ func (f *File) close() error {
 	}
 	err := errors.Join(f.DB.Close(), f.identity.Close())
 	f.DB, f.identity = nil, nil
+	f.dicts.Store(nil) // their codecs' memory goes with the file's
 	return err
 }
 
