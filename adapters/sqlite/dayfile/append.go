@@ -81,11 +81,11 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err := tx.Commit(); err != nil {
 		return f.Error(ctx, "append: commit", err)
 	}
+	keepDict()
 	if err := f.unmoved(); err != nil {
 		return err
 	}
 	f.added(added, maxExpires)
-	keepDict()
 	if class != nil {
 		f.class.Store(class)
 	}

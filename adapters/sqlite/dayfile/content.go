@@ -105,18 +105,21 @@ func (p *packer) pack(requestHeader []byte, requestBody string, responseHeader [
 // errCorruptContent is the error of a content value that does not read.
 var errCorruptContent = errors.New("corrupt")
 
-// unpack reads a content value, of codingZstdDict with one of dicts: the
-// payload is inflated into a buffer of the length the value declares, and
-// never past it.
-func unpack(value []byte, dicts dictionaries) (texts, error) {
+// unpack reads a content value, of codingZstdDict with the dictionary
+// dict finds by its id (nil: none): the payload is inflated into a buffer
+// of the length the value declares, and never past it.
+func unpack(value []byte, dict func(id uint64) *dictCodec) (texts, error) {
 	if len(value) == 0 || value[0] != codingZstd && value[0] != codingZstdDict {
 		return texts{}, fmt.Errorf("%w: unknown coding", errCorruptContent)
 	}
 	dec, rest := sharedCodec().dec, value[1:]
 	if value[0] == codingZstdDict {
 		id, n := binary.Uvarint(rest)
-		d := dicts[id]
-		if n <= 0 || d == nil {
+		var d *dictCodec
+		if n > 0 && dict != nil {
+			d = dict(id)
+		}
+		if d == nil {
 			return texts{}, fmt.Errorf("%w: dictionary %d is not in the file", errCorruptContent, id)
 		}
 		dec, rest = d.dec, rest[n:]

@@ -128,3 +128,21 @@ func TestSkeletonHoldsNoValue(t *testing.T) {
 		}
 	}
 }
+
+// What a file knows of its dictionaries only grows: a read of them begun
+// before an Append made one, kept after it, does not undo it.
+func TestDictionariesAreNotUndone(t *testing.T) {
+	codec, err := newDictCodec(1, []byte(`{"a":"","b":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f File
+	made := &fileDictionaries{byID: dictionaries{1: codec}, built: true}
+	f.noteDictionaries(&fileDictionaries{})
+	if got := f.noteDictionaries(made); got != made {
+		t.Fatal("a dictionary made did not replace none")
+	}
+	if got := f.noteDictionaries(&fileDictionaries{}); got != made || f.dictionary(1) != codec {
+		t.Fatal("a read from before the dictionary undid it")
+	}
+}

@@ -26,7 +26,7 @@ import (
 // values in it (docs/erasure.md).
 const (
 	dictionarySamples  = 200
-	maxDictionaryBytes = 64 << 10
+	maxDictionaryBytes = 32 << 10
 	// minDictionaryBytes: a skeleton shorter (texts that are not JSON) is
 	// no dictionary, and the file keeps codingZstd: the row says so.
 	minDictionaryBytes = 64
@@ -59,6 +59,9 @@ func newDictCodec(id uint32, content []byte) (*dictCodec, error) {
 // dictionaries are a day file's, by id; nil when it has none.
 type dictionaries map[uint64]*dictCodec
 
+// get is the dictionary of id, nil when there is none.
+func (d dictionaries) get(id uint64) *dictCodec { return d[id] }
+
 // newest is the dictionary new rows are written with: the highest id, nil
 // for none.
 func (d dictionaries) newest() *dictCodec {
@@ -72,19 +75,16 @@ func (d dictionaries) newest() *dictCodec {
 }
 
 // readDictionaries reads a file's dictionaries (table dictionaries), each
-// made a codec; an empty content is the mark that the file has none.
+// made a codec; built says it has made them (an empty content is the mark
+// that it has none).
 func readDictionaries(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (dictionaries, bool, error) {
+}) (d dictionaries, built bool, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, content FROM dictionaries`)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rows.Close()
-	var (
-		d     dictionaries
-		built bool
-	)
 	for rows.Next() {
 		var (
 			id      uint32
@@ -123,28 +123,55 @@ func (f *File) dictionaries(ctx context.Context) (*fileDictionaries, error) {
 	if d := f.dicts.Load(); d != nil {
 		return d, nil
 	}
+	return f.readDictionaries(ctx)
+}
+
+// readDictionaries reads the file's dictionaries as committed, and keeps
+// them unless what the file knows is as new.
+func (f *File) readDictionaries(ctx context.Context) (*fileDictionaries, error) {
 	f.dictsMu.Lock()
 	defer f.dictsMu.Unlock()
-	if d := f.dicts.Load(); d != nil {
-		return d, nil
-	}
 	byID, built, err := readDictionaries(ctx, f.Read)
 	if err != nil {
 		return nil, fmt.Errorf("its compression dictionaries: %w", err)
 	}
-	d := &fileDictionaries{byID: byID, built: built}
-	f.dicts.Store(d)
-	return d, nil
+	return f.noteDictionaries(&fileDictionaries{byID: byID, built: built}), nil
+}
+
+// noteDictionaries keeps d as what the file knows of its dictionaries
+// unless what it knows is as new (they are only ever added to): a read
+// that began before an Append made one must not undo it. It returns what
+// the file knows.
+func (f *File) noteDictionaries(d *fileDictionaries) *fileDictionaries {
+	for {
+		old := f.dicts.Load()
+		if old != nil && (old.built || !d.built) && len(old.byID) >= len(d.byID) {
+			return old
+		}
+		if f.dicts.CompareAndSwap(old, d) {
+			return d
+		}
+	}
+}
+
+// dictionary is the file's dictionary of id, nil when it has none: one
+// not among those read is looked for again, since a reader may meet a row
+// of a dictionary made after it read them.
+func (f *File) dictionary(id uint64) *dictCodec {
+	if d := f.dicts.Load(); d != nil && d.byID[id] != nil {
+		return d.byID[id]
+	}
+	d, err := f.readDictionaries(context.Background())
+	if err != nil {
+		return nil // the read fails naming the message and the dictionary
+	}
+	return d.byID[id]
 }
 
 // ScanMessage reads a row of MessageColumns of the file, then of extra's
 // columns into extra.
 func (f *File) ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
-	d, err := f.dictionaries(context.Background())
-	if err != nil {
-		return domain.Message{}, err
-	}
-	return d.byID.scanMessage(row, extra...)
+	return scanMessage(row, f.dictionary, extra...)
 }
 
 // dictionaryFor is the dictionary an Append writes its rows with: the
@@ -163,6 +190,12 @@ func (f *File) dictionaryFor(ctx context.Context, tx *sql.Tx) (codec *dictCodec,
 		}
 		return codec, keep, err
 	}
+	// What tx reads is the file's: a dictionary made is never made again.
+	byID, built, err := readDictionaries(ctx, tx)
+	if err != nil || built {
+		known := &fileDictionaries{byID: byID, built: true}
+		return byID.newest(), func() { f.noteDictionaries(known) }, err
+	}
 	content, samples, err := skeletonDictionary(ctx, tx)
 	if err != nil || samples < dictionarySamples {
 		return nil, keep, err
@@ -176,11 +209,11 @@ func (f *File) dictionaryFor(ctx context.Context, tx *sql.Tx) (codec *dictCodec,
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dictionaries(id, content) VALUES (?, coalesce(?, x''))`, id, content); err != nil {
 		return nil, keep, fmt.Errorf("its dictionary: %w", err)
 	}
-	built := &fileDictionaries{built: true}
+	made := &fileDictionaries{built: true}
 	if codec != nil {
-		built.byID = dictionaries{id: codec}
+		made.byID = dictionaries{id: codec}
 	}
-	return codec, func() { f.dicts.Store(built) }, nil
+	return codec, func() { f.noteDictionaries(made) }, nil
 }
 
 // skeletonDictionary is the content of a dictionary of the file's first

@@ -168,7 +168,7 @@ func readPage(ctx context.Context, tx *sql.Tx, dicts dictionaries, after int64) 
 	)
 	for rows.Next() {
 		var seq int64
-		m, err := dicts.scanMessage(rows, &seq)
+		m, err := scanMessage(rows, dicts.get, &seq)
 		if err != nil {
 			return nil, nil, err
 		}

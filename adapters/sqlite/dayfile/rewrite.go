@@ -125,8 +125,8 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 	)
 	for _, m := range msgs {
 		var seq int64
-		old, err := dicts.scanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE id = ? AND account = ? AND domain = ?",
-			m.ID, m.Account, m.Domain), &seq)
+		old, err := scanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE id = ? AND account = ? AND domain = ?",
+			m.ID, m.Account, m.Domain), dicts.get, &seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // not stored here: never stored again
 		}
@@ -178,7 +178,7 @@ func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey, dicts dictionar
 	}
 	r := &stats.Rollup{}
 	for rows.Next() {
-		m, err := dicts.scanMessage(rows)
+		m, err := scanMessage(rows, dicts.get)
 		if err != nil {
 			rows.Close()
 			return err

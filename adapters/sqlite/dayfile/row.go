@@ -132,8 +132,9 @@ func decodeRules(raw []byte) (domain.RulesRecord, error) {
 type Scanner interface{ Scan(dest ...any) error }
 
 // scanMessage reads a row of MessageColumns, then of extra's columns
-// into extra, its content inflated with d (File.ScanMessage).
-func (d dictionaries) scanMessage(row Scanner, extra ...any) (domain.Message, error) {
+// into extra, its content inflated with the dictionary dict finds
+// (File.ScanMessage).
+func scanMessage(row Scanner, dict func(id uint64) *dictCodec, extra ...any) (domain.Message, error) {
 	var (
 		m                                     domain.Message
 		duration                              sql.NullInt64
@@ -150,7 +151,7 @@ func (d dictionaries) scanMessage(row Scanner, extra ...any) (domain.Message, er
 		return domain.Message{}, err
 	}
 	if content != nil {
-		t, err := unpack(content, d)
+		t, err := unpack(content, dict)
 		if err != nil {
 			return domain.Message{}, fmt.Errorf("message %s: stored headers and bodies: %w", m.ID, err)
 		}

@@ -267,7 +267,7 @@ func readForErasure(ctx context.Context, tx *sql.Tx, dicts dictionaries, account
 	for rows.Next() {
 		var m storedMessage
 		var err error
-		if m.Message, err = dicts.scanMessage(seqScanner{rows, &m.seq}); err != nil {
+		if m.Message, err = scanMessage(seqScanner{rows, &m.seq}, dicts.get); err != nil {
 			return nil, err
 		}
 		out = append(out, m)
