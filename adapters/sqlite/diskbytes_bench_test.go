@@ -16,17 +16,20 @@ import (
 // closes the store and reports, per message, the bytes of each table and
 // index of the day files (dbstat's pages, summed over the files; "free" is
 // the bytes left unused inside those pages, "freelist" the free pages) and
-// the whole disk.
+// the whole disk, at three page sizes, with the day file's dictionary or
+// without.
 //
 //	REQLOG_BENCH_CORPUS=/tmp/corpus.jsonl go test -run '^$' -bench DiskBreakdown -benchtime 1x ./adapters/sqlite/
 func BenchmarkDiskBreakdown(b *testing.B) {
 	msgs := corpusMessages(b)
 	for _, pageSize := range []int{16 << 10, 32 << 10, 64 << 10} {
-		b.Run(fmt.Sprintf("page=%dKiB", pageSize>>10), func(b *testing.B) {
-			for range b.N {
-				measureDiskBreakdown(b, dayfile.Layout{PageSize: pageSize}, msgs)
-			}
-		})
+		for _, dict := range []bool{false, true} {
+			b.Run(fmt.Sprintf("dictionary=%t/page=%dKiB", dict, pageSize>>10), func(b *testing.B) {
+				for range b.N {
+					measureDiskBreakdown(b, dayfile.Layout{PageSize: pageSize, NoDictionary: !dict}, msgs)
+				}
+			})
+		}
 	}
 }
 

@@ -114,11 +114,11 @@ func BenchmarkDictionaries(b *testing.B) {
 		raw   bool
 		split bool
 	}
-	rawOf := func(samples [][]byte) ([]byte, time.Duration) {
+	rawOf := func(samples [][]byte, limit int) ([]byte, time.Duration) {
 		cpu := processCPU(b)
 		seen := map[string]bool{}
 		var content []byte
-		for i := len(samples) - 1; i >= 0 && len(content) < 64<<10; i-- {
+		for i := len(samples) - 1; i >= 0 && len(content)+len(samples[i]) <= limit; i-- {
 			if !seen[string(samples[i])] {
 				seen[string(samples[i])] = true
 				content = append(samples[i][:len(samples[i]):len(samples[i])], content...)
@@ -135,8 +135,11 @@ func BenchmarkDictionaries(b *testing.B) {
 		{name: "dict-skeleton-64KiB", level: zstd.SpeedFastest, dict: func() ([]byte, time.Duration) { return build(skeletons, 64<<10, zstd.SpeedFastest) }},
 		{name: "dict-skeleton-64KiB", level: zstd.SpeedDefault, dict: func() ([]byte, time.Duration) { return build(skeletons, 64<<10, zstd.SpeedDefault) }},
 		{name: "dict-skeleton200-64KiB", level: zstd.SpeedFastest, dict: func() ([]byte, time.Duration) { return build(skeletons[:200], 64<<10, zstd.SpeedFastest) }},
-		{name: "raw-skeleton-64KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons) }},
-		{name: "raw-skeleton200-64KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons[:200]) }},
+		{name: "raw-skeleton-64KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons, 64<<10) }},
+		{name: "raw-skeleton200-64KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons[:200], 64<<10) }},
+		{name: "raw-skeleton200-32KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons[:200], 32<<10) }},
+		{name: "raw-skeleton200-16KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons[:200], 16<<10) }},
+		{name: "raw-skeleton200-8KiB", level: zstd.SpeedFastest, raw: true, dict: func() ([]byte, time.Duration) { return rawOf(skeletons[:200], 8<<10) }},
 		{name: "dict-skeleton-64KiB-split", level: zstd.SpeedFastest, split: true, dict: func() ([]byte, time.Duration) { return build(skeletons, 64<<10, zstd.SpeedFastest) }},
 	}
 	n := float64(len(tested))
