@@ -11,7 +11,6 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/sqlite"
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
-	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -107,22 +106,30 @@ func readsAsStored(t *testing.T, s *sqlite.Store, want []domain.Message) {
 	}
 }
 
+// storedWithDictionary stores 300 dictionaryMessages in a new data
+// directory, in transactions of 100, each read back as stored, and closes
+// the store; it returns the directory, the day file and the messages.
+func storedWithDictionary(t *testing.T) (dir, path string, msgs, subject []domain.Message) {
+	t.Helper()
+	dir = t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	msgs, subject = dictionaryMessages(t, start, 300)
+	appendInHundreds(t, s, msgs)
+	readsAsStored(t, s, msgs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, filepath.Join(dir, "messages-"+start.Format("2006-01-02")+".db"), msgs, subject
+}
+
 // A day file makes its dictionary once it holds 200 messages, from their
 // skeletons: it holds names and punctuation, no header or JSON value. The
 // rows before it stay in coding 1, those after are in coding 2, and all
 // read as stored; an erasure leaves no byte of the subject's value in the
 // data directory, dictionary included.
 func TestDictionaryHoldsNoValueAndErasureLeavesNoByte(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, sqlite.Config{Dir: dir})
-	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
-	msgs, subject := dictionaryMessages(t, start, 300)
-	appendInHundreds(t, s, msgs)
-	readsAsStored(t, s, msgs)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "messages-"+start.Format("2006-01-02")+".db")
+	dir, path, msgs, subject := storedWithDictionary(t)
 	codings, dicts := codingsOf(t, path)
 	if codings[1] != 200 || codings[2] != 100 || len(dicts) != 1 {
 		t.Fatalf("rows by coding %v, %d dictionaries; want 200 in coding 1, 100 in coding 2, one dictionary", codings, len(dicts))
@@ -138,21 +145,9 @@ func TestDictionaryHoldsNoValueAndErasureLeavesNoByte(t *testing.T) {
 		}
 	}
 
-	s = mustOpen(t, sqlite.Config{Dir: dir})
+	s := mustOpen(t, sqlite.Config{Dir: dir})
 	readsAsStored(t, s, msgs)
-	ctx := opCtx(t)
-	if n, err := s.Hide(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
-		t.Fatalf("Hide = %d, %v; want %d", n, err, len(subject))
-	}
-	if n, err := s.Delete(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
-		t.Fatalf("Delete = %d, %v; want %d", n, err, len(subject))
-	}
-	if err := s.Expunge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
-		t.Errorf("the canary is still in %v after the erasure", holding)
-	}
+	eraseLeavingNoCanary(t, s, dir, subject)
 	var others []domain.Message
 	for _, m := range msgs {
 		if len(m.Subjects) == 0 {
@@ -178,15 +173,7 @@ func TestVersion9DayFileGetsADictionary(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "messages-"+start.Format("2006-01-02")+".db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(undoVersion10 + "PRAGMA user_version=9"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	writeFile(t, filepath.Join(dir, "reqlog-store.json"), []byte(`{"store":"reqlog-sqlite","schema_version":9}`))
+	takeBack(t, dir, path, undoVersion10, 9)
 
 	s := mustOpen(t, sqlite.Config{Dir: dir})
 	readsAsStored(t, s, msgs[:250])
@@ -204,15 +191,8 @@ func TestVersion9DayFileGetsADictionary(t *testing.T) {
 // it, naming the message and the dictionary; the rows written before it
 // still read.
 func TestLostDictionaryNamesTheMessage(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, sqlite.Config{Dir: dir})
-	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
-	msgs, _ := dictionaryMessages(t, start, 300)
-	appendInHundreds(t, s, msgs)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "messages-"+start.Format("2006-01-02")+".db"))
+	dir, path, msgs, _ := storedWithDictionary(t)
+	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +201,7 @@ func TestLostDictionaryNamesTheMessage(t *testing.T) {
 	}
 	db.Close()
 
-	s = mustOpen(t, sqlite.Config{Dir: dir})
+	s := mustOpen(t, sqlite.Config{Dir: dir})
 	now := time.Now().Add(time.Hour)
 	lost := msgs[250]
 	if _, err := s.Get(opCtx(t), scope, lost.ID, now); err == nil || !strings.Contains(err.Error(), lost.ID) || !strings.Contains(err.Error(), "dictionary") {

@@ -133,6 +133,21 @@ const undoVersion9 = undoVersion10 + "DROP TABLE class; ALTER TABLE messages DRO
 // undoVersion10 takes a day file of version 10 back to version 9.
 const undoVersion10 = "DROP TABLE dictionaries; "
 
+// takeBack runs undo on the day file at path, marks it of version and the
+// data directory dir too, as a reqlog of that version left them.
+func takeBack(t *testing.T, dir, path, undo string, version int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(fmt.Sprintf("%s; PRAGMA user_version=%d", undo, version)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "reqlog-store.json"), fmt.Appendf(nil, `{"store":"reqlog-sqlite","schema_version":%d}`, version))
+}
+
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)
 	newSchema := schemaOf(t, day)
