@@ -187,27 +187,69 @@ func TestVersion9DayFileGetsADictionary(t *testing.T) {
 	}
 }
 
-// A dictionary lost from its file fails the reads of the rows written with
-// it, naming the message and the dictionary; the rows written before it
-// still read.
-func TestLostDictionaryNamesTheMessage(t *testing.T) {
-	dir, path, msgs, _ := storedWithDictionary(t)
+// A dictionary lost from its file, or corrupt, fails the reads of the rows
+// written with it, each naming the message and saying corrupt; the rows
+// written before it still read.
+func TestLostOrCorruptDictionaryNamesTheMessage(t *testing.T) {
+	for name, hurt := range map[string]string{
+		"lost":    `DELETE FROM dictionaries`,
+		"corrupt": `UPDATE dictionaries SET content = zeroblob(length(content))`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, path, msgs, _ := storedWithDictionary(t)
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(hurt); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+
+			s := mustOpen(t, sqlite.Config{Dir: dir})
+			now := time.Now().Add(time.Hour)
+			hurtRow := msgs[250]
+			if _, err := s.Get(opCtx(t), scope, hurtRow.ID, now); err == nil || !strings.Contains(err.Error(), hurtRow.ID) || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("Get of a message written with the %s dictionary = %v; want an error naming %s and saying corrupt", name, err, hurtRow.ID)
+			}
+			if got, err := s.Get(opCtx(t), scope, msgs[10].ID, now); err != nil || !domain.SameSubmission(got, msgs[10]) {
+				t.Errorf("Get of a message written before the dictionary = %v; want it as stored", err)
+			}
+		})
+	}
+}
+
+// A corrupt row among those a dictionary is made of does not stop the
+// appends: the dictionary is made of the others.
+func TestCorruptRowDoesNotStopTheDictionary(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	msgs, _ := dictionaryMessages(t, start, 300)
+	appendInHundreds(t, s, msgs[:200])
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "messages-"+start.Format("2006-01-02")+".db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DELETE FROM dictionaries`); err != nil {
+	if _, err := db.Exec(`UPDATE messages SET content = X'01FF' WHERE id = ?`, msgs[3].ID); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-
-	s := mustOpen(t, sqlite.Config{Dir: dir})
-	now := time.Now().Add(time.Hour)
-	lost := msgs[250]
-	if _, err := s.Get(opCtx(t), scope, lost.ID, now); err == nil || !strings.Contains(err.Error(), lost.ID) || !strings.Contains(err.Error(), "dictionary") {
-		t.Errorf("Get of a message written with the lost dictionary = %v; want an error naming %s and the dictionary", err, lost.ID)
+	s = mustOpen(t, sqlite.Config{Dir: dir})
+	appendInHundreds(t, s, msgs[200:])
+	for _, m := range msgs[200:] {
+		if got, err := s.Get(opCtx(t), scope, m.ID, time.Now().Add(time.Hour)); err != nil || !domain.SameSubmission(got, m) {
+			t.Fatalf("Get(%s) = %v; want it as stored", m.ID, err)
+		}
 	}
-	if got, err := s.Get(opCtx(t), scope, msgs[10].ID, now); err != nil || !domain.SameSubmission(got, msgs[10]) {
-		t.Errorf("Get of a message written before the dictionary = %v; want it as stored", err)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if codings, dicts := codingsOf(t, path); codings[2] != 100 || len(dicts) != 1 || len(dicts[0]) == 0 {
+		t.Errorf("rows by coding %v, %d dictionaries; want the 100 appended in coding 2 with one dictionary", codings, len(dicts))
 	}
 }

@@ -27,8 +27,9 @@ import (
 const (
 	dictionarySamples  = 200
 	maxDictionaryBytes = 32 << 10
-	// minDictionaryBytes: a skeleton shorter (texts that are not JSON) is
-	// no dictionary, and the file keeps codingZstd: the row says so.
+	// minDictionaryBytes: skeletons shorter in all (texts that are not
+	// JSON) make no dictionary: the file keeps codingZstd, and its row in
+	// dictionaries, of an empty content, says so.
 	minDictionaryBytes = 64
 )
 
@@ -239,10 +240,11 @@ func skeletonDictionary(ctx context.Context, tx *sql.Tx) (content []byte, sample
 		if err := rows.Scan(&t[0], &t[1], &t[2], &t[3], &value); err != nil {
 			return nil, 0, err
 		}
+		samples++
 		if value != nil {
 			u, err := unpack(value, nil) // no dictionary yet: every row is codingZstd
 			if err != nil {
-				return nil, 0, err
+				continue // its reads fail naming it; the appends go on
 			}
 			t = [4][]byte{u.requestHeader, u.requestBody, u.responseHeader, u.responseBody}
 		}
@@ -251,7 +253,6 @@ func skeletonDictionary(ctx context.Context, tx *sql.Tx) (content []byte, sample
 			s = appendSkeleton(s, text)
 		}
 		counts[string(s)]++
-		samples++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
