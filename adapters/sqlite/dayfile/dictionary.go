@@ -169,6 +169,22 @@ func (f *File) dictionary(id uint64) *dictCodec {
 	return d.byID[id]
 }
 
+// RowReader reads the rows of a day file open outside a Dir (tools and
+// tests), with the file's dictionaries.
+type RowReader struct{ dicts dictionaries }
+
+// NewRowReader reads the dictionaries of the day file db is open on.
+func NewRowReader(ctx context.Context, db *sql.DB) (RowReader, error) {
+	d, _, err := readDictionaries(ctx, db)
+	return RowReader{d}, err
+}
+
+// ScanMessage reads a row of MessageColumns, then of extra's columns into
+// extra.
+func (r RowReader) ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
+	return scanMessage(row, r.dicts.get, extra...)
+}
+
 // ScanMessage reads a row of MessageColumns of the file, then of extra's
 // columns into extra.
 func (f *File) ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
