@@ -22,7 +22,8 @@ import (
 // the load tool's traffic (REQLOG_BENCH_CORPUS: a file of `reqlog-bench
 // -n N generate`), in one run: headers and bodies as text (the layout
 // before schema version 7) or compressed per row, at pages of 4, 8 and 16
-// KiB; and, on the same messages' texts, the codec alone: one frame per
+// KiB, with the day file's dictionary (schema version 11) or without;
+// and, on the same messages' texts, the codec alone: one frame per
 // row at two levels against dictionaries trained on the day's first
 // messages or on each application's. Each layout reports disk, ingest CPU
 // (Append in batches of 500), export CPU (pages of 1,000) and Get CPU, per
@@ -37,9 +38,11 @@ func BenchmarkCompression(b *testing.B) {
 		layout dayfile.Layout
 	}{
 		{"text/page=4KiB", dayfile.Layout{Plain: true, PageSize: 4096}},
-		{"zstd/page=4KiB", dayfile.Layout{PageSize: 4096}},
-		{"zstd/page=8KiB", dayfile.Layout{PageSize: 8192}},
-		{"zstd/page=16KiB", dayfile.Layout{PageSize: 16384}},
+		{"zstd/page=4KiB", dayfile.Layout{PageSize: 4096, NoDictionary: true}},
+		{"zstd/page=8KiB", dayfile.Layout{PageSize: 8192, NoDictionary: true}},
+		{"zstd/page=16KiB", dayfile.Layout{PageSize: 16384, NoDictionary: true}},
+		{"zstd-dict/page=16KiB", dayfile.Layout{PageSize: 16384}},
+		{"zstd-dict/page=32KiB", dayfile.Layout{PageSize: 32768}},
 	}
 	for _, l := range layouts {
 		b.Run(l.name, func(b *testing.B) {

@@ -83,6 +83,25 @@ func refsOf(msgs []domain.Message) []ports.SubjectRef {
 	return refs
 }
 
+// eraseLeavingNoCanary hides, deletes and expunges subject's messages, as
+// the erasure job does, and checks that no file of dir holds the canary.
+func eraseLeavingNoCanary(t *testing.T, s *sqlite.Store, dir string, subject []domain.Message) {
+	t.Helper()
+	ctx := opCtx(t)
+	if n, err := s.Hide(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
+		t.Fatalf("Hide = %d, %v; want %d", n, err, len(subject))
+	}
+	if n, err := s.Delete(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
+		t.Fatalf("Delete = %d, %v; want %d", n, err, len(subject))
+	}
+	if err := s.Expunge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
+		t.Errorf("the canary is still in %v after the erasure", holding)
+	}
+}
+
 // After Delete and Expunge no byte of an erased message's text is left in
 // the data directory: not in the day file (rows, indexes, free pages, the
 // word index), not in its WAL; the other messages read as they were.
@@ -101,19 +120,7 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 		t.Fatal("the canary's word index token is in no file before the erasure: the test proves nothing")
 	}
 	s = mustOpen(t, sqlite.Config{Dir: dir})
-	ctx := opCtx(t)
-	if n, err := s.Hide(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
-		t.Fatalf("Hide = %d, %v; want %d", n, err, len(subject))
-	}
-	if n, err := s.Delete(ctx, scope.Account, refsOf(subject)); err != nil || n != int64(len(subject)) {
-		t.Fatalf("Delete = %d, %v; want %d", n, err, len(subject))
-	}
-	if err := s.Expunge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if holding := conformance.FilesHolding(t, dir, canary); len(holding) > 0 {
-		t.Errorf("the canary is still in %v after the erasure", holding)
-	}
+	eraseLeavingNoCanary(t, s, dir, subject)
 	// Nor the word index's token of a word only the canary holds.
 	if holding := conformance.FilesHolding(t, dir, canaryToken(t)); len(holding) > 0 {
 		t.Errorf("the canary's word index token is still in %v after the erasure", holding)
@@ -127,10 +134,10 @@ func TestErasedMessagesLeaveNoByteInTheDataDirectory(t *testing.T) {
 	}
 	// More messages after, and the word index still answers.
 	more := newMessage(t, start.Add(time.Hour), 100)
-	if err := s.Append(ctx, []domain.Message{more}); err != nil {
+	if err := s.Append(opCtx(t), []domain.Message{more}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, scope, more.ID, now); err != nil {
+	if _, err := s.Get(opCtx(t), scope, more.ID, now); err != nil {
 		t.Errorf("a message appended after the erasure: %v", err)
 	}
 }
@@ -186,15 +193,7 @@ func TestAnOlderDayFileIsVacuumedAtItsFirstErasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := filepath.Join(dir, "messages-"+subject[0].CreatedAt.Format("2006-01-02")+".db")
-	db, err := sql.Open("sqlite", "file:"+day)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(undoVersion8 + "DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN content; PRAGMA user_version=5"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	writeFile(t, filepath.Join(dir, "reqlog-store.json"), []byte(`{"store":"reqlog-sqlite","schema_version":5}`))
+	takeBack(t, dir, day, undoVersion8+"DROP TABLE erasure; DROP TABLE subjects; ALTER TABLE messages DROP COLUMN content", 5)
 	vacuumFirst := func() (v int) {
 		t.Helper()
 		db, err := sql.Open("sqlite", "file:"+day)

@@ -134,7 +134,7 @@ func (it *listIterator) advance(ctx context.Context, r *dayReader) bool {
 		}
 		return false
 	}
-	m, err := dayfile.ScanMessage(r.rows)
+	m, err := r.file.ScanMessage(r.rows)
 	if err != nil {
 		it.err = r.file.Error(ctx, "list", err)
 		return false
@@ -243,7 +243,7 @@ func (s *Store) getFrom(ctx context.Context, part dayfile.Part, query string, ar
 		return domain.Message{}, false, err
 	}
 	defer d.Release()
-	m, err := dayfile.ScanMessage(d.Read.QueryRowContext(ctx, query, args...))
+	m, err := d.ScanMessage(d.Read.QueryRowContext(ctx, query, args...))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return domain.Message{}, false, nil
@@ -285,7 +285,7 @@ func (s *Store) lookupIn(ctx context.Context, part dayfile.Part, query string, a
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := dayfile.ScanMessage(rows)
+		m, err := d.ScanMessage(rows)
 		if err != nil {
 			return nil, d.Error(ctx, "lookup", err)
 		}

@@ -127,11 +127,29 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 // the tests that make an older file from a new one.
 const undoVersion8 = undoVersion9 + "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
 
-// undoVersion9 takes a day file of version 10 back to version 8.
+// undoVersion9 takes a day file of version 11 back to version 8.
 const undoVersion9 = undoVersion10 + "DROP TABLE class; ALTER TABLE messages DROP COLUMN bodies_expires; "
 
-// undoVersion10 takes a day file of version 10 back to version 9.
-const undoVersion10 = "ALTER TABLE erasure DROP COLUMN words_owed; "
+// undoVersion10 takes a day file of version 11 back to version 9.
+const undoVersion10 = undoVersion11 + "ALTER TABLE erasure DROP COLUMN words_owed; "
+
+// undoVersion11 takes a day file of version 11 back to version 10.
+const undoVersion11 = "DROP TABLE dictionaries; "
+
+// takeBack runs undo on the day file at path, marks it of version and the
+// data directory dir too, as a reqlog of that version left them.
+func takeBack(t *testing.T, dir, path, undo string, version int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(fmt.Sprintf("%s; PRAGMA user_version=%d", undo, version)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "reqlog-store.json"), fmt.Appendf(nil, `{"store":"reqlog-sqlite","schema_version":%d}`, version))
+}
 
 func TestOlderDirectoryIsMigrated(t *testing.T) {
 	dir, day := seeded(t)

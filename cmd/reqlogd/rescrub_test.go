@@ -166,12 +166,16 @@ func rowsHolding(t *testing.T, dir string, needles ...string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		reader, err := dayfile.NewRowReader(t.Context(), db)
+		if err != nil {
+			t.Fatalf("%s: %v", day, err)
+		}
 		rows, err := db.Query("SELECT " + dayfile.MessageColumns + " FROM messages")
 		if err != nil {
 			t.Fatalf("%s: %v", day, err)
 		}
 		for rows.Next() {
-			m, err := dayfile.ScanMessage(rows)
+			m, err := reader.ScanMessage(rows)
 			if err != nil {
 				t.Fatalf("%s: %v", day, err)
 			}

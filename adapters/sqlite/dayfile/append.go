@@ -63,7 +63,15 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
-	added, maxExpires, err := insert(ctx, tx, msgs, f.packer(), indexWords)
+	dict, keepDict, err := f.dictionaryFor(ctx, tx)
+	if err != nil {
+		return f.Error(ctx, "append", err)
+	}
+	var p *packer
+	if !f.plain {
+		p = &packer{dict: dict}
+	}
+	added, maxExpires, err := insert(ctx, tx, msgs, p, indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
@@ -73,6 +81,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err := tx.Commit(); err != nil {
 		return f.Error(ctx, "append: commit", err)
 	}
+	keepDict()
 	if err := f.unmoved(); err != nil {
 		return err
 	}

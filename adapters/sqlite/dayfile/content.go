@@ -13,17 +13,22 @@ import (
 // compressed value, the column content, and its four text columns hold
 // empty strings. The value is
 //
-//	coding byte (codingZstd) | uvarint: the payload's length | zstd frame of the payload
+//	codingZstd | uvarint: the payload's length | zstd frame of the payload
+//	codingZstdDict | uvarint: the dictionary's id | uvarint: the payload's length | zstd frame
 //
 // and the payload is the lengths of the request's header, the request's
 // body and the response's header as uvarints, then the four texts one
 // after the other (the response's body takes the rest). A message stored
 // before version 7, or whose value would not be smaller than its texts
 // (random or already compressed bodies), has a NULL content and its texts
-// in their columns. One frame per row, without a dictionary: the
-// measurements that chose it are in docs/benchmarks.md ("Compressed
-// exchanges").
-const codingZstd = 1
+// in their columns. One frame per row, without a dictionary until the day
+// file has one (schema version 11, dictionary.go), with it from then on:
+// the measurements that chose it are in docs/benchmarks.md ("Compressed
+// exchanges", "Dictionaries").
+const (
+	codingZstd     = 1
+	codingZstdDict = 2
+)
 
 // maxPayloadBytes bounds a payload: past it a message is stored as text.
 // A value declaring more is corrupt, and is not inflated.
@@ -63,9 +68,11 @@ type texts struct {
 }
 
 // packer compresses messages' texts, reusing its buffers from one message
-// to the next: a value it returns is valid until its next call.
+// to the next: a value it returns is valid until its next call. With a
+// dictionary it writes codingZstdDict, without one codingZstd.
 type packer struct {
 	payload, value []byte
+	dict           *dictCodec
 }
 
 // pack returns the content value of a message's headers (as stored) and
@@ -80,9 +87,15 @@ func (p *packer) pack(requestHeader []byte, requestBody string, responseHeader [
 	p.payload = binary.AppendUvarint(p.payload, uint64(len(requestBody)))
 	p.payload = binary.AppendUvarint(p.payload, uint64(len(responseHeader)))
 	p.payload = append(append(append(append(p.payload, requestHeader...), requestBody...), responseHeader...), responseBody...)
-	p.value = append(p.value[:0], codingZstd)
+	enc := sharedCodec().enc
+	if p.dict != nil {
+		enc = p.dict.enc
+		p.value = binary.AppendUvarint(append(p.value[:0], codingZstdDict), uint64(p.dict.id))
+	} else {
+		p.value = append(p.value[:0], codingZstd)
+	}
 	p.value = binary.AppendUvarint(p.value, uint64(len(p.payload)))
-	p.value = sharedCodec().enc.EncodeAll(p.payload, p.value)
+	p.value = enc.EncodeAll(p.payload, p.value)
 	if len(p.value) >= size {
 		return nil
 	}
@@ -92,18 +105,31 @@ func (p *packer) pack(requestHeader []byte, requestBody string, responseHeader [
 // errCorruptContent is the error of a content value that does not read.
 var errCorruptContent = errors.New("corrupt")
 
-// unpack reads a content value: the payload is inflated into a buffer of
-// the length the value declares, and never past it.
-func unpack(value []byte) (texts, error) {
-	if len(value) == 0 || value[0] != codingZstd {
+// unpack reads a content value, of codingZstdDict with the dictionary
+// dict finds by its id (nil: none): the payload is inflated into a buffer
+// of the length the value declares, and never past it.
+func unpack(value []byte, dict func(id uint64) *dictCodec) (texts, error) {
+	if len(value) == 0 || value[0] != codingZstd && value[0] != codingZstdDict {
 		return texts{}, fmt.Errorf("%w: unknown coding", errCorruptContent)
 	}
-	size, n := binary.Uvarint(value[1:])
-	frame := value[1+max(n, 0):]
+	dec, rest := sharedCodec().dec, value[1:]
+	if value[0] == codingZstdDict {
+		id, n := binary.Uvarint(rest)
+		var d *dictCodec
+		if n > 0 && dict != nil {
+			d = dict(id)
+		}
+		if d == nil {
+			return texts{}, fmt.Errorf("%w: dictionary %d is not in the file", errCorruptContent, id)
+		}
+		dec, rest = d.dec, rest[n:]
+	}
+	size, n := binary.Uvarint(rest)
+	frame := rest[max(n, 0):]
 	if n <= 0 || size > maxPayloadBytes || size > uint64(len(frame))*maxInflation {
 		return texts{}, fmt.Errorf("%w: a length of %d for a frame of %d bytes", errCorruptContent, size, len(frame))
 	}
-	payload, err := sharedCodec().dec.DecodeAll(frame, make([]byte, 0, size))
+	payload, err := dec.DecodeAll(frame, make([]byte, 0, size))
 	if err != nil {
 		return texts{}, fmt.Errorf("%w: %w", errCorruptContent, err)
 	}
@@ -111,7 +137,7 @@ func unpack(value []byte) (texts, error) {
 		return texts{}, fmt.Errorf("%w: %d bytes inflated, %d declared", errCorruptContent, len(payload), size)
 	}
 	var lengths [3]uint64
-	rest := payload
+	rest = payload
 	for i := range lengths {
 		length, n := binary.Uvarint(rest)
 		if n <= 0 || length > uint64(len(rest)-n) {

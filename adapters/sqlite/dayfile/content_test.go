@@ -44,7 +44,7 @@ func TestContentRoundTrip(t *testing.T) {
 			}
 			continue
 		}
-		got, err := unpack(bytes.Clone(value))
+		got, err := unpack(bytes.Clone(value), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestContentInflatesNoMoreThanDeclared(t *testing.T) {
 	for name, value := range cases {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := unpack(value)
+		_, err := unpack(value, nil)
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, errCorruptContent) {
 			t.Errorf("%s: unpack = %v; want a corrupt value", name, err)
@@ -110,4 +110,39 @@ func corruptMiddle(value []byte) []byte {
 	value = bytes.Clone(value)
 	value[len(value)/2] ^= 0xff
 	return value
+}
+
+// A skeleton keeps names and punctuation and blanks every value: it is
+// what a dictionary is made of.
+func TestSkeletonHoldsNoValue(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"X-User":["ada@example.com","b"],"Accept":[]}`:        `{"X-User":["",""],"Accept":[]}`,
+		` {"a": {"b": [1, 2.5e3, "x"]}, "c": null, "d": true} `: `{"a":{"b":[0,0,""]},"c":null,"d":true}`,
+		`"a bare string"`:                                            `""`,
+		`not json at all, ada@example.com`:                           ``,
+		`{"unterminated": "ada@example.com"`:                         ``,
+		strings.Repeat("[", 40) + `"deep"` + strings.Repeat("]", 40): strings.Repeat("[", skeletonDepth+1) + strings.Repeat("]", skeletonDepth+1),
+	} {
+		if got := string(appendSkeleton(nil, []byte(raw))); got != want {
+			t.Errorf("skeleton of %.40q = %q; want %q", raw, got, want)
+		}
+	}
+}
+
+// What a file knows of its dictionaries only grows: a read of them begun
+// before an Append made one, kept after it, does not undo it.
+func TestDictionariesAreNotUndone(t *testing.T) {
+	codec, err := newDictCodec(1, []byte(`{"a":"","b":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f File
+	made := &fileDictionaries{byID: dictionaries{1: codec}, built: true}
+	f.noteDictionaries(&fileDictionaries{})
+	if got := f.noteDictionaries(made); got != made {
+		t.Fatal("a dictionary made did not replace none")
+	}
+	if got := f.noteDictionaries(&fileDictionaries{}); got != made || f.dictionary(1) != codec {
+		t.Fatal("a read from before the dictionary undid it")
+	}
 }

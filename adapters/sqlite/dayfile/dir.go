@@ -53,6 +53,9 @@ type Layout struct {
 	// Plain stores headers and bodies as text (content NULL), as before
 	// schema version 7.
 	Plain bool
+	// NoDictionary compresses them without a dictionary (codingZstd), as
+	// before schema version 11.
+	NoDictionary bool
 	// WordConfig is run on each file opened: FTS5 settings of the word
 	// index ("INSERT INTO words(words, rank) VALUES('automerge', 8)"),
 	// which the file keeps.

@@ -111,9 +111,11 @@ func DayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // DefaultPageSize is the page size of a new day file: on the load tool's
 // traffic, compressed, 16 KiB pages take 6 % less disk than 4 KiB or
-// 8 KiB ones, at the same CPU (docs/benchmarks.md, "Compressed
-// exchanges"): fewer rows spill into overflow pages.
-const DefaultPageSize = 16384
+// 8 KiB ones, and 32 KiB pages with the dictionary 3 % less than 16 KiB,
+// at the same CPU and read speed (docs/benchmarks.md, "Compressed
+// exchanges", "Dictionaries"): fewer rows spill into overflow pages, and
+// less of each page is left over past its last row.
+const DefaultPageSize = 32768
 
 // daySchemaFiles are the day file's migrations, one file a version.
 //
@@ -140,6 +142,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 8, SQL: sql("day-8.sql")},                    // the tallies of what ingest rules drop, a message's sample rate
 		{To: 9, SQL: sql("day-9.sql")},                    // retention classes: the file's class, a message's bodies' expiry
 		{To: 10, SQL: sql("day-10.sql")},                  // the word index's optimize an erasure owes
+		{To: 11, SQL: sql("day-11.sql")},                  // the compression dictionary (dictionary.go)
 	}}
 }
 
@@ -187,8 +190,13 @@ type File struct {
 	// refused from then on, and the store's Ping names it.
 	fault atomic.Pointer[sqlitedb.FileFault]
 
-	// plain: headers and bodies are written as text (Layout.Plain).
-	plain bool
+	// plain: headers and bodies are written as text (Layout.Plain);
+	// noDictionary: compressed without a dictionary (Layout.NoDictionary).
+	plain, noDictionary bool
+	// dicts are the file's compression dictionaries, read at their first
+	// use after it opened (dictionary.go); nil while not read.
+	dicts   atomic.Pointer[fileDictionaries]
+	dictsMu sync.Mutex
 
 	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
 	// whether it is open.
@@ -197,12 +205,19 @@ type File struct {
 }
 
 // packer is what compresses the headers and bodies the file's writes
-// store: nil, as text, under Layout.Plain.
-func (f *File) packer() *packer {
+// store, with its newest dictionary: nil, as text, under Layout.Plain.
+func (f *File) packer(ctx context.Context) (*packer, error) {
 	if f.plain {
-		return nil
+		return nil, nil
 	}
-	return &packer{}
+	d, err := f.dictionaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f.noDictionary {
+		return &packer{}, nil
+	}
+	return &packer{dict: d.byID.newest()}, nil
 }
 
 // newFile is the handle of part's file in the data directory dir.
@@ -245,7 +260,7 @@ func (f *File) open(ctx context.Context, o Options, create bool) error {
 	}
 	f.messages.Store(messages)
 	f.maxExpires.Store(maxExpires)
-	f.DB, f.identity, f.plain = db, identity, o.Layout.Plain
+	f.DB, f.identity, f.plain, f.noDictionary = db, identity, o.Layout.Plain, o.Layout.NoDictionary
 	return nil
 }
 
@@ -276,6 +291,7 @@ func (f *File) close() error {
 	}
 	err := errors.Join(f.DB.Close(), f.identity.Close())
 	f.DB, f.identity = nil, nil
+	f.dicts.Store(nil) // their codecs' memory goes with the file's
 	return err
 }
 

@@ -108,10 +108,17 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words) VALUES ('delete-all')`); err != nil {
 		return 0, 0, f.Error(ctx, "clear bodies: the word index", err)
 	}
-	p := f.packer()
+	p, err := f.packer(ctx)
+	if err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies", err)
+	}
+	dicts, err := f.dictionaries(ctx)
+	if err != nil {
+		return 0, 0, f.Error(ctx, "clear bodies", err)
+	}
 	var words wordTokens
 	for after := int64(0); ; {
-		page, seqs, err := readPage(ctx, tx, after)
+		page, seqs, err := readPage(ctx, tx, dicts.byID, after)
 		if err != nil {
 			return 0, 0, f.Error(ctx, "clear bodies", err)
 		}
@@ -149,7 +156,7 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 }
 
 // readPage reads up to clearBodiesPage messages of seq past after, by seq.
-func readPage(ctx context.Context, tx *sql.Tx, after int64) ([]domain.Message, []int64, error) {
+func readPage(ctx context.Context, tx *sql.Tx, dicts dictionaries, after int64) ([]domain.Message, []int64, error) {
 	rows, err := tx.QueryContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", after, clearBodiesPage)
 	if err != nil {
 		return nil, nil, err
@@ -161,7 +168,7 @@ func readPage(ctx context.Context, tx *sql.Tx, after int64) ([]domain.Message, [
 	)
 	for rows.Next() {
 		var seq int64
-		m, err := ScanMessage(rows, &seq)
+		m, err := scanMessage(rows, dicts.get, &seq)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -50,7 +50,7 @@ func (f *File) Scan(ctx context.Context, q ports.RewriteScan) ([]domain.Message,
 	defer rows.Close()
 	var out []domain.Message
 	for rows.Next() {
-		m, err := ScanMessage(rows)
+		m, err := f.ScanMessage(rows)
 		if err != nil {
 			return nil, f.Error(ctx, "scan", err)
 		}
@@ -94,7 +94,15 @@ func (f *File) Rewrite(ctx context.Context, msgs []domain.Message) ([]domain.Mes
 	if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rank) VALUES ('secure-delete', 1)`); err != nil {
 		return nil, f.Error(ctx, "rewrite: the word index's secure-delete", err)
 	}
-	rewritten, err := rewriteRows(ctx, tx, msgs, f.packer())
+	p, err := f.packer(ctx)
+	if err != nil {
+		return nil, f.Error(ctx, "rewrite", err)
+	}
+	dicts, err := f.dictionaries(ctx)
+	if err != nil {
+		return nil, f.Error(ctx, "rewrite", err)
+	}
+	rewritten, err := rewriteRows(ctx, tx, msgs, p, dicts.byID)
 	if err != nil {
 		return nil, f.Error(ctx, "rewrite", err)
 	}
@@ -109,7 +117,7 @@ func (f *File) Rewrite(ctx context.Context, msgs []domain.Message) ([]domain.Mes
 // bodies are written as Append writes them (textColumns, compressed by p),
 // whatever form the row held them in: a compressed row's old value is
 // replaced, not left beside new text its reads would ignore.
-func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer) ([]domain.Message, error) {
+func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, dicts dictionaries) ([]domain.Message, error) {
 	var (
 		rewritten      []domain.Message
 		words          wordTokens
@@ -117,8 +125,8 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 	)
 	for _, m := range msgs {
 		var seq int64
-		old, err := ScanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE id = ? AND account = ? AND domain = ?",
-			m.ID, m.Account, m.Domain), &seq)
+		old, err := scanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE id = ? AND account = ? AND domain = ?",
+			m.ID, m.Account, m.Domain), dicts.get, &seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // not stored here: never stored again
 		}
@@ -126,7 +134,7 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
 		// A contentless index deletes a row given the tokens it was given:
-		// those of the message as stored, which ScanMessage inflated.
+		// those of the message as stored, which scanMessage inflated.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, words.of(old)); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
@@ -152,7 +160,7 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 		rewritten = append(rewritten, now)
 	}
 	for k := range pathsChangedIn {
-		if err := recountRollup(ctx, tx, k); err != nil {
+		if err := recountRollup(ctx, tx, k, dicts); err != nil {
 			return nil, fmt.Errorf("rollup of %s/%s/%s at %d: %w", k.account, k.domain, k.name, k.minute, err)
 		}
 	}
@@ -161,7 +169,7 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 
 // recountRollup counts the rollup of k again from the messages stored, so
 // that no path a rewrite changed stays in it.
-func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey) error {
+func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey, dicts dictionaries) error {
 	rows, err := tx.QueryContext(ctx, "SELECT "+MessageColumns+` FROM messages INDEXED BY messages_name
 		WHERE account = ? AND domain = ? AND name = ? AND created >= ? AND created < ?`,
 		k.account, k.domain, k.name, k.minute*1e6, (k.minute+60)*1e6)
@@ -170,7 +178,7 @@ func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey) error {
 	}
 	r := &stats.Rollup{}
 	for rows.Next() {
-		m, err := ScanMessage(rows)
+		m, err := scanMessage(rows, dicts.get)
 		if err != nil {
 			rows.Close()
 			return err

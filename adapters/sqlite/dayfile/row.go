@@ -17,8 +17,8 @@ import (
 // headers and bodies compressed in content since schema version 7
 // (content.go).
 
-// MessageColumns are the columns a message is read from, in ScanMessage's
-// order.
+// MessageColumns are the columns a message is read from, in
+// File.ScanMessage's order.
 const MessageColumns = `id, reference, account, domain, name, ip_address, method, path, status, duration,
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
 	response_header, response_body, response_type, response_size, route, rules, content, sample_rate, bodies_expires`
@@ -131,9 +131,10 @@ func decodeRules(raw []byte) (domain.RulesRecord, error) {
 // Scanner is *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-// ScanMessage reads a row of MessageColumns, then of extra's columns
-// into extra.
-func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
+// scanMessage reads a row of MessageColumns, then of extra's columns
+// into extra, its content inflated with the dictionary dict finds
+// (File.ScanMessage).
+func scanMessage(row Scanner, dict func(id uint64) *dictCodec, extra ...any) (domain.Message, error) {
 	var (
 		m                                     domain.Message
 		duration                              sql.NullInt64
@@ -150,7 +151,7 @@ func ScanMessage(row Scanner, extra ...any) (domain.Message, error) {
 		return domain.Message{}, err
 	}
 	if content != nil {
-		t, err := unpack(content)
+		t, err := unpack(content, dict)
 		if err != nil {
 			return domain.Message{}, fmt.Errorf("message %s: stored headers and bodies: %w", m.ID, err)
 		}

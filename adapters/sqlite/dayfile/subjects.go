@@ -202,8 +202,12 @@ func (f *File) Hide(ctx context.Context, account string, ids []string) (int64, e
 // returns how many it deleted.
 func (f *File) Erase(ctx context.Context, account string, ids []string, wordIndexed bool) (int64, error) {
 	var deleted int64
-	err := sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
-		gone, err := readForErasure(ctx, tx, account, ids)
+	dicts, err := f.dictionaries(ctx)
+	if err != nil {
+		return 0, f.Error(ctx, "erase", err)
+	}
+	err = sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
+		gone, err := readForErasure(ctx, tx, dicts.byID, account, ids)
 		if err != nil || len(gone) == 0 {
 			return err
 		}
@@ -259,7 +263,7 @@ type storedMessage struct {
 	domain.Message
 }
 
-func readForErasure(ctx context.Context, tx *sql.Tx, account string, ids []string) ([]storedMessage, error) {
+func readForErasure(ctx context.Context, tx *sql.Tx, dicts dictionaries, account string, ids []string) ([]storedMessage, error) {
 	// By seq: FTS5 buffers deletes of rising rowids and flushes them
 	// together, but flushes before each one lower than the last, and a
 	// secure-delete flush walks the doclist of every token it holds.
@@ -273,7 +277,7 @@ func readForErasure(ctx context.Context, tx *sql.Tx, account string, ids []strin
 	for rows.Next() {
 		var m storedMessage
 		var err error
-		if m.Message, err = ScanMessage(seqScanner{rows, &m.seq}); err != nil {
+		if m.Message, err = scanMessage(seqScanner{rows, &m.seq}, dicts.get); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

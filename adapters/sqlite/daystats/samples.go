@@ -78,7 +78,7 @@ func (r *Reader) searchSamples(ctx context.Context, f *dayfile.File, w *dayfile.
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := dayfile.ScanMessage(rows)
+		m, err := f.ScanMessage(rows)
 		if err != nil {
 			return f.Error(ctx, "stats", err)
 		}
