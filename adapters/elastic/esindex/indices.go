@@ -233,7 +233,7 @@ func (s *Indices) LearnLayouts(ctx context.Context, msgs []domain.Message) error
 	var unknown []string
 	days := Days{Names: s.names}
 	for _, m := range msgs {
-		index, changed := days.Of(m.CreatedAt)
+		index, changed := days.Of(m)
 		if !changed {
 			continue
 		}
