@@ -134,6 +134,17 @@ func (m Message) AsTally() Message {
 // retention rule, "" for the policy's retention.
 type RetentionClass struct{ Account, Rule string }
 
+// Tag names the class where a name may not hold its account and rule id
+// (files, indices): "" for the policy's class, else "r" and 16 hex digits
+// of the SHA-256 of its account and rule id.
+func (c RetentionClass) Tag() string {
+	if c == (RetentionClass{}) {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c.Account + "\x00" + c.Rule))
+	return "r" + hex.EncodeToString(sum[:8])
+}
+
 // RetentionClass is m's class.
 func (m Message) RetentionClass() RetentionClass {
 	if m.RetentionRule == "" {

@@ -1,6 +1,7 @@
 // Package classpurge applies the retention classes' current retention for
-// the stores that purge a class by query, its messages in the same
-// collection or indices as the others' (MongoDB, Elasticsearch).
+// the stores that find their classes by query: MongoDB, a class's messages
+// in the same collection as the others', and Elasticsearch, a class's in
+// daily indices of its own.
 package classpurge
 
 import (

@@ -88,7 +88,7 @@ func (s *Store) encodeBulk(dst []byte, msgs []domain.Message) (body []byte, ends
 		if err := esdoc.CheckStorable(m); err != nil {
 			return nil, nil, nil, fmt.Errorf("elastic: append: message %d: %w", i, err)
 		}
-		index, changed := days.Of(m.CreatedAt)
+		index, changed := days.Of(m)
 		if changed {
 			// Not known (the write creates it): the full-text field too, which
 			// an index of either layout takes.

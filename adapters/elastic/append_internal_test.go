@@ -21,7 +21,7 @@ func TestEncodeBulkFollowsTheLayouts(t *testing.T) {
 	names, layouts := s.indices.Names(), s.indices.Layouts()
 	legacy := map[string]bool{}
 	for i, m := range msgs {
-		index := names.For(m.CreatedAt)
+		index := names.Of(m)
 		switch i % 3 {
 		case 0:
 			legacy[index] = true
@@ -41,7 +41,7 @@ func TestEncodeBulkFollowsTheLayouts(t *testing.T) {
 	}
 	var want []byte
 	for i, m := range msgs {
-		index := names.For(m.CreatedAt)
+		index := names.Of(m)
 		want = esdoc.AppendCreate(want, index, legacy[index], m)
 		if ends[i] != len(want) {
 			t.Errorf("message %d (%q) ends at %d, want %d", i, m.ID, ends[i], len(want))

@@ -34,9 +34,10 @@
 //     checked again under a write block, so a concurrent write is never lost;
 //     the day's rollups are kept first, and their daily indices go at the
 //     rollup retention (PurgeRollups). Retention classes (retention.go:
-//     PurgeRetention) share the daily indices: a class's messages past its
-//     current keep are deleted by id in bulk, their rollups kept first, and
-//     its bodies past its bodies retention set to null by partial updates
+//     PurgeRetention) have daily indices of their own
+//     (esindex.Names.ForClass): a class's day is deleted whole once its
+//     current keep has passed the day's end, its rollups kept first; its
+//     bodies past its bodies retention are set to null by partial updates
 //     (the test distribution has no delete- or update-by-query); reads and
 //     a q leave bodies out from bodies_expire_at on.
 //   - Statistics go through the statistics engine (statsengine): after its

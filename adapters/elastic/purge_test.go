@@ -1,7 +1,9 @@
 package elastic_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +11,9 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/elastic"
+	"github.com/reqlog/reqlog/adapters/elastic/esdoc"
+	"github.com/reqlog/reqlog/adapters/elastic/esindex"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -174,5 +179,67 @@ func TestPurgeRetentionTakesTheBodiesWordsOut(t *testing.T) {
 	}
 	if got, err := s.Get(t.Context(), scope, m.ID, before); err != nil || got.Request.Body != "" || got.Path != m.Path {
 		t.Errorf("Get after the purge = body %q, path %q (%v); want the message without its bodies", got.Request.Body, got.Path, err)
+	}
+}
+
+// A retention rule's messages of a day are an index of their own, beside
+// the day's index of the policy's: Get finds them there, and the purge
+// deletes that index whole once the class's keep has passed the day's end,
+// leaving the day's other indices and the class's later days, even of a
+// message past the keep in a day not ended then, and deleting by id a
+// document of the class a store before the classes' indices wrote in the
+// policy's.
+func TestPurgeRetentionDropsAClassDayWhole(t *testing.T) {
+	c := newCluster(t)
+	s, cfg := newStore(t)
+	names := esindex.NewNames(cfg.IndexPrefix)
+	now := time.Now().UTC()
+	day := now.Truncate(24 * time.Hour).Add(-72 * time.Hour)
+	ruled := func(rule string) func(*domain.Message) {
+		return func(m *domain.Message) { m.RetentionRule = rule }
+	}
+	gone := conformance.NewMessage(t, scope, day.Add(time.Hour), ruled("short"))
+	later := conformance.NewMessage(t, scope, now.Add(-time.Hour), ruled("short"))
+	dayAfter := conformance.NewMessage(t, scope, day.Add(25*time.Hour), ruled("short"))
+	longer := conformance.NewMessage(t, scope, day.Add(2*time.Hour), ruled("long"))
+	policy := conformance.NewMessage(t, scope, day.Add(3*time.Hour))
+	if err := s.Append(t.Context(), []domain.Message{gone, later, dayAfter, longer, policy}); err != nil {
+		t.Fatal(err)
+	}
+	// A document of the class in the policy's index of its day.
+	legacy := conformance.NewMessage(t, scope, day.Add(4*time.Hour), ruled("short"))
+	lines := bytes.SplitN(esdoc.AppendCreate(nil, names.For(day), false, legacy), []byte("\n"), 3)
+	c.must(http.MethodPut, "/"+names.For(day)+"/_doc/"+legacy.ID+"?refresh=true", json.RawMessage(lines[1]), nil)
+	waitReadable(t, s, now, gone, later, dayAfter, longer, policy, legacy)
+
+	goneIndex := names.Of(gone)
+	if goneIndex == names.For(day) || goneIndex != names.ForClass(day, gone.RetentionClass()) {
+		t.Fatalf("the class's message goes to %s, want its class's index of the day, not %s", goneIndex, names.For(day))
+	}
+	for m, index := range map[*domain.Message]string{&gone: goneIndex, &longer: names.Of(longer), &policy: names.For(day), &later: names.Of(later)} {
+		if status, raw := c.do(http.MethodGet, "/"+index+"/_doc/"+m.ID, nil); status != http.StatusOK {
+			t.Errorf("message %s is not in %s: %d %s", m.ID, index, status, raw)
+		}
+	}
+	// The class's keep ends halfway through the day after: that day stays.
+	keep := now.Sub(day.Add(36 * time.Hour))
+	current := func(_ context.Context, class domain.RetentionClass) (time.Duration, time.Duration, bool, error) {
+		if class == gone.RetentionClass() {
+			return keep, keep, true, nil
+		}
+		return 30 * 24 * time.Hour, 30 * 24 * time.Hour, true, nil
+	}
+	if n, err := s.PurgeRetention(t.Context(), now, current); err != nil || n != 2 {
+		t.Fatalf("PurgeRetention = %d, %v; want 2 (the class's day index of 1 and the document in the policy's)", n, err)
+	}
+	wantIndices(t, c, []string{names.For(day), names.Of(longer), names.Of(later), names.Of(dayAfter)}, []string{goneIndex})
+	for _, m := range []domain.Message{gone, legacy} {
+		if _, err := s.Get(t.Context(), scope, m.ID, now); !errors.Is(err, ports.ErrNotFound) {
+			t.Errorf("Get of purged %s: %v, want ErrNotFound", m.ID, err)
+		}
+	}
+	waitReadable(t, s, now, later, dayAfter, longer, policy)
+	if n, err := s.PurgeRetention(t.Context(), now, current); err != nil || n != 0 {
+		t.Errorf("PurgeRetention again = %d, %v; want 0", n, err)
 	}
 }

@@ -17,25 +17,33 @@ var _ ports.RetentionPurger = (*Store)(nil)
 
 // PurgeRetention purges what has expired (PurgeExpired: whole daily
 // indices), then, class by class (the documents' retention_rule, of their
-// account), deletes the messages created longer than the class's current
-// keep before now and empties the bodies of those past its bodies
-// retention. The daily indices hold every class: the test distribution has
-// no delete- or update-by-query, so each is a bulk request of deletes or
-// partial updates by id, refreshed, page after page; the rollups of the
-// messages about to go are kept first. Elasticsearch marks the old
-// documents deleted; their space goes back as segments merge.
+// account), deletes the class's daily indices whose day ended by the
+// class's current keep before now, and empties the bodies of its messages
+// past its bodies retention. Each class's messages have daily indices of
+// their own (esindex.Names.ForClass), so a class's day goes whole, as
+// SQLite's day file of a class does, its rollups kept first.
 func (s *Store) PurgeRetention(ctx context.Context, now time.Time, current ports.RetentionOf) (int64, error) {
 	return classpurge.Store{Name: "elastic", PurgeExpired: s.PurgeExpired, Classes: s.queries.RetentionClasses, Purge: s.purgeClass}.
 		PurgeRetention(ctx, now, current)
 }
 
-// purgeClass deletes class's documents created at or before keptFrom, their
-// rollups kept first, and empties the bodies of those created at or before
-// bodiesFrom that still hold one (null: a body left "" would still exist
-// for the next purge's query); it returns how many it deleted.
+// purgeClass deletes class's daily indices whose day ended by keptFrom,
+// their rollups kept first (a class's messages of a day not yet ended at
+// keptFrom stay until it has), and the class's documents created at or
+// before keptFrom in the policy's daily indices, where a store before the
+// classes had indices of their own wrote them; it empties the bodies of
+// the class's documents created at or before bodiesFrom that still hold
+// one (null: a body left "" would still exist for the next purge's query),
+// and returns how many documents it deleted. The test distribution has no
+// delete- or update-by-query: those documents go, and bodies are emptied,
+// by bulk requests by id, refreshed, page after page.
 func (s *Store) purgeClass(ctx context.Context, class domain.RetentionClass, keptFrom, bodiesFrom time.Time) (int64, error) {
-	var deleted int64
-	err := s.queries.EachClassDoc(ctx, class, keptFrom, false, func(docs []esquery.ClassDoc) error {
+	deleted, err := s.queries.PurgeClassDays(ctx, class, keptFrom, s.keepRollupsOf)
+	if err != nil {
+		return deleted, err
+	}
+	names := s.indices.Names()
+	err = s.queries.EachClassDoc(ctx, names.PolicyPattern(), class, keptFrom, false, func(docs []esquery.ClassDoc) error {
 		hours := statsengine.ScopeHours{}
 		for _, d := range docs {
 			hours.Add(d.Scope, d.CreatedAt)
@@ -47,15 +55,15 @@ func (s *Store) purgeClass(ctx context.Context, class domain.RetentionClass, kep
 		deleted += n
 		return err
 	})
-	if err != nil || !bodiesFrom.After(keptFrom) {
+	if err != nil {
 		return deleted, err
 	}
-	err = s.queries.EachClassDoc(ctx, class, bodiesFrom, true, func(docs []esquery.ClassDoc) error {
-		at := make([]domain.Message, len(docs))
+	err = s.queries.EachClassDoc(ctx, []string{names.ReadPattern()}, class, bodiesFrom, true, func(docs []esquery.ClassDoc) error {
+		indices := make([]string, len(docs))
 		for i, d := range docs {
-			at[i].CreatedAt = d.CreatedAt
+			indices[i] = d.Index
 		}
-		if err := s.indices.LearnLayouts(ctx, at); err != nil {
+		if err := s.indices.LearnIndexLayouts(ctx, indices); err != nil {
 			return err
 		}
 		_, err := s.client.BulkRefreshed(ctx, "purge: empty a retention class's bodies", bulkOf(docs, "update", s.withoutBodies))

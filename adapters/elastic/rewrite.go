@@ -38,7 +38,7 @@ func (s *Store) RewriteMessages(ctx context.Context, msgs []domain.Message) erro
 	}
 	var body []byte
 	for _, m := range msgs {
-		index := s.indices.Names().For(m.CreatedAt)
+		index := s.indices.Names().Of(m)
 		legacy, known := s.indices.Layouts().Lookup(index)
 		if !known {
 			continue // no such index: the message is not stored
@@ -63,7 +63,7 @@ func (s *Store) ExpungeRewritten(ctx context.Context, from, to time.Time) error 
 	}
 	var indices []string
 	for day := from.UTC().Truncate(24 * time.Hour); day.Before(to); day = day.Add(24 * time.Hour) {
-		indices = append(indices, s.indices.Names().For(day))
+		indices = append(indices, s.indices.Names().DayPattern(day))
 	}
 	return s.expunge(ctx, indices)
 }

@@ -1,6 +1,7 @@
 // Package esindex owns the store's indices: their names (Names), the
 // composable index template "<prefix>-messages" with the strict mappings of
-// mappings.json, the daily indices, and the warm-up of the indexing path at
+// mappings.json, the daily indices (a day's of the policy's retention and
+// one of each retention class: Names), and the warm-up of the indexing path at
 // start-up.
 //
 // The template gives each daily index one shard, index.auto_expand_replicas

@@ -230,13 +230,21 @@ func (l *Layouts) Learn(index string, legacy bool) {
 // so the store sends such an index the full-text field, which both layouts
 // take, and the next write learns what it became.
 func (s *Indices) LearnLayouts(ctx context.Context, msgs []domain.Message) error {
-	var unknown []string
+	var indices []string
 	days := Days{Names: s.names}
 	for _, m := range msgs {
-		index, changed := days.Of(m.CreatedAt)
-		if !changed {
-			continue
+		if index, changed := days.Of(m); changed {
+			indices = append(indices, index)
 		}
+	}
+	return s.LearnIndexLayouts(ctx, indices)
+}
+
+// LearnIndexLayouts learns the layout of each of the indices named that
+// exists and the store does not know yet, with one read of their mappings.
+func (s *Indices) LearnIndexLayouts(ctx context.Context, indices []string) error {
+	var unknown []string
+	for _, index := range indices {
 		if _, known := s.layouts.Lookup(index); !known && !slices.Contains(unknown, index) {
 			unknown = append(unknown, index)
 		}

@@ -3,6 +3,8 @@ package esindex
 import (
 	"testing"
 	"time"
+
+	"github.com/reqlog/reqlog/domain"
 )
 
 func TestIndexNames(t *testing.T) {
@@ -53,7 +55,7 @@ func TestDayIndicesFollowForDayByDay(t *testing.T) {
 	days := Days{Names: names}
 	previous := ""
 	for i, at := range times {
-		name, changed := days.Of(at)
+		name, changed := days.Of(domain.Message{CreatedAt: at})
 		if want := names.For(at); name != want {
 			t.Errorf("time %d (%v): %q, want %q", i, at, name, want)
 		}
@@ -71,6 +73,49 @@ func TestRefreshSetting(t *testing.T) {
 	} {
 		if got := (Config{RefreshInterval: interval}).refreshSetting(); got != want {
 			t.Errorf("refresh setting of %s = %q, want %q", interval, got, want)
+		}
+	}
+}
+
+// A retention rule's messages go to their class's index of the day, named
+// by the class's tag as SQLite's day files are; the policy's keep the
+// day's name; DayOf reads the day of either and nothing else.
+func TestClassIndexNames(t *testing.T) {
+	names := NewNames("reqlog")
+	at := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	class := domain.RetentionClass{Account: "acme", Rule: "payments"}
+	classed := names.ForClass(at, class)
+	if want := "reqlog-messages-2026.11.29-" + class.Tag(); classed != want || len(class.Tag()) != 17 {
+		t.Errorf("ForClass = %q, want %q (a tag of r and 16 hex digits)", classed, want)
+	}
+	if got := names.Of(domain.Message{Account: "acme", RetentionRule: "payments", CreatedAt: at}); got != classed {
+		t.Errorf("Of a message of the class = %q, want %q", got, classed)
+	}
+	if got := names.Of(domain.Message{Account: "acme", CreatedAt: at}); got != names.For(at) {
+		t.Errorf("Of a message of the policy = %q, want %q", got, names.For(at))
+	}
+	if other := names.ForClass(at, domain.RetentionClass{Account: "other", Rule: "payments"}); other == classed {
+		t.Errorf("another account's rule of the same id shares the index %q", other)
+	}
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for _, index := range []string{classed, names.For(at), "reqlog-rollups-2026.11.29"} {
+		if got, ok := names.DayOf(index); !ok || !got.Equal(day) {
+			t.Errorf("DayOf(%q) = %v, %v, want %v", index, got, ok, day)
+		}
+	}
+	for _, index := range []string{"reqlog-messages-2026.11.29-x", "reqlog-messages-2026.11.29-r0123", "reqlog-rollups-2026.11.29-" + class.Tag(), "reqlog-rollup-state"} {
+		if got, ok := names.DayOf(index); ok {
+			t.Errorf("DayOf(%q) = %v, want none", index, got)
+		}
+	}
+	days := Days{Names: names}
+	for i, m := range []domain.Message{
+		{Account: "acme", CreatedAt: at}, {Account: "acme", RetentionRule: "payments", CreatedAt: at},
+		{Account: "acme", RetentionRule: "payments", CreatedAt: at.Add(-time.Hour)}, {Account: "acme", CreatedAt: at},
+	} {
+		name, changed := days.Of(m)
+		if want := names.Of(m); name != want || changed != (i != 2) {
+			t.Errorf("message %d: Days.Of = %q, %v, want %q, %v", i, name, changed, want, i != 2)
 		}
 	}
 }

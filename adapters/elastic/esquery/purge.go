@@ -10,6 +10,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/reqlog/reqlog/adapters/elastic/esclient"
+	"github.com/reqlog/reqlog/domain"
 )
 
 // maxIndices bounds the daily indices one purge looks at: 27 years of days.
@@ -104,6 +105,65 @@ func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Tim
 	if err != nil || len(candidates) == 0 {
 		return 0, err
 	}
+	return s.deleteIndices(ctx, candidates, func(ctx context.Context, indices []string) ([]string, int64, error) {
+		return s.fullyExpired(ctx, indices, now)
+	}, beforeDelete)
+}
+
+// PurgeClassDays deletes the daily indices of class (an account's
+// retention rule) whose UTC day ended by keptFrom, once beforeDelete
+// returned nil for their days, and returns how many documents they held:
+// every message of such a day was created before keptFrom. They are
+// write-blocked and refreshed first, so that the count holds every write
+// acknowledged before.
+func (s *Queries) PurgeClassDays(ctx context.Context, class domain.RetentionClass, keptFrom time.Time, beforeDelete func(context.Context, []time.Time) error) (int64, error) {
+	pattern := s.names.ClassPattern(class)
+	if pattern == "" {
+		return 0, nil
+	}
+	ctx, cancel := s.client.Bounded(ctx)
+	defer cancel()
+	var rows []struct {
+		Index string `json:"index"`
+	}
+	if err := s.client.Do(ctx, "purge: a retention class's indices", esapi.CatIndicesRequest{
+		Index: []string{pattern}, Format: "json", H: []string{"index"},
+	}, &rows); err != nil {
+		return 0, err
+	}
+	var old []string
+	for _, r := range rows {
+		if day, ok := s.names.DayOf(r.Index); ok && !day.Add(24*time.Hour).After(keptFrom) {
+			old = append(old, r.Index)
+		}
+	}
+	if len(old) == 0 {
+		return 0, nil
+	}
+	return s.deleteIndices(ctx, old, s.documentCounts, beforeDelete)
+}
+
+// documentCounts returns indices, all of them, and how many documents
+// they hold.
+func (s *Queries) documentCounts(ctx context.Context, indices []string) ([]string, int64, error) {
+	reply, err := s.aggregate(ctx, "purge: count the indices' documents", indices,
+		object{"size": 0, "aggs": object{"indices": object{"terms": object{"field": "_index", "size": maxIndices}}}})
+	if err != nil {
+		return nil, 0, err
+	}
+	var count int64
+	for _, b := range reply.Aggregations.Indices.Buckets {
+		count += b.DocCount
+	}
+	return indices, count, nil
+}
+
+// deleteIndices write-blocks candidates (waiting for writes in flight),
+// refreshes them, and deletes those that check returns, once beforeDelete
+// returned nil for their days; it unblocks the others and returns the
+// count check gave.
+func (s *Queries) deleteIndices(ctx context.Context, candidates []string,
+	check func(context.Context, []string) ([]string, int64, error), beforeDelete func(context.Context, []time.Time) error) (deleted int64, err error) {
 	var expired []string
 	defer func() {
 		kept := slices.DeleteFunc(slices.Clone(candidates), func(index string) bool { return slices.Contains(expired, index) })
@@ -121,13 +181,13 @@ func (s *Queries) purgeIndices(ctx context.Context, pattern string, now time.Tim
 	}, nil); err != nil {
 		return 0, err
 	}
-	found, count, err := s.fullyExpired(ctx, candidates, now)
+	found, count, err := check(ctx, candidates)
 	if err != nil || len(found) == 0 {
 		return 0, err
 	}
 	days := make([]time.Time, 0, len(found))
 	for _, index := range found {
-		if day, ok := s.names.DayOf(index); ok {
+		if day, ok := s.names.DayOf(index); ok && !slices.ContainsFunc(days, day.Equal) {
 			days = append(days, day)
 		}
 	}

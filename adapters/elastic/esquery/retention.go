@@ -58,10 +58,10 @@ type ClassDoc struct {
 const classPage = 1000
 
 // EachClassDoc refreshes the daily indices, then yields, page after page
-// oldest first, class's documents (messages and tallies) created at or
-// before createdBy; with withBodies, only those that still hold a body.
-// yield may delete or update what it is given.
-func (s *Queries) EachClassDoc(ctx context.Context, class domain.RetentionClass, createdBy time.Time, withBodies bool,
+// oldest first, class's documents (messages and tallies) in indices
+// created at or before createdBy; with withBodies, only those that still
+// hold a body. yield may delete or update what it is given.
+func (s *Queries) EachClassDoc(ctx context.Context, indices []string, class domain.RetentionClass, createdBy time.Time, withBodies bool,
 	yield func([]ClassDoc) error) error {
 	if err := s.client.Do(ctx, "purge: refresh", esapi.IndicesRefreshRequest{Index: []string{s.names.ReadPattern()},
 		IgnoreUnavailable: esapi.BoolPtr(true), AllowNoIndices: esapi.BoolPtr(true)}, nil); err != nil {
@@ -99,7 +99,7 @@ func (s *Queries) EachClassDoc(ctx context.Context, class domain.RetentionClass,
 				} `json:"hits"`
 			} `json:"hits"`
 		}
-		if err := s.searchBody(ctx, "purge: a retention class's messages", body, &reply); err != nil {
+		if err := s.searchIn(ctx, "purge: a retention class's messages", indices, body, &reply); err != nil {
 			return err
 		}
 		hits := reply.Hits.Hits
@@ -128,6 +128,11 @@ func (s *Queries) EachClassDoc(ctx context.Context, class domain.RetentionClass,
 // searchBody runs body over the read pattern and decodes the reply into
 // reply.
 func (s *Queries) searchBody(ctx context.Context, op string, body object, reply any) error {
+	return s.searchIn(ctx, op, []string{s.names.ReadPattern()}, body, reply)
+}
+
+// searchIn runs body over indices and decodes the reply into reply.
+func (s *Queries) searchIn(ctx context.Context, op string, indices []string, body object, reply any) error {
 	reader, err := esclient.JSONBody(body)
 	if err != nil {
 		return err
@@ -135,7 +140,7 @@ func (s *Queries) searchBody(ctx context.Context, op string, body object, reply 
 	ctx, cancel := s.client.Bounded(ctx)
 	defer cancel()
 	return s.client.Do(ctx, op, esapi.SearchRequest{
-		Index:                     []string{s.names.ReadPattern()},
+		Index:                     indices,
 		Body:                      reader,
 		IgnoreUnavailable:         esapi.BoolPtr(true),
 		AllowNoIndices:            esapi.BoolPtr(true),

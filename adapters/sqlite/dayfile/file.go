@@ -3,7 +3,6 @@ package dayfile
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -52,16 +51,8 @@ func PartOf(m domain.Message) Part {
 	return Part{Day: DayOf(m.CreatedAt), Class: ClassName(m.RetentionClass())}
 }
 
-// ClassName is the name of class's files: "" for the policy's class, else
-// "r" and 16 hex digits of the SHA-256 of its account and rule id (account
-// names and rule ids may hold what a file name may not).
-func ClassName(class domain.RetentionClass) string {
-	if class == (domain.RetentionClass{}) {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(class.Account + "\x00" + class.Rule))
-	return "r" + hex.EncodeToString(sum[:8])
-}
+// ClassName is the name of class's files (domain.RetentionClass.Tag).
+func ClassName(class domain.RetentionClass) string { return class.Tag() }
 
 // dayName is the file name of part.
 func dayName(part Part) string {
