@@ -366,6 +366,27 @@ func (s *Queries) Lookup(ctx context.Context, scope domain.Scope, ids []string) 
 	return found, nil
 }
 
+// LookupTallies searches every daily index for scope's tallies with any of
+// ids, as Lookup does its messages; an id may come twice.
+func (s *Queries) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+	var found []string
+	for chunk := range slices.Chunk(ids, maxLookupIDs) {
+		f := &filters{tallies: true}
+		f.term("account", scope.Account)
+		f.term("domain", scope.Domain)
+		f.add(object{"terms": object{"id": chunk}})
+		// Twice the ids: one id may be stored in two daily indices.
+		hits, err := s.searchRefs(ctx, "lookup tallies", f, object{"size": 2 * len(chunk)})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			found = append(found, h.ID)
+		}
+	}
+	return found, nil
+}
+
 // maxLookupIDs is how many ids one Lookup search asks for.
 const maxLookupIDs = 1000
 
