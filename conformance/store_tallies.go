@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,50 @@ func testTalliesAreIdempotent(t *testing.T, s ports.MessageStore) {
 	assertHolds(t, s, "after appending every id again", f.now(), msgs)
 	for _, tally := range tallies {
 		assertNotFound(t, s, scopeLive, tally.ID, f.now())
+	}
+}
+
+// LookupTallies (ports.TallyLookup, which every store implements) finds the
+// ids stored as tallies in its scope, and neither messages nor ids not
+// stored nor another scope's: an Idempotency-Key's replay check answers
+// the retry of a dropped exchange by it.
+func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
+	tl, ok := s.(ports.TallyLookup)
+	if !ok {
+		t.Fatalf("%T is not a ports.TallyLookup", s)
+	}
+	f := newFixtures(t)
+	msgs, tallies := talliesFixtures(f)
+	mustAppend(t, s, append(slices.Clone(msgs), tallies...))
+	waitForStored(t, s, f.now(), msgs)
+	ids := []string{"never-stored"}
+	var want []string
+	for _, m := range msgs[:5] {
+		ids = append(ids, m.ID)
+	}
+	for _, tally := range tallies[:5] {
+		ids, want = append(ids, tally.ID), append(want, tally.ID)
+	}
+	slices.Sort(want)
+	err := eventually(t.Context(), s, func() error {
+		found, err := tl.LookupTallies(t.Context(), scopeLive, ids)
+		if err != nil {
+			return err
+		}
+		slices.Sort(found)
+		if found = slices.Compact(found); !slices.Equal(found, want) {
+			return fmt.Errorf("LookupTallies found %q, want the tallies %q", found, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := tl.LookupTallies(t.Context(), scopeTest, ids); err != nil || len(found) != 0 {
+		t.Errorf("LookupTallies in another scope: %q, %v; want none", found, err)
+	}
+	if found, err := tl.LookupTallies(t.Context(), scopeLive, nil); err != nil || len(found) != 0 {
+		t.Errorf("LookupTallies of no ids: %q, %v; want none", found, err)
 	}
 }
 
