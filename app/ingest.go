@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/reqlog/reqlog/domain"
@@ -351,7 +350,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 		}
 		replayed[e.ID] = false
 	}
-	if err := in.lookUpTallies(ctx, scope, ids, index, replayed); err != nil {
+	if err := in.lookUpTallies(ctx, scope, msgs, index, replayed); err != nil {
 		return nil, nil, err
 	}
 	if len(replayed) == 0 {
@@ -366,24 +365,35 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	return missing, replayed, nil
 }
 
-// lookUpTallies adds to replayed, as true, those of ids (index: their items)
-// not in it that the store holds as tallies, when it can tell
-// (ports.TallyLookup). A tally keeps no digest of its submission on every
-// store, so its id, derived from the key and the item, is the match.
-func (in *Ingester) lookUpTallies(ctx context.Context, scope domain.Scope, ids []string, index map[string]int, replayed map[string]bool) error {
+// lookUpTallies adds to replayed, as true, those of msgs (index: their items
+// by id) not in it that the store holds as tallies, when it can tell
+// (ports.TallyLookup). A tally stored with the digest of its submission is
+// compared by it, as a message is; one without (SQLite keeps none) is
+// matched by its id, derived from the key and the item.
+func (in *Ingester) lookUpTallies(ctx context.Context, scope domain.Scope, msgs []domain.Message, index map[string]int, replayed map[string]bool) error {
 	tl, ok := in.lookup.(ports.TallyLookup)
-	if !ok || len(replayed) == len(ids) {
+	if !ok || len(replayed) == len(msgs) {
 		return nil
 	}
-	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, found := replayed[id]; return found })
+	ids := make([]string, 0, len(msgs)-len(replayed))
+	for _, m := range msgs {
+		if _, found := replayed[m.ID]; !found {
+			ids = append(ids, m.ID)
+		}
+	}
 	tallies, err := tl.LookupTallies(ctx, scope, ids)
 	if err != nil {
 		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
-	for _, id := range tallies {
-		if _, ok := index[id]; ok {
-			replayed[id] = true
+	for _, tally := range tallies {
+		i, ok := index[tally.ID]
+		if !ok {
+			continue
 		}
+		if tally.Submitted != "" && tally.Submitted != msgs[i].Rules.Submitted {
+			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		}
+		replayed[tally.ID] = true
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (s observedStore) Lookup(ctx context.Context, scope domain.Scope, ids []str
 
 // LookupTallies is the store's, or none found when it cannot tell
 // (ports.TallyLookup).
-func (s observedStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s observedStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	tl, ok := s.MessageStore.(ports.TallyLookup)
 	if !ok {
 		return nil, nil

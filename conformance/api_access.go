@@ -222,7 +222,7 @@ func (s *apiFlakyStore) Lookup(ctx context.Context, scope domain.Scope, ids []st
 	return s.MessageStore.Lookup(ctx, scope, ids)
 }
 
-func (s *apiFlakyStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s *apiFlakyStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	if s.down.Load() {
 		return nil, errAPIDown
 	}

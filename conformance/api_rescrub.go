@@ -229,7 +229,20 @@ func apiTestRetryOfDroppedAfterRulesChanged(t *testing.T, s apiSuite) {
 	if again := submit("retried under rules that keep it"); again != first {
 		t.Errorf("the retry returned %v, want the first reply's %v", again, first)
 	}
-	e.clock.Advance(time.Minute) // past the visibility delay of what the retry stored, if any
+	// The key reused for another request: refused where the store kept the
+	// first one's digest with its tally, else answered as the tally's
+	// retry; never stored.
+	other := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/carts", "request.body": `{"cart":"other"}`})
+	switch r := e.post(t, apiAcmeLive, other, "Idempotency-Key", "cart-dropped-1"); r.status {
+	case http.StatusBadRequest:
+		r.wantError(t, http.StatusBadRequest, "Idempotency-Key")
+	default:
+		r.wantOK(t, apiIngestedText, "data")
+		if stored, _ := apiAt(r.body, "data.stored"); stored != false {
+			t.Errorf("another request under the key of a dropped one is answered as stored: %s", r)
+		}
+	}
+	e.clock.Advance(time.Minute) // past the visibility delay of what the retries stored, if any
 	e.wantAbsent(t, apiAcmeLive, first.ID)
 	e.wantStoredExactly(t, apiAcmeLive, apiListedIDs(e.listAll(t, apiAcmeLive, url.Values{"name": {"control"}}))...)
 	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count"); n != counted+1 { // the second control

@@ -67,13 +67,13 @@ func (s *sliceStore) Lookup(_ context.Context, scope domain.Scope, ids []string)
 	return found, nil
 }
 
-func (s *sliceStore) LookupTallies(_ context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s *sliceStore) LookupTallies(_ context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var found []string
+	var found []ports.StoredTally
 	for _, m := range s.msgs {
 		if m.Tally && m.Scope() == scope && slices.Contains(ids, m.ID) {
-			found = append(found, m.ID)
+			found = append(found, ports.StoredTally{ID: m.ID, Submitted: m.Rules.Submitted})
 		}
 	}
 	return found, nil

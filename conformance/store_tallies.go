@@ -134,9 +134,10 @@ func testTalliesAreIdempotent(t *testing.T, s ports.MessageStore) {
 }
 
 // LookupTallies (ports.TallyLookup, which every store implements) finds the
-// ids stored as tallies in its scope, and neither messages nor ids not
-// stored nor another scope's: an Idempotency-Key's replay check answers
-// the retry of a dropped exchange by it.
+// tallies stored in its scope, each with the digest of its submission where
+// the store keeps it, and neither messages nor ids not stored nor another
+// scope's: an Idempotency-Key's replay check answers the retry of a dropped
+// exchange by it.
 func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
 	tl, ok := s.(ports.TallyLookup)
 	if !ok {
@@ -144,6 +145,11 @@ func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
 	}
 	f := newFixtures(t)
 	msgs, tallies := talliesFixtures(f)
+	submitted := map[string]string{}
+	for i := range tallies[:5] {
+		tallies[i].Rules.Submitted = fmt.Sprintf("digest-%d", i)
+		submitted[tallies[i].ID] = tallies[i].Rules.Submitted
+	}
 	mustAppend(t, s, append(slices.Clone(msgs), tallies...))
 	waitForStored(t, s, f.now(), msgs)
 	ids := []string{"never-stored"}
@@ -160,9 +166,16 @@ func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
 		if err != nil {
 			return err
 		}
-		slices.Sort(found)
-		if found = slices.Compact(found); !slices.Equal(found, want) {
-			return fmt.Errorf("LookupTallies found %q, want the tallies %q", found, want)
+		var got []string
+		for _, tally := range found {
+			got = append(got, tally.ID)
+			if tally.Submitted != "" && tally.Submitted != submitted[tally.ID] {
+				return fmt.Errorf("LookupTallies found %s with the digest %q, want %q or none", tally.ID, tally.Submitted, submitted[tally.ID])
+			}
+		}
+		slices.Sort(got)
+		if got = slices.Compact(got); !slices.Equal(got, want) {
+			return fmt.Errorf("LookupTallies found %q, want the tallies %q", got, want)
 		}
 		return nil
 	})
@@ -170,10 +183,10 @@ func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
 		t.Fatal(err)
 	}
 	if found, err := tl.LookupTallies(t.Context(), scopeTest, ids); err != nil || len(found) != 0 {
-		t.Errorf("LookupTallies in another scope: %q, %v; want none", found, err)
+		t.Errorf("LookupTallies in another scope: %v, %v; want none", found, err)
 	}
 	if found, err := tl.LookupTallies(t.Context(), scopeLive, nil); err != nil || len(found) != 0 {
-		t.Errorf("LookupTallies of no ids: %q, %v; want none", found, err)
+		t.Errorf("LookupTallies of no ids: %v, %v; want none", found, err)
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 }
 
 // LookupTallies: see esquery.Queries.LookupTallies.
-func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	return s.queries.LookupTallies(ctx, scope, ids)
 }
 

@@ -239,16 +239,16 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 }
 
 // LookupTallies returns those of ids stored in scope as tallies.
-func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memory: lookup tallies: %w", err)
 	}
-	var found []string
+	var found []ports.StoredTally
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, id := range ids {
 		if m, ok := s.find(id); ok && m.Tally && m.Scope() == scope {
-			found = append(found, id)
+			found = append(found, ports.StoredTally{ID: id, Submitted: m.Rules.Submitted})
 		}
 	}
 	return found, nil

@@ -309,24 +309,25 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 }
 
 // LookupTallies returns those of ids stored in scope as tallies.
-func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	filter := append(scopeFilter(scope), bson.E{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}, bson.E{Key: fieldTally, Value: true})
-	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: fieldID, Value: 1}}))
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: fieldID, Value: 1}, {Key: "rules.submitted", Value: 1}}))
 	if err != nil {
 		return nil, storeError(ctx, "lookup tallies", err)
 	}
-	var tallies []struct {
-		ID string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &tallies); err != nil {
+	var records []record.Record
+	if err := cur.All(ctx, &records); err != nil {
 		return nil, storeError(ctx, "lookup tallies", err)
 	}
-	found := make([]string, len(tallies))
-	for i, t := range tallies {
-		found[i] = t.ID
+	found := make([]ports.StoredTally, len(records))
+	for i, r := range records {
+		found[i].ID = r.ID
+		if r.Rules != nil {
+			found[i].Submitted = r.Rules.Submitted
+		}
 	}
 	return found, nil
 }

@@ -269,12 +269,13 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 }
 
 // LookupTallies asks every day file for the ids at once, among its tallies.
-func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]string, error) {
-	var found []string
+// A tally keeps no digest of its submission here.
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	var found []ports.StoredTally
 	err := s.lookupEach(ctx, "SELECT id FROM tallies INDEXED BY tallies_id", scope, ids, func(_ *dayfile.File, rows *sql.Rows) error {
-		var id string
-		err := rows.Scan(&id)
-		found = append(found, id)
+		var t ports.StoredTally
+		err := rows.Scan(&t.ID)
+		found = append(found, t)
 		return err
 	})
 	if err != nil {
