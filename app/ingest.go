@@ -262,13 +262,13 @@ func (a *Admission) store(ctx context.Context) error {
 		return nil
 	}
 	if a.key != (IdempotencyKey{}) {
-		missing, stored, err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs)
+		missing, replayed, err := a.in.checkReplay(ctx, a.principal.Scope, a.msgs)
 		if err != nil {
 			return err
 		}
 		for i, id := range a.result.Identities {
-			if stored[id.ID] { // the first request stored it, whatever the rules say now
-				a.result.Identities[i].Dropped = false
+			if tallied, ok := replayed[id.ID]; ok { // as the first request stored it, whatever the rules say now
+				a.result.Identities[i].Dropped = tallied
 			}
 		}
 		if a.msgs = missing; len(missing) == 0 {
@@ -326,8 +326,10 @@ func (in *Ingester) SubmitCaptured(ctx context.Context, src rules.Source, bodyCu
 // partition now: a retention rule changed its class since). A message stored
 // with the digest of its submission (RulesRecord.Submitted) is compared by
 // it: a new rule set or a re-scrub may have changed it since, and its retry
-// is still the same request. stored holds the ids stored before.
-func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) (missing []domain.Message, stored map[string]bool, err error) {
+// is still the same request. replayed holds the ids stored before, true for
+// those an ingest rule dropped then (tallies: Append would keep the tally,
+// so the retry is answered as dropped too, whatever the rules say now).
+func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []domain.Message) (missing []domain.Message, replayed map[string]bool, err error) {
 	index := make(map[string]int, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -337,7 +339,7 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 	if err != nil {
 		return nil, nil, fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
 	}
-	stored = make(map[string]bool, len(earlier))
+	replayed = make(map[string]bool, len(earlier))
 	for _, e := range earlier {
 		i, ok := index[e.ID]
 		if !ok {
@@ -346,18 +348,54 @@ func (in *Ingester) checkReplay(ctx context.Context, scope domain.Scope, msgs []
 		if !sameRequest(e, msgs[i]) {
 			return nil, nil, fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
 		}
-		stored[e.ID] = true
+		replayed[e.ID] = false
 	}
-	if len(stored) == 0 {
-		return msgs, stored, nil
+	if err := in.lookUpTallies(ctx, scope, msgs, index, replayed); err != nil {
+		return nil, nil, err
 	}
-	missing = make([]domain.Message, 0, len(msgs)-len(stored))
+	if len(replayed) == 0 {
+		return msgs, replayed, nil
+	}
+	missing = make([]domain.Message, 0, len(msgs)-len(replayed))
 	for _, m := range msgs {
-		if !stored[m.ID] {
+		if _, ok := replayed[m.ID]; !ok {
 			missing = append(missing, m)
 		}
 	}
-	return missing, stored, nil
+	return missing, replayed, nil
+}
+
+// lookUpTallies adds to replayed, as true, those of msgs (index: their items
+// by id) not in it that the store holds as tallies, when it can tell
+// (ports.TallyLookup). A tally stored with the digest of its submission is
+// compared by it, as a message is; one without (SQLite keeps none) is
+// matched by its id, derived from the key and the item.
+func (in *Ingester) lookUpTallies(ctx context.Context, scope domain.Scope, msgs []domain.Message, index map[string]int, replayed map[string]bool) error {
+	tl, ok := in.lookup.(ports.TallyLookup)
+	if !ok || len(replayed) == len(msgs) {
+		return nil
+	}
+	ids := make([]string, 0, len(msgs)-len(replayed))
+	for _, m := range msgs {
+		if _, found := replayed[m.ID]; !found {
+			ids = append(ids, m.ID)
+		}
+	}
+	tallies, err := tl.LookupTallies(ctx, scope, ids)
+	if err != nil {
+		return fmt.Errorf("look up earlier requests with this Idempotency-Key: %w", err)
+	}
+	for _, tally := range tallies {
+		i, ok := index[tally.ID]
+		if !ok {
+			continue
+		}
+		if tally.Submitted != "" && tally.Submitted != msgs[i].Rules.Submitted {
+			return fmt.Errorf("item %d differs from the request first sent with this Idempotency-Key: %w", i, ports.ErrConflict)
+		}
+		replayed[tally.ID] = true
+	}
+	return nil
 }
 
 // decode makes the drafts and turns them into the messages to store and the

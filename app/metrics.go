@@ -88,6 +88,17 @@ func (s observedStore) Lookup(ctx context.Context, scope domain.Scope, ids []str
 	return found, s.observe(OpLookup, err)
 }
 
+// LookupTallies is the store's, or none found when it cannot tell
+// (ports.TallyLookup).
+func (s observedStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	tl, ok := s.MessageStore.(ports.TallyLookup)
+	if !ok {
+		return nil, nil
+	}
+	found, err := tl.LookupTallies(ctx, scope, ids)
+	return found, s.observe(OpLookup, err)
+}
+
 func (s observedStore) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.MessageStore.PurgeExpired(ctx, now)
 	return n, s.observe(OpPurge, err)

@@ -73,6 +73,7 @@ func RunAPITests(t *testing.T, newStore StoreMaker, serve ServeFunc) {
 		{"SampledCountsStayTrue", apiTestSampledCountsStayTrue},
 		{"Rescrub", apiTestRescrub},
 		{"RetryAfterRulesChanged", apiTestRetryAfterRulesChanged},
+		{"RetryOfDroppedAfterRulesChanged", apiTestRetryOfDroppedAfterRulesChanged},
 		// Erasures (api_erasures.go).
 		{"Erasures", apiTestErasures},
 		{"ErasuresByMessageID", apiTestErasuresByMessageID},

@@ -222,6 +222,17 @@ func (s *apiFlakyStore) Lookup(ctx context.Context, scope domain.Scope, ids []st
 	return s.MessageStore.Lookup(ctx, scope, ids)
 }
 
+func (s *apiFlakyStore) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	if s.down.Load() {
+		return nil, errAPIDown
+	}
+	tl, ok := s.MessageStore.(ports.TallyLookup)
+	if !ok {
+		return nil, nil
+	}
+	return tl.LookupTallies(ctx, scope, ids)
+}
+
 func (s *apiFlakyStore) Append(ctx context.Context, msgs []domain.Message) error {
 	if s.down.Load() {
 		return errAPIDown

@@ -201,3 +201,51 @@ func apiTestRetryAfterRulesChanged(t *testing.T, s apiSuite) {
 		t.Errorf("the statistics count %d messages after the retry a rule drops, want the %d before it", n, counted)
 	}
 }
+
+// A request an ingest rule dropped, retried under its Idempotency-Key after
+// the rules changed to keep such requests, is answered as the first was:
+// "stored": false with its identity, nothing stored, counted once.
+func apiTestRetryOfDroppedAfterRulesChanged(t *testing.T, s apiSuite) {
+	e := s.start(t)
+	e.putRules(t, apiAcmeLive, `{"ingest": [{"id": "drop-carts", "scope": {"paths": ["/v1/carts"]}, "action": "drop"}]}`, 0, "drop carts").wantOK(t, "", "data")
+	item := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/carts"})
+	submit := func(when string) apiIdentity {
+		t.Helper()
+		r := e.post(t, apiAcmeLive, item, "Idempotency-Key", "cart-dropped-1")
+		r.wantOK(t, apiIngestedText, "data")
+		apiWantKeys(t, r.body, "data", "id", "reference", "stored")
+		if apiMust[bool](t, r.body, "data.stored") {
+			t.Errorf("the request %s is answered as stored: %s", when, r)
+		}
+		return apiIdentity{ID: apiMust[string](t, r.body, "data.id"), Reference: apiMust[string](t, r.body, "data.reference")}
+	}
+	first := submit("an ingest rule drops")
+	e.wantStoredExactly(t, apiAcmeLive)
+	from := apiRFC3339(e.clock.Now().Add(-time.Hour))
+	counted := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count")
+
+	e.putRules(t, apiAcmeLive, `{"ingest": [{"id": "keep-carts", "scope": {"paths": ["/v1/carts"]}, "action": "keep"}]}`, 1, "keep carts").wantOK(t, "", "data")
+	e.clock.Advance(time.Minute) // past the rules' poll: the new set applies
+	if again := submit("retried under rules that keep it"); again != first {
+		t.Errorf("the retry returned %v, want the first reply's %v", again, first)
+	}
+	// The key reused for another request: refused where the store kept the
+	// first one's digest with its tally, else answered as the tally's
+	// retry; never stored.
+	other := apiItem(e.clock.Now().Add(-time.Minute), map[string]any{"path": "/v1/carts", "request.body": `{"cart":"other"}`})
+	switch r := e.post(t, apiAcmeLive, other, "Idempotency-Key", "cart-dropped-1"); r.status {
+	case http.StatusBadRequest:
+		r.wantError(t, http.StatusBadRequest, "Idempotency-Key")
+	default:
+		r.wantOK(t, apiIngestedText, "data")
+		if stored, _ := apiAt(r.body, "data.stored"); stored != false {
+			t.Errorf("another request under the key of a dropped one is answered as stored: %s", r)
+		}
+	}
+	e.clock.Advance(time.Minute) // past the visibility delay of what the retries stored, if any
+	e.wantAbsent(t, apiAcmeLive, first.ID)
+	e.wantStoredExactly(t, apiAcmeLive, apiListedIDs(e.listAll(t, apiAcmeLive, url.Values{"name": {"control"}}))...)
+	if n := apiInt(t, e.stats(t, apiAcmeLive, url.Values{"from": {from}}), "total.count"); n != counted+1 { // the second control
+		t.Errorf("the statistics count %d messages after the retry, want %d: the tally and the two controls", n, counted+1)
+	}
+}

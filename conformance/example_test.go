@@ -67,6 +67,18 @@ func (s *sliceStore) Lookup(_ context.Context, scope domain.Scope, ids []string)
 	return found, nil
 }
 
+func (s *sliceStore) LookupTallies(_ context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var found []ports.StoredTally
+	for _, m := range s.msgs {
+		if m.Tally && m.Scope() == scope && slices.Contains(ids, m.ID) {
+			found = append(found, ports.StoredTally{ID: m.ID, Submitted: m.Rules.Submitted})
+		}
+	}
+	return found, nil
+}
+
 func (s *sliceStore) Get(_ context.Context, scope domain.Scope, idOrReference string, now time.Time) (domain.Message, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -84,6 +84,7 @@ func RunStoreTests(t *testing.T, newStore StoreMaker, opts ...StoreOption) {
 		// What ingest rules drop, and keep of a sample (store_tallies.go).
 		{name: "TalliesCountedNeverRead", run: testTalliesCountedNeverRead},
 		{name: "TalliesAreIdempotent", run: testTalliesAreIdempotent},
+		{name: "LookupTalliesFindsTalliesAlone", run: testLookupTalliesFindsTalliesAlone},
 		{name: "SampleRateRoundTrips", run: testSampleRateRoundTrips},
 		// Statistics past the messages' retention (store_rollupkeep.go).
 		{name: "RollupsOutliveMessages", run: testRollupsOutliveMessages},

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,63 @@ func testTalliesAreIdempotent(t *testing.T, s ports.MessageStore) {
 	assertHolds(t, s, "after appending every id again", f.now(), msgs)
 	for _, tally := range tallies {
 		assertNotFound(t, s, scopeLive, tally.ID, f.now())
+	}
+}
+
+// LookupTallies (ports.TallyLookup, which every store implements) finds the
+// tallies stored in its scope, each with the digest of its submission where
+// the store keeps it, and neither messages nor ids not stored nor another
+// scope's: an Idempotency-Key's replay check answers the retry of a dropped
+// exchange by it.
+func testLookupTalliesFindsTalliesAlone(t *testing.T, s ports.MessageStore) {
+	tl, ok := s.(ports.TallyLookup)
+	if !ok {
+		t.Fatalf("%T is not a ports.TallyLookup", s)
+	}
+	f := newFixtures(t)
+	msgs, tallies := talliesFixtures(f)
+	submitted := map[string]string{}
+	for i := range tallies[:5] {
+		tallies[i].Rules.Submitted = fmt.Sprintf("digest-%d", i)
+		submitted[tallies[i].ID] = tallies[i].Rules.Submitted
+	}
+	mustAppend(t, s, append(slices.Clone(msgs), tallies...))
+	waitForStored(t, s, f.now(), msgs)
+	ids := []string{"never-stored"}
+	var want []string
+	for _, m := range msgs[:5] {
+		ids = append(ids, m.ID)
+	}
+	for _, tally := range tallies[:5] {
+		ids, want = append(ids, tally.ID), append(want, tally.ID)
+	}
+	slices.Sort(want)
+	err := eventually(t.Context(), s, func() error {
+		found, err := tl.LookupTallies(t.Context(), scopeLive, ids)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, tally := range found {
+			got = append(got, tally.ID)
+			if tally.Submitted != "" && tally.Submitted != submitted[tally.ID] {
+				return fmt.Errorf("LookupTallies found %s with the digest %q, want %q or none", tally.ID, tally.Submitted, submitted[tally.ID])
+			}
+		}
+		slices.Sort(got)
+		if got = slices.Compact(got); !slices.Equal(got, want) {
+			return fmt.Errorf("LookupTallies found %q, want the tallies %q", got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := tl.LookupTallies(t.Context(), scopeTest, ids); err != nil || len(found) != 0 {
+		t.Errorf("LookupTallies in another scope: %v, %v; want none", found, err)
+	}
+	if found, err := tl.LookupTallies(t.Context(), scopeLive, nil); err != nil || len(found) != 0 {
+		t.Errorf("LookupTallies of no ids: %v, %v; want none", found, err)
 	}
 }
 

@@ -101,6 +101,23 @@ type MessageLookup interface {
 	Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error)
 }
 
+// TallyLookup is an optional capability of a MessageLookup whose store keeps
+// tallies (domain.Message.Tally), which Lookup never returns: a retry under
+// an Idempotency-Key of a request an ingest rule dropped is answered as the
+// first was, "stored": false, whatever the rules say now, since Append keeps
+// the tally. app discovers it by type assertion.
+type TallyLookup interface {
+	// LookupTallies returns the tallies of scope stored under any of ids, in
+	// any order (one id MAY come twice); ids not stored, or stored as
+	// messages, are absent. It MAY miss tallies appended within ReadLag.
+	LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]StoredTally, error)
+}
+
+// StoredTally is a tally LookupTallies found: its id, and the digest of its
+// submission (domain.RulesRecord.Submitted) where the store keeps it, ""
+// where it does not (SQLite keeps a tally's metadata alone).
+type StoredTally struct{ ID, Submitted string }
+
 // ExpiredPurger deletes what retention has expired.
 type ExpiredPurger interface {
 	// PurgeExpired deletes messages whose ExpiresAt is at or before now and returns

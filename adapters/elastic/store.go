@@ -19,6 +19,7 @@ import (
 
 var (
 	_ ports.MessageStore    = (*Store)(nil)
+	_ ports.TallyLookup     = (*Store)(nil)
 	_ ports.HealthChecker   = (*Store)(nil)
 	_ ports.SampleStreamer  = (*Store)(nil)
 	_ ports.StatsAggregator = (*Store)(nil)
@@ -89,6 +90,11 @@ func (s *Store) List(ctx context.Context, q domain.Query, now time.Time) (domain
 // Lookup: see esquery.Queries.Lookup.
 func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
 	return s.queries.Lookup(ctx, scope, ids)
+}
+
+// LookupTallies: see esquery.Queries.LookupTallies.
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	return s.queries.LookupTallies(ctx, scope, ids)
 }
 
 // Get: see esquery.Queries.Get.

@@ -50,6 +50,7 @@ import (
 
 var (
 	_ ports.MessageStore   = (*Store)(nil)
+	_ ports.TallyLookup    = (*Store)(nil)
 	_ ports.HealthChecker  = (*Store)(nil)
 	_ ports.SampleStreamer = (*Store)(nil)
 )
@@ -233,6 +234,22 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	s.mu.RUnlock()
 	for i := range found {
 		found[i] = found[i].Clone()
+	}
+	return found, nil
+}
+
+// LookupTallies returns those of ids stored in scope as tallies.
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: lookup tallies: %w", err)
+	}
+	var found []ports.StoredTally
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, id := range ids {
+		if m, ok := s.find(id); ok && m.Tally && m.Scope() == scope {
+			found = append(found, ports.StoredTally{ID: id, Submitted: m.Rules.Submitted})
+		}
 	}
 	return found, nil
 }

@@ -21,6 +21,7 @@ import (
 
 var (
 	_ ports.MessageStore    = (*Store)(nil)
+	_ ports.TallyLookup     = (*Store)(nil)
 	_ ports.HealthChecker   = (*Store)(nil)
 	_ ports.SampleStreamer  = (*Store)(nil)
 	_ ports.StatsAggregator = (*Store)(nil)
@@ -303,6 +304,30 @@ func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([
 	found := make([]domain.Message, len(records))
 	for i, r := range records {
 		found[i] = r.Message()
+	}
+	return found, nil
+}
+
+// LookupTallies returns those of ids stored in scope as tallies.
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	filter := append(scopeFilter(scope), bson.E{Key: fieldID, Value: bson.D{{Key: "$in", Value: ids}}}, bson.E{Key: fieldTally, Value: true})
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: fieldID, Value: 1}, {Key: "rules.submitted", Value: 1}}))
+	if err != nil {
+		return nil, storeError(ctx, "lookup tallies", err)
+	}
+	var records []record.Record
+	if err := cur.All(ctx, &records); err != nil {
+		return nil, storeError(ctx, "lookup tallies", err)
+	}
+	found := make([]ports.StoredTally, len(records))
+	for i, r := range records {
+		found[i].ID = r.ID
+		if r.Rules != nil {
+			found[i].Submitted = r.Rules.Submitted
+		}
 	}
 	return found, nil
 }

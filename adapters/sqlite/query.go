@@ -255,44 +255,74 @@ func (s *Store) getFrom(ctx context.Context, part dayfile.Part, query string, ar
 
 // Lookup asks every day file for the ids at once.
 func (s *Store) Lookup(ctx context.Context, scope domain.Scope, ids []string) ([]domain.Message, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	list, err := json.Marshal(ids)
+	var found []domain.Message
+	err := s.lookupEach(ctx, "SELECT "+dayfile.MessageColumns+" FROM messages INDEXED BY messages_id", scope, ids,
+		func(d *dayfile.File, rows *sql.Rows) error {
+			m, err := d.ScanMessage(rows)
+			found = append(found, m)
+			return err
+		})
 	if err != nil {
 		return nil, err
-	}
-	query := "SELECT " + dayfile.MessageColumns + ` FROM messages INDEXED BY messages_id
-		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? AND domain = ?`
-	var found []domain.Message
-	for _, part := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
-		if found, err = s.lookupIn(ctx, part, query, []any{string(list), scope.Account, scope.Domain}, found); err != nil {
-			return nil, err
-		}
 	}
 	return found, nil
 }
 
-func (s *Store) lookupIn(ctx context.Context, part dayfile.Part, query string, args []any, found []domain.Message) ([]domain.Message, error) {
+// LookupTallies asks every day file for the ids at once, among its tallies.
+// A tally keeps no digest of its submission here.
+func (s *Store) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	var found []ports.StoredTally
+	err := s.lookupEach(ctx, "SELECT id FROM tallies INDEXED BY tallies_id", scope, ids, func(_ *dayfile.File, rows *sql.Rows) error {
+		var t ports.StoredTally
+		err := rows.Scan(&t.ID)
+		found = append(found, t)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// lookupEach runs selectFrom, narrowed to the rows of scope with any of ids,
+// in every day file, and scan on each row: a message stored before may be in
+// any partition.
+func (s *Store) lookupEach(ctx context.Context, selectFrom string, scope domain.Scope, ids []string, scan func(*dayfile.File, *sql.Rows) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	query := selectFrom + " WHERE id IN (SELECT value FROM json_each(?)) AND account = ? AND domain = ?"
+	args := []any{string(list), scope.Account, scope.Domain}
+	for _, part := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
+		if err := s.lookupIn(ctx, part, query, args, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) lookupIn(ctx context.Context, part dayfile.Part, query string, args []any, scan func(*dayfile.File, *sql.Rows) error) error {
 	d, err := s.dir.Acquire(ctx, part, false)
 	if err != nil || d == nil {
-		return found, err
+		return err
 	}
 	defer d.Release()
 	rows, err := d.Read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, d.Error(ctx, "lookup", err)
+		return d.Error(ctx, "lookup", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		m, err := d.ScanMessage(rows)
-		if err != nil {
-			return nil, d.Error(ctx, "lookup", err)
+		if err := scan(d, rows); err != nil {
+			return d.Error(ctx, "lookup", err)
 		}
-		found = append(found, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, d.Error(ctx, "lookup", err)
+		return d.Error(ctx, "lookup", err)
 	}
-	return found, nil
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 var (
 	_ ports.MessageStore  = (*Store)(nil)
+	_ ports.TallyLookup   = (*Store)(nil)
 	_ ports.HealthChecker = (*Store)(nil)
 	_ ports.StatsWarmer   = (*Store)(nil)
 	_ ports.RollupKeeper  = (*Store)(nil)

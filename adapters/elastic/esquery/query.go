@@ -366,6 +366,39 @@ func (s *Queries) Lookup(ctx context.Context, scope domain.Scope, ids []string) 
 	return found, nil
 }
 
+// LookupTallies searches every daily index for scope's tallies with any of
+// ids, as Lookup does its messages; an id may come twice.
+func (s *Queries) LookupTallies(ctx context.Context, scope domain.Scope, ids []string) ([]ports.StoredTally, error) {
+	var found []ports.StoredTally
+	for chunk := range slices.Chunk(ids, maxLookupIDs) {
+		f := &filters{tallies: true}
+		f.term("account", scope.Account)
+		f.term("domain", scope.Domain)
+		f.add(object{"terms": object{"id": chunk}})
+		var reply struct {
+			Hits struct {
+				Hits []struct {
+					ID     string `json:"_id"`
+					Source struct {
+						Rules struct {
+							Submitted string `json:"submitted"`
+						} `json:"rules"`
+					} `json:"_source"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		// Twice the ids: one id may be stored in two daily indices.
+		body := object{"size": 2 * len(chunk), "_source": []string{"rules.submitted"}}
+		if err := s.searchInto(ctx, "lookup tallies", f, body, &reply); err != nil {
+			return nil, err
+		}
+		for _, h := range reply.Hits.Hits {
+			found = append(found, ports.StoredTally{ID: h.ID, Submitted: h.Source.Rules.Submitted})
+		}
+	}
+	return found, nil
+}
+
 // maxLookupIDs is how many ids one Lookup search asks for.
 const maxLookupIDs = 1000
 
