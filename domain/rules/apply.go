@@ -146,14 +146,18 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 	matches := make([]int, len(c.privacy))
 	var counts textCounts // of counted, taken for the first detector a value meets
 	counted := false
+	var unnarrowed *[classes][]candidate // open without activeIn's narrowing, made when first needed
 	out.Withheld = walkMessage(m, func(l *location, value string) (string, bool) {
 		counted = false
 		removed := false
 		class := l.class()
 		act := activeIn.of(class, active)
-		c.dispatch.candidates(class, l.key(), open[class], func(e candidate) bool {
+		// The body's text ruled some rules out for its values as they came; a
+		// value an earlier rule rewrote meets them again from there on.
+		narrowed, resumeAfter := activeIn.narrows(class, active), -1
+		try := func(e candidate) bool {
 			i, r := e.rule, &c.privacy[e.rule]
-			if !act[i] || !e.all && !r.selects(l) {
+			if i <= resumeAfter || !act[i] || !e.all && !r.selects(l) {
 				return true
 			}
 			if r.detector != nil || r.pattern != nil {
@@ -186,9 +190,22 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			}
 			if kept != value {
 				value, counted = kept, false
+				if narrowed {
+					resumeAfter = i
+					return false
+				}
 			}
 			return true
-		})
+		}
+		c.dispatch.candidates(class, l.key(), open[class], try)
+		if resumeAfter >= 0 && !removed {
+			if unnarrowed == nil {
+				all := c.dispatch.openActive(active, bodyActive{active, active})
+				unnarrowed = &all
+			}
+			act, narrowed = active, false
+			c.dispatch.candidates(class, l.key(), unnarrowed[class], try)
+		}
 		if removed {
 			return "", true
 		}

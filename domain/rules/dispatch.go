@@ -156,6 +156,13 @@ func (d *dispatch) openActive(active []bool, activeIn bodyActive) (out [classes]
 // response's (Compiled.activeInBodies).
 type bodyActive [2][]bool
 
+// narrows reports whether b rules out, for the values of class c, rules
+// active in the message.
+func (b bodyActive) narrows(c class, active []bool) bool {
+	act := b.of(c, active)
+	return len(act) > 0 && &act[0] != &active[0]
+}
+
 // of is the rules active in a value of class c: b's for a body's, active
 // for the others.
 func (b bodyActive) of(c class, active []bool) []bool {
