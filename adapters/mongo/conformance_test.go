@@ -48,10 +48,17 @@ func openStore(ctx context.Context, t *testing.T, tweaks ...func(*mongo.Config))
 }
 
 // freshConfig configures a store on a fresh database that is dropped after t.
+// Under the race detector an operation may wait longer than the default for
+// the embedded FerretDB, busy with the package's parallel tests: the bound is
+// there to catch a hang, not to time the server.
 func freshConfig(t *testing.T) mongo.Config {
 	t.Helper()
 	uri, db := mongotest.NewDatabase(t)
-	return mongo.Config{URI: uri, Database: db}
+	cfg := mongo.Config{URI: uri, Database: db}
+	if raceEnabled {
+		cfg.OperationTimeout = 4 * mongo.DefaultOperationTimeout
+	}
+	return cfg
 }
 
 // openWith opens a store on cfg and closes it when t ends, before the database

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mongo_test
+
+const raceEnabled = false
