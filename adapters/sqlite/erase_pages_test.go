@@ -317,3 +317,50 @@ func TestAnErasureLeavesNoFreePageWordOrRowOfTheCanary(t *testing.T) {
 		t.Errorf("List after the erasure = %d messages; want %d", got, want)
 	}
 }
+
+// A day file of version 11 that holds messages is migrated owing its free
+// pages zeroed (an erasure of that version may have left them holding
+// bytes), and the next expunge zeroes them though no erasure deleted from
+// it since; then it owes none.
+func TestAnOlderDayFileHasItsFreePagesZeroedAtTheNextExpunge(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	subject := canaryMessages(t, s, time.Now().UTC().Add(-3*time.Hour), 300)
+	if _, err := s.Hide(opCtx(t), scope.Account, refsOf(subject)); err != nil { // free pages holding bytes
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := dayFilePaths(t, dir)[0]
+	if _, holding := freePagesHoldingBytes(t, path); len(holding) == 0 {
+		t.Fatal("no free page holds a byte: the test proves nothing")
+	}
+	takeBack(t, dir, path, undoVersion12, 11)
+	freeOwed := func() (owed int) {
+		t.Helper()
+		db := openReadOnly(t, path)
+		defer db.Close()
+		if err := db.QueryRow(`SELECT free_owed FROM erasure`).Scan(&owed); err != nil {
+			t.Fatal(err)
+		}
+		return owed
+	}
+
+	s = mustOpen(t, sqlite.Config{Dir: dir})
+	if owed := freeOwed(); owed != 1 {
+		t.Fatalf("a day file migrated from version 11 has free_owed %d, want 1", owed)
+	}
+	if err := s.Expunge(opCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if owed := freeOwed(); owed != 0 {
+		t.Errorf("after the expunge free_owed is %d, want 0", owed)
+	}
+	if free, holding := freePagesHoldingBytes(t, path); len(holding) > 0 {
+		t.Errorf("%d of the %d free pages hold bytes after the expunge: %v", len(holding), free, holding)
+	}
+	if got, want := countListed(t, s, domain.Filter{}, time.Now()), 300-len(subject); got != want {
+		t.Errorf("List after the expunge = %d messages; want %d", got, want)
+	}
+}
