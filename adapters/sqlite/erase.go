@@ -174,10 +174,11 @@ func inDayFiles[T any](ctx context.Context, s *Store, items []T, created func(T)
 }
 
 // Expunge merges away the word index entries Delete left as tombstones in
-// each day file that owes it (dayfile.File.MergeErasedWords), then
-// checkpoints every day file's WAL into the file and truncates it
-// (sqlitedb.TruncateWAL): the WAL still holds the pages of an erased
-// message as they were before Delete.
+// each day file that owes it (dayfile.File.MergeErasedWords), zeroes the
+// free pages of each day file Delete or EraseTallies deleted from
+// (dayfile.File.ZeroFreePages), then checkpoints every day file's WAL into
+// the file and truncates it (sqlitedb.TruncateWAL): the WAL still holds the
+// pages of an erased message as they were before Delete.
 func (s *Store) Expunge(ctx context.Context) error {
 	for _, day := range s.dir.NewestFirst(time.Time{}, time.Time{}) {
 		f, err := s.dir.Acquire(ctx, day, false)
@@ -188,6 +189,9 @@ func (s *Store) Expunge(ctx context.Context) error {
 			continue
 		}
 		err = f.MergeErasedWords(ctx)
+		if err == nil {
+			err = f.ZeroFreePages(ctx)
+		}
 		if err == nil {
 			err = sqlitedb.TruncateWAL(ctx, f.Write, truncateWithin)
 		}

@@ -89,3 +89,37 @@ func (s *Store) ReadStatsColumns(ctx context.Context, day time.Time, raw bool) (
 // CloseRollupsFile closes the rollups file under the store, for the test of
 // a purge that cannot keep a day file's rollups.
 func (s *Store) CloseRollupsFile() error { return s.kept.Close() }
+
+// FreePagesOfDay reads the free pages and the pages of day's policy file.
+func (s *Store) FreePagesOfDay(ctx context.Context, day time.Time) (free, pages int64, err error) {
+	d, err := s.dir.Acquire(ctx, dayfile.Part{Day: dayfile.DayOf(day)}, false)
+	if err != nil || d == nil {
+		return 0, 0, errors.Join(err, errors.New("no such day"))
+	}
+	defer d.Release()
+	if err := d.Write.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
+		return 0, 0, err
+	}
+	err = d.Write.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages)
+	return free, pages, err
+}
+
+// RebuildDay rebuilds day's policy file: with vacuum, by VACUUM; otherwise
+// by zeroing its free pages as an erasure's expunge does (owed first). Its
+// WAL is truncated after, as the expunge does.
+func (s *Store) RebuildDay(ctx context.Context, day time.Time, vacuum bool) error {
+	d, err := s.dir.Acquire(ctx, dayfile.Part{Day: dayfile.DayOf(day)}, false)
+	if err != nil || d == nil {
+		return errors.Join(err, errors.New("no such day"))
+	}
+	defer d.Release()
+	if vacuum {
+		_, err = d.Write.ExecContext(ctx, "VACUUM")
+	} else if _, err = d.Write.ExecContext(ctx, "UPDATE erasure SET free_owed = 1"); err == nil {
+		err = d.ZeroFreePages(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return sqlitedb.TruncateWAL(ctx, d.Write, time.Minute)
+}

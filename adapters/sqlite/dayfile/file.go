@@ -134,6 +134,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 9, SQL: sql("day-9.sql")},                    // retention classes: the file's class, a message's bodies' expiry
 		{To: 10, SQL: sql("day-10.sql")},                  // the word index's optimize an erasure owes
 		{To: 11, SQL: sql("day-11.sql")},                  // the compression dictionary (dictionary.go)
+		{To: 12, SQL: sql("day-12.sql")},                  // the free pages an erasure owes zeroed (freepages.go)
 	}}
 }
 

@@ -197,7 +197,8 @@ func (f *File) Hide(ctx context.Context, account string, ids []string) (int64, e
 // entries, in one transaction with secure_delete on (sqlitedb.SecureTx):
 // what they held is overwritten, in the file and in what the WAL will
 // write to it, not left in free space; their words are tombstones until
-// MergeErasedWords.
+// MergeErasedWords, and the pages appends freed before hold their bytes
+// until ZeroFreePages.
 // wordIndexed says the file's messages were written with their words. It
 // returns how many it deleted.
 func (f *File) Erase(ctx context.Context, account string, ids []string, wordIndexed bool) (int64, error) {
@@ -225,8 +226,10 @@ func (f *File) Erase(ctx context.Context, account string, ids []string, wordInde
 			}
 		}
 		deleted = int64(len(gone))
-		_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted); err != nil {
+			return err
+		}
+		return oweFreePages(ctx, tx)
 	})
 	if err != nil {
 		return 0, f.Error(ctx, "erase", err)

@@ -131,8 +131,10 @@ func (f *File) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, e
 			AND id IN (SELECT id FROM tally_subjects WHERE hash IN (SELECT value FROM json_each(?)))`, jsonList(q.Hashes)); err != nil {
 			return fmt.Errorf("tally subjects: %w", err)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE day SET messages = messages - ?`, deleted); err != nil {
+			return err
+		}
+		return oweFreePages(ctx, tx)
 	})
 	if err != nil {
 		return 0, f.Error(ctx, "erase tallies", err)
