@@ -37,9 +37,14 @@ func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q 
 	}
 	now := s.reads.clock.Now()
 	q.Scope = principal.Scope
-	// Hidden first: no rollup answers a query that leaves messages out.
-	if err := s.reads.hide(ctx, principal.Account, &q.Filter); err != nil {
-		return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
+	// A query that reads messages leaves a pending erasure's out, as it
+	// leaves out hidden ones; one the rollups answer counts them, as it
+	// counts hidden and deleted ones (rollups keep their counts), and
+	// stays answered by them.
+	if !q.RollupsAnswer() {
+		if err := s.reads.hide(ctx, principal.Account, &q.Filter); err != nil {
+			return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
+		}
 	}
 	var ok bool
 	if q, ok = s.reads.statsScoped(principal, q, now); !ok {
