@@ -250,6 +250,7 @@ func apiTestSubjectBackfill(t *testing.T, s apiSuite) {
 
 	erased := e.erase(t, apiAcmeLive, map[string]any{"subjects": []string{"U-88"}})
 	erased.wantJSON(t, http.StatusAccepted)
+	erased = e.awaitErasure(t, apiAcmeLive, apiMust[string](t, erased.body, "data.id"), "hidden")
 	if n := apiMust[json.Number](t, erased.body, "data.messages.hidden").String(); n != "2" {
 		t.Errorf("the erasure after the backfill hid %s messages, want 2: %s", n, erased)
 	}
