@@ -84,7 +84,7 @@ func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
 		w.Add("duration <= ?", f.MaxDuration.Microseconds())
 	}
 	if f.Hidden != nil {
-		w.Add("seq NOT IN (SELECT seq FROM subjects WHERE hash IN (SELECT value FROM json_each(?)))", jsonList(f.Hidden.Hashes))
+		w.Add("NOT EXISTS (SELECT 1 FROM subjects WHERE subjects.seq = messages.seq AND hash IN (SELECT value FROM json_each(?)))", jsonList(f.Hidden.Hashes))
 	}
 	return w
 }
