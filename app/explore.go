@@ -42,7 +42,7 @@ func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q 
 	// counts hidden and deleted ones (rollups keep their counts), and
 	// stays answered by them.
 	if !q.RollupsAnswer() {
-		if err := s.reads.hide(ctx, principal.Account, &q.Filter); err != nil {
+		if err := s.reads.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
 			return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
 		}
 	}
@@ -139,7 +139,7 @@ func (e *Exporter) Export(ctx context.Context, principal domain.Principal, q dom
 
 // readPage reads one page of an export in its account's turn.
 func (e *Exporter) readPage(ctx context.Context, principal domain.Principal, q domain.Query, now time.Time) (domain.Page, error) {
-	if err := e.reads.hide(ctx, principal.Account, &q.Filter); err != nil {
+	if err := e.reads.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
 		return domain.Page{}, err
 	}
 	release, err := e.reads.walks.admit(ctx, principal.Account)

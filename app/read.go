@@ -23,9 +23,9 @@ type reads struct {
 	tombstones *tombstones
 }
 
-// hide leaves out of f what account's pending erasures erase
+// leaveOutPending leaves out of f what account's pending erasures erase
 // (domain.Filter.Hidden); an account without one reads f as it is.
-func (r *reads) hide(ctx context.Context, account string, f *domain.Filter) error {
+func (r *reads) leaveOutPending(ctx context.Context, account string, f *domain.Filter) error {
 	hidden, err := r.tombstones.of(ctx, account)
 	f.Hidden = hidden
 	return err
@@ -78,7 +78,7 @@ func (r *reads) statsScoped(principal domain.Principal, q stats.Query, now time.
 // list is one page of q for principal, as a walk when its filter may read many
 // messages to fill it (walksMany).
 func (r *reads) list(ctx context.Context, principal domain.Principal, q domain.Query, now time.Time) (domain.Page, error) {
-	if err := r.hide(ctx, principal.Account, &q.Filter); err != nil {
+	if err := r.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
 		return domain.Page{}, err
 	}
 	if walksMany(q.Filter) {
