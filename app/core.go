@@ -137,8 +137,9 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	}
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
-	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules, c.Clock, cfg.Erasure, c.rules.forget)
-	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, deps.Log)
+	c.Reader.reads.tombstones = newTombstones(deps.Erasures, eraser, c.rules.poll)
+	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, c.Reader.reads.tombstones, deps.Log)
+	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules, c.Clock, cfg.Erasure, c.rules.forget, c.erasures)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err
 	}
@@ -196,6 +197,11 @@ func (c *Core) Start() {
 // background job does every ErasureConfig.Within/24, and at start with
 // reapply.
 func (c *Core) EraseNow(ctx context.Context, reapply bool) error { return c.erasures.Run(ctx, reapply) }
+
+// HidePendingNow hides the messages of every pending erasure now
+// (ErasureJob.HidePending): what the background job does as soon as an
+// erasure is journaled.
+func (c *Core) HidePendingNow(ctx context.Context) error { return c.erasures.HidePending(ctx) }
 
 // warmStats counts the statistics the first charts will ask for; a failure
 // costs only their speed.

@@ -88,9 +88,13 @@ type Erasures struct {
 	clock    ports.Clock
 	step     int
 	forget   *forgetting
+	// tombstones leave a pending erasure's messages out of every read
+	// until job has hidden them.
+	tombstones *tombstones
+	job        *ErasureJob
 }
 
-func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, keys RulesConfig, clock ports.Clock, cfg ErasureConfig, forget *forgetting) *Erasures {
+func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Reader, keys RulesConfig, clock ports.Clock, cfg ErasureConfig, forget *forgetting, job *ErasureJob) *Erasures {
 	var hashKeys [][]byte
 	if len(keys.HashKey) > 0 {
 		hashKeys = append(hashKeys, keys.HashKey)
@@ -98,7 +102,8 @@ func newErasures(eraser ports.Eraser, journal ports.ErasureJournal, reader *Read
 			hashKeys = append(hashKeys, keys.PreviousHashKey)
 		}
 	}
-	return &Erasures{eraser: eraser, journal: journal, reader: reader, hashKeys: hashKeys, clock: clock, step: cfg.withDefaults().Step, forget: forget}
+	return &Erasures{eraser: eraser, journal: journal, reader: reader, hashKeys: hashKeys, clock: clock, step: cfg.withDefaults().Step, forget: forget,
+		tombstones: reader.reads.tombstones, job: job}
 }
 
 // Available reports, for p, whether erasures can be asked: an error
@@ -119,12 +124,15 @@ func (u *Erasures) Available(p domain.Principal) error {
 	return nil
 }
 
-// Erase journals an erasure of req's subjects in p's account, hides every
-// message of them (each domain of the account) before it returns, and
-// leaves the physical deletion to the ErasureJob. A dry run only counts
-// (Count). Errors: those of Available, a *domain.ValidationError naming the
-// request's fields, ports.ErrUnavailable (wrapped; the erasure is then
-// journaled pending, and the job hides it).
+// Erase journals an erasure of req's subjects in p's account, pending, and
+// returns it once every read on every replica leaves its messages out (the
+// tombstones' lease after the journal write; the message it was asked by,
+// one, hidden meanwhile), whatever their number: the ErasureJob hides them
+// a step at a time in the background, journals the erasure hidden, then
+// deletes them. A dry run only counts (Count). Errors: those of Available,
+// a *domain.ValidationError naming the request's fields,
+// ports.ErrUnavailable (wrapped; once the erasure is journaled, the job
+// hides it whatever the error).
 func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Request) (erasure.Erasure, error) {
 	if err := u.Available(p); err != nil {
 		return erasure.Erasure{}, err
@@ -147,7 +155,16 @@ func (u *Erasures) Erase(ctx context.Context, p domain.Principal, req erasure.Re
 		return erasure.Erasure{}, fmt.Errorf("journal the erasure: %w", err)
 	}
 	u.forget.add(e)
-	if err := hide(ctx, u.eraser, u.journal, &e, u.step, u.clock); err != nil {
+	u.tombstones.add(e)
+	u.job.wake()
+	if m := e.Message; m != nil {
+		// One message, which may have no subject to leave it out by.
+		ref := ports.SubjectRef{ID: m.ID, Domain: m.Domain, CreatedAt: m.CreatedAt, Partition: m.Partition}
+		if _, err := u.eraser.Hide(ctx, e.Account, []ports.SubjectRef{ref}); err != nil {
+			return e, fmt.Errorf("hide the message asked by: %w", err)
+		}
+	}
+	if err := u.tombstones.waitLease(ctx); err != nil {
 		return e, err
 	}
 	return e, nil
@@ -318,7 +335,7 @@ func (u *Erasures) SubjectMessages(ctx context.Context, p domain.Principal, valu
 			return domain.Page{}, err
 		}
 		for _, r := range refs {
-			m, err := u.reader.Get(ctx, p, r.ID)
+			m, err := u.reader.getErased(ctx, p, r.ID) // a pending erasure's too
 			if errors.Is(err, ports.ErrNotFound) {
 				continue // hidden, expired or not yet visible
 			}
@@ -429,14 +446,29 @@ type ErasureJob struct {
 	log     *zap.Logger
 	loop    loop
 	mu      sync.Mutex // one run at a time
+	// tombstones are read from the journal with the forgotten subjects.
+	tombstones *tombstones
+	// woken tells the job that an erasure was journaled pending.
+	woken chan struct{}
 }
 
-func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll time.Duration, forget *forgetting, log *zap.Logger) *ErasureJob {
-	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, forget: forget, log: named(log, "erasures")}
+func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll time.Duration, forget *forgetting, stones *tombstones, log *zap.Logger) *ErasureJob {
+	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, forget: forget, tombstones: stones,
+		woken: make(chan struct{}, 1), log: named(log, "erasures")}
+}
+
+// wake has the job hide the pending erasures now, when it runs.
+func (j *ErasureJob) wake() {
+	select {
+	case j.woken <- struct{}{}:
+	default: // already woken
+	}
 }
 
 // Start runs the job until Stop: a run that re-applies every erasure at
-// once, then the journal read every poll and a run every Within/24.
+// once, then the journal read every poll/2 (the tombstones' lease is poll),
+// the pending erasures hidden as soon as one is journaled here (wake) and
+// at every read of the journal that finds one, and a run every Within/24.
 func (j *ErasureJob) Start() {
 	if j.eraser == nil || j.journal == nil {
 		return
@@ -444,10 +476,11 @@ func (j *ErasureJob) Start() {
 	j.loop.start(func(ctx context.Context) {
 		runEvery := j.cfg.period()
 		var last time.Time
-		ticker := time.NewTicker(j.poll)
+		ticker := time.NewTicker(max(j.poll/2, time.Millisecond))
 		defer ticker.Stop()
 		for first := true; ; first = false {
-			if err := j.refreshForgetting(ctx); err != nil && ctx.Err() == nil {
+			pending, err := j.refresh(ctx)
+			if err != nil && ctx.Err() == nil {
 				j.log.Warn("reading the journal of erasures failed; writes forget the subjects known", zap.Error(err))
 			}
 			if now := time.Now(); first || now.Sub(last) >= runEvery {
@@ -455,11 +488,16 @@ func (j *ErasureJob) Start() {
 				if err := j.Run(ctx, first); err != nil && ctx.Err() == nil {
 					j.log.Warn("the erasure job failed; it goes on at its next run", zap.Error(err))
 				}
+			} else if pending {
+				if err := j.HidePending(ctx); err != nil && ctx.Err() == nil {
+					j.log.Warn("hiding the pending erasures failed; the job tries again", zap.Error(err))
+				}
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
+			case <-j.woken:
 			}
 		}
 	})
@@ -468,13 +506,43 @@ func (j *ErasureJob) Start() {
 // Stop ends the job, waiting for it or for ctx.
 func (j *ErasureJob) Stop(ctx context.Context) error { return j.loop.stop(ctx) }
 
-func (j *ErasureJob) refreshForgetting(ctx context.Context) error {
+// refresh reads the journal for the subjects to forget and the
+// tombstones, and reports whether an erasure is pending.
+func (j *ErasureJob) refresh(ctx context.Context) (pending bool, err error) {
+	began := time.Now()
 	es, err := j.journal.AllErasures(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	j.forget.set(es)
-	return nil
+	if j.tombstones != nil {
+		j.tombstones.hold(began, es)
+	}
+	return slices.ContainsFunc(es, func(e erasure.Erasure) bool { return e.State == erasure.StatePending }), nil
+}
+
+// HidePending hides the messages of every pending erasure, a step at a
+// time, and journals each hidden: its tombstone retires at the next read
+// of the journal, on every replica.
+func (j *ErasureJob) HidePending(ctx context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	es, err := j.journal.AllErasures(ctx)
+	if err != nil {
+		return fmt.Errorf("read the journal of erasures: %w", err)
+	}
+	var errs []error
+	for _, e := range es {
+		if e.State != erasure.StatePending {
+			continue
+		}
+		if err := hide(ctx, j.eraser, j.journal, &e, j.cfg.Step, j.clock); err != nil {
+			errs = append(errs, fmt.Errorf("erasure %s: %w", e.ID, err))
+			continue
+		}
+		j.log.Info("erasure hidden", zap.String("account", e.Account), zap.String("erasure", e.ID), zap.Int64("messages", e.Hidden))
+	}
+	return errors.Join(errs...)
 }
 
 // Run carries every unfinished erasure out: hides the pending, deletes

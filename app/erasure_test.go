@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
@@ -47,6 +48,7 @@ func (f erasureFixture) coreWithKeys(t *testing.T, hashKey, previous []byte) *ap
 	cfg.VisibilityDelay = 0
 	cfg.GroupCommit.Enabled = false
 	cfg.Rules.HashKey, cfg.Rules.PreviousHashKey = hashKey, previous
+	cfg.Rules.Poll = 10 * time.Millisecond // the tombstones' lease: how long Erase waits
 	core, err := app.NewCore(cfg, app.CoreDeps{Store: f.store, Clock: rulesClock, RuleSets: f.ruleSets, Erasures: f.journal})
 	if err != nil {
 		t.Fatal(err)
@@ -106,14 +108,23 @@ func TestAnErasureHidesAtOnceThenTheJobDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.State != erasure.StateHidden || e.Hidden != 2 || e.KeyID != ruleKey.KeyID || e.Subjects != 2 {
-		t.Errorf("the erasure = %+v; want hidden, 2 messages, asked by %s", e, ruleKey.KeyID)
+	if e.State != erasure.StatePending || e.Hidden != 0 || e.KeyID != ruleKey.KeyID || e.Subjects != 2 {
+		t.Errorf("the erasure = %+v; want pending, none hidden yet, asked by %s", e, ruleKey.KeyID)
 	}
 	if got := f.readable(t); got[byID.ID] || got[byMail.ID] || !got[bob.ID] {
 		t.Errorf("readable after the erasure: %v; want bob's alone", got)
 	}
 	if _, err := f.core.Reader.Get(ctx, ruleKey, byMail.Reference); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Get of an erased message: %v, want not found", err)
+	}
+	if err := f.core.HidePendingNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.core.Erasures.Erasure(ctx, ruleKey, e.ID); err != nil || got.State != erasure.StateHidden || got.Hidden != 2 || got.HiddenAt.IsZero() {
+		t.Errorf("the erasure once hidden = %+v, %v; want hidden, 2", got, err)
+	}
+	if got := f.readable(t); got[byID.ID] || got[byMail.ID] || !got[bob.ID] {
+		t.Errorf("readable once hidden: %v; want bob's alone", got)
 	}
 
 	if err := f.core.EraseNow(ctx, false); err != nil {
@@ -271,8 +282,8 @@ func TestAnErasureByMessageIDErasesItWithItsSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.State != erasure.StateHidden || e.Hidden != 3 || e.Message == nil || e.Message.ID != asked.ID || len(e.Hashes) != 2 {
-		t.Errorf("the erasure = %+v; want hidden, 3 messages, by %s, its 2 subjects", e, asked.ID)
+	if e.State != erasure.StatePending || e.Message == nil || e.Message.ID != asked.ID || len(e.Hashes) != 2 {
+		t.Errorf("the erasure = %+v; want pending, by %s, its 2 subjects", e, asked.ID)
 	}
 	got := f.readable(t)
 	for _, gone := range []domain.Identity{asked, byUser, byMail} {
@@ -282,6 +293,12 @@ func TestAnErasureByMessageIDErasesItWithItsSubjects(t *testing.T) {
 	}
 	if !got[otherOfU3.ID] || !got[bob.ID] {
 		t.Errorf("readable after the erasure: %v; want u-3's other message and bob's (subjects are not followed further)", got)
+	}
+	if err := f.core.HidePendingNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = f.core.Erasures.Erasure(ctx, ruleKey, e.ID); err != nil || e.State != erasure.StateHidden || e.Hidden != 3 {
+		t.Errorf("the erasure once hidden = %+v, %v; want hidden, 3", e, err)
 	}
 	if err := f.core.EraseNow(ctx, false); err != nil {
 		t.Fatal(err)
@@ -297,8 +314,8 @@ func TestAnErasureByMessageIDOfAMessageWithoutSubjects(t *testing.T) {
 	plain := f.submit(t, subjectExchange("", `{"note":"nobody"}`))
 	other := f.submit(t, subjectExchange("", `{"note":"nobody either"}`))
 	e, err := f.core.Erasures.Erase(ctx, ruleKey, erasure.Request{MessageID: plain.ID})
-	if err != nil || e.Hidden != 1 {
-		t.Fatalf("the erasure = %+v, %v; want 1 hidden", e, err)
+	if err != nil || e.State != erasure.StatePending {
+		t.Fatalf("the erasure = %+v, %v; want pending", e, err)
 	}
 	if got := f.readable(t); got[plain.ID] || !got[other.ID] {
 		t.Errorf("readable after the erasure: %v; want %s alone", got, other.ID)
@@ -363,13 +380,19 @@ func TestARotatedHashKeyFindsSubjectsUnderThePreviousOne(t *testing.T) {
 		t.Errorf("a dry run with the previous key counts %d, %v; want 2", n, err)
 	}
 	e, err := rotated.Erasures.Erase(ctx, ruleKey, ana)
-	if err != nil || e.Hidden != 2 || e.Subjects != 1 {
-		t.Fatalf("the erasure = %+v, %v; want 2 hidden, 1 subject", e, err)
+	if err != nil || e.State != erasure.StatePending || e.Subjects != 1 {
+		t.Fatalf("the erasure = %+v, %v; want pending, 1 subject", e, err)
 	}
 	if found, _ := f.store.Lookup(ctx, ruleKey.Scope, []string{before.ID, after.Identities[0].ID}); len(found) != 2 {
 		t.Fatalf("stored before the job: %d", len(found))
 	}
 	if _, err := rotated.Reader.Get(ctx, ruleKey, before.ID); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Get of the message indexed under the previous key after the erasure: %v; want not found", err)
+	}
+	if err := rotated.HidePendingNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = rotated.Erasures.Erasure(ctx, ruleKey, e.ID); err != nil || e.Hidden != 2 {
+		t.Errorf("the erasure once hidden = %+v, %v; want 2 hidden", e, err)
 	}
 }

@@ -37,6 +37,15 @@ func (s *Statistics) Compute(ctx context.Context, principal domain.Principal, q 
 	}
 	now := s.reads.clock.Now()
 	q.Scope = principal.Scope
+	// A query that reads messages leaves a pending erasure's out, as it
+	// leaves out hidden ones; one the rollups answer counts them, as it
+	// counts hidden and deleted ones (rollups keep their counts), and
+	// stays answered by them.
+	if !q.RollupsAnswer() {
+		if err := s.reads.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
+			return stats.Stats{}, fmt.Errorf("compute statistics: %w", err)
+		}
+	}
 	var ok bool
 	if q, ok = s.reads.statsScoped(principal, q, now); !ok {
 		return stats.New(q), nil
@@ -130,6 +139,9 @@ func (e *Exporter) Export(ctx context.Context, principal domain.Principal, q dom
 
 // readPage reads one page of an export in its account's turn.
 func (e *Exporter) readPage(ctx context.Context, principal domain.Principal, q domain.Query, now time.Time) (domain.Page, error) {
+	if err := e.reads.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
+		return domain.Page{}, err
+	}
 	release, err := e.reads.walks.admit(ctx, principal.Account)
 	if err != nil {
 		return domain.Page{}, err

@@ -18,6 +18,17 @@ type reads struct {
 	policy domain.Policy
 	clock  ports.Clock
 	walks  *walkAdmission
+	// tombstones, when not nil, are the subjects of pending erasures, which
+	// every read of their account leaves out.
+	tombstones *tombstones
+}
+
+// leaveOutPending leaves out of f what account's pending erasures erase
+// (domain.Filter.Hidden); an account without one reads f as it is.
+func (r *reads) leaveOutPending(ctx context.Context, account string, f *domain.Filter) error {
+	hidden, err := r.tombstones.of(ctx, account)
+	f.Hidden = hidden
+	return err
 }
 
 // scoped is the prologue of every read: f as principal may read it at now. An
@@ -67,6 +78,9 @@ func (r *reads) statsScoped(principal domain.Principal, q stats.Query, now time.
 // list is one page of q for principal, as a walk when its filter may read many
 // messages to fill it (walksMany).
 func (r *reads) list(ctx context.Context, principal domain.Principal, q domain.Query, now time.Time) (domain.Page, error) {
+	if err := r.leaveOutPending(ctx, principal.Account, &q.Filter); err != nil {
+		return domain.Page{}, err
+	}
 	if walksMany(q.Filter) {
 		release, err := r.walks.admit(ctx, principal.Account)
 		if err != nil {
@@ -84,7 +98,7 @@ func (r *reads) list(ctx context.Context, principal domain.Principal, q domain.Q
 // page reads about as many messages as it returns.
 func walksMany(f domain.Filter) bool {
 	return f.Text != "" || f.Method != "" || f.IPAddress != "" || f.Path != "" || f.PathPrefix != "" ||
-		f.StatusMin != 0 || f.StatusMax != 0 || f.HasDurationBounds()
+		f.StatusMin != 0 || f.StatusMax != 0 || f.HasDurationBounds() || f.Hidden != nil
 }
 
 // Reader is the fetch use case: pages of messages, and one message by id.
@@ -121,9 +135,9 @@ func (r *Reader) List(ctx context.Context, principal domain.Principal, q domain.
 	return page, nil
 }
 
-// Get returns the principal's readable message with this id (any case) or reference,
-// or an error wrapping ports.ErrNotFound.
-func (r *Reader) Get(ctx context.Context, principal domain.Principal, idOrReference string) (domain.Message, error) {
+// getErased is Get with the messages of pending erasures: a subject's
+// messages are listed from it (Erasures.SubjectMessages).
+func (r *Reader) getErased(ctx context.Context, principal domain.Principal, idOrReference string) (domain.Message, error) {
 	key, ok := domain.CanonicalID(idOrReference)
 	if !ok && !domain.IsReference(idOrReference) {
 		return domain.Message{}, fmt.Errorf("message %q: %w", idOrReference, ports.ErrNotFound)
@@ -137,6 +151,22 @@ func (r *Reader) Get(ctx context.Context, principal domain.Principal, idOrRefere
 		return domain.Message{}, fmt.Errorf("get message: %w", err)
 	}
 	if m.CreatedAt.Before(r.reads.policy.OldestReadable(now)) || (principal.Name != "" && m.Name != principal.Name) {
+		return domain.Message{}, fmt.Errorf("message %q: %w", idOrReference, ports.ErrNotFound)
+	}
+	return m, nil
+}
+
+// Get returns the principal's readable message with this id (any case) or reference,
+// or an error wrapping ports.ErrNotFound, also for a message of a pending
+// erasure's subjects.
+func (r *Reader) Get(ctx context.Context, principal domain.Principal, idOrReference string) (domain.Message, error) {
+	m, err := r.getErased(ctx, principal, idOrReference)
+	if err != nil {
+		return domain.Message{}, err
+	}
+	if hidden, err := r.reads.tombstones.hides(ctx, principal.Account, m.ID); err != nil {
+		return domain.Message{}, fmt.Errorf("get message: %w", err)
+	} else if hidden {
 		return domain.Message{}, fmt.Errorf("message %q: %w", idOrReference, ports.ErrNotFound)
 	}
 	return m, nil

@@ -25,6 +25,19 @@ func (e *apiEnv) erase(t *testing.T, key APIKey, body any) apiReply {
 	return e.do(t, http.MethodPost, "/v1/erasures", apiBody(t, body), append(apiBearer(key), "Content-Type", apiJSON)...)
 }
 
+// awaitErasure polls the erasure id's receipt until its state is state,
+// and returns it.
+func (e *apiEnv) awaitErasure(t *testing.T, key APIKey, id, state string) apiReply {
+	t.Helper()
+	var r apiReply
+	e.poll(t, func() (bool, string) {
+		r = e.get(t, key, "/v1/erasures/"+id)
+		got, _ := apiAt(r.body, "data.state")
+		return r.status == http.StatusOK && got == state, fmt.Sprintf("the erasure is not %s: %s", state, r)
+	})
+	return r
+}
+
 // startErasing starts the service with acme's subject keys (subjectRules),
 // skipping the test on a store that keeps no subject index.
 func startErasing(t *testing.T, s apiSuite) *apiEnv {
@@ -37,9 +50,11 @@ func startErasing(t *testing.T, s apiSuite) *apiEnv {
 	return e
 }
 
-// An erasure is asked with an API key: 202 with its receipt, and from then
-// no read returns a message of its subject (list, get, search, export);
-// other messages stay. A dry run counts and changes nothing; the receipt
+// An erasure is asked with an API key: 202 with its receipt, pending, and
+// from then no read returns a message of its subject (list, get, search,
+// export, statistics read from messages, a portal session's list) while the erasure job hides
+// them in the background; other messages stay. The receipt then shows them
+// hidden. A dry run counts and changes nothing; the receipt
 // and the audit list never show the values; a portal session, another
 // account and a request naming no subject are refused, changing nothing.
 // A subject's messages are listed for an access request.
@@ -75,11 +90,15 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 	if got := len(e.listAll(t, apiAcmeLive, nil)); got != 3 {
 		t.Fatalf("after the refusals and a dry run %d messages are listed, want 3", got)
 	}
+	searched := url.Values{"interval": {"1h"}, "q": {"canary"}} // read from messages: no rollup answers a q
+	if n := apiInt(t, e.stats(t, apiAcmeLive, searched), "total.count"); n != 2 {
+		t.Fatalf("the statistics of q=canary count %d messages before the erasure, want 2", n)
+	}
 
 	r = e.erase(t, apiAcmeLive, map[string]any{"subjects": subjects, "reason": "ticket 4711"})
 	r.wantJSON(t, http.StatusAccepted)
 	id := apiMust[string](t, r.body, "data.id")
-	if state := apiMust[string](t, r.body, "data.state"); state != "hidden" || r.header.Get("Location") != "/v1/erasures/"+id {
+	if state := apiMust[string](t, r.body, "data.state"); state != "pending" || r.header.Get("Location") != "/v1/erasures/"+id {
 		t.Errorf("the erasure's reply: state %s, Location %q: %s", state, r.header.Get("Location"), r)
 	}
 	if strings.Contains(string(r.raw), "canary") || strings.Contains(strings.ToLower(string(r.raw)), "u-77") {
@@ -98,8 +117,14 @@ func apiTestErasures(t *testing.T, s apiSuite) {
 	if got := apiListedIDs(e.exportNDJSON(t, apiAcmeLive, url.Values{"format": {"ndjson"}})); !slices.Equal(got, []string{bob.ID}) {
 		t.Errorf("the export after the erasure: %v, want bob's %s", got, bob.ID)
 	}
+	if n := apiInt(t, e.stats(t, apiAcmeLive, searched), "total.count"); n != 1 {
+		t.Errorf("the statistics of q=canary count %d messages after the erasure, want bob's 1", n)
+	}
+	if got := apiListedIDs(e.listAll(t, portal, nil)); !slices.Equal(got, []string{bob.ID}) {
+		t.Errorf("a portal session lists %v after the erasure, want bob's %s", got, bob.ID)
+	}
 
-	receipt := e.get(t, apiAcmeLive, "/v1/erasures/"+id)
+	receipt := e.awaitErasure(t, apiAcmeLive, id, "hidden")
 	receipt.wantOK(t, "", "data")
 	apiWantKeys(t, receipt.body, "data", "id", "state", "future", "reason", "key_id", "subjects", "message_id", "messages", "partitions",
 		"asked_at", "hidden_at", "deleted_at")
@@ -144,6 +169,9 @@ func apiTestErasuresByMessageID(t *testing.T, s apiSuite) {
 	if got := apiMust[string](t, r.body, "data.message_id"); got != ana.ID {
 		t.Errorf("the receipt's message_id = %s, want %s", got, ana.ID)
 	}
+	e.wantAbsent(t, apiAcmeLive, ana.ID)
+	e.wantAbsent(t, apiAcmeLive, anaByUser.ID)
+	r = e.awaitErasure(t, apiAcmeLive, apiMust[string](t, r.body, "data.id"), "hidden")
 	if n := apiMust[json.Number](t, r.body, "data.messages.hidden").String(); n != "2" {
 		t.Errorf("the erasure by message id hid %s messages, want 2 (the message and u-77's other): %s", n, r)
 	}
@@ -222,6 +250,7 @@ func apiTestSubjectBackfill(t *testing.T, s apiSuite) {
 
 	erased := e.erase(t, apiAcmeLive, map[string]any{"subjects": []string{"U-88"}})
 	erased.wantJSON(t, http.StatusAccepted)
+	erased = e.awaitErasure(t, apiAcmeLive, apiMust[string](t, erased.body, "data.id"), "hidden")
 	if n := apiMust[json.Number](t, erased.body, "data.messages.hidden").String(); n != "2" {
 		t.Errorf("the erasure after the backfill hid %s messages, want 2: %s", n, erased)
 	}

@@ -29,6 +29,7 @@ func RunEraseTests(t *testing.T, newStore StoreMaker) {
 		{"IndexSubjectsAddsToTheIndex", testIndexSubjects},
 		{"ReadsNeverReturnSubjects", testSubjectsNotRead},
 		{"HideTakesMessagesOutOfEveryRead", testHide},
+		{"HiddenSubjectsAreLeftOutOfReads", testHiddenSubjects},
 		{"DeleteRemovesMessagesAndTheirIndex", testDelete},
 		{"AnotherAccountErasesNothing", testEraseOtherAccount},
 		{"TalliesOfASubjectAreErasedWithIt", testEraseTallies},
@@ -330,6 +331,40 @@ func testHide(t *testing.T, s ports.MessageStore, e ports.Eraser) {
 	if n, err := e.Hide(t.Context(), acme, refsOf(x.ana)); err != nil {
 		t.Errorf("Hide again = %d, %v; want no error", n, err)
 	}
+}
+
+// testHiddenSubjects: a filter's Hidden (a pending erasure's subjects)
+// leaves their messages out of List and Stats, whatever else the filter
+// asks, reads every other message as before, and the index still finds
+// them.
+func testHiddenSubjects(t *testing.T, s ports.MessageStore, e ports.Eraser) {
+	f, x := newSubjectsFixture(t, s)
+	hidden := &domain.HiddenSubjects{Hashes: []string{subjectAna, subjectEve}}
+	var others []domain.Message // every message but ana's
+	for _, m := range x.all {
+		if !slices.Contains(idsOf(x.ana), m.ID) {
+			others = append(others, m)
+		}
+	}
+	from, to := statsRange(f)
+	for _, scope := range []domain.Scope{scopeLive, scopeTest} {
+		for _, filter := range []domain.Filter{{}, {Text: "canary"}, {Name: "shop"}} {
+			var want []domain.Message
+			for _, m := range others {
+				if m.Scope() == scope && filter.Matches(m) {
+					want = append(want, m)
+				}
+			}
+			sortNewestFirst(want)
+			what := fmt.Sprintf("List(%+v, %s) hiding ana", scope, describeFilter(filter))
+			filter.Hidden = hidden
+			assertIDs(t, what, want, listAll(t, s, scope, filter, domain.MaxLimit, f.now()))
+			q := statsQuery(scope, from, to, "1h", filter)
+			assertStats(t, others, q, f.now(), getStats(t, s, q, f.now()))
+		}
+	}
+	assertIDs(t, "another account's ana, read without hiding", x.other, listAll(t, s, scopeOtherLive, domain.Filter{}, domain.MaxLimit, f.now()))
+	assertRefs(t, "ana, hidden from reads", x.ana, findSubjects(t, e, ports.SubjectQuery{Account: scopeLive.Account, Hashes: []string{subjectAna}}))
 }
 
 func testDelete(t *testing.T, s ports.MessageStore, e ports.Eraser) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,32 @@ type Filter struct {
 	// MinDuration and MaxDuration bound the duration inclusively when set; a
 	// message without a duration then never matches.
 	MinDuration, MaxDuration *time.Duration
+	// Hidden, when set, leaves out every message its store's subject index
+	// holds under one of its hashes: the subjects of an account's pending
+	// erasures, which every read leaves out until the erasure has hidden
+	// their messages (docs/erasure.md). Stores apply it by their subject
+	// index (Matches cannot: a read message carries no subjects); tallies
+	// are not left out. No rollup answers a filter with it.
+	Hidden *HiddenSubjects
+}
+
+// HiddenSubjects are the subject hashes a read leaves out (Filter.Hidden).
+type HiddenSubjects struct {
+	// Hashes are sorted, each once, at least one.
+	Hashes []string
+}
+
+// Hides reports whether a message indexed under hashes is left out.
+func (h *HiddenSubjects) Hides(hashes []string) bool {
+	if h == nil {
+		return false
+	}
+	for _, x := range hashes {
+		if _, found := slices.BinarySearch(h.Hashes, x); found {
+			return true
+		}
+	}
+	return false
 }
 
 // Matches reports whether m passes every filter. It compiles f's search on

@@ -161,7 +161,7 @@ func (a *api) createErasure(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/erasures/"+e.ID)
 	writeJSON(w, http.StatusAccepted, reply{Status: true,
-		Message: "erasure accepted: its messages are hidden from every read; the erasure job deletes them", Data: erasureOf(e)})
+		Message: "erasure accepted: no read returns its messages from now on; the erasure job hides, then deletes them", Data: erasureOf(e)})
 }
 
 func (a *api) getErasure(w http.ResponseWriter, r *http.Request) {

@@ -62,6 +62,15 @@ func (x subjectIndex) remove(account, id string) {
 	}
 }
 
+// hides reports whether hidden leaves out account's message id, by the
+// subject index (domain.Filter.Hidden).
+func (s *Store) hides(hidden *domain.HiddenSubjects, account, id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a := s.subjects[account]
+	return a != nil && hidden.Hides(a.byID[id])
+}
+
 // SubjectMessages returns the messages of q's account indexed under its
 // hashes, newest first.
 func (s *Store) SubjectMessages(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {

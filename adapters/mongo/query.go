@@ -41,6 +41,11 @@ func listFilter(q domain.Query, now time.Time) (bson.D, bool) {
 	if f.HasDurationBounds() {
 		filter = append(filter, durationFilter(f.MinDuration, f.MaxDuration))
 	}
+	if f.Hidden != nil {
+		// No message indexed under a hidden subject; a tally stays.
+		filter = append(filter, bson.E{Key: "$nor", Value: bson.A{bson.D{
+			{Key: fieldSubjects, Value: bson.D{{Key: "$in", Value: f.Hidden.Hashes}}}, notTally}}})
+	}
 
 	var status bson.D
 	if f.StatusMin != 0 {

@@ -24,6 +24,12 @@ func TestTheReceiptCountsPerDayFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.core.HidePendingNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = s.core.Erasures.Erasure(ctx, erasureKey, e.ID); err != nil {
+		t.Fatal(err)
+	}
 	dayFile := func(t time.Time) string { return "messages-" + t.Format(time.DateOnly) + ".db" }
 	want := []erasure.PartitionCounts{
 		{Partition: dayFile(older), Counts: erasure.Counts{Hidden: 1}},

@@ -51,6 +51,7 @@ func openErasingService(t *testing.T, dir string, cfg app.ErasureConfig, wrap fu
 	}
 	c := app.DefaultConfig()
 	c.VisibilityDelay, c.GroupCommit.Enabled, c.Rules.HashKey, c.Erasure = 0, false, []byte("sqlite-erasure-test-key"), cfg
+	c.Rules.Poll = 20 * time.Millisecond // the tombstones' lease, which an erasure's answer waits
 	var messages ports.MessageStore = store
 	if wrap != nil {
 		messages = wrap(store)

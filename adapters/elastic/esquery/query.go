@@ -259,6 +259,11 @@ func (f *filters) matching(filter domain.Filter) {
 	if filter.Text != "" {
 		f.add(searchClause(filter.Text, f.now))
 	}
+	if filter.Hidden != nil {
+		// No message indexed under a hidden subject; a tally stays.
+		hidden := object{"bool": object{"filter": object{"terms": object{"subjects": filter.Hidden.Hashes}}, "must_not": notTally}}
+		f.add(object{"bool": object{"must_not": hidden}})
+	}
 }
 
 // searchedFields are the full-text fields q searches: the texts indexed where

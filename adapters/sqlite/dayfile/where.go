@@ -83,7 +83,17 @@ func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
 	if f.MaxDuration != nil {
 		w.Add("duration <= ?", f.MaxDuration.Microseconds())
 	}
+	if f.Hidden != nil {
+		w.Add("NOT EXISTS (SELECT 1 FROM subjects WHERE subjects.seq = messages.seq AND hash IN (SELECT value FROM json_each(?)))", jsonList(f.Hidden.Hashes))
+	}
 	return w
+}
+
+// TallyWhere is ReadableWhere over the tallies: a filter's Hidden leaves
+// out messages alone.
+func TallyWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
+	f.Hidden = nil
+	return ReadableWhere(scope, f, now)
 }
 
 // CeilMicro is t in Unix microseconds, as the files hold times, rounded up.

@@ -42,7 +42,7 @@ func (r *Reader) StreamSamples(ctx context.Context, scope domain.Scope, f domain
 	return r.dir.Each(ctx, r.dir.NewestFirst(dayfile.Range(f, nil)), func(file *dayfile.File) error {
 		// A where for the messages, which a search narrows, and one for
 		// the tallies, made together.
-		w, tallies, match := dayfile.ReadableWhere(scope, f, now), dayfile.ReadableWhere(scope, f, now), f.Matcher()
+		w, tallies, match := dayfile.ReadableWhere(scope, f, now), dayfile.TallyWhere(scope, f, now), f.Matcher()
 		var err error
 		if f.Text == "" {
 			err = walkSamples(ctx, file, statsIndexWalk, w, nil, add)

@@ -37,7 +37,7 @@ func walkTallies(ctx context.Context, f *dayfile.File, scope domain.Scope, w *da
 // tallies adds the samples of f's tallies readable at now that pass the
 // call's filter, its q included.
 func (c *call) tallies(ctx context.Context, f *dayfile.File, add func(stats.Sample)) error {
-	return streamTallies(ctx, f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), c.f.Matcher(), add)
+	return streamTallies(ctx, f, c.q.Scope, dayfile.TallyWhere(c.q.Scope, c.f, c.now), c.f.Matcher(), add)
 }
 
 // talliesLessTheRest adds the tallies of f, a day counted as its rollups
@@ -47,7 +47,7 @@ func (c *call) tallies(ctx context.Context, f *dayfile.File, add func(stats.Samp
 // lacking it to lacking.
 func (c *call) talliesLessTheRest(ctx context.Context, f *dayfile.File, refused func(stats.Sample) bool, add, lacking func(stats.Sample)) error {
 	match := c.f.Matcher()
-	return walkTallies(ctx, f, c.q.Scope, dayfile.ReadableWhere(c.q.Scope, c.f, c.now), func(m domain.Message) {
+	return walkTallies(ctx, f, c.q.Scope, dayfile.TallyWhere(c.q.Scope, c.f, c.now), func(m domain.Message) {
 		switch s := stats.SampleOf(m); {
 		case match(m) && refused(s):
 			add(s)

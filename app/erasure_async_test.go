@@ -1,0 +1,293 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reqlog/reqlog/adapters/memory"
+	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
+	"github.com/reqlog/reqlog/domain/stats"
+	"github.com/reqlog/reqlog/ports"
+)
+
+// heldHides is a memory store whose Hide waits until release is closed,
+// counting the messages it hid: what a hide of a large subject looks like
+// to the request that asked for it.
+type heldHides struct {
+	*memory.Store
+	entered chan struct{} // closed at the first Hide
+	release chan struct{}
+	once    atomic.Bool
+	hidden  atomic.Int64
+}
+
+func (s *heldHides) Hide(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	if s.once.CompareAndSwap(false, true) {
+		close(s.entered)
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	n, err := s.Store.Hide(ctx, account, refs)
+	s.hidden.Add(n)
+	return n, err
+}
+
+// coreOn is a core over store with f's rule sets and journal: another
+// replica, or the same server after a restart.
+func (f erasureFixture) coreOn(t *testing.T, store ports.MessageStore) *app.Core {
+	t.Helper()
+	cfg := app.DefaultConfig()
+	cfg.VisibilityDelay = 0
+	cfg.GroupCommit.Enabled = false
+	cfg.Rules.HashKey = rulesHash
+	cfg.Rules.Poll = 10 * time.Millisecond
+	cfg.Erasure.Step = 100
+	core, err := app.NewCore(cfg, app.CoreDeps{Store: store, Clock: rulesClock, RuleSets: f.ruleSets, Erasures: f.journal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return core
+}
+
+// submitMany submits n exchanges of user (X-User-Id) in batches, returning
+// their ids.
+func submitMany(t *testing.T, core *app.Core, user string, n int) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for len(ids) < n {
+		batch := make([]string, min(n-len(ids), 500))
+		for i := range batch {
+			batch[i] = subjectExchange(user, fmt.Sprintf(`{"note":"canary %d"}`, len(ids)+i))
+		}
+		res, err := core.Ingester.Submit(t.Context(), ruleKey, draftsOf("["+strings.Join(batch, ",")+"]"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range res.Identities {
+			ids[id.ID] = true
+		}
+	}
+	return ids
+}
+
+// readsOf is every read of acme's live messages on core: the ids listed,
+// searched (q=canary) and exported, and the messages the statistics of
+// q=canary count (every message of submitMany holds it).
+type readsOf struct {
+	listed, searched, exported map[string]bool
+	counted                    int64
+}
+
+func readAll(t *testing.T, core *app.Core) readsOf {
+	t.Helper()
+	ctx := t.Context()
+	r := readsOf{listed: map[string]bool{}, searched: map[string]bool{}, exported: map[string]bool{}}
+	for _, c := range []struct {
+		ids    map[string]bool
+		filter domain.Filter
+	}{{r.listed, domain.Filter{}}, {r.searched, domain.Filter{Text: "canary"}}} {
+		q := domain.Query{Scope: ruleKey.Scope, Filter: c.filter, Limit: domain.MaxLimit}
+		for {
+			page, err := core.Reader.List(ctx, ruleKey, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range page.Messages {
+				c.ids[m.ID] = true
+			}
+			if q.After = page.Next(); q.After == nil {
+				break
+			}
+		}
+	}
+	_, err := core.Exporter.Export(ctx, ruleKey, domain.ExportQuery{}, func(msgs []domain.Message) error {
+		for _, m := range msgs {
+			r.exported[m.ID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A q reads messages: the rollups answer no query with one.
+	q := stats.Query{From: testNow.Add(-time.Hour), To: testNow.Add(time.Hour), Filter: domain.Filter{Text: "canary"}}
+	for _, iv := range stats.Intervals {
+		if iv.Name == "1h" {
+			q.Interval = iv
+		}
+	}
+	st, err := core.Statistics.Compute(ctx, ruleKey, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.counted = st.Total.Count
+	return r
+}
+
+// assertReads fails unless every read of core returns want's messages and
+// none of gone's (nor Get them).
+func assertReads(t *testing.T, when string, core *app.Core, gone, want map[string]bool) {
+	t.Helper()
+	r := readAll(t, core)
+	for what, ids := range map[string]map[string]bool{"listed": r.listed, "exported": r.exported} {
+		if len(ids) != len(want) {
+			t.Errorf("%s: %d messages %s, want %d", when, len(ids), what, len(want))
+		}
+		for id := range gone {
+			if ids[id] {
+				t.Errorf("%s: the erased %s is %s", when, id, what)
+				break
+			}
+		}
+	}
+	for id := range r.searched {
+		if gone[id] {
+			t.Errorf("%s: q=canary finds the erased %s", when, id)
+			break
+		}
+	}
+	if r.counted != int64(len(want)) {
+		t.Errorf("%s: the statistics count %d messages, want %d", when, r.counted, len(want))
+	}
+	for id := range gone {
+		if _, err := core.Reader.Get(t.Context(), ruleKey, id); !errors.Is(err, ports.ErrNotFound) {
+			t.Errorf("%s: Get of the erased %s: %v, want not found", when, id, err)
+		}
+		break
+	}
+	for id := range want {
+		if _, err := core.Reader.Get(t.Context(), ruleKey, id); err != nil {
+			t.Errorf("%s: Get of %s: %v", when, id, err)
+		}
+		break
+	}
+}
+
+// waitForState polls the journal until the erasure id is in state.
+func waitForState(t *testing.T, core *app.Core, id string, state erasure.State) erasure.Erasure {
+	t.Helper()
+	var e erasure.Erasure
+	waitFor(t, "the erasure "+string(state), func() bool {
+		var err error
+		e, err = core.Erasures.Erasure(t.Context(), ruleKey, id)
+		return err == nil && e.State == state
+	})
+	return e
+}
+
+// An erasure is answered while its hide has not begun to hide anything:
+// the store's Hide is held until after the answer. From the answer on no
+// read returns a message of the subject (list, search, Get, export,
+// statistics); the job hides them in the background, a step at a time,
+// and journals the erasure hidden; other subjects' messages read as
+// before all along.
+func TestAnErasureIsAnsweredBeforeItsHide(t *testing.T) {
+	f := newErasureFixture(t)
+	store := &heldHides{Store: f.store, entered: make(chan struct{}), release: make(chan struct{})}
+	core := f.coreOn(t, store)
+	ana := submitMany(t, core, "u-1", 450)
+	bob := submitMany(t, core, "u-2", 30)
+	assertReads(t, "before the erasure", core, nil, union(ana, bob))
+	core.Start()
+	t.Cleanup(func() { _ = core.Stop(context.Background()) })
+
+	e, err := core.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.hidden.Load(); e.State != erasure.StatePending || e.Hidden != 0 || n != 0 {
+		t.Fatalf("the erasure answered %s, %d hidden, the store having hidden %d; want pending, none hidden yet", e.State, e.Hidden, n)
+	}
+	assertReads(t, "at the answer", core, ana, bob)
+	if got, err := core.Erasures.SubjectMessages(t.Context(), ruleKey, "u-1", nil, 10); err != nil || len(got.Messages) != 10 {
+		t.Errorf("the subject's messages while pending = %d, %v; want the subject's 10 first (an access request still finds them)", len(got.Messages), err)
+	}
+
+	<-store.entered // the job began to hide in the background
+	close(store.release)
+	done := waitForState(t, core, e.ID, erasure.StateHidden)
+	if done.Hidden != int64(len(ana)) || store.hidden.Load() != int64(len(ana)) {
+		t.Errorf("the erasure once hidden counts %d, the store hid %d; want %d", done.Hidden, store.hidden.Load(), len(ana))
+	}
+	assertReads(t, "once hidden", core, ana, bob)
+}
+
+// Another replica over the same store and journal leaves a pending
+// erasure's messages out from its answer on, though it read the journal
+// before and runs no job: its read of the journal is older than the lease
+// the answer waited.
+func TestAnotherReplicaLeavesAPendingErasureOut(t *testing.T) {
+	f := newErasureFixture(t)
+	asking, other := f.coreOn(t, f.store), f.coreOn(t, f.store)
+	ana := submitMany(t, asking, "u-1", 120)
+	bob := submitMany(t, asking, "u-2", 5)
+	assertReads(t, "the other replica before the erasure", other, nil, union(ana, bob))
+
+	e, err := asking.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"U-1"}})
+	if err != nil || e.State != erasure.StatePending {
+		t.Fatalf("the erasure = %+v, %v; want pending", e, err)
+	}
+	assertReads(t, "the other replica at the answer", other, ana, bob)
+	assertReads(t, "the asking replica at the answer", asking, ana, bob)
+	if err := other.HidePendingNow(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := asking.Erasures.Erasure(t.Context(), ruleKey, e.ID); err != nil || got.State != erasure.StateHidden || got.Hidden != int64(len(ana)) {
+		t.Errorf("the erasure hidden by the other replica = %+v, %v; want hidden, %d", got, err, len(ana))
+	}
+	assertReads(t, "the asking replica once hidden", asking, ana, bob)
+}
+
+// A server stopped between the answer and the hide hides the erasure at
+// its next start, from the journal: its messages are never read again.
+func TestARestartBetweenTheAnswerAndTheHideStillHides(t *testing.T) {
+	f := newErasureFixture(t)
+	before := f.coreOn(t, f.store) // never started: its job never runs
+	ana := submitMany(t, before, "u-1", 150)
+	bob := submitMany(t, before, "u-2", 5)
+	e, err := before.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil || e.State != erasure.StatePending {
+		t.Fatalf("the erasure = %+v, %v; want pending", e, err)
+	}
+
+	after := f.coreOn(t, f.store)
+	assertReads(t, "after the restart, before the job", after, ana, bob)
+	after.Start()
+	t.Cleanup(func() { _ = after.Stop(context.Background()) })
+	done := waitForState(t, after, e.ID, erasure.StateDeleted)
+	if done.Hidden != int64(len(ana)) || done.Deleted != int64(len(ana)) {
+		t.Errorf("the erasure after the restart = %+v; want %d hidden and deleted", done, len(ana))
+	}
+	assertReads(t, "after the restart's job", after, ana, bob)
+	if found, _ := f.store.Lookup(t.Context(), ruleKey.Scope, keys(union(ana, bob))); len(found) != len(bob) {
+		t.Errorf("stored after the job: %d messages; want bob's %d", len(found), len(bob))
+	}
+}
+
+func union(sets ...map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range sets {
+		for id := range s {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+func keys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	return out
+}
