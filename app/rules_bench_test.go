@@ -144,6 +144,19 @@ func BenchmarkIngestNoiseRules(b *testing.B) {
 	}
 }
 
+// countingStamper counts the batches the group committer writes: the
+// fewer messages a commit holds, the more each pays of its fixed cost.
+type countingStamper struct {
+	app.BatchStamper
+	batches, messages atomic.Int64
+}
+
+func (s *countingStamper) StampBatch(batch []domain.Message) {
+	s.batches.Add(1)
+	s.messages.Add(int64(len(batch)))
+	s.BatchStamper.StampBatch(batch)
+}
+
 // benchIngest submits bodies through the ingest path under the rule set
 // doc (nil: none) to a SQLite store, as BenchmarkIngestRules says.
 func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
@@ -155,7 +168,8 @@ func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
 	policy := domain.DefaultPolicy()
 	clock := app.SystemClock{}
 	opts := app.DefaultGroupCommitOptions()
-	opts.Stamper = &app.StoredTimeStamper{Policy: policy, Clock: clock}
+	stamper := &countingStamper{BatchStamper: &app.StoredTimeStamper{Policy: policy, Clock: clock}}
+	opts.Stamper = stamper
 	committer := app.NewGroupCommitter(store, opts)
 	defer committer.Close(b.Context())
 	cfg := app.DefaultRulesConfig()
@@ -207,6 +221,9 @@ func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
 	n := float64(b.N * 10)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64((rusage(b)-cpu).Microseconds())/n, "cpu-µs/msg")
+	if batches := stamper.batches.Load(); batches > 0 {
+		b.ReportMetric(float64(stamper.messages.Load())/float64(batches), "msgs/commit")
+	}
 	if int(stored.Load()) != b.N*10 {
 		b.Fatalf("stored %d of %d: the rules must drop nothing of this traffic", stored.Load(), b.N*10)
 	}
