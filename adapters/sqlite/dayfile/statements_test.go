@@ -8,16 +8,21 @@ import (
 	"github.com/reqlog/reqlog/domain"
 )
 
-// An Append uses the statements prepared once on the file's writer, and
-// prepares them again on the writer of the file opened anew after the
-// directory closed it: every batch is stored either way, its tally too.
-func TestAppendStatementsOutliveATransactionNotTheWriter(t *testing.T) {
+// openTestDir opens a data directory of its own for the test, closed after it.
+func openTestDir(t *testing.T) *Dir {
 	d, err := Open(t.Context(), Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	now := time.Now()
+	return d
+}
+
+// An Append uses the statements prepared once on the file's writer, and
+// prepares them again on the writer of the file opened anew after the
+// directory closed it: every batch is stored either way, its tally too.
+func TestAppendStatementsOutliveATransactionNotTheWriter(t *testing.T) {
+	d, now := openTestDir(t), time.Now()
 	part := Part{Day: DayOf(now)}
 	batch := func(round int) []domain.Message {
 		msgs := make([]domain.Message, 3)
@@ -66,12 +71,7 @@ func TestAppendStatementsOutliveATransactionNotTheWriter(t *testing.T) {
 // Appends at once to a file opened anew prepare its statements while
 // others' transactions hold its writer: each batch is stored.
 func TestAppendsAtOnceShareTheStatements(t *testing.T) {
-	d, err := Open(t.Context(), Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	now := time.Now()
+	d, now := openTestDir(t), time.Now()
 	part := Part{Day: DayOf(now)}
 	const rounds, writers = 3, 6
 	for round := range rounds {
