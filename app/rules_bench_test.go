@@ -85,10 +85,20 @@ func BenchmarkIngestRules(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var parts map[string]json.RawMessage
+	if err := json.Unmarshal(fiftyRules, &parts); err != nil {
+		b.Fatal(err)
+	}
+	privacyOnly, _ := json.Marshal(map[string]json.RawMessage{"privacy": parts["privacy"]})
+	othersOnly, _ := json.Marshal(map[string]json.RawMessage{"ingest": parts["ingest"], "retention": parts["retention"]})
 	for _, set := range []struct {
 		name string
 		doc  []byte
-	}{{"none", nil}, {"builtins+50", fiftyRules}} {
+	}{{"none", nil}, {"builtins+50", fiftyRules},
+		// The 50's parts alone, to tell what each costs: the privacy rules'
+		// walk, and the retention rules' day files of their own (a batch
+		// written in a transaction a file).
+		{"privacy45", privacyOnly}, {"ingest3+retention2", othersOnly}} {
 		b.Run("rules="+set.name, func(b *testing.B) { benchIngest(b, bodies, set.doc) })
 	}
 }
@@ -144,6 +154,19 @@ func BenchmarkIngestNoiseRules(b *testing.B) {
 	}
 }
 
+// countingStamper counts the batches the group committer writes: the
+// fewer messages a commit holds, the more each pays of its fixed cost.
+type countingStamper struct {
+	app.BatchStamper
+	batches, messages atomic.Int64
+}
+
+func (s *countingStamper) StampBatch(batch []domain.Message) {
+	s.batches.Add(1)
+	s.messages.Add(int64(len(batch)))
+	s.BatchStamper.StampBatch(batch)
+}
+
 // benchIngest submits bodies through the ingest path under the rule set
 // doc (nil: none) to a SQLite store, as BenchmarkIngestRules says.
 func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
@@ -155,7 +178,8 @@ func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
 	policy := domain.DefaultPolicy()
 	clock := app.SystemClock{}
 	opts := app.DefaultGroupCommitOptions()
-	opts.Stamper = &app.StoredTimeStamper{Policy: policy, Clock: clock}
+	stamper := &countingStamper{BatchStamper: &app.StoredTimeStamper{Policy: policy, Clock: clock}}
+	opts.Stamper = stamper
 	committer := app.NewGroupCommitter(store, opts)
 	defer committer.Close(b.Context())
 	cfg := app.DefaultRulesConfig()
@@ -207,6 +231,9 @@ func benchIngest(b *testing.B, bodies [][]byte, doc []byte) {
 	n := float64(b.N * 10)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64((rusage(b)-cpu).Microseconds())/n, "cpu-µs/msg")
+	if batches := stamper.batches.Load(); batches > 0 {
+		b.ReportMetric(float64(stamper.messages.Load())/float64(batches), "msgs/commit")
+	}
 	if int(stored.Load()) != b.N*10 {
 		b.Fatalf("stored %d of %d: the rules must drop nothing of this traffic", stored.Load(), b.N*10)
 	}

@@ -54,6 +54,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if err := f.Fault(); err != nil {
 		return err
 	}
+	stmts := f.appendStatements(ctx)
 	tx, err := f.Write.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the writer's _txlock)
 	if err != nil {
 		return f.Error(ctx, "append: begin", err)
@@ -71,7 +72,7 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 	if !f.plain {
 		p = &packer{dict: dict}
 	}
-	added, maxExpires, err := insert(ctx, tx, msgs, p, indexWords)
+	added, maxExpires, err := insert(ctx, tx, stmts, msgs, p, indexWords)
 	if err != nil {
 		return f.Error(ctx, "append", err)
 	}
@@ -98,18 +99,18 @@ func (f *File) Append(ctx context.Context, msgs []domain.Message, indexWords boo
 // (tallies.go), adds it to the rollup of its scope, application and minute,
 // and updates the day's totals (day.messages counts both); it returns how
 // many it stored and their latest ExpiresAt (Unix microseconds).
-func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, indexWords bool) (added, maxExpires int64, err error) {
-	insertMsg, err := tx.PrepareContext(ctx, insertMessage)
+func insert(ctx context.Context, tx *sql.Tx, stmts *statements, msgs []domain.Message, p *packer, indexWords bool) (added, maxExpires int64, err error) {
+	insertMsg, err := stmts.in(ctx, tx, insertMessage)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer insertMsg.Close()
-	insertWords, err := tx.PrepareContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`)
+	insertWords, err := stmts.in(ctx, tx, insertWordsQuery)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer insertWords.Close()
-	tallies, err := newTallyWriter(ctx, tx)
+	tallies, err := newTallyWriter(ctx, tx, stmts)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -171,13 +172,18 @@ func insert(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *packer, i
 	if added == 0 {
 		return 0, 0, nil
 	}
-	if err := subjects.flush(ctx, tx); err != nil {
+	if err := subjects.flush(ctx, tx, stmts); err != nil {
 		return 0, 0, fmt.Errorf("subjects: %w", err)
 	}
-	if err := addToRollups(ctx, tx, rollups); err != nil {
+	if err := addToRollups(ctx, tx, stmts, rollups); err != nil {
 		return 0, 0, fmt.Errorf("rollups: %w", err)
 	}
-	if _, err = tx.ExecContext(ctx, `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`, added, maxExpires); err != nil {
+	totals, err := stmts.in(ctx, tx, dayTotalsQuery)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer totals.Close()
+	if _, err = totals.ExecContext(ctx, added, maxExpires); err != nil {
 		return 0, 0, err
 	}
 	return added, maxExpires, nil

@@ -190,6 +190,11 @@ type File struct {
 	dicts   atomic.Pointer[fileDictionaries]
 	dictsMu sync.Mutex
 
+	// stmts are the Append statements prepared on its writer (nil until
+	// the first Append after it opened).
+	stmts   *statements
+	stmtsMu sync.Mutex
+
 	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
 	// whether it is open.
 	lastUsed atomic.Int64
@@ -281,7 +286,11 @@ func (f *File) close() error {
 	if f.DB == nil {
 		return nil
 	}
-	err := errors.Join(f.DB.Close(), f.identity.Close())
+	f.stmtsMu.Lock()
+	stmtsErr := f.stmts.close()
+	f.stmts = nil
+	f.stmtsMu.Unlock()
+	err := errors.Join(stmtsErr, f.DB.Close(), f.identity.Close())
 	f.DB, f.identity = nil, nil
 	f.dicts.Store(nil) // their codecs' memory goes with the file's
 	return err
@@ -304,4 +313,17 @@ func (f *File) added(messages, maxExpires int64) {
 			return
 		}
 	}
+}
+
+// appendStatements are the Append statements prepared on the file's
+// writer, prepared now if they are not (statements.go).
+func (f *File) appendStatements(ctx context.Context) *statements {
+	f.stmtsMu.Lock()
+	if f.stmts == nil || f.stmts.db != f.Write {
+		f.stmts = &statements{db: f.Write}
+	}
+	s := f.stmts
+	f.stmtsMu.Unlock()
+	s.prepare(ctx)
+	return s
 }

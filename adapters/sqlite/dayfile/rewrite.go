@@ -194,7 +194,7 @@ func recountRollup(ctx context.Context, tx *sql.Tx, k rollupKey, dicts dictionar
 		k.account, k.domain, k.minute, k.name); err != nil {
 		return err
 	}
-	return addToRollups(ctx, tx, map[rollupKey]*stats.Rollup{k: r})
+	return addToRollups(ctx, tx, nil, map[rollupKey]*stats.Rollup{k: r})
 }
 
 // Expunge rebuilds the file (VACUUM, on its writer) and then checkpoints

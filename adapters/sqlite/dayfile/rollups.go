@@ -31,14 +31,14 @@ func rollupKeyOf(m domain.Message) rollupKey {
 // addToRollups adds added (the rollups of the messages a transaction newly
 // stored) to the stored ones. A batch spread over a day (a seed, a backfill)
 // touches hundreds of minutes: both statements are prepared once.
-func addToRollups(ctx context.Context, tx *sql.Tx, added map[rollupKey]*stats.Rollup) error {
-	read, err := tx.PrepareContext(ctx, `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`)
+// stmts may be nil (the statements prepared in tx).
+func addToRollups(ctx context.Context, tx *sql.Tx, stmts *statements, added map[rollupKey]*stats.Rollup) error {
+	read, err := stmts.in(ctx, tx, rollupReadQuery)
 	if err != nil {
 		return err
 	}
 	defer read.Close()
-	write, err := tx.PrepareContext(ctx, `INSERT INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)
-		ON CONFLICT DO UPDATE SET data = excluded.data`)
+	write, err := stmts.in(ctx, tx, rollupWriteQuery)
 	if err != nil {
 		return err
 	}
@@ -100,5 +100,5 @@ func fillRollups(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	return addToRollups(ctx, tx, rollups)
+	return addToRollups(ctx, tx, nil, rollups)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/sqlitedb"
@@ -38,14 +37,14 @@ func (w *subjectWriter) add(seq int64, hashes []string) {
 
 // flush inserts the rows gathered, in tx, by one statement prepared once:
 // the last insert repeats the last row to fill it, which OR IGNORE skips.
-func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx) error {
+func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	if len(w.rows) == 0 {
 		return nil
 	}
 	for len(w.rows)%(2*subjectRowsPerInsert) != 0 {
 		w.rows = append(w.rows, w.rows[len(w.rows)-2:len(w.rows)]...)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1))
+	stmt, err := stmts.in(ctx, tx, insertSubjectsQuery)
 	if err != nil {
 		return err
 	}

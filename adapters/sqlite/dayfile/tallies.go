@@ -28,16 +28,23 @@ const TallyColumns = `created, status, duration, name, path, route, method, ip_a
 // tallyWriter writes one transaction's tallies.
 type tallyWriter struct {
 	tx       *sql.Tx
+	stmts    *statements
 	insert   *sql.Stmt
 	subjects *sql.Stmt
+	lookup   *sql.Stmt // of an id
 	// any is false while the file is known to hold no tally: a message's id
 	// then needs no look-up.
 	any bool
 }
 
-func newTallyWriter(ctx context.Context, tx *sql.Tx) (*tallyWriter, error) {
-	t := &tallyWriter{tx: tx}
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tallies)`).Scan(&t.any); err != nil {
+func newTallyWriter(ctx context.Context, tx *sql.Tx, stmts *statements) (*tallyWriter, error) {
+	t := &tallyWriter{tx: tx, stmts: stmts}
+	anyTally, err := stmts.in(ctx, tx, tallyAnyQuery)
+	if err != nil {
+		return nil, err
+	}
+	defer anyTally.Close()
+	if err := anyTally.QueryRowContext(ctx).Scan(&t.any); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -48,9 +55,7 @@ func newTallyWriter(ctx context.Context, tx *sql.Tx) (*tallyWriter, error) {
 func (t *tallyWriter) add(ctx context.Context, m domain.Message) (bool, error) {
 	if t.insert == nil {
 		var err error
-		t.insert, err = t.tx.PrepareContext(ctx, `INSERT INTO tallies(account, domain, created, id, name, ip_address, method, path,
-			route, status, duration, visible, expires)
-			SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = ?) ON CONFLICT DO NOTHING`)
+		t.insert, err = t.stmts.in(ctx, t.tx, tallyInsertQuery)
 		if err != nil {
 			return false, err
 		}
@@ -81,7 +86,7 @@ func (t *tallyWriter) addSubjects(ctx context.Context, m domain.Message) error {
 	}
 	if t.subjects == nil {
 		var err error
-		if t.subjects, err = t.tx.PrepareContext(ctx, `INSERT OR IGNORE INTO tally_subjects(hash, id) VALUES (?, ?)`); err != nil {
+		if t.subjects, err = t.stmts.in(ctx, t.tx, tallySubjectQuery); err != nil {
 			return err
 		}
 	}
@@ -98,13 +103,19 @@ func (t *tallyWriter) holds(ctx context.Context, id string) (bool, error) {
 	if !t.any {
 		return false, nil
 	}
+	if t.lookup == nil {
+		var err error
+		if t.lookup, err = t.stmts.in(ctx, t.tx, tallyHoldsQuery); err != nil {
+			return false, err
+		}
+	}
 	var held bool
-	err := t.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tallies WHERE id = ?)`, id).Scan(&held)
+	err := t.lookup.QueryRowContext(ctx, id).Scan(&held)
 	return held, err
 }
 
 func (t *tallyWriter) close() {
-	for _, stmt := range []*sql.Stmt{t.insert, t.subjects} {
+	for _, stmt := range []*sql.Stmt{t.insert, t.subjects, t.lookup} {
 		if stmt != nil {
 			stmt.Close()
 		}
