@@ -27,6 +27,8 @@ func (e *Engine) count(ctx context.Context, d decision) (stats.Stats, Trace, err
 		st = d.stream.Stats()
 	case PlanAggregate:
 		st, err = e.agg.AggregateStats(ctx, d.q, d.now)
+	case PlanStore:
+		st, err = e.store.CountInto(ctx, d.q, d.filter, d.now, d.stream)
 	}
 	if err != nil {
 		return stats.Stats{}, tr, err

@@ -11,13 +11,17 @@
 //     and a version per hour that changes with every write into it
 //     (ports.RollupSource);
 //   - when it can count by itself, its own aggregation
-//     (ports.StatsAggregator).
+//     (ports.StatsAggregator);
+//   - when it answers some queries better by a plan of its own, that plan
+//     (StorePlan: the SQLite store's q of one word), taken for every query
+//     it takes.
 //
 // Engine.Stats takes, per query, the named Plan of least estimated cost:
 // PlanRollups (the minute rollups, whole hours and a first hour starting on
 // a bucket from the engine's cache at their version, the other hours' minute
 // rollups in one read per run of hours, and the messages of the minutes no
-// rollup stands for), PlanAggregate or PlanStream. The costs are
+// rollup stands for), PlanAggregate or PlanStream; PlanStore, the store's
+// own, for a query it takes. The costs are
 // configuration (Costs; Config.Plan pins one); what a range holds comes from
 // a Probe, by default the source's RollupHours, and a test or a store
 // injects its own. Nothing reads a clock: the same facts
@@ -27,8 +31,9 @@
 // Each call returns a Trace of what it read instead of counting in package
 // state.
 //
-// A call travels one way: decide (plan.go) reads the query once, probes
-// the source (probe.go) and makes the whole plan, builder included; count
+// A call travels one way: decide (plan.go) reads the query once, asks the
+// store's plan whether it takes it, else probes the source and weighs the
+// plans (probe.go), and makes the whole plan, builder included; count
 // (count.go) carries it out, feeding the builder and asking it once.
 //
 // A store whose writes are not transactions (Elasticsearch, MongoDB) keeps

@@ -13,11 +13,12 @@ import (
 )
 
 // Sources are what a store gives the engine: its messages' samples always,
-// its rollups and its own aggregation when it has them.
+// its rollups, its own aggregation and its own plan when it has them.
 type Sources struct {
 	Samples    ports.SampleStreamer
 	Rollups    ports.RollupSource    // nil: the store keeps no rollups
 	Aggregator ports.StatsAggregator // nil: the store cannot count by itself
+	Store      StorePlan             // nil: the engine's plans count every query
 	// RollupsOutliveMessages: Rollups yields the rollups of minutes whose
 	// messages were purged (ports.RollupKeeper), so the engine counts the
 	// part of a query before its RollupsOnlyBefore from them.
@@ -46,6 +47,7 @@ type Engine struct {
 	rollups  ports.RollupSource
 	outlive  bool // Sources.RollupsOutliveMessages
 	agg      ports.StatsAggregator
+	store    StorePlan
 	costs    Costs
 	probe    Probe // Config.Probe; nil: probeRollups alone
 	plan     Plan
@@ -62,7 +64,7 @@ func New(src Sources, cfg Config) (*Engine, error) {
 	if limit == 0 {
 		limit = DefaultCacheBytes
 	}
-	e := &Engine{samples: src.Samples, rollups: src.Rollups, outlive: src.RollupsOutliveMessages && src.Rollups != nil, agg: src.Aggregator,
+	e := &Engine{samples: src.Samples, rollups: src.Rollups, outlive: src.RollupsOutliveMessages && src.Rollups != nil, agg: src.Aggregator, store: src.Store,
 		costs: cfg.Costs.withDefaults(), probe: cfg.Probe, plan: cfg.Plan, hours: newHourCache(limit), rankings: newRankingsCache()}
 	return e, nil
 }

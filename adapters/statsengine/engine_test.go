@@ -310,3 +310,63 @@ func TestCountRollupsLeavesTheRefusedMinutes(t *testing.T) {
 		t.Error("CountRollups of a query with a q: no error")
 	}
 }
+
+// takeText is a store's own plan for the queries with a q: it keeps what
+// the engine hands it and counts nothing.
+type takeText struct{ asked []stats.Query }
+
+func (p *takeText) Takes(q stats.Query) bool { return q.Filter.Text != "" }
+
+func (p *takeText) CountInto(_ context.Context, q stats.Query, f domain.Filter, _ time.Time, b *stats.Builder) (stats.Stats, error) {
+	p.asked = append(p.asked, q)
+	if from, to := q.CountedRange(); !f.From.Equal(from) || !f.To.Equal(to) {
+		return stats.Stats{}, errors.New("the filter is not over the counted range")
+	}
+	return b.Stats(), nil
+}
+
+// refusingProbe fails every probe: a query the store's plan takes is not
+// probed.
+type refusingProbe struct{}
+
+func (refusingProbe) Probe(context.Context, stats.Query, time.Time) (statsengine.Facts, error) {
+	return statsengine.Facts{}, errors.New("probed")
+}
+
+// The store's own plan counts the queries it takes, as asked (its
+// RollupsOnlyBefore kept), into the builder the engine made, with nothing
+// probed; the engine's plans count the others; an empty range is answered
+// without it.
+func TestStorePlanCountsTheQueriesItTakes(t *testing.T) {
+	s := newMarkedStore(statsengine.Config{})
+	all := messages(t, 100, "shop", base, 30*time.Second)
+	if err := s.Append(t.Context(), all); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(2 * time.Hour)
+	plan := &takeText{}
+	engine, err := statsengine.New(statsengine.Sources{Samples: s.Store, Rollups: statsengine.NewMarked(s), Store: plan},
+		statsengine.Config{Probe: refusingProbe{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := query(base, base.Add(time.Hour), "5m", "")
+	q.Filter.Text, q.RollupsOnlyBefore = "shop", base.Add(10*time.Minute)
+	st, tr, err := engine.Stats(t.Context(), q, now)
+	if err != nil || tr.Plan != statsengine.PlanStore || !reflect.DeepEqual(st, stats.New(q)) {
+		t.Fatalf("plan %s, %v: %+v; want the store's, empty", tr.Plan, err, st.Total)
+	}
+	if len(plan.asked) != 1 || !plan.asked[0].RollupsOnlyBefore.Equal(q.RollupsOnlyBefore) {
+		t.Errorf("the store's plan was asked %+v, want q as asked", plan.asked)
+	}
+
+	empty := q
+	empty.Filter.From = empty.To
+	if st, _, err := engine.Stats(t.Context(), empty, now); err != nil || !reflect.DeepEqual(st, stats.New(empty)) || len(plan.asked) != 1 {
+		t.Errorf("an empty range: %v, asked %d times", err, len(plan.asked))
+	}
+
+	if _, _, err := engine.Stats(t.Context(), query(base, base.Add(time.Hour), "5m", ""), now); err == nil {
+		t.Error("a query the store's plan does not take was not probed")
+	}
+}

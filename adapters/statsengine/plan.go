@@ -25,7 +25,24 @@ const (
 	PlanAggregate Plan = "aggregate"
 	// PlanStream streams every message the query counts into stats.Builder.
 	PlanStream Plan = "stream"
+	// PlanStore is the store's own plan (Sources.Store), for the queries it
+	// takes, whatever the costs.
+	PlanStore Plan = "store"
 )
+
+// A StorePlan is a store's own plan for some queries, which it answers
+// better than the engine's plans can (the SQLite store's q of one word, from
+// its word index). The engine asks it while it decides, so that one plan
+// reads the query's facts for every plan.
+type StorePlan interface {
+	// Takes reports whether the plan counts q; it reads nothing.
+	Takes(q stats.Query) bool
+	// CountInto counts q, a query it takes, at now: f is q's filter over
+	// its counted range, which is not empty, and b the stats.Builder of q
+	// the engine made for it. The answer is b's, or one within the
+	// contract's bounds of it.
+	CountInto(ctx context.Context, q stats.Query, f domain.Filter, now time.Time, b *stats.Builder) (stats.Stats, error)
+}
 
 // Costs are what the plans cost, in any one unit (the defaults count
 // microseconds of CPU of this machine, store and service together); the
@@ -163,17 +180,14 @@ type decision struct {
 	// answer, when set, is the whole answer: nothing to read.
 	answer *stats.Stats
 	// The builder the plan feeds: rollups for PlanRollups, stream for
-	// PlanStream; PlanAggregate has the store count.
+	// PlanStream and PlanStore; PlanAggregate has the store count.
 	rollups *stats.RollupBuilder
 	stream  *stats.Builder
 }
 
-// decide makes q's plan at now: the one of least estimated cost
-// (Costs.choose) or the one Config.Plan pins. A query with a part before
-// its RollupsOnlyBefore is counted from the rollups (PlanRollups), that
-// part from them alone, when the source keeps them past their messages;
-// otherwise that part counts only the messages still readable, as without
-// it.
+// decide makes q's plan at now: the store's own plan when it takes q
+// (PlanStore), else the one of least estimated cost (weigh). Either way
+// the query's facts are read once, here, and the builder made last.
 func (e *Engine) decide(ctx context.Context, q stats.Query, now time.Time) (decision, error) {
 	d := decision{q: q, now: now, filter: q.Filter}
 	before, rollupsOnly := q.RollupsOnlyPart()
@@ -184,37 +198,15 @@ func (e *Engine) decide(ctx context.Context, q stats.Query, now time.Time) (deci
 		d.answer = &empty
 		return d, nil
 	}
-	if d.rollupsOnly = rollupsOnly && e.outlive && answers; d.rollupsOnly {
-		d.rollupsOnlyBefore = before
-	} else {
-		d.q.RollupsOnlyBefore = time.Time{}
-	}
-	d.facts = Facts{Messages: -1, Before: -1}
-	if e.rollups != nil && answers { // the hours PlanRollups reads, whichever probe
-		var err error
-		if d.facts, err = e.probeRollups(ctx, d.q, d.filter.From, d.filter.To); err != nil {
-			return decision{}, err
-		}
-	}
-	if e.probe != nil {
-		injected, err := e.probe.Probe(ctx, d.q, now)
-		if err != nil {
-			return decision{}, err
-		}
-		injected.rollupsFrom, injected.hours = d.facts.rollupsFrom, d.facts.hours
-		d.facts = injected
-	}
-	d.choice = e.costs.choose(d.facts, answers, e.rollups != nil, e.agg != nil)
-	if _, possible := d.costs[e.plan]; possible && (e.plan != PlanRollups || answers) {
-		d.plan = e.plan
-	}
-	if d.rollupsOnly {
-		d.plan = PlanRollups // the messages of that part are gone
+	if e.store != nil && e.store.Takes(q) {
+		d.plan = PlanStore // q as asked: the store's plan reads its RollupsOnlyBefore itself
+	} else if err := e.weigh(ctx, &d, answers, before, rollupsOnly); err != nil {
+		return decision{}, err
 	}
 	switch d.plan {
 	case PlanRollups:
 		d.rollups = stats.NewRollupBuilder(d.q, now)
-	case PlanStream:
+	case PlanStream, PlanStore:
 		d.stream = stats.NewBuilder(d.q)
 	}
 	return d, nil

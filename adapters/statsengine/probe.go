@@ -10,6 +10,44 @@ import (
 	"github.com/reqlog/reqlog/domain/stats"
 )
 
+// weigh chooses d's plan among the engine's own, from what the probes
+// tell of its range: the one of least estimated cost (Costs.choose) or the
+// one Config.Plan pins, given whether the rollups answer d's query and the
+// part before rollupsOnlyBefore its rollups alone count (rollupsOnly).
+// That part is counted from the rollups (PlanRollups) when the source keeps
+// them past their messages; otherwise it counts only the messages still
+// readable, as without it.
+func (e *Engine) weigh(ctx context.Context, d *decision, answers bool, rollupsOnlyBefore time.Time, rollupsOnly bool) error {
+	if d.rollupsOnly = rollupsOnly && e.outlive && answers; d.rollupsOnly {
+		d.rollupsOnlyBefore = rollupsOnlyBefore
+	} else {
+		d.q.RollupsOnlyBefore = time.Time{}
+	}
+	d.facts = Facts{Messages: -1, Before: -1}
+	if e.rollups != nil && answers { // the hours PlanRollups reads, whichever probe
+		var err error
+		if d.facts, err = e.probeRollups(ctx, d.q, d.filter.From, d.filter.To); err != nil {
+			return err
+		}
+	}
+	if e.probe != nil {
+		injected, err := e.probe.Probe(ctx, d.q, d.now)
+		if err != nil {
+			return err
+		}
+		injected.rollupsFrom, injected.hours = d.facts.rollupsFrom, d.facts.hours
+		d.facts = injected
+	}
+	d.choice = e.costs.choose(d.facts, answers, e.rollups != nil, e.agg != nil)
+	if _, possible := d.costs[e.plan]; possible && (e.plan != PlanRollups || answers) {
+		d.plan = e.plan
+	}
+	if d.rollupsOnly {
+		d.plan = PlanRollups // the messages of that part are gone
+	}
+	return nil
+}
+
 // probeRollups is the default probe: the source's hours meeting [from, to),
 // q's counted range, their versions against the engine's cache.
 func (e *Engine) probeRollups(ctx context.Context, q stats.Query, from, to time.Time) (Facts, error) {

@@ -29,25 +29,22 @@ type Reader struct {
 func New(dir *dayfile.Dir, kept *rollupfile.File, cfg Config) *Reader {
 	r := &Reader{dir: dir, kept: kept, cfg: cfg.withDefaults(), versions: newHourVersions(), bodies: newBodiesWatch()}
 	// New fails only without samples, which the reader always streams.
-	r.engine, _ = statsengine.New(statsengine.Sources{Samples: r, Rollups: r, RollupsOutliveMessages: kept != nil}, statsengine.Config{})
+	r.engine, _ = statsengine.New(statsengine.Sources{Samples: r, Rollups: r, Store: wordPlan{r}, RollupsOutliveMessages: kept != nil}, statsengine.Config{})
 	return r
 }
 
-// Stats counts q at now from the day files of its range, each held while
-// it is read (retention waits for it):
+// Stats counts q at now through the statistics engine, from the day files
+// of its range, each held while it is read (retention waits for it):
 //
-//   - a q of one word: by the plan of one word from the word index
+//   - a q of one word: by the store's plan of one word from the word index
 //     (word.go), which counts a day's rollups through the engine
 //     (statsengine.Engine.CountRollups) when it takes them less the rest;
-//   - any other query: by the statistics engine, from the minute rollups
-//     and their hours kept in its cache where they answer, otherwise from
-//     the narrow rows (StreamSamples).
+//   - any other query: by the engine's plans, from the minute rollups and
+//     their hours kept in its cache where they answer, otherwise from the
+//     narrow rows (StreamSamples).
 //
 // A Trace in ctx (WithTrace) is told what the call read.
 func (r *Reader) Stats(ctx context.Context, q stats.Query, now time.Time) (stats.Stats, error) {
-	if words, oneWord := dayfile.Words(q.Filter.Text); oneWord {
-		return r.statsOfWord(ctx, q, now, words)
-	}
 	st, tr, err := r.engine.Stats(ctx, q, now)
 	traceOf(ctx).Engine.Add(tr)
 	return st, err

@@ -94,14 +94,23 @@ type call struct {
 	trace *Trace
 }
 
-// statsOfWord answers q, whose q is one word of token words. It reads what
-// each day file's word index says of the word (findWord), plans each day
-// (planDay), then counts each by its read (count).
-func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, words string) (stats.Stats, error) {
-	c := &call{r: r, q: q, f: q.Filter, words: words, now: now, trace: traceOf(ctx)}
-	if c.f.From, c.f.To = q.CountedRange(); !c.f.From.Before(c.f.To) {
-		return stats.NewBuilder(q).Stats(), nil
-	}
+// wordPlan is the plan of a q of one word, the store's own plan the
+// engine takes for it (statsengine.StorePlan).
+type wordPlan struct{ r *Reader }
+
+// Takes reports whether q's q is one word.
+func (p wordPlan) Takes(q stats.Query) bool {
+	_, oneWord := dayfile.Words(q.Filter.Text)
+	return oneWord
+}
+
+// CountInto answers q, whose q is one word, over f, its counted range,
+// exactly into b or within the bounds of a day's rollups (count). It reads
+// what each day file's word index says of the word (findWord), plans each
+// day (planDay), then counts each by its read.
+func (p wordPlan) CountInto(ctx context.Context, q stats.Query, f domain.Filter, now time.Time, b *stats.Builder) (stats.Stats, error) {
+	words, _ := dayfile.Words(q.Filter.Text)
+	c := &call{r: p.r, q: q, f: f, words: words, now: now, trace: traceOf(ctx)}
 	plans, err := c.findWord(ctx, words)
 	if err != nil {
 		return stats.Stats{}, err
@@ -111,7 +120,7 @@ func (r *Reader) statsOfWord(ctx context.Context, q stats.Query, now time.Time, 
 			return stats.Stats{}, err
 		}
 	}
-	return c.count(ctx, plans)
+	return c.count(ctx, plans, b)
 }
 
 // findWord plans each day file of the call's range, newest first, by what
@@ -152,11 +161,11 @@ func (c *call) findWord(ctx context.Context, words string) ([]wordDay, error) {
 }
 
 // count counts each day of plans by its read. Without a day counted less
-// the rest the answer is stats.Builder's, exact; with one it is a
-// stats.RollupBuilder's, within the bounds it keeps; and where the rest
-// cannot be told so (Subtract reports false), every such day is walked and
-// the answer is stats.Builder's again.
-func (c *call) count(ctx context.Context, plans []wordDay) (stats.Stats, error) {
+// the rest the answer is b's, the call's stats.Builder, exact; with one it
+// is a stats.RollupBuilder's, within the bounds it keeps; and where the
+// rest cannot be told so (Subtract reports false), every such day is
+// walked and the answer is b's again.
+func (c *call) count(ctx context.Context, plans []wordDay, b *stats.Builder) (stats.Stats, error) {
 	if slices.ContainsFunc(plans, func(plan wordDay) bool { return plan.read == ReadLessTheRest }) {
 		q := withoutText(c.q)
 		all, lacking := stats.NewRollupBuilder(q, c.now), stats.NewRollupBuilder(q, c.now)
@@ -172,7 +181,6 @@ func (c *call) count(ctx context.Context, plans []wordDay) (stats.Stats, error) 
 			return all.Stats(), nil
 		}
 	}
-	b := stats.NewBuilder(c.q)
 	for _, plan := range plans {
 		if plan.read == ReadLessTheRest {
 			plan.read = ReadWalk
