@@ -58,12 +58,6 @@ func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx, stmts *statements
 	return nil
 }
 
-// jsonList is values as the JSON array json_each reads.
-func jsonList(values []string) string {
-	raw, _ := json.Marshal(values) // strings always encode
-	return string(raw)
-}
-
 // subjectWhere selects the rows of q's Account, Domain and CreatedBefore
 // whose key is in index (a "key IN (SELECT key FROM table" to close)
 // under one of q.Hashes. The index's keys drive it: the other terms are

@@ -1,6 +1,7 @@
 package dayfile
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -103,4 +104,10 @@ func CeilMicro(t time.Time) int64 {
 		us++
 	}
 	return us
+}
+
+// jsonList is values as the JSON array json_each reads.
+func jsonList(values []string) string {
+	raw, _ := json.Marshal(values) // strings always encode
+	return string(raw)
 }
