@@ -72,6 +72,17 @@ func (h *HiddenSubjects) Hides(hashes []string) bool {
 	return false
 }
 
+// MatcherHiding is Matcher also leaving out what f.Hidden hides: a
+// message whose subject hashes, as subjectsOf reads them from the store's
+// subject index, hold a hidden one. A tally is never hidden.
+func (f Filter) MatcherHiding(subjectsOf func(Message) []string) func(Message) bool {
+	matches, hidden := f.Matcher(), f.Hidden
+	if hidden == nil {
+		return matches
+	}
+	return func(m Message) bool { return matches(m) && (m.Tally || !hidden.Hides(subjectsOf(m))) }
+}
+
 // Matches reports whether m passes every filter. It compiles f's search on
 // each call: Matcher compiles it once for many messages.
 func (f Filter) Matches(m Message) bool { return f.Matcher()(m) }

@@ -62,13 +62,15 @@ func (x subjectIndex) remove(account, id string) {
 	}
 }
 
-// hides reports whether hidden leaves out account's message id, by the
-// subject index (domain.Filter.Hidden).
-func (s *Store) hides(hidden *domain.HiddenSubjects, account, id string) bool {
+// subjectsOf is what the subject index holds of account's message id (a
+// copy: an index may change it once the lock is let go).
+func (s *Store) subjectsOf(account, id string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	a := s.subjects[account]
-	return a != nil && hidden.Hides(a.byID[id])
+	if a := s.subjects[account]; a != nil {
+		return slices.Clone(a.byID[id])
+	}
+	return nil
 }
 
 // SubjectMessages returns the messages of q's account indexed under its

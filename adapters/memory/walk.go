@@ -76,11 +76,7 @@ func (s *Store) walk(ctx context.Context, q domain.Query, now time.Time, visit f
 // walkWhere is walk with the messages read chosen by readable instead of
 // those readable at now (their bodies left out past their retention at now).
 func (s *Store) walkWhere(ctx context.Context, q domain.Query, now time.Time, readable func(*domain.Message) bool, visit func(*domain.Message) bool) error {
-	matches := q.Filter.Matcher()
-	if hidden := q.Filter.Hidden; hidden != nil {
-		fields := matches
-		matches = func(m domain.Message) bool { return fields(m) && (m.Tally || !s.hides(hidden, q.Scope.Account, m.ID)) }
-	}
+	matches := q.Filter.MatcherHiding(func(m domain.Message) []string { return s.subjectsOf(q.Scope.Account, m.ID) })
 	pace := pacer{ctx: ctx}
 	from, skip := walkStart(q)
 	size := walkStep
