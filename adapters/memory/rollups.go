@@ -57,37 +57,17 @@ func (s *Store) PurgeRollups(ctx context.Context, before time.Time) (int64, erro
 	return n, nil
 }
 
-// statsWithKeptRollups counts q, whose counted range is before edge in
-// part, at now: that part from the kept rollups of its whole minutes and
-// the messages still stored there (visible, expired or not), the rest from
-// the messages readable at now.
-func (s *Store) statsWithKeptRollups(ctx context.Context, q stats.Query, now, edge time.Time) (stats.Stats, error) {
-	b := stats.NewRollupBuilder(q, now)
-	from, to := q.CountedRange()
+// addKeptRollups adds to b the kept rollups of scope's minutes that begin
+// before edge (b refuses a minute partly outside its counted range).
+func (s *Store) addKeptRollups(b *stats.RollupBuilder, scope domain.Scope, edge time.Time) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for k, r := range s.kept {
 		start := time.Unix(k.minute, 0).UTC()
-		if k.scope == q.Scope && start.Before(edge) {
-			b.AddRollup(start, start.Add(time.Minute), k.name, r) // refused: a minute partly in the range
+		if k.scope == scope && start.Before(edge) {
+			b.AddRollup(start, start.Add(time.Minute), k.name, r)
 		}
 	}
-	s.mu.RUnlock()
-	add := func(m *domain.Message) bool {
-		b.Add(stats.SampleOf(*m))
-		return true
-	}
-	old, rest := q.Filter, q.Filter
-	old.From, old.To, rest.From, rest.To = from, edge, edge, to
-	err := s.walkWhere(ctx, domain.Query{Scope: q.Scope, Filter: old}, now, func(m *domain.Message) bool { return !now.Before(m.VisibleAt) }, add)
-	if err == nil && edge.Before(to) {
-		err = s.walk(ctx, domain.Query{Scope: q.Scope, Filter: rest}, now, add)
-	}
-	if err != nil {
-		return stats.Stats{}, fmt.Errorf("memory: stats: %w", err)
-	}
-	st := b.Stats()
-	st.RollupsOnlyBefore = edge
-	return st, nil
 }
 
 // mod is a modulo that is never negative (times before 1970).
