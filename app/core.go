@@ -137,8 +137,11 @@ func NewCore(cfg Config, deps CoreDeps) (*Core, error) {
 	}
 	// The store itself, not its observed wrapper: erasing is a capability.
 	eraser, _ := deps.Store.(ports.Eraser)
-	c.Reader.reads.tombstones = newTombstones(deps.Erasures, eraser, c.rules.poll)
-	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, c.rules.forget, c.Reader.reads.tombstones, deps.Log)
+	// An erasure is answered once every replica's reads leave it out: the
+	// rule sets' poll, and at least the store's read lag, so that the message
+	// an erasure by id hid is unreadable by then.
+	c.Reader.reads.tombstones = newTombstones(deps.Erasures, eraser, max(c.rules.poll, store.ReadLag()))
+	c.erasures = newErasureJob(eraser, deps.Erasures, c.Clock, cfg.Erasure, c.rules.poll, store.ReadLag(), c.rules.forget, c.Reader.reads.tombstones, deps.Log)
 	c.Erasures = newErasures(eraser, deps.Erasures, c.Reader, cfg.Rules, c.Clock, cfg.Erasure, c.rules.forget, c.erasures)
 	if err := c.alerting(deps.Alerting, deps.Metrics, deps.Log); err != nil {
 		return nil, err

@@ -190,8 +190,11 @@ func (u *Erasures) byMessage(ctx context.Context, e *erasure.Erasure, id string)
 }
 
 // hide hides every message e erases, step messages at a time, and journals
-// it hidden.
-func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal, e *erasure.Erasure, step int, clock ports.Clock) error {
+// it hidden once readLag has passed: a hide is seen by every read only
+// after the store's read lag (ports.Eraser.Hide), and journaled hidden the
+// erasure's tombstone retires, so that until then the tombstone leaves its
+// messages out.
+func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal, e *erasure.Erasure, step int, clock ports.Clock, readLag time.Duration) error {
 	e.Counts.Hidden, e.Partitions = 0, nil // counted again from none: a pending erasure's hide may have begun before
 	err := eachStep(ctx, eraser, *e, step, func(refs []ports.SubjectRef) error {
 		return byPartition(refs, func(partition string, refs []ports.SubjectRef) error {
@@ -204,6 +207,9 @@ func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal
 		})
 	})
 	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, readLag); err != nil {
 		return err
 	}
 	e.State, e.HiddenAt = erasure.StateHidden, domain.Micro(clock.Now())
@@ -442,6 +448,7 @@ type ErasureJob struct {
 	clock   ports.Clock
 	cfg     ErasureConfig
 	poll    time.Duration
+	readLag time.Duration // the store's: a hide is journaled once every read sees it
 	forget  *forgetting
 	log     *zap.Logger
 	loop    loop
@@ -452,8 +459,8 @@ type ErasureJob struct {
 	woken chan struct{}
 }
 
-func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll time.Duration, forget *forgetting, stones *tombstones, log *zap.Logger) *ErasureJob {
-	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, forget: forget, tombstones: stones,
+func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll, readLag time.Duration, forget *forgetting, stones *tombstones, log *zap.Logger) *ErasureJob {
+	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, readLag: readLag, forget: forget, tombstones: stones,
 		woken: make(chan struct{}, 1), log: named(log, "erasures")}
 }
 
@@ -536,7 +543,7 @@ func (j *ErasureJob) HidePending(ctx context.Context) error {
 		if e.State != erasure.StatePending {
 			continue
 		}
-		if err := hide(ctx, j.eraser, j.journal, &e, j.cfg.Step, j.clock); err != nil {
+		if err := hide(ctx, j.eraser, j.journal, &e, j.cfg.Step, j.clock, j.readLag); err != nil {
 			errs = append(errs, fmt.Errorf("erasure %s: %w", e.ID, err))
 			continue
 		}
@@ -592,7 +599,7 @@ func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 // already deleted), then its tallies.
 func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 	if e.State == erasure.StatePending {
-		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock); err != nil {
+		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock, j.readLag); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,13 +48,19 @@ func (s *heldHides) Hide(ctx context.Context, account string, refs []ports.Subje
 // replica, or the same server after a restart.
 func (f erasureFixture) coreOn(t *testing.T, store ports.MessageStore) *app.Core {
 	t.Helper()
+	return f.coreAt(t, store, rulesClock)
+}
+
+// coreAt is coreOn at clock, whose visibility delay is the store's read lag.
+func (f erasureFixture) coreAt(t *testing.T, store ports.MessageStore, clock ports.Clock) *app.Core {
+	t.Helper()
 	cfg := app.DefaultConfig()
-	cfg.VisibilityDelay = 0
+	cfg.VisibilityDelay = store.ReadLag()
 	cfg.GroupCommit.Enabled = false
 	cfg.Rules.HashKey = rulesHash
 	cfg.Rules.Poll = 10 * time.Millisecond
 	cfg.Erasure.Step = 100
-	core, err := app.NewCore(cfg, app.CoreDeps{Store: store, Clock: rulesClock, RuleSets: f.ruleSets, Erasures: f.journal})
+	core, err := app.NewCore(cfg, app.CoreDeps{Store: store, Clock: clock, RuleSets: f.ruleSets, Erasures: f.journal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,4 +301,125 @@ func keys(set map[string]bool) []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// laggingHides is a memory store whose Hide and Delete are seen by reads
+// only lag after they return, as Elasticsearch's refresh shows an update
+// (ReadLag).
+type laggingHides struct {
+	*memory.Store
+	lag time.Duration
+
+	mu      sync.Mutex
+	pending []laggingChange
+}
+
+type laggingChange struct {
+	due    time.Time
+	change func(context.Context) error
+}
+
+func (s *laggingHides) ReadLag() time.Duration { return s.lag }
+
+func (s *laggingHides) later(change func(context.Context) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, laggingChange{time.Now().Add(s.lag), change})
+}
+
+func (s *laggingHides) Hide(_ context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	refs = slices.Clone(refs)
+	s.later(func(ctx context.Context) error { _, err := s.Store.Hide(ctx, account, refs); return err })
+	return int64(len(refs)), nil
+}
+
+func (s *laggingHides) Delete(_ context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	refs = slices.Clone(refs)
+	s.later(func(ctx context.Context) error { _, err := s.Store.Delete(ctx, account, refs); return err })
+	return int64(len(refs)), nil
+}
+
+// advancingClock is testNow, going on from when it was made.
+type advancingClock struct{ start time.Time }
+
+func (c advancingClock) Now() time.Time { return testNow.Add(time.Since(c.start)) }
+
+// seen applies the changes that are due and reports whether none is left.
+func (s *laggingHides) seen(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) > 0 && !s.pending[0].due.After(time.Now()) {
+		if err := s.pending[0].change(ctx); err != nil {
+			panic(err)
+		}
+		s.pending = s.pending[1:]
+	}
+	return len(s.pending) == 0
+}
+
+func (s *laggingHides) List(ctx context.Context, q domain.Query, now time.Time) (domain.Page, error) {
+	s.seen(ctx)
+	return s.Store.List(ctx, q, now)
+}
+
+func (s *laggingHides) Get(ctx context.Context, scope domain.Scope, key string, now time.Time) (domain.Message, error) {
+	s.seen(ctx)
+	return s.Store.Get(ctx, scope, key, now)
+}
+
+// An erasure's tombstone outlives its hide by the store's read lag: the job
+// journals it hidden, which retires the tombstone, only once every read sees
+// the hide. Reads polled from the answer until the store shows the hide
+// never find the subject's messages (before, the tombstone retired while
+// the hide was still unseen, and Get and List found them again).
+func TestATombstoneOutlivesItsHideByTheReadLag(t *testing.T) {
+	f := newErasureFixture(t)
+	store := &laggingHides{Store: f.store, lag: 300 * time.Millisecond}
+	core := f.coreAt(t, store, advancingClock{time.Now()})
+	ana := submitMany(t, core, "u-1", 20)
+	bob := submitMany(t, core, "u-2", 5)
+	waitFor(t, "the messages visible", func() bool {
+		page, err := core.Reader.List(t.Context(), ruleKey, domain.Query{Limit: 100})
+		return err == nil && len(page.Messages) == len(ana)+len(bob)
+	})
+	core.Start()
+	t.Cleanup(func() { _ = core.Stop(context.Background()) })
+
+	e, err := core.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anaID string
+	for id := range ana {
+		anaID = id
+		break
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page, err := core.Reader.List(t.Context(), ruleKey, domain.Query{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if ana[m.ID] {
+				t.Fatalf("listed the erased %s while its hide was unseen", m.ID)
+			}
+		}
+		if _, err := core.Reader.Get(t.Context(), ruleKey, anaID); !errors.Is(err, ports.ErrNotFound) {
+			t.Fatalf("Get of the erased %s while its hide was unseen: %v, want not found", anaID, err)
+		}
+		if len(page.Messages) != len(bob) {
+			t.Fatalf("listed %d messages, want bob's %d", len(page.Messages), len(bob))
+		}
+		got, err := core.Erasures.Erasure(t.Context(), ruleKey, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != erasure.StatePending && store.seen(t.Context()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the erasure is %s after 10 s", got.State)
+		}
+	}
 }

@@ -138,7 +138,15 @@ func (t *tombstones) waitLease(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	timer := time.NewTimer(t.lease)
+	return waitFor(ctx, t.lease)
+}
+
+// waitFor waits d, or until ctx is done.
+func waitFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
