@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -12,7 +13,7 @@ import (
 // rather than in each transaction: a batch split over several files (a day
 // and its retention classes) runs a transaction in each, and parsing eight
 // statements in each cost about 20 µs a message (docs/benchmarks.md).
-var (
+const (
 	tallyAnyQuery    = `SELECT EXISTS (SELECT 1 FROM tallies)`
 	tallyHoldsQuery  = `SELECT EXISTS (SELECT 1 FROM tallies WHERE id = ?)`
 	tallyInsertQuery = `INSERT INTO tallies(account, domain, created, id, name, ip_address, method, path,
@@ -23,12 +24,19 @@ var (
 	rollupReadQuery   = `SELECT data FROM rollups WHERE account = ? AND domain = ? AND minute = ? AND name = ?`
 	rollupWriteQuery  = `INSERT INTO rollups(account, domain, minute, name, data) VALUES (?,?,?,?,?)
 		ON CONFLICT DO UPDATE SET data = excluded.data`
-	insertSubjectsQuery = `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1)
-	dayTotalsQuery      = `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`
+	dayTotalsQuery = `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`
 )
 
-var appendQueries = []string{insertMessage, insertWordsQuery, tallyAnyQuery, tallyHoldsQuery, tallyInsertQuery,
-	tallySubjectQuery, rollupReadQuery, rollupWriteQuery, insertSubjectsQuery, dayTotalsQuery}
+// insertSubjectsQuery inserts subjectRowsPerInsert rows of the subject index.
+var insertSubjectsQuery = sync.OnceValue(func() string {
+	return `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1)
+})
+
+// appendQueries are the statements an Append runs.
+func appendQueries() []string {
+	return []string{insertMessage, insertWordsQuery, tallyAnyQuery, tallyHoldsQuery, tallyInsertQuery,
+		tallySubjectQuery, rollupReadQuery, rollupWriteQuery, insertSubjectsQuery(), dayTotalsQuery}
+}
 
 // statements are the Append statements prepared on one writer (a *sql.DB
 // of one connection): a transaction of that writer uses them without
@@ -50,8 +58,9 @@ func (s *statements) prepare(ctx context.Context) {
 	if s.byText.Load() != nil {
 		return
 	}
-	byText := make(map[string]*sql.Stmt, len(appendQueries))
-	for _, q := range appendQueries {
+	queries := appendQueries()
+	byText := make(map[string]*sql.Stmt, len(queries))
+	for _, q := range queries {
 		stmt, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
 			_ = closeStatements(byText)

@@ -43,7 +43,7 @@ func TestAppendStatementsOutliveATransactionNotTheWriter(t *testing.T) {
 		if err := f.Append(t.Context(), batch(round), true); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		if f.stmts == nil || f.stmts.db != f.Write || f.stmts.byText.Load() == nil || len(*f.stmts.byText.Load()) != len(appendQueries) {
+		if f.stmts == nil || f.stmts.db != f.Write || f.stmts.byText.Load() == nil || len(*f.stmts.byText.Load()) != len(appendQueries()) {
 			t.Fatalf("round %d: the Append statements are not prepared on the file's writer", round)
 		}
 		writers = append(writers, f.stmts.db)

@@ -44,7 +44,7 @@ func (w *subjectWriter) flush(ctx context.Context, tx *sql.Tx, stmts *statements
 	for len(w.rows)%(2*subjectRowsPerInsert) != 0 {
 		w.rows = append(w.rows, w.rows[len(w.rows)-2:len(w.rows)]...)
 	}
-	stmt, err := stmts.in(ctx, tx, insertSubjectsQuery)
+	stmt, err := stmts.in(ctx, tx, insertSubjectsQuery())
 	if err != nil {
 		return err
 	}
