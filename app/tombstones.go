@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,8 +93,8 @@ func (t *tombstones) hold(began time.Time, es []erasure.Erasure) *heldTombstones
 	}
 	held := &heldTombstones{began: began, byAccount: make(map[string]*domain.HiddenSubjects, len(hashes))}
 	for account, hs := range hashes {
-		if len(hs) > 0 {
-			held.byAccount[account] = &domain.HiddenSubjects{Hashes: slices.Compact(slices.Sorted(slices.Values(hs)))}
+		if hidden := domain.HiddenSubjectsOf(hs); hidden != nil {
+			held.byAccount[account] = hidden
 		}
 	}
 	for {
@@ -123,9 +122,9 @@ func (t *tombstones) add(e erasure.Erasure) {
 		held := &heldTombstones{began: old.began, byAccount: maps.Clone(old.byAccount)}
 		var hs []string
 		if h := held.byAccount[e.Account]; h != nil {
-			hs = slices.Clone(h.Hashes)
+			hs = h.Hashes
 		}
-		held.byAccount[e.Account] = &domain.HiddenSubjects{Hashes: slices.Compact(slices.Sorted(slices.Values(append(hs, e.Hashes...))))}
+		held.byAccount[e.Account] = domain.HiddenSubjectsOf(hs, e.Hashes)
 		if t.held.CompareAndSwap(old, held) {
 			return
 		}

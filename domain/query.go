@@ -59,6 +59,16 @@ type HiddenSubjects struct {
 	Hashes []string
 }
 
+// HiddenSubjectsOf are the hashes of each list, sorted and each once; nil
+// when there are none.
+func HiddenSubjectsOf(lists ...[]string) *HiddenSubjects {
+	hashes := slices.Compact(slices.Sorted(slices.Values(slices.Concat(lists...))))
+	if len(hashes) == 0 {
+		return nil
+	}
+	return &HiddenSubjects{Hashes: hashes}
+}
+
 // Hides reports whether a message indexed under hashes is left out.
 func (h *HiddenSubjects) Hides(hashes []string) bool {
 	if h == nil {
