@@ -42,7 +42,7 @@ func NewServer(addr string, handler http.Handler, log *zap.Logger, onFail func(e
 	errorLog, _ := zap.NewStdLogAt(log.Named("http"), zap.WarnLevel)
 	return ServerFor(&http.Server{
 		Addr:              addr,
-		Handler:           handler,
+		Handler:           replyWindow(handler, writeTimeout),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -107,3 +107,40 @@ func (s *Server) Addr() net.Addr {
 	defer s.mu.Unlock()
 	return s.addr
 }
+
+// replyWindow gives each reply the whole write timeout from its first byte.
+// net/http counts WriteTimeout from the end of the request's headers, so a call
+// that computed for longer (a cold GET /v1/stats over a million messages) had
+// its connection closed instead of its answer written; the timeout is there to
+// bound a slow reader, not the work before the reply.
+func replyWindow(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&windowedReply{ResponseWriter: w, timeout: timeout}, r)
+	})
+}
+
+type windowedReply struct {
+	http.ResponseWriter
+	timeout time.Duration
+	started bool
+}
+
+func (w *windowedReply) start() {
+	if !w.started {
+		w.started = true
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+}
+
+func (w *windowedReply) WriteHeader(code int) {
+	w.start()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *windowedReply) Write(b []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *windowedReply) Unwrap() http.ResponseWriter { return w.ResponseWriter }
