@@ -198,7 +198,8 @@ func (c *Core) Start() {
 
 // EraseNow runs the erasure job once, now (ErasureJob.Run): what the
 // background job does every ErasureConfig.Within/24, and at start with
-// reapply.
+// reapply. While another replica's job works, it fails with
+// ErrErasureLeaseElsewhere (as HidePendingNow does).
 func (c *Core) EraseNow(ctx context.Context, reapply bool) error { return c.erasures.Run(ctx, reapply) }
 
 // HidePendingNow hides the messages of every pending erasure now

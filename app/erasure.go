@@ -190,15 +190,18 @@ func (u *Erasures) byMessage(ctx context.Context, e *erasure.Erasure, id string)
 }
 
 // hide hides every message e erases, step messages at a time, and journals
-// it hidden once readLag has passed: a hide is seen by every read only
-// after the store's read lag (ports.Eraser.Hide), and journaled hidden the
+// it hidden once the store's read lag has passed: a hide is seen by every
+// read only after it (ports.Eraser.Hide), and journaled hidden the
 // erasure's tombstone retires, so that until then the tombstone leaves its
 // messages out.
-func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal, e *erasure.Erasure, step int, clock ports.Clock, readLag time.Duration) error {
+func (j *ErasureJob) hide(ctx context.Context, e *erasure.Erasure) error {
 	e.Counts.Hidden, e.Partitions = 0, nil // counted again from none: a pending erasure's hide may have begun before
-	err := eachStep(ctx, eraser, *e, step, func(refs []ports.SubjectRef) error {
+	err := eachStep(ctx, j.eraser, *e, j.cfg.Step, func(refs []ports.SubjectRef) error {
+		if err := j.holdLease(ctx); err != nil {
+			return err
+		}
 		return byPartition(refs, func(partition string, refs []ports.SubjectRef) error {
-			n, err := eraser.Hide(ctx, e.Account, refs)
+			n, err := j.eraser.Hide(ctx, e.Account, refs)
 			e.Count(partition, n, erasure.HiddenCount)
 			if err != nil {
 				return fmt.Errorf("hide the subject's messages: %w", err)
@@ -209,11 +212,11 @@ func hide(ctx context.Context, eraser ports.Eraser, journal ports.ErasureJournal
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, readLag); err != nil {
+	if err := waitFor(ctx, j.readLag); err != nil {
 		return err
 	}
-	e.State, e.HiddenAt = erasure.StateHidden, domain.Micro(clock.Now())
-	if err := journal.SaveErasure(ctx, *e); err != nil {
+	e.State, e.HiddenAt = erasure.StateHidden, domain.Micro(j.clock.Now())
+	if err := j.save(ctx, *e); err != nil {
 		return fmt.Errorf("journal the erasure hidden: %w", err)
 	}
 	return nil
@@ -457,11 +460,70 @@ type ErasureJob struct {
 	tombstones *tombstones
 	// woken tells the job that an erasure was journaled pending.
 	woken chan struct{}
+	// leases, when the journal has them, let one replica's job work at a
+	// time (nil: this replica alone); owner names this one.
+	leases ports.Leases
+	owner  string
 }
 
 func newErasureJob(eraser ports.Eraser, journal ports.ErasureJournal, clock ports.Clock, cfg ErasureConfig, poll, readLag time.Duration, forget *forgetting, stones *tombstones, log *zap.Logger) *ErasureJob {
+	leases, _ := journal.(ports.Leases)
 	return &ErasureJob{eraser: eraser, journal: journal, clock: clock, cfg: cfg.withDefaults(), poll: poll, readLag: readLag, forget: forget, tombstones: stones,
-		woken: make(chan struct{}, 1), log: named(log, "erasures")}
+		woken: make(chan struct{}, 1), log: named(log, "erasures"), leases: leases, owner: ReplicaName()}
+}
+
+// erasureLease names the lease of the replica whose job works on the
+// erasures, taken by each run and released at its end; erasureLeaseTerm is
+// how long it holds without renewing: each step and each journal write
+// renews it, and a replica killed midway leaves the work to another, or to
+// itself restarted, after that long.
+const (
+	erasureLease     = "erasures.work"
+	erasureLeaseTerm = 30 * time.Second
+)
+
+// ErrErasureLeaseElsewhere says another replica's erasure job holds the
+// erasures' lease: this one leaves the work to it (and stops midway if it
+// lost the lease).
+var ErrErasureLeaseElsewhere = errors.New("another replica's erasure job holds the lease")
+
+// holdLease takes or renews the erasures' lease for this replica; it fails
+// with ErrErasureLeaseElsewhere while another holds it. Every journal write and
+// store step of the job follows one, so a replica that lost the lease
+// (stalled past its term) writes nothing over its successor's progress.
+func (j *ErasureJob) holdLease(ctx context.Context) error {
+	if j.leases == nil {
+		return nil
+	}
+	now := j.clock.Now()
+	held, err := j.leases.AcquireLease(ctx, erasureLease, j.owner, now, now.Add(erasureLeaseTerm))
+	switch {
+	case err != nil:
+		return fmt.Errorf("the erasures' lease: %w", err)
+	case !held:
+		return ErrErasureLeaseElsewhere
+	}
+	return nil
+}
+
+// releaseLease ends this replica's lease when it holds it, so that another
+// replica's run, or this one's after a restart, need not wait for its term.
+func (j *ErasureJob) releaseLease(ctx context.Context) {
+	if j.leases == nil {
+		return
+	}
+	now := j.clock.Now()
+	if held, err := j.leases.AcquireLease(ctx, erasureLease, j.owner, now, now); err != nil && ctx.Err() == nil {
+		j.log.Debug("releasing the erasures' lease failed; it ends with its term", zap.Bool("held", held), zap.Error(err))
+	}
+}
+
+// save journals e under the lease.
+func (j *ErasureJob) save(ctx context.Context, e erasure.Erasure) error {
+	if err := j.holdLease(ctx); err != nil {
+		return err
+	}
+	return j.journal.SaveErasure(ctx, e)
 }
 
 // wake has the job hide the pending erasures now, when it runs.
@@ -485,20 +547,21 @@ func (j *ErasureJob) Start() {
 		var last time.Time
 		ticker := time.NewTicker(max(j.poll/2, time.Millisecond))
 		defer ticker.Stop()
-		for first := true; ; first = false {
+		// The re-application is owed until a run of this replica holds the
+		// lease: another's at this start would not re-apply.
+		reapply := true
+		for {
 			pending, err := j.refresh(ctx)
 			if err != nil && ctx.Err() == nil {
 				j.log.Warn("reading the journal of erasures failed; writes forget the subjects known", zap.Error(err))
 			}
-			if now := time.Now(); first || now.Sub(last) >= runEvery {
+			if now := time.Now(); last.IsZero() || now.Sub(last) >= runEvery || reapply && now.Sub(last) >= erasureLeaseTerm/4 {
 				last = now
-				if err := j.Run(ctx, first); err != nil && ctx.Err() == nil {
-					j.log.Warn("the erasure job failed; it goes on at its next run", zap.Error(err))
-				}
+				err := j.Run(ctx, reapply)
+				reapply = reapply && errors.Is(err, ErrErasureLeaseElsewhere)
+				j.logFailure(ctx, "the erasure job failed; it goes on at its next run", err)
 			} else if pending {
-				if err := j.HidePending(ctx); err != nil && ctx.Err() == nil {
-					j.log.Warn("hiding the pending erasures failed; the job tries again", zap.Error(err))
-				}
+				j.logFailure(ctx, "hiding the pending erasures failed; the job tries again", j.HidePending(ctx))
 			}
 			select {
 			case <-ctx.Done():
@@ -508,6 +571,18 @@ func (j *ErasureJob) Start() {
 			}
 		}
 	})
+}
+
+// logFailure logs a run's error, but for the lease another replica holds
+// (that one does the work) and for the job's end.
+func (j *ErasureJob) logFailure(ctx context.Context, msg string, err error) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, ErrErasureLeaseElsewhere):
+		j.log.Debug("another replica works on the erasures", zap.Error(err))
+	default:
+		j.log.Warn(msg, zap.Error(err))
+	}
 }
 
 // Stop ends the job, waiting for it or for ctx.
@@ -534,6 +609,10 @@ func (j *ErasureJob) refresh(ctx context.Context) (pending bool, err error) {
 func (j *ErasureJob) HidePending(ctx context.Context) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := j.holdLease(ctx); err != nil {
+		return err
+	}
+	defer j.releaseLease(context.WithoutCancel(ctx))
 	es, err := j.journal.AllErasures(ctx)
 	if err != nil {
 		return fmt.Errorf("read the journal of erasures: %w", err)
@@ -543,7 +622,7 @@ func (j *ErasureJob) HidePending(ctx context.Context) error {
 		if e.State != erasure.StatePending {
 			continue
 		}
-		if err := hide(ctx, j.eraser, j.journal, &e, j.cfg.Step, j.clock, j.readLag); err != nil {
+		if err := j.hide(ctx, &e); err != nil {
 			errs = append(errs, fmt.Errorf("erasure %s: %w", e.ID, err))
 			continue
 		}
@@ -558,6 +637,10 @@ func (j *ErasureJob) HidePending(ctx context.Context) error {
 func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := j.holdLease(ctx); err != nil {
+		return err
+	}
+	defer j.releaseLease(context.WithoutCancel(ctx))
 	es, err := j.journal.AllErasures(ctx)
 	if err != nil {
 		return fmt.Errorf("read the journal of erasures: %w", err)
@@ -585,7 +668,7 @@ func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 			continue // re-applied: journaled as it went
 		}
 		e.State, e.DeletedAt = erasure.StateDeleted, domain.Micro(j.clock.Now())
-		if err := j.journal.SaveErasure(ctx, e); err != nil {
+		if err := j.save(ctx, e); err != nil {
 			errs = append(errs, fmt.Errorf("journal erasure %s deleted: %w", e.ID, err))
 			continue
 		}
@@ -599,7 +682,7 @@ func (j *ErasureJob) Run(ctx context.Context, reapply bool) error {
 // already deleted), then its tallies.
 func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 	if e.State == erasure.StatePending {
-		if err := hide(ctx, j.eraser, j.journal, e, j.cfg.Step, j.clock, j.readLag); err != nil {
+		if err := j.hide(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -613,6 +696,9 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 	deleteStep := func(refs []ports.SubjectRef) error {
 		if len(refs) == 0 {
 			return nil
+		}
+		if err := j.holdLease(ctx); err != nil {
+			return err
 		}
 		var deleted int64
 		err := byPartition(refs, func(partition string, refs []ports.SubjectRef) error {
@@ -632,7 +718,7 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 			return err
 		}
 		if deleted > 0 {
-			return j.journal.SaveErasure(ctx, *e)
+			return j.save(ctx, *e)
 		}
 		return nil
 	}

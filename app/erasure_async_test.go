@@ -423,3 +423,41 @@ func TestATombstoneOutlivesItsHideByTheReadLag(t *testing.T) {
 		}
 	}
 }
+
+// Two replicas' jobs over one store and journal take turns by the
+// journal's lease: the one that began keeps the work, the other leaves it
+// to it, and the receipt counts every message once. Without the lease the
+// second carried the erasure out meanwhile and the first, resuming, wrote
+// its stale progress over it: hidden again, then deleted with none counted.
+func TestReplicasJobsTakeTurnsOnAnErasure(t *testing.T) {
+	f := newErasureFixture(t)
+	held := &heldHides{Store: f.store, entered: make(chan struct{}), release: make(chan struct{})}
+	first, second := f.coreOn(t, held), f.coreOn(t, f.store)
+	ana := submitMany(t, first, "u-1", 200)
+	bob := submitMany(t, first, "u-2", 5)
+	e, err := first.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstRun := make(chan error, 1)
+	go func() { firstRun <- first.EraseNow(t.Context(), false) }()
+	<-held.entered // the first replica's job is hiding, its lease held
+
+	if err := second.EraseNow(t.Context(), false); !errors.Is(err, app.ErrErasureLeaseElsewhere) {
+		t.Errorf("the second replica's run while the first works = %v; want ErrErasureLeaseElsewhere", err)
+	}
+	if err := second.HidePendingNow(t.Context()); !errors.Is(err, app.ErrErasureLeaseElsewhere) {
+		t.Errorf("the second replica's hide while the first works = %v; want ErrErasureLeaseElsewhere", err)
+	}
+	close(held.release)
+	if err := <-firstRun; err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Erasures.Erasure(t.Context(), ruleKey, e.ID)
+	if err != nil || got.State != erasure.StateDeleted || got.Hidden != int64(len(ana)) || got.Deleted != int64(len(ana)) {
+		t.Errorf("the receipt = %+v, %v; want deleted, %d hidden and deleted", got, err, len(ana))
+	}
+	if found, _ := f.store.Lookup(t.Context(), ruleKey.Scope, keys(union(ana, bob))); len(found) != len(bob) {
+		t.Errorf("stored after the job: %d messages; want bob's %d", len(found), len(bob))
+	}
+}

@@ -84,6 +84,12 @@ type AlertStateStore interface {
 	// descending), those with Seq below q.Before when it is set and with At in
 	// [q.From, q.To) when they are set, at most q.Limit.
 	Transitions(ctx context.Context, scope domain.Scope, ruleID string, q TransitionQuery) ([]alerting.Transition, error)
+	Leases
+}
+
+// Leases are named leases replicas sharing a store take in turn: the alert
+// evaluation's slot, the erasure job's work.
+type Leases interface {
 	// AcquireLease makes owner the holder of the lease name until until, when
 	// the lease is free at now (never held, or held until now or earlier) or
 	// owner holds it already; it reports whether owner holds it afterwards. Of

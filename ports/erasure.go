@@ -111,9 +111,12 @@ type SubjectIndexer interface {
 
 // ErasureJournal keeps the erasures (domain/erasure): what was asked, by
 // whom and when, and how far each has gone, never the subjects' values. It
-// lives beside the rule sets; several replicas share it. Every method takes
-// ctx first and reports backend outages wrapping ErrUnavailable; returned
-// values belong to the caller.
+// lives beside the rule sets; several replicas share it. A journal that
+// replicas share SHOULD also be Leases: the erasure job then works on one
+// replica at a time, so no replica writes an erasure's progress over
+// another's (a receipt's counts, a state gone back). Every method takes ctx
+// first and reports backend outages wrapping ErrUnavailable; returned values
+// belong to the caller.
 type ErasureJournal interface {
 	// SaveErasure writes e, replacing the erasure of its Account and ID if
 	// there is one. It MUST be durable, and seen by every replica, when it

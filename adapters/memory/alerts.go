@@ -27,12 +27,7 @@ type AlertStore struct {
 	transitions map[string]alerting.Transition
 	deliveries  map[string]alerting.Delivery
 	attempts    []alerting.Attempt
-	leases      map[string]lease
-}
-
-type lease struct {
-	owner string
-	until time.Time
+	leases
 }
 
 // NewAlertStore returns an empty store.
@@ -43,7 +38,7 @@ func NewAlertStore() *AlertStore {
 		endpoints: table[alerting.Endpoint]{what: "endpoint", byID: map[string]alerting.Endpoint{},
 			key: func(e alerting.Endpoint) tableKey { return tableKey{e.ID, e.Scope, e.CreatedAt} }, clone: alerting.Endpoint.Clone},
 		states: map[string]alerting.State{}, transitions: map[string]alerting.Transition{},
-		deliveries: map[string]alerting.Delivery{}, leases: map[string]lease{}}
+		deliveries: map[string]alerting.Delivery{}}
 }
 
 func alertNotFound(what, id string) error {
@@ -202,17 +197,6 @@ func (s *AlertStore) Transitions(_ context.Context, scope domain.Scope, ruleID s
 	}
 	slices.SortFunc(out, func(a, b alerting.Transition) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out[:min(len(out), max(q.Limit, 0))], nil
-}
-
-// AcquireLease takes or renews a lease.
-func (s *AlertStore) AcquireLease(_ context.Context, name, owner string, now, until time.Time) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, held := s.leases[name]; held && l.owner != owner && l.until.After(now) {
-		return false, nil
-	}
-	s.leases[name] = lease{owner: owner, until: until}
-	return true, nil
 }
 
 // Enqueue adds deliveries not queued yet.

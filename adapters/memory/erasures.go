@@ -10,13 +10,17 @@ import (
 	"github.com/reqlog/reqlog/ports"
 )
 
-var _ ports.ErasureJournal = (*ErasureJournal)(nil)
+var (
+	_ ports.ErasureJournal = (*ErasureJournal)(nil)
+	_ ports.Leases         = (*ErasureJournal)(nil)
+)
 
 // ErasureJournal is the in-memory ports.ErasureJournal, kept until the
-// process ends.
+// process ends, with the erasure job's lease.
 type ErasureJournal struct {
 	mu       sync.Mutex
 	erasures map[string]map[string]erasure.Erasure // by account, then id
+	leases
 }
 
 // NewErasureJournal returns an empty journal.
