@@ -147,10 +147,19 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 	var counts textCounts // of counted, taken for the first detector a value meets
 	counted := false
 	var unnarrowed *[classes][]candidate // open without activeIn's narrowing, made when first needed
+	gates := c.gatesOf(&open)
 	out.Withheld = walkMessage(m, func(l *location, value string) (string, bool) {
 		counted = false
 		removed := false
 		class := l.class()
+		if !gates[class].always {
+			// Each rule that may pick the value changes it only through a
+			// match: most values are ruled out by their counts here, before
+			// the rules' loop.
+			if counts, counted = countText(value), true; !gates[class].passes(&counts) && !c.keyedMayMatch(class, l.key(), &counts) {
+				return value, false
+			}
+		}
 		act := activeIn.of(class, active)
 		// The body's text ruled some rules out for its values as they came; a
 		// value an earlier rule rewrote meets them again from there on.
@@ -216,6 +225,76 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			out.Counts = append(out.Counts, Count{Rule: r.id, Matches: matches[i], DryRun: r.dryRun})
 		}
 	}
+}
+
+// gate is a necessary condition for a value of a class to meet an open
+// rule that may change it: always, or counts covering one of needs.
+type gate struct {
+	always bool
+	needs  [8]textCounts // the first n: least, none covers another
+	n      int
+}
+
+func (g *gate) passes(counts *textCounts) bool {
+	for i := range g.needs[:g.n] {
+		if counts.covers(g.needs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// gatesOf is the gate of each class for its open rules.
+func (c *Compiled) gatesOf(open *[classes][]candidate) (out [classes]gate) {
+	for class, list := range open {
+		g := &out[class]
+		for _, e := range list {
+			r := &c.privacy[e.rule]
+			if r.detector == nil && r.pattern == nil {
+				g.always = true
+				break
+			}
+			if g.always = !g.addLeast(r.needs); g.always {
+				break // too many to list: every value passes
+			}
+		}
+	}
+	return out
+}
+
+// keyedMayMatch reports whether a rule keyed by key in class c may match a
+// value of counts: one matching anything, or one whose needs counts cover.
+func (c *Compiled) keyedMayMatch(class class, key string, counts *textCounts) bool {
+	for _, e := range c.dispatch.keyedOf(class, key) {
+		r := &c.privacy[e.rule]
+		if r.detector == nil && r.pattern == nil || counts.covers(r.needs) {
+			return true
+		}
+	}
+	return false
+}
+
+// addLeast adds need to g's needs unless one of them covers it already
+// (asks no more), dropping those it covers; false when there is no room.
+func (g *gate) addLeast(need textCounts) bool {
+	for i := range g.needs[:g.n] {
+		if need.covers(g.needs[i]) {
+			return true
+		}
+	}
+	kept := 0
+	for _, n := range g.needs[:g.n] {
+		if !n.covers(need) {
+			g.needs[kept] = n
+			kept++
+		}
+	}
+	if g.n = kept; g.n == len(g.needs) {
+		return false
+	}
+	g.needs[g.n] = need
+	g.n++
+	return true
 }
 
 // activeInBodies is active for the request's body and the response's, less

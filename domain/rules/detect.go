@@ -32,7 +32,7 @@ var detectors = map[string]detector{
 	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
 	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
 	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
-	"bearer_token":    {hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
+	"bearer_token":    {needs: textCounts{space: 1}, hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
 	"aws_access_key":  {needs: textCounts{upper: 4}, hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
 	"github_token":    {needs: textCounts{under: 1}, hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	"stripe_key":      {needs: textCounts{under: 2}, hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
@@ -74,7 +74,8 @@ func hasFold(s string) func(string) bool { return func(t string) bool { return c
 
 // containsFold reports whether t holds s, ignoring case. s is ASCII and its
 // first letter is no fold of a non-ASCII letter (as ſ is of s, K of k) or t
-// is ASCII: a match then starts with s's first byte in either case.
+// holds no such letter (foldsToASCII): a match then starts with s's first
+// byte in either case.
 func containsFold(t, s string) bool {
 	lower, upper := s[0], s[0]
 	if 'a' <= lower|0x20 && lower|0x20 <= 'z' {
@@ -188,7 +189,7 @@ func hasDigits(n int) func(string) bool {
 // textCounts are counts of the bytes the detectors' matches need, taken in
 // one pass over a value: a value is counted once, however many detectors
 // look at it, and most are then ruled out without a scan of their own.
-type textCounts struct{ digits, upper, at, dot, colon, dash, under int }
+type textCounts struct{ digits, upper, at, dot, colon, dash, under, space int }
 
 // countText counts s's bytes of each kind textCounts holds.
 func countText(s string) textCounts {
@@ -196,7 +197,7 @@ func countText(s string) textCounts {
 	for i := 0; i < len(s); i++ {
 		n[byteKind[s[i]]]++
 	}
-	return textCounts{digits: n[kindDigit], upper: n[kindUpper], at: n[kindAt], dot: n[kindDot], colon: n[kindColon], dash: n[kindDash], under: n[kindUnder]}
+	return textCounts{digits: n[kindDigit], upper: n[kindUpper], at: n[kindAt], dot: n[kindDot], colon: n[kindColon], dash: n[kindDash], under: n[kindUnder], space: n[kindSpace]}
 }
 
 // The kinds of bytes textCounts counts; byteKind maps a byte to its kind.
@@ -209,6 +210,7 @@ const (
 	kindColon
 	kindDash
 	kindUnder
+	kindSpace // what \s matches: tab, newline, form feed, return, space
 	countKinds
 )
 
@@ -220,6 +222,9 @@ var byteKind = func() (t [256]uint8) {
 		t[c] = kindUpper
 	}
 	t['@'], t['.'], t[':'], t['-'], t['_'] = kindAt, kindDot, kindColon, kindDash, kindUnder
+	for _, c := range "\t\n\f\r " {
+		t[c] = kindSpace
+	}
 	return t
 }()
 
@@ -240,26 +245,28 @@ func (c *textCounts) add(kind uint8, n int) {
 		c.dash += n
 	case kindUnder:
 		c.under += n
+	case kindSpace:
+		c.space += n
 	}
 }
 
 func (c textCounts) plus(o textCounts) textCounts {
-	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under}
+	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under, c.space + o.space}
 }
 
 func (c textCounts) times(k int) textCounts {
-	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k}
+	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k, c.space * k}
 }
 
 func (c textCounts) least(o textCounts) textCounts {
 	return textCounts{min(c.digits, o.digits), min(c.upper, o.upper), min(c.at, o.at), min(c.dot, o.dot), min(c.colon, o.colon),
-		min(c.dash, o.dash), min(c.under, o.under)}
+		min(c.dash, o.dash), min(c.under, o.under), min(c.space, o.space)}
 }
 
 // covers reports whether counts n reach every count of need.
 func (n *textCounts) covers(need textCounts) bool {
 	return n.digits >= need.digits && n.upper >= need.upper && n.at >= need.at && n.dot >= need.dot &&
-		n.colon >= need.colon && n.dash >= need.dash && n.under >= need.under
+		n.colon >= need.colon && n.dash >= need.dash && n.under >= need.under && n.space >= need.space
 }
 
 // find returns the spans of what d finds in s: [start, end) pairs.
