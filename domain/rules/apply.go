@@ -144,7 +144,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 	activeIn := c.activeInBodies(m, active)
 	open := c.dispatch.openActive(active, activeIn)
 	matches := make([]int, len(c.privacy))
-	var counts textCounts // of counted, taken for the first detector a value meets
+	var counts byteCounts // of counted, taken for the first detector a value meets
 	counted := false
 	var unnarrowed *[classes][]candidate // open without activeIn's narrowing, made when first needed
 	gates := c.gatesOf(&open)
@@ -156,7 +156,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			// Each rule that may pick the value changes it only through a
 			// match: most values are ruled out by their counts here, before
 			// the rules' loop.
-			if counts, counted = countText(value), true; !gates[class].passes(&counts) && !c.keyedMayMatch(class, l.key(), &counts) {
+			if counts, counted = countText(value), true; !gates[class].passes(counts) && !c.keyedMayMatch(class, l.key(), counts) {
 				return value, false
 			}
 		}
@@ -177,7 +177,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 					return true // most values: ruled out before the rule's scrub is called
 				}
 			}
-			kept, n, remove := r.scrub(value, &counts, c.hasher)
+			kept, n, remove := r.scrub(value, counts, c.hasher)
 			if n == 0 {
 				return true
 			}
@@ -231,11 +231,11 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 // rule that may change it: always, or counts covering one of needs.
 type gate struct {
 	always bool
-	needs  [8]textCounts // the first n: least, none covers another
+	needs  [8]byteCounts // the first n: least, none covers another
 	n      int
 }
 
-func (g *gate) passes(counts *textCounts) bool {
+func (g *gate) passes(counts byteCounts) bool {
 	for i := range g.needs[:g.n] {
 		if counts.covers(g.needs[i]) {
 			return true
@@ -264,7 +264,7 @@ func (c *Compiled) gatesOf(open *[classes][]candidate) (out [classes]gate) {
 
 // keyedMayMatch reports whether a rule keyed by key in class c may match a
 // value of counts: one matching anything, or one whose needs counts cover.
-func (c *Compiled) keyedMayMatch(class class, key string, counts *textCounts) bool {
+func (c *Compiled) keyedMayMatch(class class, key string, counts byteCounts) bool {
 	for _, e := range c.dispatch.keyedOf(class, key) {
 		r := &c.privacy[e.rule]
 		if r.detector == nil && r.pattern == nil || counts.covers(r.needs) {
@@ -276,7 +276,7 @@ func (c *Compiled) keyedMayMatch(class class, key string, counts *textCounts) bo
 
 // addLeast adds need to g's needs unless one of them covers it already
 // (asks no more), dropping those it covers; false when there is no room.
-func (g *gate) addLeast(need textCounts) bool {
+func (g *gate) addLeast(need byteCounts) bool {
 	for i := range g.needs[:g.n] {
 		if need.covers(g.needs[i]) {
 			return true

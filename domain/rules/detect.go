@@ -14,7 +14,7 @@ import (
 // counts of the bytes every match holds, hint a closer look.
 type detector struct {
 	index int // in detectorOrder
-	needs textCounts
+	needs byteCounts
 	hint  func(string) bool
 	re    *regexp.Regexp
 	check func(string) bool
@@ -28,18 +28,18 @@ type detector struct {
 
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
-	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
-	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
-	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
-	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
-	"bearer_token":    {needs: textCounts{space: 1}, hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
-	"aws_access_key":  {needs: textCounts{upper: 4}, hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
-	"github_token":    {needs: textCounts{under: 1}, hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	"stripe_key":      {needs: textCounts{under: 2}, hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
-	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}, hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}, hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {needs: textCounts{dot: 3, digits: 4}, hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
-	"ipv6":            {needs: textCounts{colon: 2}, hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
+	"email":           {needs: textCounts{at: 1, dot: 1}.packed(), hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
+	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
+	"iban":            {needs: textCounts{upper: 2, digits: 2}.packed(), hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
+	"jwt":             {needs: textCounts{dot: 2, upper: 2}.packed(), hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
+	"bearer_token":    {needs: textCounts{space: 1}.packed(), hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
+	"aws_access_key":  {needs: textCounts{upper: 4}.packed(), hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
+	"github_token":    {needs: textCounts{under: 1}.packed(), hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	"stripe_key":      {needs: textCounts{under: 2}.packed(), hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
+	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}.packed(), hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
+	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"ipv6":            {needs: textCounts{colon: 2}.packed(), hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
 }
 
 // detectorOrder is the detectors' names in order; each detector's index is
@@ -191,13 +191,59 @@ func hasDigits(n int) func(string) bool {
 // look at it, and most are then ruled out without a scan of their own.
 type textCounts struct{ digits, upper, at, dot, colon, dash, under, space int }
 
-// countText counts s's bytes of each kind textCounts holds.
-func countText(s string) textCounts {
-	var n [countKinds]int
-	for i := 0; i < len(s); i++ {
-		n[byteKind[s[i]]]++
+// byteCounts are textCounts packed for the walk: a lane of 8 bits a kind,
+// each count capped at 127, so that a value is counted with one addition a
+// byte and compared with a rule's needs (capped so too: they ask no more
+// than they did) in three operations.
+type byteCounts uint64
+
+// laneHigh is the high bit of each lane.
+const laneHigh = 0x8080808080808080
+
+// byteIncrement is what a byte adds to byteCounts: 1 in its kind's lane.
+var byteIncrement = func() (t [256]uint64) {
+	for c := range t {
+		if k := byteKind[c]; k != kindOther {
+			t[c] = 1 << (8 * (k - 1))
+		}
 	}
-	return textCounts{digits: n[kindDigit], upper: n[kindUpper], at: n[kindAt], dot: n[kindDot], colon: n[kindColon], dash: n[kindDash], under: n[kindUnder], space: n[kindSpace]}
+	return t
+}()
+
+// countText counts s's bytes of each kind textCounts holds.
+func countText(s string) byteCounts {
+	var total byteCounts
+	for len(s) > 0 {
+		chunk := s[:min(len(s), 127)] // no lane passes 127 within a chunk
+		var sum uint64
+		for i := 0; i < len(chunk); i++ {
+			sum += byteIncrement[chunk[i]]
+		}
+		total = total.plus(byteCounts(sum))
+		s = s[len(chunk):]
+	}
+	return total
+}
+
+// plus adds o to c lane by lane, capped at 127.
+func (c byteCounts) plus(o byteCounts) byteCounts {
+	sum := c + o // lanes of at most 254: no carry out of a lane
+	over := sum & laneHigh
+	return (sum | (over - over>>7)) &^ laneHigh
+}
+
+// covers reports whether counts n reach every count of need.
+func (n byteCounts) covers(need byteCounts) bool {
+	return ((n|laneHigh)-need)&laneHigh == laneHigh
+}
+
+// packed is c as byteCounts.
+func (c textCounts) packed() byteCounts {
+	var out byteCounts
+	for k, n := range [...]int{c.digits, c.upper, c.at, c.dot, c.colon, c.dash, c.under, c.space} {
+		out |= byteCounts(min(max(n, 0), 127)) << (8 * k)
+	}
+	return out
 }
 
 // The kinds of bytes textCounts counts; byteKind maps a byte to its kind.
@@ -263,20 +309,13 @@ func (c textCounts) least(o textCounts) textCounts {
 		min(c.dash, o.dash), min(c.under, o.under), min(c.space, o.space)}
 }
 
-// covers reports whether counts n reach every count of need.
-func (n *textCounts) covers(need textCounts) bool {
-	return n.digits >= need.digits && n.upper >= need.upper && n.at >= need.at && n.dot >= need.dot &&
-		n.colon >= need.colon && n.dash >= need.dash && n.under >= need.under && n.space >= need.space
-}
-
 // find returns the spans of what d finds in s: [start, end) pairs.
 func (d *detector) find(s string) [][]int {
-	counts := countText(s)
-	return d.findCounted(s, &counts)
+	return d.findCounted(s, countText(s))
 }
 
 // findCounted is find with s's counts already taken.
-func (d *detector) findCounted(s string, counts *textCounts) [][]int {
+func (d *detector) findCounted(s string, counts byteCounts) [][]int {
 	if !counts.covers(d.needs) || !d.hint(s) {
 		return nil
 	}
