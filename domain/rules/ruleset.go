@@ -503,7 +503,7 @@ func (l literal) holds(value string) bool {
 		return true
 	case !l.fold:
 		return strings.Contains(value, l.text)
-	case !isASCII(value) && foldsToASCII(value):
+	case foldsToASCII(value):
 		return true // a non-ASCII letter may fold to the literal's
 	}
 	return containsFold(value, l.text)
