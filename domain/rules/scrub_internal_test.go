@@ -283,3 +283,48 @@ func TestScrubAsEveryRuleOnRandomRuleSets(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScrubAsEveryRule is TestScrubAsEveryRuleOnRandomRuleSets with the
+// exchange's texts from the fuzzer, under the fifty rules and a random rule
+// set drawn from seed.
+func FuzzScrubAsEveryRule(f *testing.F) {
+	f.Add("/v1/orders/1?token=a%40b.cc&q=4111+1111+1111+1111", `{"customer":{"email":"ana@example.com"},"items":[{"note":"call 0151234567"}]}`,
+		"a=b&card=4111%201111%201111%201111", "Bearer sk_live_0123456789abcdef", uint8(0), uint64(1))
+	f.Add("/v1/users/7", `{"wrapped":"{\"card\":\"4111111111111111\"}","k":"paſſport: X1234567"}`, "\xff{\"a\":", "\u212aelvin 203.0.113.9", uint8(1), uint64(2))
+	doc, err := os.ReadFile("testdata/fifty-rules.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	rs, err := Parse(doc)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fifty, err := Compile(rs, []byte("key"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, path, reqBody, respBody, header string, types uint8, seed uint64) {
+		random, err := Compile(randomPrivacyRules(rand.New(rand.NewPCG(seed, 11))), []byte("key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		contentType := func(bit uint8) string {
+			if types&bit != 0 {
+				return formType
+			}
+			return "application/json"
+		}
+		for _, c := range []*Compiled{fifty, random} {
+			m := domain.Message{ID: "x", Name: "signup", Method: "POST", Path: "/" + path, IPAddress: header,
+				Request:  domain.Content{Header: domain.Header{"Authorization": {header}, "X-Partner-Id": {reqBody}}, Body: reqBody, ContentType: contentType(1)},
+				Response: domain.Content{Header: domain.Header{"x-trace": {header, respBody}}, Body: respBody, ContentType: contentType(2)}}
+			slow := m.Clone()
+			var out Outcome
+			c.scrub(&m, SourceAPI, &out)
+			changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
+			if !reflect.DeepEqual(m, slow) || !slices.Equal(out.Changes, changes) || !slices.Equal(out.Counts, counts) {
+				t.Fatalf("scrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", m, out.Changes, out.Counts, slow, changes, counts)
+			}
+		}
+	})
+}
