@@ -156,7 +156,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			// Each rule that may pick the value changes it only through a
 			// match: most values are ruled out by their counts here, before
 			// the rules' loop.
-			if counts, counted = countText(value), true; !gates[class].passes(counts) && !c.keyedMayMatch(class, l.key(), counts) {
+			if counts, counted = countText(value), true; !gates[class].passes(counts, value) && !c.keyedMayMatch(class, l.key(), value, counts) {
 				return value, false
 			}
 		}
@@ -207,7 +207,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			return true
 		}
 		c.dispatch.candidates(class, l.key(), open[class], try)
-		if resumeAfter >= 0 && !removed {
+		if resumeAfter >= 0 && !removed && c.mayChangeRewritten(class, l.key(), value, resumeAfter, active) {
 			if unnarrowed == nil {
 				all := c.dispatch.openActive(active, bodyActive{active, active})
 				unnarrowed = &all
@@ -228,16 +228,27 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 }
 
 // gate is a necessary condition for a value of a class to meet an open
-// rule that may change it: always, or counts covering one of needs.
+// rule that may change it: always, or one of entries holding.
 type gate struct {
-	always bool
-	needs  [8]byteCounts // the first n: least, none covers another
-	n      int
+	always  bool
+	entries [8]gateEntry // the first n; none asks less than another
+	n       int
 }
 
-func (g *gate) passes(counts byteCounts) bool {
-	for i := range g.needs[:g.n] {
-		if counts.covers(g.needs[i]) {
+// gateEntry holds for a value whose counts cover needs and which may hold
+// literal (a pattern's).
+type gateEntry struct {
+	needs   byteCounts
+	literal literal
+}
+
+func (e *gateEntry) holds(counts byteCounts, value string) bool {
+	return counts.covers(e.needs) && e.literal.holds(value)
+}
+
+func (g *gate) passes(counts byteCounts, value string) bool {
+	for i := range g.entries[:g.n] {
+		if g.entries[i].holds(counts, value) {
 			return true
 		}
 	}
@@ -247,54 +258,81 @@ func (g *gate) passes(counts byteCounts) bool {
 // gatesOf is the gate of each class for its open rules.
 func (c *Compiled) gatesOf(open *[classes][]candidate) (out [classes]gate) {
 	for class, list := range open {
-		g := &out[class]
-		for _, e := range list {
-			r := &c.privacy[e.rule]
-			if r.detector == nil && r.pattern == nil {
-				g.always = true
-				break
-			}
-			if g.always = !g.addLeast(r.needs); g.always {
-				break // too many to list: every value passes
-			}
-		}
+		out[class] = c.gateOf(list, nil)
 	}
 	return out
 }
 
-// keyedMayMatch reports whether a rule keyed by key in class c may match a
-// value of counts: one matching anything, or one whose needs counts cover.
-func (c *Compiled) keyedMayMatch(class class, key string, counts byteCounts) bool {
+// gateOf is the gate of the rules of list active in act (nil: all).
+func (c *Compiled) gateOf(list []candidate, act []bool) (g gate) {
+	for _, e := range list {
+		r := &c.privacy[e.rule]
+		switch {
+		case act != nil && !act[e.rule]:
+		case r.detector == nil && r.pattern == nil:
+			g.always = true
+			return g
+		case !g.add(gateEntry{needs: r.needs, literal: r.literal}):
+			g.always = true // too many to list: every value passes
+			return g
+		}
+	}
+	return g
+}
+
+// add adds e to g's entries unless one of them asks less already, dropping
+// those that ask more; false when there is no room.
+func (g *gate) add(e gateEntry) bool {
+	asksLess := func(a, b gateEntry) bool { // a holds wherever b does
+		return b.needs.covers(a.needs) && (a.literal.text == "" || a.literal == b.literal)
+	}
+	for _, o := range g.entries[:g.n] {
+		if asksLess(o, e) {
+			return true
+		}
+	}
+	kept := 0
+	for _, o := range g.entries[:g.n] {
+		if !asksLess(e, o) {
+			g.entries[kept] = o
+			kept++
+		}
+	}
+	if g.n = kept; g.n == len(g.entries) {
+		return false
+	}
+	g.entries[g.n] = e
+	g.n++
+	return true
+}
+
+// keyedMayMatch reports whether a rule keyed by key in class c may match
+// value, of counts: one matching anything, or one whose gate entry holds.
+func (c *Compiled) keyedMayMatch(class class, key, value string, counts byteCounts) bool {
 	for _, e := range c.dispatch.keyedOf(class, key) {
 		r := &c.privacy[e.rule]
-		if r.detector == nil && r.pattern == nil || counts.covers(r.needs) {
+		if r.detector == nil && r.pattern == nil || counts.covers(r.needs) && r.literal.holds(value) {
 			return true
 		}
 	}
 	return false
 }
 
-// addLeast adds need to g's needs unless one of them covers it already
-// (asks no more), dropping those it covers; false when there is no room.
-func (g *gate) addLeast(need byteCounts) bool {
-	for i := range g.needs[:g.n] {
-		if need.covers(g.needs[i]) {
-			return true
+// mayChangeRewritten reports whether a value of class with key, rewritten
+// by rule after, may be changed by an active rule after that one: the
+// rules the body's text ruled out for the value as it came included.
+func (c *Compiled) mayChangeRewritten(class class, key, value string, after int, active []bool) bool {
+	counts := countText(value)
+	for _, list := range [2][]candidate{c.dispatch.open[class], c.dispatch.keyedOf(class, key)} {
+		for _, e := range list {
+			r := &c.privacy[e.rule]
+			if e.rule > after && active[e.rule] &&
+				(r.detector == nil && r.pattern == nil || counts.covers(r.needs) && r.literal.holds(value)) {
+				return true
+			}
 		}
 	}
-	kept := 0
-	for _, n := range g.needs[:g.n] {
-		if !n.covers(need) {
-			g.needs[kept] = n
-			kept++
-		}
-	}
-	if g.n = kept; g.n == len(g.needs) {
-		return false
-	}
-	g.needs[g.n] = need
-	g.n++
-	return true
+	return false
 }
 
 // activeInBodies is active for the request's body and the response's, less
