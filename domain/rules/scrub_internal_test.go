@@ -79,6 +79,37 @@ func (p *privacyRule) scrubWithoutShortcuts(value string, hasher *keyedHash) (st
 	return plain.scrub(value, 0, hasher) // no needs: no counts needed
 }
 
+// compileFifty compiles the fifty rules of the benchmarks.
+func compileFifty(t testing.TB) *Compiled {
+	t.Helper()
+	doc, err := os.ReadFile("testdata/fifty-rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(rs, []byte("key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// scrubDiffers scrubs m, and a copy of it by every rule, and says how the
+// two differ (message, changes, counts), "" when they do not.
+func (c *Compiled) scrubDiffers(m domain.Message) string {
+	slow := m.Clone()
+	var out Outcome
+	c.scrub(&m, SourceAPI, &out)
+	changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
+	if reflect.DeepEqual(m, slow) && slices.Equal(out.Changes, changes) && slices.Equal(out.Counts, counts) {
+		return ""
+	}
+	return fmt.Sprintf("scrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", m, out.Changes, out.Counts, slow, changes, counts)
+}
+
 // randomExchange is a message of the benchmarks' kind, its values drawn at
 // random from those the fifty rules look for and others.
 func randomExchange(r *rand.Rand, k int) domain.Message {
@@ -117,27 +148,12 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 // every rule tried on every value, for the fifty rules of the benchmarks on
 // random exchanges: the same message, changes and counts.
 func TestScrubAsEveryRuleOnEveryValue(t *testing.T) {
-	doc, err := os.ReadFile("testdata/fifty-rules.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := Parse(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Compile(rs, []byte("key"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := compileFifty(t)
 	r := rand.New(rand.NewPCG(37, 1))
 	for k := range 2000 {
 		m := randomExchange(r, k)
-		slow := m.Clone()
-		var out Outcome
-		c.scrub(&m, SourceAPI, &out)
-		changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
-		if !reflect.DeepEqual(m, slow) || !slices.Equal(out.Changes, changes) || !slices.Equal(out.Counts, counts) {
-			t.Fatalf("exchange %d:\nscrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", k, m, out.Changes, out.Counts, slow, changes, counts)
+		if diff := c.scrubDiffers(m); diff != "" {
+			t.Fatalf("exchange %d:\n%s", k, diff)
 		}
 	}
 }
@@ -272,13 +288,9 @@ func TestScrubAsEveryRuleOnRandomRuleSets(t *testing.T) {
 			if r.IntN(3) == 0 {
 				m = randomExchange(r, k)
 			}
-			slow := m.Clone()
-			var out Outcome
-			c.scrub(&m, SourceAPI, &out)
-			changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
-			if !reflect.DeepEqual(m, slow) || !slices.Equal(out.Changes, changes) || !slices.Equal(out.Counts, counts) {
+			if diff := c.scrubDiffers(m); diff != "" {
 				rules, _ := json.Marshal(rs)
-				t.Fatalf("rule set %d, exchange %d:\n%s\nscrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", set, k, rules, m, out.Changes, out.Counts, slow, changes, counts)
+				t.Fatalf("rule set %d, exchange %d:\n%s\n%s", set, k, rules, diff)
 			}
 		}
 	}
@@ -291,18 +303,7 @@ func FuzzScrubAsEveryRule(f *testing.F) {
 	f.Add("/v1/orders/1?token=a%40b.cc&q=4111+1111+1111+1111", `{"customer":{"email":"ana@example.com"},"items":[{"note":"call 0151234567"}]}`,
 		"a=b&card=4111%201111%201111%201111", "Bearer sk_live_0123456789abcdef", uint8(0), uint64(1))
 	f.Add("/v1/users/7", `{"wrapped":"{\"card\":\"4111111111111111\"}","k":"paſſport: X1234567"}`, "\xff{\"a\":", "\u212aelvin 203.0.113.9", uint8(1), uint64(2))
-	doc, err := os.ReadFile("testdata/fifty-rules.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	rs, err := Parse(doc)
-	if err != nil {
-		f.Fatal(err)
-	}
-	fifty, err := Compile(rs, []byte("key"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	fifty := compileFifty(f)
 	f.Fuzz(func(t *testing.T, path, reqBody, respBody, header string, types uint8, seed uint64) {
 		random, err := Compile(randomPrivacyRules(rand.New(rand.NewPCG(seed, 11))), []byte("key"))
 		if err != nil {
@@ -318,12 +319,8 @@ func FuzzScrubAsEveryRule(f *testing.F) {
 			m := domain.Message{ID: "x", Name: "signup", Method: "POST", Path: "/" + path, IPAddress: header,
 				Request:  domain.Content{Header: domain.Header{"Authorization": {header}, "X-Partner-Id": {reqBody}}, Body: reqBody, ContentType: contentType(1)},
 				Response: domain.Content{Header: domain.Header{"x-trace": {header, respBody}}, Body: respBody, ContentType: contentType(2)}}
-			slow := m.Clone()
-			var out Outcome
-			c.scrub(&m, SourceAPI, &out)
-			changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
-			if !reflect.DeepEqual(m, slow) || !slices.Equal(out.Changes, changes) || !slices.Equal(out.Counts, counts) {
-				t.Fatalf("scrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", m, out.Changes, out.Counts, slow, changes, counts)
+			if diff := c.scrubDiffers(m); diff != "" {
+				t.Fatal(diff)
 			}
 		}
 	})
