@@ -144,13 +144,22 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 	activeIn := c.activeInBodies(m, active)
 	open := c.dispatch.openActive(active, activeIn)
 	matches := make([]int, len(c.privacy))
-	var counts textCounts // of counted, taken for the first detector a value meets
+	var counts byteCounts // of counted, taken for the first detector a value meets
 	counted := false
 	var unnarrowed *[classes][]candidate // open without activeIn's narrowing, made when first needed
+	gates := c.gatesOf(&open)
 	out.Withheld = walkMessage(m, func(l *location, value string) (string, bool) {
 		counted = false
 		removed := false
 		class := l.class()
+		if !gates[class].always {
+			// Each rule that may pick the value changes it only through a
+			// match: most values are ruled out by their counts here, before
+			// the rules' loop.
+			if counts, counted = countText(value), true; !gates[class].passes(counts, value) && !c.keyedMayMatch(class, l.key(), value, counts) {
+				return value, false
+			}
+		}
 		act := activeIn.of(class, active)
 		// The body's text ruled some rules out for its values as they came; a
 		// value an earlier rule rewrote meets them again from there on.
@@ -168,7 +177,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 					return true // most values: ruled out before the rule's scrub is called
 				}
 			}
-			kept, n, remove := r.scrub(value, &counts, c.hasher)
+			kept, n, remove := r.scrub(value, counts, c.hasher)
 			if n == 0 {
 				return true
 			}
@@ -198,7 +207,7 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			return true
 		}
 		c.dispatch.candidates(class, l.key(), open[class], try)
-		if resumeAfter >= 0 && !removed {
+		if resumeAfter >= 0 && !removed && c.mayChangeRewritten(class, l.key(), value, resumeAfter, active) {
 			if unnarrowed == nil {
 				all := c.dispatch.openActive(active, bodyActive{active, active})
 				unnarrowed = &all
@@ -216,6 +225,114 @@ func (c *Compiled) scrub(m *domain.Message, src Source, out *Outcome) {
 			out.Counts = append(out.Counts, Count{Rule: r.id, Matches: matches[i], DryRun: r.dryRun})
 		}
 	}
+}
+
+// gate is a necessary condition for a value of a class to meet an open
+// rule that may change it: always, or one of entries holding.
+type gate struct {
+	always  bool
+	entries [8]gateEntry // the first n; none asks less than another
+	n       int
+}
+
+// gateEntry holds for a value whose counts cover needs and which may hold
+// literal (a pattern's).
+type gateEntry struct {
+	needs   byteCounts
+	literal literal
+}
+
+func (e *gateEntry) holds(counts byteCounts, value string) bool {
+	return counts.covers(e.needs) && e.literal.holds(value)
+}
+
+func (g *gate) passes(counts byteCounts, value string) bool {
+	for i := range g.entries[:g.n] {
+		if g.entries[i].holds(counts, value) {
+			return true
+		}
+	}
+	return false
+}
+
+// gatesOf is the gate of each class for its open rules.
+func (c *Compiled) gatesOf(open *[classes][]candidate) (out [classes]gate) {
+	for class, list := range open {
+		out[class] = c.gateOf(list, nil)
+	}
+	return out
+}
+
+// gateOf is the gate of the rules of list active in act (nil: all).
+func (c *Compiled) gateOf(list []candidate, act []bool) (g gate) {
+	for _, e := range list {
+		r := &c.privacy[e.rule]
+		switch {
+		case act != nil && !act[e.rule]:
+		case r.detector == nil && r.pattern == nil:
+			g.always = true
+			return g
+		case !g.add(gateEntry{needs: r.needs, literal: r.literal}):
+			g.always = true // too many to list: every value passes
+			return g
+		}
+	}
+	return g
+}
+
+// add adds e to g's entries unless one of them asks less already, dropping
+// those that ask more; false when there is no room.
+func (g *gate) add(e gateEntry) bool {
+	asksLess := func(a, b gateEntry) bool { // a holds wherever b does
+		return b.needs.covers(a.needs) && (a.literal.text == "" || a.literal == b.literal)
+	}
+	for _, o := range g.entries[:g.n] {
+		if asksLess(o, e) {
+			return true
+		}
+	}
+	kept := 0
+	for _, o := range g.entries[:g.n] {
+		if !asksLess(e, o) {
+			g.entries[kept] = o
+			kept++
+		}
+	}
+	if g.n = kept; g.n == len(g.entries) {
+		return false
+	}
+	g.entries[g.n] = e
+	g.n++
+	return true
+}
+
+// keyedMayMatch reports whether a rule keyed by key in class c may match
+// value, of counts: one matching anything, or one whose gate entry holds.
+func (c *Compiled) keyedMayMatch(class class, key, value string, counts byteCounts) bool {
+	for _, e := range c.dispatch.keyedOf(class, key) {
+		r := &c.privacy[e.rule]
+		if r.detector == nil && r.pattern == nil || counts.covers(r.needs) && r.literal.holds(value) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayChangeRewritten reports whether a value of class with key, rewritten
+// by rule after, may be changed by an active rule after that one: the
+// rules the body's text ruled out for the value as it came included.
+func (c *Compiled) mayChangeRewritten(class class, key, value string, after int, active []bool) bool {
+	counts := countText(value)
+	for _, list := range [2][]candidate{c.dispatch.open[class], c.dispatch.keyedOf(class, key)} {
+		for _, e := range list {
+			r := &c.privacy[e.rule]
+			if e.rule > after && active[e.rule] &&
+				(r.detector == nil && r.pattern == nil || counts.covers(r.needs) && r.literal.holds(value)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // activeInBodies is active for the request's body and the response's, less

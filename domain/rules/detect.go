@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/binary"
 	"math/big"
 	"net/netip"
 	"regexp"
@@ -14,7 +15,7 @@ import (
 // counts of the bytes every match holds, hint a closer look.
 type detector struct {
 	index int // in detectorOrder
-	needs textCounts
+	needs byteCounts
 	hint  func(string) bool
 	re    *regexp.Regexp
 	check func(string) bool
@@ -28,18 +29,18 @@ type detector struct {
 
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
-	"email":           {needs: textCounts{at: 1, dot: 1}, hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
-	"card_number":     {needs: textCounts{digits: 13}, hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
-	"iban":            {needs: textCounts{upper: 2, digits: 2}, hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
-	"jwt":             {needs: textCounts{dot: 2, upper: 2}, hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
-	"bearer_token":    {hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
-	"aws_access_key":  {needs: textCounts{upper: 4}, hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
-	"github_token":    {needs: textCounts{under: 1}, hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	"stripe_key":      {needs: textCounts{under: 2}, hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
-	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}, hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}, hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {needs: textCounts{dot: 3, digits: 4}, hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
-	"ipv6":            {needs: textCounts{colon: 2}, hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
+	"email":           {needs: textCounts{at: 1, dot: 1}.packed(), hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
+	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
+	"iban":            {needs: textCounts{upper: 2, digits: 2}.packed(), hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
+	"jwt":             {needs: textCounts{dot: 2, upper: 2}.packed(), hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
+	"bearer_token":    {needs: textCounts{space: 1}.packed(), hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
+	"aws_access_key":  {needs: textCounts{upper: 4}.packed(), hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
+	"github_token":    {needs: textCounts{under: 1}.packed(), hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	"stripe_key":      {needs: textCounts{under: 2}.packed(), hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
+	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}.packed(), hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
+	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"ipv6":            {needs: textCounts{colon: 2}.packed(), hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
 }
 
 // detectorOrder is the detectors' names in order; each detector's index is
@@ -74,7 +75,8 @@ func hasFold(s string) func(string) bool { return func(t string) bool { return c
 
 // containsFold reports whether t holds s, ignoring case. s is ASCII and its
 // first letter is no fold of a non-ASCII letter (as ſ is of s, K of k) or t
-// is ASCII: a match then starts with s's first byte in either case.
+// holds no such letter (foldsToASCII): a match then starts with s's first
+// byte in either case.
 func containsFold(t, s string) bool {
 	lower, upper := s[0], s[0]
 	if 'a' <= lower|0x20 && lower|0x20 <= 'z' {
@@ -151,23 +153,30 @@ func both(a, b func(string) bool) func(string) bool {
 }
 
 // hasIBANStart reports whether a text holds two capital letters followed by
-// two digits, as every IBAN starts. It looks at the last byte of each place
-// first: one neither a digit nor a capital rules out four places at once.
+// two digits, as every IBAN starts. It reads eight bytes at a time and looks
+// closer only where one of them is a capital, where a start may be.
 func hasIBANStart(t string) bool {
-	for i := 0; i+3 < len(t); {
-		switch byteKind[t[i+3]] {
-		case kindDigit:
-			if byteKind[t[i+2]] == kindDigit && byteKind[t[i+1]] == kindUpper && byteKind[t[i]] == kindUpper {
+	for i := 0; i+3 < len(t); i += 8 {
+		if i+8 <= len(t) && capitals(binary.LittleEndian.Uint64([]byte(t[i:i+8]))) == 0 {
+			continue
+		}
+		for p := i; p < i+8 && p+3 < len(t); p++ {
+			if byteKind[t[p]] == kindUpper && byteKind[t[p+1]] == kindUpper && byteKind[t[p+2]] == kindDigit && byteKind[t[p+3]] == kindDigit {
 				return true
 			}
-			i++
-		case kindUpper:
-			i += 2 // a capital ends no place; it may be the first or second of the next two
-		default:
-			i += 4
 		}
 	}
 	return false
+}
+
+// capitals has the high bit of each byte of word that is an ASCII capital
+// letter set, and no other bit.
+func capitals(word uint64) uint64 {
+	const ones = 0x0101010101010101
+	low := word &^ laneHigh           // each byte below 0x80: no carry out of a byte below
+	atLeastA := low + (0x80-'A')*ones // high bit set where the byte is 'A' or more
+	pastZ := low + (0x80-'Z'-1)*ones  // high bit set where it is past 'Z'
+	return atLeastA &^ pastZ &^ word & laneHigh
 }
 
 // hasDigits reports whether a text holds at least n digits.
@@ -188,15 +197,61 @@ func hasDigits(n int) func(string) bool {
 // textCounts are counts of the bytes the detectors' matches need, taken in
 // one pass over a value: a value is counted once, however many detectors
 // look at it, and most are then ruled out without a scan of their own.
-type textCounts struct{ digits, upper, at, dot, colon, dash, under int }
+type textCounts struct{ digits, upper, at, dot, colon, dash, under, space int }
+
+// byteCounts are textCounts packed for the walk: a lane of 8 bits a kind,
+// each count capped at 127, so that a value is counted with one addition a
+// byte and compared with a rule's needs (capped so too: they ask no more
+// than they did) in three operations.
+type byteCounts uint64
+
+// laneHigh is the high bit of each lane.
+const laneHigh = 0x8080808080808080
+
+// byteIncrement is what a byte adds to byteCounts: 1 in its kind's lane.
+var byteIncrement = func() (t [256]uint64) {
+	for c := range t {
+		if k := byteKind[c]; k != kindOther {
+			t[c] = 1 << (8 * (k - 1))
+		}
+	}
+	return t
+}()
 
 // countText counts s's bytes of each kind textCounts holds.
-func countText(s string) textCounts {
-	var n [countKinds]int
-	for i := 0; i < len(s); i++ {
-		n[byteKind[s[i]]]++
+func countText(s string) byteCounts {
+	var total byteCounts
+	for len(s) > 0 {
+		chunk := s[:min(len(s), 127)] // no lane passes 127 within a chunk
+		var sum uint64
+		for i := 0; i < len(chunk); i++ {
+			sum += byteIncrement[chunk[i]]
+		}
+		total = total.plus(byteCounts(sum))
+		s = s[len(chunk):]
 	}
-	return textCounts{digits: n[kindDigit], upper: n[kindUpper], at: n[kindAt], dot: n[kindDot], colon: n[kindColon], dash: n[kindDash], under: n[kindUnder]}
+	return total
+}
+
+// plus adds o to c lane by lane, capped at 127.
+func (c byteCounts) plus(o byteCounts) byteCounts {
+	sum := c + o // lanes of at most 254: no carry out of a lane
+	over := sum & laneHigh
+	return (sum | (over - over>>7)) &^ laneHigh
+}
+
+// covers reports whether counts n reach every count of need.
+func (n byteCounts) covers(need byteCounts) bool {
+	return ((n|laneHigh)-need)&laneHigh == laneHigh
+}
+
+// packed is c as byteCounts.
+func (c textCounts) packed() byteCounts {
+	var out byteCounts
+	for k, n := range [...]int{c.digits, c.upper, c.at, c.dot, c.colon, c.dash, c.under, c.space} {
+		out |= byteCounts(min(max(n, 0), 127)) << (8 * k)
+	}
+	return out
 }
 
 // The kinds of bytes textCounts counts; byteKind maps a byte to its kind.
@@ -209,6 +264,7 @@ const (
 	kindColon
 	kindDash
 	kindUnder
+	kindSpace // what \s matches: tab, newline, form feed, return, space
 	countKinds
 )
 
@@ -220,6 +276,9 @@ var byteKind = func() (t [256]uint8) {
 		t[c] = kindUpper
 	}
 	t['@'], t['.'], t[':'], t['-'], t['_'] = kindAt, kindDot, kindColon, kindDash, kindUnder
+	for _, c := range "\t\n\f\r " {
+		t[c] = kindSpace
+	}
 	return t
 }()
 
@@ -240,36 +299,31 @@ func (c *textCounts) add(kind uint8, n int) {
 		c.dash += n
 	case kindUnder:
 		c.under += n
+	case kindSpace:
+		c.space += n
 	}
 }
 
 func (c textCounts) plus(o textCounts) textCounts {
-	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under}
+	return textCounts{c.digits + o.digits, c.upper + o.upper, c.at + o.at, c.dot + o.dot, c.colon + o.colon, c.dash + o.dash, c.under + o.under, c.space + o.space}
 }
 
 func (c textCounts) times(k int) textCounts {
-	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k}
+	return textCounts{c.digits * k, c.upper * k, c.at * k, c.dot * k, c.colon * k, c.dash * k, c.under * k, c.space * k}
 }
 
 func (c textCounts) least(o textCounts) textCounts {
 	return textCounts{min(c.digits, o.digits), min(c.upper, o.upper), min(c.at, o.at), min(c.dot, o.dot), min(c.colon, o.colon),
-		min(c.dash, o.dash), min(c.under, o.under)}
-}
-
-// covers reports whether counts n reach every count of need.
-func (n *textCounts) covers(need textCounts) bool {
-	return n.digits >= need.digits && n.upper >= need.upper && n.at >= need.at && n.dot >= need.dot &&
-		n.colon >= need.colon && n.dash >= need.dash && n.under >= need.under
+		min(c.dash, o.dash), min(c.under, o.under), min(c.space, o.space)}
 }
 
 // find returns the spans of what d finds in s: [start, end) pairs.
 func (d *detector) find(s string) [][]int {
-	counts := countText(s)
-	return d.findCounted(s, &counts)
+	return d.findCounted(s, countText(s))
 }
 
 // findCounted is find with s's counts already taken.
-func (d *detector) findCounted(s string, counts *textCounts) [][]int {
+func (d *detector) findCounted(s string, counts byteCounts) [][]int {
 	if !counts.covers(d.needs) || !d.hint(s) {
 		return nil
 	}

@@ -10,6 +10,18 @@ import "strings"
 type dispatch struct {
 	open  [classes][]candidate
 	keyed [classes]map[string][]candidate
+	// keyBloom has bit keyBit(k) set for each key k of keyed: most
+	// values' keys are ruled out without hashing them.
+	keyBloom [classes][4]uint64
+}
+
+// keyBit is a key's bit in dispatch.keyBloom: of its length and its first
+// and last bytes.
+func keyBit(key string) uint {
+	if key == "" {
+		return 0
+	}
+	return (uint(len(key))*61 + uint(key[0]|0x20)*7 + uint(key[len(key)-1]|0x20)) & 255 // ASCII case folded, for header names
 }
 
 // candidate is a rule that may pick a value; all says it picks every value
@@ -34,6 +46,8 @@ func newDispatch(rules []privacyRule) dispatch {
 					d.keyed[c] = map[string][]candidate{}
 				}
 				for _, k := range keys {
+					bit := keyBit(k)
+					d.keyBloom[c][bit/64] |= 1 << (bit % 64)
 					if list := d.keyed[c][k]; len(list) == 0 || list[len(list)-1].rule != i {
 						d.keyed[c][k] = append(list, candidate{rule: i, all: r.picksAll(c, k)})
 					}
@@ -93,17 +107,7 @@ func (p *privacyRule) picksAll(c class, key string) bool {
 // with key, in the rules' order, until it returns false; open is d.open[c]
 // or a part of it (the rules active where the value is).
 func (d *dispatch) candidates(c class, key string, open []candidate, yield func(candidate) bool) {
-	keyed := []candidate(nil)
-	switch byKey := d.keyed[c]; {
-	case byKey == nil:
-	case c != classRequestHeader && c != classResponseHeader:
-		keyed = byKey[key]
-	case len(key) <= 64 && isASCII(key):
-		var lower [64]byte // header names are keyed in lower case; no copy is made to look one up
-		keyed = byKey[string(appendLower(lower[:0], key))]
-	default:
-		keyed = byKey[strings.ToLower(key)]
-	}
+	keyed := d.keyedOf(c, key)
 	for len(open) > 0 || len(keyed) > 0 {
 		var next candidate
 		if len(keyed) == 0 || len(open) > 0 && open[0].rule < keyed[0].rule {
@@ -115,6 +119,31 @@ func (d *dispatch) candidates(c class, key string, open []candidate, yield func(
 			return
 		}
 	}
+}
+
+// keyedOf is the rules keyed by key in class c.
+func (d *dispatch) keyedOf(c class, key string) []candidate {
+	switch byKey := d.keyed[c]; {
+	case byKey == nil || !d.mayBeKeyed(c, key):
+		return nil
+	case c != classRequestHeader && c != classResponseHeader:
+		return byKey[key]
+	case len(key) <= 64 && isASCII(key):
+		var lower [64]byte // header names are keyed in lower case; no copy is made to look one up
+		return byKey[string(appendLower(lower[:0], key))]
+	default:
+		return byKey[strings.ToLower(key)]
+	}
+}
+
+// mayBeKeyed reports whether a rule may be keyed by key in class c: false
+// rules every keyed rule out. A header name not in ASCII may change length
+// in lower case, so it is never ruled out.
+func (d *dispatch) mayBeKeyed(c class, key string) bool {
+	if bit := keyBit(key); d.keyBloom[c][bit/64]&(1<<(bit%64)) != 0 {
+		return true
+	}
+	return (c == classRequestHeader || c == classResponseHeader) && d.keyed[c] != nil && !isASCII(key)
 }
 
 // appendLower appends s in lower case (ASCII letters) to dst.

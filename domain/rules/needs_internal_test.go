@@ -31,7 +31,7 @@ func TestPatternNeedsHoldForEveryMatch(t *testing.T) {
 			}
 			value := string(text)
 			for _, m := range re.FindAllStringIndex(value, -1) {
-				if counts := countText(value[m[0]:m[1]]); !counts.covers(needs) {
+				if counts := countText(value[m[0]:m[1]]); !counts.covers(needs.packed()) {
 					t.Fatalf("%s matches %q in %q, whose counts %+v fall short of its needs %+v", pattern, value[m[0]:m[1]], value, counts, needs)
 				}
 			}
@@ -74,9 +74,9 @@ func TestContainsFoldAsEqualFoldAtEachByte(t *testing.T) {
 // with every place tried, on random texts.
 func TestHasIBANStartAsEveryPlace(t *testing.T) {
 	r := rand.New(rand.NewPCG(37, 8))
-	const alphabet = "AZ09x- "
+	const alphabet = "AZ09x- @[\x80\xc1\xda"
 	for range 20000 {
-		text := make([]byte, r.IntN(16))
+		text := make([]byte, r.IntN([]int{16, 80}[r.IntN(2)]))
 		for i := range text {
 			text[i] = alphabet[r.IntN(len(alphabet))]
 		}
@@ -86,6 +86,52 @@ func TestHasIBANStartAsEveryPlace(t *testing.T) {
 		}
 		if got := hasIBANStart(string(text)); got != want {
 			t.Fatalf("hasIBANStart(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestByteCountsAsCountsCapped compares countText with a count of each
+// kind capped at 127, and covers with a comparison of each, on random texts
+// short and long.
+func TestByteCountsAsCountsCapped(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 10))
+	const alphabet = "0123456789AZaz@.:-_ \t\n\r\f\v\xff"
+	naive := func(s string) (n [countKinds]int) {
+		for i := 0; i < len(s); i++ {
+			n[byteKind[s[i]]]++
+		}
+		for k := range n {
+			n[k] = min(n[k], 127)
+		}
+		return n
+	}
+	lanes := func(c byteCounts) (n [countKinds]int) {
+		for k := 1; k < countKinds; k++ {
+			n[k] = int(c >> (8 * (k - 1)) & 0xff)
+		}
+		return n
+	}
+	for range 5000 {
+		text := make([]byte, r.IntN([]int{20, 300, 2000}[r.IntN(3)]))
+		for i := range text {
+			text[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		want := naive(string(text))
+		want[kindOther] = 0
+		got := countText(string(text))
+		if lanes(got) != want {
+			t.Fatalf("countText(%q) = %v, want %v", text, lanes(got), want)
+		}
+		var need textCounts
+		need.add(uint8(1+r.IntN(countKinds-1)), r.IntN(200))
+		need.add(uint8(1+r.IntN(countKinds-1)), r.IntN(20))
+		needLanes := lanes(need.packed())
+		covers := true
+		for k := 1; k < countKinds; k++ {
+			covers = covers && want[k] >= needLanes[k]
+		}
+		if got.covers(need.packed()) != covers {
+			t.Fatalf("%v covers %v: %v, want %v", want, needLanes, !covers, covers)
 		}
 	}
 }

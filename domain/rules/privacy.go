@@ -17,7 +17,7 @@ type privacyRule struct {
 	except      []selector
 	pattern     *regexp.Regexp
 	literal     literal    // every match of pattern holds it
-	needs       textCounts // every match of pattern or detector holds at least these counts of bytes
+	needs       byteCounts // every match of pattern or detector holds at least these counts of bytes
 	group       int
 	detector    *detector
 	action      Action
@@ -57,7 +57,7 @@ func compilePrivacy(fe *domain.FieldErrors, field string, r PrivacyRule) (privac
 	case r.Match.Pattern != "" && r.Match.Detector != "":
 		fe.Add(field+".match", "names a pattern or a detector, not both")
 	case r.Match.Pattern != "":
-		p.literal, p.needs = requiredLiteral(r.Match.Pattern), patternNeeds(r.Match.Pattern)
+		p.literal, p.needs = requiredLiteral(r.Match.Pattern), patternNeeds(r.Match.Pattern).packed()
 		if p.pattern = compilePattern(fe, field+".match.pattern", r.Match.Pattern); p.pattern != nil &&
 			(r.Match.Group < 0 || r.Match.Group > p.pattern.NumSubexp()) {
 			fe.Add(field+".match.group", "must be 0 to %d, the pattern's groups", p.pattern.NumSubexp())
@@ -112,7 +112,7 @@ func anyMatches(selectors []selector, l *location) bool {
 
 // spans returns where in value the rule's match is, as submatch index lists;
 // counts are value's (countText).
-func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
+func (p *privacyRule) spans(value string, counts byteCounts) [][]int {
 	switch {
 	case p.pattern != nil && (!counts.covers(p.needs) || !p.literal.holds(value)):
 		return nil // the pattern cannot match: spare running it
@@ -131,7 +131,7 @@ func (p *privacyRule) spans(value string, counts *textCounts) [][]int {
 
 // scrub returns value with the rule's action done on each match, how many
 // matches there were, and whether the value goes; counts are value's.
-func (p *privacyRule) scrub(value string, counts *textCounts, hasher *keyedHash) (string, int, bool) {
+func (p *privacyRule) scrub(value string, counts byteCounts, hasher *keyedHash) (string, int, bool) {
 	spans := p.spans(value, counts)
 	n := 0
 	var b strings.Builder

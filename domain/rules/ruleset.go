@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reqlog/reqlog/domain"
 )
@@ -501,10 +503,34 @@ func (l literal) holds(value string) bool {
 		return true
 	case !l.fold:
 		return strings.Contains(value, l.text)
-	case !isASCII(value):
+	case foldsToASCII(value):
 		return true // a non-ASCII letter may fold to the literal's
 	}
 	return containsFold(value, l.text)
+}
+
+// asciiFolds are the non-ASCII letters that fold to ASCII ones (K to k, ſ
+// to s), encoded: a text holding none of them holds a match of a folded
+// ASCII literal only in ASCII bytes.
+var asciiFolds = func() (out []string) {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf && !slices.Contains(out, string(f)) {
+				out = append(out, string(f))
+			}
+		}
+	}
+	return out
+}()
+
+// foldsToASCII reports whether value holds a letter of asciiFolds.
+func foldsToASCII(value string) bool {
+	for _, f := range asciiFolds {
+		if strings.Contains(value, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func isASCII(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // scrubByEveryRule is scrub the slow way: each value meets every privacy
 // rule in order, its scope, selectors and match tried as they are, none of
 // the shortcuts (dispatch, the rules ruled out by a body's text or by a
-// value's counts). It returns the changes and the counts scrub would.
+// value's counts, a pattern's literal, a detector's hint). It returns the
+// changes and the counts scrub would.
 func (c *Compiled) scrubByEveryRule(m *domain.Message, src Source) ([]Change, []Count) {
 	var changes []Change
 	matches := make([]int, len(c.privacy))
@@ -36,8 +38,7 @@ func (c *Compiled) scrubByEveryRule(m *domain.Message, src Source) ([]Change, []
 			if !active[i] || !r.selects(l) {
 				continue
 			}
-			counts := countText(value)
-			kept, n, remove := r.scrub(value, &counts, c.hasher)
+			kept, n, remove := r.scrubWithoutShortcuts(value, c.hasher)
 			if n == 0 {
 				continue
 			}
@@ -62,6 +63,51 @@ func (c *Compiled) scrubByEveryRule(m *domain.Message, src Source) ([]Change, []
 		}
 	}
 	return changes, counts
+}
+
+// scrubWithoutShortcuts is scrub with the pattern or detector run on every
+// value: no counts, literal or hint rule a value out first.
+func (p *privacyRule) scrubWithoutShortcuts(value string, hasher *keyedHash) (string, int, bool) {
+	plain := *p
+	plain.literal = literal{}
+	if p.detector != nil {
+		d := *p.detector
+		d.needs, d.hint = 0, func(string) bool { return true }
+		plain.detector = &d
+	}
+	plain.needs = 0
+	return plain.scrub(value, 0, hasher) // no needs: no counts needed
+}
+
+// compileFifty compiles the fifty rules of the benchmarks.
+func compileFifty(t testing.TB) *Compiled {
+	t.Helper()
+	doc, err := os.ReadFile("testdata/fifty-rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(rs, []byte("key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// scrubDiffers scrubs m, and a copy of it by every rule, and says how the
+// two differ (message, changes, counts), "" when they do not.
+func (c *Compiled) scrubDiffers(m domain.Message) string {
+	slow := m.Clone()
+	var out Outcome
+	c.scrub(&m, SourceAPI, &out)
+	changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
+	if reflect.DeepEqual(m, slow) && slices.Equal(out.Changes, changes) && slices.Equal(out.Counts, counts) {
+		return ""
+	}
+	return fmt.Sprintf("scrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", m, out.Changes, out.Counts, slow, changes, counts)
 }
 
 // randomExchange is a message of the benchmarks' kind, its values drawn at
@@ -102,27 +148,180 @@ func randomExchange(r *rand.Rand, k int) domain.Message {
 // every rule tried on every value, for the fifty rules of the benchmarks on
 // random exchanges: the same message, changes and counts.
 func TestScrubAsEveryRuleOnEveryValue(t *testing.T) {
-	doc, err := os.ReadFile("testdata/fifty-rules.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := Parse(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Compile(rs, []byte("key"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := compileFifty(t)
 	r := rand.New(rand.NewPCG(37, 1))
 	for k := range 2000 {
 		m := randomExchange(r, k)
-		slow := m.Clone()
-		var out Outcome
-		c.scrub(&m, SourceAPI, &out)
-		changes, counts := c.scrubByEveryRule(&slow, SourceAPI)
-		if !reflect.DeepEqual(m, slow) || !slices.Equal(out.Changes, changes) || !slices.Equal(out.Counts, counts) {
-			t.Fatalf("exchange %d:\nscrub:      %+v\n%v\n%v\nevery rule: %+v\n%v\n%v", k, m, out.Changes, out.Counts, slow, changes, counts)
+		if diff := c.scrubDiffers(m); diff != "" {
+			t.Fatalf("exchange %d:\n%s", k, diff)
 		}
 	}
+}
+
+// randomPrivacyRules is a rule set of up to 24 privacy rules drawn from
+// selectors, matches and actions of every kind, some scoped, some dry-run.
+func randomPrivacyRules(r *rand.Rand) RuleSet {
+	pick := func(values ...string) string { return values[r.IntN(len(values))] }
+	selectors := []string{"**", "body", "body.**", "body.*", "request.body", "response.body.**", "body.**.note", "body.**.card",
+		"request.body.customer.*", "body.items.*.note", "body.*.email", "body.wrapped", "headers.*", "headers", "request.headers.x-partner-id",
+		"headers.authorization", "response.headers.x-trace", "headers.kelvin", "query.*", "query.token", "query.q", "query", "path",
+		"ip_address", `body."a.b"`, "body.key", "body.card", "body.note", "request.body.**.x"}
+	patterns := []string{`\b\d{6,}\b`, `\bORD-\d{8}\b`, `(?i)passport[:= ]+([A-Z0-9]{6,9})`, `\d{4}-\d{2}-\d{2}`, `/users/(\d+)`, `(?i)secret`,
+		`(?i)k+`, `[A-Z]{2}\d{2}`, `(?i)(bearer)\s+\S+`, `@`, `a|b`, `x*`, `\s`, `ſ`, `(?i)wrap`, `\pL{3}`, `[^a]+`, `^$`, `_`}
+	var rs RuleSet
+	for i := range 1 + r.IntN(24) {
+		rule := PrivacyRule{ID: fmt.Sprint("r", i), Select: []string{pick(selectors...)}, Action: Action{Type: pick(ActionMask, ActionHash, ActionRemove, ActionReplace, ActionPartial)}}
+		if r.IntN(4) == 0 {
+			rule.Select = append(rule.Select, pick(selectors...))
+		}
+		if r.IntN(6) == 0 {
+			rule.Except = []string{pick(selectors...)}
+		}
+		switch r.IntN(3) {
+		case 0:
+			rule.Match.Pattern = pick(patterns...)
+			if re := regexp.MustCompile(rule.Match.Pattern); re.NumSubexp() > 0 && r.IntN(2) == 0 {
+				rule.Match.Group = 1
+			}
+		case 1:
+			rule.Match.Detector = pick(detectorOrder[:]...)
+		}
+		switch rule.Action.Type {
+		case ActionReplace:
+			rule.Action.With = pick("[x]", "", "a@b.cc", "4111 1111 1111 1111")
+		case ActionPartial:
+			rule.Action.KeepLast = 1 + r.IntN(4)
+		}
+		if rule.Match.Detector == "bearer_token" && r.IntN(2) == 0 {
+			rule.Action = Action{Type: ActionKeepScheme}
+		}
+		if r.IntN(5) == 0 {
+			rule.Mode = "dry_run"
+		}
+		if r.IntN(6) == 0 {
+			rule.Scope.Paths = []string{pick("/v1/orders/**", "/v1/users/*")}
+		}
+		rs.Privacy = append(rs.Privacy, rule)
+	}
+	return rs
+}
+
+// hostileText is a value of the kinds that trip shortcuts: escapes,
+// invalid UTF-8, letters folding to ASCII (K, ſ), percent-encoding, JSON
+// held in a string, matches split across values.
+func hostileText(r *rand.Rand) string {
+	parts := []string{"gift wrap", "ana@example.com", "ana%40example.com", "ana@", "example.com", "4111 1111", "1111 1111", "4111 1111 1111 1111",
+		"Bearer\tabc.def", "bearer  x", "BEARER", "\xff\xfe", "Kelvin", "paſſport: X1234567", "PASSPORT=AB12345", "ſecret", "SECRET",
+		`{"card":"4111111111111111","note":"123456"}`, `["a@b.cc",{"x":"9"}]`, `"quoted"`, `back\slash`, "tab\there", "line\nbreak",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "AKIAIOSFODNN7EXAMPLE", "sk_live_0123456789abcdef", "203.0.113.9", "::1",
+		"DE89370400440532013000", "123-45-6789", "ORD-00000042", "1990-01-31", "a+b", "%zz", "", " ", "_", "a.b", "k", "K"}
+	n := 1 + r.IntN(3)
+	out := ""
+	for range n {
+		out += parts[r.IntN(len(parts))]
+	}
+	return out
+}
+
+// hostileExchange is a message whose every place holds hostileText, in JSON,
+// form and text bodies, headers of odd casing, query parameters encoded.
+func hostileExchange(r *rand.Rand, k int) domain.Message {
+	names := []string{"note", "card", "email", "key", "x", "a.b", "wrapped", "customer", "items", "Kelvin", "ſ", "token", "q"}
+	name := func() string { return names[r.IntN(len(names))] }
+	text := func() string { return hostileText(r) }
+	body := func() (string, string) {
+		switch r.IntN(5) {
+		case 0:
+			form := url.Values{}
+			for range 1 + r.IntN(4) {
+				form.Add(name(), text())
+			}
+			return form.Encode(), formType
+		case 1:
+			return text(), "text/plain"
+		case 2:
+			inner, _ := json.Marshal(randomJSON(r, 0, text, name))
+			raw, _ := json.Marshal(map[string]any{"wrapped": string(inner), "note": text()})
+			return string(raw), "application/json"
+		case 3:
+			return `{"broken": "` + text(), "application/json"
+		}
+		raw, _ := json.Marshal(map[string]any{"customer": randomJSON(r, 1, text, name), "items": []any{randomJSON(r, 1, text, name)}, name(): text()})
+		return "  " + string(raw), "application/json"
+	}
+	header := func() domain.Header {
+		h := domain.Header{}
+		for _, n := range []string{"Authorization", "x-partner-id", "X-TRACE", "\u212aelvin", "Kelvin"} {
+			if r.IntN(2) == 0 {
+				h[n] = []string{text()}
+			}
+		}
+		return h
+	}
+	reqBody, reqType := body()
+	respBody, respType := body()
+	query := url.Values{}
+	for range r.IntN(4) {
+		query.Add(name(), text())
+	}
+	path := []string{"/v1/orders/", "/v1/users/", "/other/"}[r.IntN(3)] + fmt.Sprint(k)
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	return domain.Message{ID: fmt.Sprint(k), Account: "bench", Name: "shop", Method: "POST", Path: path, IPAddress: text(),
+		Request:  domain.Content{Header: header(), Body: reqBody, ContentType: reqType},
+		Response: domain.Content{Header: header(), Body: respBody, ContentType: respType}}
+}
+
+// TestScrubAsEveryRuleOnRandomRuleSets is TestScrubAsEveryRuleOnEveryValue
+// over random rule sets and hostile exchanges.
+func TestScrubAsEveryRuleOnRandomRuleSets(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 9))
+	for set := range 300 {
+		rs := randomPrivacyRules(r)
+		c, err := Compile(rs, []byte("key"))
+		if err != nil {
+			t.Fatalf("rule set %d: %v", set, err)
+		}
+		for k := range 30 {
+			m := hostileExchange(r, k)
+			if r.IntN(3) == 0 {
+				m = randomExchange(r, k)
+			}
+			if diff := c.scrubDiffers(m); diff != "" {
+				rules, _ := json.Marshal(rs)
+				t.Fatalf("rule set %d, exchange %d:\n%s\n%s", set, k, rules, diff)
+			}
+		}
+	}
+}
+
+// FuzzScrubAsEveryRule is TestScrubAsEveryRuleOnRandomRuleSets with the
+// exchange's texts from the fuzzer, under the fifty rules and a random rule
+// set drawn from seed.
+func FuzzScrubAsEveryRule(f *testing.F) {
+	f.Add("/v1/orders/1?token=a%40b.cc&q=4111+1111+1111+1111", `{"customer":{"email":"ana@example.com"},"items":[{"note":"call 0151234567"}]}`,
+		"a=b&card=4111%201111%201111%201111", "Bearer sk_live_0123456789abcdef", uint8(0), uint64(1))
+	f.Add("/v1/users/7", `{"wrapped":"{\"card\":\"4111111111111111\"}","k":"paſſport: X1234567"}`, "\xff{\"a\":", "\u212aelvin 203.0.113.9", uint8(1), uint64(2))
+	fifty := compileFifty(f)
+	f.Fuzz(func(t *testing.T, path, reqBody, respBody, header string, types uint8, seed uint64) {
+		random, err := Compile(randomPrivacyRules(rand.New(rand.NewPCG(seed, 11))), []byte("key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		contentType := func(bit uint8) string {
+			if types&bit != 0 {
+				return formType
+			}
+			return "application/json"
+		}
+		for _, c := range []*Compiled{fifty, random} {
+			m := domain.Message{ID: "x", Name: "signup", Method: "POST", Path: "/" + path, IPAddress: header,
+				Request:  domain.Content{Header: domain.Header{"Authorization": {header}, "X-Partner-Id": {reqBody}}, Body: reqBody, ContentType: contentType(1)},
+				Response: domain.Content{Header: domain.Header{"x-trace": {header, respBody}}, Body: respBody, ContentType: contentType(2)}}
+			if diff := c.scrubDiffers(m); diff != "" {
+				t.Fatal(diff)
+			}
+		}
+	})
 }

@@ -36,7 +36,13 @@ type location struct {
 }
 
 func (l location) String() string {
-	prefix := map[side]string{sideRequest: "request.", sideResponse: "response."}[l.side]
+	prefix := ""
+	switch l.side {
+	case sideRequest:
+		prefix = "request."
+	case sideResponse:
+		prefix = "response."
+	}
 	switch l.kind {
 	case kindIP:
 		return "ip_address"
@@ -49,7 +55,19 @@ func (l location) String() string {
 	case kindBodyText:
 		return prefix + "body"
 	}
-	return prefix + "body." + strings.Join(l.path, ".")
+	n := len(prefix) + len("body")
+	for _, key := range l.path {
+		n += 1 + len(key)
+	}
+	var b strings.Builder // one allocation: a message changed is changed in several places
+	b.Grow(n)
+	b.WriteString(prefix)
+	b.WriteString("body")
+	for _, key := range l.path {
+		b.WriteByte('.')
+		b.WriteString(key)
+	}
+	return b.String()
 }
 
 // selector picks values of an exchange. Its grammar, a dotted path:

@@ -189,7 +189,8 @@ func walkBody(body, contentType string, s side, v visit) (string, bool) {
 // JSON object or array, at loc, opening JSON held in strings up to
 // maxEmbeddedJSON deep, and returns src rewritten where anything changed.
 func walkJSON(src string, loc *location, v visit, embedded int) (string, bool) {
-	w := jsonWalk{src: src, loc: loc, visit: v, embedded: embedded}
+	w := jsonWalk{src: src, loc: loc, visit: v, embedded: embedded,
+		plain: strings.IndexByte(src, '\\') < 0 && utf8.ValidString(src)}
 	w.value(0)
 	if !w.changed {
 		return src, false
@@ -212,6 +213,17 @@ type jsonWalk struct {
 	changed  bool
 	copied   int
 	quoted   []byte // a changed value as a JSON string
+	// plain says src holds no escape and is valid UTF-8: each string is
+	// then its literal without the quotes, looked at once for the whole.
+	plain bool
+}
+
+// unquote is the value of the string literal lit of src.
+func (w *jsonWalk) unquote(lit string) string {
+	if w.plain {
+		return lit[1 : len(lit)-1]
+	}
+	return unquote(lit)
 }
 
 // replace puts text in place of src[start:end].
@@ -245,7 +257,7 @@ func (w *jsonWalk) value(i int) (end int, removed bool) {
 		return i + len("null"), false
 	case '"':
 		end = jsonbytes.StringEnd(w.src, i)
-		return end, w.text(i, end, unquote(w.src[i:end]), true)
+		return end, w.text(i, end, w.unquote(w.src[i:end]), true)
 	}
 	end = jsonbytes.ValueEnd(w.src, i)
 	return end, w.text(i, end, w.src[i:end], false) // a number or a boolean, matched as its text
@@ -291,7 +303,7 @@ func (w *jsonWalk) container(i int) int {
 		w.loc.path = w.loc.path[:depth]
 		if object {
 			keyEnd := jsonbytes.StringEnd(w.src, j)
-			w.loc.path = append(w.loc.path, unquote(w.src[j:keyEnd]))
+			w.loc.path = append(w.loc.path, w.unquote(w.src[j:keyEnd]))
 			j = jsonbytes.SkipSpace(w.src, jsonbytes.SkipSpace(w.src, keyEnd)+1) // past the colon
 		} else {
 			w.loc.path = append(w.loc.path, strconv.Itoa(index))
