@@ -731,6 +731,7 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 		return nil
 	}
 	q := subjectQuery(*e, j.cfg.Step)
+	var deletedNone []ports.SubjectRef // the last step's, when it deleted none
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -746,8 +747,16 @@ func (j *ErasureJob) erase(ctx context.Context, e *erasure.Erasure) error {
 		if err := deleteStep(refs); err != nil {
 			return err
 		}
-		if *count(&e.Counts) == before {
+		switch {
+		case *count(&e.Counts) > before:
+			deletedNone = nil
+		case slices.EqualFunc(refs, deletedNone, func(a, b ports.SubjectRef) bool { return a.ID == b.ID }):
+			// Found again: the store cannot delete them.
 			return fmt.Errorf("the store found %d messages of the subject and deleted none", len(refs))
+		default:
+			// Gone between the search and the delete (a class's retention
+			// purged them): the next search tells.
+			deletedNone = refs
 		}
 	}
 }

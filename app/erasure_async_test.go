@@ -461,3 +461,44 @@ func TestReplicasJobsTakeTurnsOnAnErasure(t *testing.T) {
 		t.Errorf("stored after the job: %d messages; want bob's %d", len(found), len(bob))
 	}
 }
+
+// purgedFirst is a memory store whose first Delete finds its messages gone:
+// a class's retention purged them between the job's search and its delete.
+type purgedFirst struct {
+	*memory.Store
+	purged atomic.Bool
+}
+
+func (s *purgedFirst) Delete(ctx context.Context, account string, refs []ports.SubjectRef) (int64, error) {
+	if s.purged.CompareAndSwap(false, true) {
+		if _, err := s.Store.Delete(ctx, account, refs); err != nil {
+			return 0, err
+		}
+	}
+	return s.Store.Delete(ctx, account, refs)
+}
+
+// A step whose messages something else deleted first is no failure: the
+// job searches again and carries on, and fails only when a search finds
+// the same messages it could not delete.
+func TestTheErasureJobCarriesOnPastMessagesDeletedBeforeIt(t *testing.T) {
+	f := newErasureFixture(t)
+	store := &purgedFirst{Store: f.store}
+	core := f.coreOn(t, store)
+	ana := submitMany(t, core, "u-1", 250)
+	bob := submitMany(t, core, "u-2", 5)
+	e, err := core.Erasures.Erase(t.Context(), ruleKey, erasure.Request{Subjects: []string{"u-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := core.EraseNow(t.Context(), false); err != nil {
+		t.Fatalf("the run whose first step found its messages gone: %v", err)
+	}
+	got, err := core.Erasures.Erasure(t.Context(), ruleKey, e.ID)
+	if err != nil || got.State != erasure.StateDeleted || got.Deleted != int64(len(ana))-100 {
+		t.Errorf("the receipt = %+v, %v; want deleted, the %d the job deleted", got, err, len(ana)-100)
+	}
+	if found, _ := f.store.Lookup(t.Context(), ruleKey.Scope, keys(union(ana, bob))); len(found) != len(bob) {
+		t.Errorf("stored after the job: %d messages; want bob's %d", len(found), len(bob))
+	}
+}

@@ -331,6 +331,12 @@ func testHide(t *testing.T, s ports.MessageStore, e ports.Eraser) {
 	if n, err := e.Hide(t.Context(), acme, refsOf(x.ana)); err != nil {
 		t.Errorf("Hide again = %d, %v; want no error", n, err)
 	}
+	// A purge leaves hidden messages to the erasure job, which deletes and
+	// counts them: the receipt's counts stay true.
+	if _, err := s.PurgeExpired(t.Context(), f.now()); err != nil {
+		t.Fatal(err)
+	}
+	assertRefs(t, "ana hidden, after a purge", x.ana, findSubjects(t, e, ports.SubjectQuery{Account: acme, Hashes: []string{subjectAna}}))
 }
 
 // testHiddenSubjects: a filter's Hidden (a pending erasure's subjects)

@@ -124,7 +124,10 @@ type ExpiredPurger interface {
 	// how many it deleted (-1 when the backend cannot tell). A store that deletes in
 	// coarser units (Elasticsearch: whole daily indices) MUST NOT delete anything
 	// not yet expired and MAY keep expired messages until their whole unit expires;
-	// List and Get never return them either way.
+	// List and Get never return them either way. Messages an erasure hid
+	// (erasure.HiddenExpiry) SHOULD be left to its job, which deletes and
+	// counts them (a unit that expires takes them with it; MongoDB's TTL
+	// index, where there is one, takes them too).
 	PurgeExpired(ctx context.Context, now time.Time) (int64, error)
 }
 

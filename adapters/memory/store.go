@@ -44,6 +44,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/domain/stats"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -259,7 +260,8 @@ const purgeStep = 1000
 
 // PurgeExpired deletes every message whose ExpiresAt is at or before now,
 // soonest expiry first, purgeStep at a time, adding each to the rollups kept
-// of its minute (rollups.go).
+// of its minute (rollups.go). Hidden messages (erasure.HiddenExpiry) are the
+// erasure job's to delete, and counted by it: left alone.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
 	var purged int64
 	for {
@@ -279,7 +281,7 @@ func (s *Store) purgeStep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var expired []string
-	s.expires.Ascend(func(e expiry) bool {
+	s.expires.AscendGreaterOrEqual(expiry{expires: erasure.HiddenExpiry.Add(time.Nanosecond)}, func(e expiry) bool {
 		if e.expires.After(now) || len(expired) == purgeStep {
 			return false
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/record"
 	"github.com/reqlog/reqlog/adapters/statsengine"
 	"github.com/reqlog/reqlog/domain"
+	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/ports"
 )
 
@@ -361,7 +362,9 @@ func (s *Store) Get(ctx context.Context, scope domain.Scope, idOrReference strin
 // message of their minute has expired (the end of the minute plus the
 // retention).
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
-	expired := bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$lte", Value: now.UnixMicro()}}}}
+	// Hidden messages (erasure.HiddenExpiry) are the erasure job's to delete,
+	// and counted by it (a TTL index, where there is one, takes them anyway).
+	expired := bson.D{{Key: fieldExpiresAt, Value: bson.D{{Key: "$gt", Value: record.MicrosOf(erasure.HiddenExpiry)}, {Key: "$lte", Value: now.UnixMicro()}}}}
 	if err := s.keepRollupsOf(ctx, expired); err != nil {
 		return 0, err
 	}
