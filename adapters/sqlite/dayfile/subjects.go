@@ -146,6 +146,9 @@ func subjectWhere(index string, args []any, q ports.SubjectQuery) *Where {
 // Subjects returns the file's messages q selects (its Account, Domain,
 // Hashes, CreatedBefore and After), newest first, at most q.Limit.
 func (f *File) Subjects(ctx context.Context, q ports.SubjectQuery) ([]ports.SubjectRef, error) {
+	if len(q.Hashes) == 0 {
+		return nil, nil // no subject: none (an empty MATCH is an FTS5 syntax error)
+	}
 	query, args := subjectsQuery(q)
 	rows, err := f.Read.QueryContext(ctx, query, args...)
 	if err != nil {

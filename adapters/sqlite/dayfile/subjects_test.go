@@ -100,6 +100,9 @@ func TestAppendIndexesEverySubjectOfABatch(t *testing.T) {
 	if err != nil || len(shared) != len(msgs) {
 		t.Errorf("the shared subject finds %d messages (%v), want %d", len(shared), err, len(msgs))
 	}
+	if none, err := f.Subjects(t.Context(), ports.SubjectQuery{Account: "acme", Limit: 1000}); err != nil || len(none) != 0 {
+		t.Errorf("no subject finds %d messages (%v), want none", len(none), err)
+	}
 }
 
 // A subject token is never a word's: it is not tokenLetters long, it is
