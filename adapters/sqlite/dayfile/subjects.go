@@ -31,7 +31,7 @@ import (
 // page of their own, which a commit wrote whole to the WAL (a 32 KiB page a
 // message: docs/benchmarks.md, "Erasures: ingest with three subject keys").
 
-// subjectToken appends the word index's term for a subject hash: the hash
+// appendSubjectToken appends the word index's term for a subject hash: the hash
 // itself when it is 32 lower-case hex digits (rules.SubjectHash's form),
 // otherwise 'z' and the hash's bytes in hex. Either is letters and digits
 // alone, lower case, so the index's ascii tokenizer reads it as one token
@@ -389,6 +389,7 @@ type storedMessage struct {
 	domain.Message
 }
 
+// readByIDs reads account's messages ids that the file holds, by seq.
 func readByIDs(ctx context.Context, tx *sql.Tx, dicts dictionaries, account string, ids []string) ([]storedMessage, error) {
 	// By seq: FTS5 buffers deletes of rising rowids and flushes them
 	// together, but flushes before each one lower than the last, and a
