@@ -128,7 +128,7 @@ func (s *Store) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, 
 func (s *Store) IndexSubjects(ctx context.Context, account string, entries []ports.SubjectEntry) (int64, error) {
 	return inDayFiles(ctx, s, entries, func(e ports.SubjectEntry) time.Time { return e.Ref.CreatedAt },
 		func(f *dayfile.File, entries []ports.SubjectEntry) (int64, error) {
-			return f.IndexSubjects(ctx, account, entries)
+			return f.IndexSubjects(ctx, account, entries, !s.skipWords)
 		})
 }
 

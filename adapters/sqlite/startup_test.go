@@ -127,17 +127,21 @@ func TestNewerDirectoryIsRefused(t *testing.T) {
 // the tests that make an older file from a new one.
 const undoVersion8 = undoVersion9 + "DROP TABLE tally_subjects; DROP TABLE tallies; ALTER TABLE messages DROP COLUMN sample_rate; "
 
-// undoVersion9 takes a day file of version 12 back to version 8.
+// undoVersion9 takes a day file of version 13 back to version 8.
 const undoVersion9 = undoVersion10 + "DROP TABLE class; ALTER TABLE messages DROP COLUMN bodies_expires; "
 
-// undoVersion10 takes a day file of version 12 back to version 9.
+// undoVersion10 takes a day file of version 13 back to version 9.
 const undoVersion10 = undoVersion11 + "ALTER TABLE erasure DROP COLUMN words_owed; "
 
-// undoVersion11 takes a day file of version 12 back to version 10.
+// undoVersion11 takes a day file of version 13 back to version 10.
 const undoVersion11 = undoVersion12 + "DROP TABLE dictionaries; "
 
-// undoVersion12 takes a day file of version 12 back to version 11.
-const undoVersion12 = "DROP TABLE free_fill; ALTER TABLE erasure DROP COLUMN free_owed; "
+// undoVersion12 takes a day file of version 13 back to version 11.
+const undoVersion12 = undoVersion13 + "DROP TABLE free_fill; ALTER TABLE erasure DROP COLUMN free_owed; "
+
+// undoVersion13 takes a day file of version 13 whose messages have no
+// subjects back to version 12.
+const undoVersion13 = "ALTER TABLE messages DROP COLUMN subject_tokens; "
 
 // takeBack runs undo on the day file at path, marks it of version and the
 // data directory dir too, as a reqlog of that version left them.

@@ -115,10 +115,11 @@ func insert(ctx context.Context, tx *sql.Tx, stmts *statements, msgs []domain.Me
 		return 0, 0, err
 	}
 	defer tallies.close()
-	var subjects subjectWriter
 	var (
-		words   wordTokens
-		rollups = map[rollupKey]*stats.Rollup{}
+		words         wordTokens
+		subjectTokens []byte
+		text          []byte
+		rollups       = map[rollupKey]*stats.Rollup{}
 	)
 	count := func(m domain.Message) {
 		added++
@@ -146,7 +147,8 @@ func insert(ctx context.Context, tx *sql.Tx, stmts *statements, msgs []domain.Me
 			}
 			continue // a retry of an exchange first dropped
 		}
-		values, err := rowValues(m, p)
+		subjectTokens = appendSubjectTokens(subjectTokens[:0], m.Subjects)
+		values, err := rowValues(m, p, subjectTokens)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -161,19 +163,20 @@ func insert(ctx context.Context, tx *sql.Tx, stmts *statements, msgs []domain.Me
 		if err != nil {
 			return 0, 0, err
 		}
-		if indexWords {
-			if _, err := insertWords.ExecContext(ctx, seq, words.of(m)); err != nil {
+		if indexWords || len(subjectTokens) > 0 {
+			var tokens []byte
+			if indexWords {
+				tokens = words.of(m)
+			}
+			text = indexedText(text, tokens, string(subjectTokens))
+			if _, err := insertWords.ExecContext(ctx, seq, text); err != nil {
 				return 0, 0, fmt.Errorf("message %s: words: %w", m.ID, err)
 			}
 		}
-		subjects.add(seq, m.Subjects)
 		count(m)
 	}
 	if added == 0 {
 		return 0, 0, nil
-	}
-	if err := subjects.flush(ctx, tx, stmts); err != nil {
-		return 0, 0, fmt.Errorf("subjects: %w", err)
 	}
 	if err := addToRollups(ctx, tx, stmts, rollups); err != nil {
 		return 0, 0, fmt.Errorf("rollups: %w", err)

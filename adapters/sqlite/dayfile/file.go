@@ -135,6 +135,7 @@ func daySchema(pageSize int) sqlitedb.Schema {
 		{To: 10, SQL: sql("day-10.sql")},                  // the word index's optimize an erasure owes
 		{To: 11, SQL: sql("day-11.sql")},                  // the compression dictionary (dictionary.go)
 		{To: 12, SQL: sql("day-12.sql")},                  // the free pages an erasure owes zeroed (freepages.go)
+		{To: 13, SQL: sql("day-13.sql")},                  // subject hashes as terms of the word index (subjects.go)
 	}}
 }
 

@@ -116,9 +116,12 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 	if err != nil {
 		return 0, 0, f.Error(ctx, "clear bodies", err)
 	}
-	var words wordTokens
+	var (
+		words wordTokens
+		text  []byte
+	)
 	for after := int64(0); ; {
-		page, seqs, err := readPage(ctx, tx, dicts.byID, after)
+		page, seqs, subjectTokens, err := readPage(ctx, tx, dicts.byID, after)
 		if err != nil {
 			return 0, 0, f.Error(ctx, "clear bodies", err)
 		}
@@ -140,7 +143,8 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 				}
 				rewritten++
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, words.of(m)); err != nil {
+			text = indexedText(text, words.of(m), subjectTokens[i])
+			if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, text); err != nil {
 				return 0, 0, f.Error(ctx, "clear bodies: words", fmt.Errorf("message %s: %w", m.ID, err))
 			}
 		}
@@ -155,26 +159,29 @@ func (f *File) rewriteWithoutBodies(ctx context.Context, cleared int64) (rewritt
 	return rewritten, maxSeq, nil
 }
 
-// readPage reads up to clearBodiesPage messages of seq past after, by seq.
-func readPage(ctx context.Context, tx *sql.Tx, dicts dictionaries, after int64) ([]domain.Message, []int64, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", after, clearBodiesPage)
+// readPage reads up to clearBodiesPage messages of seq past after, by seq,
+// their seqs and their subject_tokens.
+func readPage(ctx context.Context, tx *sql.Tx, dicts dictionaries, after int64) ([]domain.Message, []int64, []string, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT "+MessageColumns+", seq, coalesce(subject_tokens, '') FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", after, clearBodiesPage)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	var (
-		page []domain.Message
-		seqs []int64
+		page          []domain.Message
+		seqs          []int64
+		subjectTokens []string
 	)
 	for rows.Next() {
 		var seq int64
-		m, err := scanMessage(rows, dicts.get, &seq)
+		var tokens string
+		m, err := scanMessage(rows, dicts.get, &seq, &tokens)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		page, seqs = append(page, m), append(seqs, seq)
+		page, seqs, subjectTokens = append(page, m), append(seqs, seq), append(subjectTokens, tokens)
 	}
-	return page, seqs, rows.Err()
+	return page, seqs, subjectTokens, rows.Err()
 }
 
 // unclearedBodies reports whether messages may have come into the file

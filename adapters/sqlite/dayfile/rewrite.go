@@ -121,12 +121,14 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 	var (
 		rewritten      []domain.Message
 		words          wordTokens
+		text           []byte
 		pathsChangedIn = map[rollupKey]bool{}
 	)
 	for _, m := range msgs {
 		var seq int64
-		old, err := scanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq FROM messages WHERE id = ? AND account = ? AND domain = ?",
-			m.ID, m.Account, m.Domain), dicts.get, &seq)
+		var subjectTokens string
+		old, err := scanMessage(tx.QueryRowContext(ctx, "SELECT "+MessageColumns+", seq, coalesce(subject_tokens, '') FROM messages WHERE id = ? AND account = ? AND domain = ?",
+			m.ID, m.Account, m.Domain), dicts.get, &seq, &subjectTokens)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // not stored here: never stored again
 		}
@@ -134,8 +136,10 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
 		// A contentless index deletes a row given the tokens it was given:
-		// those of the message as stored, which scanMessage inflated.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, words.of(old)); err != nil {
+		// those of the message as stored, which scanMessage inflated, and
+		// its subject tokens, which the rewrite keeps.
+		text = indexedText(text, words.of(old), subjectTokens)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO words(words, rowid, w) VALUES ('delete', ?, ?)`, seq, text); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
 		now := old
@@ -151,7 +155,8 @@ func rewriteRows(ctx context.Context, tx *sql.Tx, msgs []domain.Message, p *pack
 			rulesValue(now.Rules), seq); err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.ID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, words.of(now)); err != nil {
+		text = indexedText(text, words.of(now), subjectTokens)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO words(rowid, w) VALUES (?, ?)`, seq, text); err != nil {
 			return nil, fmt.Errorf("message %s: words: %w", m.ID, err)
 		}
 		if stats.PathOf(old.Path) != stats.PathOf(now.Path) {

@@ -23,8 +23,9 @@ const MessageColumns = `id, reference, account, domain, name, ip_address, method
 	created, updated, visible, expires, request_header, request_body, request_type, request_size,
 	response_header, response_body, response_type, response_size, route, rules, content, sample_rate, bodies_expires`
 
-const insertMessage = `INSERT INTO messages(` + MessageColumns + `)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
+// insertMessage inserts a row: rowValues' values.
+const insertMessage = `INSERT INTO messages(` + MessageColumns + `, subject_tokens)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`
 
 // microsOrZero is t in Unix microseconds, 0 for the zero time.
 func microsOrZero(t time.Time) int64 {
@@ -32,6 +33,14 @@ func microsOrZero(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMicro()
+}
+
+// nullTokens is a row's subject_tokens: NULL for none.
+func nullTokens(tokens []byte) any {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return string(tokens)
 }
 
 // nullRoute is a route template as its column holds it: NULL for none.
@@ -43,8 +52,9 @@ func nullRoute(route string) any {
 }
 
 // rowValues are m's column values in MessageColumns' order, its headers
-// and bodies as textColumns writes them.
-func rowValues(m domain.Message, p *packer) ([]any, error) {
+// and bodies as textColumns writes them, then its subject_tokens (nil for
+// none).
+func rowValues(m domain.Message, p *packer, subjectTokens []byte) ([]any, error) {
 	texts, err := textColumns(m, p)
 	if err != nil {
 		return nil, err
@@ -57,7 +67,7 @@ func rowValues(m domain.Message, p *packer) ([]any, error) {
 		m.StatusCode, duration, m.CreatedAt.UnixMicro(), m.UpdatedAt.UnixMicro(), m.VisibleAt.UnixMicro(),
 		m.ExpiresAt.UnixMicro(), texts.requestHeader, texts.requestBody, m.Request.ContentType, m.Request.Size,
 		texts.responseHeader, texts.responseBody, m.Response.ContentType, m.Response.Size, nullRoute(m.Route), rulesValue(m.Rules),
-		texts.content, m.SampleRate, microsOrZero(m.BodiesExpireAt)}, nil
+		texts.content, m.SampleRate, microsOrZero(m.BodiesExpireAt), nullTokens(subjectTokens)}, nil
 }
 
 // storedTexts are the values of a message's columns request_header,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -27,15 +25,10 @@ const (
 	dayTotalsQuery = `UPDATE day SET messages = messages + ?, max_expires = max(max_expires, ?)`
 )
 
-// insertSubjectsQuery inserts subjectRowsPerInsert rows of the subject index.
-var insertSubjectsQuery = sync.OnceValue(func() string {
-	return `INSERT OR IGNORE INTO subjects(hash, seq) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, subjectRowsPerInsert-1)
-})
-
 // appendQueries are the statements an Append runs.
 func appendQueries() []string {
 	return []string{insertMessage, insertWordsQuery, tallyAnyQuery, tallyHoldsQuery, tallyInsertQuery,
-		tallySubjectQuery, rollupReadQuery, rollupWriteQuery, insertSubjectsQuery(), dayTotalsQuery}
+		tallySubjectQuery, rollupReadQuery, rollupWriteQuery, dayTotalsQuery}
 }
 
 // statements are the Append statements prepared on one writer (a *sql.DB

@@ -128,7 +128,7 @@ func (t *tallyWriter) close() {
 // deleted. The rollups keep counting them, as they keep counting erased
 // messages.
 func (f *File) EraseTallies(ctx context.Context, q ports.SubjectQuery) (int64, error) {
-	w := subjectWhere("id IN (SELECT id FROM tally_subjects", q)
+	w := subjectWhere("id IN (SELECT id FROM tally_subjects WHERE hash IN (SELECT value FROM json_each(?)))", []any{jsonList(q.Hashes)}, q)
 	var deleted int64
 	err := sqlitedb.SecureTx(ctx, f.Write, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM tallies WHERE `+w.String(), w.Args...)

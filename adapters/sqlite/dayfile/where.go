@@ -84,8 +84,10 @@ func ReadableWhere(scope domain.Scope, f domain.Filter, now time.Time) *Where {
 	if f.MaxDuration != nil {
 		w.Add("duration <= ?", f.MaxDuration.Microseconds())
 	}
-	if f.Hidden != nil {
-		w.Add("NOT EXISTS (SELECT 1 FROM subjects WHERE subjects.seq = messages.seq AND hash IN (SELECT value FROM json_each(?)))", jsonList(f.Hidden.Hashes))
+	if f.Hidden != nil && len(f.Hidden.Hashes) > 0 {
+		// Not correlated: the hidden messages' seqs are read once, a
+		// set the walk probes, not the index once a row.
+		w.Add("messages.seq NOT IN ("+subjectSeqs+")", subjectSeqsArgs(f.Hidden.Hashes)...)
 	}
 	return w
 }
