@@ -124,17 +124,18 @@ func (c *Compiled) readSubjects(m *domain.Message, found func(value string) stri
 	if p.looks(classPath, path) {
 		c.subjectsAt(&location{kind: kindPath}, path, found)
 	}
-	// A query's values are decoded: an escape or a '+' may make an anchor.
+	// A query's values are decoded: an escape, or a '+' (a space), may make
+	// an anchor.
 	if hasQuery && (p.looks(classQuery, query) || strings.ContainsAny(query, "%+")) {
 		walkQuery(query, location{kind: kindQuery}, visit)
 	}
-	for _, c2 := range [...]struct {
+	for _, half := range [...]struct {
 		side    side
 		content *domain.Content
 	}{{sideRequest, &m.Request}, {sideResponse, &m.Response}} {
-		c.readHeaderSubjects(c2.content.Header, c2.side, found)
-		if c2.content.Body != "" && !c.readAnchoredBody(c2.side, c2.content, found) {
-			walkBody(c2.content.Body, c2.content.ContentType, c2.side, visit)
+		c.readHeaderSubjects(half.content.Header, half.side, found)
+		if half.content.Body != "" && !c.readAnchoredBody(half.side, half.content, found) {
+			walkBody(half.content.Body, half.content.ContentType, half.side, visit)
 		}
 	}
 }
