@@ -3,6 +3,7 @@ package domain
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestDraftsOfGoThroughTheValidator(t *testing.T) {
 			Body:        `{"a":1}`,
 			Size:        7,
 			ContentType: "application/json",
+			JSONBody:    `{"a":1}`, // found JSON: the rules need not check it again
 		},
 		Response: Content{
 			Header:      Header{"Set-Cookie": {Mask, Mask}, "X-Trace": {"abc"}},
@@ -136,4 +138,41 @@ func TestDraftsOfLeaveBadDurationsToTheValidator(t *testing.T) {
 	tooLong.Duration, tooLong.HasDuration = MaxDuration+time.Microsecond, true
 	_, err := validateExchanges(sampleExchange(), negative, tooLong)
 	assertFields(t, err, "[1].duration_ms", "[2].duration_ms")
+}
+
+// Validation tells the rules which bodies it found JSON within MaxNesting
+// (Content.JSONBody), declared so or not, redacted or not; and the verdict
+// no longer holds once the body is changed.
+func TestValidationTellsWhichBodiesAreJSON(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		body, contentType string
+		isJSON            bool
+	}{
+		{`{"password":"x","a":[1]}`, "application/json", true},
+		{"\uFEFF [1,2]", "", true},
+		{`{"a":1}`, "text/plain", true},
+		{deep(MaxNesting), "application/json", true},
+		{deep(MaxNesting + 1), "application/json", false},
+		{`{"a":1`, "application/json", false},
+		{"a=1&b=2", "application/x-www-form-urlencoded", false},
+		{"plain text", "", false},
+	} {
+		e := sampleExchange()
+		e.Request.Body, e.Request.Header = c.body, map[string][]string{}
+		if c.contentType != "" {
+			e.Request.Header["Content-Type"] = []string{c.contentType}
+		}
+		batch, err := validateExchanges(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := batch.Submissions[0].Request
+		if got.BodyIsJSON() != c.isJSON || c.isJSON && got.JSONBody != got.Body {
+			t.Errorf("%.30q as %q: JSONBody %.30q of body %.30q, want it JSON: %v", c.body, c.contentType, got.JSONBody, got.Body, c.isJSON)
+		}
+		if got.Body = got.Body[:len(got.Body)-1]; got.BodyIsJSON() {
+			t.Errorf("%.30q cut to %.30q: still called JSON", c.body, got.Body)
+		}
+	}
 }

@@ -243,23 +243,26 @@ func declaredType(h Header) (string, bool) {
 }
 
 // typeAndRedact returns contentType(h, body, sniff) and redactBody(body, that
-// type, fields). A body without a Content-Type is checked as JSON once for both:
-// the pass that finds it valid also finds what to mask.
-func typeAndRedact(h Header, body []byte, sniff Sniffer, fields fieldSet) (string, string) {
+// type, fields), with redactBody's isJSON. A body without a Content-Type is
+// checked as JSON once for both: the pass that finds it valid also finds what
+// to mask.
+func typeAndRedact(h Header, body []byte, sniff Sniffer, fields fieldSet) (contentType, redacted string, isJSON bool) {
 	if declared, ok := declaredType(h); ok {
-		return declared, redactBody(body, declared, fields)
+		redacted, isJSON = redactBody(body, declared, fields)
+		return declared, redacted, isJSON
 	}
 	if len(body) == 0 {
-		return "", ""
+		return "", "", false
 	}
 	marks := byteOrderMarks(body)
-	if redacted, valid := redactValidJSON(body[marks:], fields); valid {
+	if redacted, valid, isJSON := redactValidJSON(body[marks:], fields); valid {
 		// JSON is never form-shaped (a form's pairs hold '=', which JSON keeps
 		// inside strings), so this is redactBody's JSON path.
-		return "application/json", string(body[:marks]) + redacted
+		return "application/json", string(body[:marks]) + redacted, isJSON
 	}
 	sniffed := mediaType(sniff(body))
-	return sniffed, redactBody(body, sniffed, fields)
+	redacted, isJSON = redactBody(body, sniffed, fields)
+	return sniffed, redacted, isJSON
 }
 
 // mediaType drops parameters and lower-cases: the media type mime.ParseMediaType

@@ -70,7 +70,18 @@ type Content struct {
 	// Size is the length in bytes of the body as submitted: after JSON
 	// unescaping, before redaction.
 	Size int
+	// JSONBody is Body as validation left it when it found it JSON (after
+	// byte order marks and whitespace) nesting at most MaxNesting deep, ""
+	// when it did not look or found otherwise: the rules, which read a JSON
+	// body's values, need not check it again. It holds for Body only while
+	// Body is that text (BodyIsJSON), so that what rewrites Body need not
+	// clear it. No store keeps it.
+	JSONBody string
 }
+
+// BodyIsJSON reports whether validation found c's body, as it is now, JSON
+// nesting at most MaxNesting deep; false when not, or not known.
+func (c *Content) BodyIsJSON() bool { return c.JSONBody != "" && c.JSONBody == c.Body }
 
 // Message is one stored HTTP exchange.
 type Message struct {

@@ -157,19 +157,21 @@ const formMediaType = "application/x-www-form-urlencoded"
 // by default) carries the same secrets, and so do JSON cut short, JSON after
 // byte order marks and a form sent without its Content-Type. Other bodies are
 // kept as they are. The result never refers to body, which is the caller's to
-// reuse afterwards.
-func redactBody(body []byte, contentType string, fields fieldSet) string {
+// reuse afterwards. isJSON says it found body JSON nesting at most MaxNesting
+// deep (Content.JSONBody); false when not, or when it did not look.
+func redactBody(body []byte, contentType string, fields fieldSet) (redacted string, isJSON bool) {
 	if fields.empty() || len(body) == 0 {
-		return string(body)
+		return string(body), false
 	}
 	// The marks are kept, and skipped in one step: a call each would copy the
 	// rest of the body each time.
 	if marks := byteOrderMarks(body); marks > 0 {
-		return string(body[:marks]) + redactBody(body[marks:], contentType, fields)
+		redacted, isJSON := redactBody(body[marks:], contentType, fields)
+		return string(body[:marks]) + redacted, isJSON
 	}
 	switch {
 	case formShaped(body):
-		return redactForm(string(body), fields)
+		return redactForm(string(body), fields), false
 	case contentType == formMediaType:
 		return redactDeclaredForm(body, fields)
 	}
@@ -179,17 +181,18 @@ func redactBody(body []byte, contentType string, fields fieldSet) string {
 // redactDeclaredForm redacts a body whose content type is a form: as JSON when
 // it is valid JSON, as a form otherwise, and as both when it starts like JSON
 // without being valid (JSON cut short, or a form whose first key has a bracket).
-func redactDeclaredForm(body []byte, fields fieldSet) string {
+// isJSON is redactBody's.
+func redactDeclaredForm(body []byte, fields fieldSet) (redacted string, isJSON bool) {
 	if !startsLikeJSON(body) {
-		return redactForm(string(body), fields)
+		return redactForm(string(body), fields), false
 	}
-	if redacted, valid := redactValidJSON(body, fields); valid {
-		return redacted
+	if redacted, valid, isJSON := redactValidJSON(body, fields); valid {
+		return redacted, isJSON
 	}
 	// A pass can uncover what the other reads anew (masking a form value can drop
 	// the quote that opened a JSON string), so they run until neither changes
 	// anything, and redacting the result again changes nothing either.
-	redacted := string(body)
+	redacted = string(body)
 	for range maxBothWaysPasses {
 		again := redactForm(redactBrokenJSON([]byte(redacted), fields), fields)
 		if again == redacted {
@@ -197,7 +200,7 @@ func redactDeclaredForm(body []byte, fields fieldSet) string {
 		}
 		redacted = again
 	}
-	return redacted
+	return redacted, false
 }
 
 // maxBothWaysPasses bounds redactDeclaredForm's passes; each masks more, and
@@ -297,21 +300,23 @@ var queryChar = func() (t [256]bool) {
 // mask string; in valid JSON the validator finds them in its one pass, and a
 // body that only starts like JSON goes to redactBrokenJSON. Every other byte
 // (key order, whitespace, number spelling) is kept, which decoding and
-// re-encoding would not do.
-func redactJSON(body []byte, fields fieldSet) string {
-	if redacted, valid := redactValidJSON(body, fields); valid {
-		return redacted
+// re-encoding would not do. isJSON is redactBody's.
+func redactJSON(body []byte, fields fieldSet) (redacted string, isJSON bool) {
+	if redacted, valid, isJSON := redactValidJSON(body, fields); valid {
+		return redacted, isJSON
 	}
-	return redactBrokenJSON(body, fields)
+	return redactBrokenJSON(body, fields), false
 }
 
-// redactValidJSON redacts body if it is valid JSON, reporting whether it was.
-func redactValidJSON(body []byte, fields fieldSet) (redacted string, valid bool) {
+// redactValidJSON redacts body if it is valid JSON, reporting whether it was,
+// and whether it also nests at most MaxNesting deep (isJSON, redactBody's):
+// masking a value with a string keeps both true of what it returns.
+func redactValidJSON(body []byte, fields fieldSet) (redacted string, valid, isJSON bool) {
 	notes := jsonbytes.Notes{MasksValueOf: fields.keyLiteral}
 	if jsonbytes.Check(body, jsonbytes.MaxDepth, &notes) != jsonbytes.Valid {
-		return "", false
+		return "", false, false
 	}
-	return masked(body, notes.Masked), true
+	return masked(body, notes.Masked), true, notes.Depth <= MaxNesting
 }
 
 // masked copies body with each of the ordered, disjoint spans replaced by the mask.

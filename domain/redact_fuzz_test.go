@@ -34,12 +34,13 @@ func FuzzRedactJSON(f *testing.F) {
 		if extraField != "" {
 			fields = newFieldSet(append(slices.Clone(DefaultRedactedFields), extraField))
 		}
-		out := redactBody([]byte(body), "application/json", fields)
+		out, isJSON := redactBody([]byte(body), "application/json", fields)
 		checkRedacted(t, body, out, "application/json", fields)
+		checkIsJSON(t, []byte(body), out, isJSON)
 		if want := walkRedactJSON(body, fields); jsonbytes.IsValid(body) && out != want {
 			t.Fatalf("redacting %q gave %q, the byte walker %q", body, out, want)
 		}
-		if again := redactBody([]byte(out), "application/json", fields); again != out {
+		if again, _ := redactBody([]byte(out), "application/json", fields); again != out {
 			t.Fatalf("redacting twice changed %q to %q", out, again)
 		}
 	})
@@ -62,12 +63,26 @@ func FuzzTypeAndRedact(f *testing.F) {
 		}
 		for _, sniff := range sniffers {
 			wantType := contentType(h, body, sniff)
-			want := redactBody(body, wantType, defaultFields)
-			if gotType, got := typeAndRedact(h, body, sniff, defaultFields); gotType != wantType || got != want {
-				t.Fatalf("typeAndRedact(%q, %q) = %q, %q; want %q, %q", declared, body, gotType, got, wantType, want)
+			want, wantJSON := redactBody(body, wantType, defaultFields)
+			if gotType, got, isJSON := typeAndRedact(h, body, sniff, defaultFields); gotType != wantType || got != want || isJSON != wantJSON {
+				t.Fatalf("typeAndRedact(%q, %q) = %q, %q, %v; want %q, %q, %v", declared, body, gotType, got, isJSON, wantType, want, wantJSON)
 			}
 		}
 	})
+}
+
+// checkIsJSON checks redactBody's isJSON, a fact the rules trust
+// (Content.JSONBody): a body it calls JSON is kept as JSON within MaxNesting
+// as the rules read it, past byte order marks and whitespace; and a body
+// sent as an object or array within MaxNesting is called JSON.
+func checkIsJSON(t *testing.T, body []byte, out string, isJSON bool) {
+	t.Helper()
+	if isJSON && jsonbytes.Check(strings.TrimLeft(out, " \t\r\n\ufeff"), MaxNesting, nil) != jsonbytes.Valid {
+		t.Fatalf("%q redacted to %q: called JSON within %d deep, which it is not", body, out, MaxNesting)
+	}
+	if sent := body[byteOrderMarks(body):]; !isJSON && startsLikeJSON(sent) && jsonbytes.Check(sent, MaxNesting, nil) == jsonbytes.Valid {
+		t.Fatalf("%q redacted to %q: JSON within %d deep, not called so", body, out, MaxNesting)
+	}
 }
 
 func FuzzRedactedNamesMatchEncodingJSON(f *testing.F) {
@@ -88,9 +103,10 @@ func FuzzRedactBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string, kind uint8) {
 		ct := []string{"", "text/plain", formMediaType, "application/json"}[kind%4]
-		out := redactBody([]byte(body), ct, defaultFields)
+		out, isJSON := redactBody([]byte(body), ct, defaultFields)
 		checkRedacted(t, body, out, ct, defaultFields)
-		if again := redactBody([]byte(out), ct, defaultFields); again != out {
+		checkIsJSON(t, []byte(body), out, isJSON)
+		if again, _ := redactBody([]byte(out), ct, defaultFields); again != out {
 			t.Fatalf("redacting %q as %q twice changed %q to %q", body, ct, out, again)
 		}
 	})
@@ -105,8 +121,9 @@ func FuzzRedactForm(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		out := redactBody([]byte(body), formMediaType, defaultFields)
+		out, isJSON := redactBody([]byte(body), formMediaType, defaultFields)
 		checkRedacted(t, body, out, formMediaType, defaultFields)
+		checkIsJSON(t, []byte(body), out, isJSON)
 	})
 }
 

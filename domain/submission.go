@@ -237,7 +237,10 @@ func (v validator) content(d *DraftContent, field string, isResponse bool, topSt
 	}
 	c.Header = v.header(d.Header, field+".header", fe)
 	c.Size = len(body)
-	c.ContentType, c.Body = typeAndRedact(c.Header, body, v.sniff, v.redacted)
+	var isJSON bool
+	if c.ContentType, c.Body, isJSON = typeAndRedact(c.Header, body, v.sniff, v.redacted); isJSON {
+		c.JSONBody = c.Body
+	}
 	if v.masked["Content-Type"] { // the header kept every other masked value as Mask
 		maskHeader(c.Header, v.masked)
 	}

@@ -172,6 +172,9 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 func (s *Store) insert(m domain.Message) {
 	s.subjects.add(m.Account, m.ID, m.Subjects)
 	m.Subjects = nil // held by the index alone
+	// Validation's verdict for the rules: kept, it would hold a body since
+	// rewritten.
+	m.Request.JSONBody, m.Response.JSONBody = "", ""
 	idx := s.scopes[m.Scope()]
 	if idx == nil {
 		idx = &scopeIndex{all: newMessages(), byName: map[string]*application{}}

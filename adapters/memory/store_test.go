@@ -60,6 +60,25 @@ func TestAppendWithoutIDStoresNothing(t *testing.T) {
 	}
 }
 
+// The store keeps no validation's verdict (domain.Content.JSONBody), which
+// would keep the body it was given for alive beside the body stored.
+func TestAppendKeepsNoJSONVerdict(t *testing.T) {
+	s := memory.New()
+	now := time.Now()
+	m := message(t, now)
+	m.Request.JSONBody, m.Request.Body = `{"a":1}`, `{"a":"[erased]"}`
+	if err := s.Append(t.Context(), []domain.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(t.Context(), scope, m.ID, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Request.JSONBody != "" || got.Request.Body != m.Request.Body {
+		t.Errorf("stored JSONBody %q, body %q", got.Request.JSONBody, got.Request.Body)
+	}
+}
+
 func TestCancelledContext(t *testing.T) {
 	s := memory.New()
 	ctx, cancel := context.WithCancel(t.Context())

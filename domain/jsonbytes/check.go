@@ -40,6 +40,10 @@ type Notes struct {
 	// value already noted are not asked about.
 	MasksValueOf func(keyLiteral []byte) bool
 	Masked       []Span
+	// Depth gets how deeply the document's arrays and objects nest (0 for
+	// a scalar), so that a caller that validated it under a looser bound
+	// knows whether it fits a tighter one (Check with that maxDepth).
+	Depth int
 }
 
 // stringPlain marks the bytes a string may hold without an escape.
@@ -89,6 +93,9 @@ func Check[T string | []byte](data T, maxDepth int, notes *Notes) Verdict {
 		case '{', '[':
 			if len(open) == maxDepth {
 				return TooDeep
+			}
+			if notes != nil && len(open) == notes.Depth {
+				notes.Depth++
 			}
 			start := i
 			i = SkipSpace(data, i+1)

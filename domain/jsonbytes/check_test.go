@@ -276,3 +276,26 @@ func FuzzAppendValidUTF8(f *testing.F) {
 		}
 	})
 }
+
+// Check notes how deeply a valid document nests: the least maxDepth under
+// which it is valid.
+func TestCheckNotesTheDepth(t *testing.T) {
+	for _, c := range []struct {
+		doc   string
+		depth int
+	}{
+		{`12`, 0}, {`"[{"`, 0}, {`[]`, 1}, {` {} `, 1}, {`[[]]`, 2}, {`[1,[2,[3]],{}]`, 3}, {`{"a":{"b":[{}]},"c":[]}`, 4},
+		{`[{"a":"]]]"},[[[]]]]`, 4}, {strings.Repeat("[", 70) + strings.Repeat("]", 70), 70},
+	} {
+		notes := Notes{}
+		if got := Check(c.doc, MaxDepth, &notes); got != Valid || notes.Depth != c.depth {
+			t.Errorf("Check(%.30q) = %v, depth %d, want valid, depth %d", c.doc, got, notes.Depth, c.depth)
+		}
+		if got := Check(c.doc, c.depth, nil); got != Valid {
+			t.Errorf("Check(%.30q, %d) = %v, want valid", c.doc, c.depth, got)
+		}
+		if got := Check(c.doc, c.depth-1, nil); c.depth > 0 && got != TooDeep {
+			t.Errorf("Check(%.30q, %d) = %v, want too deep", c.doc, c.depth-1, got)
+		}
+	}
+}

@@ -28,8 +28,9 @@ type keyedHash struct {
 }
 
 type keyedState struct {
-	mac hash.Hash
-	buf []byte // the text hashed, so that Write needs no conversion
+	mac    hash.Hash
+	buf    []byte // the text hashed, so that Write needs no conversion
+	digest []byte // Sum's, which an array on the stack would escape for
 }
 
 func newKeyedHash(key []byte) *keyedHash {
@@ -47,10 +48,10 @@ func (k *keyedHash) sum(prefix, value string, hashPrefix bool) string {
 	s.mac.Reset()
 	s.buf = append(append(s.buf[:0], prefix...), value...)
 	s.mac.Write(s.buf)
-	var digest [sha256.Size]byte
+	s.digest = s.mac.Sum(s.digest[:0])
 	var out [len("hash:") + 32]byte
 	copy(out[:], "hash:")
-	hex.Encode(out[len("hash:"):], s.mac.Sum(digest[:0])[:16])
+	hex.Encode(out[len("hash:"):], s.digest[:16])
 	if hashPrefix {
 		return string(out[:])
 	}

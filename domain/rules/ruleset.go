@@ -179,12 +179,13 @@ func Encode(rs RuleSet) ([]byte, error) {
 // Compiled is a rule set ready to apply: every pattern, glob and selector
 // built once.
 type Compiled struct {
-	privacy   []privacyRule
-	ingest    []ingestRule
-	retention []retentionRule
-	subjects  []subjectKey
-	hasher    *keyedHash // the hash action's and subject hashes' key
-	dispatch  dispatch   // of privacy
+	privacy     []privacyRule
+	ingest      []ingestRule
+	retention   []retentionRule
+	subjects    []subjectKey
+	subjectPlan subjectPlan
+	hasher      *keyedHash // the hash action's and subject hashes' key
+	dispatch    dispatch   // of privacy
 }
 
 // Compile checks rs and builds it; hashKey keys the hash action and subject
@@ -252,6 +253,7 @@ func Compile(rs RuleSet, hashKey []byte) (*Compiled, error) {
 		return nil, err
 	}
 	c.dispatch = newDispatch(c.privacy)
+	c.subjectPlan = planSubjects(c.subjects)
 	return c, nil
 }
 

@@ -36,16 +36,6 @@ const Withheld = "[body withheld: the privacy rules could not read it]"
 // side, whether a rule reads body fields: a body that looks like JSON but
 // cannot be read within the bounds is then withheld (reported in withheld).
 func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withheld []string) {
-	return walkMessageReading(m, v, fieldsRead, nil)
-}
-
-// readBody visits the values of a body by a shorter way than the walk's, if
-// it has one for this body, and reports whether it did; it changes nothing.
-type readBody func(s side, body, contentType string) (read bool)
-
-// walkMessageReading is walkMessage that lets read, when not nil, visit a
-// body first: the walk visits the bodies read leaves.
-func walkMessageReading(m *domain.Message, v visit, fieldsRead func(side) bool, read readBody) (withheld []string) {
 	loc := location{kind: kindIP}
 	if m.IPAddress != "" {
 		if kept, remove := v(&loc, m.IPAddress); remove {
@@ -76,7 +66,7 @@ func walkMessageReading(m *domain.Message, v visit, fieldsRead func(side) bool, 
 		content *domain.Content
 	}{{sideRequest, &m.Request}, {sideResponse, &m.Response}} {
 		walkHeader(c.content.Header, c.side, v)
-		if c.content.Body == "" || read != nil && read(c.side, c.content.Body, c.content.ContentType) {
+		if c.content.Body == "" {
 			continue
 		}
 		body, ok := walkBody(c.content.Body, c.content.ContentType, c.side, v)
