@@ -43,9 +43,11 @@
 //
 // Each day file has one writer connection, whose transactions are BEGIN
 // IMMEDIATE, in WAL mode with synchronous=FULL: Append returns nil only after
-// the commit of every day file its batch touches (one transaction each; a
-// batch is mostly of one day). The service's group committer batches
-// concurrent submissions in front of it. Readers have a pool of their own
+// the commit of every day file its batch touches (a transaction each; a
+// batch is mostly of one day, and of the classes of its retention rules).
+// The service's group committer batches concurrent submissions in front of
+// it, and the Appends that wait for a file's writer share its next
+// transaction (dayfile.File.Append). Readers have a pool of their own
 // connections with query_only set: in WAL mode a read never waits for the
 // writer nor takes a lock the writer holds, and no read runs a statement
 // that would need the write lock (journal_mode is set by the writer only).

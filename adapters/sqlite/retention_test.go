@@ -331,3 +331,64 @@ func assertNoDeletedFileHeld(t *testing.T, dir string) {
 		}
 	}
 }
+
+// Batches over three classes appended at once by many callers, each with
+// a retry of a batch before it (Appends meeting in each file's queue share
+// its transactions): every message is stored once, in its class's file,
+// and the statistics count each once.
+func TestBatchesOfClassesAppendedAtOnceAreStoredOnce(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, sqlite.Config{Dir: dir})
+	base := time.Now().UTC().Add(-50 * time.Hour).Truncate(time.Hour)
+	const callers, batches, size = 8, 6, 9
+	all := make([][]domain.Message, callers*batches)
+	for b := range all {
+		for i := range size {
+			m := newMessage(t, base.Add(time.Duration(b*size+i)*time.Second), 200)
+			all[b] = append(all[b], classed(m, []string{"", "payments", "audit"}[i%3]))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(all))
+	for c := range callers {
+		wg.Go(func() {
+			for b := c * batches; b < (c+1)*batches; b++ {
+				errs <- s.Append(opCtx(t), all[b])
+				errs <- s.Append(opCtx(t), all[max(b-1, 0)]) // a retry: stored once
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files := dayFiles(t, dir, base); len(files) != 3 {
+		t.Fatalf("the day's files: %v, want three: the policy's and two classes'", files)
+	}
+	var flat []domain.Message
+	for _, batch := range all {
+		flat = append(flat, batch...)
+	}
+	now := time.Now()
+	classOf := map[string]string{}
+	for _, m := range flat {
+		classOf[m.ID] = m.RetentionRule
+	}
+	listed := listAll(t, s, domain.Query{Scope: scope, Limit: 100}, now, func(m domain.Message) {
+		if _, ok := classOf[m.ID]; !ok {
+			t.Errorf("listed %s, not appended, or listed twice", m.ID)
+		}
+		delete(classOf, m.ID)
+	})
+	if listed != len(flat) || len(classOf) != 0 {
+		t.Errorf("listed %d messages, want %d; %d never listed", listed, len(flat), len(classOf))
+	}
+	day := base.Truncate(24 * time.Hour)
+	values := map[string][]string{"from": {day.Format(time.RFC3339)}, "to": {day.Add(48 * time.Hour).Format(time.RFC3339)}}
+	if got, _ := statsEqualRollupBuilder(t, s, flat, now, values); got.Total.Count != int64(len(flat)) {
+		t.Errorf("the statistics count %d messages, want %d", got.Total.Count, len(flat))
+	}
+}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/sqlite/dayfile"
@@ -86,13 +87,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return errors.Join(append([]error{s.dir.CheckSpace(ctx, "ping"), s.dir.Checking()}, s.dir.Faults()...)...)
 }
 
-// Append stores msgs, one transaction per day file they fall in (a day and
-// a retention class: dayfile.PartOf), and returns nil only once every
-// transaction has committed (dayfile.File.Append). A message whose id its
-// day file already holds is left as stored, so a retry converges; the id's
-// file is a function of CreatedAt and the retention rule, which a retry
-// keeps (unless the rule set changed between: then the retry is stored
-// again in the other class's file, and reads show the message once).
+// Append stores msgs, in a transaction of each day file they fall in (a
+// day and a retention class: dayfile.PartOf), the files written at the same
+// time, and returns nil only once every one has committed
+// (dayfile.File.Append; Appends to a file that meet there share its
+// transaction). A message whose id its day file already holds is left as
+// stored, so a retry converges; the id's file is a function of CreatedAt
+// and the retention rule, which a retry keeps (unless the rule set changed
+// between: then the retry is stored again in the other class's file, and
+// reads show the message once).
 func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -100,21 +103,41 @@ func (s *Store) Append(ctx context.Context, msgs []domain.Message) error {
 	if err := s.dir.CheckSpace(ctx, "append"); err != nil {
 		return err
 	}
-	for _, group := range dayfile.ByPart(msgs) {
-		f, err := s.dir.Acquire(ctx, group.Part, true)
-		if err != nil {
-			return err
-		}
-		err = f.Append(ctx, group.Messages, !s.skipWords)
-		// Whatever the transaction's end: once it has ended, the hours it may
-		// have written are read again.
-		s.stats.Wrote(f, group.Messages)
-		f.Release()
-		if err != nil {
-			return err
+	groups := dayfile.ByPart(msgs)
+	// The largest part first: there the batches of concurrent Appends meet
+	// and share a transaction, and they leave it together, to meet again in
+	// the files of the other parts, written at the same time.
+	largest := 0
+	for i, group := range groups {
+		if len(group.Messages) > len(groups[largest].Messages) {
+			largest = i
 		}
 	}
-	return nil
+	if err := s.appendPart(ctx, groups[largest]); err != nil || len(groups) == 1 {
+		return err
+	}
+	groups = append(groups[:largest:largest], groups[largest+1:]...)
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, group := range groups {
+		wg.Go(func() { errs[i] = s.appendPart(ctx, group) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// appendPart stores group's messages in its part's day file.
+func (s *Store) appendPart(ctx context.Context, group dayfile.Group) error {
+	f, err := s.dir.Acquire(ctx, group.Part, true)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	err = f.Append(ctx, group.Messages, !s.skipWords)
+	// Whatever the transaction's end: once it has ended, the hours it may
+	// have written are read again.
+	s.stats.Wrote(f, group.Messages)
+	return err
 }
 
 // PurgeExpired drops, whole, every day file whose messages have all expired

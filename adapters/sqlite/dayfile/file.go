@@ -195,6 +195,8 @@ type File struct {
 	// the first Append after it opened).
 	stmts   *statements
 	stmtsMu sync.Mutex
+	// appends are the Appends waiting for its writer (appendQueue).
+	appends appendQueue
 
 	// When a holder last used it (Unix nanoseconds), and, under Dir.mu,
 	// whether it is open.
