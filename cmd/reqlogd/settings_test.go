@@ -160,7 +160,7 @@ var settingCases = []settingCase{
 	{key: "proxy.api_key", value: "rk_proxy_key", check: func(c config) bool { return c.Proxy.APIKey == "rk_proxy_key" }},
 	{key: "otlp.max_body_bytes", value: "1024", check: func(c config) bool { return c.OTLP.MaxBodyBytes == 1024 }},
 	{key: "otlp.max_spans", value: "10", check: func(c config) bool { return c.OTLP.MaxSpans == 10 }},
-	{key: "otlp.decoders", value: "1", check: func(c config) bool { return c.OTLP.Decoders == 1 }},
+	{key: "otlp.decoders", value: "37", check: func(c config) bool { return c.OTLP.Decoders == 37 }}, // not a core count: the default is one
 	{key: "exports_per_key", value: "3", check: func(c config) bool { return c.HTTP.Exports.PerKey == 3 }},
 	{key: "exports_max", value: "40", check: func(c config) bool { return c.HTTP.Exports.Total == 40 }},
 	{key: "export_min_rate", value: "0", check: func(c config) bool { return c.HTTP.Exports.MinRate == 0 }},
