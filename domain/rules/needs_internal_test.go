@@ -3,6 +3,7 @@ package rules
 import (
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,30 @@ func TestHasIBANStartAsEveryPlace(t *testing.T) {
 		}
 		if got := hasIBANStart(string(text)); got != want {
 			t.Fatalf("hasIBANStart(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestHintsLookingForARareByteAsContains compares the hints that look for a
+// rare byte of a literal (hasBefore, hasGitHubStart) with strings.Contains
+// of each literal, on random texts of the literals' pieces.
+func TestHintsLookingForARareByteAsContains(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 12))
+	pieces := []string{"g", "gh", "h", "p", "o", "u", "s", "r", "x", "_", "github", "pat", "ghp", "github_pa", "_pat_", "t_", "e", "ey", "y", "J", "eyJ", "E", "-", " "}
+	containsAny := func(text string, literals ...string) bool {
+		return slices.ContainsFunc(literals, func(l string) bool { return strings.Contains(text, l) })
+	}
+	for range 50000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		text := b.String()
+		if got, want := hasGitHubStart(text), containsAny(text, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"); got != want {
+			t.Fatalf("hasGitHubStart(%q) = %v, want %v", text, got, want)
+		}
+		if got, want := hasBefore('J', "ey")(text), strings.Contains(text, "eyJ"); got != want {
+			t.Fatalf("hasBefore('J', \"ey\")(%q) = %v, want %v", text, got, want)
 		}
 	}
 }

@@ -236,7 +236,7 @@ func hostileText(r *rand.Rand) string {
 		"Bearer\tabc.def", "bearer  x", "BEARER", "\xff\xfe", "Kelvin", "paſſport: X1234567", "PASSPORT=AB12345", "ſecret", "SECRET",
 		`{"card":"4111111111111111","note":"123456"}`, `["a@b.cc",{"x":"9"}]`, `"quoted"`, `back\slash`, "tab\there", "line\nbreak",
 		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "AKIAIOSFODNN7EXAMPLE", "sk_live_0123456789abcdef", "203.0.113.9", "::1",
-		"DE89370400440532013000", "123-45-6789", "ORD-00000042", "1990-01-31", "a+b", "%zz", "", " ", "_", "a.b", "k", "K"}
+		"DE89370400440532013000", "123-45-6789", "ORD-00000042", "1990-01-31", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "github_pat_", "a+b", "%zz", "", " ", "_", "a.b", "k", "K"}
 	n := 1 + r.IntN(3)
 	out := ""
 	for range n {
