@@ -18,7 +18,10 @@ type detector struct {
 	needs byteCounts
 	hint  func(string) bool
 	re    *regexp.Regexp
-	check func(string) bool
+	// shapeAt, when not nil, matches re's pattern at a place without the
+	// regexp package (findShapes).
+	shapeAt func(s string, i int) int
+	check   func(string) bool
 	// anchor, when not 0, is a byte every match holds that a JSON text
 	// holds only inside strings: a body's values without it need no look.
 	anchor byte
@@ -30,7 +33,7 @@ type detector struct {
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
 	"email":           {needs: textCounts{at: 1, dot: 1}.packed(), hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
-	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
+	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn, shapeAt: cardAt},
 	"iban":            {needs: textCounts{upper: 2, digits: 2}.packed(), hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
 	"jwt":             {needs: textCounts{dot: 2, upper: 2}.packed(), hint: hasBefore('J', "ey"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
 	"bearer_token":    {needs: textCounts{space: 1}.packed(), hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
@@ -38,8 +41,8 @@ var detectors = map[string]detector{
 	"github_token":    {needs: textCounts{under: 1}.packed(), hint: hasGitHubStart, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	"stripe_key":      {needs: textCounts{under: 2}.packed(), hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
 	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}.packed(), hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid, shapeAt: ssnAt},
+	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid, shapeAt: ipv4At},
 	"ipv6":            {needs: textCounts{colon: 2}.packed(), hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
 }
 
@@ -364,11 +367,16 @@ func (d *detector) findCounted(s string, counts byteCounts) [][]int {
 		return nil
 	}
 	var out [][]int
-	find := d.re.FindAllStringIndex // cheaper: no groups kept
-	if d.scheme {
-		find = d.re.FindAllStringSubmatchIndex
+	var found [][]int
+	switch {
+	case d.shapeAt != nil:
+		found = findShapes(s, d.shapeAt)
+	case d.scheme:
+		found = d.re.FindAllStringSubmatchIndex(s, -1)
+	default:
+		found = d.re.FindAllStringIndex(s, -1) // cheaper: no groups kept
 	}
-	for _, m := range find(s, -1) {
+	for _, m := range found {
 		if d.check != nil && !d.check(s[m[0]:m[1]]) {
 			continue
 		}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -157,6 +158,28 @@ func TestByteCountsAsCountsCapped(t *testing.T) {
 		}
 		if got.covers(need.packed()) != covers {
 			t.Fatalf("%v covers %v: %v, want %v", want, needLanes, !covers, covers)
+		}
+	}
+}
+
+// TestShapesAsTheirPatterns compares each detector's shape (findShapes)
+// with its pattern's FindAllStringIndex, on random texts of the bytes that
+// make or break their matches, short and long.
+func TestShapesAsTheirPatterns(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 13))
+	const alphabet = "0123456789012345678901234567890123456789 -..x_é\n"
+	for name, d := range detectors {
+		if d.shapeAt == nil {
+			continue
+		}
+		for range 30000 {
+			text := make([]byte, r.IntN([]int{12, 30, 120}[r.IntN(3)]))
+			for i := range text {
+				text[i] = alphabet[r.IntN(len(alphabet))]
+			}
+			if got, want := findShapes(string(text), d.shapeAt), d.re.FindAllStringIndex(string(text), -1); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s in %q: the shape finds %v, the pattern %v", name, text, got, want)
+			}
 		}
 	}
 }

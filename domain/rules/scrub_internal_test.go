@@ -67,13 +67,14 @@ func (c *Compiled) scrubByEveryRule(m *domain.Message, src Source) ([]Change, []
 }
 
 // scrubWithoutShortcuts is scrub with the pattern or detector run on every
-// value: no counts, literal or hint rule a value out first.
+// value: no counts, literal or hint rule a value out first, and a detector's
+// own pattern, not its shape.
 func (p *privacyRule) scrubWithoutShortcuts(value string, hasher *keyedHash) (string, int, bool) {
 	plain := *p
 	plain.literal = literal{}
 	if p.detector != nil {
 		d := *p.detector
-		d.needs, d.hint = 0, func(string) bool { return true }
+		d.needs, d.hint, d.shapeAt = 0, func(string) bool { return true }, nil
 		plain.detector = &d
 	}
 	plain.needs = 0
