@@ -49,13 +49,18 @@ func benchMessages(n int) []domain.Message {
 // BenchmarkApply is the fifty user rules of app's BenchmarkIngestRules
 // applied to its kind of message, alone: what the rules cost a message,
 // without the decoding and the write around them.
-func BenchmarkApply(b *testing.B) {
+func BenchmarkApply(b *testing.B) { benchmarkFifty(b, benchMessages(64)) }
+
+// BenchmarkApplyValidated is BenchmarkApply on the messages as ingest hands
+// them to the rules: validated, with validation's verdict on their bodies.
+func BenchmarkApplyValidated(b *testing.B) { benchmarkFifty(b, validatedBenchMessages(b, 64)) }
+
+func benchmarkFifty(b *testing.B, messages []domain.Message) {
 	doc, err := os.ReadFile("testdata/fifty-rules.json")
 	if err != nil {
 		b.Fatal(err)
 	}
 	c := compile(b, string(doc))
-	messages := benchMessages(64)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

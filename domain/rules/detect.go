@@ -18,7 +18,10 @@ type detector struct {
 	needs byteCounts
 	hint  func(string) bool
 	re    *regexp.Regexp
-	check func(string) bool
+	// shapeAt, when not nil, matches re's pattern at a place without the
+	// regexp package (findShapes).
+	shapeAt func(s string, i int) int
+	check   func(string) bool
 	// anchor, when not 0, is a byte every match holds that a JSON text
 	// holds only inside strings: a body's values without it need no look.
 	anchor byte
@@ -30,16 +33,16 @@ type detector struct {
 // Detectors are the built-in detectors, by the name a rule gives.
 var detectors = map[string]detector{
 	"email":           {needs: textCounts{at: 1, dot: 1}.packed(), hint: has("@"), anchor: '@', re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63}`)},
-	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn},
+	"card_number":     {needs: textCounts{digits: 13}.packed(), hint: hasDigits(13), re: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), check: luhn, shapeAt: cardAt},
 	"iban":            {needs: textCounts{upper: 2, digits: 2}.packed(), hint: hasIBANStart, re: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`), check: ibanValid},
-	"jwt":             {needs: textCounts{dot: 2, upper: 2}.packed(), hint: has("eyJ"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
+	"jwt":             {needs: textCounts{dot: 2, upper: 2}.packed(), hint: hasBefore('J', "ey"), re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*`)},
 	"bearer_token":    {needs: textCounts{space: 1}.packed(), hint: hasFold("bearer"), re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), scheme: true},
 	"aws_access_key":  {needs: textCounts{upper: 4}.packed(), hint: hasAfter('A', "KIA", "SIA", "GPA", "IDA", "ROA"), re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b`)},
-	"github_token":    {needs: textCounts{under: 1}.packed(), hint: hasAfter('g', "hp_", "ho_", "hu_", "hs_", "hr_", "ithub_pat_"), re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	"github_token":    {needs: textCounts{under: 1}.packed(), hint: hasGitHubStart, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	"stripe_key":      {needs: textCounts{under: 2}.packed(), hint: hasAfter('_', "live_", "test_"), re: regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,247}\b`)},
 	"pem_private_key": {needs: textCounts{dash: 10, upper: 10}.packed(), hint: has("PRIVATE KEY"), re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid},
-	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid},
+	"us_ssn":          {needs: textCounts{dash: 2, digits: 9}.packed(), hint: both(hasCount('-', 2), hasDigits(9)), re: regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), check: ssnValid, shapeAt: ssnAt},
+	"ipv4":            {needs: textCounts{dot: 3, digits: 4}.packed(), hint: hasCount('.', 3), re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`), check: ipValid, shapeAt: ipv4At},
 	"ipv6":            {needs: textCounts{colon: 2}.packed(), hint: hasCount(':', 2), re: regexp.MustCompile(`(?i)\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%[0-9a-z]+)?\b|::[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){0,6}\b`), check: ipValid},
 }
 
@@ -132,6 +135,42 @@ func hasAfter(c byte, tails ...string) func(string) bool {
 		}
 		return false
 	}
+}
+
+// hasBefore reports whether a text holds head followed by c: one scan for
+// c, a rare byte in most texts, where the head's first byte is a common one.
+func hasBefore(c byte, head string) func(string) bool {
+	return func(t string) bool {
+		for i := strings.IndexByte(t, c); i >= 0; {
+			if i >= len(head) && t[i-len(head):i] == head {
+				return true
+			}
+			j := strings.IndexByte(t[i+1:], c)
+			if j < 0 {
+				return false
+			}
+			i += 1 + j
+		}
+		return false
+	}
+}
+
+// hasGitHubStart reports whether a text holds the start of a GitHub token,
+// "gh" and one of "pousr", or "github", then "_" ("_pat_" for the latter):
+// one scan for the '_' each holds, rarer in most texts than a 'g'.
+func hasGitHubStart(t string) bool {
+	for i := strings.IndexByte(t, '_'); i >= 0; {
+		if i >= 3 && t[i-3:i-1] == "gh" && strings.IndexByte("pousr", t[i-1]) >= 0 ||
+			i >= 6 && t[i-6:i] == "github" && strings.HasPrefix(t[i+1:], "pat_") {
+			return true
+		}
+		j := strings.IndexByte(t[i+1:], '_')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // hasCount reports whether a text holds c at least n times.
@@ -328,11 +367,16 @@ func (d *detector) findCounted(s string, counts byteCounts) [][]int {
 		return nil
 	}
 	var out [][]int
-	find := d.re.FindAllStringIndex // cheaper: no groups kept
-	if d.scheme {
-		find = d.re.FindAllStringSubmatchIndex
+	var found [][]int
+	switch {
+	case d.shapeAt != nil:
+		found = findShapes(s, d.shapeAt)
+	case d.scheme:
+		found = d.re.FindAllStringSubmatchIndex(s, -1)
+	default:
+		found = d.re.FindAllStringIndex(s, -1) // cheaper: no groups kept
 	}
-	for _, m := range find(s, -1) {
+	for _, m := range found {
 		if d.check != nil && !d.check(s[m[0]:m[1]]) {
 			continue
 		}

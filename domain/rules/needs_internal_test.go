@@ -2,7 +2,9 @@ package rules
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,6 +92,30 @@ func TestHasIBANStartAsEveryPlace(t *testing.T) {
 	}
 }
 
+// TestHintsLookingForARareByteAsContains compares the hints that look for a
+// rare byte of a literal (hasBefore, hasGitHubStart) with strings.Contains
+// of each literal, on random texts of the literals' pieces.
+func TestHintsLookingForARareByteAsContains(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 12))
+	pieces := []string{"g", "gh", "h", "p", "o", "u", "s", "r", "x", "_", "github", "pat", "ghp", "github_pa", "_pat_", "t_", "e", "ey", "y", "J", "eyJ", "E", "-", " "}
+	containsAny := func(text string, literals ...string) bool {
+		return slices.ContainsFunc(literals, func(l string) bool { return strings.Contains(text, l) })
+	}
+	for range 50000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		text := b.String()
+		if got, want := hasGitHubStart(text), containsAny(text, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"); got != want {
+			t.Fatalf("hasGitHubStart(%q) = %v, want %v", text, got, want)
+		}
+		if got, want := hasBefore('J', "ey")(text), strings.Contains(text, "eyJ"); got != want {
+			t.Fatalf("hasBefore('J', \"ey\")(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
 // TestByteCountsAsCountsCapped compares countText with a count of each
 // kind capped at 127, and covers with a comparison of each, on random texts
 // short and long.
@@ -132,6 +158,28 @@ func TestByteCountsAsCountsCapped(t *testing.T) {
 		}
 		if got.covers(need.packed()) != covers {
 			t.Fatalf("%v covers %v: %v, want %v", want, needLanes, !covers, covers)
+		}
+	}
+}
+
+// TestShapesAsTheirPatterns compares each detector's shape (findShapes)
+// with its pattern's FindAllStringIndex, on random texts of the bytes that
+// make or break their matches, short and long.
+func TestShapesAsTheirPatterns(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 13))
+	const alphabet = "0123456789012345678901234567890123456789 -..x_é\n"
+	for name, d := range detectors {
+		if d.shapeAt == nil {
+			continue
+		}
+		for range 30000 {
+			text := make([]byte, r.IntN([]int{12, 30, 120}[r.IntN(3)]))
+			for i := range text {
+				text[i] = alphabet[r.IntN(len(alphabet))]
+			}
+			if got, want := findShapes(string(text), d.shapeAt), d.re.FindAllStringIndex(string(text), -1); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s in %q: the shape finds %v, the pattern %v", name, text, got, want)
+			}
 		}
 	}
 }

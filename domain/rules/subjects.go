@@ -135,7 +135,7 @@ func (c *Compiled) readSubjects(m *domain.Message, found func(value string) stri
 	}{{sideRequest, &m.Request}, {sideResponse, &m.Response}} {
 		c.readHeaderSubjects(half.content.Header, half.side, found)
 		if half.content.Body != "" && !c.readAnchoredBody(half.side, half.content, found) {
-			walkBody(half.content.Body, half.content.ContentType, half.side, visit)
+			walkBody(half.content, half.side, visit)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func walkMessage(m *domain.Message, v visit, fieldsRead func(side) bool) (withhe
 		if c.content.Body == "" {
 			continue
 		}
-		body, ok := walkBody(c.content.Body, c.content.ContentType, c.side, v)
+		body, ok := walkBody(c.content, c.side, v)
 		if !ok && fieldsRead(c.side) {
 			body = Withheld
 			withheld = append(withheld, location{kind: kindBodyText, side: c.side}.String())
@@ -151,11 +151,14 @@ func walkQuery(query string, loc location, v visit) string {
 }
 
 // walkBody visits a body's fields (JSON, or a form) or, failing that, its
-// text. ok is false when it looks like JSON the walk cannot read.
-func walkBody(body, contentType string, s side, v visit) (string, bool) {
+// text, and returns the body rewritten. ok is false when it looks like JSON
+// the walk cannot read. Validation's verdict that the body is JSON
+// (domain.Content.BodyIsJSON) spares checking it again.
+func walkBody(content *domain.Content, s side, v visit) (string, bool) {
+	body, contentType := content.Body, content.ContentType
 	trimmed := strings.TrimLeft(body, " \t\r\n\ufeff")
 	if strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
-		if jsonbytes.Check(trimmed, maxJSONDepth, nil) != jsonbytes.Valid {
+		if !content.BodyIsJSON() && jsonbytes.Check(trimmed, maxJSONDepth, nil) != jsonbytes.Valid {
 			text, _ := v(&location{kind: kindBodyText, side: s}, body)
 			return text, false
 		}
