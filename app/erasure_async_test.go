@@ -13,6 +13,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/erasure"
 	"github.com/reqlog/reqlog/domain/stats"
@@ -188,7 +189,7 @@ func waitForState(t *testing.T, core *app.Core, id string, state erasure.State) 
 	t.Helper()
 	order := []erasure.State{erasure.StatePending, erasure.StateHidden, erasure.StateDeleted}
 	var e erasure.Erasure
-	waitFor(t, "the erasure "+string(state), func() bool {
+	conformance.WaitFor(t, "the erasure "+string(state), func() bool {
 		var err error
 		e, err = core.Erasures.Erasure(t.Context(), ruleKey, id)
 		return err == nil && slices.Index(order, e.State) >= slices.Index(order, state)
@@ -378,7 +379,7 @@ func TestATombstoneOutlivesItsHideByTheReadLag(t *testing.T) {
 	core := f.coreAt(t, store, advancingClock{time.Now()})
 	ana := submitMany(t, core, "u-1", 20)
 	bob := submitMany(t, core, "u-2", 5)
-	waitFor(t, "the messages visible", func() bool {
+	conformance.WaitFor(t, "the messages visible", func() bool {
 		page, err := core.Reader.List(t.Context(), ruleKey, domain.Query{Limit: 100})
 		return err == nil && len(page.Messages) == len(ana)+len(bob)
 	})

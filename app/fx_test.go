@@ -14,6 +14,7 @@ import (
 
 	"github.com/reqlog/reqlog/app"
 	"github.com/reqlog/reqlog/app/appfx"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -39,7 +40,7 @@ func TestModuleWiresUseCasesAndPurgeJob(t *testing.T) {
 	)
 	svc := fxtest.New(t, appGraph(store, cfg, &ingester, &reader, &policy))
 	svc.RequireStart()
-	waitFor(t, "the purge job's first run", func() bool { return store.purgeCount() > 0 })
+	conformance.WaitFor(t, "the purge job's first run", func() bool { return store.purgeCount() > 0 })
 
 	if policy.VisibilityDelay != 0 || policy.Sniff == nil {
 		t.Errorf("policy %+v does not come from the config", policy)

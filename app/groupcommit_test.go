@@ -172,7 +172,7 @@ func startBlocked(t *testing.T, g *app.GroupCommitter, store *gateStore) call {
 // waitQueued waits until the committer holds n messages, queued or being written.
 func waitQueued(t *testing.T, depth *depthRecorder, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d messages held by the committer", n), func() bool {
+	conformance.WaitFor(t, fmt.Sprintf("%d messages held by the committer", n), func() bool {
 		m, _ := depth.depth()
 		return m == n
 	})
@@ -512,7 +512,7 @@ func TestGroupCommitReportsAReservationQueuedAtOnce(t *testing.T) {
 	}
 	appended := make(chan error, 1)
 	go func() { appended <- r.Append(t.Context(), msgs("queued")) }()
-	waitFor(t, "the messages to be queued", func() bool {
+	conformance.WaitFor(t, "the messages to be queued", func() bool {
 		metrics.mu.Lock()
 		defer metrics.mu.Unlock()
 		return metrics.held > 0

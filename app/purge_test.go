@@ -11,24 +11,10 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
 
 func TestPurgerRunsRepeatedlyAtTheClocksTime(t *testing.T) {
 	store := &recordingStore{}
@@ -36,7 +22,7 @@ func TestPurgerRunsRepeatedlyAtTheClocksTime(t *testing.T) {
 	p := app.NewPurger(store, fixedClock{testNow}, time.Millisecond, zap.New(core))
 	p.Start()
 	p.Start() // a second Start must not start a second loop
-	waitFor(t, "three purges", func() bool { return store.purgeCount() >= 3 })
+	conformance.WaitFor(t, "three purges", func() bool { return store.purgeCount() >= 3 })
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -73,3 +73,20 @@ func (c *FakeClock) Advance(d time.Duration) {
 }
 
 var _ ports.Clock = (*FakeClock)(nil)
+
+// WaitFor polls cond every millisecond until it holds, failing t after ten
+// seconds: a wait on a background worker with a deadline, not a sleep. The
+// test packages of the adapters and of app share it.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}

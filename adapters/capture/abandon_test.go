@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 // A client that hangs up halfway through its request body leaves no exchange
@@ -33,7 +34,7 @@ func TestAClientThatHangsUpMidBodyIsNotRecorded(t *testing.T) {
 	if err := <-handlerDone; err == nil {
 		t.Fatal("the handler read the whole body of a request cut short")
 	}
-	waitFor(t, "the abandoned exchange to be counted", func() bool { return rec.Stats().Abandoned == 1 })
+	conformance.WaitFor(t, "the abandoned exchange to be counted", func() bool { return rec.Stats().Abandoned == 1 })
 
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/upload", strings.NewReader("whole"))
 	if err != nil {
@@ -70,7 +71,7 @@ func TestAnAbortedReplyIsRecordedAsFarAsItWent(t *testing.T) {
 	if err == nil {
 		t.Error("the client got the aborted reply as whole")
 	}
-	waitFor(t, "the aborted exchange", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the aborted exchange", func() bool { return rec.Stats().Captured == 1 })
 	closeRecorder(t, rec)
 	got := sub.exchanges()
 	if len(got) != 1 || got[0].Response.Body != "xxxxxxxxxx…[truncated by reqlog capture: at least 100 bytes]" {

@@ -14,6 +14,7 @@ import (
 	"github.com/andybalholm/brotli"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 // encode is text compressed with coding as a server sends it.
@@ -80,7 +81,7 @@ func TestEncodedBodiesAreRecordedDecoded(t *testing.T) {
 			}
 			req.Header.Set("Content-Encoding", tc.header)
 			send(t, req)
-			waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+			conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 			closeRecorder(t, rec)
 			e := sub.exchanges()[0]
 			if !tc.want(e.Request.Body) || !tc.want(e.Response.Body) {
@@ -125,7 +126,7 @@ func TestEncodedBodiesCutOrBroken(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 			req.Header.Set("Accept-Encoding", "identity") // the client reads the reply as sent
 			send(t, req)
-			waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+			conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 			closeRecorder(t, rec)
 			if body := sub.exchanges()[0].Response.Body; !tc.want(body) {
 				t.Errorf("recorded %.300q", body)

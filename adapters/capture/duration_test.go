@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -182,7 +183,7 @@ func TestDurationIsMeasuredToTheLastWrite(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("no reply")
 			}
-			waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+			conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 			if s := closeRecorder(t, rec); s.Submitted != 1 {
 				t.Fatalf("stats %+v, want the exchange submitted", s)
 			}
@@ -249,7 +250,7 @@ func TestAReplyReadFromPastTheTimeLimitIsCut(t *testing.T) {
 	if string(body) != "within the limit;past-the-limit" {
 		t.Fatalf("the client got %q, want the whole reply", body)
 	}
-	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 	closeRecorder(t, rec)
 	got := sub.exchanges()[0].Response.Body
 	if strings.Contains(got, "past-the-limit") || !strings.Contains(got, "the body took longer than 1m0s") {

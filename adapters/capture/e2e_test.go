@@ -11,6 +11,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/capture"
 	"github.com/reqlog/reqlog/adapters/httpclient"
 	"github.com/reqlog/reqlog/adapters/httpclient/httpclienttest"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -49,7 +50,7 @@ func TestEndToEndThroughTheHTTPClient(t *testing.T) {
 	}
 	get(t, app.URL+"/missing")
 	get(t, app.URL+"/healthz")
-	waitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
+	conformance.WaitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
 	after := time.Now().UTC()
 	if s := closeRecorder(t, rec); s.Submitted != 4 {
 		t.Fatalf("stats %+v, want 4 submitted", s)
@@ -113,7 +114,7 @@ func TestDurationEndToEnd(t *testing.T) {
 	if err := <-replied; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 	if s := closeRecorder(t, rec); s.Submitted != 1 {
 		t.Fatalf("stats %+v, want one submitted", s)
 	}

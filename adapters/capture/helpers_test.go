@@ -74,21 +74,6 @@ func (f *fakeSubmitter) paths() []string {
 	return paths
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // startRecorder serves handler wrapped by a new recorder; the recorder is closed
 // when the test ends if the test has not closed it.
 func startRecorder(t *testing.T, sub ports.ExchangeSubmitter, opts capture.Options, handler http.Handler) (*capture.Recorder, *httptest.Server) {

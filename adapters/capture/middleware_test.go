@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 )
 
@@ -190,7 +191,7 @@ func TestResponsesAreUnchanged(t *testing.T) {
 				t.Errorf("headers with capture %v (length %d), without %v (length %d)", got.Header, got.ContentLength, want.Header, want.ContentLength)
 			}
 
-			waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+			conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 			if s := closeRecorder(t, rec); s.Submitted != 1 {
 				t.Fatalf("stats %+v, want one submitted exchange", s)
 			}
@@ -239,7 +240,7 @@ func TestStreamingReachesTheClientBeforeTheHandlerEnds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first chunk never reached the client: the flush was held back")
 	}
-	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 	closeRecorder(t, rec)
 	if e := sub.exchanges()[0]; e.Response.Body != "first\nsecond\n" || e.Response.StatusCode != 200 {
 		t.Errorf("captured %d %q", e.Response.StatusCode, e.Response.Body)
@@ -287,7 +288,7 @@ func TestBodyTruncation(t *testing.T) {
 				t.Fatal(err)
 			}
 			send(t, req)
-			waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+			conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 			closeRecorder(t, rec)
 			e := sub.exchanges()[0]
 			if e.Request.Body != tc.wantReq || e.Response.Body != tc.wantResp {
@@ -304,7 +305,7 @@ func TestMaskedHeadersAreConfigurable(t *testing.T) {
 	req.Header.Set("X-Internal-Token", secret)
 	req.Header.Set("Authorization", "not masked here")
 	send(t, req)
-	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 	closeRecorder(t, rec)
 	h := sub.exchanges()[0].Request.Header
 	if h["X-Internal-Token"][0] != domain.Mask || h["Authorization"][0] != "not masked here" {
@@ -321,7 +322,7 @@ func TestMaskedHeadersMatchWithUnderscores(t *testing.T) {
 	req.Header["X_api_key"] = []string{secret}
 	req.Header["X_visible"] = []string{"kept"}
 	send(t, req)
-	waitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
+	conformance.WaitFor(t, "the exchange to be recorded", func() bool { return rec.Stats().Captured == 1 })
 	closeRecorder(t, rec)
 	h := sub.exchanges()[0].Request.Header
 	if h["X_api_key"][0] != domain.Mask || h["X_visible"][0] != "kept" {
@@ -342,7 +343,7 @@ func TestSkipAndName(t *testing.T) {
 			t.Errorf("%s: %d %q", tc.path, resp.StatusCode, body)
 		}
 	}
-	waitFor(t, "the exchanges to be recorded", func() bool { return rec.Stats().Captured == 3 })
+	conformance.WaitFor(t, "the exchanges to be recorded", func() bool { return rec.Stats().Captured == 3 })
 	closeRecorder(t, rec)
 	var got []string
 	for _, e := range sub.exchanges() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
@@ -37,7 +38,7 @@ func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	// The queue takes two more; the rest must be dropped, and every reply still
 	// arrives (get's client times out if the middleware blocks).
 	requestPaths(t, srv.URL, "/2", "/3", "/4", "/5", "/6")
-	waitFor(t, "six exchanges", func() bool { return rec.Stats().Captured == 6 })
+	conformance.WaitFor(t, "six exchanges", func() bool { return rec.Stats().Captured == 6 })
 	if s := rec.Stats(); s.Dropped != 3 || s.Submitted != 0 {
 		t.Fatalf("stats %+v while the submitter is held: want 3 dropped, none submitted", s)
 	}
@@ -55,8 +56,8 @@ func TestFlushesOnBatchSizeAndOnClose(t *testing.T) {
 	sub := &fakeSubmitter{}
 	rec, srv := startRecorder(t, sub, capture.Options{BatchSize: 3, FlushInterval: never}, http.HandlerFunc(okHandler))
 	requestPaths(t, srv.URL, "/0", "/1", "/2", "/3", "/4")
-	waitFor(t, "a full batch", func() bool { return len(sub.sizes()) == 1 })
-	waitFor(t, "five exchanges", func() bool { return rec.Stats().Captured == 5 })
+	conformance.WaitFor(t, "a full batch", func() bool { return len(sub.sizes()) == 1 })
+	conformance.WaitFor(t, "five exchanges", func() bool { return rec.Stats().Captured == 5 })
 	if got := sub.sizes(); !reflect.DeepEqual(got, []int{3}) {
 		t.Fatalf("batches %v before Close, want one of 3", got)
 	}
@@ -73,7 +74,7 @@ func TestFlushesOnInterval(t *testing.T) {
 	sub := &fakeSubmitter{}
 	_, srv := startRecorder(t, sub, capture.Options{BatchSize: 100, FlushInterval: 5 * time.Millisecond}, http.HandlerFunc(okHandler))
 	requestPaths(t, srv.URL, "/lonely")
-	waitFor(t, "the interval flush", func() bool { return len(sub.sizes()) == 1 })
+	conformance.WaitFor(t, "the interval flush", func() bool { return len(sub.sizes()) == 1 })
 	if got := sub.paths(); !reflect.DeepEqual(got, []string{"/lonely"}) {
 		t.Errorf("submitted %v", got)
 	}
@@ -91,7 +92,7 @@ func TestBatchesStayUnderMaxBatchBytes(t *testing.T) {
 		for range 4 {
 			get(t, srv.URL)
 		}
-		waitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
+		conformance.WaitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
 		closeRecorder(t, rec)
 		if got := sub.sizes(); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("MaxBatchBytes %d: batches %v, want %v", tc.maxBytes, got, tc.want)
@@ -113,7 +114,7 @@ func TestSplitsBatchesTooLargeForTheReceiver(t *testing.T) {
 	}}
 	rec, srv := startRecorder(t, sub, capture.Options{BatchSize: 5, FlushInterval: never}, http.HandlerFunc(okHandler))
 	requestPaths(t, srv.URL, "/0", "/1", "/2", "/3", "/4")
-	waitFor(t, "five exchanges", func() bool { return rec.Stats().Captured == 5 })
+	conformance.WaitFor(t, "five exchanges", func() bool { return rec.Stats().Captured == 5 })
 	s := closeRecorder(t, rec)
 	if s.Submitted != 5 || s.Failed != 0 {
 		t.Errorf("stats %+v, want all 5 submitted in smaller batches", s)
@@ -147,7 +148,7 @@ func TestResubmitsWithoutInvalidItems(t *testing.T) {
 		errs = append(errs, err)
 	}}, http.HandlerFunc(okHandler))
 	requestPaths(t, srv.URL, "/a", "/bad1", "/b", "/bad2")
-	waitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
+	conformance.WaitFor(t, "four exchanges", func() bool { return rec.Stats().Captured == 4 })
 	s := closeRecorder(t, rec)
 	if s.Submitted != 2 || s.Failed != 2 {
 		t.Errorf("stats %+v, want the 2 good ones submitted and the 2 bad ones failed", s)
@@ -166,7 +167,7 @@ func TestSubmitterErrorsAreCounted(t *testing.T) {
 	var heard error
 	rec, srv := startRecorder(t, sub, capture.Options{FlushInterval: never, OnError: func(err error) { heard = err }}, http.HandlerFunc(okHandler))
 	requestPaths(t, srv.URL, "/a", "/b")
-	waitFor(t, "two exchanges", func() bool { return rec.Stats().Captured == 2 })
+	conformance.WaitFor(t, "two exchanges", func() bool { return rec.Stats().Captured == 2 })
 	if s := closeRecorder(t, rec); s.Failed != 2 || s.Submitted != 0 {
 		t.Errorf("stats %+v, want 2 failed", s)
 	}

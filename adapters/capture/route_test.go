@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/reqlog/reqlog/adapters/capture"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 func TestPatternRoute(t *testing.T) {
@@ -41,7 +42,7 @@ func TestRouteFromServeMux(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders/ord_1/pay", strings.NewReader("{}"))
 	req.Host = "example.com"
 	send(t, req)
-	waitFor(t, "three exchanges", func() bool { return rec.Stats().Captured == 3 })
+	conformance.WaitFor(t, "three exchanges", func() bool { return rec.Stats().Captured == 3 })
 	closeRecorder(t, rec)
 	var got []string
 	for _, e := range sub.exchanges() {
@@ -75,7 +76,7 @@ func TestRouteFromAHook(t *testing.T) {
 	defer srv.Close()
 	get(t, srv.URL+"/orders/42")
 	get(t, srv.URL+"/bad")
-	waitFor(t, "two exchanges", func() bool { return rec.Stats().Captured == 2 })
+	conformance.WaitFor(t, "two exchanges", func() bool { return rec.Stats().Captured == 2 })
 	closeRecorder(t, rec)
 	var got []string
 	for _, e := range sub.exchanges() {

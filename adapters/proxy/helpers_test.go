@@ -18,6 +18,7 @@ import (
 	"github.com/reqlog/reqlog/adapters/memory"
 	"github.com/reqlog/reqlog/adapters/proxy"
 	"github.com/reqlog/reqlog/app"
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/domain/rules"
 )
@@ -88,7 +89,7 @@ func newRigWithRules(t *testing.T, upstream string, cfg proxy.Config, ruleSet st
 func (r *rig) stored(t *testing.T, n int) []domain.Message {
 	t.Helper()
 	var msgs []domain.Message
-	waitFor(t, "stored messages", func() bool {
+	conformance.WaitFor(t, "stored messages", func() bool {
 		page, err := r.reader.List(context.Background(), r.principal, domain.Query{Limit: domain.MaxLimit})
 		if err != nil {
 			t.Fatal(err)
@@ -101,21 +102,6 @@ func (r *rig) stored(t *testing.T, n int) []domain.Message {
 	}
 	slices.Reverse(msgs)
 	return msgs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 // stuckSubmitter never stores anything until it is closed or the call's

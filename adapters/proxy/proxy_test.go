@@ -20,6 +20,7 @@ import (
 
 	"github.com/reqlog/reqlog/adapters/capture"
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 func TestRecordsEachExchangeWithItsBodies(t *testing.T) {
@@ -305,7 +306,7 @@ func TestAClientThatHangsUpMidBodyLeavesNothingStored(t *testing.T) {
 	if err := <-upstreamRead; err == nil {
 		t.Error("the upstream read a cut body as whole")
 	}
-	waitFor(t, "the abandoned exchange to be counted", func() bool { return r.server.Stats().Abandoned == 1 })
+	conformance.WaitFor(t, "the abandoned exchange to be counted", func() bool { return r.server.Stats().Abandoned == 1 })
 
 	resp, body := send(t, mustRequest(t, http.MethodPost, r.proxyURL+"/after", "whole"))
 	if resp.StatusCode != http.StatusOK || body != "got 5 bytes" {

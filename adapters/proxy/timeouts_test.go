@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reqlog/reqlog/adapters/proxy"
+	"github.com/reqlog/reqlog/conformance"
 )
 
 // silentUpstream accepts connections, reads what comes and never answers.
@@ -99,7 +100,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 	if err := closedByPeer(body); err != nil {
 		t.Errorf("a client that stops sending its body: %v", err)
 	}
-	waitFor(t, "the cut exchange to be counted as abandoned", func() bool { return r.server.Stats().Abandoned == 1 })
+	conformance.WaitFor(t, "the cut exchange to be counted as abandoned", func() bool { return r.server.Stats().Abandoned == 1 })
 }
 
 // closedByPeer reads from c until the other side closes it, within a deadline
@@ -264,7 +265,7 @@ func TestATricklingRequestBodyIsRecordedCut(t *testing.T) {
 	}
 	<-firstRead
 	readSince := time.Now() // the proxy's capture started before: its time is up after limit
-	waitFor(t, "the body's read time to pass", func() bool { return time.Since(readSince) > limit })
+	conformance.WaitFor(t, "the body's read time to pass", func() bool { return time.Since(readSince) > limit })
 	if _, err := io.WriteString(pw, second); err != nil {
 		t.Fatal(err)
 	}

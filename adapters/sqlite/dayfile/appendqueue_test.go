@@ -10,24 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reqlog/reqlog/conformance"
 	"github.com/reqlog/reqlog/domain"
 	"github.com/reqlog/reqlog/ports"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
 
 // queueTest is a day file whose writer the test holds (a transaction of
 // its one connection) while Appends queue behind it.
@@ -90,12 +76,12 @@ func (q *queueTest) appendAsync(ctx context.Context, msgs []domain.Message) <-ch
 // leaderWaiting waits until an Append leads and waits for the writer the
 // test holds, having taken what was queued then.
 func (q *queueTest) leaderWaiting() {
-	waitFor(q.t, "the leading Append to wait for the writer", func() bool { return q.f.Write.Stats().WaitCount >= 1 })
+	conformance.WaitFor(q.t, "the leading Append to wait for the writer", func() bool { return q.f.Write.Stats().WaitCount >= 1 })
 }
 
 // queued waits until n Appends wait behind the leader.
 func (q *queueTest) queued(n int) {
-	waitFor(q.t, fmt.Sprintf("%d Appends to queue", n), func() bool {
+	conformance.WaitFor(q.t, fmt.Sprintf("%d Appends to queue", n), func() bool {
 		q.f.appends.mu.Lock()
 		defer q.f.appends.mu.Unlock()
 		return len(q.f.appends.waiting) == n
