@@ -513,8 +513,8 @@ func (j *ErasureJob) releaseLease(ctx context.Context) {
 		return
 	}
 	now := j.clock.Now()
-	if held, err := j.leases.AcquireLease(ctx, erasureLease, j.owner, now, now); err != nil && ctx.Err() == nil {
-		j.log.Debug("releasing the erasures' lease failed; it ends with its term", zap.Bool("held", held), zap.Error(err))
+	if _, err := j.leases.AcquireLease(ctx, erasureLease, j.owner, now, now); err != nil && ctx.Err() == nil {
+		j.log.Debug("releasing the erasures' lease failed; it ends with its term", zap.Error(err))
 	}
 }
 

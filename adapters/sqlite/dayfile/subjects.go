@@ -93,14 +93,7 @@ func appendSubjectTokens(dst []byte, hashes []string) []byte {
 // subjectMatch is the word index query of the messages indexed under any of
 // hashes: their tokens joined by OR (lower case, never an FTS5 keyword).
 func subjectMatch(hashes []string) string {
-	var q []byte
-	for i, h := range hashes {
-		if i > 0 {
-			q = append(q, " OR "...)
-		}
-		q = appendSubjectToken(q, h)
-	}
-	return string(q)
+	return strings.ReplaceAll(string(appendSubjectTokens(nil, hashes)), " ", " OR ") // a token holds no space
 }
 
 // subjectSeqs is the subquery of the seqs of the messages indexed under
